@@ -1,0 +1,15 @@
+"""Instruction semantics, one module per PTX opcode family; importing this package registers them all.
+
+Every module in this package registers its decoders with :data:`sim.semantics.registry.REGISTRY` at import.
+"""
+import importlib
+import pkgutil
+
+from .registry import REGISTRY, DecodeInfo, semantics  # noqa: F401
+
+
+def load_all() -> None:
+    """Import every semantics module of this package (idempotent)."""
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name != "registry" and not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")

@@ -1,0 +1,113 @@
+"""Typed, source-located diagnostics shared by the front end, the simulator and the GPU back end.
+
+Every problem a user can cause (malformed PTX, an instruction tcsim cannot execute, a bad launch argument,
+an out-of-bounds or misaligned access, a deadlock, a runaway kernel) is raised as a subclass of
+:class:`TcsimError`.  ``str(err)`` is a one-paragraph diagnostic: where (file:line:col, CTA/warp/lane),
+what happened, and what was expected.  The CLI prints it and exits non-zero; Python callers can inspect the
+fields.  Internal bugs stay ordinary Python exceptions so they keep their tracebacks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in a PTX file (1-based line and column) plus the text of that line."""
+
+    file: str
+    line: int
+    col: int
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class TcsimError(Exception):
+    """Base class of every user-facing diagnostic.
+
+    ``where`` holds execution context (e.g. ``"cta (0,0,0) warp 1 lanes 3,7"``) when the error arises while
+    running; ``loc`` is the PTX position; ``user_loc`` the CUDA/Triton source position from ``.loc``.
+    """
+
+    kind = "error"
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, *, where: str | None = None,
+                 expected: str | None = None, user_loc: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.where = where
+        self.expected = expected
+        self.user_loc = user_loc
+        super().__init__(self.format())
+
+    def with_context(self, loc: SourceLoc | None = None, where: str | None = None,
+                     user_loc: str | None = None) -> "TcsimError":
+        """Fill in location/context fields that were unknown where the error was raised."""
+        if self.loc is None and loc is not None:
+            self.loc = loc
+        if self.where is None and where is not None:
+            self.where = where
+        if self.user_loc is None and user_loc is not None:
+            self.user_loc = user_loc
+        self.args = (self.format(),)
+        return self
+
+    def format(self) -> str:
+        head = f"{self.loc}: " if self.loc is not None else ""
+        parts = [f"{head}{self.kind}: {self.message}"]
+        if self.where:
+            parts.append(f"(in {self.where})")
+        if self.expected:
+            parts.append(f"Expected: {self.expected}.")
+        if self.user_loc:
+            parts.append(f"Source: {self.user_loc}.")
+        if self.loc is not None and self.loc.text:
+            parts.append(f"Offending text: `{self.loc.text.strip()}`")
+        return " ".join(parts)
+
+    def __str__(self) -> str:  # keep str() in sync with late-filled context
+        return self.format()
+
+
+class PtxSyntaxError(TcsimError):
+    kind = "syntax error"
+
+
+class UnsupportedError(TcsimError):
+    """Well-formed PTX that tcsim cannot execute (yet): never silently skipped."""
+
+    kind = "unsupported"
+
+
+class VerifyError(TcsimError):
+    """PTX that is syntactically fine but breaks a rule of the ISA (operand types, qualifier combinations)."""
+
+    kind = "invalid PTX"
+
+
+class LaunchError(TcsimError):
+    """Bad launch description: wrong argument count/type, grid/block limits, SMEM size."""
+
+    kind = "launch error"
+
+
+class MemoryFault(TcsimError):
+    """Out-of-bounds or misaligned access, as the GPU would fault (illegal/misaligned address)."""
+
+    kind = "memory fault"
+
+
+class SyncError(TcsimError):
+    """Misuse of a synchronisation object (uninitialised mbarrier, over-arrival, divergent .aligned op...)."""
+
+    kind = "sync error"
+
+
+class DeadlockError(TcsimError):
+    kind = "deadlock"
+
+
+class RunawayError(TcsimError):
+    kind = "instruction budget exceeded"

@@ -1,0 +1,164 @@
+"""The ``tcsim`` command line.
+
+    tcsim demo [--trace out.jsonl] [--seed N]     simulate the embedded default kernel and check it
+    tcsim check FILE.ptx [...]                    parse + decode every instruction; exit 1 on anything tcsim
+                                                  cannot execute (each reported with file:line:col)
+    tcsim check --list                            list the opcodes tcsim implements
+    tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary
+
+A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
+:class:`sim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
+returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from isa.errors import TcsimError
+
+DEMO_MODULE = "examples.mma_gemm"
+
+
+def _load_launch_module(path: str):
+    p = Path(path)
+    if p.suffix == ".py" and p.exists():
+        spec = importlib.util.spec_from_file_location(p.stem, p)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault(p.stem, mod)
+        spec.loader.exec_module(mod)
+        return mod
+    if not p.suffix:
+        return importlib.import_module(path)
+    raise FileNotFoundError(f"launch file {path} not found")
+
+
+def _get_launch(mod):
+    if hasattr(mod, "make_launch"):
+        return mod.make_launch()
+    if hasattr(mod, "LAUNCH"):
+        return mod.LAUNCH
+    raise AttributeError(f"{mod.__name__} defines neither make_launch() nor LAUNCH")
+
+
+def summary(result) -> str:
+    s = result.stats
+    wall = max(s["wall_s"], 1e-9)
+    return (f"{s['ctas']} CTA(s), {s['warps']} warp(s); {s['cycles']} cycles; {s['warp_instructions']} "
+            f"warp-instructions ({s['lane_instructions']} lane-instructions) in {s['wall_s']:.3f} s "
+            f"= {s['warp_instructions'] / wall:,.0f} warp-inst/s, {s['lane_instructions'] / wall:,.0f} "
+            f"lane-inst/s")
+
+
+def _run_module(mod, args) -> int:
+    from .launch import run_launch
+
+    launch = _get_launch(mod)
+    result = run_launch(launch, seed=args.seed, trace=args.trace,
+                        max_instructions=args.max_instructions)
+    for line in result.stdout:
+        print(line, end="" if line.endswith("\n") else "\n")
+    ok, msg = True, "no check defined"
+    if hasattr(mod, "check"):
+        ok, msg = mod.check(result, launch)
+    print(f"{'PASS' if ok else 'FAIL'}: {msg}")
+    print(summary(result))
+    if args.trace:
+        print(f"trace written to {args.trace}")
+    return 0 if ok else 1
+
+
+def cmd_demo(args) -> int:
+    mod = importlib.import_module(DEMO_MODULE)
+    print(f"tcsim demo: {getattr(mod, 'DESCRIPTION', mod.__name__)}")
+    return _run_module(mod, args)
+
+
+def cmd_run(args) -> int:
+    try:
+        mod = _load_launch_module(args.launch)
+    except (FileNotFoundError, ModuleNotFoundError) as e:
+        print(f"tcsim run: {e}", file=sys.stderr)
+        return 2
+    return _run_module(mod, args)
+
+
+def check_ptx_text(text: str, name: str) -> list:
+    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute."""
+    from isa.parser import parse
+    from .engine import decode_function
+
+    try:
+        module = parse(text, name)
+    except TcsimError as e:
+        return [e]
+    errors: list = []
+    for fn in module.functions.values():
+        if fn.is_declaration:
+            continue
+        decode_function(module, fn, errors)
+    return errors
+
+
+def cmd_check(args) -> int:
+    if args.list:
+        from .semantics import REGISTRY, load_all
+
+        load_all()
+        print(" ".join(REGISTRY.opcodes()))
+        return 0
+    if not args.files:
+        print("tcsim check: give one or more .ptx files (or --list)", file=sys.stderr)
+        return 2
+    bad = 0
+    for f in args.files:
+        p = Path(f)
+        if not p.exists():
+            print(f"{f}: error: no such file", file=sys.stderr)
+            bad += 1
+            continue
+        errs = check_ptx_text(p.read_text(), str(p))
+        for e in errs:
+            print(str(e))
+        if errs:
+            bad += 1
+        else:
+            print(f"{f}: OK (every instruction is executable by tcsim)")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tcsim", description="Cycle-approximate simulator of Blackwell/Hopper "
+                                                           "tensor-core PTX kernels")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def run_opts(p):
+        p.add_argument("--trace", help="write a JSONL event trace to this file")
+        p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
+        p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
+        p.add_argument("--backend", choices=["sim"], default="sim", help="execution back end")
+
+    p = sub.add_parser("demo", help="simulate the embedded default kernel")
+    run_opts(p)
+    p.set_defaults(fn=cmd_demo)
+    p = sub.add_parser("run", help="run a launch file")
+    p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
+    run_opts(p)
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
+    p.add_argument("files", nargs="*")
+    p.add_argument("--list", action="store_true", help="list supported opcodes")
+    p.set_defaults(fn=cmd_check)
+    args = ap.parse_args(argv)
+    try:
+        return args.fn(args)
+    except TcsimError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

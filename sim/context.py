@@ -1,0 +1,400 @@
+"""The one interface through which semantics reach machine state (registers, memories, control, sync).
+
+An :class:`ExecContext` belongs to one warp and is re-pointed at each instruction the warp executes:
+``ctx.ins`` is the instruction, ``ctx.group`` the lanes at this PC, ``ctx.mask`` the lanes that execute it
+(group AND guard predicate).  Register reads return all 32 lanes (values of inactive lanes are whatever the
+register holds); writes touch only ``ctx.mask`` lanes.  Every memory access and sync event is reported to the
+observation bus here, so the tracer, race detector and debugger see everything and nothing else needs hooks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from . import memory as M
+from .machine import WARP, Wait
+from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
+
+_SPACES = ("global", "shared", "local", "param", "const", "generic")
+
+
+def lanes_str(mask: np.ndarray) -> str:
+    idx = np.nonzero(mask)[0]
+    if idx.size == 0:
+        return "no lanes"
+    if idx.size == WARP:
+        return "all lanes"
+    runs, start, prev = [], int(idx[0]), int(idx[0])
+    for i in idx[1:]:
+        i = int(i)
+        if i != prev + 1:
+            runs.append((start, prev))
+            start = i
+        prev = i
+    runs.append((start, prev))
+    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+class ExecContext:
+    def __init__(self, engine, warp):
+        self.engine = engine
+        self.warp = warp
+        self.cta = warp.cta
+        self.cluster = warp.cta.cluster
+        self.program = engine.program
+        self.gmem = engine.gmem
+        self.bus = engine.bus
+        self.env = engine.env
+        self.ins: ir.Instruction | None = None
+        self.pc = 0
+        self.group = np.zeros(WARP, dtype=bool)
+        self.mask = np.zeros(WARP, dtype=bool)
+        self.writes: dict | None = None     # register writes of the current instruction (when tracing)
+        self.extra_delay = 0                # cycles added to this instruction's issue by semantics
+
+    # ------------------------------------------------------------------------------------------ basics
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    @property
+    def where(self) -> str:
+        return f"{self.warp.label}, {lanes_str(self.mask if self.mask.any() else self.group)}"
+
+    def lane_ids(self, mask=None) -> np.ndarray:
+        return np.nonzero(self.mask if mask is None else mask)[0]
+
+    # ------------------------------------------------------------------------------------------ registers
+    def reg_array(self, name: str) -> np.ndarray:
+        try:
+            return self.warp.regs[name]
+        except KeyError:
+            raise VerifyError(f"register {name} is not declared") from None
+
+    def read(self, op, ptype: str) -> np.ndarray:
+        """Value of a scalar operand for all 32 lanes, viewed as PTX type ``ptype``."""
+        if isinstance(op, ir.Reg):
+            bits = self.reg_array(op.name)
+            if bits.dtype == np.bool_:
+                raise VerifyError(f"predicate {op.name} used where a .{ptype} value is expected")
+            return to_type(bits, ptype)
+        if isinstance(op, ir.Imm):
+            b = imm_bits(op.value, op.kind, ptype, op.bits)
+            return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
+        if isinstance(op, ir.SpecialReg):
+            return to_type(self.special(op), ptype)
+        if isinstance(op, ir.Sym):
+            a = self.symbol_address(op.name) + op.offset
+            return np.full(WARP, a & ((1 << (8 * size_of(ptype))) - 1), dtype=UINT[size_of(ptype)]).view(
+                view_dtype(ptype))
+        if isinstance(op, ir.Vector) and len(op.elems) == 1:
+            return self.read(op.elems[0], ptype)
+        raise VerifyError(f"operand {op} cannot be read as a .{ptype} value")
+
+    def read_vector(self, op, ptype: str) -> list:
+        if isinstance(op, ir.Vector):
+            return [self.read(e, ptype) for e in op.elems]
+        return [self.read(op, ptype)]
+
+    def write(self, op, ptype: str, values, mask=None) -> None:
+        """Write ``values`` (typed as ``ptype``) into register ``op`` for the executing lanes."""
+        if isinstance(op, ir.Sink):
+            return
+        if isinstance(op, ir.Vector) and len(op.elems) == 1:
+            op = op.elems[0]
+        if not isinstance(op, ir.Reg):
+            raise VerifyError(f"destination {op} is not a register")
+        reg = self.reg_array(op.name)
+        if reg.dtype == np.bool_:
+            raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
+        m = self.mask if mask is None else mask
+        vals = np.broadcast_to(np.asarray(values), (WARP,))
+        bits = to_container(vals, ptype, reg.dtype.itemsize)
+        reg[m] = bits[m]
+        if self.writes is not None:
+            self.writes[op.name] = reg
+
+    def write_vector(self, op, ptype: str, values: list, mask=None) -> None:
+        elems = op.elems if isinstance(op, ir.Vector) else (op,)
+        if len(elems) != len(values):
+            raise VerifyError(f"vector {op} has {len(elems)} elements, instruction produces {len(values)}")
+        for e, v in zip(elems, values):
+            self.write(e, ptype, v, mask)
+
+    def read_pred(self, op) -> np.ndarray:
+        if isinstance(op, ir.Not):
+            return ~self.read_pred(op.operand)
+        if isinstance(op, ir.Reg):
+            r = self.reg_array(op.name)
+            if r.dtype != np.bool_:
+                raise VerifyError(f"register {op.name} is not a predicate")
+            return r.copy()
+        if isinstance(op, ir.Imm) and op.kind == "int":
+            return np.full(WARP, bool(op.value))
+        raise VerifyError(f"operand {op} is not a predicate")
+
+    def write_pred(self, op, values, mask=None) -> None:
+        if isinstance(op, ir.Sink):
+            return
+        if not isinstance(op, ir.Reg):
+            raise VerifyError(f"destination {op} is not a predicate register")
+        r = self.reg_array(op.name)
+        if r.dtype != np.bool_:
+            raise VerifyError(f"register {op.name} is not a predicate")
+        m = self.mask if mask is None else mask
+        r[m] = np.broadcast_to(np.asarray(values, dtype=bool), (WARP,))[m]
+        if self.writes is not None:
+            self.writes[op.name] = r
+
+    # ------------------------------------------------------------------------------------------ special regs
+    def special(self, sreg: ir.SpecialReg) -> np.ndarray:
+        return self.engine.special_register(self, sreg)
+
+    # ------------------------------------------------------------------------------------------ addresses
+    def symbol_address(self, name: str) -> int:
+        """Address of a named variable in its own state space (shared: 32-bit shared address with this CTA's
+        rank bits; global: generic address; param/const/local: state-space offset)."""
+        p = self.program
+        s = p.shared_symbols.get(name)
+        if s is not None:
+            return M.shared_address(self.cta.rank, s.offset)
+        s = p.param_symbols.get(name)
+        if s is not None:
+            return s.offset
+        s = p.local_symbols.get(name)
+        if s is not None:
+            return s.offset
+        s = p.const_symbols.get(name)
+        if s is not None:
+            return s.offset
+        g = self.engine.global_symbols.get(name)
+        if g is not None:
+            return g
+        if name in p.module.functions:
+            raise UnsupportedError(f"taking the address of function {name} is not supported")
+        raise VerifyError(f"unknown symbol {name}")
+
+    def symbol_space(self, name: str) -> str | None:
+        p = self.program
+        for space, table in (("shared", p.shared_symbols), ("param", p.param_symbols),
+                             ("local", p.local_symbols), ("const", p.const_symbols),
+                             ("global", self.engine.global_symbols)):
+            if name in table:
+                return space
+        return None
+
+    def address(self, op: ir.Address, addr_type: str = "u64") -> np.ndarray:
+        """Effective address of ``[base+offset]`` for every lane, as uint64."""
+        base = op.base
+        if base is None:
+            a = np.zeros(WARP, dtype=np.uint64)
+        elif isinstance(base, ir.Sym):
+            a = np.full(WARP, self.symbol_address(base.name) + base.offset, dtype=np.uint64)
+        elif isinstance(base, ir.Reg):
+            r = self.reg_array(base.name)
+            if r.dtype == np.bool_:
+                raise VerifyError(f"predicate {base.name} used as an address")
+            a = r.astype(np.uint64)
+        else:
+            raise VerifyError(f"unsupported address base {base}")
+        if op.offset:
+            a = (a.astype(np.int64) + np.int64(op.offset)).astype(np.uint64)
+        return a
+
+    # ------------------------------------------------------------------------------------------ memory
+    def _check_align(self, addrs, lanes, nbytes, align, space):
+        if align > 1:
+            bad = (addrs % np.uint64(align)) != 0
+            if bad.any():
+                i = int(np.nonzero(bad)[0][0])
+                raise MemoryFault(f"misaligned {space} access of {nbytes} bytes at address "
+                                  f"0x{int(addrs[i]):x} (lane {int(lanes[i])})",
+                                  expected=f"an address aligned to {align} bytes")
+
+    def _resolve_generic(self, addrs: np.ndarray):
+        """Split generic addresses into (space, addresses-in-space) groups; yields (space, selector, addrs)."""
+        out = []
+        a = addrs.astype(np.uint64)
+        sh = (a >= np.uint64(M.SHARED_WINDOW)) & (a < np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE))
+        lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
+        pa = (a >= np.uint64(M.PARAM_WINDOW)) & (a < np.uint64(M.PARAM_WINDOW + M.WINDOW_SIZE))
+        co = (a >= np.uint64(M.CONST_WINDOW)) & (a < np.uint64(M.CONST_WINDOW + M.WINDOW_SIZE))
+        gl = ~(sh | lo | pa | co)
+        if pa.any():
+            out.append(("param", pa, a - np.uint64(M.PARAM_WINDOW)))
+        if co.any():
+            out.append(("const", co, a - np.uint64(M.CONST_WINDOW)))
+        if sh.any():
+            out.append(("shared::cluster", sh, a - np.uint64(M.SHARED_WINDOW)))
+        if lo.any():
+            out.append(("local", lo, a - np.uint64(M.LOCAL_WINDOW)))
+        if gl.any():
+            out.append(("global", gl, a))
+        return out
+
+    def _shared_target(self, space: str, addrs: np.ndarray, nbytes: int):
+        """Per-lane (cta, offset) for a shared access; faults on a foreign rank in .shared::cta."""
+        ranks, offs = M.split_shared(addrs)
+        if space in ("shared", "shared::cta"):
+            bad = ranks != self.cta.rank
+            if bad.any():
+                i = int(np.nonzero(bad)[0][0])
+                raise MemoryFault(f".shared::cta address 0x{int(addrs[i]):x} belongs to cluster rank "
+                                  f"{int(ranks[i])}, not to the executing CTA (rank {self.cta.rank})",
+                                  expected="a .shared::cluster access (or mapa) for another CTA's memory")
+        return ranks, offs
+
+    def load(self, space: str, addrs: np.ndarray, nbytes: int, mask=None, align: int | None = None,
+             op: str = "ld") -> np.ndarray:
+        """Read ``nbytes`` per executing lane; returns uint8 array (32, nbytes) (zeros on inactive lanes)."""
+        m = self.mask if mask is None else mask
+        out = np.zeros((WARP, nbytes), dtype=np.uint8)
+        lanes = np.nonzero(m)[0]
+        if lanes.size == 0:
+            return out
+        a = np.asarray(addrs, dtype=np.uint64)[lanes]
+        self._check_align(a, lanes, nbytes, nbytes if align is None else align, space)
+        for sp, sel, sa in self._split(space, a):
+            out[lanes[sel]] = self._raw_read(sp, sa, nbytes, lanes[sel])
+            if self.bus.active:
+                self.bus.emit("mem", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
+                              space=sp, proxy="generic", addrs=[int(x) for x in sa], size=nbytes,
+                              lanes=[int(x) for x in lanes[sel]])
+        return out
+
+    def store(self, space: str, addrs: np.ndarray, data: np.ndarray, mask=None, align: int | None = None,
+              op: str = "st") -> None:
+        """Write rows of ``data`` (uint8 (32, nbytes)) for executing lanes, lane order (later lanes win)."""
+        m = self.mask if mask is None else mask
+        lanes = np.nonzero(m)[0]
+        if lanes.size == 0:
+            return
+        nbytes = data.shape[1]
+        a = np.asarray(addrs, dtype=np.uint64)[lanes]
+        self._check_align(a, lanes, nbytes, nbytes if align is None else align, space)
+        for sp, sel, sa in self._split(space, a):
+            self._raw_write(sp, sa, data[lanes[sel]], lanes[sel])
+            if self.bus.active:
+                self.bus.emit("mem", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
+                              space=sp, proxy="generic", addrs=[int(x) for x in sa], size=nbytes,
+                              lanes=[int(x) for x in lanes[sel]])
+
+    def _split(self, space: str, a: np.ndarray):
+        if space in ("generic", ""):
+            return [(sp, sel, sa[sel]) for sp, sel, sa in self._resolve_generic(a)]
+        return [(space, np.ones(a.size, dtype=bool), a)]
+
+    def _raw_read(self, space: str, a: np.ndarray, nbytes: int, lanes: np.ndarray) -> np.ndarray:
+        if space == "global":
+            return self.gmem.read(a, nbytes)
+        if space.startswith("shared"):
+            ranks, offs = self._shared_target(space, a, nbytes)
+            out = np.empty((a.size, nbytes), dtype=np.uint8)
+            for r in np.unique(ranks):
+                sel = ranks == r
+                cta = self.cluster.cta_by_rank(int(r))
+                self._check_peer(cta)
+                out[sel] = cta.smem.read(offs[sel], nbytes)
+                self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=False)
+            return out
+        if space == "local":
+            return self._local(a, nbytes, lanes)
+        if space == "param":
+            return self._flat(self.engine.param_image, a, nbytes, "kernel parameter space")
+        if space == "const":
+            return self._flat(self.engine.const_image, a, nbytes, "constant space")
+        raise UnsupportedError(f"loads from state space .{space} are not supported")
+
+    def _raw_write(self, space: str, a: np.ndarray, rows: np.ndarray, lanes: np.ndarray) -> None:
+        nbytes = rows.shape[1]
+        if space == "global":
+            self.gmem.write(a, rows)
+            return
+        if space.startswith("shared"):
+            ranks, offs = self._shared_target(space, a, nbytes)
+            for r in np.unique(ranks):
+                sel = ranks == r
+                cta = self.cluster.cta_by_rank(int(r))
+                self._check_peer(cta)
+                self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True)
+                cta.smem.write(offs[sel], rows[sel])
+            return
+        if space == "local":
+            w = self.warp.local
+            offs = a.astype(np.int64)
+            if w is None or (offs < 0).any() or (offs + nbytes > w.shape[1]).any():
+                raise MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset "
+                                  f"0x{int(offs.max()):x}")
+            w[lanes[:, None], offs[:, None] + np.arange(nbytes)] = rows
+            return
+        if space in ("param", "const"):
+            raise MemoryFault(f"store to read-only state space .{space}")
+        raise UnsupportedError(f"stores to state space .{space} are not supported")
+
+    def _check_peer(self, cta) -> None:
+        if cta.exited and cta is not self.cta:
+            raise MemoryFault(f"access to the shared memory of {cta.label}, which has already exited",
+                              expected="peer CTAs to stay resident (cluster barrier before exit)")
+
+    def _local(self, a, nbytes, lanes):
+        w = self.warp.local
+        offs = a.astype(np.int64)
+        if w is None or (offs < 0).any() or (offs + nbytes > w.shape[1]).any():
+            size = 0 if w is None else w.shape[1]
+            raise MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
+                              f"local memory is {size} bytes per thread")
+        return w[lanes[:, None], offs[:, None] + np.arange(nbytes)]
+
+    @staticmethod
+    def _flat(image: np.ndarray, a, nbytes, name):
+        offs = a.astype(np.int64)
+        if (offs < 0).any() or (offs + nbytes > image.size).any():
+            raise MemoryFault(f"out-of-bounds read of {nbytes} bytes at offset 0x{int(offs.max()):x} in {name} "
+                              f"({image.size} bytes)")
+        return image[offs[:, None] + np.arange(nbytes)]
+
+    # ------------------------------------------------------------------------------------------ control
+    def jump(self, target: int, lanes: np.ndarray) -> None:
+        self.warp.pc[lanes] = target
+
+    def exit_lanes(self, lanes: np.ndarray) -> None:
+        self.engine.exit_lanes(self.warp, lanes)
+
+    def block(self, lanes: np.ndarray, event, reason: str, on_release=None) -> None:
+        """Suspend ``lanes`` until ``event`` fires; ``on_release(value)`` runs then (e.g. to write results)."""
+        w = self.warp
+        wait = Wait(w, lanes, event, reason, on_release)
+        w.waiting |= lanes
+        w.waits.append(wait)
+
+        def release(ev, wait=wait):
+            w.waiting &= ~wait.mask
+            if wait in w.waits:
+                w.waits.remove(wait)
+            if wait.on_release is not None:
+                wait.on_release(ev.value)
+            self.engine.wake(w)
+
+        if event.callbacks is None:   # already processed
+            release(event)
+        else:
+            event.callbacks.append(release)
+
+    # ------------------------------------------------------------------------------------------ sync events
+    def emit_sync(self, op: str, **fields) -> None:
+        if self.bus.active:
+            self.bus.emit("sync", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
+                          **fields)
+        self.warp.last_sync = op
+
+    def require_converged(self, what: str, membermask: int = 0xFFFFFFFF) -> None:
+        """For ``.sync.aligned`` warp-collective instructions: every lane of ``membermask`` that is alive must
+        be executing this instruction together."""
+        need = (np.uint32(membermask) >> np.arange(WARP, dtype=np.uint32)) & 1
+        need = need.astype(bool) & self.warp.alive
+        missing = need & ~self.mask
+        if missing.any():
+            raise SyncError(f"{what} is warp-collective but {lanes_str(missing)} of the member mask "
+                            f"0x{membermask:08x} are not executing it together with {lanes_str(self.mask)}",
+                            expected="all member lanes converged at the same instruction")

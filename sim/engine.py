@@ -1,0 +1,421 @@
+"""The discrete-event engine: warps and async agents are simpy processes of one environment.
+
+* Each warp is a process that executes one warp-instruction per step.  Lanes of a warp keep their own PCs;
+  the warp executes the lowest PC among its runnable lanes, with exactly the lanes at that PC (min-PC
+  reconvergence: structured and compiler-generated control flow reconverge at the post-dominator, and lanes
+  blocked on a barrier let their siblings run on, as on Volta+ independent thread scheduling).
+* Async agents (TMA engine, tensor pipe...) are processes too; semantics give them work, the engine decides
+  when it lands.
+* The schedule is deterministic for a given seed: with ``seed=None`` every instruction takes one cycle and
+  ties go in creation order; another seed adds a reproducible random issue delay so warps interleave
+  differently (race-free kernels must give the same results under every seed).
+* When no event is left but some warp is still alive, that is a deadlock: the report names every waiting
+  warp, its lanes and what it waits on.  An instruction budget stops runaway kernels.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import simpy
+
+from isa import ir
+from isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
+from . import memory as M
+from .context import ExecContext, lanes_str
+from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
+from .observe import ObservationBus
+from .semantics import REGISTRY, DecodeInfo, load_all
+
+DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+NUM_SMS = {"sm_90a": 132, "sm_90": 132, "sm_100a": 148, "sm_100": 148}
+CLOCK_GHZ = {"sm_90a": 1.98, "sm_100a": 1.965}
+
+
+def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None) -> list:
+    """Decode every instruction of ``fn``; with ``errors`` given, collect diagnostics instead of raising."""
+    load_all()
+    info = DecodeInfo(module, fn, module.arch or "sm_100a")
+    out = []
+    for ins in fn.body:
+        try:
+            out.append(REGISTRY.decode(ins, info))
+        except TcsimError as e:
+            e.with_context(loc=ins.loc)
+            if errors is None:
+                raise
+            errors.append(e)
+            out.append(None)
+    return out
+
+
+def load_program(module: ir.Module, kernel: str | None = None) -> Program:
+    try:
+        fn = module.kernel(kernel)
+    except KeyError as e:
+        raise LaunchError(str(e.args[0])) from None
+    for f in module.functions.values():
+        if f is not fn and not f.is_declaration and f.kind == "func":
+            pass  # device functions are decoded when called (see control.call)
+    decoded = decode_function(module, fn)
+    lay = layout_program(module, fn)
+    const_image = np.zeros(lay["const_size"], dtype=np.uint8)
+    return Program(module=module, kernel=fn, body=fn.body, decoded=decoded,
+                   shared_symbols=lay["shared_symbols"], shared_static_size=lay["shared_static_size"],
+                   dynamic_smem_align=lay["dynamic_smem_align"], local_symbols=lay["local_symbols"],
+                   local_size=lay["local_size"], param_symbols=lay["param_symbols"], param_size=lay["param_size"],
+                   const_symbols=lay["const_symbols"], const_image=const_image.tobytes(),
+                   global_decls=[v for v in module.globals if v.space == "global"])
+
+
+class Simulation:
+    """One kernel launch on the simulated machine."""
+
+    def __init__(self, program: Program, gmem: M.GlobalMemory, param_image: np.ndarray, *, grid, block,
+                 cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
+                 max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
+                 global_symbols: dict | None = None, const_image: np.ndarray | None = None):
+        self.program = program
+        self.gmem = gmem
+        self.param_image = param_image
+        self.const_image = const_image if const_image is not None else np.frombuffer(program.const_image,
+                                                                                      dtype=np.uint8)
+        self.global_symbols = global_symbols or {}
+        self.grid, self.block, self.cluster_dims = tuple(grid), tuple(block), tuple(cluster)
+        self.dynamic_smem = int(dynamic_smem)
+        self.arch = program.module.arch or "sm_100a"
+        smem_total = self._dyn_base() + self.dynamic_smem
+        check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total)
+        self.smem_total = smem_total
+        self.seed = seed
+        self._rng = random.Random(seed) if seed is not None else None
+        self.max_instructions = max_instructions
+        self.bus = bus or ObservationBus()
+        self.env = simpy.Environment()
+        self.retired = 0
+        self.lane_instructions = 0
+        self.agents: dict = {}
+        self.exit_hooks: list = []      # callables (warp, lanes) run when lanes exit
+        self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
+        self.finish_hooks: list = []    # callables (sim) run after the run completes (leak checks...)
+        self.clusters: list[Cluster] = []
+        self.ctas: list[Cta] = []
+        self.warps: list[Warp] = []
+        self._procs = []
+        self.error: BaseException | None = None
+        self.wall_time = 0.0
+        self._build()
+
+    # ------------------------------------------------------------------------------------------ setup
+    def _dyn_base(self) -> int:
+        p = self.program
+        a = p.dynamic_smem_align
+        return (p.shared_static_size + a - 1) // a * a if self.dynamic_smem else p.shared_static_size
+
+    def _build(self) -> None:
+        gx, gy, gz = self.grid
+        cx, cy, cz = self.cluster_dims
+        bx, by, bz = self.block
+        nthreads = bx * by * bz
+        nwarps = (nthreads + WARP - 1) // WARP
+        lin = np.arange(nthreads)
+        tid_all = np.stack([lin % bx, (lin // bx) % by, lin // (bx * by)], axis=1)
+        for kz in range(gz // cz):
+            for ky in range(gy // cy):
+                for kx in range(gx // cx):
+                    cl = Cluster(self, (kx, ky, kz), self.cluster_dims)
+                    self.clusters.append(cl)
+                    for rz in range(cz):
+                        for ry in range(cy):
+                            for rx in range(cx):
+                                rank = rx + ry * cx + rz * cx * cy
+                                ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
+                                cta = Cta(self, cl, ctaid, rank, self.smem_total)
+                                cl.ctas.append(cta)
+                                self.ctas.append(cta)
+                                for w in range(nwarps):
+                                    n = min(WARP, nthreads - w * WARP)
+                                    tids = np.zeros((WARP, 3), dtype=np.int64)
+                                    tids[:n] = tid_all[w * WARP:w * WARP + n]
+                                    warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size)
+                                    warp.ctx = ExecContext(self, warp)
+                                    warp.wake_event = None
+                                    cta.warps.append(warp)
+                                    self.warps.append(warp)
+        # Launch-order processes: warps of CTA 0 first, then CTA 1...
+        for warp in self.warps:
+            self._procs.append(self.env.process(self._warp_process(warp)))
+
+    # ------------------------------------------------------------------------------------------ agents
+    def agent(self, name: str, factory, key=None):
+        """The async agent ``name`` (one per ``key``, e.g. per CTA), created by ``factory(sim)`` on first use."""
+        k = (name, key)
+        a = self.agents.get(k)
+        if a is None:
+            a = self.agents[k] = factory(self)
+        return a
+
+    # ------------------------------------------------------------------------------------------ execution
+    def _issue_delay(self) -> int:
+        if self._rng is None:
+            return 1
+        return 1 + self._rng.randrange(4)
+
+    def wake(self, warp: Warp) -> None:
+        ev = warp.wake_event
+        if ev is not None and not ev.triggered:
+            ev.succeed()
+
+    def _warp_process(self, warp: Warp):
+        ctx = warp.ctx
+        prog = self.program
+        body = prog.body
+        decoded = prog.decoded
+        nbody = len(body)
+        bus = self.bus
+        while True:
+            runnable = warp.alive & ~warp.waiting
+            if not runnable.any():
+                if not warp.alive.any():
+                    return
+                warp.wake_event = self.env.event()
+                yield warp.wake_event
+                warp.wake_event = None
+                continue
+            pcs = warp.pc
+            pc = int(pcs[runnable].min())
+            group = runnable & (pcs == pc)
+            if pc >= nbody:
+                err = SyncError(f"{lanes_str(group)} ran past the end of kernel {prog.name} without ret/exit",
+                                body[-1].loc if body else None, where=warp.label)
+                self._fail(err)
+                return
+            ins = body[pc]
+            ctx.ins = ins
+            ctx.pc = pc
+            ctx.group = group
+            if ins.guard is not None:
+                g = ctx.read_pred(ins.guard[0])
+                mask = group & (~g if ins.guard[1] else g)
+            else:
+                mask = group
+            ctx.mask = mask
+            ctx.extra_delay = 0
+            pcs[group] = pc + 1
+            if bus.active:
+                ctx.writes = {}
+            try:
+                decoded[pc](ctx)
+            except TcsimError as e:
+                e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
+                self._fail(e)
+                return
+            warp.retired += 1
+            self.retired += 1
+            self.lane_instructions += int(mask.sum())
+            if bus.active:
+                bus.emit("inst", self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                         text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                         writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()})
+                ctx.writes = None
+            if self.retired > self.max_instructions:
+                self._fail(self._runaway())
+                return
+            yield self.env.timeout(self._issue_delay() + ctx.extra_delay)
+
+    def exit_lanes(self, warp: Warp, lanes: np.ndarray) -> None:
+        lanes = lanes & warp.alive
+        if not lanes.any():
+            return
+        warp.alive &= ~lanes
+        for hook in self.exit_hooks:
+            hook(warp, lanes)
+        cta = warp.cta
+        if not cta.exited and not any(w.alive.any() for w in cta.warps):
+            cta.exited = True
+            for hook in self.cta_exit_hooks:
+                hook(cta)
+
+    def _fail(self, err: BaseException) -> None:
+        if self.error is None:
+            self.error = err
+        # stop the run at once
+        ev = self.env.event()
+        ev.fail(_Stop())
+        ev.defused = False
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.env.run()
+        except _Stop:
+            pass
+        finally:
+            self.wall_time += time.perf_counter() - t0
+        if self.error is not None:
+            raise self.error
+        self.finish()
+
+    def finish(self) -> None:
+        stuck = [w for w in self.warps if w.alive.any()]
+        if stuck:
+            raise self._deadlock(stuck)
+        for hook in self.finish_hooks:
+            hook(self)
+
+    def step_instruction(self) -> bool:
+        """Process events until one more warp-instruction retires; False when the run is over."""
+        target = self.retired + 1
+        while self.retired < target:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.env.step()
+            except simpy.core.EmptySchedule:
+                return False
+            except _Stop:
+                raise self.error
+        if self.error is not None:
+            raise self.error
+        return True
+
+    # ------------------------------------------------------------------------------------------ diagnostics
+    def _deadlock(self, stuck) -> DeadlockError:
+        lines = []
+        loc = None
+        for w in stuck:
+            for wait in w.waits:
+                reason = wait.reason() if callable(wait.reason) else wait.reason
+                ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None
+                at = ""
+                if ins is not None:
+                    prev = self.program.body[max(int(w.pc[wait.mask].min()) - 1, 0)]
+                    at = f" at {prev.loc}"
+                    loc = loc or prev.loc
+                lines.append(f"{w.label} {lanes_str(wait.mask)}{at}: {reason}")
+            idle = w.alive & ~w.waiting
+            if idle.any():
+                lines.append(f"{w.label} {lanes_str(idle)}: runnable but never scheduled (engine bug?)")
+        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines),
+                             loc, expected="each wait to be matched by the arrivals / transactions that complete it")
+
+    def _runaway(self) -> RunawayError:
+        lines = []
+        loc = None
+        for w in self.warps:
+            if w.alive.any():
+                pc = int(w.pc[w.alive].min())
+                pc = min(pc, len(self.program.body) - 1)
+                ins = self.program.body[pc]
+                loc = loc or ins.loc
+                extra = f", last sync op {w.last_sync}" if w.last_sync else ""
+                lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
+        return RunawayError(f"more than {self.max_instructions} warp-instructions executed; the kernel looks "
+                            f"stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: "
+                            + "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""), loc,
+                            expected="raise max_instructions if the kernel really is this long")
+
+    # ------------------------------------------------------------------------------------------ mbarrier guard
+    def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool) -> None:
+        if not write or not cta.mbarriers:
+            return
+        for off, mb in cta.mbarriers.items():
+            if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
+                raise SyncError(f"plain store over the live mbarrier at SMEM offset 0x{off:x} of {cta.label}",
+                                expected="mbarrier.inval before reusing an mbarrier's memory")
+
+    # ------------------------------------------------------------------------------------------ special regs
+    def special_register(self, ctx: ExecContext, sreg: ir.SpecialReg) -> np.ndarray:
+        w = ctx.warp
+        cta = w.cta
+        name, comp = sreg.name, sreg.component
+        axis = {"x": 0, "y": 1, "z": 2}.get(comp, 0)
+        u32 = np.uint32
+
+        def full(v, dt=u32):
+            return np.full(WARP, v, dtype=dt)
+
+        if name == "%tid":
+            return w.tid[:, axis].astype(u32)
+        if name == "%ntid":
+            return full(self.block[axis])
+        if name == "%laneid":
+            return np.arange(WARP, dtype=u32)
+        if name == "%warpid":
+            return full(w.id)
+        if name == "%nwarpid":
+            return full(64)
+        if name == "%ctaid":
+            return full(cta.ctaid[axis])
+        if name == "%nctaid":
+            return full(self.grid[axis])
+        if name == "%smid":
+            return full(self.ctas.index(cta) % NUM_SMS.get(self.arch, 132))
+        if name == "%nsmid":
+            return full(NUM_SMS.get(self.arch, 132))
+        if name == "%gridid":
+            return full(0, np.uint64)
+        if name in ("%clock", "%clock_hi", "%clock64"):
+            c = int(self.env.now)
+            if name == "%clock64":
+                return full(c, np.uint64)
+            return full((c >> 32) & 0xFFFFFFFF if name == "%clock_hi" else c & 0xFFFFFFFF)
+        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+            ns = int(self.env.now / CLOCK_GHZ.get(self.arch, 1.98))
+            if name == "%globaltimer":
+                return full(ns, np.uint64)
+            return full(ns & 0xFFFFFFFF if name.endswith("lo") else ns >> 32)
+        if name.startswith("%lanemask_"):
+            lane = np.arange(WARP, dtype=np.uint64)
+            one = np.uint64(1)
+            kind = name[len("%lanemask_"):]
+            if kind == "eq":
+                v = one << lane
+            elif kind == "lt":
+                v = (one << lane) - one
+            elif kind == "le":
+                v = (one << (lane + one)) - one
+            elif kind == "gt":
+                v = ~((one << (lane + one)) - one)
+            elif kind == "ge":
+                v = ~((one << lane) - one)
+            else:
+                raise UnsupportedError(f"special register {sreg} is not supported")
+            return (v & np.uint64(0xFFFFFFFF)).astype(u32)
+        cl = cta.cluster
+        if name == "%cluster_ctarank":
+            return full(cta.rank)
+        if name == "%cluster_nctarank":
+            return full(cl.size)
+        if name == "%cluster_ctaid":
+            d = cl.dims
+            r = cta.rank
+            return full((r % d[0], (r // d[0]) % d[1], r // (d[0] * d[1]))[axis])
+        if name == "%cluster_nctaid":
+            return full(cl.dims[axis])
+        if name == "%clusterid":
+            return full(cl.clusterid[axis])
+        if name == "%nclusterid":
+            return full(self.grid[axis] // self.cluster_dims[axis])
+        if name == "%is_explicit_cluster":
+            return full(1 if self.cluster_dims != (1, 1, 1) or "explicitcluster" in self.program.kernel.directives
+                        or "reqnctapercluster" in self.program.kernel.directives else 0)
+        if name == "%dynamic_smem_size":
+            return full(self.dynamic_smem)
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            return full(self.smem_total)
+        if name.startswith("%envreg") or name.startswith("%pm") or name.startswith("%reserved_smem"):
+            return full(0)
+        raise UnsupportedError(f"special register {sreg} is not supported")
+
+
+class _Stop(Exception):
+    """Internal: unwinds simpy when a warp hits an error."""
+
+
+def _user_loc(ins: ir.Instruction) -> str | None:
+    if ins.user_loc:
+        f, l, c = ins.user_loc
+        return f"{f}:{l}:{c}"
+    return None

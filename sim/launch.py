@@ -1,0 +1,274 @@
+"""The launch description shared by every back end, and the simulator's launcher.
+
+A :class:`Launch` names a kernel (PTX text, a path or a parsed module), the grid/block/cluster shape, the
+dynamic SMEM size and the arguments, in kernel-parameter order:
+
+* a ``numpy.ndarray`` for a pointer parameter (``.u64``/``.b64``/``.s64``): copied into a device buffer; the
+  result carries the buffer's final contents with the same dtype and shape;
+* a Python/numpy scalar for a scalar parameter (range-checked against the parameter's type);
+* a tensor map (``isa.tensormap.TensorMap``) for a 128-byte ``.param .align 64 .b8 name[128]`` parameter;
+  its tensor is one of the array arguments (matched by identity) or an array of its own;
+* ``bytes`` for any ``.b8`` array parameter (copied verbatim).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isa import ir
+from isa.errors import LaunchError
+from .memory import GlobalMemory
+from .ptxtypes import SIZE, view_dtype
+
+
+@dataclass
+class Launch:
+    ptx: object                       # PTX text, a path to a .ptx file, or an isa.ir.Module
+    kernel: str | None = None
+    grid: tuple = (1, 1, 1)
+    block: tuple = (32, 1, 1)
+    cluster: tuple = (1, 1, 1)
+    dynamic_smem: int = 0
+    args: list = field(default_factory=list)
+    name: str | None = None           # a label for reports
+
+    def __post_init__(self):
+        self.grid = _dim3(self.grid, "grid")
+        self.block = _dim3(self.block, "block")
+        self.cluster = _dim3(self.cluster, "cluster")
+
+    # ---------------------------------------------------------------------------------- the PTX
+    def ptx_text(self) -> tuple[str, str]:
+        """(text, source name) of the PTX."""
+        p = self.ptx
+        if isinstance(p, ir.Module):
+            raise TypeError("launch holds a parsed module; no text")
+        if isinstance(p, Path) or (isinstance(p, str) and "\n" not in p and p.endswith(".ptx")):
+            path = Path(p)
+            if not path.exists():
+                raise LaunchError(f"PTX file {path} does not exist")
+            return path.read_text(), str(path)
+        return str(p), self.name or "<ptx>"
+
+    def module(self) -> ir.Module:
+        if isinstance(self.ptx, ir.Module):
+            return self.ptx
+        from isa.parser import parse
+        text, name = self.ptx_text()
+        return parse(text, name)
+
+
+def _dim3(d, what) -> tuple:
+    if isinstance(d, (int, np.integer)):
+        return (int(d), 1, 1)
+    t = tuple(int(x) for x in d)
+    if not 1 <= len(t) <= 3:
+        raise LaunchError(f"{what} must have 1 to 3 dimensions, got {d!r}")
+    return t + (1,) * (3 - len(t))
+
+
+@dataclass
+class Result:
+    """What a launch produced: one entry per argument (arrays for array arguments, None otherwise)."""
+
+    outputs: list
+    stats: dict
+    stdout: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)
+    simulation: object = None
+
+    def __getitem__(self, i):
+        return self.outputs[i]
+
+
+_INT_RANGES = {t: (-(1 << (8 * s - 1)), (1 << (8 * s)) - 1) for t, s in SIZE.items() if t[0] in "sub"}
+
+
+def encode_scalar(value, param: ir.Param) -> bytes:
+    t = param.type
+    if t in ("f32", "f64", "f16"):
+        try:
+            return np.asarray(float(value), dtype=view_dtype(t) if t != "f16" else np.float16).tobytes()
+        except (TypeError, ValueError):
+            raise LaunchError(f"argument for parameter {param.name} (.{t}) must be a number, got {value!r}",
+                              param.loc) from None
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise LaunchError(f"argument for parameter {param.name} (.{t}) must be an integer, got {value!r}",
+                          param.loc)
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if not isinstance(value, (int, np.integer, float, np.floating)):
+        raise LaunchError(f"argument for parameter {param.name} (.{t}) must be an integer, got "
+                          f"{type(value).__name__}", param.loc)
+    v = int(value)
+    lo, hi = _INT_RANGES.get(t, (None, None))
+    if lo is None:
+        raise LaunchError(f"parameter {param.name} has type .{t}, which tcsim cannot fill from a scalar",
+                          param.loc)
+    if not lo <= v <= hi:
+        raise LaunchError(f"argument {v} does not fit parameter {param.name} (.{t})", param.loc,
+                          expected=f"a value in [{lo}, {hi}]")
+    size = SIZE[t]
+    return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+
+
+def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: GlobalMemory):
+    """Allocate buffers, encode parameters; returns (param_image, buffers) with buffers[i] = (alloc, array)."""
+    params = kernel.params
+    args = list(launch.args)
+    if len(args) != len(params):
+        sig = ", ".join(f".{p.type}{'[%d]' % p.array if p.array else ''} {p.name}" for p in params)
+        raise LaunchError(f"kernel {kernel.name} takes {len(params)} parameters ({sig}) but the launch passes "
+                          f"{len(args)} arguments", kernel.loc,
+                          expected=f"{len(params)} arguments in parameter order")
+    image = np.zeros(max(program.param_size, 1), dtype=np.uint8)
+    buffers: list = [None] * len(args)
+    by_id: dict = {}
+    # first pass: arrays become buffers (so tensor maps can refer to them)
+    for i, (a, p) in enumerate(zip(args, params)):
+        if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
+            if p.type not in ("u64", "b64", "s64"):
+                raise LaunchError(f"argument {i} is an array but parameter {p.name} has type .{p.type}",
+                                  p.loc, expected="a 64-bit pointer parameter (.u64/.b64) for an array")
+            arr = np.ascontiguousarray(a)
+            alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name})")
+            alloc.data[:] = arr.reshape(-1).view(np.uint8)
+            buffers[i] = (alloc, a)
+            by_id[id(a)] = alloc
+    for i, (a, p) in enumerate(zip(args, params)):
+        off = program.param_symbols[p.name].offset
+        if buffers[i] is not None:
+            raw = np.uint64(buffers[i][0].base).tobytes()
+        elif hasattr(a, "encode_for_sim"):
+            if not (p.array and p.size_bytes >= 128):
+                raise LaunchError(f"argument {i} is a tensor map but parameter {p.name} is .{p.type} "
+                                  f"(needs .param .align 64 .b8 {p.name}[128])", p.loc)
+            raw = a.encode_for_sim(gmem, by_id, name=f"arg{i}({p.name})")
+        elif isinstance(a, (bytes, bytearray)) or (isinstance(a, np.ndarray) and p.array):
+            raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
+            if len(raw) > p.size_bytes:
+                raise LaunchError(f"argument {i} has {len(raw)} bytes; parameter {p.name} holds {p.size_bytes}",
+                                  p.loc)
+        elif p.array:
+            raise LaunchError(f"parameter {p.name} is a {p.size_bytes}-byte array; pass bytes or a tensor map",
+                              p.loc)
+        else:
+            raw = encode_scalar(a, p)
+        image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
+    return image, buffers
+
+
+def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
+    """Allocate and initialise module-scope ``.global`` variables; returns name -> address."""
+    addrs = {}
+    decls = [v for v in module.globals if v.space == "global"]
+    for v in decls:
+        if v.linkage == "extern":
+            raise LaunchError(f"extern .global variable {v.name} has no definition", v.loc)
+        alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        addrs[v.name] = alloc.base
+    for v in decls:
+        if v.init:
+            alloc = gmem.allocation_of(addrs[v.name])
+            alloc.data[:v.size_bytes] = np.frombuffer(encode_init(v, addrs), dtype=np.uint8)[:v.size_bytes]
+    return addrs
+
+
+def encode_init(v: ir.VarDecl, symbols: dict) -> bytes:
+    es = SIZE[v.type]
+    out = bytearray()
+    for item in v.init:
+        if isinstance(item, ir.Imm):
+            if v.type in ("f32", "f64"):
+                val = np.asarray(item.value, dtype=view_dtype(v.type)).tobytes() if item.kind == "int" or \
+                    (item.kind == "f64" and v.type == "f32") else int(item.bits).to_bytes(es, "little")
+                out += val
+            else:
+                out += (int(item.value) & ((1 << (8 * es)) - 1)).to_bytes(es, "little")
+        elif isinstance(item, ir.Sym):
+            if item.name not in symbols:
+                raise LaunchError(f"initialiser of {v.name} refers to {item.name}, which tcsim cannot place",
+                                  v.loc)
+            out += ((symbols[item.name] + item.offset) & ((1 << (8 * es)) - 1)).to_bytes(es, "little")
+        else:
+            raise LaunchError(f"unsupported initialiser {item} for {v.name}", v.loc)
+    out += bytes(max(0, v.size_bytes - len(out)))
+    return bytes(out)
+
+
+def const_image(module: ir.Module, program, symbols: dict) -> np.ndarray:
+    img = np.zeros(max(sum(s.size for s in program.const_symbols.values()) + 64, 64), dtype=np.uint8)
+    for name, s in program.const_symbols.items():
+        if s.decl.init:
+            raw = encode_init(s.decl, symbols)
+            img[s.offset:s.offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return img
+
+
+class Prepared:
+    """A launch set up on the simulator, not yet run (shared by :func:`run_launch` and the debugger)."""
+
+    def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=()):
+        from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
+        from .observe import JsonlTracer, ObservationBus
+
+        self.launch = launch
+        self.module = launch.module()
+        self.program = load_program(self.module, launch.kernel)
+        self.gmem = GlobalMemory()
+        self.global_symbols = allocate_globals(self.module, self.gmem)
+        image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)
+        self.bus = ObservationBus()
+        self.tracer = None
+        if trace is not None:
+            self.tracer = JsonlTracer(trace)
+            self.bus.subscribe(self.tracer)
+        for o in observers:
+            self.bus.subscribe(o)
+        self.sim = Simulation(self.program, self.gmem, image, grid=launch.grid, block=launch.block,
+                              cluster=launch.cluster, dynamic_smem=launch.dynamic_smem, seed=seed, bus=self.bus,
+                              global_symbols=self.global_symbols,
+                              const_image=const_image(self.module, self.program, self.global_symbols),
+                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS)
+
+    def close(self) -> None:
+        if self.tracer is not None:
+            self.tracer.close()
+            self.tracer = None
+
+    def result(self) -> Result:
+        sim = self.sim
+        outputs = []
+        for b in self.buffers:
+            if b is None:
+                outputs.append(None)
+            else:
+                alloc, orig = b
+                outputs.append(alloc.data.view(orig.dtype).reshape(orig.shape).copy())
+        glob = {}
+        for v in self.module.globals:
+            if v.space == "global" and v.name in self.global_symbols:
+                glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).data.copy()
+        stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
+                 "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
+                 "ctas": len(sim.ctas), "warps": len(sim.warps)}
+        return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
+                      simulation=sim)
+
+
+def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
+               observers=()) -> Result:
+    """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object."""
+    prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers)
+    try:
+        prep.sim.run()
+    finally:
+        prep.close()
+    return prep.result()
+
+
+def is_ptx_path(s) -> bool:
+    return isinstance(s, (str, os.PathLike)) and str(s).endswith(".ptx") and "\n" not in str(s)

@@ -1,0 +1,264 @@
+"""Machine state: the loaded program, clusters of CTAs, warps with per-lane registers.
+
+Nothing in here executes instructions: semantics (``sim/semantics``) act on this state through
+:class:`sim.context.ExecContext`, and the engine (``sim/engine.py``) decides when.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa import ir
+from isa.errors import LaunchError, MemoryFault, SyncError
+from .memory import FlatMemory, GlobalMemory, shared_address
+from .mbarrier_state import MBarrier
+from .ptxtypes import container, size_of
+
+WARP = 32
+MAX_SMEM_PER_CTA = 227 * 1024     # sm_90a / sm_100a: 227 KB per block (timing.md)
+MAX_THREADS_PER_CTA = 1024
+MAX_CLUSTER = 16                   # non-portable maximum (8 portable)
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+@dataclass
+class Symbol:
+    """Where a named variable lives: ``space`` and its state-space offset (or global address)."""
+
+    name: str
+    space: str
+    offset: int
+    size: int
+    decl: object = None
+
+
+@dataclass
+class Program:
+    """A kernel ready to run: its instructions, decoded semantics and the symbol layout."""
+
+    module: ir.Module
+    kernel: ir.Function
+    body: list
+    decoded: list                      # one callable per instruction
+    shared_symbols: dict               # name -> Symbol (CTA-relative offset)
+    shared_static_size: int
+    dynamic_smem_align: int
+    local_symbols: dict
+    local_size: int
+    param_symbols: dict                # name -> Symbol (offset into the param buffer)
+    param_size: int
+    const_symbols: dict
+    const_image: bytes
+    global_decls: list                 # module .global variables (allocated per launch)
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+
+class NamedBarrier:
+    """A CTA barrier resource (bar/barrier 0..15): arrivals counted in threads (PTX ISA §9.7.13.1)."""
+
+    __slots__ = ("index", "expected", "arrived", "event", "waiting", "generation")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.expected = None
+        self.arrived = 0
+        self.event = None
+        self.waiting = []              # (warp, lane mask) descriptions for deadlock reports
+        self.generation = 0
+
+
+class Cta:
+    """One CTA: its SMEM, mbarriers, named barriers and warps."""
+
+    def __init__(self, machine, cluster, ctaid: tuple, rank: int, smem_size: int):
+        self.machine = machine
+        self.cluster = cluster
+        self.ctaid = ctaid
+        self.rank = rank
+        self.smem = FlatMemory(smem_size, f"shared memory of CTA {ctaid}")
+        self.mbarriers: dict[int, MBarrier] = {}
+        self.barriers = [NamedBarrier(i) for i in range(16)]
+        self.warps: list = []
+        self.exited = False
+        self.tmem = None               # attached by the tcgen05 issue
+        self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
+
+    @property
+    def label(self) -> str:
+        c = self.ctaid
+        return f"CTA ({c[0]},{c[1]},{c[2]})"
+
+    def shared_base(self) -> int:
+        return shared_address(self.rank, 0)
+
+    def mbarrier(self, offset: int, create: bool = False) -> MBarrier:
+        if offset % 8:
+            raise MemoryFault(f"mbarrier address offset 0x{offset:x} is not 8-byte aligned",
+                              expected="an 8-byte aligned .shared::cta address")
+        self.smem.check(np.asarray([offset]), 8, "mbarrier access")
+        mb = self.mbarriers.get(offset)
+        if mb is None:
+            if not create:
+                raise SyncError(f"no mbarrier was initialised at SMEM offset 0x{offset:x} of {self.label}",
+                                expected="mbarrier.init on this address before use")
+            mb = self.mbarriers[offset] = MBarrier(self.machine.env, offset)
+        return mb
+
+    def alive_threads(self) -> int:
+        return int(sum(int(w.alive.sum()) for w in self.warps))
+
+
+class Cluster:
+    def __init__(self, machine, clusterid: tuple, dims: tuple):
+        self.machine = machine
+        self.clusterid = clusterid
+        self.dims = dims
+        self.ctas: list[Cta] = []      # indexed by rank
+        self.barrier_arrived = 0
+        self.barrier_event = None
+        self.barrier_expected = 0
+        self.barrier_waiting = []
+
+    @property
+    def size(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+    def cta_by_rank(self, rank: int) -> Cta:
+        if not 0 <= rank < len(self.ctas):
+            raise MemoryFault(f"shared::cluster address names CTA rank {rank}, but the cluster has "
+                              f"{len(self.ctas)} CTAs", expected=f"rank in [0, {len(self.ctas) - 1}]")
+        return self.ctas[rank]
+
+
+class Warp:
+    """A warp: per-lane program counters, liveness, wait state and registers (numpy vectors of 32 lanes)."""
+
+    def __init__(self, cta: Cta, warp_id: int, tids: np.ndarray, nlanes: int, regs: dict, local_size: int):
+        self.cta = cta
+        self.id = warp_id
+        self.nlanes = nlanes
+        self.valid = np.arange(WARP) < nlanes
+        self.alive = self.valid.copy()
+        self.waiting = np.zeros(WARP, dtype=bool)
+        self.waits: list = []          # active Wait records
+        self.pc = np.zeros(WARP, dtype=np.int64)
+        self.tid = tids                # (32, 3) int array
+        self.retired = 0
+        self.regs = {}
+        for name, (ptype, vec) in regs.items():
+            if vec != 1:
+                for i in range(vec):
+                    self.regs[f"{name}.{i}"] = np.zeros(WARP, dtype=container(ptype))
+            self.regs[name] = np.zeros(WARP, dtype=container(ptype))
+        self.local = np.zeros((WARP, max(local_size, 0)), dtype=np.uint8) if local_size else None
+        self.ctx = None                # ExecContext, attached by the engine
+        self.last_sync = None          # description of the last sync op (for runaway diagnostics)
+
+    @property
+    def label(self) -> str:
+        return f"{self.cta.label} warp {self.id}"
+
+    def runnable(self) -> np.ndarray:
+        return self.alive & ~self.waiting
+
+
+class Wait:
+    """Lanes of a warp blocked on an event (barrier, mbarrier phase, async group...)."""
+
+    __slots__ = ("warp", "mask", "event", "reason", "on_release")
+
+    def __init__(self, warp: Warp, mask: np.ndarray, event, reason: str, on_release=None):
+        self.warp = warp
+        self.mask = mask.copy()
+        self.event = event
+        self.reason = reason
+        self.on_release = on_release
+
+
+def layout_program(module: ir.Module, kernel: ir.Function) -> dict:
+    """Lay out SMEM, local, param and const symbols of ``kernel`` (PTX ISA §5.1 state spaces)."""
+    shared, local, params, consts = {}, {}, {}, {}
+    off = 0
+    dyn_align = 16
+    extern_shared = []
+    for v in list(module.globals) + list(kernel.locals):
+        if v.space != "shared":
+            continue
+        if v.linkage == "extern" or (v.dims and v.dims[-1] is None):
+            extern_shared.append(v)
+            dyn_align = max(dyn_align, v.alignment)
+            continue
+        off = _align(off, v.alignment)
+        shared[v.name] = Symbol(v.name, "shared", off, v.size_bytes, v)
+        off += v.size_bytes
+    static_size = off
+    dyn_base = _align(static_size, dyn_align)
+    for v in extern_shared:
+        shared[v.name] = Symbol(v.name, "shared", dyn_base, 0, v)
+    loff = 0
+    for v in kernel.locals:
+        if v.space == "local":
+            loff = _align(loff, v.alignment)
+            local[v.name] = Symbol(v.name, "local", loff, v.size_bytes, v)
+            loff += v.size_bytes
+    poff = 0
+    for p in kernel.params:
+        poff = _align(poff, p.alignment)
+        params[p.name] = Symbol(p.name, "param", poff, p.size_bytes, p)
+        poff += p.size_bytes
+    coff = 0
+    cimage = bytearray()
+    for v in module.globals:
+        if v.space == "const":
+            coff = _align(coff, v.alignment)
+            consts[v.name] = Symbol(v.name, "const", coff, v.size_bytes, v)
+            coff += v.size_bytes
+    return dict(shared_symbols=shared, shared_static_size=static_size, dynamic_smem_align=dyn_align,
+                local_symbols=local, local_size=loff, param_symbols=params, param_size=poff,
+                const_symbols=consts, const_size=coff)
+
+
+def check_launch_shape(kernel: ir.Function, grid, block, cluster, smem_total: int, loc=None) -> None:
+    """Launch-shape rules (CUDA limits, and the kernel's .reqntid/.maxntid/.reqnctapercluster directives)."""
+    for name, dims in (("grid", grid), ("block", block), ("cluster", cluster)):
+        if len(dims) != 3 or any((not isinstance(d, (int, np.integer))) or d < 1 for d in dims):
+            raise LaunchError(f"{name} dimensions {tuple(dims)} are invalid", loc,
+                              expected=f"three positive integers for {name}")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > MAX_THREADS_PER_CTA:
+        raise LaunchError(f"block {tuple(block)} has {nthreads} threads", loc,
+                          expected=f"at most {MAX_THREADS_PER_CTA} threads per CTA")
+    for g, c in zip(grid, cluster):
+        if g % c:
+            raise LaunchError(f"grid {tuple(grid)} is not a multiple of cluster {tuple(cluster)}", loc,
+                              expected="each grid dimension divisible by the cluster dimension")
+    csize = cluster[0] * cluster[1] * cluster[2]
+    if csize > MAX_CLUSTER:
+        raise LaunchError(f"cluster {tuple(cluster)} has {csize} CTAs", loc,
+                          expected=f"at most {MAX_CLUSTER} CTAs per cluster")
+    d = kernel.directives
+    if "reqntid" in d and tuple(d["reqntid"]) != tuple(block):
+        raise LaunchError(f"kernel {kernel.name} requires .reqntid {tuple(d['reqntid'])} but the launch uses "
+                          f"block {tuple(block)}", loc, expected=f"block {tuple(d['reqntid'])}")
+    if "maxntid" in d:
+        m = d["maxntid"]
+        if nthreads > m[0] * m[1] * m[2]:
+            raise LaunchError(f"block {tuple(block)} exceeds .maxntid {tuple(m)} of kernel {kernel.name}", loc)
+    if "reqnctapercluster" in d and tuple(d["reqnctapercluster"]) != tuple(cluster):
+        raise LaunchError(f"kernel {kernel.name} requires .reqnctapercluster {tuple(d['reqnctapercluster'])} "
+                          f"but the launch uses cluster {tuple(cluster)}", loc,
+                          expected=f"cluster {tuple(d['reqnctapercluster'])}")
+    if smem_total > MAX_SMEM_PER_CTA:
+        raise LaunchError(f"kernel needs {smem_total} bytes of shared memory per CTA", loc,
+                          expected=f"at most {MAX_SMEM_PER_CTA} bytes (227 KB)")
+
+
+__all__ = ["Program", "Cta", "Cluster", "Warp", "Wait", "NamedBarrier", "Symbol", "GlobalMemory", "WARP",
+           "layout_program", "check_launch_shape", "size_of"]

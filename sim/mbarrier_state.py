@@ -1,0 +1,111 @@
+"""The mbarrier object: phase, pending arrivals, expected arrivals, transaction count.
+
+PTX ISA 9.1 §9.7.13.15 (mbarrier contents, phase completion, arrive-on, expect-tx, complete-tx).  The
+object lives at an 8-byte aligned SMEM offset of one CTA; its state is kept here (the hardware encoding is
+opaque), and the CTA tracks which SMEM bytes hold a live barrier so that a plain store over one is reported.
+
+Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1)..2^20-1.  Over-arrival
+(pending < 0) and tx-count out of range are reported as :class:`SyncError` (undefined behaviour on hardware).
+"""
+from __future__ import annotations
+
+from isa.errors import SyncError
+
+MAX_COUNT = (1 << 20) - 1
+
+
+class MBarrier:
+    __slots__ = ("offset", "phase", "pending", "expected", "tx", "valid", "_waiters", "env", "history")
+
+    def __init__(self, env, offset: int):
+        self.env = env
+        self.offset = offset
+        self.phase = 0
+        self.pending = 0
+        self.expected = 0
+        self.tx = 0
+        self.valid = False
+        self._waiters: list = []      # simpy events released at the next phase completion
+        self.history: list = []       # (cycle, what) for diagnostics
+
+    # -- primitive operations (each applied atomically) -------------------------------------------------
+    def init(self, count: int) -> None:
+        if not (1 <= count <= MAX_COUNT):
+            raise SyncError(f"mbarrier.init count {count} out of range", expected=f"1..{MAX_COUNT}")
+        self.phase = 0
+        self.pending = self.expected = int(count)
+        self.tx = 0
+        self.valid = True
+
+    def inval(self) -> None:
+        self.valid = False
+
+    def _require_valid(self, what: str) -> None:
+        if not self.valid:
+            raise SyncError(f"{what} on SMEM offset 0x{self.offset:x}, which holds no initialised mbarrier",
+                            expected="mbarrier.init (and a fence + barrier) before any other mbarrier operation")
+
+    def expect_tx(self, nbytes: int) -> None:
+        self._require_valid("expect-tx")
+        self.tx += int(nbytes)
+        if self.tx > MAX_COUNT:
+            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx} exceeds {MAX_COUNT}",
+                            expected="at most 2^20-1 pending transaction bytes per phase")
+
+    def complete_tx(self, nbytes: int) -> bool:
+        """Returns True if this completed the phase."""
+        self._require_valid("complete-tx")
+        self.tx -= int(nbytes)
+        if self.tx < -MAX_COUNT:
+            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx} below -{MAX_COUNT}")
+        return self._check()
+
+    def arrive(self, count: int = 1, drop: bool = False, no_complete: bool = False) -> int:
+        """arrive-on(count); returns the phase *before* the arrive (the opaque state token)."""
+        self._require_valid("arrive")
+        token = self.phase
+        if drop:
+            self.expected -= int(count)
+            if self.expected < 0:
+                raise SyncError(f"mbarrier at 0x{self.offset:x}: arrive_drop made the expected count negative")
+        self.pending -= int(count)
+        if self.pending < 0:
+            raise SyncError(f"over-arrival on mbarrier at SMEM offset 0x{self.offset:x}: "
+                            f"{-self.pending} more arrivals than pending in phase {self.phase}",
+                            expected=f"at most {self.pending + count} arrivals in this phase")
+        completed = self._check()
+        if no_complete and completed:
+            raise SyncError(f"mbarrier.arrive.noComplete completed phase {token} of mbarrier at "
+                            f"0x{self.offset:x}", expected="a .noComplete arrive that leaves arrivals pending")
+        return token
+
+    def _check(self) -> bool:
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.expected
+            waiters, self._waiters = self._waiters, []
+            for ev in waiters:
+                if not ev.triggered:
+                    ev.succeed(self.phase)
+            return True
+        return False
+
+    # -- queries -----------------------------------------------------------------------------------------
+    def parity_done(self, parity: int) -> bool:
+        """Parity-form wait: the phase with this parity has completed  (``(phase & 1) != parity``)."""
+        return (self.phase & 1) != (int(parity) & 1)
+
+    def token_done(self, token: int) -> bool:
+        """Token-form wait: the phase recorded in ``token`` has completed."""
+        return self.phase > int(token)
+
+    def next_phase_event(self):
+        ev = self.env.event()
+        self._waiters.append(ev)
+        return ev
+
+    def describe(self) -> str:
+        if not self.valid:
+            return f"mbarrier@0x{self.offset:x} (not initialised)"
+        return (f"mbarrier@0x{self.offset:x} phase {self.phase} (parity {self.phase & 1}), "
+                f"{self.pending}/{self.expected} arrivals pending, tx-count {self.tx}")

@@ -1,0 +1,211 @@
+"""Control flow: bra, brx.idx, ret, exit, trap, brkpt, nanosleep, pmevent.
+
+PTX ISA 9.1 §9.7.12 (control flow instructions).  Divergence is handled by the engine's per-lane PCs:
+``bra`` only moves the PCs of the lanes whose guard is true; the engine reconverges at the lowest PC.
+
+Not supported (clear diagnostic at load): ``call`` to a defined ``.func`` (functions must be inlined),
+indirect calls.  ``call`` to ``vprintf`` is executed (the formatted text goes to the simulation's stdout
+buffer).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
+from .registry import semantics
+
+
+class TrapError(TcsimError):
+    kind = "trap"
+
+
+@semantics("bra")
+def decode_bra(ins, info):
+    """PTX ISA §9.7.12.3 bra: branch to a label; ``.uni`` asserts a non-divergent branch (not required)."""
+    if len(ins.operands) != 1:
+        raise VerifyError("bra takes exactly one label operand", ins.loc)
+    target = info.label_index(ins, ins.operands[0])
+
+    def run(ctx):
+        ctx.warp.pc[ctx.mask] = target
+
+    return run
+
+
+@semantics("brx")
+def decode_brx(ins, info):
+    """PTX ISA §9.7.12.4 brx.idx: branch to the index-th label of a ``.branchtargets`` list."""
+    raise UnsupportedError("brx.idx (indirect branch through .branchtargets) is not supported", ins.loc)
+
+
+@semantics("ret")
+def decode_ret(ins, info):
+    """PTX ISA §9.7.12.6 ret: in a kernel, lanes that return finish (as ``exit``)."""
+    if info.function.kind != "entry":
+        raise UnsupportedError("ret from a .func is not supported (device functions must be inlined)", ins.loc)
+
+    def run(ctx):
+        ctx.exit_lanes(ctx.mask.copy())
+
+    return run
+
+
+@semantics("exit")
+def decode_exit(ins, info):
+    """PTX ISA §9.7.12.7 exit: the executing threads terminate."""
+
+    def run(ctx):
+        ctx.exit_lanes(ctx.mask.copy())
+
+    return run
+
+
+@semantics("trap")
+def decode_trap(ins, info):
+    """PTX ISA §9.7.19.? trap: abort the kernel; reported like the GPU's illegal-instruction trap."""
+
+    def run(ctx):
+        if ctx.mask.any():
+            raise TrapError("the kernel executed trap (the GPU reports cudaErrorIllegalInstruction / "
+                            "CUDA_ERROR_ILLEGAL_INSTRUCTION)")
+
+    return run
+
+
+@semantics("brkpt")
+def decode_brkpt(ins, info):
+    """PTX ISA brkpt: stops the run with a diagnostic (a debugger session can catch it)."""
+
+    def run(ctx):
+        if ctx.mask.any():
+            raise TrapError("the kernel hit brkpt")
+
+    return run
+
+
+@semantics("nanosleep")
+def decode_nanosleep(ins, info):
+    """PTX ISA §9.7.19.? nanosleep.u32 t: suspend for up to t ns; modelled as a delay of t cycles, capped."""
+    if len(ins.operands) != 1:
+        raise VerifyError("nanosleep takes one operand", ins.loc)
+    op = ins.operands[0]
+
+    def run(ctx):
+        t = ctx.read(op, "u32")[ctx.mask]
+        if t.size:
+            ctx.extra_delay = int(min(int(t.max()), 1_000_000))
+
+    return run
+
+
+@semantics("pmevent")
+def decode_pmevent(ins, info):
+    """PTX ISA pmevent: performance-monitor event; has no architectural effect (recorded as a sync event)."""
+
+    def run(ctx):
+        ctx.emit_sync("pmevent", args=[str(o) for o in ins.operands])
+
+    return run
+
+
+@semantics("call")
+def decode_call(ins, info):
+    """PTX ISA §9.7.12.5 call.  Only ``vprintf`` is executed; calls to other functions are rejected."""
+    ops = ins.operands
+    target = None
+    for o in ops:
+        if isinstance(o, ir.Sym):
+            target = o.name
+            break
+    if target != "vprintf":
+        raise UnsupportedError(f"call to {target or 'an indirect target'} is not supported; tcsim executes "
+                               f"kernels whose device functions are inlined (vprintf is the exception)", ins.loc)
+    args = [o for o in ops if isinstance(o, ir.ParenList)]
+    params = args[-1].elems if args else ()
+    if len(params) != 2:
+        raise VerifyError("vprintf takes (format, args)", ins.loc)
+
+    def run(ctx):
+        _vprintf(ctx, params)
+
+    return run
+
+
+def _param_value(ctx, op, ptype):
+    # vprintf's arguments are call-site .param variables written by st.param: they live in the caller's
+    # local .param area, which tcsim keeps per warp as a dict name -> (32,8) bytes.
+    store = getattr(ctx.warp, "call_params", {})
+    if isinstance(op, ir.Sym) and op.name in store:
+        raw = store[op.name]
+        return raw[:, :8].copy().view(np.uint64).reshape(-1)
+    return ctx.read(op, ptype)
+
+
+def _vprintf(ctx, params):
+    fmt_addr = _param_value(ctx, params[0], "u64")
+    arg_addr = _param_value(ctx, params[1], "u64")
+    out = ctx.engine.__dict__.setdefault("stdout", [])
+    for lane in np.nonzero(ctx.mask)[0]:
+        fa = int(fmt_addr[lane])
+        fmt = bytearray()
+        while True:
+            b = ctx.gmem.read(np.asarray([fa + len(fmt)], dtype=np.uint64), 1)[0, 0]
+            if b == 0:
+                break
+            fmt.append(int(b))
+            if len(fmt) > 4096:
+                raise MemoryFault("printf format string is not terminated within 4096 bytes")
+        out.append(_format_c(ctx, fmt.decode("latin-1"), int(arg_addr[lane]), int(lane)))
+
+
+def _format_c(ctx, fmt: str, argp: int, lane: int) -> str:
+    import re
+
+    res = []
+    pos = 0
+    off = 0
+    for m in re.finditer(r"%[-+ #0]*\d*(?:\.\d+)?(hh|h|ll|l|z)?([diouxXfFeEgGcsp%])", fmt):
+        res.append(fmt[pos:m.start()])
+        pos = m.end()
+        conv = m.group(2)
+        if conv == "%":
+            res.append("%")
+            continue
+        size = 8 if conv in "fFeEgGsp" or m.group(1) in ("l", "ll", "z") else 4
+        off = (off + size - 1) // size * size
+        raw = _read_generic(ctx, argp + off, size, lane)
+        off += size
+        v = int.from_bytes(bytes(raw), "little")
+        spec = m.group(0).replace(m.group(1) or "", "")
+        if conv in "fFeEgG":
+            val = float(np.frombuffer(bytes(raw), dtype=np.float64)[0])
+            res.append(spec % val)
+        elif conv in "di":
+            bits = size * 8
+            if v >= 1 << (bits - 1):
+                v -= 1 << bits
+            res.append(spec % v)
+        elif conv == "s":
+            s = bytearray()
+            while len(s) < 4096:
+                b = _read_generic(ctx, v + len(s), 1, lane)[0]
+                if b == 0:
+                    break
+                s.append(int(b))
+            res.append(spec % s.decode("latin-1"))
+        elif conv == "p":
+            res.append(hex(v))
+        elif conv == "c":
+            res.append(chr(v & 0xFF))
+        else:
+            res.append(spec % v)
+    res.append(fmt[pos:])
+    return "".join(res)
+
+
+def _read_generic(ctx, addr: int, size: int, lane: int):
+    mask = np.zeros(32, dtype=bool)
+    mask[lane] = True
+    addrs = np.full(32, addr, dtype=np.uint64)
+    return ctx.load("generic", addrs, size, mask=mask, align=1)[lane]

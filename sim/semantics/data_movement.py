@@ -1,0 +1,287 @@
+"""Plain data movement: mov, ld, ldu, st, cvta, isspacep, mapa, getctarank, prefetch.
+
+PTX ISA 9.1 §9.7.9 (data movement and conversion).  Memory-consistency qualifiers (``.weak``, ``.volatile``,
+``.relaxed``, ``.acquire``, ``.release`` with a scope) are recorded on the memory events for the race detector;
+every access is otherwise executed in program order by the issuing warp.  Cache and eviction hints
+(``.ca .cg .cs .lu .cv .nc``, ``.L1::*``, ``.L2::*``) have no functional effect and are accepted.
+
+Not supported (diagnostic at load): ``.b128`` loads/stores, ``ld.global.nc`` of texture handles, ``.unified``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import UnsupportedError, VerifyError
+from .. import memory as M
+from ..ptxtypes import SIZE, UINT, size_of, view_dtype
+from .registry import semantics
+
+SPACES = {"global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
+          "param::func", "const"}
+SEMS = {"weak", "volatile", "relaxed", "acquire", "release", "mmio"}
+SCOPES = {"cta", "cluster", "gpu", "sys"}
+HINTS_PREFIX = ("L1::", "L2::", "level::")
+CACHE_OPS = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt"}
+TYPES = set(SIZE) - {"pred"}
+
+
+def parse_memop(ins, allow_sem=True):
+    """Split ld/st qualifiers into (space, sem, scope, vec, type); reject unknown ones."""
+    space, sem, scope, vec, typ = "generic", None, None, 1, None
+    for m in ins.mods:
+        if m in SPACES:
+            space = m
+        elif m in SEMS:
+            sem = m
+        elif m in SCOPES:
+            scope = m
+        elif m in ("v2", "v4", "v8"):
+            vec = int(m[1:])
+        elif m in TYPES:
+            if typ is not None:
+                raise VerifyError(f"{ins.full_opcode} names two types (.{typ} and .{m})", ins.loc)
+            typ = m
+        elif m in CACHE_OPS or m.startswith(HINTS_PREFIX) or m in ("unified",):
+            if m == "unified":
+                raise UnsupportedError(".unified loads are not supported", ins.loc)
+        elif m == "b128":
+            raise UnsupportedError(".b128 accesses are not supported", ins.loc)
+        else:
+            raise UnsupportedError(f"qualifier .{m} of {ins.opcode} is not supported", ins.loc)
+    if typ is None:
+        raise VerifyError(f"{ins.full_opcode} has no type qualifier", ins.loc)
+    if space.startswith("param::"):
+        space = "param"
+    return space, sem, scope, vec, typ
+
+
+def _space_for(space):
+    return "shared::cta" if space == "shared" else space
+
+
+def _split_elems(raw: np.ndarray, vec: int, typ: str) -> list:
+    es = size_of(typ)
+    return [np.ascontiguousarray(raw[:, i * es:(i + 1) * es]).view(UINT[es]).reshape(-1) for i in range(vec)]
+
+
+def _is_local_param(ctx, op):
+    return isinstance(op, ir.Address) and isinstance(op.base, ir.Sym) and op.base.name not in \
+        ctx.program.param_symbols and any(v.space == "param" and v.name == op.base.name
+                                          for v in ctx.program.kernel.locals)
+
+
+@semantics("ld", "ldu")
+def decode_ld(ins, info):
+    """PTX ISA §9.7.9.8 ld / §9.7.9.9 ldu: load a scalar or vector from a state space."""
+    space, sem, scope, vec, typ = parse_memop(ins)
+    if len(ins.operands) < 2 or not isinstance(ins.operands[1], ir.Address):
+        raise VerifyError(f"{ins.opcode} needs a destination and an address [a]", ins.loc)
+    dst, src = ins.operands[0], ins.operands[1]
+    if vec > 1 and not (isinstance(dst, ir.Vector) and len(dst.elems) == vec):
+        raise VerifyError(f"{ins.full_opcode} needs a destination vector of {vec} registers", ins.loc)
+    es = size_of(typ)
+    nbytes = es * vec
+    sp = _space_for(space)
+    signed = typ[0] == "s"
+
+    def run(ctx):
+        if _is_local_param(ctx, src):
+            store = ctx.warp.__dict__.setdefault("call_params", {})
+            raw = store.get(src.base.name, np.zeros((32, 8), dtype=np.uint8))[:, src.offset:src.offset + nbytes]
+        else:
+            raw = ctx.load(sp, ctx.address(src), nbytes)
+        elems = _split_elems(raw, vec, typ)
+        if vec == 1:
+            _write_sized(ctx, dst, elems[0], typ, signed)
+        else:
+            for e, v in zip(dst.elems, elems):
+                _write_sized(ctx, e, v, typ, signed)
+
+    return run
+
+
+def _write_sized(ctx, dst, bits, typ, signed):
+    if isinstance(dst, ir.Sink):
+        return
+    ctx.write(dst, typ, bits.view(view_dtype(typ)))
+
+
+@semantics("st")
+def decode_st(ins, info):
+    """PTX ISA §9.7.9.10 st: store a scalar or vector to a state space."""
+    space, sem, scope, vec, typ = parse_memop(ins)
+    if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.Address):
+        raise VerifyError("st needs an address [a] and a source", ins.loc)
+    dst, src = ins.operands
+    if space in ("const",):
+        raise VerifyError("st to .const is not allowed", ins.loc)
+    if vec > 1 and not (isinstance(src, ir.Vector) and len(src.elems) == vec):
+        raise VerifyError(f"{ins.full_opcode} needs a source vector of {vec} values", ins.loc)
+    es = size_of(typ)
+    sp = _space_for(space)
+
+    def run(ctx):
+        vals = ctx.read_vector(src, typ) if vec > 1 else [ctx.read(src, typ)]
+        raw = np.concatenate([np.ascontiguousarray(v).view(UINT[es]).reshape(-1, 1).view(np.uint8)
+                              for v in vals], axis=1)
+        if space == "param" and _is_local_param(ctx, dst):
+            store = ctx.warp.__dict__.setdefault("call_params", {})
+            buf = store.setdefault(dst.base.name, np.zeros((32, 64), dtype=np.uint8))
+            buf[ctx.mask, dst.offset:dst.offset + raw.shape[1]] = raw[ctx.mask]
+            return
+        ctx.store(sp, ctx.address(dst), raw)
+
+    return run
+
+
+@semantics("mov")
+def decode_mov(ins, info):
+    """PTX ISA §9.7.9.1 mov: copy a register, immediate, special register or symbol address; pack/unpack
+    vectors (``mov.b64 %rd, {%r1, %r2}`` / ``mov.b64 {%r1, %r2}, %rd``), element 0 in the low bits."""
+    if len(ins.operands) != 2:
+        raise VerifyError("mov takes a destination and a source", ins.loc)
+    types = [m for m in ins.mods if m in TYPES or m == "pred"]
+    if len(types) != 1:
+        raise VerifyError(f"{ins.full_opcode} needs exactly one type", ins.loc)
+    typ = types[0]
+    dst, src = ins.operands
+    if typ == "pred":
+        def run(ctx):
+            ctx.write_pred(dst, ctx.read_pred(src))
+        return run
+    size = size_of(typ)
+    if isinstance(src, ir.Vector) and len(src.elems) > 1:          # pack
+        n = len(src.elems)
+        esz = size // n
+        etype = f"b{8 * esz}"
+
+        def run(ctx):
+            acc = np.zeros(32, dtype=np.uint64)
+            for i, e in enumerate(src.elems):
+                acc |= ctx.read(e, etype).astype(np.uint64) << np.uint64(8 * esz * i)
+            ctx.write(dst, f"b{8 * size}", acc.astype(UINT[size]))
+        return run
+    if isinstance(dst, ir.Vector) and len(dst.elems) > 1:          # unpack
+        n = len(dst.elems)
+        esz = size // n
+        etype = f"b{8 * esz}"
+
+        def run(ctx):
+            v = ctx.read(src, f"b{8 * size}").astype(np.uint64)
+            for i, e in enumerate(dst.elems):
+                ctx.write(e, etype, ((v >> np.uint64(8 * esz * i)) & np.uint64((1 << (8 * esz)) - 1)).astype(
+                    UINT[esz]))
+        return run
+
+    def run(ctx):
+        ctx.write(dst, typ, ctx.read(src, typ))
+    return run
+
+
+@semantics("cvta")
+def decode_cvta(ins, info):
+    """PTX ISA §9.7.9.19 cvta: convert between generic and state-space addresses (see sim/memory.py)."""
+    to = "to" in ins.mods
+    spaces = [m for m in ins.mods if m in ("global", "shared", "shared::cta", "shared::cluster", "local",
+                                           "param", "const")]
+    sizes = [m for m in ins.mods if m in ("u32", "u64")]
+    if len(spaces) != 1 or len(sizes) != 1 or len(ins.operands) != 2:
+        raise VerifyError(f"malformed {ins.full_opcode}", ins.loc)
+    space, size = spaces[0], sizes[0]
+    base = {"shared": M.SHARED_WINDOW, "shared::cta": M.SHARED_WINDOW, "shared::cluster": M.SHARED_WINDOW,
+            "local": M.LOCAL_WINDOW, "global": 0, "param": M.PARAM_WINDOW, "const": M.CONST_WINDOW}[space]
+    dst, src = ins.operands
+
+    def run(ctx):
+        a = ctx.read(src, size).astype(np.uint64)
+        if to:
+            r = a - np.uint64(base) if base else a
+        else:
+            r = a + np.uint64(base)
+        ctx.write(dst, size, r.astype(UINT[size_of(size)]))
+
+    return run
+
+
+@semantics("isspacep")
+def decode_isspacep(ins, info):
+    """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window."""
+    space = ins.mods[0] if ins.mods else None
+    dst, src = ins.operands
+
+    def run(ctx):
+        a = ctx.read(src, "u64").astype(np.uint64)
+        sh = (a >= np.uint64(M.SHARED_WINDOW)) & (a < np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE))
+        lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
+        if space in ("shared", "shared::cta"):
+            r = sh & ((a - np.uint64(M.SHARED_WINDOW)) >> np.uint64(M.SHARED_RANK_SHIFT) ==
+                      np.uint64(ctx.cta.rank))
+        elif space == "shared::cluster":
+            r = sh
+        elif space == "local":
+            r = lo
+        elif space == "global":
+            r = ~(sh | lo) & (a >= np.uint64(M.GLOBAL_BASE))
+        else:
+            r = np.zeros(32, dtype=bool)
+        ctx.write_pred(dst, r)
+
+    return run
+
+
+@semantics("mapa")
+def decode_mapa(ins, info):
+    """PTX ISA §9.7.9.23 mapa: address of the same shared variable in CTA ``rank`` of the cluster.
+
+    ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.
+    """
+    shared = "shared::cluster" in ins.mods
+    size = "u64" if "u64" in ins.mods else "u32"
+    dst, src, rank = ins.operands
+
+    def run(ctx):
+        a = ctx.read(src, size).astype(np.uint64)
+        r = ctx.read(rank, "u32").astype(np.uint64)
+        n = ctx.cluster.size
+        bad = ctx.mask & (r >= np.uint64(n))
+        if bad.any():
+            raise VerifyError(f"mapa to CTA rank {int(r[bad][0])} but the cluster has {n} CTAs")
+        off = a if shared else a - np.uint64(M.SHARED_WINDOW)
+        out = (off & np.uint64(M.SHARED_OFFSET_MASK)) | (r << np.uint64(M.SHARED_RANK_SHIFT))
+        if not shared:
+            out = out + np.uint64(M.SHARED_WINDOW)
+        ctx.write(dst, size, out.astype(UINT[size_of(size)]))
+
+    return run
+
+
+@semantics("getctarank")
+def decode_getctarank(ins, info):
+    """PTX ISA §9.7.9.24 getctarank: cluster rank of the CTA owning a shared address."""
+    shared = "shared::cluster" in ins.mods
+    size = "u64" if "u64" in ins.mods else "u32"
+    dst, src = ins.operands
+
+    def run(ctx):
+        a = ctx.read(src, size).astype(np.uint64)
+        if not shared:
+            a = a - np.uint64(M.SHARED_WINDOW)
+        ctx.write(dst, "u32", ((a >> np.uint64(M.SHARED_RANK_SHIFT)) & np.uint64(0xFF)).astype(np.uint32))
+
+    return run
+
+
+@semantics("prefetch", "prefetchu")
+def decode_prefetch(ins, info):
+    """PTX ISA §9.7.9.15 prefetch/prefetchu (incl. prefetch.tensormap): a cache hint with no architectural
+    effect.  tcsim still evaluates the address so a bad operand is reported."""
+    if not ins.operands or not isinstance(ins.operands[0], ir.Address):
+        raise VerifyError(f"{ins.full_opcode} needs an address operand", ins.loc)
+    op = ins.operands[0]
+
+    def run(ctx):
+        ctx.address(op)
+        ctx.emit_sync("prefetch", what=ins.full_opcode)
+
+    return run
