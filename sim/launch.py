@@ -84,7 +84,10 @@ class Result:
         return self.outputs[i]
 
 
-_INT_RANGES = {t: (-(1 << (8 * s - 1)), (1 << (8 * s)) - 1) for t, s in SIZE.items() if t[0] in "sub"}
+_INT_RANGES = {t: ((0, (1 << (8 * s)) - 1) if t[0] == "u" else
+                   (-(1 << (8 * s - 1)), (1 << (8 * s - 1)) - 1) if t[0] == "s" else
+                   (-(1 << (8 * s - 1)), (1 << (8 * s)) - 1))
+               for t, s in SIZE.items() if t[0] in "sub"}
 
 
 def encode_scalar(value, param: ir.Param) -> bytes:

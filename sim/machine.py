@@ -82,7 +82,7 @@ class Cta:
         self.cluster = cluster
         self.ctaid = ctaid
         self.rank = rank
-        self.smem = FlatMemory(smem_size, f"shared memory of CTA {ctaid}")
+        self.smem = FlatMemory(smem_size, f"shared memory of CTA ({ctaid[0]},{ctaid[1]},{ctaid[2]})")
         self.mbarriers: dict[int, MBarrier] = {}
         self.barriers = [NamedBarrier(i) for i in range(16)]
         self.warps: list = []

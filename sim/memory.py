@@ -81,7 +81,7 @@ class GlobalMemory:
         i = bisect.bisect_right(self._bases, addr) - 1
         if i >= 0:
             a = self._allocs[i]
-            return f"0x{addr:x} ({addr - a.end} bytes past the end of {a.name}, {a.data.size} bytes)"
+            return f"0x{addr:x} (offset {addr - a.base} of {a.name}, which is only {a.data.size} bytes)"
         return f"0x{addr:x} (not in any allocation)"
 
     def _locate(self, addrs: np.ndarray, nbytes: int):

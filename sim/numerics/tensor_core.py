@@ -1,0 +1,528 @@
+"""Bit-exact tensor-core arithmetic: the fused block dot-product model and its per-architecture table.
+
+Sources:
+    * numerics.md (tcsim reference), sections "The fused block model", "Parameters", "Block-scaled
+      kinds", "Integers", "Open questions".  That file is the specification implemented here.
+    * Khattak & Mikaitis, "Accurate Models of NVIDIA Tensor Cores", arXiv 2512.07004 (models H100TC,
+      B200TC; the E floor and the dropping of zero products).
+    * Xie et al., "MMA-Sim", arXiv 2511.10909 (truncated fused sum; zero exponent -126; group-scaled
+      fused sum for mxf4 / mxf4nvf4; canonical NaN encodings).
+    * PTX ISA 9.1 §9.7.14 (warp-level mma.sync), §9.7.15 (wgmma), §9.7.16 (tcgen05.mma kinds,
+      block scaling) for which instruction uses which kind.
+
+The model, for one output element and one block of ``params.block`` products (numerics.md):
+    1. Specials first: any NaN, Inf*0, or +Inf together with -Inf -> canonical NaN (f32 0x7FFFFFFF,
+       f16 0x7FFF).  Otherwise any Inf -> that signed Inf.
+    2. Products are exact: significand ma*mb (unnormalised, in [0,4)), exponent ea+eb; subnormals
+       use the format's minimum exponent.  C (the accumulator input) is one more term.
+    3. E = the largest exponent among the terms (policy switches below for zeros and a floor).
+    4. Each term -> |m| * 2**(F + e - E) truncated toward zero (no sticky bit), sign applied after
+       truncation; the integers are summed exactly.
+    5. Normalise once and round once: f32 output round toward zero keeping subnormals, f16 output
+       round to nearest even.  An exact zero sum gives +0 (also for C = -0).  A non-zero sum that
+       rounds to zero keeps its sign (-0 for a negative sum), as in both public models.
+    6. K larger than one block: blocks are chained in K order, each block's rounded result is C of
+       the next block.
+
+Policy switches for numerics.md "Open questions" (fields of TensorCoreParams; defaults in brackets):
+    Q1 floor on E    -- ``e_floor`` [-133 = E_FLOOR_F32_OUT, Khattak].  The value is the floor for
+                        f32 output; for f16 output it is moved by the difference of the output
+                        formats' minimum exponents (-133 -> -21, numerics.md Q1).  None = no floor.
+    Q2 zero operands -- ``zero_exp_policy`` ['drop', Khattak: zero products and a zero C do not
+                        take part in E].  'min' (MMA-Sim): every zero term, C included, has exponent
+                        ZERO_EXP_MIN = -126.
+    Q3 sign of exact zero -- fixed to +0 (both models agree; not a switch).
+    Q4 fp6/fp4 in kind::f8f6f4, H100 / B200 mma.sync fp8, tf32 mma.sync on sm_100a -- table entries
+       extrapolated from neighbouring rows; `provisional_reason` names them.
+    Also open (module constants, not per-instruction switches):
+       F32_RZ_OVERFLOW_TO_INF -- numerics.md says f32 RZ overflow gives +-Inf (MMA-Sim does the
+       same); IEEE RZ would give +-max-finite.  Default True (numerics.md).
+
+Fixed-point arithmetic uses numpy int64.  Overflow argument (checked again at run time by
+`_check_headroom`): a term's significand m = sig * 2**-frac satisfies m < 2**k with k = 2 for a
+product (each significand < 2), k = 1 for C and k <= 12 for an mxf4 group term (|sum of 16 e2m1
+products| <= 576 < 2**10, times two scale significands < 2 each).  Because e <= E for every non-zero
+term, its aligned integer is < 2**(F + k) <= 2**(35 + 12) = 2**47.  A block fuses at most 64 terms
+plus C, so |sum| < 65 * 2**47 < 2**54 < 2**63.  Right shifts are clipped at 63, which for a
+non-negative value below 2**63 yields exactly 0 (the truncation of a term aligned far below the
+window); left shifts never exceed F - frac <= 35.
+
+Not supported (raises): K = 0, accumulator formats other than f32 / f16, scale blocks that split an
+mxf4 group, integer-kind tables through `mma_float`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from .lowp import Decoded, decode, lowp_format
+
+__all__ = [
+    "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
+    "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
+    "ACC_FORMATS", "effective_e_floor",
+]
+
+# ---- named constants ---------------------------------------------------------------------------
+#: MMA-Sim's exponent for a zero term under zero_exp_policy='min' (numerics.md open question 2).
+ZERO_EXP_MIN = -126
+#: Khattak's floor on E for f32 output (numerics.md open question 1); f16 output: see effective_e_floor.
+E_FLOOR_F32_OUT = -133
+#: f32 round-toward-zero overflow gives +-Inf (numerics.md step 5) instead of IEEE +-max-finite. (?)
+F32_RZ_OVERFLOW_TO_INF = True
+#: Canonical NaN of the result (numerics.md step 1, after MMA-Sim).
+CANONICAL_NAN = MappingProxyType({"f32": 0x7FFFFFFF, "f16": 0x7FFF})
+#: Final rounding per accumulator format (numerics.md step 5).
+OUTPUT_ROUNDING = MappingProxyType({"f32": "rz", "f16": "rne"})
+ACC_FORMATS = ("f32", "f16")
+_ACC_DTYPE = MappingProxyType({"f32": np.uint32, "f16": np.uint16})
+_ZERO_POLICIES = ("drop", "min")
+# exponent given to dropped zero terms: far below anything real, far from int64 limits
+_DROPPED = -(1 << 40)
+
+
+@dataclass(frozen=True)
+class TensorCoreParams:
+    """Numerical parameters of one tensor-core path (numerics.md "Parameters").
+
+    block: products fused per block (K chunk); frac_bits: F, fractional bits of the aligned sum;
+    out_trunc_frac: f32 output cut to e8m`out_trunc_frac` (H100 wgmma fp8: 13), None otherwise;
+    group: products summed exactly per group before scaling (mxf4 / mxf4nvf4: 16), None otherwise;
+    zero_exp_policy / e_floor: switches for open questions Q2 / Q1 (module docstring).
+    """
+
+    arch: str
+    path: str
+    in_fmt: str
+    block: int
+    frac_bits: int
+    out_trunc_frac: Optional[int] = None
+    group: Optional[int] = None
+    zero_exp_policy: str = "drop"
+    e_floor: Optional[int] = E_FLOOR_F32_OUT
+
+    def __post_init__(self):
+        if self.block < 1 or self.frac_bits < 0:
+            raise ValueError(f"bad block/frac_bits: {self.block}/{self.frac_bits}")
+        if self.zero_exp_policy not in _ZERO_POLICIES:
+            raise ValueError(f"zero_exp_policy must be one of {_ZERO_POLICIES}, got {self.zero_exp_policy!r}")
+        if self.group is not None and (self.group < 1 or self.block % self.group):
+            raise ValueError(f"group {self.group} must divide block {self.block}")
+        if self.out_trunc_frac is not None and not 0 <= self.out_trunc_frac <= 23:
+            raise ValueError(f"out_trunc_frac must be in 0..23, got {self.out_trunc_frac}")
+
+
+class _Entry(NamedTuple):
+    in_fmts: tuple
+    block: int
+    frac_bits: int
+    out_trunc_frac: Optional[int] = None
+    group: Optional[int] = None
+
+
+_F16 = ("f16", "bf16")
+_F8 = ("e4m3", "e5m2")
+_F8F6F4 = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
+_I8 = ("s8", "u8")
+
+# (arch, path, kind) -> entry.  numerics.md "Parameters"; for mma.sync / wgmma the kind is implied
+# by the input format ('f16', 'tf32', 'f8f6f4', 'i8').  Integer rows only carry block = K.
+_TABLE = MappingProxyType({
+    # H100: f16/bf16 block = whole instruction K (16; m16n8k8 has K = 8, which mma_float fuses as
+    # one block since a block never extends past K), tf32 block 8, fp8 block 32 with F = 13 and the
+    # f32 output cut to e8m13.
+    ("sm_90a", "mma.sync", "f16"): _Entry(_F16, 16, 25),
+    ("sm_90a", "mma.sync", "tf32"): _Entry(("tf32",), 8, 25),
+    ("sm_90a", "mma.sync", "f8f6f4"): _Entry(_F8, 32, 13, 13),            # provisional (Q4)
+    ("sm_90a", "mma.sync", "i8"): _Entry(_I8, 32, 0),
+    ("sm_90a", "wgmma", "f16"): _Entry(_F16, 16, 25),
+    ("sm_90a", "wgmma", "tf32"): _Entry(("tf32",), 8, 25),
+    ("sm_90a", "wgmma", "f8f6f4"): _Entry(_F8, 32, 13, 13),
+    ("sm_90a", "wgmma", "i8"): _Entry(_I8, 32, 0),
+    # B200 tcgen05.mma kinds
+    ("sm_100a", "tcgen05", "f16"): _Entry(_F16, 16, 25),
+    ("sm_100a", "tcgen05", "tf32"): _Entry(("tf32",), 8, 25),
+    ("sm_100a", "tcgen05", "f8f6f4"): _Entry(_F8F6F4, 32, 25),             # fp6/fp4 provisional (Q4)
+    ("sm_100a", "tcgen05", "mxf8f6f4"): _Entry(_F8F6F4, 32, 25),           # fp6/fp4 provisional (Q4)
+    ("sm_100a", "tcgen05", "mxf4"): _Entry(("e2m1",), 64, 35, None, 16),
+    ("sm_100a", "tcgen05", "mxf4nvf4"): _Entry(("e2m1",), 64, 35, None, 16),
+    ("sm_100a", "tcgen05", "i8"): _Entry(_I8, 32, 0),
+    # B200 legacy mma.sync: f16/bf16 as kind::f16 (numerics.md); tf32 and fp8 extrapolated.
+    ("sm_100a", "mma.sync", "f16"): _Entry(_F16, 16, 25),
+    ("sm_100a", "mma.sync", "tf32"): _Entry(("tf32",), 8, 25),             # provisional (Q4)
+    ("sm_100a", "mma.sync", "f8f6f4"): _Entry(_F8, 32, 25),                # provisional (Q4)
+    ("sm_100a", "mma.sync", "i8"): _Entry(_I8, 32, 0),
+})
+
+_PROVISIONAL = MappingProxyType({
+    ("sm_90a", "mma.sync", "f8f6f4"): "H100 mma.sync fp8 is untested by both public models "
+                                      "(numerics.md Q4); parameters copied from H100 wgmma fp8",
+    ("sm_100a", "mma.sync", "tf32"): "B200 mma.sync tf32 parameters copied from tcgen05 kind::tf32",
+    ("sm_100a", "mma.sync", "f8f6f4"): "B200 mma.sync fp8 parameters copied from tcgen05 kind::f8f6f4",
+})
+_FP6_FP4 = ("e3m2", "e2m3", "e2m1")
+
+_IMPLIED_KIND = MappingProxyType({
+    "f16": "f16", "bf16": "f16", "tf32": "tf32", "e4m3": "f8f6f4", "e5m2": "f8f6f4",
+    "e3m2": "f8f6f4", "e2m3": "f8f6f4", "e2m1": "f8f6f4", "s8": "i8", "u8": "i8",
+})
+
+
+def tc_params(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) -> TensorCoreParams:
+    """Parameters of the tensor-core path (numerics.md "Parameters" table); ValueError if unknown.
+
+    arch: 'sm_90a' | 'sm_100a'; path: 'mma.sync' | 'wgmma' | 'tcgen05'; in_fmt: A/B element format.
+    kind: the tcgen05.mma ``.kind`` without prefix ('f16', 'tf32', 'f8f6f4', 'mxf8f6f4', 'mxf4',
+    'mxf4nvf4', 'i8'); when None it is implied by in_fmt ('f8f6f4' for fp8/fp6/fp4).  For mma.sync
+    and wgmma kind must be None or the implied kind.  Policy switches get their documented defaults
+    (zero_exp_policy='drop', e_floor=-133); use dataclasses.replace to change them.
+    """
+    if in_fmt not in _IMPLIED_KIND:
+        raise ValueError(f"unknown tensor-core input format {in_fmt!r}")
+    implied = _IMPLIED_KIND[in_fmt]
+    if kind is None:
+        kind = implied
+    elif path != "tcgen05" and kind != implied:
+        raise ValueError(f"{path} has no kind {kind!r} (input {in_fmt} implies {implied!r})")
+    entry = _TABLE.get((arch, path, kind))
+    if entry is None:
+        raise ValueError(f"no tensor-core parameters for arch={arch!r} path={path!r} kind={kind!r}")
+    if in_fmt not in entry.in_fmts:
+        raise ValueError(f"{arch} {path} kind::{kind} does not take {in_fmt} (takes {entry.in_fmts})")
+    return TensorCoreParams(arch, path, in_fmt, entry.block, entry.frac_bits, entry.out_trunc_frac,
+                            entry.group)
+
+
+def provisional_reason(params: TensorCoreParams, kind: Optional[str] = None) -> Optional[str]:
+    """Why the table entry behind ``params`` is extrapolated rather than taken from numerics.md
+    (open question 4), or None when it is a documented row."""
+    kind = kind or _IMPLIED_KIND.get(params.in_fmt)
+    why = _PROVISIONAL.get((params.arch, params.path, kind))
+    if why is None and params.in_fmt in _FP6_FP4 and params.group is None:
+        why = "fp6/fp4 inside kind::f8f6f4 / mxf8f6f4 is untested by both public models (numerics.md Q4)"
+    return why
+
+
+def effective_e_floor(params: TensorCoreParams, acc_fmt: str) -> Optional[int]:
+    """The floor on E for this output format (numerics.md open question 1): params.e_floor is the
+    f32-output floor (Khattak: -133 = emin(f32) - 7); for f16 output it moves with the output's
+    minimum exponent (-133 + (-14 - -126) = -21, the value numerics.md quotes)."""
+    if params.e_floor is None:
+        return None
+    _acc_check(acc_fmt)
+    return params.e_floor + (lowp_format(acc_fmt).emin - lowp_format("f32").emin)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _acc_check(acc_fmt: str) -> None:
+    if acc_fmt not in ACC_FORMATS:
+        raise ValueError(f"accumulator format must be one of {ACC_FORMATS}, got {acc_fmt!r}")
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """Exact bit length of non-negative int64 values below 2**62 (0 -> 0)."""
+    _, e = np.frexp(x.astype(np.float64))
+    e = e.astype(np.int64)
+    # float64 rounding can carry x up to the next power of two; undo that off-by-one.
+    high = np.right_shift(x, np.maximum(e - 1, 0))
+    return e - ((high == 0) & (x > 0))
+
+
+def _round_pack(T: np.ndarray, lsb_exp: np.ndarray, acc_fmt: str, prec_frac: Optional[int] = None,
+                overflow_to_inf: bool = F32_RZ_OVERFLOW_TO_INF) -> np.ndarray:
+    """Round the exact value T * 2**lsb_exp once to acc_fmt (numerics.md step 5) and encode it.
+
+    f32: round toward zero with subnormals; `prec_frac` < 23 cuts the significand to that many
+    fraction bits first (e8m13).  f16: round to nearest even.  T == 0 -> +0; a non-zero T that rounds
+    to zero keeps its sign.  Overflow: f16 -> +-Inf (RNE); f32 RZ -> +-Inf if overflow_to_inf else
+    +-max-finite.
+    """
+    fmt = lowp_format(acc_fmt)
+    man, rne = fmt.man_bits, OUTPUT_ROUNDING[acc_fmt] == "rne"
+    p_frac = man if prec_frac is None else min(prec_frac, man)
+    neg = T < 0
+    mag = np.abs(T)
+    zero = mag == 0
+    lead = _bit_length(mag) - 1 + lsb_exp            # exponent of the leading bit
+    q = np.maximum(lead, fmt.emin) - p_frac           # exponent of the result's last kept bit
+    s = q - lsb_exp                                   # number of bits dropped (<= 0: exact)
+    up_sh = np.clip(-s, 0, 62)
+    dn_sh = np.clip(s, 0, 62)
+    r = np.right_shift(np.left_shift(mag, up_sh), dn_sh)
+    if rne:
+        # dropped part rem = mag mod 2**dn_sh; halfway point 2**(dn_sh-1).  With dn_sh == 0 nothing
+        # is dropped (rem = 0 < half = 1).  dn_sh is clipped at 62 > bit_length(mag), so a huge
+        # drop correctly leaves r = 0 and rem = mag < half.
+        rem = np.where(dn_sh > 0, mag - np.left_shift(r, dn_sh), 0)
+        half = np.left_shift(np.int64(1), np.maximum(dn_sh - 1, 0))
+        r = r + ((dn_sh > 0) & ((rem > half) | ((rem == half) & ((r & 1) == 1))))
+    # re-express at f32/f16 precision (e8m13 results get zero low bits)
+    r = np.left_shift(r, man - p_frac)
+    q = q - (man - p_frac)
+    carry = r >> (man + 1) != 0                       # rounding carried to 2**(man+1)
+    r = np.where(carry, r >> 1, r)
+    q = q + carry
+    normal = r >= (1 << man)
+    field = np.where(normal, q + man + fmt.bias, 0)
+    mant = np.where(normal, r - (1 << man), r)
+    top = (1 << fmt.exp_bits) - 1
+    over = field >= top
+    if over.any():
+        if rne or overflow_to_inf:
+            field = np.where(over, top, field)
+            mant = np.where(over, 0, mant)
+        else:
+            field = np.where(over, top - 1, field)
+            mant = np.where(over, (1 << man) - 1, mant)
+    bits = (field << man) | mant
+    bits = np.where(neg, bits | (1 << (fmt.width - 1)), bits)
+    bits = np.where(zero, 0, bits)
+    return bits.astype(_ACC_DTYPE[acc_fmt])
+
+
+class _Terms(NamedTuple):
+    """Terms of a fused sum, arrays broadcastable to (M, n, N): value = (-1)**neg * sig * 2**(exp-frac)."""
+
+    neg: np.ndarray
+    exp: np.ndarray
+    sig: np.ndarray
+    frac: int
+
+
+def _check_headroom(terms: _Terms, c_sig_bits: int, c_frac: int, F: int) -> None:
+    """Run-time form of the module docstring's int64 argument: every aligned term is below
+    2**(F + k) with k = bit_length(sig) - frac, so the sum of n terms is below 2**(F + k + log2 n)."""
+    n = terms.sig.shape[1] + 1
+    k = max(int(terms.sig.max(initial=0)).bit_length() - terms.frac, c_sig_bits - c_frac, 0)
+    if F + k + int(n - 1).bit_length() > 62:
+        raise OverflowError(f"fused sum of {n} terms with F={F} could overflow int64")
+
+
+def _fused_sum(terms: _Terms, C: Decoded, acc_fmt: str, params: TensorCoreParams) -> np.ndarray:
+    """Steps 3-5 of the fused block model (numerics.md) for finite inputs: E, truncating alignment,
+    exact sum, single rounding.  terms: (M, n, N); C: (M, N).  Returns acc_fmt bit patterns."""
+    F = params.frac_bits
+    _check_headroom(terms, C.man_bits + 1, C.man_bits, F)
+    zero_exp = _DROPPED if params.zero_exp_policy == "drop" else ZERO_EXP_MIN
+    t_exp = np.where(terms.sig == 0, zero_exp, terms.exp)
+    c_exp = np.where(C.sig == 0, zero_exp, C.exp)
+    E = np.maximum(t_exp.max(axis=1, initial=_DROPPED), c_exp)
+    floor = effective_e_floor(params, acc_fmt)
+    if floor is not None:
+        E = np.maximum(E, floor)
+
+    def align(sig, exp, frac, E_):
+        sh = F + exp - E_ - frac
+        return np.right_shift(np.left_shift(sig, np.clip(sh, 0, 62)), np.clip(-sh, 0, 63))
+
+    t_al = align(terms.sig, t_exp, terms.frac, E[:, None, :])
+    T = np.where(terms.neg, -t_al, t_al).sum(axis=1)
+    c_al = align(C.sig, c_exp, C.man_bits, E)
+    T = T + np.where(C.sign, -c_al, c_al)
+    prec = params.out_trunc_frac if acc_fmt == "f32" else None
+    return _round_pack(T, E - F, acc_fmt, prec)
+
+
+def _special_results(L: Decoded, R: Decoded, C: Decoded, acc_fmt: str, bits: np.ndarray) -> np.ndarray:
+    """Step 1 of the model (numerics.md): overwrite bits where a NaN / Inf decides the result.
+    L: (M, n) left factors, R: (n, N) right factors, C: (M, N)."""
+    if not (L.nan.any() or L.inf.any() or R.nan.any() or R.inf.any() or C.nan.any() or C.inf.any()):
+        return bits
+    lz = (L.sig == 0) & ~L.nan & ~L.inf
+    rz = (R.sig == 0) & ~R.nan & ~R.inf
+    pnan = (L.nan[:, :, None] | R.nan[None] | (L.inf[:, :, None] & rz[None])
+            | (lz[:, :, None] & R.inf[None]))
+    pinf = (L.inf[:, :, None] | R.inf[None]) & ~pnan
+    pneg = L.sign[:, :, None] ^ R.sign[None]
+    pos = (pinf & ~pneg).any(axis=1) | (C.inf & ~C.sign)
+    negi = (pinf & pneg).any(axis=1) | (C.inf & C.sign)
+    nan = pnan.any(axis=1) | C.nan | (pos & negi)
+    inf = (pos | negi) & ~nan
+    width = lowp_format(acc_fmt).width
+    inf_bits = lowp_format(acc_fmt).exp_bits
+    inf_code = ((1 << inf_bits) - 1) << (width - 1 - inf_bits)
+    out = np.where(inf, np.where(negi, inf_code | (1 << (width - 1)), inf_code), bits)
+    out = np.where(nan, CANONICAL_NAN[acc_fmt], out)
+    return out.astype(bits.dtype)
+
+
+def _slice(D: Decoded, idx, axis: int) -> Decoded:
+    sl = (slice(None), idx) if axis == 1 else (idx, slice(None))
+    return Decoded(D.sign[sl], D.exp[sl], D.sig[sl], D.nan[sl], D.inf[sl], D.man_bits)
+
+
+def _scaled(D: Decoded, S: Decoded) -> Decoded:
+    """Element times its (unsigned) scale factor, exactly: significands multiply, exponents add
+    (numerics.md "Block-scaled kinds").  NaN scale -> NaN; Inf element with zero scale -> NaN."""
+    s_zero = (S.sig == 0) & ~S.nan
+    nan = D.nan | S.nan | (D.inf & s_zero)
+    inf = D.inf & ~nan
+    sig = np.where(nan | inf, 0, D.sig * S.sig)
+    return Decoded(D.sign, D.exp + S.exp, sig, nan, inf, D.man_bits + S.man_bits)
+
+
+def _check_shapes(a, b, c):
+    if a.ndim != 2 or b.ndim != 2 or c.ndim != 2:
+        raise ValueError("A, B, C must be 2-D (M,K), (K,N), (M,N)")
+    M, K = a.shape
+    if b.shape[0] != K or c.shape != (M, b.shape[1]):
+        raise ValueError(f"shape mismatch: A {a.shape}, B {b.shape}, C {c.shape}")
+    if K == 0:
+        raise ValueError("K must be positive")
+    return M, K, b.shape[1]
+
+
+def _acc_bits(c_bits, acc_fmt: str) -> np.ndarray:
+    """C as acc_fmt bit patterns in their unsigned container; rejects float values and codes that
+    do not fit (a float array here is almost certainly values passed instead of bits)."""
+    c = np.asarray(c_bits)
+    width = lowp_format(acc_fmt).width
+    if c.dtype.kind not in "iu" or (c.size and (int(c.min()) < 0 or int(c.max()) >> width)):
+        raise ValueError(f"C must hold {acc_fmt} bit patterns (unsigned {width}-bit integers)")
+    return c.astype(_ACC_DTYPE[acc_fmt])
+
+
+def _check_in_fmt(fmt: str, params: TensorCoreParams) -> None:
+    kind = _IMPLIED_KIND.get(fmt)
+    if kind is None or kind == "i8":
+        raise ValueError(f"{fmt!r} is not a floating-point tensor-core input format")
+    if kind != _IMPLIED_KIND[params.in_fmt]:
+        raise ValueError(f"operand format {fmt} does not match params for {params.in_fmt}")
+
+
+# ---- public entry points ------------------------------------------------------------------------
+def mma_float(a_bits, b_bits, c_bits, a_fmt: str, b_fmt: str, acc_fmt: str,
+              params: TensorCoreParams) -> np.ndarray:
+    """D = A*B + C with the fused block model (numerics.md "The fused block model", steps 1-6).
+
+    a_bits (M,K) and b_bits (K,N): raw codes of a_fmt / b_fmt (tf32: f32 patterns, low 13 bits
+    ignored); c_bits (M,N): acc_fmt patterns (uint32 for 'f32', uint16 for 'f16').  Blocks of
+    params.block products along K are fused and chained in K order.  Returns (M,N) acc_fmt bit
+    patterns.  PTX ISA §9.7.14 / §9.7.15 / §9.7.16 leave the numerics unspecified; this is the
+    Khattak / MMA-Sim model.
+    """
+    _acc_check(acc_fmt)
+    _check_in_fmt(a_fmt, params)
+    _check_in_fmt(b_fmt, params)
+    if params.group is not None:
+        raise ValueError("group-scaled kinds (mxf4, mxf4nvf4) go through mma_block_scaled")
+    a, b, c = np.asarray(a_bits), np.asarray(b_bits), _acc_bits(c_bits, acc_fmt)
+    M, K, N = _check_shapes(a, b, c)
+    A, B = decode(a, a_fmt), decode(b, b_fmt)
+    for k0 in range(0, K, params.block):
+        ks = slice(k0, min(k0 + params.block, K))
+        c = _product_block(_slice(A, ks, 1), _slice(B, ks, 0), c, acc_fmt, params)
+    return c
+
+
+def _product_block(L: Decoded, R: Decoded, c: np.ndarray, acc_fmt: str,
+                   params: TensorCoreParams) -> np.ndarray:
+    C = decode(c, acc_fmt)
+    terms = _Terms(L.sign[:, :, None] ^ R.sign[None],
+                   L.exp[:, :, None] + R.exp[None],
+                   L.sig[:, :, None] * R.sig[None],
+                   L.man_bits + R.man_bits)
+    bits = _fused_sum(terms, C, acc_fmt, params)
+    return _special_results(L, R, C, acc_fmt, bits)
+
+
+def mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt: str, b_fmt: str,
+                     scale_fmt: str, scale_block: int, params: TensorCoreParams) -> np.ndarray:
+    """D = (A*SFA)(B*SFB) + C for tcgen05.mma block-scaled kinds (numerics.md "Block-scaled kinds";
+    PTX ISA §9.7.16 "Block scaling").
+
+    sfa_bits (M, K//scale_block) and sfb_bits (K//scale_block, N): ue8m0 / ue4m3 codes; element k
+    of a row of A uses sfa[:, k // scale_block].  params.group None (kind::mxf8f6f4): each product's
+    exponent gets both scale exponents added (scale significands multiply in), then the block of
+    params.block products and C is fused with F = params.frac_bits.  params.group = G (kind::mxf4,
+    mxf4nvf4): each group of G products is summed exactly; each group sum becomes one term whose
+    significand is (group sum) * (scale significands) and whose exponent is the sum of the two scale
+    exponents (MMA-Sim's formulation); the groups of a block and C are fused with F = frac_bits.
+    A NaN scale gives NaN.  The block-scaled kinds accumulate in f32 only (PTX ISA §9.7.16), so
+    c_bits are f32 patterns and the result is (M,N) uint32 f32 patterns; blocks chained in K order.
+    """
+    acc_fmt = "f32"                        # block-scaled kinds accumulate in f32 only
+    _check_in_fmt(a_fmt, params)
+    _check_in_fmt(b_fmt, params)
+    if scale_fmt not in ("ue8m0", "ue4m3"):
+        raise ValueError(f"scale format must be ue8m0 or ue4m3, got {scale_fmt!r}")
+    a, b, c = np.asarray(a_bits), np.asarray(b_bits), _acc_bits(c_bits, acc_fmt)
+    M, K, N = _check_shapes(a, b, c)
+    if scale_block < 1 or K % scale_block:
+        raise ValueError(f"K={K} is not a multiple of scale_block={scale_block}")
+    sfa, sfb = np.asarray(sfa_bits), np.asarray(sfb_bits)
+    if sfa.shape != (M, K // scale_block) or sfb.shape != (K // scale_block, N):
+        raise ValueError(f"scale shapes {sfa.shape}, {sfb.shape}; expected "
+                         f"{(M, K // scale_block)}, {(K // scale_block, N)}")
+    G = params.group
+    if G is not None and (scale_block % G or K % G):
+        raise ValueError(f"group {G} must divide scale_block {scale_block} and K {K}")
+    A, B = decode(a, a_fmt), decode(b, b_fmt)
+    SA, SB = decode(sfa, scale_fmt), decode(sfb, scale_fmt)
+    kidx = np.arange(K) // scale_block
+    SAk, SBk = _slice(SA, kidx, 1), _slice(SB, kidx, 0)        # scales per element of K
+    AL, BR = _scaled(A, SAk), _scaled(B, SBk)
+    for k0 in range(0, K, params.block):
+        ks = slice(k0, min(k0 + params.block, K))
+        if G is None:
+            c = _product_block(_slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt, params)
+        else:
+            c = _group_block(_slice(A, ks, 1), _slice(B, ks, 0), _slice(SAk, ks, 1),
+                             _slice(SBk, ks, 0), _slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt,
+                             params, lowp_format(a_fmt).emin + lowp_format(b_fmt).emin)
+    return c
+
+
+def _group_block(A, B, SAk, SBk, AL, BR, c, acc_fmt, params, base: int) -> np.ndarray:
+    """One block of kind::mxf4 / mxf4nvf4 (numerics.md "Block-scaled kinds", MMA-Sim gst_fdpa).
+    base = emin(a_fmt) + emin(b_fmt) <= every product exponent."""
+    G = params.group
+    M, n = A.sig.shape
+    N = B.sig.shape[1]
+    C = decode(c, acc_fmt)
+    # exact products on a common grid 2**(base - fa - fb): P = sa*sb << (ea + eb - base)
+    P = np.left_shift(A.sig[:, :, None] * B.sig[None], A.exp[:, :, None] + B.exp[None] - base)
+    P = np.where(A.sign[:, :, None] ^ B.sign[None], -P, P)
+    Gs = P.reshape(M, n // G, G, N).sum(axis=2)                # exact group sums
+    gi = np.arange(0, n, G)                                    # first element of each group
+    sa, sb = _slice(SAk, gi, 1), _slice(SBk, gi, 0)
+    terms = _Terms(Gs < 0,
+                   sa.exp[:, :, None] + sb.exp[None],
+                   np.abs(Gs) * sa.sig[:, :, None] * sb.sig[None],
+                   A.man_bits + B.man_bits - base + sa.man_bits + sb.man_bits)
+    bits = _fused_sum(terms, C, acc_fmt, params)
+    return _special_results(AL, BR, C, acc_fmt, bits)
+
+
+def mma_int(a, b, c, a_signed: bool, b_signed: bool, satfinite: bool) -> np.ndarray:
+    """Integer MMA (kind::i8, mma.sync s8/u8): exact dot product plus C, then wrap modulo 2**32, or
+    clamp to the int32 range when ``satfinite`` (PTX ISA §9.7.14 mma ".satfinite"; numerics.md
+    "Integers" -- wrap vs saturate on H100 is still to be settled on hardware).
+
+    a (M,K), b (K,N): 8-bit codes (uint8 or int8 arrays, or ints in -128..255) read as s8 when the
+    *_signed flag is set, else u8; c (M,N): int32 values or their uint32 bit patterns.
+    Returns an (M,N) int32 array.
+    """
+    def as8(x, signed):
+        x = np.asarray(x)
+        if x.dtype.kind not in "iu" or (x.size and (int(x.min()) < -128 or int(x.max()) > 255)):
+            raise ValueError("integer MMA operands must be 8-bit codes")
+        x = x.astype(np.int64) & 0xFF
+        return (x ^ 0x80) - 0x80 if signed else x
+
+    A, B = as8(a, a_signed), as8(b, b_signed)
+    cc = np.asarray(c)
+    if cc.dtype.kind not in "iu" or (cc.size and (int(cc.min()) < -(1 << 31) or int(cc.max()) >= 1 << 32)):
+        raise ValueError("C must hold int32 values or uint32 bit patterns")
+    C = cc.astype(np.int64)
+    C = np.where(C >= 1 << 31, C - (1 << 32), C)
+    _check_shapes(A, B, C)
+    acc = A @ B + C                         # |A@B| <= K * 2**16: exact in int64
+    if satfinite:
+        acc = np.clip(acc, -(1 << 31), (1 << 31) - 1)
+    else:
+        acc = ((acc + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    return acc.astype(np.int32)
