@@ -1,0 +1,93 @@
+"""The tcsim command line: check, run, demo — exit codes and diagnostics."""
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_check_accepts_executable_ptx(tmp_path, capsys):
+    p = write(tmp_path, "ok.ptx", HEAD + ".visible .entry k(.param .u64 out)\n{\n .reg .b64 %rd<2>;\n"
+              " ld.param.u64 %rd1, [out];\n ret;\n}\n")
+    assert main(["check", str(p)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_check_reports_each_unsupported_instruction_with_location(tmp_path, capsys):
+    p = write(tmp_path, "bad.ptx", HEAD + ".visible .entry k(.param .u64 out)\n{\n .reg .b32 %r<4>;\n"
+              " .reg .b64 %rd<4>;\n suld.b.1d.b32.trap {%r1}, [%rd1, {%r2}];\n"
+              " sust.b.1d.b32.trap [%rd1, {%r2}], {%r1};\n ret;\n}\n")
+    assert main(["check", str(p)]) == 1
+    out = capsys.readouterr().out
+    assert f"{p}:8:2: unsupported: instruction suld.b.1d.b32.trap" in out
+    assert f"{p}:9:2: unsupported: instruction sust.b.1d.b32.trap" in out
+
+
+def test_check_reports_syntax_errors(tmp_path, capsys):
+    p = write(tmp_path, "malformed.ptx", HEAD + ".visible .entry k()\n{\n ret\n}\n")
+    assert main(["check", str(p)]) == 1
+    assert f"{p}:" in capsys.readouterr().out
+
+
+def test_check_missing_file_and_usage(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "nope.ptx")]) == 1
+    assert main(["check"]) == 2
+
+
+def test_check_list_names_opcodes(capsys):
+    assert main(["check", "--list"]) == 0
+    ops = capsys.readouterr().out.split()
+    assert {"ld", "st", "mov", "bra", "cvta"} <= set(ops)
+
+
+def test_run_launch_file_with_trace(tmp_path, capsys):
+    ptx = write(tmp_path, "k.ptx", HEAD + ".visible .entry k(.param .u64 out)\n{\n .reg .b32 %r<2>;\n"
+                " .reg .b64 %rd<2>;\n ld.param.u64 %rd1, [out];\n mov.u32 %r1, %tid.x;\n"
+                " st.global.u32 [%rd1], %r1;\n ret;\n}\n")
+    launch = write(tmp_path, "launch_k.py", textwrap.dedent(f"""
+        import numpy as np
+        from sim.launch import Launch
+        def make_launch():
+            return Launch(ptx={str(ptx)!r}, block=(32, 1, 1), args=[np.zeros(1, np.uint32)])
+        def check(result, launch):
+            return int(result.outputs[0][0]) == 31, "out[0] = %d" % result.outputs[0][0]
+    """))
+    trace = tmp_path / "t.jsonl"
+    assert main(["run", str(launch), "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: out[0] = 31" in out and "warp-instructions" in out
+    recs = [json.loads(l) for l in trace.read_text().splitlines()]
+    assert any(r["kind"] == "inst" for r in recs)
+
+
+def test_run_reports_failed_check_and_runtime_fault(tmp_path, capsys):
+    ptx = write(tmp_path, "k.ptx", HEAD + ".visible .entry k(.param .u64 out)\n{\n .reg .b32 %r<2>;\n"
+                " .reg .b64 %rd<2>;\n ld.param.u64 %rd1, [out];\n st.global.u32 [%rd1+64], %r1;\n ret;\n}\n")
+    launch = write(tmp_path, "launch_bad.py", textwrap.dedent(f"""
+        import numpy as np
+        from sim.launch import Launch
+        LAUNCH = Launch(ptx={str(ptx)!r}, args=[np.zeros(1, np.uint32)])
+    """))
+    assert main(["run", str(launch)]) == 1
+    err = capsys.readouterr().err
+    assert f"{ptx}:9:2: memory fault: out-of-bounds global write" in err
+    assert main(["run", str(tmp_path / "missing.py")]) == 2
+
+
+def test_demo_runs_and_passes(capsys):
+    pytest.importorskip("sim.numerics.tensor_core")
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "bit-exact" in out
