@@ -24,16 +24,29 @@ DEMO_MODULE = "examples.mma_gemm"
 
 
 def _load_launch_module(path: str):
+    """Import a launch file: a .py path (as part of its package when it sits in one) or a module name."""
     p = Path(path)
-    if p.suffix == ".py" and p.exists():
+    if p.suffix == ".py" and p.is_file():
+        p = p.resolve()
+        parts = [p.stem]
+        root = p.parent
+        while (root / "__init__.py").exists():
+            parts.insert(0, root.name)
+            root = root.parent
+        if len(parts) > 1:
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return importlib.import_module(".".join(parts))
         spec = importlib.util.spec_from_file_location(p.stem, p)
         mod = importlib.util.module_from_spec(spec)
-        sys.modules.setdefault(p.stem, mod)
         spec.loader.exec_module(mod)
         return mod
-    if not p.suffix:
+    if p.suffix == ".py":
+        raise FileNotFoundError(f"launch file {path} not found")
+    try:
         return importlib.import_module(path)
-    raise FileNotFoundError(f"launch file {path} not found")
+    except ModuleNotFoundError:
+        raise FileNotFoundError(f"launch file or module {path} not found") from None
 
 
 def _get_launch(mod):
