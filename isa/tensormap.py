@@ -127,7 +127,7 @@ def _numpy_dtype_name(dt: np.dtype) -> str:
     if dt.name in named:
         return named[dt.name]
     by_size = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}   # bytes moved verbatim (fp8, ...)
-    if dt.itemsize in by_size and dt.kind not in "OSUVc":
+    if dt.itemsize in by_size and dt.kind not in "OSUc" and dt.fields is None:
         return by_size[dt.itemsize]
     raise LaunchError(f"numpy dtype {dt} has no tensor-map data type",
                       expected="an integer/float dtype of 1, 2, 4 or 8 bytes (or pass dtype=...)")
@@ -394,9 +394,13 @@ class TensorMap:
         """The 128 bytes passed as the kernel parameter (called by ``sim.launch.prepare_arguments``).
 
         With an ``array``: the global address becomes the device address of the launch argument that *is*
-        that array (``by_id[id(array)]``), or of the launch argument it is a view into (C-contiguous base, at
-        the view's byte offset); otherwise a buffer is allocated in ``gmem`` and the array's contents copied in
-        (C order; the strides are re-derived for the copy).  Without an array, ``global_address`` is used as is.
+        that array (``by_id[id(array)]``), or of the launch argument it is a view into (found on the view's
+        ``.base`` chain, so the argument must own its memory or be on that chain; C-contiguous; at the view's byte
+        offset); otherwise a buffer is allocated in ``gmem`` and the array's contents copied in
+        (C order; the strides are re-derived for the copy) and the allocation is remembered in
+        ``self.sim_allocation`` (the last launch's buffer; ``.data`` holds the bytes after the run, so TMA stores
+        into a tensor that is not a launch argument can still be inspected).  Without an array,
+        ``global_address`` is used as is.
         """
         tm = self
         if self.array is not None:
@@ -420,6 +424,7 @@ class TensorMap:
                 alloc = gmem.allocate(copy.nbytes, name=f"{name}.tensor")
                 alloc.data[:] = copy.reshape(-1).view(np.uint8)
                 addr = alloc.base
+                self.sim_allocation = alloc     # lets a caller read back what TMA stores wrote
                 tm = dataclasses.replace(self, global_strides=copy.strides[::-1][1:])
             tm = dataclasses.replace(tm, global_address=addr)
         try:

@@ -237,6 +237,10 @@ class Simulation:
             for hook in self.cta_exit_hooks:
                 hook(cta)
 
+    def fail(self, err: BaseException) -> None:
+        """Stop the run with ``err`` (used by warps and async agents alike)."""
+        self._fail(err)
+
     def _fail(self, err: BaseException) -> None:
         if self.error is None:
             self.error = err
@@ -317,12 +321,13 @@ class Simulation:
                             expected="raise max_instructions if the kernel really is this long")
 
     # ------------------------------------------------------------------------------------------ mbarrier guard
-    def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool) -> None:
+    def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool,
+                               who: str = "plain store") -> None:
         if not write or not cta.mbarriers:
             return
         for off, mb in cta.mbarriers.items():
             if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
-                raise SyncError(f"plain store over the live mbarrier at SMEM offset 0x{off:x} of {cta.label}",
+                raise SyncError(f"{who} over the live mbarrier at SMEM offset 0x{off:x} of {cta.label}",
                                 expected="mbarrier.inval before reusing an mbarrier's memory")
 
     # ------------------------------------------------------------------------------------------ special regs

@@ -1,0 +1,174 @@
+"""The Tensor Memory Accelerator (TMA) engine of one CTA: a simpy process fed by a simpy Store.
+
+PTX ISA 9.1 §9.7.9.25.4 (bulk copy), §9.7.9.25.5 (tensor copy), §9.7.9.25.6 (bulk async-group completion);
+tma.md §5.  DESIGN.md principle 5: an async operation has an *issue half* and a *completion half*.  The issue
+half runs in the semantics function of the issuing warp (``sim/semantics/bulk_copy.py``, ``bulk_tensor.py``):
+it reads and checks every operand and captures what the copy needs (addresses, the decoded tensor map,
+coordinates, the mbarrier).  It then submits a :class:`TmaOp` here.  This engine decides *when* the op lands;
+the op's callables decide *what* happens:
+
+* ``read()`` reads the source bytes (global for loads, SMEM for stores) and returns them;
+* ``write(payload)`` writes the destination and signals (complete-tx on mbarriers for loads).
+
+Timing (placeholder until the timing issue replaces it; every number is a field of :class:`TmaParams`):
+the engine serves ops in FIFO order, each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles
+(at least 1).  Every op completes ``latency`` cycles after its occupancy ends, so a copy of ``n`` bytes issued
+to an idle engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue
+order.  At completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
+``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  In
+this placeholder model the source read and the completion coincide; a timing model may separate them.
+Because data moves only at those times, a consumer that reads SMEM before waiting on the mbarrier really sees
+stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
+data.  A simulation may carry a ``tma_params`` attribute (a :class:`TmaParams`) to override the defaults.
+
+All TMA memory traffic is reported on the observation bus as ``mem`` events with ``agent='tma'`` and
+``proxy='async'``; complete-tx as ``sync`` events ``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it
+completes a phase), issue/completion as ``async.issue`` / ``async.complete``.
+
+Errors found at completion time (an mbarrier invalidated in between, a peer CTA that exited) stop the run with
+the diagnostic located at the issuing instruction.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import simpy
+
+from isa.errors import TcsimError
+
+
+@dataclass(frozen=True)
+class TmaParams:
+    """Placeholder timing of the TMA engine (cycles).  A later timing model replaces these numbers."""
+
+    latency: int = 10             # cycles from the end of an op's occupancy to its completion
+    bytes_per_cycle: int = 128    # engine throughput: occupancy = ceil(bytes / bytes_per_cycle)
+
+
+DEFAULT_PARAMS = TmaParams()
+
+
+@dataclass(eq=False)
+class TmaOp:
+    """One bulk operation in flight.
+
+    ``kind``: 'load' | 'store' | 'reduce' | 'prefetch'.  ``issuer`` names the issuing thread (for diagnostics),
+    ``loc`` is the issuing instruction's source location.  ``read_done`` / ``done`` are simpy events the
+    engine triggers when the sources have been read / when the op completed (bulk async-groups wait on
+    them).
+    """
+
+    kind: str
+    what: str
+    nbytes: int
+    read: Callable[[], object]
+    write: Callable[[object], None]
+    issuer: str = ""
+    loc: object = None
+    warp: int | None = None       # issuing warp id, lane and pc (for observers)
+    lane: int | None = None
+    pc: int | None = None
+    read_done: object = None
+    done: object = None
+    issued_at: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class TmaEngine:
+    """The TMA unit of one CTA (``ctx.engine.agent('tma', factory, key=cta)``)."""
+
+    def __init__(self, sim, cta, params: TmaParams = DEFAULT_PARAMS):
+        self.sim = sim
+        self.cta = cta
+        self.env = sim.env
+        self.params = params
+        self.queue = simpy.Store(self.env)
+        self.in_flight = 0
+        self.completed = 0
+        self.bytes_moved = 0
+        self.process = self.env.process(self._serve())
+
+    @classmethod
+    def of(cls, ctx, cta=None) -> "TmaEngine":
+        """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's
+        ``tma_params`` attribute if it has one (e.g. set on ``sim.launch.Prepared(...).sim`` before running), else
+        :data:`DEFAULT_PARAMS`."""
+        cta = ctx.cta if cta is None else cta
+        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, getattr(sim, "tma_params", DEFAULT_PARAMS)),
+                                key=cta)
+
+    # ------------------------------------------------------------------------------------------ issue
+    def submit(self, op: TmaOp) -> TmaOp:
+        op.read_done = self.env.event()
+        op.done = self.env.event()
+        op.issued_at = self.env.now
+        self.in_flight += 1
+        self.queue.put(op)
+        self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
+                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
+        return op
+
+    # ------------------------------------------------------------------------------------------ service
+    def occupancy(self, nbytes: int) -> int:
+        return max(1, math.ceil(nbytes / self.params.bytes_per_cycle))
+
+    def _serve(self):
+        while True:
+            op = yield self.queue.get()
+            occ = self.occupancy(op.nbytes)
+            self.env.process(self._complete(op, occ))
+            yield self.env.timeout(occ)
+
+    def _complete(self, op: TmaOp, occ: int):
+        yield self.env.timeout(occ + self.params.latency)
+        payload = self._guard(op, op.read)
+        if self.sim.error is not None:
+            return
+        op.read_done.succeed()
+        self._guard(op, lambda: op.write(payload))
+        if self.sim.error is not None:
+            return
+        self.in_flight -= 1
+        self.completed += 1
+        self.bytes_moved += op.nbytes
+        self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
+                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
+        op.done.succeed()
+
+    def _guard(self, op: TmaOp, fn):
+        try:
+            return fn()
+        except TcsimError as e:
+            e.with_context(loc=op.loc, where=f"TMA engine of {self.cta.label}, completing {op.what} issued by "
+                                             f"{op.issuer} at cycle {op.issued_at:g}")
+            self.sim.fail(e)
+            return None
+
+    # ------------------------------------------------------------------------------------------ events
+    def emit(self, event_kind: str, **fields) -> None:
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit(event_kind, self.env.now, self.cta.ctaid, "tma", warp=None, **fields)
+
+    def emit_mem(self, op: str, space: str, addrs, size: int, cta=None) -> None:
+        """A ``mem`` event (proxy 'async') for ranges ``[a, a+size)`` of ``space`` (``cta`` owns shared ones)."""
+        bus = self.sim.bus
+        if bus.active:
+            c = self.cta if cta is None else cta
+            bus.emit("mem", self.env.now, c.ctaid, "tma", warp=None, pc=None, op=op, space=space, proxy="async",
+                     addrs=[int(a) for a in addrs], size=int(size), lanes=[])
+
+    def complete_tx(self, cta, offset: int, nbytes: int, what: str) -> None:
+        """complete-tx(``nbytes``) on the mbarrier at SMEM ``offset`` of ``cta`` (release, cluster scope)."""
+        mb = cta.mbarrier(offset)
+        before = mb.phase
+        completed = mb.complete_tx(nbytes)
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit("sync", self.env.now, cta.ctaid, "tma", warp=None, op="mbarrier.complete_tx", addr=offset,
+                     bytes=int(nbytes), tx=mb.tx, phase=before, what=what, issuer_cta=self.cta.ctaid)
+            if completed:
+                bus.emit("sync", self.env.now, cta.ctaid, "tma", warp=None, op="mbarrier.phase", addr=offset,
+                         phase=mb.phase)

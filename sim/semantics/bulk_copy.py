@@ -1,0 +1,480 @@
+"""Non-tensor bulk copies and bulk async-group completion: cp.async.bulk, cp.async.bulk.prefetch,
+cp.async.bulk.commit_group, cp.async.bulk.wait_group.
+
+PTX ISA 9.1 §9.7.9.25.4.1 (cp.async.bulk), §9.7.9.25.4.3 (cp.async.bulk.prefetch), §9.7.9.25.6.1
+(cp.async.bulk.commit_group), §9.7.9.25.6.2 (cp.async.bulk.wait_group); tma.md §1 and §5.
+
+Every executing lane issues its own copy (kernels normally predicate the instruction to one elected lane).
+The issue half (here) reads the operands, checks them and submits a :class:`sim.agents.tma.TmaOp` to the
+CTA's TMA engine; the engine performs the completion half (moves the bytes, complete-tx / group completion)
+at its completion time.
+
+Forms executed:
+
+* ``cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, policy}``
+* ``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{.multicast::cluster}{.L2::cache_hint}
+  [dst], [src], size, [mbar]{, ctaMask}{, policy}`` — with ``.multicast::cluster`` bit ``i`` of the 16-bit
+  ctaMask selects the CTA of ``%cluster_ctarank`` ``i``; each receives the data at the CTA-relative offset of
+  ``dst`` and a complete-tx(size) on the mbarrier at the CTA-relative offset of ``mbar``.
+* ``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]`` —
+  ``dst`` and ``mbar`` in one other CTA of the cluster.
+* ``cp.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint}{.cp_mask} [dst], [src], size{, policy}{, byteMask}``
+  — joins the thread's uncommitted bulk ops; bit ``b`` of the 16-bit byteMask enables byte ``b`` of every
+  16-byte chunk (disabled bytes of the destination keep their value).
+* ``cp.async.bulk.prefetch.L2.global{.L2::cache_hint} [src], size{, policy}`` — a hint: operands are checked,
+  nothing moves.
+* ``cp.async.bulk.commit_group`` and ``cp.async.bulk.wait_group{.read} N`` (per-thread bulk async-groups,
+  kept in ``cta.bulk_groups[(warp id, lane)]``; ``.read`` waits only until the sources were read).
+
+Faults (:class:`MemoryFault` naming the operand, its value and the rule; undefined behaviour on hardware):
+size not a multiple of 16, ``dst``/``src`` not 16-byte aligned, ranges outside SMEM or outside one global
+allocation, a ``.shared::cta`` operand in another CTA, a shared::cta -> shared::cluster copy to the executing
+CTA itself, an mbarrier in a different CTA than the destination, a ctaMask selecting no CTA or a CTA outside
+the cluster.  An uninitialised/invalidated mbarrier is a :class:`SyncError`.
+
+Not supported (UnsupportedError at decode): ``.ignore_oob`` (PTX 9.2), ``cp.reduce.async.bulk`` (non-tensor
+reductions), and any other qualifier.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import simpy
+
+from isa import ir
+from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from .. import memory as M
+from ..agents.tma import TmaEngine, TmaOp
+from .registry import semantics
+
+SECTION = "PTX ISA §9.7.9.25.4.1"
+MBAR = "mbarrier::complete_tx::bytes"
+
+
+def is_bulk(ins) -> bool:
+    """True for the cp{.reduce}.async.bulk family (handled by this module and bulk_tensor.py)."""
+    m = ins.mods
+    return m[:2] == ("async", "bulk") or m[:3] == ("reduce", "async", "bulk")
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+class BulkGroups:
+    """Per-thread bulk async-group state: uncommitted ops and committed groups (oldest first)."""
+
+    __slots__ = ("uncommitted", "groups")
+
+    def __init__(self):
+        self.uncommitted: list = []
+        self.groups: deque = deque()
+
+
+def thread_groups(ctx, lane: int) -> BulkGroups:
+    key = (ctx.warp.id, int(lane))
+    st = ctx.cta.bulk_groups.get(key)
+    if st is None:
+        st = ctx.cta.bulk_groups[key] = BulkGroups()
+    return st
+
+
+def issuer(ctx, lane: int) -> str:
+    return f"{ctx.warp.label} lane {int(lane)}"
+
+
+def new_op(ctx, lane: int, kind: str, nbytes: int, read, write, **extra) -> TmaOp:
+    """A :class:`TmaOp` issued by ``lane`` of the executing warp at the current instruction."""
+    return TmaOp(kind, ctx.ins.full_opcode, int(nbytes), read, write, issuer=issuer(ctx, lane), loc=ctx.ins.loc,
+                 warp=ctx.warp.id, lane=int(lane), pc=ctx.pc, extra=extra)
+
+
+def shared_target(ctx, addr: int, space: str, what: str, lane: int):
+    """(cta, CTA-relative offset) of a 32-bit shared address operand; faults on a non-shared value and on a
+    ``.shared::cta`` address of another CTA."""
+    a = int(addr)
+    if a >> 32:
+        raise MemoryFault(f"{what} = 0x{a:x} (lane {lane}) is not a .{space} address",
+                          expected="a shared-state-space address (e.g. from mov of a .shared symbol, "
+                                   "cvta.to.shared or mapa), not a generic address")
+    rank, off = a >> M.SHARED_RANK_SHIFT, a & M.SHARED_OFFSET_MASK
+    if space == "shared::cta" and rank != ctx.cta.rank:
+        raise MemoryFault(f"{what} = 0x{a:x} (lane {lane}) is in the shared memory of cluster rank {rank}, but "
+                          f".shared::cta must name the executing CTA (rank {ctx.cta.rank})",
+                          expected="an address in the executing CTA's shared memory")
+    return ctx.cluster.cta_by_rank(rank), off
+
+
+def check_multiple16(what: str, value: int, lane: int, section: str = SECTION) -> None:
+    if value % 16:
+        raise MemoryFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16",
+                          expected=f"a size that is a multiple of 16 bytes ({section})")
+
+
+def check_align16(what: str, addr: int, lane: int, section: str = SECTION) -> None:
+    if addr % 16:
+        raise MemoryFault(f"{what} = 0x{addr:x} (lane {lane}) is not 16-byte aligned",
+                          expected=f"an address aligned to 16 bytes ({section})")
+
+
+def check_global_range(ctx, addr: int, nbytes: int, what: str, lane: int) -> None:
+    alloc = ctx.gmem.allocation_of(addr)
+    if alloc is None or addr + nbytes > alloc.end:
+        raise MemoryFault(f"{what} range [0x{addr:x}, +{nbytes}) (lane {lane}) is not inside one global "
+                          f"allocation: {ctx.gmem.describe(addr)}",
+                          expected="a range inside a buffer passed to the kernel")
+
+
+def check_smem_range(cta, off: int, nbytes: int, what: str) -> None:
+    cta.smem.check(np.asarray([off]), nbytes, f"{what} (TMA)")
+
+
+def live_mbarrier(cta, off: int, what: str, lane: int):
+    mb = cta.mbarrier(off)
+    if not mb.valid:
+        raise SyncError(f"{what} (lane {lane}) names SMEM offset 0x{off:x} of {cta.label}, which holds no live "
+                        f"mbarrier (invalidated)", expected="mbarrier.init before issuing the copy")
+    return mb
+
+
+def cta_mask_targets(ctx, mask: int, lane: int) -> list:
+    n = ctx.cluster.size
+    mask &= 0xFFFF
+    if mask == 0:
+        raise MemoryFault(f"ctaMask 0x{mask:04x} (lane {lane}) selects no destination CTA",
+                          expected="at least one bit set for a CTA of the cluster")
+    ranks = [r for r in range(16) if mask >> r & 1]
+    if ranks[-1] >= n:
+        raise MemoryFault(f"ctaMask 0x{mask:04x} (lane {lane}) selects cluster rank {ranks[-1]}, but the cluster "
+                          f"has {n} CTA(s)", expected=f"bits only for ranks 0..{n - 1}")
+    return [ctx.cluster.cta_by_rank(r) for r in ranks]
+
+
+def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
+    """Write a contiguous byte image into ``cta``'s SMEM from the TMA (async proxy)."""
+    if cta.exited and cta is not engine.cta:
+        raise MemoryFault(f"TMA write into the shared memory of {cta.label}, which has already exited",
+                          expected="peer CTAs to stay resident until their copies complete")
+    engine.sim.check_mbarrier_overlap(cta, np.asarray([off]), data.size, write=True, who="bulk copy")
+    cta.smem.write_bytes(off, data)
+    engine.emit_mem("st", "shared::cluster" if cta is not engine.cta else "shared::cta",
+                    [M.shared_address(cta.rank, off)], data.size, cta)
+
+
+def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
+    data = engine.sim.gmem.read(np.asarray([addr], dtype=np.uint64), nbytes)[0].copy()
+    engine.emit_mem("ld", "global", [addr], nbytes)
+    return data
+
+
+def _decode_operands_policy(ins, n_fixed, extras):
+    """Split the operand list: ``n_fixed`` required operands, then the named optional ones in order."""
+    ops = ins.operands
+    want = n_fixed + len(extras)
+    if len(ops) != want:
+        names = ", ".join(extras)
+        raise VerifyError(f"{ins.full_opcode} takes {want} operands ({n_fixed} fixed"
+                          f"{', then ' + names if names else ''}), got {len(ops)}", ins.loc)
+    return ops[:n_fixed], dict(zip(extras, ops[n_fixed:]))
+
+
+def _need_address(ins, op, what):
+    if not isinstance(op, ir.Address) or op.coords is not None:
+        raise VerifyError(f"{ins.full_opcode}: operand {what} must be a memory address [a], got {op}", ins.loc)
+
+
+# ---------------------------------------------------------------------------------------------- decoders
+@semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" not in ins.mods)
+def decode_bulk(ins, info):
+    """PTX ISA §9.7.9.25.4 bulk copy (cp.async.bulk, cp.async.bulk.prefetch) and §9.7.9.25.6 completion
+    (cp.async.bulk.commit_group / wait_group).  See the module docstring for the forms."""
+    mods = ins.mods
+    if mods[0] == "reduce":
+        raise UnsupportedError(f"{ins.full_opcode}: non-tensor bulk reductions (cp.reduce.async.bulk, PTX ISA "
+                               f"§9.7.9.25.4.2) are not supported by tcsim yet", ins.loc)
+    rest = mods[2:]
+    if rest == ("commit_group",):
+        return _decode_commit(ins)
+    if rest[:1] == ("wait_group",):
+        return _decode_wait(ins, rest[1:])
+    if rest[:1] == ("prefetch",):
+        return _decode_prefetch(ins, rest[1:])
+    return _decode_copy(ins, rest)
+
+
+def _decode_copy(ins, rest):
+    spaces = [m for m in rest if m in ("shared::cta", "shared::cluster", "global", "shared")]
+    if "shared" in spaces:
+        raise VerifyError(f"{ins.full_opcode}: state space .shared must be spelled .shared::cta or "
+                          f".shared::cluster for cp.async.bulk", ins.loc)
+    if len(spaces) != 2:
+        raise VerifyError(f"{ins.full_opcode}: cp.async.bulk needs a destination and a source state space "
+                          f"(e.g. .shared::cta.global)", ins.loc)
+    dst_space, src_space = spaces
+    flags = [m for m in rest if m not in spaces]
+    allowed = {"ignore_oob", MBAR, "bulk_group", "multicast::cluster", "L2::cache_hint", "cp_mask"}
+    for f in flags:
+        if f not in allowed:
+            raise UnsupportedError(f"{ins.full_opcode}: qualifier .{f} is not supported on cp.async.bulk", ins.loc)
+    if "ignore_oob" in flags:
+        raise UnsupportedError(f"{ins.full_opcode}: .ignore_oob (PTX ISA 9.2) is not supported by tcsim yet",
+                               ins.loc)
+    hint = "L2::cache_hint" in flags
+    direction = (dst_space, src_space)
+    if direction in (("shared::cta", "global"), ("shared::cluster", "global")):
+        if MBAR not in flags or "bulk_group" in flags or "cp_mask" in flags:
+            raise VerifyError(f"{ins.full_opcode}: a global -> shared copy completes through "
+                              f".mbarrier::complete_tx::bytes (and has no .bulk_group/.cp_mask)", ins.loc)
+        mc = "multicast::cluster" in flags
+        if mc and dst_space != "shared::cluster":
+            raise VerifyError(f"{ins.full_opcode}: .multicast::cluster needs the .shared::cluster destination",
+                              ins.loc)
+        extras = (["ctaMask"] if mc else []) + (["policy"] if hint else [])
+        (dst, src, size, mbar), opt = _decode_operands_policy(ins, 4, extras)
+        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
+            _need_address(ins, op, w)
+        return _make_load(ins, dst_space, dst, src, size, mbar, opt.get("ctaMask"), opt.get("policy"))
+    if direction == ("shared::cluster", "shared::cta"):
+        if MBAR not in flags or set(flags) - {MBAR}:
+            raise VerifyError(f"{ins.full_opcode}: the shared::cta -> shared::cluster copy takes only "
+                              f".mbarrier::complete_tx::bytes", ins.loc)
+        (dst, src, size, mbar), _ = _decode_operands_policy(ins, 4, [])
+        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
+            _need_address(ins, op, w)
+        return _make_s2s(ins, dst, src, size, mbar)
+    if direction == ("global", "shared::cta"):
+        if "bulk_group" not in flags or MBAR in flags or "multicast::cluster" in flags:
+            raise VerifyError(f"{ins.full_opcode}: a shared::cta -> global copy completes through .bulk_group",
+                              ins.loc)
+        cpm = "cp_mask" in flags
+        extras = (["policy"] if hint else []) + (["byteMask"] if cpm else [])
+        (dst, src, size), opt = _decode_operands_policy(ins, 3, extras)
+        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]")):
+            _need_address(ins, op, w)
+        return _make_store(ins, dst, src, size, opt.get("byteMask"), opt.get("policy"))
+    raise UnsupportedError(f"{ins.full_opcode}: copy direction .{dst_space}.{src_space} does not exist for "
+                           f"cp.async.bulk", ins.loc,
+                           expected="shared::cta.global, shared::cluster.global, shared::cluster.shared::cta or "
+                                    "global.shared::cta")
+
+
+def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy_op):
+    what = ins.full_opcode
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        dst = ctx.address(dst_op)
+        src = ctx.address(src_op)
+        mbar = ctx.address(mbar_op)
+        size = ctx.read(size_op, "u32")
+        cmask = ctx.read(mask_op, "u16") if mask_op is not None else None
+        if policy_op is not None:
+            ctx.read(policy_op, "b64")
+        engine = TmaEngine.of(ctx)
+        for lane in lanes:
+            n = int(size[lane])
+            d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
+            check_multiple16("cp.async.bulk size", n, lane)
+            check_align16("cp.async.bulk destination [dstMem]", d, lane)
+            check_align16("cp.async.bulk source [srcMem]", s, lane)
+            dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk destination [dstMem]", lane)
+            mcta, moff = shared_target(ctx, mb, dst_space, "cp.async.bulk mbarrier [mbar]", lane)
+            if cmask is not None:
+                targets = cta_mask_targets(ctx, int(cmask[lane]), lane)
+            else:
+                if mcta is not dcta:
+                    raise MemoryFault(f"cp.async.bulk mbarrier [mbar] = 0x{mb:x} (lane {lane}) is in "
+                                      f"{mcta.label} but the destination is in {dcta.label}",
+                                      expected="the mbarrier in the same CTA as the destination "
+                                               f"({SECTION})")
+                targets = [dcta]
+            check_global_range(ctx, s, n, "cp.async.bulk source [srcMem]", lane)
+            for t in targets:
+                check_smem_range(t, doff, n, "cp.async.bulk destination")
+                live_mbarrier(t, moff, "cp.async.bulk mbarrier [mbar]", lane)
+
+            def read(engine=engine, s=s, n=n):
+                return gmem_read(engine, s, n)
+
+            def write(data, engine=engine, targets=targets, doff=doff, moff=moff, n=n):
+                for t in targets:
+                    smem_write(engine, t, doff, data)
+                for t in targets:
+                    engine.complete_tx(t, moff, n, what)
+
+            engine.submit(new_op(ctx, lane, "load", n, read, write))
+
+    return run
+
+
+def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
+    what = ins.full_opcode
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        dst = ctx.address(dst_op)
+        src = ctx.address(src_op)
+        mbar = ctx.address(mbar_op)
+        size = ctx.read(size_op, "u32")
+        engine = TmaEngine.of(ctx)
+        for lane in lanes:
+            n = int(size[lane])
+            d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
+            check_multiple16("cp.async.bulk size", n, lane)
+            check_align16("cp.async.bulk destination [dstMem]", d, lane)
+            check_align16("cp.async.bulk source [srcMem]", s, lane)
+            dcta, doff = shared_target(ctx, d, "shared::cluster", "cp.async.bulk destination [dstMem]", lane)
+            scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
+            mcta, moff = shared_target(ctx, mb, "shared::cluster", "cp.async.bulk mbarrier [mbar]", lane)
+            if dcta is ctx.cta:
+                raise MemoryFault(f"cp.async.bulk.shared::cluster.shared::cta destination [dstMem] = 0x{d:x} "
+                                  f"(lane {lane}) is in the executing CTA",
+                                  expected=f"the shared memory of a different CTA of the cluster ({SECTION})")
+            if mcta is not dcta:
+                raise MemoryFault(f"cp.async.bulk mbarrier [mbar] = 0x{mb:x} (lane {lane}) is in {mcta.label} "
+                                  f"but the destination is in {dcta.label}",
+                                  expected="the mbarrier in the destination CTA")
+            check_smem_range(scta, soff, n, "cp.async.bulk source")
+            check_smem_range(dcta, doff, n, "cp.async.bulk destination")
+            live_mbarrier(mcta, moff, "cp.async.bulk mbarrier [mbar]", lane)
+
+            def read(engine=engine, scta=scta, soff=soff, n=n):
+                data = scta.smem.read_bytes(soff, n).copy()
+                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
+                return data
+
+            def write(data, engine=engine, dcta=dcta, doff=doff, moff=moff, n=n):
+                smem_write(engine, dcta, doff, data)
+                engine.complete_tx(dcta, moff, n, what)
+
+            engine.submit(new_op(ctx, lane, "copy", n, read, write))
+
+    return run
+
+
+def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
+    what = ins.full_opcode
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        dst = ctx.address(dst_op)
+        src = ctx.address(src_op)
+        size = ctx.read(size_op, "u32")
+        bmask = ctx.read(bytemask_op, "u16") if bytemask_op is not None else None
+        if policy_op is not None:
+            ctx.read(policy_op, "b64")
+        engine = TmaEngine.of(ctx)
+        for lane in lanes:
+            n = int(size[lane])
+            d, s = int(dst[lane]), int(src[lane])
+            check_multiple16("cp.async.bulk size", n, lane)
+            check_align16("cp.async.bulk destination [dstMem]", d, lane)
+            check_align16("cp.async.bulk source [srcMem]", s, lane)
+            scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
+            check_smem_range(scta, soff, n, "cp.async.bulk source")
+            check_global_range(ctx, d, n, "cp.async.bulk destination [dstMem]", lane)
+            keep = None
+            if bmask is not None:
+                bits = int(bmask[lane])
+                keep = np.tile(np.array([(bits >> b) & 1 for b in range(16)], dtype=bool), n // 16)
+
+            def read(engine=engine, scta=scta, soff=soff, n=n):
+                data = scta.smem.read_bytes(soff, n).copy()
+                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
+                return data
+
+            def write(data, engine=engine, d=d, n=n, keep=keep):
+                gm = engine.sim.gmem
+                if keep is not None:
+                    old = gm.read(np.asarray([d], dtype=np.uint64), n)[0]
+                    data = np.where(keep, data, old).astype(np.uint8)
+                gm.write(np.asarray([d], dtype=np.uint64), data.reshape(1, -1))
+                engine.emit_mem("st", "global", [d], n)
+
+            op = engine.submit(new_op(ctx, lane, "store", n, read, write))
+            thread_groups(ctx, lane).uncommitted.append(op)
+
+    return run
+
+
+def _decode_prefetch(ins, rest):
+    flags = set(rest)
+    if not {"L2", "global"} <= flags or flags - {"L2", "global", "L2::cache_hint"}:
+        raise UnsupportedError(f"{ins.full_opcode}: expected cp.async.bulk.prefetch.L2.global{{.L2::cache_hint}}",
+                               ins.loc)
+    hint = "L2::cache_hint" in flags
+    (src, size), opt = _decode_operands_policy(ins, 2, ["policy"] if hint else [])
+    _need_address(ins, src, "[srcMem]")
+    policy = opt.get("policy")
+    section = "PTX ISA §9.7.9.25.4.3"
+
+    def run(ctx):
+        """PTX ISA §9.7.9.25.4.3 cp.async.bulk.prefetch: a hint; the operands are still checked."""
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        a = ctx.address(src)
+        n = ctx.read(size, "u32")
+        if policy is not None:
+            ctx.read(policy, "b64")
+        for lane in lanes:
+            check_multiple16("cp.async.bulk.prefetch size", int(n[lane]), lane, section)
+            check_align16("cp.async.bulk.prefetch source [srcMem]", int(a[lane]), lane, section)
+        ctx.emit_sync("prefetch", what=ins.full_opcode)
+
+    return run
+
+
+def _decode_commit(ins):
+    if ins.operands:
+        raise VerifyError("cp.async.bulk.commit_group takes no operands", ins.loc)
+
+    def run(ctx):
+        """PTX ISA §9.7.9.25.6.1: seal this thread's uncommitted bulk_group ops into a new group."""
+        for lane in ctx.lane_ids():
+            st = thread_groups(ctx, lane)
+            st.groups.append(st.uncommitted)
+            st.uncommitted = []
+        ctx.emit_sync("bulk.commit_group")
+
+    return run
+
+
+def _decode_wait(ins, rest):
+    if rest not in ((), ("read",)):
+        raise UnsupportedError(f"{ins.full_opcode}: qualifiers {'.'.join(rest)} are not supported "
+                               f"(expected cp.async.bulk.wait_group{{.read}} N)", ins.loc)
+    read_only = rest == ("read",)
+    if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
+        raise VerifyError(f"{ins.full_opcode} takes one integer constant N", ins.loc)
+    keep = int(ins.operands[0].value)
+    if keep < 0:
+        raise VerifyError(f"{ins.full_opcode}: N = {keep} must be non-negative", ins.loc)
+    name = f"cp.async.bulk.wait_group{'.read' if read_only else ''} {keep}"
+
+    def run(ctx):
+        """PTX ISA §9.7.9.25.6.2: wait until at most N of the thread's most recent bulk async-groups are
+        pending (``.read``: until the older groups' sources have been read)."""
+        waits = []
+        blocked = np.zeros_like(ctx.mask)
+        for lane in ctx.lane_ids():
+            st = thread_groups(ctx, lane)
+            while st.groups and all(op.done.triggered for op in st.groups[0]):
+                st.groups.popleft()            # fully complete groups are forgotten
+            older = list(st.groups)[:max(len(st.groups) - keep, 0)]
+            evs = [op.read_done if read_only else op.done for g in older for op in g]
+            evs = [e for e in evs if not e.triggered]
+            if evs:
+                waits.extend(evs)
+                blocked[lane] = True
+        ctx.emit_sync("bulk.wait_group", n=keep, read=read_only)
+        if waits:
+            n = len(waits)
+            ctx.block(blocked, simpy.AllOf(ctx.env, waits),
+                      f"{name}: {n} bulk async operation(s) of older groups still in flight")
+
+    return run

@@ -1,0 +1,553 @@
+"""Tensor (tile-mode) bulk copies through a CUtensorMap: cp.async.bulk.tensor, cp.reduce.async.bulk.tensor,
+cp.async.bulk.prefetch.tensor.
+
+PTX ISA 9.1 §9.7.9.25.5.1 (restrictions on tensor copies), §9.7.9.25.5.2 (cp.async.bulk.tensor),
+§9.7.9.25.5.3 (cp.reduce.async.bulk.tensor), §9.7.9.25.5.4 (cp.async.bulk.prefetch.tensor), §5.5.3 (tiled
+mode bounding box), §5.5.7 (swizzling modes); tma.md §2-§4.
+
+Forms executed (``.tile`` is the default load mode and may be omitted):
+
+* loads ``cp.async.bulk.tensor.{1..5}d.{shared::cta|shared::cluster}.global{.tile}.mbarrier::complete_tx::bytes
+  {.multicast::cluster}{.cta_group::1|2}{.L2::cache_hint} [dstMem], [tensorMap, {c0, ...}], [mbar]{, ctaMask}{, policy}``
+* stores ``cp.async.bulk.tensor.{1..5}d.global.shared::cta{.tile}.bulk_group{.L2::cache_hint}
+  [tensorMap, {c0, ...}], [srcMem]{, policy}``
+* reductions ``cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.{add|min|max|inc|dec|and|or|xor}{.tile}
+  .bulk_group{.L2::cache_hint} [tensorMap, coords], [srcMem]{, policy}`` for the element types of the PTX
+  table (add: u32 s32 u64 f32 f16 bf16; min/max: u32 s32 u64 s64 f16 bf16; inc/dec: u32; and/or/xor: 32/64-bit
+  integers), the type coming from the tensor map.
+* ``cp.async.bulk.prefetch.tensor.{1..5}d.L2.global{.tile}{.L2::cache_hint} [tensorMap, coords]{, policy}``:
+  a hint (the map and coordinates are still read and checked).
+
+The tensor-map operand is the generic address of the 128-byte map (tcsim's encoding, :mod:`isa.tensormap`)
+in ``.param`` (``[param_name, {...}]``, or a register holding the *generic* address from ``cvta.param`` as
+nvcc and Triton emit; a raw ``.param`` offset in a register is read as a generic address and faults),
+``.const`` or ``.global`` memory; it is read (64-byte aligned) and decoded when the instruction issues (edits
+made to the map after the issue do not affect the copy).
+
+Model of one box (tma.md §2): ``n_i = ceil(boxDim[i] / elementStrides[i])`` (dim-0 element stride ignored
+without interleave); box element ``(x_0..x_{r-1})`` is global element ``c_i + x_i * elementStrides[i]``; the
+SMEM image is dense with dim 0 fastest, and image byte ``k`` lands at SMEM address ``swizzle(dstMem + k)``
+(swizzle on absolute addresses, :mod:`isa.swizzle`).  Loads fill out-of-bounds elements with zeros (or, with
+``oob_fill='nan'``, the NaN pattern of :data:`OOB_NAN_BITS`) and perform complete-tx(``esize * prod n_i``) —
+the full box, even when it is partly or wholly out of bounds — once per destination CTA.  Stores and
+reductions skip out-of-bounds elements.
+
+Multicast / CTA pairs: with ``.multicast::cluster`` each CTA selected by ctaMask receives the box at the
+CTA-relative offset of ``dstMem``.  ``.cta_group::1`` (default): the mbarrier must be in the destination
+CTA (multicast: the same offset in every destination).  ``.cta_group::2``: the mbarrier may be in the
+destination CTA or its pair peer; with multicast each destination's complete-tx goes to the pair member whose
+rank parity equals that of the CTA holding ``mbar``.
+
+Faults: a destination/source SMEM address not 16-byte aligned (32 for 128B_atom_32B{_flip_8B}, 64 for
+128B_atom_64B) -> MemoryFault; a store/reduce with a negative start coordinate -> MemoryFault (PTX
+§9.7.9.25.5.1 lists "starting co-ordinates must be non-negative" for the .global.shared::cta direction;
+tma.md marks whether it applies to all types as unsettled (?)); in-bounds elements outside the global
+allocation, SMEM images outside SMEM, a map not 64-byte aligned or in shared/local memory, bytes that are not
+a valid tensor map -> MemoryFault; the 8-byte-flip swizzle on a store -> VerifyError.
+
+Unsettled points (tma.md): a swizzled box whose ``dstMem`` is not on the pattern repeat (256/512/1024 B) is
+accepted and sees the pattern at the phase of its absolute address (PTX requires only 16 B; CUTLASS aligns to
+the repeat); the exact NaN bit patterns of NAN_REQUEST_ZERO_FMA (?).  The f32/f16/bf16 reduce-add rounds to
+nearest even without flushing subnormals (?).
+
+Not supported (UnsupportedError naming the form): ``.tile::gather4``, ``.tile::scatter4``, ``.im2col``,
+``.im2col::w``, ``.im2col::w::128``, ``.im2col_no_offs`` (decode time); interleaved maps and packed sub-byte
+data types (when the map is read).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
+from isa.swizzle import swizzle
+from isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
+from .. import memory as M
+from ..agents.tma import TmaEngine
+from .bulk_copy import MBAR, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target, thread_groups
+from .registry import semantics
+
+SECTION = "PTX ISA §9.7.9.25.5.2"
+LOAD_MODES = ("tile", "tile::gather4", "tile::scatter4", "im2col", "im2col::w", "im2col::w::128", "im2col_no_offs")
+REDOPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+
+#: OOB fill bit patterns for oob_fill='nan' (NAN_REQUEST_ZERO_FMA) — canonical quiet NaNs; the exact hardware
+#: pattern is not documented (?)
+OOB_NAN_BITS = {"FLOAT16": 0x7FFF, "BFLOAT16": 0x7FFF, "FLOAT32": 0x7FFFFFFF, "FLOAT32_FTZ": 0x7FFFFFFF,
+                "TFLOAT32": 0x7FFFFFFF, "TFLOAT32_FTZ": 0x7FFFFFFF, "FLOAT64": 0x7FFFFFFFFFFFFFFF}
+
+#: minimum SMEM alignment of a box per swizzle mode (tma.md §3)
+SMEM_ALIGN = {"128B_atom_32B": 32, "128B_atom_32B_flip_8B": 32, "128B_atom_64B": 64}
+
+
+# ---------------------------------------------------------------------------------------------- geometry
+def box_geometry(tm: TensorMap, coords) -> tuple[np.ndarray, np.ndarray]:
+    """Byte offsets (relative to the global address) and in-bounds flags of every box element, in SMEM
+    image order (dim 0 fastest).  Both arrays are flat with ``prod(n_i)`` entries."""
+    n = tm.traversed()
+    r = tm.rank
+    es = tm.esize
+    offs = np.zeros((), dtype=np.int64)
+    inb = np.ones((), dtype=bool)
+    # numpy axis k (outermost first) is tensor dim r-1-k
+    for d in range(r - 1, -1, -1):
+        step = 1 if (d == 0 and tm.interleave == "none") else tm.element_strides[d]
+        g = np.int64(coords[d]) + np.arange(n[d], dtype=np.int64) * step
+        stride = es if d == 0 else tm.global_strides[d - 1]
+        offs = offs[..., None] + g * np.int64(stride)
+        inb = inb[..., None] & (g >= 0) & (g < tm.global_dims[d])
+    return offs.reshape(-1), inb.reshape(-1)
+
+
+def byte_runs(addrs: np.ndarray, size: int) -> dict:
+    """Group ``[a, a+size)`` ranges into maximal contiguous runs; returns {run length: [run starts]}."""
+    out: dict = {}
+    if addrs.size == 0:
+        return out
+    a = np.unique(np.asarray(addrs, dtype=np.int64))
+    brk = np.nonzero(np.diff(a) != size)[0]
+    starts = np.concatenate([[0], brk + 1])
+    ends = np.concatenate([brk, [a.size - 1]])
+    for s, e in zip(starts, ends):
+        out.setdefault(int((e - s + 1) * size), []).append(int(a[s]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+def _parse(ins):
+    """Split the qualifiers of a cp{.reduce}.async.bulk{.prefetch}.tensor instruction."""
+    mods = list(ins.mods)
+    form = dict(reduce=mods[0] == "reduce", prefetch="prefetch" in mods, dim=None, spaces=[], mode="tile",
+                mbar=False, bulk_group=False, multicast=False, cta_group=1, hint=False, redop=None,
+                explicit_cta_group=False)
+    for m in mods:
+        if m in ("reduce", "async", "bulk", "tensor", "prefetch"):
+            continue
+        if len(m) == 2 and m[1] == "d" and m[0] in "12345":
+            form["dim"] = int(m[0])
+        elif m in ("shared::cta", "shared::cluster", "global", "L2", "shared"):
+            form["spaces"].append(m)
+        elif m in LOAD_MODES:
+            form["mode"] = m
+        elif m == MBAR:
+            form["mbar"] = True
+        elif m == "bulk_group":
+            form["bulk_group"] = True
+        elif m == "multicast::cluster":
+            form["multicast"] = True
+        elif m in ("cta_group::1", "cta_group::2"):
+            form["cta_group"] = int(m[-1])
+            form["explicit_cta_group"] = True
+        elif m == "L2::cache_hint":
+            form["hint"] = True
+        elif m in REDOPS and form["reduce"]:
+            if form["redop"] is not None:
+                raise VerifyError(f"{ins.full_opcode} names two reduction operations", ins.loc)
+            form["redop"] = m
+        else:
+            raise UnsupportedError(f"{ins.full_opcode}: qualifier .{m} is not supported on tensor copies", ins.loc)
+    if form["dim"] is None:
+        raise VerifyError(f"{ins.full_opcode}: missing the .1d .. .5d dimension qualifier", ins.loc)
+    if form["mode"] != "tile":
+        raise UnsupportedError(f"{ins.full_opcode}: load mode .{form['mode']} is not supported by tcsim yet "
+                               f"(only .tile)", ins.loc)
+    return form
+
+
+def _tensor_operand(ins, op, dim):
+    if not isinstance(op, ir.Address) or op.coords is None:
+        raise VerifyError(f"{ins.full_opcode}: expected the tensor operand [tensorMap, {{c0, ...}}], got {op}",
+                          ins.loc)
+    if len(op.coords) != dim:
+        raise VerifyError(f"{ins.full_opcode}: a .{dim}d tensor copy takes {dim} coordinates, got "
+                          f"{len(op.coords)}", ins.loc)
+    if not isinstance(op.base, (ir.Reg, ir.Sym)):
+        raise VerifyError(f"{ins.full_opcode}: the tensor map must be a parameter name or a register, got "
+                          f"{op.base}", ins.loc)
+    return op
+
+
+def _address_operand(ins, op, what):
+    if not isinstance(op, ir.Address) or op.coords is not None:
+        raise VerifyError(f"{ins.full_opcode}: operand {what} must be a memory address [a], got {op}", ins.loc)
+    return op
+
+
+def _count(ins, n):
+    if len(ins.operands) != n:
+        raise VerifyError(f"{ins.full_opcode} takes {n} operands here, got {len(ins.operands)}", ins.loc)
+
+
+@semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" in ins.mods)
+def decode_bulk_tensor(ins, info):
+    """PTX ISA §9.7.9.25.5.2 cp.async.bulk.tensor, §9.7.9.25.5.3 cp.reduce.async.bulk.tensor and
+    §9.7.9.25.5.4 cp.async.bulk.prefetch.tensor (tile mode).  See the module docstring."""
+    f = _parse(ins)
+    sp = f["spaces"]
+    ops = ins.operands
+    if f["prefetch"]:
+        if sp != ["L2", "global"] or f["mbar"] or f["bulk_group"] or f["multicast"] or f["reduce"]:
+            raise VerifyError(f"{ins.full_opcode}: expected cp.async.bulk.prefetch.tensor.Nd.L2.global", ins.loc)
+        _count(ins, 1 + f["hint"])
+        return _make_prefetch(ins, f, _tensor_operand(ins, ops[0], f["dim"]), ops[1] if f["hint"] else None)
+    if sp in (["shared::cta", "global"], ["shared::cluster", "global"]):
+        if f["reduce"] or not f["mbar"] or f["bulk_group"]:
+            raise VerifyError(f"{ins.full_opcode}: a tensor load completes through .mbarrier::complete_tx::bytes",
+                              ins.loc)
+        if f["multicast"] and sp[0] != "shared::cluster":
+            raise VerifyError(f"{ins.full_opcode}: .multicast::cluster needs the .shared::cluster destination",
+                              ins.loc)
+        _count(ins, 3 + f["multicast"] + f["hint"])
+        dst = _address_operand(ins, ops[0], "[dstMem]")
+        tmap = _tensor_operand(ins, ops[1], f["dim"])
+        mbar = _address_operand(ins, ops[2], "[mbar]")
+        k = 3
+        mask = None
+        if f["multicast"]:
+            mask, k = ops[k], k + 1
+        policy = ops[k] if f["hint"] else None
+        return _make_load(ins, f, sp[0], dst, tmap, mbar, mask, policy)
+    if sp == ["global", "shared::cta"]:
+        if not f["bulk_group"] or f["mbar"] or f["multicast"] or f["explicit_cta_group"]:
+            raise VerifyError(f"{ins.full_opcode}: a tensor store/reduce completes through .bulk_group (no "
+                              f".mbarrier, .multicast or .cta_group)", ins.loc)
+        if f["reduce"] and f["redop"] is None:
+            raise VerifyError(f"{ins.full_opcode}: cp.reduce.async.bulk.tensor needs a reduction operation "
+                              f"({', '.join('.' + r for r in REDOPS)})", ins.loc)
+        _count(ins, 2 + f["hint"])
+        tmap = _tensor_operand(ins, ops[0], f["dim"])
+        src = _address_operand(ins, ops[1], "[srcMem]")
+        return _make_store(ins, f, tmap, src, ops[2] if f["hint"] else None)
+    raise VerifyError(f"{ins.full_opcode}: state spaces {'.'.join(sp) or '(none)'} do not name a tensor-copy "
+                      f"direction", ins.loc,
+                      expected="shared::cta.global / shared::cluster.global (loads) or global.shared::cta (stores)")
+
+
+# ---------------------------------------------------------------------------------------------- the map
+def read_tensor_maps(ctx, op: ir.Address, lanes) -> dict:
+    """Read and decode the tensor map named by ``op`` for each lane: {lane: TensorMap}.  The 128 bytes are read
+    through the context (one 'ld' mem event) at issue; they must be 64-byte aligned in param/const/global."""
+    addrs = ctx.address(op)
+    mask = np.zeros(32, dtype=bool)
+    mask[lanes] = True
+    base = op.base
+    space = "generic"
+    if isinstance(base, ir.Sym):
+        space = ctx.symbol_space(base.name) or "generic"
+        if space not in ("param", "const", "global"):
+            raise MemoryFault(f"tensor map {base.name} is in .{space} memory",
+                              expected="a tensor map in .param, .const or .global memory (PTX ISA §9.7.9.25.5.2)")
+    else:
+        for lane in lanes:
+            a = int(addrs[lane])
+            for lo, name in ((M.SHARED_WINDOW, "shared"), (M.LOCAL_WINDOW, "local")):
+                if lo <= a < lo + M.WINDOW_SIZE:
+                    raise MemoryFault(f"tensor map address 0x{a:x} (lane {lane}) is in .{name} memory",
+                                      expected="the generic address of a tensor map in .param, .const or .global "
+                                               "memory (PTX ISA §9.7.9.25.5.2)")
+    try:
+        raw = ctx.load(space, addrs, TMAP_SIZE, mask=mask, align=TMAP_ALIGN)
+    except MemoryFault as e:
+        e.message = f"reading the tensor map operand {op.base}: {e.message}"
+        raise e.with_context()
+    out = {}
+    for lane in lanes:
+        try:
+            out[int(lane)] = TensorMap.decode(raw[lane].tobytes())
+        except (LaunchError, MemoryFault) as e:
+            raise MemoryFault(f"the tensor map at 0x{int(addrs[lane]):x} (lane {lane}) is not valid: {e.message}",
+                              expected=e.expected) from None
+    return out
+
+
+def _check_supported_map(tm: TensorMap, lane: int) -> None:
+    if tm.data_type.kind == "packed":
+        raise UnsupportedError(f"tensor map (lane {lane}) has packed sub-byte data type {tm.dtype}, which tcsim "
+                               f"does not support yet")
+    if tm.interleave != "none":
+        raise UnsupportedError(f"tensor map (lane {lane}) uses interleave {tm.interleave}, which tcsim does not "
+                               f"support yet")
+
+
+def _coords(ctx, op: ir.Address) -> list:
+    return [ctx.read(c, "s32").astype(np.int64) for c in op.coords]
+
+
+def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int):
+    """SMEM alignment of a box and the swizzled addresses of its 8-byte pieces (bounds-checked)."""
+    need = SMEM_ALIGN.get(tm.swizzle, 16)
+    if off % need:
+        raise MemoryFault(f"{what} = 0x{M.shared_address(cta.rank, off):x} (lane {lane}) is not {need}-byte "
+                          f"aligned" + (f" (required by swizzle {tm.swizzle})" if need > 16 else ""),
+                          expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
+                                   f"tma.md §3)")
+    nbytes = tm.box_bytes()
+    pieces = swizzle(np.int64(off) + np.arange(0, nbytes, 8, dtype=np.int64), tm.swizzle)
+    if pieces.size:
+        lo, hi = int(pieces.min()), int(pieces.max()) + 8
+        if lo < 0 or hi > cta.smem.size:
+            raise MemoryFault(f"{what}: the {nbytes}-byte box image at SMEM offset 0x{off:x} (lane {lane}) "
+                              f"extends to 0x{hi:x}, past the end of {cta.smem.name} ({cta.smem.size} bytes)",
+                              expected="the whole box inside the CTA's shared memory")
+    return pieces
+
+
+def _check_global(ctx, tm: TensorMap, offs, inb, lane: int, what: str):
+    if not inb.any():
+        return np.zeros(0, dtype=np.uint64)
+    addrs = np.int64(tm.global_address) + offs[inb]
+    lo, hi = int(addrs.min()), int(addrs.max()) + tm.esize
+    alloc = ctx.gmem.allocation_of(lo)
+    if alloc is None or hi > alloc.end or ctx.gmem.allocation_of(hi - 1) is not alloc:
+        bad = lo if alloc is None else hi - 1
+        raise MemoryFault(f"{what} (lane {lane}): in-bounds elements of the box span global [0x{lo:x}, 0x{hi:x}), "
+                          f"outside one allocation: {ctx.gmem.describe(bad)}",
+                          expected="a tensor map whose dims and strides stay inside its buffer")
+    return addrs.astype(np.uint64)
+
+
+# ---------------------------------------------------------------------------------------------- loads
+def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
+    what = ins.full_opcode
+    cta_group = f["cta_group"]
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        dst = ctx.address(dst_op)
+        mbar = ctx.address(mbar_op)
+        coords = _coords(ctx, tmap_op)
+        cmask = ctx.read(mask_op, "u16") if mask_op is not None else None
+        if policy_op is not None:
+            ctx.read(policy_op, "b64")
+        maps = read_tensor_maps(ctx, tmap_op, lanes)
+        engine = TmaEngine.of(ctx)
+        for lane in lanes:
+            lane = int(lane)
+            tm = maps[lane]
+            _check_supported_map(tm, lane)
+            c = [int(v[lane]) for v in coords]
+            d, mb = int(dst[lane]), int(mbar[lane])
+            dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk.tensor destination [dstMem]", lane)
+            mcta, moff = shared_target(ctx, mb, "shared::cluster" if dst_space == "shared::cluster" or
+                                       cta_group == 2 else "shared::cta",
+                                       "cp.async.bulk.tensor mbarrier [mbar]", lane)
+            if cmask is not None:
+                targets = cta_mask_targets(ctx, int(cmask[lane]), lane)
+            else:
+                targets = [dcta]
+            signals = []
+            for t in targets:
+                if cmask is None:
+                    s = mcta
+                    ok = s is t if cta_group == 1 else (s.rank >> 1) == (t.rank >> 1)
+                    if not ok:
+                        raise MemoryFault(f"cp.async.bulk.tensor mbarrier [mbar] = 0x{mb:x} (lane {lane}) is in "
+                                          f"{s.label}, but with .cta_group::{cta_group} it must be in the "
+                                          f"destination CTA {t.label}"
+                                          + (" or its pair peer" if cta_group == 2 else ""),
+                                          expected=f"an mbarrier in the destination CTA ({SECTION})")
+                elif cta_group == 1:
+                    s = t
+                else:
+                    s = ctx.cluster.cta_by_rank((t.rank & ~1) | (mcta.rank & 1))
+                signals.append(s)
+            pieces = None
+            for t in targets:
+                pieces = _check_box_smem(t, doff, tm, "cp.async.bulk.tensor destination [dstMem]", lane)
+            for s in set(signals):
+                live_mbarrier(s, moff, "cp.async.bulk.tensor mbarrier [mbar]", lane)
+            offs, inb = box_geometry(tm, c)
+            gaddrs = _check_global(ctx, tm, offs, inb, lane, "cp.async.bulk.tensor source")
+            nbytes = tm.box_bytes()
+            es = tm.esize
+            if tm.oob_fill == "nan":
+                fill = np.frombuffer(int(OOB_NAN_BITS[tm.dtype]).to_bytes(es, "little"), dtype=np.uint8)
+            else:
+                fill = np.zeros(es, dtype=np.uint8)
+
+            def read(engine=engine, gaddrs=gaddrs, inb=inb, es=es, fill=fill):
+                image = np.empty((inb.size, es), dtype=np.uint8)
+                image[:] = fill
+                if gaddrs.size:
+                    image[inb] = engine.sim.gmem.read(gaddrs, es)
+                    if engine.sim.bus.active:
+                        for size, starts in byte_runs(gaddrs, es).items():
+                            engine.emit_mem("ld", "global", starts, size)
+                return image.reshape(-1)
+
+            def write(image, engine=engine, targets=targets, signals=signals, pieces=pieces, doff=doff,
+                      moff=moff, nbytes=nbytes):
+                rows = image.reshape(-1, 8)
+                for t in targets:
+                    if t.exited and t is not engine.cta:
+                        raise MemoryFault(f"TMA write into the shared memory of {t.label}, which has already "
+                                          f"exited", expected="peer CTAs to stay resident until their copies "
+                                                              "complete")
+                    engine.sim.check_mbarrier_overlap(t, pieces, 8, write=True, who="TMA write")
+                    t.smem.write(pieces, rows)
+                    if engine.sim.bus.active:
+                        for size, starts in byte_runs(pieces, 8).items():
+                            engine.emit_mem("st", "shared::cta" if t is engine.cta else "shared::cluster",
+                                            [M.shared_address(t.rank, s) for s in starts], size, t)
+                for s in signals:
+                    engine.complete_tx(s, moff, nbytes, what)
+
+            engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm))
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------- stores
+_RED_TYPES = {
+    "add": {"UINT32": "u32", "INT32": "s32", "UINT64": "u64", "FLOAT32": "f32", "FLOAT16": "f16",
+            "BFLOAT16": "bf16"},
+    "min": {"UINT32": "u32", "INT32": "s32", "UINT64": "u64", "INT64": "s64", "FLOAT16": "f16",
+            "BFLOAT16": "bf16"},
+    "inc": {"UINT32": "u32"},
+    "and": {"UINT32": "b32", "INT32": "b32", "UINT64": "b64", "INT64": "b64"},
+}
+_RED_TYPES["max"] = _RED_TYPES["min"]
+_RED_TYPES["dec"] = _RED_TYPES["inc"]
+_RED_TYPES["or"] = _RED_TYPES["xor"] = _RED_TYPES["and"]
+
+
+def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """Element-wise ``old <redop> src`` on raw bytes (rows of ``esize`` bytes); returns new raw bytes.
+    PTX ISA §9.7.9.25.5.3 (each element reduction is .relaxed.gpu)."""
+    es = old.shape[1]
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[es]
+    a = np.ascontiguousarray(old).view(uint).reshape(-1)
+    b = np.ascontiguousarray(src).view(uint).reshape(-1)
+    if ptype in ("f16", "bf16", "f32"):
+        import ml_dtypes
+        ft = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}[ptype]
+        x, y = a.view(ft).astype(np.float32), b.view(ft).astype(np.float32)
+        if redop == "add":
+            r = (x + y).astype(ft)          # one f32 add then one rounding: exact for f16/bf16 (2p+2 <= 24)
+            if ptype == "f32":
+                r = (a.view(np.float32) + b.view(np.float32)).astype(np.float32)
+        else:
+            pick_b = (y < x) if redop == "min" else (y > x)
+            zeros = (x == 0) & (y == 0)
+            sign = uint(8 * es - 1)
+            sb, sa = (b >> sign) & uint(1), (a >> sign) & uint(1)
+            pick_b |= zeros & ((sb > sa) if redop == "min" else (sb < sa))   # min(-0,+0) = -0
+            pick_b |= np.isnan(x) & ~np.isnan(y)                              # NaN loses to a number
+            both_nan = np.isnan(x) & np.isnan(y)
+            r = np.where(pick_b, b, a).astype(uint)
+            r = np.where(both_nan, uint(0x7FFFFFFF if ptype == "f32" else 0x7FFF), r).astype(uint)
+            return r.view(np.uint8).reshape(-1, es)
+        return np.ascontiguousarray(r).view(uint).view(np.uint8).reshape(-1, es)
+    if ptype[0] == "s":
+        sint = {4: np.int32, 8: np.int64}[es]
+        x, y = a.view(sint), b.view(sint)
+    else:
+        x, y = a, b
+    with np.errstate(over="ignore"):
+        if redop == "add":
+            r = x + y
+        elif redop == "min":
+            r = np.minimum(x, y)
+        elif redop == "max":
+            r = np.maximum(x, y)
+        elif redop == "inc":
+            r = np.where(x >= y, uint(0), x + uint(1))
+        elif redop == "dec":
+            r = np.where((x == 0) | (x > y), y, x - uint(1))
+        elif redop == "and":
+            r = x & y
+        elif redop == "or":
+            r = x | y
+        else:
+            r = x ^ y
+    return np.ascontiguousarray(r).view(uint).view(np.uint8).reshape(-1, es)
+
+
+def _make_store(ins, f, tmap_op, src_op, policy_op):
+    what = ins.full_opcode
+    redop = f["redop"]
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        src = ctx.address(src_op)
+        coords = _coords(ctx, tmap_op)
+        if policy_op is not None:
+            ctx.read(policy_op, "b64")
+        maps = read_tensor_maps(ctx, tmap_op, lanes)
+        engine = TmaEngine.of(ctx)
+        for lane in lanes:
+            lane = int(lane)
+            tm = maps[lane]
+            _check_supported_map(tm, lane)
+            if tm.swizzle == "128B_atom_32B_flip_8B":
+                raise VerifyError(f"{what}: swizzle 128B_atom_32B_flip_8B is only valid for loads "
+                                  f"(global -> shared)", expected="a tensor map with another swizzle mode")
+            ptype = None
+            if redop is not None:
+                ptype = _RED_TYPES[redop].get(tm.dtype)
+                if ptype is None:
+                    raise VerifyError(f"{what}: .{redop} is not defined for tensor-map data type {tm.dtype}",
+                                      expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)")
+            c = [int(v[lane]) for v in coords]
+            neg = [i for i, v in enumerate(c) if v < 0]
+            if neg:
+                raise MemoryFault(f"{what}: start coordinate c{neg[0]} = {c[neg[0]]} (lane {lane}) is negative",
+                                  expected="non-negative starting coordinates for the .global.shared::cta direction "
+                                           "(PTX ISA §9.7.9.25.5.1)")
+            s = int(src[lane])
+            scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk.tensor source [srcMem]", lane)
+            pieces = _check_box_smem(scta, soff, tm, "cp.async.bulk.tensor source [srcMem]", lane)
+            offs, inb = box_geometry(tm, c)
+            gaddrs = _check_global(ctx, tm, offs, inb, lane, "cp.async.bulk.tensor destination")
+            nbytes = tm.box_bytes()
+            es = tm.esize
+
+            def read(engine=engine, scta=scta, pieces=pieces):
+                rows = scta.smem.read(pieces, 8)
+                if engine.sim.bus.active:
+                    for size, starts in byte_runs(pieces, 8).items():
+                        engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, s) for s in starts], size)
+                return rows.reshape(-1)
+
+            def write(image, engine=engine, gaddrs=gaddrs, inb=inb, es=es, ptype=ptype):
+                if gaddrs.size == 0:
+                    return
+                data = image.reshape(-1, es)[inb]
+                gm = engine.sim.gmem
+                if ptype is not None:
+                    data = reduce_elements(redop, ptype, gm.read(gaddrs, es), data)
+                gm.write(gaddrs, data)
+                if engine.sim.bus.active:
+                    for size, starts in byte_runs(gaddrs, es).items():
+                        engine.emit_mem("red" if ptype else "st", "global", starts, size)
+
+            op = engine.submit(new_op(ctx, lane, "reduce" if redop else "store", nbytes, read, write, coords=c,
+                                      tensor_map=tm))
+            thread_groups(ctx, lane).uncommitted.append(op)
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------- prefetch
+def _make_prefetch(ins, f, tmap_op, policy_op):
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        coords = _coords(ctx, tmap_op)
+        if policy_op is not None:
+            ctx.read(policy_op, "b64")
+        maps = read_tensor_maps(ctx, tmap_op, lanes)
+        for lane in lanes:
+            _check_supported_map(maps[int(lane)], int(lane))
+            _ = [int(v[lane]) for v in coords]
+        ctx.emit_sync("prefetch", what=ins.full_opcode)
+
+    return run
+
+
+__all__ = ["box_geometry", "byte_runs", "reduce_elements", "read_tensor_maps", "OOB_NAN_BITS", "SMEM_ALIGN"]

@@ -1,0 +1,526 @@
+"""cp.async.bulk.tensor tile-mode loads/stores, cp.reduce.async.bulk.tensor, prefetch.tensor
+(sim/semantics/bulk_tensor.py), checked against an independent numpy model of the box written from tma.md §2-§4:
+
+* n_i = ceil(boxDim[i] / elementStrides[i]) (dim 0 stride ignored without interleave);
+* box element (x_0..x_{r-1}) is global element c_i + x_i * elementStrides[i]; outside [0, globalDim) -> fill;
+* the SMEM image is dense, dim 0 fastest; image byte k lands at SMEM address swizzle(dstMem + k).
+"""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from isa.errors import MemoryFault, UnsupportedError, VerifyError
+from isa.tensormap import TensorMap
+from sim.launch import Launch, run_launch
+
+HEAD = """
+.version 8.6
+.target sm_100a
+.address_size 64
+"""
+
+
+# ---------------------------------------------------------------------------------------------- the model
+def model_swizzle(a, mode):
+    """tma.md §4 table, written out independently of isa/swizzle.py."""
+    a = np.asarray(a, dtype=np.int64)
+    line = (a >> 7)
+    if mode == "none":
+        return a
+    if mode == "32B":
+        return a ^ ((line & 1) << 4)
+    if mode == "64B":
+        return a ^ ((line & 3) << 4)
+    if mode == "128B":
+        return a ^ ((line & 7) << 4)
+    if mode == "128B_atom_32B":
+        return a ^ ((line & 3) << 5)
+    if mode == "128B_atom_32B_flip_8B":
+        return a ^ ((line & 3) << 5) ^ ((line & 1) << 3)
+    if mode == "128B_atom_64B":
+        return a ^ ((line & 1) << 6)
+    raise AssertionError(mode)
+
+
+def model_box(A, coords, box_np, estr_np=None, fill=0):
+    """Box image (numpy order) of array A for tensor coordinates ``coords`` (dim 0 = last numpy axis first)."""
+    r = A.ndim
+    dims = A.shape[::-1]
+    box = box_np[::-1]
+    es = (estr_np or (1,) * r)[::-1]
+    es = (1,) + tuple(es[1:])
+    n = [math.ceil(box[d] / es[d]) for d in range(r)]
+    img = np.empty(n[::-1], dtype=A.dtype)
+    img[...] = fill
+    for idx in np.ndindex(*n[::-1]):
+        g = [coords[d] + idx[r - 1 - d] * es[d] for d in range(r)]
+        if all(0 <= g[d] < dims[d] for d in range(r)):
+            img[idx] = A[tuple(g[::-1])]
+    return img
+
+
+def model_smem(img, dst, mode, size):
+    """SMEM bytes [0, size) after writing the dense image at absolute address ``dst`` with ``mode``."""
+    flat = np.ascontiguousarray(img).reshape(-1).view(np.uint8)
+    out = np.zeros(size, np.uint8)
+    out[model_swizzle(dst + np.arange(flat.size), mode)] = flat
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+def load_kernel(dim, smem=8192, dst_space="shared::cluster", mods="", tmap_expr="tmap", prologue="",
+                dst_off="0"):
+    cs = ", ".join(f".param .s32 c{i}" for i in range(dim))
+    regs = ", ".join(f"%r{10 + i}" for i in range(dim))
+    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(dim))
+    return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes, .param .u32 doff, {cs})
+{{
+  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
+  .shared .align 1024 .b8 buf[{smem}];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, bar;
+  mov.u32 %r2, buf;
+  ld.param.u32 %r3, [nbytes];
+  ld.param.u32 %r4, [doff];
+  add.u32 %r2, %r2, %r4;
+  {lds}
+  {prologue}
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;
+  cp.async.bulk.tensor.{dim}d.{dst_space}.global.tile.mbarrier::complete_tx::bytes{mods} [%r2], [{tmap_expr}, {{{regs}}}], [%r1];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra WAIT;
+  ret;
+}}
+"""
+
+
+def run_load(A, box, coords, swizzle="none", estr=None, oob_fill="zero", smem=8192, doff=0, **kw):
+    tm = TensorMap.tiled(A, box, swizzle=swizzle, element_strides=estr, oob_fill=oob_fill)
+    ptx = load_kernel(A.ndim, smem=smem, **kw)
+    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, tm.box_bytes(), doff, *coords]))
+    return tm, res.simulation.ctas[0].smem.data[:smem].copy(), res
+
+
+def check_load(A, box, coords, swizzle="none", estr=None, fill=0, doff=0, smem=8192, **kw):
+    tm, got, res = run_load(A, box, coords, swizzle=swizzle, estr=estr, smem=smem, doff=doff, **kw)
+    img = model_box(A, coords, box, estr, fill)
+    assert tm.box_bytes() == img.nbytes
+    exp = model_smem(img, doff, swizzle, smem)
+    assert np.array_equal(got, exp)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------- loads
+SWIZZLE_CASES = [("none", (8, 24)), ("32B", (16, 8)), ("64B", (16, 16)), ("128B", (16, 32)),
+                 ("128B_atom_32B", (16, 32)), ("128B_atom_32B_flip_8B", (16, 32)), ("128B_atom_64B", (16, 32))]
+
+
+@pytest.mark.parametrize("swizzle, box", SWIZZLE_CASES)
+def test_2d_load_every_swizzle(swizzle, box):
+    A = (np.arange(50 * 72, dtype=np.float32) * 1.5).reshape(50, 72)
+    check_load(A, box, (8, 3), swizzle=swizzle)        # coords are (c0 = column, c1 = row)
+
+
+@pytest.mark.parametrize("swizzle", ["128B", "64B", "32B"])
+def test_2d_load_narrow_rows_and_unaligned_phase(swizzle):
+    # 64-byte rows under 128B swizzle, f16 data, box placed 0x80 past the 1024-byte repeat (phase 1)
+    A = np.arange(40 * 64, dtype=np.float16).reshape(40, 64)
+    span = {"128B": 64, "64B": 32, "32B": 16}[swizzle]
+    check_load(A, (12, span), (16, 5), swizzle=swizzle, doff=0x80)
+
+
+def test_3d_load_with_element_strides_and_oob():
+    A = np.arange(6 * 10 * 32, dtype=np.int32).reshape(6, 10, 32)
+    check_load(A, (3, 7, 8), (28, 2, 4), estr=(2, 3, 1))   # element strides 3 (dim 1) and 2 (dim 2)
+
+
+def test_5d_load():
+    A = np.arange(3 * 4 * 5 * 6 * 16, dtype=np.uint16).reshape(3, 4, 5, 6, 16)
+    check_load(A, (2, 3, 2, 4, 8), (8, 3, 4, 2, 1), swizzle="32B", estr=(1, 2, 1, 1, 1))
+
+
+def test_1d_load():
+    A = np.arange(100, dtype=np.float64)
+    check_load(A, (32,), (90,))
+
+
+EDGE_CASES = []
+for d in range(3):
+    for v in ("neg", "big"):
+        EDGE_CASES.append((d, v))
+
+
+@pytest.mark.parametrize("dim, where", EDGE_CASES)
+def test_oob_on_every_edge(dim, where):
+    A = (np.arange(9 * 11 * 24, dtype=np.uint32) + 1).reshape(9, 11, 24)
+    box = (4, 5, 8)                                  # numpy order; tensor dims are (24, 11, 9)
+    size = A.shape[::-1]
+    bx = box[::-1]
+    c = [4, 3, 2]
+    c[dim] = -bx[dim] + 2 if where == "neg" else size[dim] - 2
+    check_load(A, box, tuple(c))
+
+
+def test_fully_out_of_bounds_box_still_completes_full_tx():
+    A = np.ones((16, 16), np.float32)
+    tm, got, res = run_load(A, (8, 8), (-100, 500))
+    assert not got.any()
+    assert res.stats["cycles"] > 0
+
+
+def test_oob_fill_nan_pattern():
+    A = np.ones((4, 8), np.float32)
+    tm = TensorMap.tiled(A, (4, 8), oob_fill="nan")
+    res = run_launch(Launch(ptx=load_kernel(2), block=(1, 1, 1), args=[tm, tm.box_bytes(), 0, 4, 2]))
+    img = res.simulation.ctas[0].smem.data[:128].view(np.uint32).reshape(4, 8)
+    exp = np.full((4, 8), 0x7FFFFFFF, np.uint32)
+    exp[:2, :4] = np.float32(1).view(np.uint32)
+    assert np.array_equal(img, exp)
+
+
+def test_bf16_load_via_cvta_param_register():
+    A = (np.arange(16 * 32) / 7).astype(ml_dtypes.bfloat16).reshape(16, 32)
+    pro = "mov.b64 %rd1, tmap;\n  cvta.param.u64 %rd2, %rd1;"
+    check_load(A, (8, 16), (16, 4), swizzle="32B", tmap_expr="%rd2", prologue=pro)
+
+
+def test_shared_cta_destination():
+    A = np.arange(64 * 8, dtype=np.uint8).reshape(8, 64)
+    check_load(A, (4, 32), (16, 2), dst_space="shared::cta", mods=".cta_group::1")
+
+
+def test_cache_hint_policy_operand():
+    A = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    tm = TensorMap.tiled(A, (4, 8))
+    ptx = load_kernel(2, mods=".L2::cache_hint").replace("[%r1];\nWAIT:", "[%r1], %rd9;\nWAIT:")
+    assert "%rd9;" in ptx
+    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, tm.box_bytes(), 0, 8, 4]))
+    exp = model_smem(model_box(A, (8, 4), (4, 8)), 0, "none", 8192)
+    assert np.array_equal(res.simulation.ctas[0].smem.data[:8192], exp)
+
+
+def test_tensor_map_copied_through_global_memory():
+    # the kernel copies its parameter map to a global buffer and issues the copy through the global address
+    A = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    tm = TensorMap.tiled(A, (8, 8), swizzle="32B")
+    copy = "\n  ".join(f"ld.param.u64 %rd10, [tmap+{8 * i}];\n  st.global.u64 [%rd3+{8 * i}], %rd10;"
+                       for i in range(16))
+    ptx = load_kernel(2, tmap_expr="%rd3").replace(
+        ".param .u32 nbytes,", ".param .u64 scratch, .param .u32 nbytes,").replace(
+        "mov.u32 %r1, bar;", "mov.u32 %r1, bar;\n  ld.param.u64 %rd3, [scratch];\n  " + copy)
+    scratch = np.zeros(16, np.uint64)
+    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, scratch, tm.box_bytes(), 0, 8, 16]))
+    got = res.simulation.ctas[0].smem.data[:8192]
+    assert np.array_equal(got, model_smem(model_box(A, (8, 16), (8, 8)), 0, "32B", 8192))
+
+
+# ---------------------------------------------------------------------------------------------- cluster forms
+MC = HEAD + """
+.visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes)
+{
+  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>; .reg .b16 %rs<4>;
+  .shared .align 1024 .b8 buf[2048];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, bar;
+  mov.u32 %r2, buf;
+  ld.param.u32 %r3, [nbytes];
+  mov.u32 %r9, %cluster_ctarank;
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  @EXPECT@
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  @ISSUE@
+  @SKIPWAIT@
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra WAIT;
+SKIP:
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  ret;
+}
+"""
+
+
+def test_multicast_tensor_load():
+    A = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    tm = TensorMap.tiled(A, (8, 32), swizzle="128B")
+    ptx = MC.replace("@EXPECT@", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;").replace(
+        "@ISSUE@", """setp.ne.u32 %p2, %r9, 1;
+  @%p2 bra WAIT;
+  mov.u16 %rs1, 0xF;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [tmap, {0, 8}], [%r1], %rs1;""").replace("@SKIPWAIT@", "")
+    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(4, 1, 1), cluster=(4, 1, 1), args=[tm, tm.box_bytes()]))
+    exp = model_smem(model_box(A, (0, 8), (8, 32)), 0, "128B", 2048)
+    for cta in res.simulation.ctas:
+        assert np.array_equal(cta.smem.data[:2048], exp)
+
+
+def test_cta_group_2_signals_the_even_peer():
+    # both CTAs of the pair load their own box; both complete-tx go to the even CTA's barrier (CUTLASS 2-SM)
+    A = np.arange(32 * 32, dtype=np.uint32).reshape(32, 32)
+    tm = TensorMap.tiled(A, (8, 32))
+    ptx = MC.replace("@EXPECT@", """setp.eq.u32 %p3, %r9, 0;
+  shl.b32 %r4, %r3, 1;
+  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r4;""").replace("@ISSUE@", """and.b32 %r5, %r1, 0xFEFFFFFF;
+  shl.b32 %r6, %r9, 3;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%r2], [tmap, {0, %r6}], [%r5];""").replace("@SKIPWAIT@", "@!%p3 bra SKIP;")
+    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, tm.box_bytes()]))
+    for rank, cta in enumerate(res.simulation.ctas):
+        exp = model_smem(model_box(A, (0, 8 * rank), (8, 32)), 0, "none", 2048)
+        assert np.array_equal(cta.smem.data[:2048], exp)
+    assert res.simulation.ctas[0].mbarriers[2048].phase == 1
+    assert res.simulation.ctas[1].mbarriers[2048].phase == 0
+
+
+def test_cta_group_1_mbarrier_in_other_cta_faults():
+    A = np.arange(32 * 32, dtype=np.uint32).reshape(32, 32)
+    tm = TensorMap.tiled(A, (8, 32))
+    ptx = MC.replace("@EXPECT@", "").replace("@ISSUE@", """and.b32 %r5, %r1, 0xFEFFFFFF;
+  setp.ne.u32 %p2, %r9, 1;
+  @%p2 bra SKIP;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [tmap, {0, 0}], [%r5];""").replace("@SKIPWAIT@", "bra SKIP;")
+    with pytest.raises(MemoryFault, match=r"mbarrier \[mbar\] = 0x800 \(lane 0\) is in CTA \(0,0,0\), but with "
+                                          r"\.cta_group::1 it must be in the destination CTA CTA \(1,0,0\)"):
+        run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, tm.box_bytes()]))
+
+
+# ---------------------------------------------------------------------------------------------- stores
+def store_kernel(dim, smem=4096, op="cp.async.bulk.tensor", mods=".tile.bulk_group"):
+    cs = ", ".join(f".param .s32 c{i}" for i in range(dim))
+    regs = ", ".join(f"%r{10 + i}" for i in range(dim))
+    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(dim))
+    return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u64 tensor, .param .u64 image,
+                                  .param .u32 nbytes, {cs})
+{{
+  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
+  .shared .align 1024 .b8 buf[{smem}];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, bar;
+  mov.u32 %r2, buf;
+  ld.param.u64 %rd1, [image];
+  ld.param.u32 %r3, [nbytes];
+  {lds}
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {smem};
+  cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r2], [%rd1], {smem}, [%r1];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra WAIT;
+  {op}.{dim}d.global.shared::cta{mods} [tmap, {{{regs}}}], [%r2];
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group 0;
+  ret;
+}}
+"""
+
+
+def model_store(T, img, coords, estr_np=None):
+    out = T.copy()
+    r = T.ndim
+    dims = T.shape[::-1]
+    es = (estr_np or (1,) * r)[::-1]
+    es = (1,) + tuple(es[1:])
+    for idx in np.ndindex(*img.shape):
+        g = [coords[d] + idx[r - 1 - d] * es[d] for d in range(r)]
+        if all(0 <= g[d] < dims[d] for d in range(r)):
+            out[tuple(g[::-1])] = img[idx]
+    return out
+
+
+def run_store(T, box, coords, swizzle="none", estr=None, smem=4096, **kw):
+    tm = TensorMap.tiled(T, box, swizzle=swizzle, element_strides=estr)
+    n = tm.traversed()[::-1]
+    img = (np.arange(math.prod(n)) + 5000).astype(T.dtype).reshape(n)
+    smem_img = model_smem(img, 0, swizzle, smem)
+    res = run_launch(Launch(ptx=store_kernel(T.ndim, smem=smem, **kw), block=(1, 1, 1),
+                            args=[tm, T, smem_img, tm.box_bytes(), *coords]))
+    return img, res
+
+
+@pytest.mark.parametrize("swizzle, box, coords", [
+    ("none", (8, 16), (4, 3)),
+    ("128B", (8, 32), (40, 28)),        # clipped at the high edge of both dims
+    ("64B", (8, 16), (60, 0)),
+    ("128B_atom_64B", (4, 32), (0, 30)),
+])
+def test_2d_store_with_oob_clipping(swizzle, box, coords):
+    T = (np.arange(32 * 64, dtype=np.float32) * -1).reshape(32, 64)
+    img, res = run_store(T, box, coords, swizzle=swizzle)
+    assert np.array_equal(res.outputs[1], model_store(T, img, coords))
+
+
+def test_3d_store_with_element_strides():
+    T = np.zeros((6, 8, 16), np.int32)
+    img, res = run_store(T, (3, 4, 8), (12, 5, 2), estr=(2, 2, 1))
+    assert np.array_equal(res.outputs[1], model_store(T, img, (12, 5, 2), (2, 2, 1)))
+
+
+def test_store_negative_start_coordinate_faults():
+    T = np.zeros((16, 16), np.float32)
+    with pytest.raises(MemoryFault, match=r"start coordinate c1 = -2 \(lane 0\) is negative.*"
+                                          r"non-negative starting coordinates.*§9.7.9.25.5.1"):
+        run_store(T, (4, 8), (0, -2))
+
+
+def test_store_flip_8b_swizzle_rejected():
+    T = np.zeros((16, 32), np.float32)
+    with pytest.raises(VerifyError, match="128B_atom_32B_flip_8B is only valid for loads"):
+        run_store(T, (4, 32), (0, 0), swizzle="128B_atom_32B_flip_8B")
+
+
+@pytest.mark.parametrize("redop, dtype", [("add", np.float32), ("add", np.uint32), ("min", np.int32),
+                                          ("max", np.float16), ("xor", np.uint64), ("inc", np.uint32)])
+def test_reduce_tensor(redop, dtype):
+    rng = np.random.default_rng(3)
+    T = rng.integers(0, 50, size=(16, 32)).astype(dtype)
+    if dtype == np.int32:
+        T -= 25
+    tm_box = (4, 16)
+    img, res = run_store(T, tm_box, (20, 14), op="cp.reduce.async.bulk.tensor", mods=f".{redop}.tile.bulk_group")
+    upd = model_store(T, img, (20, 14))
+    touched = upd != T if redop != "max" else np.ones_like(T, bool)
+    # expected: element-wise reduce on the in-bounds box region
+    mask = np.zeros(T.shape, bool)
+    mask[14:16, 20:32] = True
+    src = np.zeros_like(T)
+    src[mask] = upd[mask]
+    exp = T.copy()
+    if redop == "add":
+        exp[mask] = (T[mask] + src[mask]).astype(dtype)
+    elif redop == "min":
+        exp[mask] = np.minimum(T[mask], src[mask])
+    elif redop == "max":
+        exp[mask] = np.maximum(T[mask], src[mask])
+    elif redop == "xor":
+        exp[mask] = T[mask] ^ src[mask]
+    elif redop == "inc":
+        exp[mask] = np.where(T[mask] >= src[mask], 0, T[mask] + 1).astype(dtype)
+    assert touched.any()
+    assert np.array_equal(res.outputs[1], exp)
+
+
+def test_reduce_type_not_allowed():
+    T = np.zeros((16, 32), np.float32)
+    with pytest.raises(VerifyError, match=r"\.xor is not defined for tensor-map data type FLOAT32"):
+        run_store(T, (4, 16), (0, 0), op="cp.reduce.async.bulk.tensor", mods=".xor.tile.bulk_group")
+
+
+# ---------------------------------------------------------------------------------------------- faults
+def test_fault_destination_misaligned():
+    A = np.zeros((16, 16), np.float32)
+    with pytest.raises(MemoryFault, match=r"cp.async.bulk.tensor destination \[dstMem\] = 0x8 \(lane 0\) is not "
+                                          r"16-byte aligned"):
+        run_load(A, (4, 4), (0, 0), doff=8)
+
+
+def test_fault_destination_misaligned_for_atom_swizzle():
+    A = np.zeros((16, 32), np.float32)
+    with pytest.raises(MemoryFault, match=r"= 0x20 \(lane 0\) is not 64-byte aligned \(required by swizzle "
+                                          r"128B_atom_64B\)"):
+        run_load(A, (4, 32), (0, 0), swizzle="128B_atom_64B", doff=32)
+
+
+def test_fault_box_past_end_of_smem():
+    A = np.zeros((64, 32), np.float32)
+    with pytest.raises(MemoryFault, match="box image at SMEM offset 0x0 .* past the end of shared memory"):
+        run_load(A, (64, 32), (0, 0), smem=1024)
+
+
+def test_fault_map_in_shared_memory():
+    A = np.zeros((16, 16), np.float32)
+    pro = "cvta.shared.u64 %rd5, %rd6;\n  mov.u32 %r30, buf;\n  cvt.u64.u32 %rd6, %r30;\n  cvta.shared.u64 %rd5, %rd6;"
+    with pytest.raises(MemoryFault, match=r"tensor map address 0x7e[0-9a-f]+ \(lane 0\) is in .shared memory"):
+        run_load(A, (4, 4), (0, 0), tmap_expr="%rd5", prologue=pro)
+
+
+def test_fault_not_a_tensor_map():
+    ptx = load_kernel(2)
+    with pytest.raises(MemoryFault, match="the tensor map at 0x0 \\(lane 0\\) is not valid: the 128 bytes used "
+                                          "as a tensor map do not hold one"):
+        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128), 64, 0, 0, 0]))
+
+
+def test_fault_map_breaking_a_driver_rule():
+    # bytes edited after encoding (as tensormap.replace could): 256-byte rows under 128B swizzle
+    from isa.tensormap import LAYOUT
+    A = np.zeros((16, 64), np.float32)
+    tm = TensorMap.tiled(A, (4, 32), swizzle="128B")
+    tm.array = None
+    tm.global_address = 0
+    raw = bytearray(tm.encode())
+    raw[LAYOUT["box_dims"][0]] = 63                   # boxDim[0] = 64 elements = 256 bytes
+    with pytest.raises(MemoryFault, match=r"is not valid: invalid tensor map: with swizzle 128B the inner box "
+                                          r"dimension .* at most the swizzle span of 128 bytes"):
+        run_launch(Launch(ptx=load_kernel(2), block=(1, 1, 1), args=[bytes(raw), 1024, 0, 0, 0]))
+
+
+def test_fault_tensor_outside_allocation():
+    A = np.zeros((16, 16), np.float32)
+    tm = TensorMap.tiled(A, (4, 4))
+    tm.global_dims = (16, 64)            # claims more rows than the buffer has
+    tm.array = None
+    with pytest.raises(MemoryFault, match="in-bounds elements of the box span global .* outside one allocation"):
+        run_launch(Launch(ptx=load_kernel(2), block=(1, 1, 1), args=[tm, 64, 0, 0, 20]))
+
+
+@pytest.mark.parametrize("form, err, msg", [
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%r1], "
+     "[tmap, {0, 1, 2, 3, 4}], [%r2];", UnsupportedError, "load mode .tile::gather4 is not supported"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], "
+     "[tmap, {0, 1, 2}], [%r2], {%rs1};", UnsupportedError, "load mode .im2col is not supported"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [tmap, {0, 1, 2, 3, 4}], [%r1];",
+     UnsupportedError, "load mode .tile::scatter4 is not supported"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [tmap, {0}], [%r2];",
+     VerifyError, "a .2d tensor copy takes 2 coordinates, got 1"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.mbarrier::complete_tx::bytes [tmap, {0, 0}], [%r1];",
+     VerifyError, "completes through .bulk_group"),
+])
+def test_decode_diagnostics(form, err, msg):
+    ptx = HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128])
+{{
+  .reg .b32 %r<4>; .reg .b16 %rs<4>;
+  {form}
+  ret;
+}}
+"""
+    with pytest.raises(err, match=msg):
+        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128)]))
+
+
+def test_prefetch_tensor():
+    A = np.zeros((16, 16), np.float32)
+    tm = TensorMap.tiled(A, (4, 4))
+    ptx = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128])
+{
+  .reg .b64 %rd<4>;
+  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [tmap, {-4, 100}];
+  cp.async.bulk.prefetch.tensor.2d.L2.global.L2::cache_hint [tmap, {0, 0}], %rd1;
+  ret;
+}
+"""
+    run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm]))
+
+
+# ---------------------------------------------------------------------------------------------- nvcc fixture
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_nvcc_tma_mbarrier_fixture(arch):
+    """tests/fixtures/nvcc/tma_mbarrier.cu: TMA load of a 64x32 f32 box, scale in SMEM (fma), bulk store to
+    ``out`` and tensor store back through the same map."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "nvcc" / f"tma_mbarrier.{arch}.ptx"
+    A = np.random.default_rng(7).standard_normal((256, 96)).astype(np.float32)
+    tm = TensorMap.tiled(A, (64, 32))
+    out = np.zeros(64 * 32, np.float32)
+    res = run_launch(Launch(ptx=str(path), block=(128, 1, 1), args=[tm, out, 1, 2, np.float32(2.5)]))
+    tile = A[128:192, 32:64]
+    exp = (tile.astype(np.float64) * 2.5 + 1.0).astype(np.float32)      # fma.rn.f32: one rounding
+    assert np.array_equal(res.outputs[1].reshape(64, 32), exp)
+    back = tm.sim_allocation.data.view(np.float32).reshape(A.shape)     # the map's own buffer (not an argument)
+    want = A.copy()
+    want[128:192, 32:64] = exp
+    assert np.array_equal(back, want)
