@@ -29,6 +29,15 @@ from .observe import ObservationBus
 from .semantics import REGISTRY, DecodeInfo, load_all
 
 DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+SPIN_LIMIT = 64          # backward branches by the lowest-PC group before waiting lanes get a turn
+FOCUS_SLICE = 512        # instructions such a turn may run
+
+_SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldmatrix", "stmatrix", "movmatrix",
+                 "elect", "activemask", "wgmma", "tcgen05", "wmma"}
+
+
+def _is_warp_synchronous(ins) -> bool:
+    return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
 NUM_SMS = {"sm_90a": 132, "sm_90": 132, "sm_100a": 148, "sm_100": 148}
 CLOCK_GHZ = {"sm_90a": 1.98, "sm_100a": 1.965}
 
@@ -173,7 +182,11 @@ class Simulation:
         body = prog.body
         decoded = prog.decoded
         nbody = len(body)
+        syncish = prog.__dict__.setdefault("syncish", [_is_warp_synchronous(i) for i in body])
         bus = self.bus
+        warp.focus = None
+        warp.focus_left = 0
+        warp.spin = 0
         while True:
             runnable = warp.alive & ~warp.waiting
             if not runnable.any():
@@ -184,8 +197,19 @@ class Simulation:
                 warp.wake_event = None
                 continue
             pcs = warp.pc
-            pc = int(pcs[runnable].min())
-            group = runnable & (pcs == pc)
+            group = None
+            if warp.focus is not None:
+                f = warp.focus & runnable
+                if f.any() and warp.focus_left > 0:
+                    pc = int(pcs[f].min())
+                    if pc < nbody and not syncish[pc]:
+                        group = runnable & (pcs == pc)
+                        warp.focus_left -= 1
+                if group is None:
+                    warp.focus = None
+            if group is None:
+                pc = int(pcs[runnable].min())
+                group = runnable & (pcs == pc)
             if pc >= nbody:
                 err = SyncError(f"{lanes_str(group)} ran past the end of kernel {prog.name} without ret/exit",
                                 body[-1].loc if body else None, where=warp.label)
@@ -211,6 +235,18 @@ class Simulation:
                 e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
                 self._fail(e)
                 return
+            # Independent thread scheduling: lanes at the lowest PC run first (reconvergence), but a group that
+            # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
+            # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
+            # group runs for a slice, stopping before any warp-synchronous instruction.
+            if warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
+                    (runnable & ~group & (pcs > pc)).any():
+                warp.spin += 1
+                if warp.spin >= SPIN_LIMIT:
+                    hi = int(pcs[runnable & ~group].max())
+                    warp.focus = runnable & (pcs == hi)
+                    warp.focus_left = FOCUS_SLICE
+                    warp.spin = 0
             warp.retired += 1
             self.retired += 1
             self.lane_instructions += int(mask.sum())

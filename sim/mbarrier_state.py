@@ -36,6 +36,7 @@ class MBarrier:
         self.pending = self.expected = int(count)
         self.tx = 0
         self.valid = True
+        self._waiters = []   # waiters of an earlier (invalidated) incarnation never see this one
 
     def inval(self) -> None:
         self.valid = False
@@ -47,36 +48,37 @@ class MBarrier:
 
     def expect_tx(self, nbytes: int) -> None:
         self._require_valid("expect-tx")
-        self.tx += int(nbytes)
-        if self.tx > MAX_COUNT:
-            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx} exceeds {MAX_COUNT}",
+        if self.tx + int(nbytes) > MAX_COUNT:
+            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx + int(nbytes)} exceeds {MAX_COUNT}",
                             expected="at most 2^20-1 pending transaction bytes per phase")
+        self.tx += int(nbytes)
 
     def complete_tx(self, nbytes: int) -> bool:
         """Returns True if this completed the phase."""
         self._require_valid("complete-tx")
+        if self.tx - int(nbytes) < -MAX_COUNT:
+            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx - int(nbytes)} below -{MAX_COUNT}")
         self.tx -= int(nbytes)
-        if self.tx < -MAX_COUNT:
-            raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx} below -{MAX_COUNT}")
         return self._check()
 
     def arrive(self, count: int = 1, drop: bool = False, no_complete: bool = False) -> int:
         """arrive-on(count); returns the phase *before* the arrive (the opaque state token)."""
         self._require_valid("arrive")
         token = self.phase
-        if drop:
-            self.expected -= int(count)
-            if self.expected < 0:
-                raise SyncError(f"mbarrier at 0x{self.offset:x}: arrive_drop made the expected count negative")
-        self.pending -= int(count)
-        if self.pending < 0:
+        count = int(count)
+        if drop and self.expected - count < 0:
+            raise SyncError(f"mbarrier at 0x{self.offset:x}: arrive_drop made the expected count negative")
+        if self.pending - count < 0:
             raise SyncError(f"over-arrival on mbarrier at SMEM offset 0x{self.offset:x}: "
-                            f"{-self.pending} more arrivals than pending in phase {self.phase}",
-                            expected=f"at most {self.pending + count} arrivals in this phase")
-        completed = self._check()
-        if no_complete and completed:
-            raise SyncError(f"mbarrier.arrive.noComplete completed phase {token} of mbarrier at "
+                            f"{count - self.pending} more arrivals than pending in phase {self.phase}",
+                            expected=f"at most {self.pending} arrivals in this phase")
+        if no_complete and self.pending - count == 0 and self.tx == 0:
+            raise SyncError(f"mbarrier.arrive.noComplete would complete phase {token} of mbarrier at "
                             f"0x{self.offset:x}", expected="a .noComplete arrive that leaves arrivals pending")
+        if drop:
+            self.expected -= count
+        self.pending -= count
+        self._check()
         return token
 
     def _check(self) -> bool:

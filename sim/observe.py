@@ -62,7 +62,7 @@ class ObservationBus:
         self._observers.remove(fn)
         self.active = bool(self._observers)
 
-    def emit(self, kind: str, cycle: float, cta: tuple, agent: str, **fields) -> None:
+    def emit(self, kind: str, cycle: float, cta: tuple, agent: str, /, **fields) -> None:
         if not self._observers:
             return
         ev = Event(kind, cycle, cta, agent, fields)

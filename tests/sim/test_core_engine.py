@@ -175,3 +175,33 @@ def test_observer_sees_every_store():
     rec = EventRecorder(kinds=("mem",))
     run_launch(Launch(ptx=STORE_LANE0, block=(64, 1, 1), args=[np.zeros(1, np.uint32)]), observers=[rec])
     assert len(rec.of("mem", op="st")) == 2
+
+
+SPIN_LOCK = HEAD + """.visible .entry k(.param .u64 lock, .param .u64 cnt)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [lock];
+  ld.param.u64 %rd2, [cnt];
+LOOP:
+  atom.global.cas.b32 %r1, [%rd1], 0, 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra LOOP;
+  ld.global.u32 %r2, [%rd2];
+  add.u32 %r2, %r2, 1;
+  st.global.u32 [%rd2], %r2;
+  membar.gl;
+  atom.global.exch.b32 %r3, [%rd1], 0;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_intra_warp_spin_lock_makes_progress(seed):
+    # Volta+ independent thread scheduling guarantees the lock holder (a lane of the same warp) progresses;
+    # a pure lowest-PC-first scheduler would spin the losers forever.
+    r = run_launch(Launch(ptx=SPIN_LOCK, block=(64, 1, 1), args=[np.zeros(1, np.uint32), np.zeros(1, np.uint32)]),
+                   seed=seed)
+    assert r.outputs[1][0] == 64 and r.outputs[0][0] == 0

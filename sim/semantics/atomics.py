@@ -1,0 +1,289 @@
+"""Atomic memory operations: atom and red on .global, .shared{::cta,::cluster} and generic addresses.
+
+PTX ISA 9.1 §9.7.13.5 (atom) and §9.7.13.6 (red).
+
+Forms::
+
+    atom{.sem}{.scope}{.space}.op{.L2::cache_hint}.type d, [a], b{, cache-policy}
+    atom{.sem}{.scope}{.space}.cas.type                d, [a], b, c
+    atom{.sem}{.scope}{.space}.add.noftz{.L2::cache_hint}.{f16,f16x2,bf16,bf16x2} d, [a], b
+    atom{.sem}{.scope}{.global}.add{.L2::cache_hint}.{v2,v4}.f32 {d..}, [a], {b..}            (sm_90+)
+    atom{.sem}{.scope}{.global}.{add,min,max}.noftz.{v2,v4,v8}.{f16,bf16} {d..}, [a], {b..}    (sm_90+)
+    atom{.sem}{.scope}{.global}.{add,min,max}.noftz.{v2,v4}.{f16x2,bf16x2} {d..}, [a], {b..}   (sm_90+)
+    red: the same without d (and without cas / exch); ``atom`` with d = ``_`` is a reduction too.
+
+    op/type: and, or, xor: .b32 .b64;  cas: .b16 .b32 .b64;  exch: .b32 .b64;
+             add: .u32 .s32 .u64 .f32 .f64 (+ .s64, accepted as the same two's-complement add);
+             inc, dec: .u32;  min, max: .u32 .s32 .u64 .s64
+
+Semantics (PTX pseudo-code): ``inc(r, s) = r >= s ? 0 : r + 1``, ``dec(r, s) = (r == 0 || r > s) ? s : r - 1``,
+``cas(r, s, t) = r == s ? t : r``, ``exch(r, s) = s``; integer add wraps.  Lanes of one instruction that hit
+the same address are applied one after the other in lane order, each atomically; each lane's ``d`` is the
+value it saw.  Floating-point add rounds to nearest even through :func:`sim.numerics.fp.fadd` (bit-exact):
+``.f32`` on global memory flushes subnormal inputs and results to sign-preserving zero, as the PTX states for
+the current implementation; on shared memory it keeps subnormals (both seen on an H100, sm_90a, which also
+returns the unflushed old value in ``d``).  ``.f16/.bf16`` (``.noftz``) keep
+subnormals.  Vector min/max of half types use :func:`fp.fmin` / :func:`fp.fmax` (a NaN operand yields the
+other operand).  Vector and packed forms are atomic per element, as the PTX guarantees.
+
+``.sem`` (default .relaxed) and ``.scope`` (default .gpu) have no functional effect in this sequentially
+consistent simulator; they are recorded in a ``sync`` event ``op='atom'`` / ``'red'`` (fields ``aop``,
+``sem``, ``scope``, ``space``) and every access is reported as a ``mem`` event with ``op='atom'`` / ``'red'``.
+The L2 cache-policy operand is read and ignored.
+
+Not supported (UnsupportedError at load): ``.b128`` cas/exch, ``red.async`` (mbarrier-completed remote
+reductions), ``.mmio``.  Vector forms on a non-global address fault at run time (MemoryFault).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import MemoryFault, UnsupportedError, VerifyError
+from .. import memory as M
+from ..numerics import fp
+from ..ptxtypes import UINT, size_of, view_dtype
+from .registry import semantics
+
+SEMS = ("relaxed", "acquire", "release", "acq_rel")
+SCOPES = ("cta", "cluster", "gpu", "sys")
+SPACES = {"global": "global", "shared": "shared::cta", "shared::cta": "shared::cta",
+          "shared::cluster": "shared::cluster"}
+OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
+TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2",
+         "b128")
+HALF = ("f16", "bf16", "f16x2", "bf16x2")
+
+_SCALAR_OK = {
+    "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
+    "cas": ("b16", "b32", "b64"), "exch": ("b32", "b64"),
+    "add": ("u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2"),
+    "inc": ("u32",), "dec": ("u32",),
+    "min": ("u32", "s32", "u64", "s64"), "max": ("u32", "s32", "u64", "s64"),
+}
+_VECTOR_OK = {"f32": (("add",), (2, 4)), "f16": (("add", "min", "max"), (2, 4, 8)),
+              "bf16": (("add", "min", "max"), (2, 4, 8)), "f16x2": (("add", "min", "max"), (2, 4)),
+              "bf16x2": (("add", "min", "max"), (2, 4))}
+
+
+def _arch_num(arch: str) -> int:
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+class _Form:
+    __slots__ = ("red", "sem", "scope", "space", "op", "type", "vec", "noftz", "hint")
+
+
+def _parse(ins, info) -> _Form:
+    f = _Form()
+    f.red = ins.opcode == "red"
+    f.sem = f.scope = f.space = f.op = f.type = None
+    f.vec, f.noftz, f.hint = 1, False, False
+    name = ins.full_opcode
+    for m in ins.mods:
+        if m in SEMS and f.sem is None:
+            f.sem = m
+        elif m in SCOPES and f.scope is None:
+            f.scope = m
+        elif m in SPACES and f.space is None:
+            f.space = m
+        elif m in OPS and f.op is None:
+            f.op = m
+        elif m in TYPES and f.type is None:
+            f.type = m
+        elif m in ("v2", "v4", "v8") and f.vec == 1:
+            f.vec = int(m[1:])
+        elif m == "noftz":
+            f.noftz = True
+        elif m == "L2::cache_hint":
+            f.hint = True
+        elif m in ("async", "mmio") or m.startswith("mbarrier::"):
+            raise UnsupportedError(f"{name}: .{m} forms of {ins.opcode} are not supported")
+        else:
+            raise VerifyError(f"{name}: unexpected qualifier .{m}",
+                              expected=f"{ins.opcode}{{.sem}}{{.scope}}{{.space}}.op.type (PTX ISA §9.7.13.5)")
+    if f.op is None or f.type is None:
+        raise VerifyError(f"{name} needs an operation and a type")
+    if f.type == "b128":
+        raise UnsupportedError(f"{name}: 128-bit atomics are not supported")
+    if f.red and f.op in ("cas", "exch"):
+        raise VerifyError(f"red.{f.op} does not exist", expected="atom.cas / atom.exch")
+    if f.red and f.sem in ("acquire", "acq_rel"):
+        raise VerifyError(f"{name}: red allows only .relaxed or .release")
+    if f.vec > 1:
+        ok = _VECTOR_OK.get(f.type)
+        if ok is None or f.op not in ok[0] or f.vec not in ok[1]:
+            raise VerifyError(f"{name}: vector .v{f.vec} {f.op} on .{f.type} is not a valid atomic form",
+                              expected=".v2/.v4 .add.f32; .v2/.v4/.v8 add/min/max .f16/.bf16; "
+                                       ".v2/.v4 add/min/max .f16x2/.bf16x2")
+        if f.space not in (None, "global"):
+            raise VerifyError(f"{name}: vector atomics exist only for .global (or generic) addresses")
+        if _arch_num(info.arch) < 90:
+            raise VerifyError(f"{name}: vector atomics require sm_90 or later")
+    elif f.type not in _SCALAR_OK[f.op]:
+        raise VerifyError(f"{name}: .{f.op} does not take .{f.type}",
+                          expected="/".join("." + t for t in _SCALAR_OK[f.op]))
+    if f.type in HALF and not f.noftz:
+        raise VerifyError(f"{name}: {f.op} on .{f.type} requires .noftz")
+    if f.noftz and f.type not in HALF:
+        raise VerifyError(f"{name}: .noftz only applies to .f16/.bf16/.f16x2/.bf16x2")
+    if f.hint and f.space not in (None, "global"):
+        raise VerifyError(f"{name}: .L2::cache_hint is only supported on global addresses")
+    if f.type in ("bf16", "bf16x2") and _arch_num(info.arch) < 90:
+        raise VerifyError(f"{name}: bf16 atomics require sm_90 or later")
+    return f
+
+
+def _apply(f: _Form, old: np.ndarray, b: np.ndarray, c, is_global: np.ndarray) -> np.ndarray:
+    """New memory value(s) for one round: ``old``/``b``/``c`` are (n, vec) raw-bit arrays, ``is_global`` (n,)."""
+    op, typ = f.op, f.type
+    dt = old.dtype
+    if op == "and":
+        return old & b
+    if op == "or":
+        return old | b
+    if op == "xor":
+        return old ^ b
+    if op == "exch":
+        return b.copy()
+    if op == "cas":
+        return np.where(old == b, c, old)
+    if op == "inc":
+        return np.where(old >= b, dt.type(0), old + dt.type(1))
+    if op == "dec":
+        return np.where((old == 0) | (old > b), b, old - dt.type(1))
+    if typ in ("u32", "u64", "s32", "s64"):
+        if op == "add":
+            return (old + b).astype(dt)
+        sdt = view_dtype(typ)
+        o, v = old.view(sdt), b.view(sdt)
+        r = np.minimum(o, v) if op == "min" else np.maximum(o, v)
+        return r.view(dt)
+    # floating point
+    shape = old.shape
+    o, v = old.reshape(-1), b.reshape(-1)
+    if typ == "f32":
+        g = np.repeat(is_global, shape[1])
+        out = np.empty_like(o)
+        if g.any():
+            out[g] = fp.fadd("f32", o[g], v[g], "rn", ftz=True)
+        if (~g).any():
+            out[~g] = fp.fadd("f32", o[~g], v[~g], "rn", ftz=False)
+        return out.reshape(shape)
+    if typ == "f64":
+        return fp.fadd("f64", o, v, "rn").reshape(shape).astype(dt)
+    fn = {"add": lambda fmt, x, y: fp.fadd(fmt, x, y, "rn"), "min": fp.fmin, "max": fp.fmax}[op]
+    if typ in ("f16", "bf16"):
+        return np.asarray(fn(typ, o, v)).astype(dt).reshape(shape)
+    elem = typ[:-2]
+    return np.asarray(fp.packed2(fn, elem, o, v)).astype(dt).reshape(shape)
+
+
+def _is_global(space: str, addrs: np.ndarray) -> np.ndarray:
+    if space == "global":
+        return np.ones(addrs.size, dtype=bool)
+    if space.startswith("shared"):
+        return np.zeros(addrs.size, dtype=bool)
+    a = addrs.astype(np.uint64)
+    out = np.ones(a.size, dtype=bool)
+    for base, name in ((M.SHARED_WINDOW, None), (M.LOCAL_WINDOW, "local"), (M.PARAM_WINDOW, "param"),
+                       (M.CONST_WINDOW, "const")):
+        inwin = (a >= np.uint64(base)) & (a < np.uint64(base + M.WINDOW_SIZE))
+        if name is not None and inwin.any():
+            raise MemoryFault(f"atomic operation on a generic address 0x{int(a[inwin][0]):x} in the .{name} window",
+                              expected="a global or shared address")
+        out &= ~inwin
+    return out
+
+
+@semantics("atom", "red")
+def decode_atom(ins, info):
+    """PTX ISA 9.1 §9.7.13.5 atom / §9.7.13.6 red: atomic read-modify-write (see module docstring)."""
+    f = _parse(ins, info)
+    ops = list(ins.operands)
+    name = ins.full_opcode
+    if f.red:
+        dst = ir.Sink()
+        if len(ops) not in (2, 3) or (len(ops) == 3 and not f.hint):
+            raise VerifyError(f"{name} takes [a], b" + (", cache-policy" if f.hint else ""))
+        addr, bop = ops[0], ops[1]
+        cop = None
+    else:
+        nreq = 4 if f.op == "cas" else 3
+        if len(ops) not in (nreq, nreq + 1) or (len(ops) == nreq + 1 and not f.hint):
+            raise VerifyError(f"{name} takes d, [a], b" + (", c" if f.op == "cas" else "")
+                              + (", cache-policy" if f.hint else ""))
+        dst, addr, bop = ops[0], ops[1], ops[2]
+        cop = ops[3] if f.op == "cas" else None
+    if f.hint and len(ops) == (2 if f.red else (4 if f.op == "cas" else 3)):
+        raise VerifyError(f"{name}: .L2::cache_hint needs a cache-policy operand")
+    if not isinstance(addr, ir.Address) or addr.coords is not None:
+        raise VerifyError(f"{name}: the memory operand must be an address [a]")
+    if f.vec > 1:
+        for o, what in ((bop, "source"), (dst, "destination")):
+            if isinstance(o, ir.Sink) and what == "destination":
+                continue
+            if not isinstance(o, ir.Vector) or len(o.elems) != f.vec:
+                raise VerifyError(f"{name}: the {what} must be a vector of {f.vec} registers")
+    typ = f.type
+    es = size_of(typ)
+    nbytes = es * f.vec
+    space = SPACES.get(f.space, "generic")
+    udt = UINT[es]
+    memop = "red" if f.red else "atom"
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        addrs = ctx.address(addr)
+        if f.vec > 1:
+            bv = np.stack([np.ascontiguousarray(v).view(udt) for v in ctx.read_vector(bop, typ)], axis=1)
+        else:
+            bv = np.ascontiguousarray(ctx.read(bop, typ)).view(udt).reshape(-1, 1)
+        cv = np.ascontiguousarray(ctx.read(cop, typ)).view(udt).reshape(-1, 1) if cop is not None else None
+        if f.hint:
+            ctx.read(ops[-1], "b64")
+        la = addrs[lanes]
+        glob = _is_global(space, la)
+        if f.vec > 1 and not glob.all():
+            raise MemoryFault(f"{name}: vector atomic on a non-global address 0x{int(la[~glob][0]):x}",
+                              expected="a .global address")
+        raw = ctx.load(space, addrs, nbytes, op=memop)
+        old_all = np.ascontiguousarray(raw).view(udt).reshape(32, f.vec)
+        uniq, first, inv = np.unique(la, return_index=True, return_inverse=True)
+        cur = old_all[lanes[first]].copy()
+        # position of each lane within its address group (lane order)
+        order = np.argsort(inv, kind="stable")
+        rank = np.empty(lanes.size, dtype=np.int64)
+        starts = np.r_[0, np.flatnonzero(np.diff(inv[order])) + 1]
+        counts = np.diff(np.r_[starts, lanes.size])
+        rank[order] = np.arange(lanes.size) - np.repeat(starts, counts)
+        seen = np.zeros((32, f.vec), dtype=udt)
+        bl = bv[lanes]
+        cl = cv[lanes] if cv is not None else None
+        for k in range(int(rank.max()) + 1):
+            sel = rank == k
+            g = inv[sel]
+            old = cur[g]
+            seen[lanes[sel]] = old
+            cur[g] = _apply(f, old, bl[sel], cl[sel] if cl is not None else None, glob[sel])
+        rep = np.zeros(32, dtype=bool)
+        last = np.full(uniq.size, -1, dtype=np.int64)
+        np.maximum.at(last, inv, lanes)     # one representative lane (the group's last) stores the result
+        rep[last] = True
+        rows = np.zeros((32, nbytes), dtype=np.uint8)
+        rows[last] = np.ascontiguousarray(cur).view(np.uint8).reshape(uniq.size, nbytes)
+        ctx.store(space, addrs, rows, mask=rep, op=memop)
+        ctx.emit_sync(memop, aop=f.op, type=typ, sem=f.sem or "relaxed", scope=f.scope or "gpu", space=space,
+                      lanes=[int(x) for x in lanes])
+        if isinstance(dst, ir.Sink):
+            return
+        vt = view_dtype(typ)
+        if f.vec > 1:
+            ctx.write_vector(dst, typ, [np.ascontiguousarray(seen[:, i]).view(vt) for i in range(f.vec)])
+        else:
+            ctx.write(dst, typ, np.ascontiguousarray(seen[:, 0]).view(vt))
+
+    return run

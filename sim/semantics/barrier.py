@@ -1,0 +1,423 @@
+"""CTA barriers: bar / barrier {.cta} sync, arrive, red.{popc,and,or} (named barriers 0..15), bar.warp.sync.
+
+PTX ISA 9.1 §9.7.13.1 (bar, barrier) and §9.7.13.2 (bar.warp.sync).
+
+Model.  Each CTA has 16 barrier resources.  A barrier phase collects *warp* arrivals, as the hardware does
+("causes executing thread to wait for all non-exited threads from its warp and marks warps' arrival"): the
+lanes of a warp arrive as they execute a barrier instruction on that barrier, and the warp counts as arrived
+once all its non-exited lanes have (so a divergent warp, or lanes that exit instead, still complete the
+warp's arrival).  With a thread count ``b`` (a multiple of 32) the phase completes when ``b / 32`` warps
+have arrived; without one, when every warp of the CTA that still has a live thread has arrived (threads
+that exited count as arrived, PTX §9.7.12.7 exit).  ``sync`` and ``red`` suspend the lanes until the phase
+completes; ``arrive`` does not wait.  ``bar{.cta}.X`` is ``barrier{.cta}.X.aligned``; ``.cta`` changes
+nothing.  On completion the barrier resets for immediate reuse.
+
+Checks (SyncError): barrier id outside 0..15; a thread count that is zero or not a multiple of 32 (or
+missing on ``arrive``); different thread counts for the same barrier in the same phase; ``red`` mixed with
+``sync``/``arrive`` in one phase; a lane arriving twice in one phase; non-uniform barrier id / count across
+the lanes of one instruction; lanes of a warp reaching an ``.aligned`` barrier at different instructions in
+the same phase.  (The whole-CTA form and an explicit count equal to the CTA's warp-rounded thread count are
+accepted together in one phase; the phase keeps the completion rule of its first arrival.)
+
+Warp granularity was checked on an H100 (sm_90a): ``bar.sync 1, 64`` completes for a 48-thread CTA (warp 1
+has 16 lanes) and for a 64-thread CTA whose lanes 48..63 exited.
+
+``barrier.red``: the predicate ``c`` (or ``!c``) of every arriving thread is combined (popc: number of true
+predicates, and: all true, or: any true) and written to every thread that executed the ``red`` once the
+phase completes.
+
+``bar.warp.sync membermask``: the executing lanes wait until every non-exited lane of ``membermask`` has
+executed a ``bar.warp.sync`` (the executing lane must be in the mask).
+
+Memory ordering guarantees of the barriers have no extra functional effect here (execution is sequentially
+consistent); every arrival and completion is reported as a ``sync`` event (``bar.arrive``,
+``bar.release``, ``bar.warp.sync``) for the race detector.
+
+Not supported: nothing of the PTX 9.1 syntax is left out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import SyncError, UnsupportedError, VerifyError
+from ..context import lanes_str
+from .registry import semantics
+
+WARP = 32
+NUM_BARRIERS = 16
+
+
+class _Phase:
+    """One open phase of one named barrier of one CTA."""
+
+    __slots__ = ("cta", "index", "count", "kind", "red_op", "lanes", "pcs", "arrived", "event", "popc", "all",
+                 "any", "waiting", "generation")
+
+    def __init__(self, cta, index, env, generation):
+        self.cta = cta
+        self.index = index
+        self.count = None          # thread count (None: all threads of the CTA) once the first arrival fixed it
+        self.kind = None           # 'sync' (sync/arrive) or 'red'
+        self.red_op = None
+        self.lanes = {}            # warp id -> bool[32] of lanes arrived in this phase
+        self.pcs = {}              # warp id -> pc of its .aligned arrival
+        self.arrived = set()       # warp ids whose arrival is complete
+        self.event = env.event()
+        self.popc = 0
+        self.all = True
+        self.any = False
+        self.waiting = {}          # warp id -> bool[32] lanes suspended on this phase
+        self.generation = generation
+
+    def expected_warps(self):
+        if self.count is None:
+            return None
+        return self.count // WARP
+
+    def describe(self) -> str:
+        cta = self.cta
+        if self.count is None:
+            need = [w for w in cta.warps if w.alive.any()]
+            missing = [w.id for w in need if w.id not in self.arrived]
+            target = f"all {len(need)} live warps of the CTA"
+        else:
+            missing = None
+            target = f"{self.count} threads ({self.count // WARP} warps)"
+        arrived = sorted(self.arrived)
+        partial = {wid: m for wid, m in self.lanes.items() if wid not in self.arrived}
+        s = (f"named barrier {self.index} of {cta.label} (phase {self.generation}): waiting for {target}; "
+             f"{len(arrived)} warp(s) arrived {arrived}")
+        if partial:
+            s += "; partially arrived: " + ", ".join(f"warp {wid} {lanes_str(m)}" for wid, m in partial.items())
+        if missing:
+            s += f"; missing warps {missing}"
+        return s
+
+
+class NamedBarriers:
+    """Per-simulation state of the CTA named barriers and of bar.warp.sync (an engine agent)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.phases = {}           # (cta id(), index) -> _Phase
+        self.generations = {}
+        self.warp_sync = {}        # warp -> dict(arrived=bool[32], event=..., mask=int)
+        sim.exit_hooks.append(self.on_exit)
+
+    # ------------------------------------------------------------------ named barriers
+    def phase(self, cta, index) -> _Phase:
+        key = (id(cta), index)
+        ph = self.phases.get(key)
+        if ph is None:
+            gen = self.generations.get(key, 0)
+            ph = self.phases[key] = _Phase(cta, index, self.sim.env, gen)
+            nb = cta.barriers[index]
+            nb.event = ph.event
+            nb.expected = None
+            nb.arrived = 0
+            nb.waiting = []
+        return ph
+
+    def _mirror(self, ph):
+        nb = ph.cta.barriers[ph.index]
+        nb.expected = ph.count
+        nb.arrived = len(ph.arrived) * WARP
+        nb.waiting = [(ph.cta.warps[wid], m.copy()) for wid, m in ph.waiting.items()]
+        nb.generation = ph.generation
+
+    def arrive(self, ctx, index, count, kind, lanes, aligned, pred=None, red_op=None):
+        """Record the arrival of ``lanes`` of ctx's warp; returns the phase (for waiting)."""
+        cta, warp = ctx.cta, ctx.warp
+        ph = self.phase(cta, index)
+        if ph.kind is None:
+            ph.kind, ph.red_op = kind, red_op
+        elif ph.kind != kind or ph.red_op != red_op:
+            a = "barrier.red" + (f".{ph.red_op}" if ph.red_op else "") if ph.kind == "red" else "barrier.sync/arrive"
+            b = "barrier.red" + (f".{red_op}" if red_op else "") if kind == "red" else "barrier.sync/arrive"
+            raise SyncError(f"{b} on named barrier {index} while the same phase is in use by {a}",
+                            expected="barrier.red not intermixed with sync/arrive (or another red operation) on "
+                                     "one barrier phase")
+        full = WARP * len(cta.warps)
+        if not ph.lanes and not ph.arrived:
+            ph.count = count
+        elif ph.count != count and not ({ph.count, count} == {None, full}):
+            def show(c):
+                return "all threads of the CTA" if c is None else f"{c} threads"
+            raise SyncError(f"named barrier {index} of {cta.label}: {warp.label} arrives expecting {show(count)}, "
+                            f"but the current phase was started expecting {show(ph.count)}",
+                            expected="the same thread count for every arrival of one barrier phase")
+        prev = ph.lanes.get(warp.id)
+        if prev is None:
+            prev = ph.lanes[warp.id] = np.zeros(WARP, dtype=bool)
+        twice = prev & lanes
+        if twice.any() or warp.id in ph.arrived:
+            raise SyncError(f"{warp.label} {lanes_str(twice if twice.any() else lanes)} arrived twice at named "
+                            f"barrier {index} of {cta.label} in the same phase",
+                            expected="one arrival per thread per barrier phase (an arrive followed by another "
+                                     "barrier instruction on the same barrier before it completes is undefined)")
+        if aligned:
+            pc0 = ph.pcs.get(warp.id)
+            if pc0 is None:
+                ph.pcs[warp.id] = ctx.pc
+            elif pc0 != ctx.pc:
+                raise SyncError(f"lanes of {warp.label} reach the .aligned barrier {index} at different "
+                                f"instructions (pc {pc0} and {ctx.pc}) in one phase",
+                                expected="all threads of a warp executing the same aligned barrier instruction")
+        prev |= lanes
+        if pred is not None:
+            p = pred[lanes]
+            ph.popc += int(p.sum())
+            ph.all = ph.all and bool(p.all())
+            ph.any = ph.any or bool(p.any())
+        ctx.emit_sync("bar.arrive", barrier=index, count=count, form=kind, lanes=[int(x) for x in np.nonzero(lanes)[0]],
+                      generation=ph.generation)
+        self._warp_check(ph, warp)
+        self._mirror(ph)
+        self._complete_check(ph)
+        return ph
+
+    def _warp_check(self, ph, warp):
+        m = ph.lanes.get(warp.id)
+        if m is not None and warp.id not in ph.arrived and not (warp.alive & ~m).any():
+            ph.arrived.add(warp.id)
+
+    def _complete_check(self, ph):
+        cta = ph.cta
+        if ph.count is None:
+            done = all(w.id in ph.arrived for w in cta.warps if w.alive.any()) and bool(ph.arrived)
+        else:
+            done = len(ph.arrived) >= ph.count // WARP
+        if not done:
+            return
+        key = (id(cta), ph.index)
+        del self.phases[key]
+        self.generations[key] = ph.generation + 1
+        nb = cta.barriers[ph.index]
+        nb.generation = ph.generation + 1
+        nb.arrived = 0
+        nb.waiting = []
+        nb.event = None
+        if self.sim.bus.active:
+            self.sim.bus.emit("sync", self.sim.env.now, cta.ctaid, "barrier", op="bar.release", barrier=ph.index,
+                              generation=ph.generation, warps=sorted(ph.arrived))
+        value = None
+        if ph.kind == "red":
+            value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]
+        ph.event.succeed(value)
+
+    def wait(self, ctx, ph, lanes, what, on_release=None):
+        warp = ctx.warp
+        w = ph.waiting.get(warp.id)
+        ph.waiting[warp.id] = lanes.copy() if w is None else (w | lanes)
+        self._mirror(ph)
+
+        def reason(ph=ph, what=what):
+            return f"{what}: {ph.describe()}"
+
+        ctx.block(lanes.copy(), ph.event, reason, on_release=on_release)
+
+    def on_exit(self, warp, lanes):
+        cta = warp.cta
+        for (cid, idx), ph in list(self.phases.items()):
+            if ph.cta is not cta:
+                continue
+            self._warp_check(ph, warp)
+            self._mirror(ph)
+            self._complete_check(ph)
+        st = self.warp_sync.get(warp)
+        if st is not None:
+            self._warp_sync_check(warp, st)
+
+    # ------------------------------------------------------------------ bar.warp.sync
+    def warp_sync_arrive(self, ctx, lanes, masks):
+        warp = ctx.warp
+        st = self.warp_sync.get(warp)
+        if st is None:
+            st = self.warp_sync[warp] = {"arrived": np.zeros(WARP, dtype=bool), "event": self.sim.env.event(),
+                                         "need": np.zeros(WARP, dtype=bool)}
+        st["arrived"] |= lanes
+        for lane in np.nonzero(lanes)[0]:
+            st["need"] |= ((np.uint32(masks[lane]) >> np.arange(WARP, dtype=np.uint32)) & 1).astype(bool)
+        ev = st["event"]
+        self._warp_sync_check(warp, st)
+        return ev, st
+
+    def _warp_sync_check(self, warp, st):
+        need = st["need"] & warp.alive
+        if (need & ~st["arrived"]).any():
+            return
+        del self.warp_sync[warp]
+        st["event"].succeed(None)
+
+
+def _agent(ctx) -> NamedBarriers:
+    return ctx.engine.agent("named-barriers", NamedBarriers)
+
+
+# ----------------------------------------------------------------------------------------------- decoding
+_MODS = {"cta", "sync", "arrive", "red", "aligned", "popc", "and", "or", "u32", "pred"}
+
+
+def _uniform(ctx, op, what) -> int:
+    v = ctx.read(op, "u32")[ctx.mask]
+    u = np.unique(v)
+    if u.size != 1:
+        raise SyncError(f"{what} differs across the lanes of the instruction ({', '.join(map(str, u[:4]))})",
+                        expected=f"a warp-uniform {what}")
+    return int(u[0])
+
+
+def _check_count_imm(op, what):
+    if isinstance(op, ir.Imm):
+        if op.kind != "int" or op.value <= 0 or op.value % WARP:
+            raise VerifyError(f"{what}: thread count {op} must be a positive multiple of the warp size (32)")
+    elif not isinstance(op, ir.Reg):
+        raise VerifyError(f"{what}: thread count must be a .u32 register or immediate, got {op}")
+
+
+def _check_id_imm(op, what):
+    if isinstance(op, ir.Imm):
+        if op.kind != "int" or not 0 <= op.value < NUM_BARRIERS:
+            raise VerifyError(f"{what}: barrier {op} out of range", expected="a barrier number 0..15")
+    elif not isinstance(op, ir.Reg):
+        raise VerifyError(f"{what}: barrier number must be a .u32 register or immediate, got {op}")
+
+
+@semantics("bar", "barrier", when=lambda ins: not (ins.opcode == "barrier" and ins.mods[:1] == ("cluster",)))
+def decode_bar(ins, info):
+    """PTX ISA 9.1 §9.7.13.1 bar{.cta}.{sync,arrive,red} / barrier{.cta}.{sync,arrive,red}{.aligned}, and
+    §9.7.13.2 bar.warp.sync."""
+    mods = list(ins.mods)
+    if ins.opcode == "bar" and mods[:2] == ["warp", "sync"]:
+        return _decode_warp_sync(ins)
+    if mods and mods[0] == "cta":
+        mods = mods[1:]
+    if not mods:
+        raise VerifyError(f"{ins.full_opcode} needs .sync, .arrive or .red")
+    op = mods[0]
+    rest = mods[1:]
+    aligned = ins.opcode == "bar"
+    for m in rest:
+        if m not in _MODS or m in ("cta", "sync", "arrive", "red"):
+            raise UnsupportedError(f"qualifier .{m} of {ins.opcode}.{op} is not supported",
+                                   expected="PTX ISA §9.7.13.1 syntax")
+    if "aligned" in rest:
+        if ins.opcode == "bar":
+            raise VerifyError("bar takes no .aligned qualifier (bar is already aligned)")
+        aligned = True
+    what = ins.full_opcode
+    ops = ins.operands
+    if op == "sync" or op == "arrive":
+        if any(m in rest for m in ("popc", "and", "or", "u32", "pred")):
+            raise VerifyError(f"{what}: reduction qualifiers are only valid with .red")
+        if op == "arrive" and len(ops) != 2:
+            raise VerifyError(f"{what} needs a barrier number and a (non-zero) thread count: a, b")
+        if op == "sync" and len(ops) not in (1, 2):
+            raise VerifyError(f"{what} takes a{{, b}}")
+        _check_id_imm(ops[0], what)
+        if len(ops) == 2:
+            _check_count_imm(ops[1], what)
+        return _make(ins, what, op, ops[0], ops[1] if len(ops) == 2 else None, aligned)
+    if op == "red":
+        red_ops = [m for m in rest if m in ("popc", "and", "or")]
+        if len(red_ops) != 1:
+            raise VerifyError(f"{what} needs exactly one of .popc, .and, .or")
+        rop = red_ops[0]
+        want = "u32" if rop == "popc" else "pred"
+        if want not in rest or ("u32" in rest and "pred" in rest):
+            raise VerifyError(f"{what}: .{rop} requires type .{want}")
+        if len(ops) not in (3, 4):
+            raise VerifyError(f"{what} takes d, a{{, b}}, {{!}}c")
+        dst, a = ops[0], ops[1]
+        b = ops[2] if len(ops) == 4 else None
+        c = ops[-1]
+        if not isinstance(c, (ir.Reg, ir.Not, ir.Imm)):
+            raise VerifyError(f"{what}: the reduced operand must be a predicate or its complement")
+        _check_id_imm(a, what)
+        if b is not None:
+            _check_count_imm(b, what)
+        return _make(ins, what, "red", a, b, aligned, dst=dst, cop=c, rop=rop)
+    raise UnsupportedError(f"{what} is not supported", expected="bar/barrier .sync, .arrive, .red, bar.warp.sync")
+
+
+def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
+    kind = "red" if op == "red" else "sync"
+
+    def run(ctx):
+        lanes = ctx.mask.copy()
+        if not lanes.any():
+            return
+        if aligned:
+            _require_warp_aligned(ctx, what)
+        index = _uniform(ctx, a, "barrier number")
+        if not 0 <= index < NUM_BARRIERS:
+            raise SyncError(f"{what}: barrier number {index} out of range", expected="0..15")
+        count = None
+        if b is not None:
+            count = _uniform(ctx, b, "thread count")
+            if count <= 0 or count % WARP:
+                raise SyncError(f"{what}: thread count {count} is not a positive multiple of 32")
+            if count > WARP * len(ctx.cta.warps):
+                raise SyncError(f"{what}: thread count {count} exceeds the {WARP * len(ctx.cta.warps)} threads "
+                                f"(rounded to warps) of the CTA; the barrier can never complete")
+        pred = ctx.read_pred(cop) if cop is not None else None
+        ag = _agent(ctx)
+        ph = ag.arrive(ctx, index, count, kind, lanes, aligned, pred=pred, red_op=rop)
+        if op == "arrive":
+            return
+        on_release = None
+        if op == "red":
+            def on_release(value, lanes=lanes):
+                if rop == "popc":
+                    ctx.write(dst, "u32", np.full(WARP, value, dtype=np.uint32), mask=lanes)
+                else:
+                    ctx.write_pred(dst, bool(value), mask=lanes)
+        ag.wait(ctx, ph, lanes, what, on_release)
+
+    return run
+
+
+def _require_warp_aligned(ctx, what):
+    """An .aligned barrier is executed by the whole warp; lanes predicated off while their siblings execute
+    it are a divergent use (undefined behaviour)."""
+    off = ctx.group & ~ctx.mask
+    if off.any():
+        raise SyncError(f"{what} is .aligned but {lanes_str(off)} of {ctx.warp.label} skip it (guard predicate "
+                        f"false) while {lanes_str(ctx.mask)} execute it",
+                        expected="an aligned barrier executed by all non-exited threads of the warp")
+
+
+def _decode_warp_sync(ins):
+    """PTX ISA 9.1 §9.7.13.2 bar.warp.sync membermask."""
+    if len(ins.mods) != 2:
+        raise UnsupportedError(f"{ins.full_opcode} is not supported", expected="bar.warp.sync membermask")
+    if len(ins.operands) != 1:
+        raise VerifyError("bar.warp.sync takes one operand: membermask")
+    mop = ins.operands[0]
+
+    def run(ctx):
+        lanes = ctx.mask.copy()
+        if not lanes.any():
+            return
+        masks = ctx.read(mop, "b32")
+        lane_ids = np.nonzero(lanes)[0]
+        own = (masks[lane_ids] >> lane_ids.astype(np.uint32)) & 1
+        if not own.all():
+            bad = lane_ids[own == 0]
+            raise SyncError(f"bar.warp.sync: lane {int(bad[0])} is not in its own membermask "
+                            f"0x{int(masks[bad[0]]):08x}", expected="the executing thread to be in membermask")
+        ag = _agent(ctx)
+        ev, st = ag.warp_sync_arrive(ctx, lanes, masks)
+        ctx.emit_sync("bar.warp.sync", mask=int(masks[lane_ids[0]]), lanes=[int(x) for x in lane_ids])
+        if ev.triggered:
+            return
+        warp = ctx.warp
+
+        def reason(st=st, warp=warp):
+            missing = st["need"] & warp.alive & ~st["arrived"]
+            return f"bar.warp.sync: waiting for {lanes_str(missing)} of {warp.label}"
+
+        ctx.block(lanes, ev, reason)
+
+    return run

@@ -1,0 +1,517 @@
+"""mbarrier: init, inval, arrive (+expect_tx, noComplete), arrive_drop, expect_tx, complete_tx, test_wait,
+try_wait (token and parity forms), pending_count.
+
+PTX ISA 9.1 §9.7.13.15 (mbarrier): §9.7.13.15.1 contents, §9.7.13.15.4 phase completion, §9.7.13.15.5
+arrive-on, §9.7.13.15.6 expect-tx, §9.7.13.15.7 complete-tx, §9.7.13.15.9 init, §9.7.13.15.10 inval,
+§9.7.13.15.11 expect_tx, §9.7.13.15.12 complete_tx, §9.7.13.15.13 arrive, §9.7.13.15.14 arrive_drop,
+§9.7.13.15.16 test_wait/try_wait, §9.7.13.15.17 pending_count.  The object model (phase, pending, expected,
+tx-count) lives in :mod:`sim.mbarrier_state`; this module decodes the instructions, resolves addresses and
+applies the primitive operations per executing lane, in lane order.
+
+Addressing.  ``.shared`` / ``.shared::cta`` take a 32-bit shared address of the executing CTA (its rank bits
+must be the CTA's own, see :mod:`sim.memory`); ``.shared::cluster`` takes a cluster address whose rank bits
+select the CTA (``mapa``); without a state space the address is generic and must fall in the shared window
+(it may name another CTA of the cluster, e.g. ``mapa.u64``).  init, inval, test_wait, try_wait and
+pending_count-producing arrives must target the executing CTA; a barrier in another CTA only accepts arrive /
+arrive_drop without a result (sink ``_``), expect_tx and complete_tx.
+
+The 64-bit state token (the ``state`` result of arrive / arrive_drop) is tcsim's own encoding (the hardware
+one is opaque)::
+
+    bits  0..19  pending arrival count *before* the arrive (for mbarrier.pending_count)
+    bits 20..39  phase number (mod 2^20) the arrive belonged to
+    bits 40..59  SMEM offset of the barrier / 8
+    bits 60..63  tag 0xA (so a zero / garbage register is reported instead of silently accepted)
+
+A token wait is complete when the barrier's current phase differs from the phase in the token (PTX only
+allows the current or the immediately preceding phase to be queried).  A parity wait is complete when
+``(phase & 1) != parity``, i.e. the phase with that parity has completed.
+
+Blocking.  ``try_wait`` suspends the lanes whose phase has not completed until it completes (tcsim does not
+model the hardware time limit after which try_wait returns false), then writes true; a kernel waiting on a
+barrier nobody completes therefore ends in a DeadlockError naming the barrier, its phase and counts.
+``test_wait`` never blocks.  The optional suspend-time hint is read and ignored.
+
+Memory ordering (``.release`` / ``.acquire`` / ``.relaxed`` with ``.cta`` / ``.cluster``) has no functional
+effect in this sequentially consistent simulator; it is recorded on the ``sync`` events for the race
+detector.  Every operation emits a ``sync`` event (``mbarrier.init``, ``mbarrier.inval``,
+``mbarrier.arrive``, ``mbarrier.expect_tx``, ``mbarrier.complete_tx``, ``mbarrier.wait``) and a completed
+phase additionally emits ``mbarrier.phase``.
+
+Not supported (UnsupportedError at load): ``cp.async.mbarrier.arrive{.noinc}`` is not decoded here (it needs
+the Ampere cp.async model); qualifiers not listed in the PTX syntax are rejected by name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from .. import memory as M
+from ..mbarrier_state import MAX_COUNT
+from .registry import semantics
+
+OPS = ("init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait",
+       "pending_count")
+SPACES = ("shared", "shared::cta", "shared::cluster")
+SEMS = ("release", "relaxed", "acquire")
+SCOPES = ("cta", "cluster")
+
+# --------------------------------------------------------------------------------------- state token
+_TOKEN_TAG = 0xA
+_F20 = (1 << 20) - 1
+
+
+def encode_token(phase: int, offset: int, pending_before: int) -> int:
+    """The opaque 64-bit ``state`` value tcsim returns from arrive (see module docstring)."""
+    return ((_TOKEN_TAG << 60) | (((offset >> 3) & _F20) << 40) | ((phase & _F20) << 20)
+            | (pending_before & _F20))
+
+
+def decode_token(token: int) -> tuple[int, int, int]:
+    """(phase mod 2^20, SMEM offset, pending count before the arrive); SyncError for a non-token value."""
+    token = int(token)
+    if (token >> 60) != _TOKEN_TAG:
+        raise SyncError(f"mbarrier state operand 0x{token:016x} is not a state token returned by "
+                        f"mbarrier.arrive / arrive_drop",
+                        expected="the state result of a prior arrive on the same mbarrier")
+    return (token >> 20) & _F20, ((token >> 40) & _F20) << 3, token & _F20
+
+
+def token_phase_done(mb, token_phase: int) -> bool:
+    """Token wait: the phase recorded in the token has completed (current phase differs from it)."""
+    return ((mb.phase - token_phase) & _F20) != 0
+
+
+# --------------------------------------------------------------------------------------- addressing
+def resolve_targets(ctx, space: str, addrs: np.ndarray, lanes: np.ndarray) -> list:
+    """Per executing lane (in lane order): ``(lane, cta, smem_offset)`` of the mbarrier it addresses.
+
+    ``space`` is 'shared::cta', 'shared::cluster' or 'generic'."""
+    a = np.asarray(addrs, dtype=np.uint64)[lanes]
+    if space == "generic":
+        lo, hi = np.uint64(M.SHARED_WINDOW), np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE)
+        bad = (a < lo) | (a >= hi)
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise MemoryFault(f"generic address 0x{int(a[i]):x} (lane {int(lanes[i])}) of an mbarrier operation "
+                              f"is not in the shared-memory window",
+                              expected="the generic address of an mbarrier object in shared memory")
+        a = a - lo
+    ranks, offs = M.split_shared(a)
+    out = []
+    for lane, r, off, raw in zip(lanes, ranks, offs, a):
+        r = int(r)
+        if space == "shared::cta" and r != ctx.cta.rank:
+            raise MemoryFault(f".shared::cta mbarrier address 0x{int(raw):x} (lane {int(lane)}) belongs to "
+                              f"cluster rank {r}, not to the executing CTA (rank {ctx.cta.rank})",
+                              expected="a .shared::cluster address (mapa) for another CTA's mbarrier")
+        cta = ctx.cluster.cta_by_rank(r)
+        if cta is not ctx.cta and cta.exited:
+            raise MemoryFault(f"mbarrier operation on {cta.label}, which has already exited",
+                              expected="peer CTAs to stay resident (cluster barrier before exit)")
+        out.append((int(lane), cta, int(off)))
+    return out
+
+
+def describe(mb, cta) -> str:
+    """'mbarrier@0x10 of CTA (0,0,0): phase 0 (parity 0), 1/1 arrivals pending, tx-count 4096'."""
+    if not mb.valid:
+        return f"mbarrier@0x{mb.offset:x} of {cta.label} (not initialised / invalidated)"
+    return (f"mbarrier@0x{mb.offset:x} of {cta.label}: phase {mb.phase} (parity {mb.phase & 1}), "
+            f"{mb.pending}/{mb.expected} arrivals pending, tx-count {mb.tx}")
+
+
+# --------------------------------------------------------------------------------------- decode helpers
+class _Form:
+    __slots__ = ("op", "sem", "scope", "space", "expect_tx", "no_complete", "parity", "name")
+
+
+def _parse(ins) -> _Form:
+    mods = ins.mods
+    if not mods or mods[0] not in OPS:
+        raise UnsupportedError(f"{ins.full_opcode} is not an mbarrier instruction tcsim knows",
+                               expected="mbarrier." + "/".join(OPS))
+    f = _Form()
+    f.op, f.sem, f.scope, f.space = mods[0], None, None, None
+    f.expect_tx = f.no_complete = f.parity = False
+    f.name = ins.full_opcode
+    has_type = False
+    for m in mods[1:]:
+        if m in SEMS:
+            if f.sem is not None:
+                raise VerifyError(f"{ins.full_opcode} names two memory semantics")
+            f.sem = m
+        elif m in SCOPES:
+            if f.scope is not None:
+                raise VerifyError(f"{ins.full_opcode} names two scopes")
+            f.scope = m
+        elif m in SPACES:
+            if f.space is not None:
+                raise VerifyError(f"{ins.full_opcode} names two state spaces")
+            f.space = m
+        elif m == "b64":
+            has_type = True
+        elif m == "expect_tx" and f.op in ("arrive", "arrive_drop"):
+            f.expect_tx = True
+        elif m == "noComplete" and f.op in ("arrive", "arrive_drop"):
+            f.no_complete = True
+        elif m == "parity" and f.op in ("test_wait", "try_wait"):
+            f.parity = True
+        else:
+            raise UnsupportedError(f"qualifier .{m} of mbarrier.{f.op} is not supported",
+                                   expected=f"the qualifiers of mbarrier.{f.op} in PTX ISA §9.7.13.15")
+    if not has_type:
+        raise VerifyError(f"{ins.full_opcode} needs the .b64 type qualifier")
+    if (f.sem is None) != (f.scope is None):
+        raise VerifyError(f"{ins.full_opcode}: .sem and .scope qualifiers must be given together",
+                          expected="e.g. .release.cluster or neither")
+    allowed_sem = {"arrive": ("release", "relaxed"), "arrive_drop": ("release", "relaxed"),
+                   "test_wait": ("acquire", "relaxed"), "try_wait": ("acquire", "relaxed"),
+                   "expect_tx": ("relaxed",), "complete_tx": ("relaxed",)}.get(f.op, ())
+    if f.sem is not None and f.sem not in allowed_sem:
+        raise VerifyError(f"{ins.full_opcode}: .{f.sem} is not allowed on mbarrier.{f.op}",
+                          expected=("one of " + ", ".join("." + s for s in allowed_sem)) if allowed_sem
+                          else "no memory-semantics qualifier")
+    if f.no_complete:
+        if f.expect_tx:
+            raise VerifyError(f"{ins.full_opcode}: .noComplete cannot be combined with .expect_tx")
+        if f.sem not in (None, "release") or f.scope not in (None, "cta"):
+            raise VerifyError(f"{ins.full_opcode}: .noComplete allows only .release.cta")
+    if f.space == "shared::cluster" and f.op in ("init", "inval", "test_wait", "try_wait"):
+        raise VerifyError(f"mbarrier.{f.op} cannot take a .shared::cluster address; it must be executed "
+                          f"by the barrier's own CTA", expected=".shared::cta or a generic address")
+    if f.space is not None and f.op == "pending_count":
+        raise VerifyError("mbarrier.pending_count takes no state space")
+    if f.sem is None and f.op in ("arrive", "arrive_drop"):
+        f.sem, f.scope = "release", "cta"
+    elif f.sem is None and f.op in ("test_wait", "try_wait"):
+        f.sem, f.scope = "acquire", "cta"
+    elif f.sem is None and f.op in ("expect_tx", "complete_tx"):
+        f.sem, f.scope = "relaxed", "cta"
+    return f
+
+
+def _space(f: _Form) -> str:
+    if f.space in ("shared", "shared::cta"):
+        return "shared::cta"
+    if f.space == "shared::cluster":
+        return "shared::cluster"
+    return "generic"
+
+
+def _addr_operand(op, what):
+    if not isinstance(op, ir.Address) or op.coords is not None:
+        raise VerifyError(f"{what}: the mbarrier operand must be an address [a]")
+    return op
+
+
+def _check_imm_range(op, lo, hi, what):
+    if isinstance(op, ir.Imm):
+        if op.kind != "int" or not lo <= int(op.value) <= hi:
+            raise VerifyError(f"{what} {op} is out of range", expected=f"an integer in [{lo}, {hi}]")
+    elif not isinstance(op, (ir.Reg, ir.Sym)):
+        raise VerifyError(f"{what} must be a .u32 register or immediate, got {op}")
+
+
+def _read_u32(ctx, op) -> np.ndarray:
+    return ctx.read(op, "u32").astype(np.int64)
+
+
+def _range_check(value: int, lo: int, hi: int, what: str, lane: int) -> int:
+    if not lo <= value <= hi:
+        raise SyncError(f"{what} {value} (lane {lane}) is out of range", expected=f"a value in [{lo}, {hi}]")
+    return value
+
+
+def _live(cta, off: int, what: str):
+    """The initialised mbarrier at ``off`` of ``cta`` (SyncError if none / invalidated)."""
+    mb = cta.mbarrier(off, create=False)
+    if not mb.valid:
+        raise SyncError(f"{what} on SMEM offset 0x{off:x} of {cta.label}, which holds no live mbarrier "
+                        f"(it was invalidated)", expected="mbarrier.init before any other mbarrier operation")
+    return mb
+
+
+def _emit(ctx, op, cta, mb, lane, **fields):
+    ctx.emit_sync(op, target_cta=cta.ctaid, mbarrier=mb.offset, lane=lane, **fields)
+
+
+def _phase_done_event(ctx, cta, mb, before_phase, lane):
+    if mb.phase != before_phase:
+        _emit(ctx, "mbarrier.phase", cta, mb, lane, completed=before_phase, phase=mb.phase)
+
+
+# --------------------------------------------------------------------------------------- decoder
+@semantics("mbarrier")
+def decode_mbarrier(ins, info):
+    """PTX ISA 9.1 §9.7.13.15 mbarrier (init §.9, inval §.10, expect_tx §.11, complete_tx §.12, arrive §.13,
+    arrive_drop §.14, test_wait/try_wait §.16, pending_count §.17)."""
+    f = _parse(ins)
+    ops = ins.operands
+    builder = {"init": _dec_init, "inval": _dec_inval, "arrive": _dec_arrive, "arrive_drop": _dec_arrive,
+               "expect_tx": _dec_tx, "complete_tx": _dec_tx, "test_wait": _dec_wait, "try_wait": _dec_wait,
+               "pending_count": _dec_pending}[f.op]
+    return builder(f, ops, ins)
+
+
+def _dec_init(f, ops, ins):
+    """§9.7.13.15.9 mbarrier.init{.shared{::cta}}.b64 [addr], count."""
+    if len(ops) != 2:
+        raise VerifyError("mbarrier.init takes [addr], count")
+    addr = _addr_operand(ops[0], "mbarrier.init")
+    _check_imm_range(ops[1], 1, MAX_COUNT, "mbarrier.init count")
+    cnt_op = ops[1]
+    space = _space(f)
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        counts = _read_u32(ctx, cnt_op)
+        done = {}
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
+            if cta is not ctx.cta:
+                raise SyncError(f"mbarrier.init on an mbarrier of {cta.label}; init must be executed by the "
+                                f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
+            count = _range_check(int(counts[lane]), 1, MAX_COUNT, "mbarrier.init count", lane)
+            mb = cta.mbarrier(off, create=True)
+            if off in done:
+                # several lanes of one warp-instruction initialising the same barrier identically: one init
+                if done[off] != count:
+                    raise SyncError(f"lanes {done[off]} and {lane} initialise mbarrier@0x{off:x} with different "
+                                    f"counts in the same instruction")
+                continue
+            if mb.valid:
+                raise SyncError(f"mbarrier.init on mbarrier@0x{off:x} of {cta.label}, which is still live "
+                                f"({describe(mb, cta)})",
+                                expected="mbarrier.inval before re-initialising the memory of a live mbarrier")
+            mb.init(count)
+            done[off] = count
+            _emit(ctx, "mbarrier.init", cta, mb, lane, count=count)
+
+    return run
+
+
+def _dec_inval(f, ops, ins):
+    """§9.7.13.15.10 mbarrier.inval{.shared{::cta}}.b64 [addr]."""
+    if len(ops) != 1:
+        raise VerifyError("mbarrier.inval takes [addr]")
+    addr = _addr_operand(ops[0], "mbarrier.inval")
+    space = _space(f)
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
+            if cta is not ctx.cta:
+                raise SyncError(f"mbarrier.inval on an mbarrier of {cta.label}; inval must be executed by the "
+                                f"barrier's own CTA")
+            mb = cta.mbarrier(off, create=False)
+            if not mb.valid:
+                raise SyncError(f"mbarrier.inval on mbarrier@0x{off:x} of {cta.label}, which is not live",
+                                expected="mbarrier.init before mbarrier.inval")
+            mb.inval()
+            _emit(ctx, "mbarrier.inval", cta, mb, lane)
+
+    return run
+
+
+def _dec_arrive(f, ops, ins):
+    """§9.7.13.15.13 mbarrier.arrive{.expect_tx|.noComplete}{.sem.scope}{.space}.b64 state|_, [addr]{, count|tx}
+    and §9.7.13.15.14 mbarrier.arrive_drop (same forms; the count is also removed from the expected count)."""
+    drop = f.op == "arrive_drop"
+    what = f"mbarrier.{f.op}"
+    if len(ops) not in (2, 3):
+        raise VerifyError(f"{what} takes state, [addr]{{, count}}")
+    dst = ops[0]
+    addr = _addr_operand(ops[1], what)
+    extra = ops[2] if len(ops) == 3 else None
+    if not isinstance(dst, (ir.Reg, ir.Sink)):
+        raise VerifyError(f"{what}: the state destination must be a .b64 register or _")
+    if f.space == "shared::cluster" and not isinstance(dst, ir.Sink):
+        raise VerifyError(f"{what} on a .shared::cluster address cannot return a state; use the sink _",
+                          expected=f"{what}.shared::cluster.b64 _, [addr]")
+    if f.expect_tx and extra is None:
+        raise VerifyError(f"{what}.expect_tx needs a txCount operand")
+    if f.no_complete and extra is None:
+        raise VerifyError(f"{what}.noComplete needs a count operand")
+    if extra is not None:
+        if f.expect_tx:
+            _check_imm_range(extra, 0, MAX_COUNT, "txCount")
+        else:
+            _check_imm_range(extra, 1, MAX_COUNT, "arrive count")
+    space = _space(f)
+    sink = isinstance(dst, ir.Sink)
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        vals = _read_u32(ctx, extra) if extra is not None else None
+        tokens = np.zeros(32, dtype=np.uint64)
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
+            if cta is not ctx.cta and not sink:
+                raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label} (another CTA) cannot return "
+                                f"a state", expected="the sink _ as destination for a remote arrive")
+            mb = _live(cta, off, what)
+            tx = 0
+            count = 1
+            if f.expect_tx:
+                tx = _range_check(int(vals[lane]), 0, MAX_COUNT, "txCount", lane)
+            elif vals is not None:
+                count = _range_check(int(vals[lane]), 1, MAX_COUNT, "arrive count", lane)
+            before = mb.phase
+            pending_before = mb.pending
+            if tx:
+                mb.expect_tx(tx)
+                _emit(ctx, "mbarrier.expect_tx", cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope)
+            try:
+                phase = mb.arrive(count, drop=drop, no_complete=f.no_complete)
+            except SyncError as e:
+                raise SyncError(f"{what}: {e.message} [{describe(mb, cta)}]", expected=e.expected) from None
+            tokens[lane] = encode_token(phase, off, pending_before)
+            _emit(ctx, "mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, sem=f.sem,
+                  scope=f.scope, remote=cta is not ctx.cta)
+            _phase_done_event(ctx, cta, mb, before, lane)
+        if not sink:
+            ctx.write(dst, "b64", tokens)
+
+    return run
+
+
+def _dec_tx(f, ops, ins):
+    """§9.7.13.15.11 mbarrier.expect_tx / §9.7.13.15.12 mbarrier.complete_tx{.relaxed.scope}{.space}.b64
+    [addr], txCount."""
+    what = f"mbarrier.{f.op}"
+    if len(ops) != 2:
+        raise VerifyError(f"{what} takes [addr], txCount")
+    addr = _addr_operand(ops[0], what)
+    _check_imm_range(ops[1], 0, MAX_COUNT, "txCount")
+    tx_op = ops[1]
+    space = _space(f)
+    complete = f.op == "complete_tx"
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        txs = _read_u32(ctx, tx_op)
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
+            mb = _live(cta, off, what)
+            tx = _range_check(int(txs[lane]), 0, MAX_COUNT, "txCount", lane)
+            before = mb.phase
+            if complete:
+                mb.complete_tx(tx)
+            else:
+                mb.expect_tx(tx)
+            _emit(ctx, what, cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope, remote=cta is not ctx.cta)
+            _phase_done_event(ctx, cta, mb, before, lane)
+
+    return run
+
+
+def _dec_wait(f, ops, ins):
+    """§9.7.13.15.16 mbarrier.test_wait{.parity} / mbarrier.try_wait{.parity}{.sem.scope}{.shared{::cta}}.b64
+    waitComplete, [addr], state|phaseParity{, suspendTimeHint}."""
+    what = f.name
+    blocking = f.op == "try_wait"
+    nmax = 4 if blocking else 3
+    if len(ops) not in (3, nmax) or (not blocking and len(ops) != 3):
+        raise VerifyError(f"{what} takes waitComplete, [addr], {'phaseParity' if f.parity else 'state'}"
+                          + (", {suspendTimeHint}" if blocking else ""))
+    dst = ops[0]
+    if not isinstance(dst, (ir.Reg, ir.Sink)):
+        raise VerifyError(f"{what}: waitComplete must be a predicate register")
+    addr = _addr_operand(ops[1], what)
+    arg = ops[2]
+    hint = ops[3] if len(ops) == 4 else None
+    if f.parity:
+        _check_imm_range(arg, 0, 0xFFFFFFFF, "phaseParity")
+    elif isinstance(arg, ir.Imm):
+        raise VerifyError(f"{what}: the state operand must be the .b64 register returned by an arrive")
+    space = _space(f)
+    form = f"{f.op}{'.parity' if f.parity else ''}"
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        argv = ctx.read(arg, "u32" if f.parity else "b64")
+        if hint is not None:
+            ctx.read(hint, "u32")
+        result = np.zeros(32, dtype=bool)
+        groups = {}
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
+            if cta is not ctx.cta:
+                raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label}; waits must be executed by the "
+                                f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
+            mb = _live(cta, off, what)
+            if f.parity:
+                par = int(argv[lane]) & 1
+                done = mb.parity_done(par)
+                key_arg = par
+            else:
+                tphase, toff, _ = decode_token(int(argv[lane]))
+                if toff != off:
+                    raise SyncError(f"{what}: the state token (lane {lane}) came from the mbarrier at offset "
+                                    f"0x{toff:x}, not from mbarrier@0x{off:x}",
+                                    expected="the state returned by an arrive on the same mbarrier")
+                done = token_phase_done(mb, tphase)
+                key_arg = tphase
+            result[lane] = done
+            if not done and blocking:
+                groups.setdefault((off, key_arg), (mb, cta, []))[2].append(lane)
+            _emit(ctx, "mbarrier.wait", cta, mb, lane, form=form, arg=key_arg, done=bool(done), sem=f.sem,
+                  scope=f.scope)
+        done_lanes = ctx.mask.copy()
+        for (off, karg), (mb, cta, glanes) in groups.items():
+            m = np.zeros(32, dtype=bool)
+            m[glanes] = True
+            done_lanes &= ~m
+            ctx.block(m, mb.next_phase_event(), _reason(form, karg, mb, cta, f.parity),
+                      on_release=_releaser(ctx, dst, m, mb, cta, f))
+        ctx.write_pred(dst, result, mask=done_lanes)
+
+    return run
+
+
+def _reason(form, arg, mb, cta, parity):
+    label = f"parity={arg}" if parity else f"token phase={arg}"
+
+    def reason():
+        return f"mbarrier.{form}({label}) on {describe(mb, cta)}"
+
+    return reason
+
+
+def _releaser(ctx, dst, mask, mb, cta, f):
+    def on_release(value):
+        ctx.write_pred(dst, True, mask=mask)
+        ctx.emit_sync("mbarrier.wait", target_cta=cta.ctaid, mbarrier=mb.offset, lane=int(np.argmax(mask)),
+                      form=f.op + (".parity" if f.parity else ""), done=True, resumed=True, sem=f.sem,
+                      scope=f.scope)
+
+    return on_release
+
+
+def _dec_pending(f, ops, ins):
+    """§9.7.13.15.17 mbarrier.pending_count.b64 count, state: the pending count before the .noComplete
+    arrive that produced ``state``."""
+    if len(ops) != 2:
+        raise VerifyError("mbarrier.pending_count takes count, state")
+    dst, src = ops
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        st = ctx.read(src, "b64")
+        out = np.zeros(32, dtype=np.uint32)
+        for lane in lanes:
+            _, _, pend = decode_token(int(st[lane]))
+            out[lane] = pend
+        ctx.write(dst, "u32", out)
+
+    return run
