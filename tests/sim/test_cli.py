@@ -91,3 +91,36 @@ def test_demo_runs_and_passes(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "PASS" in out and "bit-exact" in out
+
+
+DEADLOCK = HEAD + """.visible .entry k()
+{
+ .reg .pred %p<2>;
+ .reg .b32 %r<4>;
+ .shared .align 8 .b64 bar;
+ mov.u32 %r1, %tid.x;
+ setp.ne.u32 %p1, %r1, 0;
+ @%p1 bra WAIT;
+ mbarrier.init.shared::cta.b64 [bar], 2;
+WAIT:
+ bar.sync 0;
+ mbarrier.arrive.shared::cta.b64 _, [bar];
+LOOP:
+ mbarrier.try_wait.parity.shared::cta.b64 %p1, [bar], 0;
+ @!%p1 bra LOOP;
+ ret;
+}
+"""
+
+
+def test_run_reports_deadlock_with_barrier_and_phase(tmp_path, capsys):
+    # one thread arrives once on an mbarrier that expects 2 arrivals, then waits for phase 0 forever
+    ptx = write(tmp_path, "dead.ptx", DEADLOCK)
+    launch = write(tmp_path, "launch_dead.py", textwrap.dedent(f"""
+        from sim.launch import Launch
+        LAUNCH = Launch(ptx={str(ptx)!r}, block=(1, 1, 1))
+    """))
+    assert main(["run", str(launch)]) == 1
+    err = capsys.readouterr().err
+    assert "deadlock" in err and f"{ptx}:" in err
+    assert "warp 0" in err and "mbarrier" in err and "phase 0" in err and "1/2 arrivals pending" in err
