@@ -19,11 +19,19 @@ How exactness is obtained (no double rounding anywhere):
     transformations are not provably exact (overflow of the Veltkamp split, products or results near
     the subnormal range) fall back to exact Python-integer arithmetic on those lanes only.
 
-NaN results are canonical: f32 0x7FFFFFFF, f16/bf16 0x7FFF, f64 0x7FFFFFFFFFFFFFFF (the GPU does
-not propagate payloads).  `.ftz` (flush subnormal inputs and results to sign-preserving zero) is
-accepted for f32 and f16 (PTX has add.ftz.f16); ValueError for bf16/f64.  A result is flushed
-when the *rounded* result is subnormal (not yet confirmed on hardware for results that round up
-to the smallest normal).  `.sat` clamps to [+0, 1] and turns NaN into +0 (-0 becomes +0).
+NaN results (measured on an H100, sm_90, driver 580; see the gpu-marked tests):
+  * f32 / f16 / bf16: always the canonical NaN 0x7FFFFFFF / 0x7FFF (payloads never propagate),
+    abs/neg included.
+  * f64: a NaN operand propagates, quieted (payload and sign kept): add/sub/mul/min/max take the
+    second operand's NaN if it is one, else the first's; fma takes b, then c, then a; div takes a,
+    then b; sqrt/rcp/abs/neg return the quieted operand (neg/abs do not change a NaN's sign).
+    An invalid operation without NaN operands (Inf-Inf, 0*Inf, 0/0, sqrt(-x)) gives
+    0xFFF8000000000000.  min/max with both operands NaN return the quieted second operand.
+`.ftz` (flush subnormal inputs and results to sign-preserving zero) is accepted for f32 and f16
+(PTX has add.ftz.f16); ValueError for bf16/f64.  The result is flushed when the exact result is
+below the smallest normal in magnitude (tininess before rounding, measured: mul.rn.ftz.f32 of
+2**-126 by 1-2**-24 gives +0 although rounding alone would give 2**-126).
+`.sat` clamps to [+0, 1] and turns NaN into +0 (-0 becomes +0).
 
 Not supported here: .approx / .full division (see approx.py), .oob, mixed-precision
 fma.f32.f16, f32x2 packed forms (use `packed2`-like splitting at the caller), stochastic rounding.
@@ -51,7 +59,8 @@ _DT = {"f16": np.uint16, "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}
 
 
 def canonical_nan(fmt: str) -> int:
-    """Canonical NaN bit pattern PTX arithmetic produces in `fmt` (PTX ISA 9.1 §9.7.3)."""
+    """Canonical NaN bit pattern of `fmt` (PTX ISA 9.1 §9.7.3).  For f64 the GPU propagates NaN
+    operands instead; invalid f64 operations give 0xFFF8000000000000 (see module docstring)."""
     _chk_fmt(fmt)
     return _NAN[fmt]
 
@@ -125,12 +134,43 @@ def _enc(fmt, v):
     return encode(fmt, v, "rn")
 
 
+_QNAN64 = np.uint64(0x0008000000000000)
+_INVALID64 = np.uint64(0xFFF8000000000000)
+
+
+def _nan64(r, *ops):
+    """f64 NaN results: the first NaN among `ops` (priority order) quieted, else the invalid
+    operation NaN 0xFFF8000000000000 (measured H100 behaviour)."""
+    r = r.astype(np.uint64)
+    isn = _is_nan("f64", r)
+    if not isn.any():
+        return r
+    pick = np.full(r.shape, _INVALID64)
+    for op in reversed(ops):
+        o = np.broadcast_to(op.astype(np.uint64), r.shape)
+        pick = np.where(_is_nan("f64", o), o | _QNAN64, pick)
+    return np.where(isn, pick, r)
+
+
+def _tiny(fmt, rz_bits):
+    """Lanes whose exact result is below the smallest normal (rz result subnormal or zero)."""
+    _, _, em, _ = _geom(fmt)
+    return (rz_bits.astype(np.uint64) & np.uint64(em)) == 0
+
+
+def _ftz_result(fmt, r, rz_bits):
+    """Flush results whose exact value is tiny (tininess before rounding), keeping the sign."""
+    sign = _DT[fmt](_geom(fmt)[1])
+    return np.where(_tiny(fmt, rz_bits) & ~_is_nan(fmt, r), r & sign, r).astype(_DT[fmt])
+
+
 def _finish(fmt, r, ftz=False, sat=False, relu=False):
     r = r.astype(_DT[fmt])
     if ftz:
         r = _flush(fmt, r)
-    nan = _is_nan(fmt, r)
-    r = np.where(nan, _DT[fmt](_NAN[fmt]), r)
+    if fmt != "f64":
+        nan = _is_nan(fmt, r)
+        r = np.where(nan, _DT[fmt](_NAN[fmt]), r)
     if sat:
         v = _val(fmt, r)
         one = _enc(fmt, np.array([1.0]))[0]
@@ -299,14 +339,24 @@ def fadd(fmt, a, b, rnd="rn", ftz=False, sat=False):
     operands are zeros of the same sign."""
     _chk(fmt, rnd, ftz, sat)
     (ba, bb), (va, vb) = _prep(fmt, ftz, a, b)
-    return _finish(fmt, _add_core(fmt, va, vb, rnd), ftz, sat)
+    r = _add_core(fmt, va, vb, rnd)
+    if fmt == "f64":
+        return _nan64(r, bb, ba)
+    if ftz:
+        r = _ftz_result(fmt, r, _add_core(fmt, va, vb, "rz"))
+    return _finish(fmt, r, ftz, sat)
 
 
 def fsub(fmt, a, b, rnd="rn", ftz=False, sat=False):
     """d = a - b.  PTX ISA 9.1 §9.7.3.2 sub (floating point), §9.7.4.2 sub (half precision)."""
     _chk(fmt, rnd, ftz, sat)
     (ba, bb), (va, vb) = _prep(fmt, ftz, a, b)
-    return _finish(fmt, _add_core(fmt, va, -vb, rnd), ftz, sat)
+    r = _add_core(fmt, va, -vb, rnd)
+    if fmt == "f64":
+        return _nan64(r, bb, ba)
+    if ftz:
+        r = _ftz_result(fmt, r, _add_core(fmt, va, -vb, "rz"))
+    return _finish(fmt, r, ftz, sat)
 
 
 def _add_core(fmt, va, vb, rnd):
@@ -320,8 +370,7 @@ def _add_core(fmt, va, vb, rnd):
             zero = fin & (out == 0)
             zs = _zero_sign_sum(rnd, np.signbit(va), np.signbit(vb))
             out = np.where(zero & (hi == 0), np.where(zs, -0.0, 0.0), out)
-            r = out.view(np.uint64).copy()
-            return np.where(np.isnan(out), np.uint64(_NAN["f64"]), r)
+            return out.view(np.uint64).copy()
         res = np.zeros(hi.shape, _DT[fmt])
         nz = fin & (hi != 0)
         if nz.any():
@@ -351,9 +400,12 @@ def fmul(fmt, a, b, rnd="rn", ftz=False, sat=False):
             zsign = np.signbit(va) != np.signbit(vb)
             res = np.where(fin & (p == 0), np.where(zsign, _DT[fmt](_geom(fmt)[1]), 0), res)
             res = np.where(~fin, _enc(fmt, np.where(fin, 0.0, p)), res)
+            if ftz:
+                tiny = fin & (np.abs(p) < FORMATS[fmt].min_normal)   # p is exact
+                res = np.where(tiny, res & _DT[fmt](_geom(fmt)[1]), res)
             return _finish(fmt, res, ftz, sat)
         if rnd == "rn":
-            return _finish(fmt, p.view(np.uint64).copy())
+            return _nan64(p.view(np.uint64).copy(), bb, ba)
         aa, ab = np.abs(va), np.abs(vb)
         safe = fin & (aa < 2.0 ** 995) & (ab < 2.0 ** 995) & (
             (np.abs(p) >= 2.0 ** -968) | (va == 0) | (vb == 0))
@@ -366,7 +418,7 @@ def fmul(fmt, a, b, rnd="rn", ftz=False, sat=False):
         idx = np.nonzero(hard)[0]
         if len(idx):
             res[idx] = _exact_lanes("f64", "mul", idx, [va, vb], rnd)
-        return _finish(fmt, res)
+        return _nan64(res, bb, ba)
 
 
 def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
@@ -381,7 +433,9 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
         fin = np.isfinite(va) & np.isfinite(vb) & np.isfinite(vc)
         pzero = fin & ((va == 0) | (vb == 0))
         psign = np.signbit(va) != np.signbit(vb)
-        spec = np.where(fin, 0.0, va * vb + vc)
+        # specials: a finite product (even one overflowing float64) plus an infinite c is c
+        ab_fin = np.isfinite(va) & np.isfinite(vb)
+        spec = np.where(fin, 0.0, np.where(ab_fin & np.isinf(vc), vc, va * vb + vc))
         if fmt != "f64":
             p = va * vb                                   # exact
             hi, lo = _two_sum(p, vc)
@@ -393,6 +447,10 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
             res = np.where(fin & (hi == 0),
                            np.where(zs, _DT[fmt](_geom(fmt)[1]), _DT[fmt](0)), res)
             res = np.where(~fin, _enc(fmt, spec), res)
+            if ftz and nz.any():
+                rz = np.zeros(hi.shape, _DT[fmt])
+                rz[nz] = _round_pair(fmt, hi[nz], lo[nz], "rz")
+                res = np.where(nz, _ftz_result(fmt, res, rz), res)
             return _finish(fmt, res, ftz, sat, relu)
         # f64
         out = np.zeros(va.shape)
@@ -425,7 +483,7 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
         idx = np.nonzero(hard)[0]
         if len(idx):
             res[idx] = _exact_lanes("f64", "fma", idx, [va, vb, vc], rnd, zs[idx])
-        return _finish(fmt, res)
+        return _nan64(res, bb, bc, ba)
 
 
 # ------------------------------------------------------------------------------------------
@@ -456,9 +514,12 @@ def fdiv(fmt, a, b, rnd="rn", ftz=False):
                 Q = num // mb
                 R = num - Q * mb
                 res[regular] = round_scaled(fmt, na != nb, Q, ea - eb - 39, R != 0, rnd)
+                if ftz:
+                    rz = round_scaled(fmt, na != nb, Q, ea - eb - 39, R != 0, "rz")
+                    res[regular] = _ftz_result(fmt, res[regular], rz)
             return _finish(fmt, res, ftz)
         if rnd == "rn":
-            return _finish(fmt, q.view(np.uint64).copy())
+            return _nan64(q.view(np.uint64).copy(), ba, bb)
         aa, ab, aq = np.abs(va), np.abs(vb), np.abs(q)
         safe = regular & (aq < 2.0 ** 995) & (aq >= 2.0 ** -960) & (ab < 2.0 ** 995) & \
             (aa >= 2.0 ** -960) & (ab >= 2.0 ** -960)
@@ -474,7 +535,7 @@ def fdiv(fmt, a, b, rnd="rn", ftz=False):
         idx = np.nonzero(regular & ~safe)[0]
         if len(idx):
             res[idx] = _exact_lanes("f64", "div", idx, [va, vb], rnd)
-        return _finish(fmt, res)
+        return _nan64(res, ba, bb)
 
 
 def frcp(fmt, a, rnd="rn", ftz=False):
@@ -513,7 +574,7 @@ def fsqrt(fmt, a, rnd="rn", ftz=False):
                                             rnd)
             return _finish(fmt, res, ftz)
         if rnd == "rn":
-            return _finish(fmt, s.view(np.uint64).copy())
+            return _nan64(s.view(np.uint64).copy(), ba)
         safe = regular & (va >= 2.0 ** -960) & (va < 2.0 ** 990)
         S = np.where(safe, s, 1.0)
         A = np.where(safe, va, 1.0)
@@ -525,7 +586,7 @@ def fsqrt(fmt, a, rnd="rn", ftz=False):
         idx = np.nonzero(regular & ~safe)[0]
         if len(idx):
             res[idx] = _exact_lanes("f64", "sqrt", idx, [va], rnd)
-        return _finish(fmt, res)
+        return _nan64(res, ba)
 
 
 # ------------------------------------------------------------------------------------------
@@ -554,7 +615,10 @@ def _minmax(fmt, a, b, ftz, nan, xorsign_abs, want_max):
     r = np.where(na & ~nb, bb, r)
     r = np.where(nb & ~na, ba, r)
     cn = dt(_NAN[fmt])
-    r = np.where(na & nb, cn, r)
+    if fmt == "f64":   # both NaN: the second operand, quieted (measured)
+        r = np.where(na & nb, bb | _QNAN64, r)
+    else:
+        r = np.where(na & nb, cn, r)
     if nan:
         r = np.where(na | nb, cn, r)
     if xorsign_abs:
@@ -578,19 +642,28 @@ def fmax(fmt, a, b, ftz=False, nan=False, xorsign_abs=False):
 
 
 def fabs(fmt, a, ftz=False):
-    """d = |a| (clears the sign bit; NaN payload kept).  PTX ISA 9.1 §9.7.3.6 abs (floating
+    """d = |a| (clears the sign bit; NaN -> canonical NaN, f64: quieted operand).  PTX ISA 9.1 §9.7.3.6 abs (floating
     point), §9.7.4.6 abs (half precision)."""
     _chk(fmt, None, ftz)
     (ba,), _ = _prep(fmt, ftz, a)
-    return (ba & _DT[fmt](_geom(fmt)[1] - 1)).astype(_DT[fmt])
+    return _absneg_nan(fmt, ba, (ba & _DT[fmt](_geom(fmt)[1] - 1)).astype(_DT[fmt]))
+
+
+def _absneg_nan(fmt, ba, r):
+    """abs/neg of a NaN (measured): f32/f16/bf16 give the canonical NaN; f64 gives the operand
+    quieted, sign unchanged."""
+    isn = _is_nan(fmt, ba)
+    if fmt == "f64":
+        return np.where(isn, ba | _QNAN64, r).astype(np.uint64)
+    return np.where(isn, _DT[fmt](_NAN[fmt]), r).astype(_DT[fmt])
 
 
 def fneg(fmt, a, ftz=False):
-    """d = -a (flips the sign bit; NaN payload kept).  PTX ISA 9.1 §9.7.3.7 neg (floating
+    """d = -a (flips the sign bit; NaN -> canonical NaN, f64: quieted operand).  PTX ISA 9.1 §9.7.3.7 neg (floating
     point), §9.7.4.7 neg (half precision)."""
     _chk(fmt, None, ftz)
     (ba,), _ = _prep(fmt, ftz, a)
-    return (ba ^ _DT[fmt](_geom(fmt)[1])).astype(_DT[fmt])
+    return _absneg_nan(fmt, ba, (ba ^ _DT[fmt](_geom(fmt)[1])).astype(_DT[fmt]))
 
 
 def fcompare(fmt, op, a, b, ftz=False):
