@@ -421,6 +421,25 @@ def fmul(fmt, a, b, rnd="rn", ftz=False, sat=False):
         return _nan64(res, bb, ba)
 
 
+def _ffma_f32_rn_round_to_odd(va, vb, vc, fin, ftz):
+    """Fast exact f32 fma (rn): the f32 product is exact in f64, TwoSum gives the exact sum as hi + lo, hi is
+    made round-to-odd (53 >= 24 + 2 bits, so a final rn cast to f32 rounds once correctly, subnormals
+    included).  Returns (bits, slow) where ``slow`` marks lanes this path does not decide (non-finite
+    operands, exact zero results with their sign rules, and results near the f32 normal boundary under
+    .ftz, whose flush depends on the unrounded value)."""
+    p = va * vb
+    hi, lo = _two_sum(p, vc)
+    h = np.ascontiguousarray(hi).view(np.uint64)
+    adj = (lo != 0) & ((h & np.uint64(1)) == 0)
+    up = np.signbit(lo) == np.signbit(hi)
+    h = np.where(adj, np.where(up, h + np.uint64(1), h - np.uint64(1)), h)
+    r = h.view(np.float64).astype(np.float32).view(np.uint32)
+    slow = ~fin | (hi == 0)
+    if ftz:
+        slow |= np.abs(hi) < 2.0 ** -125
+    return r, slow
+
+
 def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
     """d = a * b + c with a single rounding.  PTX ISA 9.1 §9.7.3.5 fma (floating point) and
     §9.7.4.4 fma (half precision; `relu` is the .relu modifier: negative results become +0, NaN
@@ -436,6 +455,10 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
         # specials: a finite product (even one overflowing float64) plus an infinite c is c
         ab_fin = np.isfinite(va) & np.isfinite(vb)
         spec = np.where(fin, 0.0, np.where(ab_fin & np.isinf(vc), vc, va * vb + vc))
+        if fmt == "f32" and rnd == "rn":
+            fast, slow = _ffma_f32_rn_round_to_odd(va, vb, vc, fin, ftz)
+            if not slow.any():
+                return _finish(fmt, fast, ftz, sat, relu)
         if fmt != "f64":
             p = va * vb                                   # exact
             hi, lo = _two_sum(p, vc)
