@@ -25,6 +25,8 @@ def lanes_str(mask: np.ndarray) -> str:
         return "no lanes"
     if idx.size == WARP:
         return "all lanes"
+    if idx.size == 1:
+        return f"lane {int(idx[0])}"
     runs, start, prev = [], int(idx[0]), int(idx[0])
     for i in idx[1:]:
         i = int(i)

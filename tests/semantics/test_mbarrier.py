@@ -221,7 +221,7 @@ def test_deadlock_report_names_barrier_phase_and_waiting_warp():
     msg = str(ei.value)
     assert "mbarrier.try_wait.parity(parity=0) on mbarrier@0x8 of CTA (0,0,0): phase 0 (parity 0), " \
            "1/1 arrivals pending, tx-count 4096" in msg
-    assert "CTA (0,0,0) warp 1 lanes 0 at" in msg
+    assert "CTA (0,0,0) warp 1 lane 0 at" in msg
 
 
 def test_deadlock_token_wait():

@@ -1,0 +1,547 @@
+"""Floating-point arithmetic: add sub mul fma mad div rcp sqrt rsqrt sin cos lg2 ex2 tanh abs neg min max
+copysign testp, on .f32 .f64 .f16 .f16x2 .bf16 .bf16x2 and the sm_100 packed .f32x2.
+
+PTX ISA 9.1 §9.7.3 (floating-point instructions) and §9.7.4 (half-precision floating-point instructions).
+All bit-exact arithmetic comes from :mod:`sim.numerics.fp` (correctly rounded IEEE operations on raw bit
+patterns) and :mod:`sim.numerics.approx` (the ``.approx`` functions); this module only decodes and checks
+qualifiers (ptxas's rules, with ptxas's wording) and moves bits between registers and those functions.
+
+Qualifier rules enforced at decode (all checked against ptxas 13.0):
+
+* rounding ``.rn .rz .rm .rp``: f32/f64/f32x2 any; f16/bf16 (and x2) ``.rn`` only; ``add/sub/mul`` default
+  to ``.rn`` when none is given; ``fma`` and ``mad`` need one (``mad.f32`` without a rounding modifier is
+  the sm_1x form and is rejected, as ptxas does for every sm_20+ target);
+* ``.ftz``: f32, f32x2, f16, f16x2 only; ``.sat``: f32, f16, f16x2 only; ``.relu``: ``fma.rn`` on
+  f16/bf16 (x2), not with ``.sat``;
+* mixed precision ``add/sub{.rnd}{.sat}.f32.{f16,bf16} d, a, c`` and ``fma.rnd{.sat}.f32.{f16,bf16}``
+  (sm_100): the half operands widen exactly, then one f32 rounding.
+
+``div.approx.f32`` / ``div.full.f32`` are modelled as ``a * rcp.approx(b)`` (see :func:`div_approx_f32`);
+their bit-exactness is bounded by that of ``rcp.approx`` in sim.numerics.approx.
+
+Not supported (UnsupportedError at decode): ``fma.oob`` (out-of-bounds operand handling), stochastic
+rounding ``.rs``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa.errors import UnsupportedError, VerifyError
+from sim.numerics import fp
+from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
+from .registry import semantics
+
+SCALAR = ("f32", "f64", "f16", "bf16")
+PACKED = ("f16x2", "bf16x2", "f32x2")
+ALL_FLOAT = SCALAR + PACKED
+_FLOAT_Q = set(ALL_FLOAT)
+_CONTAINER = {"f32": "b32", "f64": "b64", "f16": "b16", "bf16": "b16", "f16x2": "b32", "bf16x2": "b32",
+              "f32x2": "b64"}
+_SIGN = {"f32": 0x80000000, "f64": 0x8000000000000000, "f16": 0x8000, "bf16": 0x8000}
+
+
+def _is_float_form(ins) -> bool:
+    return any(m in _FLOAT_Q for m in ins.mods)
+
+
+def _elem(t: str) -> str:
+    return {"f16x2": "f16", "bf16x2": "bf16", "f32x2": "f32"}.get(t, t)
+
+
+def read_bits(ctx, op, t: str) -> np.ndarray:
+    """Raw bits of a float operand (uint16/32/64 per container)."""
+    if t == "f32":
+        return ctx.read(op, "f32").view(np.uint32)
+    if t == "f64":
+        return ctx.read(op, "f64").view(np.uint64)
+    return ctx.read(op, _CONTAINER[t])
+
+
+def write_bits(ctx, op, t: str, bits) -> None:
+    ctx.write(op, _CONTAINER[t], np.asarray(bits).astype({"b16": np.uint16, "b32": np.uint32,
+                                                          "b64": np.uint64}[_CONTAINER[t]]))
+
+
+def lanewise(fn, t: str, *xs, **kw):
+    """Apply a scalar numerics function (fmt first) to scalar or packed operands."""
+    if t in ("f16x2", "bf16x2"):
+        return fp.packed2(fn, _elem(t), *xs, **kw)
+    if t == "f32x2":
+        lo = [(np.asarray(x, np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32) for x in xs]
+        hi = [(np.asarray(x, np.uint64) >> np.uint64(32)).astype(np.uint32) for x in xs]
+        r0 = np.asarray(fn("f32", *lo, **kw)).astype(np.uint64)
+        r1 = np.asarray(fn("f32", *hi, **kw)).astype(np.uint64)
+        return r0 | (r1 << np.uint64(32))
+    return fn(t, *xs, **kw)
+
+
+def _op_type(t: str) -> str:
+    """Operand type for the register checks (packed halves live in .b32, f32x2 in .b64)."""
+    return {"bf16x2": "b32", "f32x2": "b64"}.get(t, t)
+
+
+def _common(ins, info, m: Mods, allowed=ALL_FLOAT, *, rnd_required=False, rnd_allowed=True,
+            ftz_ok=("f32", "f32x2", "f16", "f16x2"), sat_ok=("f32", "f16", "f16x2")):
+    """Parse rounding/.ftz/.sat and the type; returns (type, rnd, ftz, sat)."""
+    rnd = m.one_of(ROUNDING, "rounding modifier")
+    ftz = m.flag("ftz")
+    sat = m.flag("sat")
+    t = m.type(allowed)
+    if rnd is not None and not rnd_allowed:
+        raise VerifyError(f"Illegal rounding modifier for instruction '{ins.opcode}'", ins.loc)
+    if rnd is not None and t in ("f16", "f16x2", "bf16", "bf16x2") and rnd != "rn":
+        raise VerifyError(f"Illegal rounding modifier for instruction '{ins.opcode}'", ins.loc,
+                          expected=".rn for half-precision types")
+    if rnd_required and rnd is None:
+        raise VerifyError(f"Rounding modifier required for instruction '{ins.opcode}'", ins.loc)
+    if ftz and t not in ftz_ok:
+        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{ins.opcode}'", ins.loc)
+    if sat and t not in sat_ok:
+        raise VerifyError(f"Illegal modifier '.sat' for instruction '{ins.opcode}'", ins.loc)
+    if t in ("bf16", "bf16x2"):
+        require_arch(ins, info, 90 if ins.opcode in ("add", "sub", "mul") else 80)
+    if t == "f32x2":
+        require_arch(ins, info, 100)
+    return t, rnd or "rn", ftz, sat
+
+
+# ============================================================================================ add sub mul
+@semantics("add", "sub", "mul", when=_is_float_form)
+def decode_add_sub_mul(ins, info):
+    """PTX ISA 9.1 §9.7.3.1 add, §9.7.3.2 sub, §9.7.3.3 mul (f32/f64/f32x2, ``.rnd .ftz .sat``) and
+    §9.7.4.1-3 (f16/bf16 and packed x2, ``.rn``); mixed ``add/sub.f32.{f16,bf16}`` (§9.7.3.1)."""
+    m = Mods(ins)
+    ts = [x for x in ins.mods if x in _FLOAT_Q]
+    if len(ts) == 2 and ins.opcode in ("add", "sub"):
+        return _decode_mixed(ins, info, m, ts)
+    t, rnd, ftz, sat = _common(ins, info, m)
+    m.done(unsupported=("rs",))
+    ot = _op_type(t)
+    check_operands(ins, info, ot, (ot, ot))
+    d, a, b = ins.operands
+    fn = {"add": fp.fadd, "sub": fp.fsub, "mul": fp.fmul}[ins.opcode]
+
+    def run(ctx):
+        r = lanewise(fn, t, read_bits(ctx, a, t), read_bits(ctx, b, t), rnd=rnd, ftz=ftz, sat=sat)
+        write_bits(ctx, d, t, r)
+    return run
+
+
+def _widen_half(bits: np.ndarray, t: str) -> np.ndarray:
+    from isa.formats import decode, encode
+    return encode("f32", decode(t, bits))   # exact: every f16/bf16 value is an f32 value
+
+
+def _decode_mixed(ins, info, m: Mods, ts):
+    rnd = m.one_of(ROUNDING, "rounding modifier")
+    sat = m.flag("sat")
+    m.types()
+    m.done()
+    if ts[0] != "f32" or ts[1] not in ("f16", "bf16"):
+        raise VerifyError(f"Unexpected instruction types specified for '{ins.opcode}'", ins.loc,
+                          expected=f"{ins.opcode}.f32.f16 or {ins.opcode}.f32.bf16")
+    require_arch(ins, info, 100)
+    at = ts[1]
+    check_operands(ins, info, "f32", (at, "f32"))
+    d, a, c = ins.operands
+    fn = fp.fadd if ins.opcode == "add" else fp.fsub
+    rnd = rnd or "rn"
+
+    def run(ctx):
+        r = fn("f32", _widen_half(read_bits(ctx, a, at), at), read_bits(ctx, c, "f32"), rnd=rnd, sat=sat)
+        write_bits(ctx, d, "f32", r)
+    return run
+
+
+# ============================================================================================ fma / mad
+@semantics("fma")
+@semantics("mad", when=_is_float_form)
+def decode_fma(ins, info):
+    """PTX ISA 9.1 §9.7.3.5 fma, §9.7.3.6 mad (= fma with a required rounding modifier on sm_20+),
+    §9.7.4.4 fma (half precision, ``.relu``), mixed ``fma.rnd.f32.{f16,bf16}``."""
+    m = Mods(ins)
+    relu = m.flag("relu")
+    oob = m.flag("oob")
+    ts = [x for x in ins.mods if x in _FLOAT_Q]
+    if oob:
+        raise UnsupportedError(f"{ins.full_opcode}: .oob (out-of-bounds operand handling) is not supported by "
+                               "tcsim", ins.loc)
+    if len(ts) == 2 and ins.opcode == "fma":
+        rnd = m.one_of(ROUNDING, "rounding modifier")
+        sat = m.flag("sat")
+        m.types()
+        m.done()
+        if ts[0] != "f32" or ts[1] not in ("f16", "bf16") or relu:
+            raise VerifyError("Unexpected instruction types specified for 'fma'", ins.loc)
+        if rnd is None:
+            raise VerifyError("Rounding modifier required for instruction 'fma'", ins.loc)
+        require_arch(ins, info, 100)
+        at = ts[1]
+        check_operands(ins, info, "f32", (at, at, "f32"))
+        d, a, b, c = ins.operands
+
+        def run(ctx):
+            r = fp.ffma("f32", _widen_half(read_bits(ctx, a, at), at), _widen_half(read_bits(ctx, b, at), at),
+                        read_bits(ctx, c, "f32"), rnd=rnd, sat=sat)
+            write_bits(ctx, d, "f32", r)
+        return run
+    allowed = ALL_FLOAT if ins.opcode == "fma" else ("f32", "f64")
+    t, rnd, ftz, sat = _common(ins, info, m, allowed, rnd_required=True,
+                               ftz_ok=("f32", "f32x2", "f16", "f16x2"), sat_ok=("f32", "f16", "f16x2"))
+    m.done(unsupported=("rs",))
+    if relu:
+        if t not in ("f16", "f16x2", "bf16", "bf16x2"):
+            raise VerifyError("Unexpected instruction types specified for 'fma'", ins.loc,
+                              expected=".relu with .f16/.f16x2/.bf16/.bf16x2")
+        if sat:
+            raise VerifyError("Modifier '.relu' cannot be combined with modifier '.sat'", ins.loc)
+    ot = _op_type(t)
+    check_operands(ins, info, ot, (ot, ot, ot))
+    d, a, b, c = ins.operands
+    kw = {"rnd": rnd, "ftz": ftz, "sat": sat}
+    if relu:
+        kw["relu"] = True
+
+    def run(ctx):
+        r = lanewise(fp.ffma, t, read_bits(ctx, a, t), read_bits(ctx, b, t), read_bits(ctx, c, t), **kw)
+        write_bits(ctx, d, t, r)
+    return run
+
+
+# ============================================================================================ div rcp sqrt
+def _approx_module(ins):
+    try:
+        from sim.numerics import approx
+    except ImportError:
+        raise UnsupportedError(f"{ins.full_opcode}: the approximate-function numerics (sim/numerics/approx.py) "
+                               "are not available", ins.loc) from None
+    return approx
+
+
+def _approx_fn(ins, *names):
+    """The first of ``names`` that sim.numerics.approx defines (decode-time lookup)."""
+    approx = _approx_module(ins)
+    for n in names:
+        f = getattr(approx, n, None)
+        if f is not None:
+            return f
+    raise UnsupportedError(f"{ins.full_opcode} is not supported: sim.numerics.approx has none of "
+                           f"{', '.join(names)}", ins.loc)
+
+
+@semantics("div", when=_is_float_form)
+def decode_div(ins, info):
+    """PTX ISA 9.1 §9.7.3.8 div (floating point): ``div.approx{.ftz}.f32``, ``div.full{.ftz}.f32``,
+    ``div.rnd{.ftz}.f32``, ``div.rnd.f64``."""
+    m = Mods(ins)
+    approx = m.flag("approx")
+    full = m.flag("full")
+    t, rnd, ftz, _ = _common(ins, info, m, ("f32", "f64"), ftz_ok=("f32",), sat_ok=())
+    given_rnd = any(x in ROUNDING for x in ins.mods)
+    m.done()
+    if approx + full + given_rnd > 1:
+        raise VerifyError("Conflicting modifiers for instruction 'div' (one of .approx, .full, .rnd)", ins.loc)
+    if (approx or full) and t == "f64":
+        raise VerifyError(f"Illegal modifier '.{'approx' if approx else 'full'}' for instruction 'div'", ins.loc)
+    if not (approx or full or given_rnd):
+        raise VerifyError("Rounding modifier or '.approx' modifier required for instruction 'div'", ins.loc)
+    check_operands(ins, info, t, (t, t))
+    d, a, b = ins.operands
+    if approx or full:
+        rcp = _approx_fn(ins, "rcp_approx")
+
+        def run(ctx):
+            write_bits(ctx, d, t, div_approx_f32(rcp, read_bits(ctx, a, t), read_bits(ctx, b, t), ftz, full))
+        return run
+
+    def run(ctx):
+        write_bits(ctx, d, t, fp.fdiv(t, read_bits(ctx, a, t), read_bits(ctx, b, t), rnd=rnd, ftz=ftz))
+    return run
+
+
+#: |b| at or above which div.full.f32 scales both operands by 1/4 before the reciprocal (so that 1/b stays
+#: normal); div.approx.f32 does not, and its reciprocal of such b flushes to zero (PTX ISA §9.7.3.8, CUDA
+#: __fdividef: "returns 0 for 2**126 < |y| < 2**128")
+DIV_FULL_SCALE_THRESHOLD = 2.0 ** 126
+
+
+#: non-.ftz div.approx/div.full scale a subnormal divisor (and the dividend) by 2**24 first
+DIV_SUBNORMAL_SCALE = 0x4B800000       # 2**24 as f32 bits
+
+
+def div_approx_f32(rcp, a: np.ndarray, b: np.ndarray, ftz: bool, full: bool) -> np.ndarray:
+    """div.approx / div.full model: ``a * rcp.approx.ftz(b)`` with one f32 rounding of the product (with
+    .ftz: flushing both; measured identical, bit for bit, to ``mul.rn.ftz(a, rcp.approx.ftz(b))`` on an H100).
+    Without .ftz a subnormal b is first scaled (a and b times 2**24) so that the quotient is finite, as the GPU
+    does; .full also scales a and b by 1/4 when |b| >= 2**126, where .approx returns 0 (1/b underflows).
+    The reciprocal comes from sim.numerics.approx, whose accuracy model is documented there."""
+    from isa.formats import decode
+    bv = np.abs(decode("f32", b))
+    if full:
+        big = bv >= DIV_FULL_SCALE_THRESHOLD
+        if big.any():
+            q = np.full(b.shape, 0x3E800000, np.uint32)       # 0.25
+            a = np.where(big, fp.fmul("f32", a, q), a).astype(np.uint32)
+            b = np.where(big, fp.fmul("f32", b, q), b).astype(np.uint32)
+    if not ftz:
+        tiny = (bv < 2.0 ** -126) & (bv > 0)
+        if tiny.any():
+            s = np.full(b.shape, DIV_SUBNORMAL_SCALE, np.uint32)
+            a = np.where(tiny, fp.fmul("f32", a, s), a).astype(np.uint32)
+            b = np.where(tiny, fp.fmul("f32", b, s), b).astype(np.uint32)
+    r = rcp(b, ftz=True)
+    return fp.fmul("f32", a, r, rnd="rn", ftz=ftz)
+
+
+@semantics("rcp", "sqrt")
+def decode_rcp_sqrt(ins, info):
+    """PTX ISA 9.1 §9.7.3.9 rcp (``.approx{.ftz}.f32``, ``.rnd{.ftz}.f32``, ``.rnd.f64``,
+    ``.approx.ftz.f64``) and §9.7.3.12 sqrt (``.approx{.ftz}.f32``, ``.rnd{.ftz}.f32``, ``.rnd.f64``)."""
+    m = Mods(ins)
+    approx = m.flag("approx")
+    t, rnd, ftz, _ = _common(ins, info, m, ("f32", "f64"), ftz_ok=("f32", "f64") if approx else ("f32",),
+                             sat_ok=())
+    given_rnd = any(x in ROUNDING for x in ins.mods)
+    m.done()
+    name = ins.opcode
+    if approx and given_rnd:
+        raise VerifyError(f"Conflicting modifiers for instruction '{name}' (.approx and a rounding modifier)",
+                          ins.loc)
+    if not (approx or given_rnd):
+        raise VerifyError(f"Rounding modifier or '.approx' modifier required for instruction '{name}'", ins.loc)
+    if approx and t == "f64":
+        if name == "sqrt":
+            raise VerifyError("Illegal modifier '.approx' for instruction 'sqrt'", ins.loc)
+        if not ftz:
+            raise VerifyError("'.ftz' modifier required for instruction 'rcp.approx.f64'", ins.loc)
+    if ftz and t == "f64" and not approx:
+        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{name}'", ins.loc)
+    check_operands(ins, info, t, (t,))
+    d, a = ins.operands
+    if approx:
+        if t == "f64":
+            f = _approx_fn(ins, "rcp_approx_f64", "rcp_approx_ftz_f64")
+            def run(ctx):
+                write_bits(ctx, d, t, f(read_bits(ctx, a, t)))
+            return run
+        f = _approx_fn(ins, f"{name}_approx")
+
+        def run(ctx):
+            write_bits(ctx, d, t, f(read_bits(ctx, a, t), ftz=ftz))
+        return run
+    f = fp.frcp if name == "rcp" else fp.fsqrt
+
+    def run(ctx):
+        write_bits(ctx, d, t, f(t, read_bits(ctx, a, t), rnd=rnd, ftz=ftz))
+    return run
+
+
+# ============================================================================================ .approx functions
+_APPROX_TYPES = {
+    "rsqrt": ("f32", "f64"),
+    "sin": ("f32",), "cos": ("f32",), "lg2": ("f32",),
+    "ex2": ("f32", "f16", "f16x2", "bf16", "bf16x2"),
+    "tanh": ("f32", "f16", "f16x2", "bf16", "bf16x2"),
+}
+
+
+@semantics("rsqrt", "sin", "cos", "lg2", "ex2", "tanh")
+def decode_approx(ins, info):
+    """PTX ISA 9.1 §9.7.3.13 rsqrt, §9.7.3.14 sin, §9.7.3.15 cos, §9.7.3.16 lg2, §9.7.3.17 ex2,
+    §9.7.3.18 tanh and the half-precision §9.7.4.12 ex2 / §9.7.4.13 tanh: ``.approx`` only
+    (values from sim.numerics.approx)."""
+    name = ins.opcode
+    m = Mods(ins)
+    approx = m.flag("approx")
+    ftz = m.flag("ftz")
+    if any(x in ROUNDING for x in ins.mods):
+        m.one_of(ROUNDING)
+        if not approx:
+            raise VerifyError(f".approx modifier required for instruction '{name}'", ins.loc)
+        raise VerifyError(f"Illegal rounding modifier for instruction '{name}'", ins.loc)
+    t = m.type(_APPROX_TYPES[name])
+    m.done()
+    if not approx:
+        raise VerifyError(f".approx modifier required for instruction '{name}'", ins.loc)
+    if ftz and (name == "tanh" or t in ("f16", "f16x2")):
+        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{name}'", ins.loc)
+    if name == "ex2" and t in ("bf16", "bf16x2") and not ftz:
+        raise VerifyError(".ftz modifier required for instruction 'ex2.bf16'", ins.loc)
+    if t in ("f16", "f16x2"):
+        require_arch(ins, info, 75)
+    if t in ("bf16", "bf16x2"):
+        require_arch(ins, info, 90)
+    ot = _op_type(t)
+    check_operands(ins, info, ot, (ot,))
+    d, a = ins.operands
+    el = _elem(t)
+    if el == "f32":
+        f = _approx_fn(ins, f"{name}_approx")
+
+        def scalar(bits):
+            return f(bits, ftz=ftz)
+    elif el == "f64":
+        f = _approx_fn(ins, f"{name}_approx_f64")
+
+        def scalar(bits):
+            return f(bits, ftz=ftz)
+    else:
+        f = _approx_fn(ins, f"{name}_approx_{el}")
+
+        def scalar(bits):
+            return f(bits)
+
+    def run(ctx):
+        x = read_bits(ctx, a, t)
+        if t in ("f16x2", "bf16x2"):
+            lo = scalar((x & np.uint32(0xFFFF)).astype(np.uint16)).astype(np.uint32)
+            hi = scalar((x >> np.uint32(16)).astype(np.uint16)).astype(np.uint32)
+            write_bits(ctx, d, t, lo | (hi << np.uint32(16)))
+        else:
+            write_bits(ctx, d, t, scalar(x))
+    return run
+
+
+# ============================================================================================ abs neg min max
+@semantics("abs", "neg", when=_is_float_form)
+def decode_abs_neg(ins, info):
+    """PTX ISA 9.1 §9.7.3.6 abs / §9.7.3.7 neg (f32 ``.ftz``, f64) and §9.7.4.6 / §9.7.4.7 (f16 f16x2
+    ``.ftz``, bf16 bf16x2): sign-bit operations; NaN inputs give the GPU's NaN (see _sign_op_nan)."""
+    m = Mods(ins)
+    t, _, ftz, _ = _common(ins, info, m, ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
+                           rnd_allowed=False, ftz_ok=("f32", "f16", "f16x2"), sat_ok=())
+    m.done()
+    if t in ("bf16", "bf16x2"):
+        require_arch(ins, info, 80)
+    ot = _op_type(t)
+    check_operands(ins, info, ot, (ot,))
+    d, a = ins.operands
+    fn = fp.fabs if ins.opcode == "abs" else fp.fneg
+    is_abs = ins.opcode == "abs"
+
+    def run(ctx):
+        x = read_bits(ctx, a, t)
+        r = lanewise(fn, t, x, ftz=ftz)
+        write_bits(ctx, d, t, lanewise(_sign_op_nan, t, x, r, is_abs=is_abs))
+    return run
+
+
+def _sign_op_nan(fmt, x, r, is_abs):
+    """NaN results of abs/neg as the GPU gives them (measured on an H100): f32/f16/bf16 give the canonical
+    NaN; f64 gives the input NaN quieted, sign and payload unchanged (neither abs nor neg touches the sign of a
+    NaN)."""
+    x = np.asarray(x)
+    if fmt == "f64":
+        u = x.astype(np.uint64)
+        isnan = (u & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+        return np.where(isnan, u | np.uint64(0x0008000000000000), r).astype(np.uint64)
+    from isa.formats import FORMATS
+    f = FORMATS[fmt]
+    mag = x.astype(np.uint64) & np.uint64((1 << (f.bits - 1)) - 1)
+    isnan = mag > np.uint64(f.inf_code)
+    return np.where(isnan, np.uint64(fp.canonical_nan(fmt)), np.asarray(r).astype(np.uint64)).astype(x.dtype)
+
+
+@semantics("min", "max", when=_is_float_form)
+def decode_min_max(ins, info):
+    """PTX ISA 9.1 §9.7.3.10 min / §9.7.3.11 max (``.ftz .NaN .xorsign.abs``; three-input f32 form with
+    ``.abs`` on sm_100) and §9.7.4.8 / §9.7.4.9 (half precision)."""
+    m = Mods(ins)
+    nan = m.flag("NaN")
+    xorsign = m.flag("xorsign")
+    absq = m.flag("abs")
+    t, _, ftz, _ = _common(ins, info, m, ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
+                           rnd_allowed=False, ftz_ok=("f32", "f16", "f16x2"), sat_ok=())
+    m.done()
+    name = ins.opcode
+    three = len(ins.operands) == 4
+    if t == "f64" and nan:
+        raise VerifyError(f"Illegal modifier '.NaN' for instruction '{name}'", ins.loc)
+    if t == "f64" and (xorsign or absq):
+        raise VerifyError(f"Illegal modifier '.xorsign' for instruction '{name}'", ins.loc)
+    if three:
+        if t != "f32":
+            raise VerifyError(f"Arguments mismatch for instruction '{name}': three inputs need .f32", ins.loc)
+        if xorsign:
+            raise VerifyError(f"Illegal modifier '.xorsign' for instruction '{name}'", ins.loc)
+        require_arch(ins, info, 100, f"{name}.f32 with 3 input operands")
+    else:
+        if absq and not xorsign:
+            raise VerifyError("Modifier '.abs' requires modifier '.xorsign'", ins.loc)
+        if xorsign and not absq:
+            raise VerifyError("Modifier '.xorsign' requires modifier '.abs'", ins.loc)
+    if (nan or xorsign) and t != "f64":
+        require_arch(ins, info, 80)
+    ot = _op_type(t)
+    check_operands(ins, info, ot, (ot,) * (3 if three else 2))
+    fn = fp.fmin if name == "min" else fp.fmax
+    d = ins.operands[0]
+    srcs = ins.operands[1:]
+    kw = {"ftz": ftz}
+    if nan:
+        kw["nan"] = True
+    if xorsign:
+        kw["xorsign_abs"] = True
+
+    def run(ctx):
+        xs = [read_bits(ctx, s, t) for s in srcs]
+        if three and absq:
+            xs = [fp.fabs("f32", x) for x in xs]
+        r = lanewise(fn, t, xs[0], xs[1], **kw)
+        if three:
+            r = fn("f32", r, xs[2], **kw)
+        write_bits(ctx, d, t, r)
+    return run
+
+
+# ============================================================================================ copysign testp
+@semantics("copysign")
+def decode_copysign(ins, info):
+    """PTX ISA 9.1 §9.7.3.4 copysign: ``d`` = b with the sign bit of a (.f32 / .f64)."""
+    m = Mods(ins)
+    t = m.type(("f32", "f64"))
+    m.done()
+    check_operands(ins, info, t, (t, t))
+    d, a, b = ins.operands
+    dt = np.uint32 if t == "f32" else np.uint64
+    sign = dt(_SIGN[t])
+
+    def run(ctx):
+        x, y = read_bits(ctx, a, t), read_bits(ctx, b, t)
+        write_bits(ctx, d, t, (y & ~sign) | (x & sign))
+    return run
+
+
+#: testp.normal is true for +-0 on the GPU (H100, sm_90a: measured), although zero is not a normal number
+TESTP_ZERO_IS_NORMAL = True
+TESTP_OPS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
+
+
+@semantics("testp")
+def decode_testp(ins, info):
+    """PTX ISA 9.1 §9.7.3.19 testp: classify an .f32/.f64 value (finite, infinite, number, notanumber,
+    normal, subnormal).  Zero is not subnormal and, as on the GPU, tests as normal (TESTP_ZERO_IS_NORMAL)."""
+    m = Mods(ins)
+    op = m.one_of(TESTP_OPS, "test")
+    t = m.type(("f32", "f64"))
+    m.done()
+    if op is None:
+        raise VerifyError("Instruction 'testp' requires one of ." + ", .".join(TESTP_OPS), ins.loc)
+    check_count(ins, 2)
+    p, a = ins.operands
+    check_dst(ins, info, p, "pred")
+    check_src(ins, info, a, t)
+    ebits, mbits = (8, 23) if t == "f32" else (11, 52)
+
+    def run(ctx):
+        u = read_bits(ctx, a, t).astype(np.uint64)
+        e = (u >> np.uint64(mbits)) & np.uint64((1 << ebits) - 1)
+        f = u & np.uint64((1 << mbits) - 1)
+        emax = np.uint64((1 << ebits) - 1)
+        inf = (e == emax) & (f == 0)
+        isnan = (e == emax) & (f != 0)
+        r = {"finite": e != emax, "infinite": inf, "number": ~isnan, "notanumber": isnan,
+             "normal": (e != emax) & ~((e == 0) & (f != 0)) if TESTP_ZERO_IS_NORMAL else (e != 0) & (e != emax),
+             "subnormal": (e == 0) & (f != 0)}[op]
+        ctx.write_pred(p, r)
+    return run

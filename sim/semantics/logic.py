@@ -1,0 +1,240 @@
+"""Logic and shift instructions: and or xor not cnot lop3 shl shr shf prmt.
+
+PTX ISA 9.1 §9.7.7 (logic and shift instructions) and §9.7.9.7 prmt (byte permute, listed with data
+movement in the ISA but a pure ALU operation).  ``and/or/xor/not`` also work on ``.pred`` operands
+(predicate logic, with ``!p`` negated sources).
+
+Shift amounts are unsigned 32-bit values; amounts of the type width or more give 0 (``shl``, unsigned
+``shr``) or the replicated sign bit (``shr.s*``), as PTX specifies ("shift amounts greater than the register
+width N are clamped to N").
+
+``lop3`` immLut is an integer constant; only its low 8 bits matter (ptxas accepts 256 and larger).
+
+Not supported: nothing of §9.7.7 is left out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from isa import ir
+from isa.errors import VerifyError
+from .misc_alu import Mods, bool_op, check_count, check_dst, check_operands, check_src, require_arch
+from .registry import semantics
+
+_U = {"b16": np.uint16, "b32": np.uint32, "b64": np.uint64, "u16": np.uint16, "u32": np.uint32,
+      "u64": np.uint64, "s16": np.uint16, "s32": np.uint32, "s64": np.uint64}
+_NB = {"16": 16, "32": 32, "64": 64}
+
+
+def _bits(x: np.ndarray, t: str) -> np.ndarray:
+    return x.view(_U[t]) if x.dtype != _U[t] else x
+
+
+@semantics("and", "or", "xor")
+def decode_and_or_xor(ins, info):
+    """PTX ISA 9.1 §9.7.7.1 and, §9.7.7.2 or, §9.7.7.3 xor (bitwise on .b16/.b32/.b64, logical on .pred)."""
+    m = Mods(ins)
+    t = m.type(("pred", "b16", "b32", "b64"))
+    m.done()
+    check_operands(ins, info, t, (t, t))
+    d, a, b = ins.operands
+    f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[ins.opcode]
+    if t == "pred":
+        def run(ctx):
+            ctx.write_pred(d, f(ctx.read_pred(a), ctx.read_pred(b)))
+        return run
+
+    def run(ctx):
+        ctx.write(d, t, f(ctx.read(a, t), ctx.read(b, t)))
+    return run
+
+
+@semantics("not")
+def decode_not(ins, info):
+    """PTX ISA 9.1 §9.7.7.4 not: bitwise / logical negation."""
+    m = Mods(ins)
+    t = m.type(("pred", "b16", "b32", "b64"))
+    m.done()
+    check_operands(ins, info, t, (t,))
+    d, a = ins.operands
+    if t == "pred":
+        def run(ctx):
+            ctx.write_pred(d, ~ctx.read_pred(a))
+        return run
+
+    def run(ctx):
+        ctx.write(d, t, ~ctx.read(a, t))
+    return run
+
+
+@semantics("cnot")
+def decode_cnot(ins, info):
+    """PTX ISA 9.1 §9.7.7.5 cnot: C logical not, ``d = (a == 0) ? 1 : 0``."""
+    m = Mods(ins)
+    t = m.type(("b16", "b32", "b64"))
+    m.done()
+    check_operands(ins, info, t, (t,))
+    d, a = ins.operands
+
+    def run(ctx):
+        ctx.write(d, t, (ctx.read(a, t) == 0).astype(_U[t]))
+    return run
+
+
+def lop3_eval(a: np.ndarray, b: np.ndarray, c: np.ndarray, lut: int) -> np.ndarray:
+    """The three-input function whose truth table is ``lut`` (bit index = 4*a + 2*b + c), bitwise."""
+    out = np.zeros_like(a)
+    for i in range(8):
+        if (lut >> i) & 1:
+            term = (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+            out |= term
+    return out
+
+
+@semantics("lop3")
+def decode_lop3(ins, info):
+    """PTX ISA 9.1 §9.7.7.6 lop3: arbitrary three-input logic from an 8-bit truth table; the
+    ``lop3.{or,and}.b32 d|p, a, b, c, immLut, q`` form also computes ``p = (d != 0) BoolOp q``."""
+    m = Mods(ins)
+    boolop = m.one_of(("or", "and"))
+    m.type(("b32",))
+    m.done()
+    check_count(ins, 6 if boolop else 5)
+    ops = ins.operands
+    d = ops[0]
+    p = None
+    if boolop:
+        if not isinstance(d, ir.PredPair):
+            raise VerifyError(f"lop3.{boolop} needs a destination pair d|p", ins.loc)
+        d, p = d.first, d.second
+        check_dst(ins, info, d, "b32", sink=True)
+        check_dst(ins, info, p, "pred")
+        check_src(ins, info, ops[5], "pred")
+        require_arch(ins, info, 70)
+    else:
+        check_dst(ins, info, d, "b32")
+    for op in ops[1:4]:
+        check_src(ins, info, op, "b32")
+    lut_op = ops[4]
+    if not (isinstance(lut_op, ir.Imm) and lut_op.kind == "int"):
+        raise VerifyError("Arguments mismatch for instruction 'lop3': immLut must be an integer constant", ins.loc)
+    lut = int(lut_op.value) & 0xFF
+    a, b, c = ops[1:4]
+    q = ops[5] if boolop else None
+
+    def run(ctx):
+        r = lop3_eval(ctx.read(a, "b32"), ctx.read(b, "b32"), ctx.read(c, "b32"), lut)
+        ctx.write(d, "b32", r)
+        if p is not None:
+            ctx.write_pred(p, bool_op(boolop, r != 0, ctx.read_pred(q)))
+    return run
+
+
+@semantics("shl", "shr")
+def decode_shift(ins, info):
+    """PTX ISA 9.1 §9.7.7.7 shl, §9.7.7.8 shr (``.s*`` arithmetic); the amount is .u32 and amounts >= the
+    width clamp to the width."""
+    m = Mods(ins)
+    allowed = ("b16", "b32", "b64") if ins.opcode == "shl" else \
+        ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64")
+    t = m.type(allowed)
+    m.done()
+    check_operands(ins, info, t, (t, "u32"))
+    d, a, b = ins.operands
+    n = _NB[t[1:]]
+    left = ins.opcode == "shl"
+    arith = t[0] == "s"
+
+    def run(ctx):
+        x = ctx.read(a, t)
+        s = ctx.read(b, "u32").astype(np.int64)
+        big = s >= n
+        sc = np.minimum(s, n - 1)
+        if arith:   # an amount >= n shifts by n-1: every bit becomes the sign
+            r = (x >> sc.astype(x.dtype)).view(_U[t])
+        else:
+            u = _bits(x, t)
+            sh = sc.astype(_U[t])
+            r = np.where(big, _U[t](0), (u << sh) if left else (u >> sh)).astype(_U[t])
+        ctx.write(d, t, r.view(x.dtype))
+    return run
+
+
+@semantics("shf")
+def decode_shf(ins, info):
+    """PTX ISA 9.1 §9.7.7.9 shf: funnel shift of the 64-bit value {b, a} (b high); ``.l`` returns the high
+    word of the left shift, ``.r`` the low word of the right shift; the amount is ``min(c, 32)`` (.clamp)
+    or ``c & 31`` (.wrap)."""
+    m = Mods(ins)
+    direction = m.one_of(("l", "r"))
+    mode = m.one_of(("clamp", "wrap"))
+    name = f"shf.{direction}" if direction else "shf"
+    m.type(("b32",), name=name)
+    m.done()
+    if direction is None:
+        raise VerifyError("Direction modifier (.l or .r) required for instruction 'shf'", ins.loc)
+    if mode is None:
+        raise VerifyError(f"Clamp modifier required for instruction '{name}'", ins.loc,
+                          expected=".clamp or .wrap")
+    check_operands(ins, info, "b32", ("b32", "b32", "u32"))
+    d, a, b, c = ins.operands
+
+    def run(ctx):
+        lo = ctx.read(a, "b32").astype(np.uint64)
+        hi = ctx.read(b, "b32").astype(np.uint64)
+        cv = ctx.read(c, "u32").astype(np.uint64)
+        sh = np.minimum(cv, np.uint64(32)) if mode == "clamp" else cv & np.uint64(31)
+        v = (hi << np.uint64(32)) | lo
+        if direction == "l":
+            r = np.where(sh == 32, lo, ((v << sh) >> np.uint64(32)))
+        else:
+            r = np.where(sh == 32, hi, (v >> sh))
+        ctx.write(d, "b32", (r & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    return run
+
+
+#: byte selectors of the specialised prmt modes, indexed [mode][c & 3] -> source byte of d.b0..d.b3
+PRMT_MODES = {
+    "f4e": ((0, 1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5), (3, 4, 5, 6)),
+    "b4e": ((0, 7, 6, 5), (1, 0, 7, 6), (2, 1, 0, 7), (3, 2, 1, 0)),
+    "rc8": ((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
+    "ecl": ((0, 1, 2, 3), (1, 1, 2, 3), (2, 2, 2, 3), (3, 3, 3, 3)),
+    "ecr": ((0, 0, 0, 0), (0, 1, 1, 1), (0, 1, 2, 2), (0, 1, 2, 3)),
+    "rc16": ((0, 1, 0, 1), (2, 3, 2, 3), (0, 1, 0, 1), (2, 3, 2, 3)),
+}
+
+
+def prmt_eval(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str | None) -> np.ndarray:
+    """Byte permute of {b, a} (bytes 0..7) under control c (PTX ISA §9.7.9.7)."""
+    src = (b.astype(np.uint64) << np.uint64(32)) | a.astype(np.uint64)
+    cu = c.astype(np.uint64)
+    out = np.zeros(a.shape, np.uint64)
+    for k in range(4):
+        if mode is None:
+            ctl = (cu >> np.uint64(4 * k)) & np.uint64(0xF)
+            sel = ctl & np.uint64(7)
+            byte = (src >> (sel * np.uint64(8))) & np.uint64(0xFF)
+            sign = (byte >> np.uint64(7)) & np.uint64(1)
+            byte = np.where((ctl & np.uint64(8)) != 0, sign * np.uint64(0xFF), byte)
+        else:
+            table = np.array([PRMT_MODES[mode][j][k] for j in range(4)], dtype=np.uint64)
+            sel = table[(cu & np.uint64(3)).astype(np.int64)]
+            byte = (src >> (sel * np.uint64(8))) & np.uint64(0xFF)
+        out |= byte << np.uint64(8 * k)
+    return out.astype(np.uint32)
+
+
+@semantics("prmt")
+def decode_prmt(ins, info):
+    """PTX ISA 9.1 §9.7.9.7 prmt: pick four bytes of {b, a}; generic form with 4-bit selectors (bit 3:
+    replicate the byte's sign), or the ``.f4e .b4e .rc8 .ecl .ecr .rc16`` modes on ``c & 3``."""
+    m = Mods(ins)
+    mode = m.one_of(tuple(PRMT_MODES))
+    m.type(("b32",))
+    m.done()
+    check_operands(ins, info, "b32", ("b32", "b32", "b32"))
+    d, a, b, c = ins.operands
+
+    def run(ctx):
+        ctx.write(d, "b32", prmt_eval(ctx.read(a, "b32"), ctx.read(b, "b32"), ctx.read(c, "b32"), mode))
+    return run
