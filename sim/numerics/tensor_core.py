@@ -19,8 +19,9 @@ The model, for one output element and one block of ``params.block`` products (nu
     4. Each term -> |m| * 2**(F + e - E) truncated toward zero (no sticky bit), sign applied after
        truncation; the integers are summed exactly.
     5. Normalise once and round once: f32 output round toward zero keeping subnormals, f16 output
-       round to nearest even.  An exact zero sum gives +0 (also for C = -0).  A non-zero sum that
-       rounds to zero keeps its sign (-0 for a negative sum), as in both public models.
+       round to nearest even.  Every zero result is +0: an exact zero sum (also for C = -0,
+       numerics.md Q3) and also a negative sum that rounds to zero.  The latter was measured on an
+       H100 (mma.sync bf16/tf32/f16: hardware +0 where both public models would give -0).
     6. K larger than one block: blocks are chained in K order, each block's rounded result is C of
        the next block.
 
@@ -31,12 +32,23 @@ Policy switches for numerics.md "Open questions" (fields of TensorCoreParams; de
     Q2 zero operands -- ``zero_exp_policy`` ['drop', Khattak: zero products and a zero C do not
                         take part in E].  'min' (MMA-Sim): every zero term, C included, has exponent
                         ZERO_EXP_MIN = -126.
-    Q3 sign of exact zero -- fixed to +0 (both models agree; not a switch).
-    Q4 fp6/fp4 in kind::f8f6f4, H100 / B200 mma.sync fp8, tf32 mma.sync on sm_100a -- table entries
-       extrapolated from neighbouring rows; `provisional_reason` names them.
-    Also open (module constants, not per-instruction switches):
+    Q3 sign of a zero result -- always +0 (not a switch).
+  Evidence (H100 80GB HBM3, driver 580.159, CUDA 13.0, mma.sync m16n8k16 f16/bf16 -> f32,
+  f16 -> f16, m16n8k8 tf32 and f16, m16n8k32 e4m3/e5m2 -> f32/f16; 128k-192k random outputs per
+  form plus the golden vectors in tests/numerics/test_tensor_core.py): the defaults above matched
+  every output bit for bit; 'min' missed 116-237 outputs per bf16/tf32 form and two golden
+  vectors, 'no floor' missed one tf32 output and two golden vectors.  The floor values themselves
+  are pinned: f32 output -133 is the only floor with no bf16/tf32 mismatch (-132 and -134 each
+  miss), and a bracket of golden vectors puts the f16-output floor at exactly -21 (Khattak's B200
+  file uses -15 for f16 in/out; that is not what the H100 does).  Q3: the hardware returns +0
+  also for a negative sum that rounds to zero (both public models say -0 there).  None of this
+  was measured on sm_100a (no B200 at hand); the B200 rows assume the same policies.
+    Q4 fp6/fp4 in kind::f8f6f4, B200 mma.sync fp8 and tf32, H100 wgmma fp8 -- table entries taken
+       from the public models or extrapolated, not measured here; `provisional_reason` names them.
+       H100 mma.sync fp8 was measured: it is a compiler lowering (LOWER_FP8_VIA_F16).
+    Module constant, not a per-instruction switch:
        F32_RZ_OVERFLOW_TO_INF -- numerics.md says f32 RZ overflow gives +-Inf (MMA-Sim does the
-       same); IEEE RZ would give +-max-finite.  Default True (numerics.md).
+       same; the H100 does too); IEEE RZ would give +-max-finite.  Default True.
 
 Fixed-point arithmetic uses numpy int64.  Overflow argument (checked again at run time by
 `_check_headroom`): a term's significand m = sig * 2**-frac satisfies m < 2**k with k = 2 for a
@@ -58,12 +70,12 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from .lowp import Decoded, decode, lowp_format
+from .lowp import Decoded, decode, lowp_format, to_float64
 
 __all__ = [
     "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
     "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
-    "ACC_FORMATS", "effective_e_floor",
+    "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16",
 ]
 
 # ---- named constants ---------------------------------------------------------------------------
@@ -71,13 +83,23 @@ __all__ = [
 ZERO_EXP_MIN = -126
 #: Khattak's floor on E for f32 output (numerics.md open question 1); f16 output: see effective_e_floor.
 E_FLOOR_F32_OUT = -133
-#: f32 round-toward-zero overflow gives +-Inf (numerics.md step 5) instead of IEEE +-max-finite. (?)
+#: f32 round-toward-zero overflow gives +-Inf (numerics.md step 5) instead of IEEE +-max-finite.
+#: Measured on an H100 (mma.sync bf16: 2^127 * 2 -> +Inf, 2^127 * -2 -> -Inf); sm_100a unmeasured.
 F32_RZ_OVERFLOW_TO_INF = True
 #: Canonical NaN of the result (numerics.md step 1, after MMA-Sim).
 CANONICAL_NAN = MappingProxyType({"f32": 0x7FFFFFFF, "f16": 0x7FFF})
 #: Final rounding per accumulator format (numerics.md step 5).
 OUTPUT_ROUNDING = MappingProxyType({"f32": "rz", "f16": "rne"})
 ACC_FORMATS = ("f32", "f16")
+#: TensorCoreParams.lowering: fp8 mma.sync as ptxas emits it for sm_90a (seen in CUDA 13.0 SASS):
+#: F2FP.F16.E4M3/E5M2.UNPACK_B (exact fp8 -> f16), an f16 HMMA over the k with k%4 in {0,1} from
+#: C = +0, a second one over k%4 in {2,3} chained on the first, then FADD / HADD2 (IEEE round to
+#: nearest even) of the instruction's C.  m16n8k32 uses two HMMA.16816 (16 products each),
+#: m16n8k16 (PTX 8.7) two HMMA.1688 (8 each); both matched 128k random H100 outputs bit for bit,
+#: for f32 and f16 accumulators.
+#: This is a compiler lowering: another ptxas version may emit something else.
+LOWER_FP8_VIA_F16 = "fp8_via_f16_hmma"
+_FP8_INSTR_K = 32
 _ACC_DTYPE = MappingProxyType({"f32": np.uint32, "f16": np.uint16})
 _ZERO_POLICIES = ("drop", "min")
 # exponent given to dropped zero terms: far below anything real, far from int64 limits
@@ -91,7 +113,9 @@ class TensorCoreParams:
     block: products fused per block (K chunk); frac_bits: F, fractional bits of the aligned sum;
     out_trunc_frac: f32 output cut to e8m`out_trunc_frac` (H100 wgmma fp8: 13), None otherwise;
     group: products summed exactly per group before scaling (mxf4 / mxf4nvf4: 16), None otherwise;
-    zero_exp_policy / e_floor: switches for open questions Q2 / Q1 (module docstring).
+    zero_exp_policy / e_floor: switches for open questions Q2 / Q1 (module docstring);
+    lowering: None (one tensor-core operation) or LOWER_FP8_VIA_F16 (the instruction is emulated
+    by the compiler with f16 tensor-core operations; see that constant).
     """
 
     arch: str
@@ -103,6 +127,7 @@ class TensorCoreParams:
     group: Optional[int] = None
     zero_exp_policy: str = "drop"
     e_floor: Optional[int] = E_FLOOR_F32_OUT
+    lowering: Optional[str] = None   # LOWER_FP8_VIA_F16 for H100 mma.sync fp8, else None
 
     def __post_init__(self):
         if self.block < 1 or self.frac_bits < 0:
@@ -113,6 +138,8 @@ class TensorCoreParams:
             raise ValueError(f"group {self.group} must divide block {self.block}")
         if self.out_trunc_frac is not None and not 0 <= self.out_trunc_frac <= 23:
             raise ValueError(f"out_trunc_frac must be in 0..23, got {self.out_trunc_frac}")
+        if self.lowering not in (None, LOWER_FP8_VIA_F16):
+            raise ValueError(f"unknown lowering {self.lowering!r}")
 
 
 class _Entry(NamedTuple):
@@ -121,6 +148,7 @@ class _Entry(NamedTuple):
     frac_bits: int
     out_trunc_frac: Optional[int] = None
     group: Optional[int] = None
+    lowering: Optional[str] = None
 
 
 _F16 = ("f16", "bf16")
@@ -132,11 +160,13 @@ _I8 = ("s8", "u8")
 # by the input format ('f16', 'tf32', 'f8f6f4', 'i8').  Integer rows only carry block = K.
 _TABLE = MappingProxyType({
     # H100: f16/bf16 block = whole instruction K (16; m16n8k8 has K = 8, which mma_float fuses as
-    # one block since a block never extends past K), tf32 block 8, fp8 block 32 with F = 13 and the
-    # f32 output cut to e8m13.
+    # one block since a block never extends past K), tf32 block 8, wgmma fp8 block 32 with F = 13
+    # and the f32 output cut to e8m13.  mma.sync fp8 is not a native operation on sm_90a: ptxas
+    # emulates it with two f16 HMMAs (block 16, F = 25) and an IEEE add of C (LOWER_FP8_VIA_F16;
+    # SASS read on an H100 with CUDA 13.0 and 192k random outputs compared bit for bit).
     ("sm_90a", "mma.sync", "f16"): _Entry(_F16, 16, 25),
     ("sm_90a", "mma.sync", "tf32"): _Entry(("tf32",), 8, 25),
-    ("sm_90a", "mma.sync", "f8f6f4"): _Entry(_F8, 32, 13, 13),            # provisional (Q4)
+    ("sm_90a", "mma.sync", "f8f6f4"): _Entry(_F8, 16, 25, None, None, LOWER_FP8_VIA_F16),
     ("sm_90a", "mma.sync", "i8"): _Entry(_I8, 32, 0),
     ("sm_90a", "wgmma", "f16"): _Entry(_F16, 16, 25),
     ("sm_90a", "wgmma", "tf32"): _Entry(("tf32",), 8, 25),
@@ -158,8 +188,6 @@ _TABLE = MappingProxyType({
 })
 
 _PROVISIONAL = MappingProxyType({
-    ("sm_90a", "mma.sync", "f8f6f4"): "H100 mma.sync fp8 is untested by both public models "
-                                      "(numerics.md Q4); parameters copied from H100 wgmma fp8",
     ("sm_100a", "mma.sync", "tf32"): "B200 mma.sync tf32 parameters copied from tcgen05 kind::tf32",
     ("sm_100a", "mma.sync", "f8f6f4"): "B200 mma.sync fp8 parameters copied from tcgen05 kind::f8f6f4",
 })
@@ -193,7 +221,7 @@ def tc_params(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) -> 
     if in_fmt not in entry.in_fmts:
         raise ValueError(f"{arch} {path} kind::{kind} does not take {in_fmt} (takes {entry.in_fmts})")
     return TensorCoreParams(arch, path, in_fmt, entry.block, entry.frac_bits, entry.out_trunc_frac,
-                            entry.group)
+                            entry.group, lowering=entry.lowering)
 
 
 def provisional_reason(params: TensorCoreParams, kind: Optional[str] = None) -> Optional[str]:
@@ -209,7 +237,8 @@ def provisional_reason(params: TensorCoreParams, kind: Optional[str] = None) -> 
 def effective_e_floor(params: TensorCoreParams, acc_fmt: str) -> Optional[int]:
     """The floor on E for this output format (numerics.md open question 1): params.e_floor is the
     f32-output floor (Khattak: -133 = emin(f32) - 7); for f16 output it moves with the output's
-    minimum exponent (-133 + (-14 - -126) = -21, the value numerics.md quotes)."""
+    minimum exponent (-133 + (-14 - -126) = -21, the value numerics.md quotes).  Both values were
+    measured on an H100 (module docstring)."""
     if params.e_floor is None:
         return None
     _acc_check(acc_fmt)
@@ -236,9 +265,9 @@ def _round_pack(T: np.ndarray, lsb_exp: np.ndarray, acc_fmt: str, prec_frac: Opt
     """Round the exact value T * 2**lsb_exp once to acc_fmt (numerics.md step 5) and encode it.
 
     f32: round toward zero with subnormals; `prec_frac` < 23 cuts the significand to that many
-    fraction bits first (e8m13).  f16: round to nearest even.  T == 0 -> +0; a non-zero T that rounds
-    to zero keeps its sign.  Overflow: f16 -> +-Inf (RNE); f32 RZ -> +-Inf if overflow_to_inf else
-    +-max-finite.
+    fraction bits first (e8m13).  f16: round to nearest even.  Every zero result is +0 (T == 0, and a
+    non-zero T that rounds to zero).  Overflow: f16 -> +-Inf (RNE); f32 RZ -> +-Inf if
+    overflow_to_inf else +-max-finite.
     """
     fmt = lowp_format(acc_fmt)
     man, rne = fmt.man_bits, OUTPUT_ROUNDING[acc_fmt] == "rne"
@@ -278,7 +307,9 @@ def _round_pack(T: np.ndarray, lsb_exp: np.ndarray, acc_fmt: str, prec_frac: Opt
             field = np.where(over, top - 1, field)
             mant = np.where(over, (1 << man) - 1, mant)
     bits = (field << man) | mant
-    bits = np.where(neg, bits | (1 << (fmt.width - 1)), bits)
+    # a zero result is +0, also when a non-zero negative sum rounds to zero (H100 mma.sync, see
+    # ZERO_RESULT_IS_POSITIVE); otherwise the sign of the sum
+    bits = np.where(neg & (bits != 0), bits | (1 << (fmt.width - 1)), bits)
     bits = np.where(zero, 0, bits)
     return bits.astype(_ACC_DTYPE[acc_fmt])
 
@@ -391,6 +422,9 @@ def _check_in_fmt(fmt: str, params: TensorCoreParams) -> None:
         raise ValueError(f"{fmt!r} is not a floating-point tensor-core input format")
     if kind != _IMPLIED_KIND[params.in_fmt]:
         raise ValueError(f"operand format {fmt} does not match params for {params.in_fmt}")
+    if kind in ("f16", "tf32") and fmt != params.in_fmt:
+        # PTX: for .f16/.bf16/.tf32 MMAs atype == btype; only the f8f6f4 family mixes formats
+        raise ValueError(f"operand format {fmt} must equal {params.in_fmt} for this MMA")
 
 
 # ---- public entry points ------------------------------------------------------------------------
@@ -411,10 +445,48 @@ def mma_float(a_bits, b_bits, c_bits, a_fmt: str, b_fmt: str, acc_fmt: str,
         raise ValueError("group-scaled kinds (mxf4, mxf4nvf4) go through mma_block_scaled")
     a, b, c = np.asarray(a_bits), np.asarray(b_bits), _acc_bits(c_bits, acc_fmt)
     M, K, N = _check_shapes(a, b, c)
+    if params.lowering == LOWER_FP8_VIA_F16:
+        return _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params)
     A, B = decode(a, a_fmt), decode(b, b_fmt)
     for k0 in range(0, K, params.block):
         ks = slice(k0, min(k0 + params.block, K))
         c = _product_block(_slice(A, ks, 1), _slice(B, ks, 0), c, acc_fmt, params)
+    return c
+
+
+def _f16_codes(bits, fmt: str) -> np.ndarray:
+    """fp8 codes -> f16 codes (exact: e4m3 and e5m2 are subsets of f16; NaN stays NaN)."""
+    with np.errstate(invalid="ignore"):
+        return to_float64(bits, fmt).astype(np.float16).view(np.uint16)
+
+
+def _ieee_add(c: np.ndarray, p: np.ndarray, acc_fmt: str) -> np.ndarray:
+    """C + P with IEEE round to nearest even and subnormals (SASS FADD / HADD2 without .FTZ);
+    a NaN result is the canonical NaN."""
+    with np.errstate(all="ignore"):
+        if acc_fmt == "f32":
+            s = c.view(np.float32) + p.view(np.float32)          # numpy f32 add: one IEEE rounding
+            out = s.view(np.uint32)
+        else:
+            # the exact sum of two f16 values fits a float64, so this rounds once
+            s = (c.view(np.float16).astype(np.float64) + p.view(np.float16).astype(np.float64))
+            s = s.astype(np.float16)
+            out = s.view(np.uint16)
+    return np.where(np.isnan(s), CANONICAL_NAN[acc_fmt], out).astype(_ACC_DTYPE[acc_fmt])
+
+
+def _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params) -> np.ndarray:
+    """H100 mma.sync fp8 as ptxas lowers it (LOWER_FP8_VIA_F16): per instruction K of 32 (or a
+    final 16, the m16n8k16 form), fused f16 block over k%4 in {0,1} from +0, chained fused f16 block
+    over k%4 in {2,3}, then D = C + P rounded to nearest even."""
+    A, B = decode(_f16_codes(a, a_fmt), "f16"), decode(_f16_codes(b, b_fmt), "f16")
+    K = a.shape[1]
+    for k0 in range(0, K, _FP8_INSTR_K):
+        ks = np.arange(k0, min(k0 + _FP8_INSTR_K, K))
+        p = np.zeros(c.shape, dtype=_ACC_DTYPE[acc_fmt])
+        for half in ((ks - k0) % 4 < 2, (ks - k0) % 4 >= 2):
+            p = _product_block(_slice(A, ks[half], 1), _slice(B, ks[half], 0), p, acc_fmt, params)
+        c = _ieee_add(c, p, acc_fmt)
     return c
 
 
@@ -500,7 +572,8 @@ def _group_block(A, B, SAk, SBk, AL, BR, c, acc_fmt, params, base: int) -> np.nd
 def mma_int(a, b, c, a_signed: bool, b_signed: bool, satfinite: bool) -> np.ndarray:
     """Integer MMA (kind::i8, mma.sync s8/u8): exact dot product plus C, then wrap modulo 2**32, or
     clamp to the int32 range when ``satfinite`` (PTX ISA §9.7.14 mma ".satfinite"; numerics.md
-    "Integers" -- wrap vs saturate on H100 is still to be settled on hardware).
+    "Integers").  Measured on an H100 (mma.sync m16n8k32 s8.s8 and u8.s8, 25.6k outputs each, C
+    near the int32 limits): wraps without .satfinite, clamps with it, no intermediate clamping.
 
     a (M,K), b (K,N): 8-bit codes (uint8 or int8 arrays, or ints in -128..255) read as s8 when the
     *_signed flag is set, else u8; c (M,N): int32 values or their uint32 bit patterns.
