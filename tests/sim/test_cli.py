@@ -124,3 +124,36 @@ def test_run_reports_deadlock_with_barrier_and_phase(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "deadlock" in err and f"{ptx}:" in err
     assert "warp 0" in err and "mbarrier" in err and "phase 0" in err and "1/2 arrivals pending" in err
+
+
+_K = HEAD + ".visible .entry k(.param .u64 out)\n{{\n .reg .pred %p<2>;\n .reg .b32 %r<4>;\n .reg .b64 %rd<4>;\n" \
+    " .shared .align 16 .b8 smem[64];\n{body}\n ret;\n}}\n"
+_DIAG_CASES = {
+    "malformed": (HEAD + ".visible .entry k(.param .u64 out)\n{\n ret\n}\n", "np.zeros(1, np.uint32)",
+                  ["syntax error"]),
+    "unsupported": (_K.format(body=" suld.b.1d.b32.trap {%r1}, [%rd1, {%r2}];"), "np.zeros(1, np.uint32)",
+                    ["unsupported: instruction suld.b.1d.b32.trap"]),
+    "argcount": (_K.format(body=""), "", ["launch error", "takes 1 parameters"]),
+    "argtype": (_K.format(body=""), "3.5", ["launch error", "must be an integer"]),
+    "smem_oob": (_K.format(body=" mov.u32 %r1, smem;\n ld.shared.u32 %r2, [%r1+64];"), "np.zeros(1, np.uint32)",
+                 ["memory fault", "out-of-bounds shared memory", "warp 0", "Expected: offsets in [0, 60]"]),
+    "misaligned": (_K.format(body=" mov.u32 %r1, smem;\n ld.shared.v4.u32 {%r0, %r1, %r2, %r3}, [%r1+8];"),
+                   "np.zeros(1, np.uint32)", ["memory fault", "misaligned", "aligned to 16 bytes"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DIAG_CASES))
+def test_cli_diagnostics_exit_nonzero_with_location(case, tmp_path, capsys):
+    text, arg, needles = _DIAG_CASES[case]
+    ptx = write(tmp_path, f"{case}.ptx", text)
+    launch = write(tmp_path, f"launch_{case}.py", textwrap.dedent(f"""
+        import numpy as np
+        from sim.launch import Launch
+        LAUNCH = Launch(ptx={str(ptx)!r}, args=[{arg}])
+    """))
+    assert main(["run", str(launch)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err            # one paragraph
+    assert f"{ptx}:" in err
+    for n in needles:
+        assert n in err, (n, err)
