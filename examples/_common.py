@@ -16,7 +16,8 @@ def example_main(mod, argv=None) -> int:
     from sim.cli import _run_module
 
     ap = argparse.ArgumentParser(prog=f"python -m {mod.__name__}", description=getattr(mod, "DESCRIPTION", ""))
-    ap.add_argument("--backend", choices=["sim"], default="sim")
+    ap.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
+                    help="sim, the real GPU, or both compared bit for bit")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--trace", default=None)
     ap.add_argument("--max-instructions", type=int, default=None)

@@ -66,22 +66,84 @@ def summary(result) -> str:
             f"lane-inst/s")
 
 
-def _run_module(mod, args) -> int:
+def _run_sim(mod, launch, args):
     from .launch import run_launch
 
-    launch = _get_launch(mod)
-    result = run_launch(launch, seed=args.seed, trace=args.trace,
-                        max_instructions=args.max_instructions)
+    result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions)
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
     ok, msg = True, "no check defined"
     if hasattr(mod, "check"):
         ok, msg = mod.check(result, launch)
-    print(f"{'PASS' if ok else 'FAIL'}: {msg}")
-    print(summary(result))
+    print(f"[sim] {'PASS' if ok else 'FAIL'}: {msg}")
+    print(f"[sim] {summary(result)}")
     if args.trace:
         print(f"trace written to {args.trace}")
-    return 0 if ok else 1
+    return ok, result
+
+
+def _run_gpu(mod, launch):
+    from hw.launcher import run_on_gpu
+
+    res = run_on_gpu(launch)
+    if not res.ok:
+        print(f"[gpu] FAIL: the kernel failed on {res.device or 'the GPU'}: {res.error} ({res.error_detail})")
+        return False, res
+    ok, msg = True, "no check defined"
+    if hasattr(mod, "check"):
+        ok, msg = mod.check(res, launch)
+    print(f"[gpu] {'PASS' if ok else 'FAIL'}: {msg}")
+    print(f"[gpu] {res.device} (sm_{res.compute_capability[0]}{res.compute_capability[1]}, driver "
+          f"{res.driver}): {res.elapsed_ms:.3f} ms")
+    return ok, res
+
+
+def compare_outputs(a: list, b: list) -> list[str]:
+    """Bit-for-bit comparison of two runs' output buffers; returns one line per differing buffer."""
+    import numpy as np
+
+    diffs = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is None or y is None:
+            continue
+        x, y = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1)
+        if x.dtype != y.dtype or x.size != y.size:
+            diffs.append(f"argument {i}: {x.dtype}[{x.size}] vs {y.dtype}[{y.size}]")
+            continue
+        neq = np.nonzero((x.view(np.uint8).reshape(x.size, -1) != y.view(np.uint8).reshape(y.size, -1)).any(1))[0]
+        if neq.size:
+            j = int(neq[0])
+            diffs.append(f"argument {i}: {neq.size} of {x.size} elements differ; first at flat index {j}: "
+                         f"{x[j]!r} vs {y[j]!r}")
+    return diffs
+
+
+def _run_module(mod, args) -> int:
+    launch = _get_launch(mod)
+    backend = getattr(args, "backend", "sim")
+    if backend == "sim":
+        ok, _ = _run_sim(mod, launch, args)
+        return 0 if ok else 1
+    from hw.launcher import GpuUnavailable
+    try:
+        if backend == "gpu":
+            ok, _ = _run_gpu(mod, launch)
+            return 0 if ok else 1
+        ok_s, rs = _run_sim(mod, launch, args)
+        ok_g, rg = _run_gpu(mod, launch)
+    except GpuUnavailable as e:
+        print(f"tcsim: the GPU back end cannot run here: {e}", file=sys.stderr)
+        return 2
+    if not (ok_g and getattr(rg, "ok", True)):
+        return 1
+    diffs = compare_outputs(rs.outputs, rg.outputs)
+    if diffs:
+        print("[both] MISMATCH between simulator and GPU outputs:")
+        for d in diffs:
+            print(f"  {d}")
+        return 1
+    print("[both] simulator and GPU outputs are bit-identical")
+    return 0 if ok_s else 1
 
 
 def cmd_demo(args) -> int:
@@ -152,7 +214,8 @@ def main(argv=None) -> int:
         p.add_argument("--trace", help="write a JSONL event trace to this file")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
         p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
-        p.add_argument("--backend", choices=["sim"], default="sim", help="execution back end")
+        p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
+                       help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
 
     p = sub.add_parser("demo", help="simulate the embedded default kernel")
     run_opts(p)

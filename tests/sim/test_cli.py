@@ -157,3 +157,28 @@ def test_cli_diagnostics_exit_nonzero_with_location(case, tmp_path, capsys):
     assert f"{ptx}:" in err
     for n in needles:
         assert n in err, (n, err)
+
+
+def test_compare_outputs_reports_first_difference():
+    from sim.cli import compare_outputs
+    a = np.arange(6, dtype=np.float32)
+    b = a.copy()
+    assert compare_outputs([a, None], [b, None]) == []
+    b[4] = -0.0 if a[4] == 0 else np.float32(4.5)
+    assert compare_outputs([a], [b]) == ["argument 0: 1 of 6 elements differ; first at flat index 4: "
+                                         f"{a[4]!r} vs {b[4]!r}"]
+    z = np.zeros(1, np.float32)
+    nz = np.array([-0.0], np.float32)
+    assert compare_outputs([z], [nz])          # -0 vs +0 differ bit for bit
+    assert "float32[6] vs int32[6]" in compare_outputs([a], [a.view(np.int32)])[0]
+
+
+def test_backend_gpu_without_gpu_is_one_line(tmp_path, capsys, monkeypatch):
+    import hw.launcher as L
+
+    def unavailable(launch, **kw):
+        raise L.GpuUnavailable("no usable CUDA driver/GPU here")
+    monkeypatch.setattr(L, "run_on_gpu", unavailable)
+    assert main(["demo", "--backend", "gpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "tcsim: the GPU back end cannot run here: no usable CUDA driver/GPU here"
