@@ -10,6 +10,9 @@ Each launch runs in a **child process** (multiprocessing, spawn): a sticky CUDA 
 instruction, misaligned address) kills only the child, and the caller gets a :class:`GpuResult` whose
 ``error`` names the CUDA error.  No GPU, no driver, or a ``.target`` the GPU cannot run (sm_100a on an H100)
 gives a one-line :class:`GpuUnavailable` explanation, never a traceback.
+
+Because the child is started with ``spawn``, a script that calls :func:`run_on_gpu` at top level must guard
+its entry point with ``if __name__ == "__main__":`` (the child re-imports the main module).
 """
 from __future__ import annotations
 
@@ -83,7 +86,10 @@ def target_capability(arch: str | None) -> tuple | None:
 def probe() -> dict:
     """Describe the GPU (name, compute capability, driver) or raise GpuUnavailable.  Runs in this process."""
     d = _driver()
-    r = d.cuInit(0)
+    try:
+        r = d.cuInit(0)
+    except Exception as e:  # noqa: BLE001 - e.g. cuda-pathfinder's DynamicLibNotFoundError without libcuda
+        raise GpuUnavailable(f"no CUDA driver here ({type(e).__name__}: {e})") from None
     if int(r[0]) != 0:
         raise GpuUnavailable(f"no usable CUDA driver/GPU here (cuInit: {d.cuGetErrorName(r[0])[1]})")
     n = _check(d.cuDeviceGetCount(), "cuDeviceGetCount")

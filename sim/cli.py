@@ -5,6 +5,8 @@
                                                   cannot execute (each reported with file:line:col)
     tcsim check --list                            list the opcodes tcsim implements
     tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary
+              [--backend sim|gpu|both]
+    tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`sim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
@@ -224,6 +226,8 @@ def main(argv=None) -> int:
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
     p.set_defaults(fn=cmd_run)
+    from hw.cli_diff import add_parser as add_diff_parser
+    add_diff_parser(sub)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")
     p.add_argument("--list", action="store_true", help="list supported opcodes")

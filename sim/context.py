@@ -267,9 +267,13 @@ class ExecContext:
 
     def store(self, space: str, addrs: np.ndarray, data: np.ndarray, mask=None, align: int | None = None,
               op: str = "st") -> None:
-        """Write rows of ``data`` (uint8 (32, nbytes)) for executing lanes, lane order (later lanes win)."""
+        """Write rows of ``data`` (uint8 (32, nbytes)) for executing lanes.
+
+        When several lanes of one instruction store to the same address (undefined in PTX), the lowest lane's
+        value lands last and wins, as observed on the H100 (32 lanes of one st.global to one address kept
+        lane 0's value); lanes are therefore written in descending order."""
         m = self.mask if mask is None else mask
-        lanes = np.nonzero(m)[0]
+        lanes = np.nonzero(m)[0][::-1]
         if lanes.size == 0:
             return
         nbytes = data.shape[1]

@@ -62,12 +62,12 @@ def test_run_launch_file_with_trace(tmp_path, capsys):
         def make_launch():
             return Launch(ptx={str(ptx)!r}, block=(32, 1, 1), args=[np.zeros(1, np.uint32)])
         def check(result, launch):
-            return int(result.outputs[0][0]) == 31, "out[0] = %d" % result.outputs[0][0]
+            return int(result.outputs[0][0]) == 0, "out[0] = %d" % result.outputs[0][0]
     """))
     trace = tmp_path / "t.jsonl"
     assert main(["run", str(launch), "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
-    assert "PASS: out[0] = 31" in out and "warp-instructions" in out
+    assert "PASS: out[0] = 0" in out and "warp-instructions" in out
     recs = [json.loads(l) for l in trace.read_text().splitlines()]
     assert any(r["kind"] == "inst" for r in recs)
 
