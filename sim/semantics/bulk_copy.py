@@ -200,6 +200,13 @@ def decode_bulk(ins, info):
     return _decode_copy(ins, rest)
 
 
+def _check_static_size(ins, size_op):
+    """ptxas rejects an immediate size that is not a multiple of 16 (`expected to be multiple of 16`)."""
+    if isinstance(size_op, ir.Imm) and size_op.kind == "int" and int(size_op.value) % 16:
+        raise VerifyError(f"{ins.full_opcode}: size {size_op.value} is not a multiple of 16",
+                          ins.loc, expected="a size that is a multiple of 16 bytes (PTX ISA §9.7.9.25.4.1)")
+
+
 def _decode_copy(ins, rest):
     spaces = [m for m in rest if m in ("shared::cta", "shared::cluster", "global", "shared")]
     if "shared" in spaces:
@@ -229,6 +236,7 @@ def _decode_copy(ins, rest):
                               ins.loc)
         extras = (["ctaMask"] if mc else []) + (["policy"] if hint else [])
         (dst, src, size, mbar), opt = _decode_operands_policy(ins, 4, extras)
+        _check_static_size(ins, size)
         for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
             _need_address(ins, op, w)
         return _make_load(ins, dst_space, dst, src, size, mbar, opt.get("ctaMask"), opt.get("policy"))
@@ -237,6 +245,7 @@ def _decode_copy(ins, rest):
             raise VerifyError(f"{ins.full_opcode}: the shared::cta -> shared::cluster copy takes only "
                               f".mbarrier::complete_tx::bytes", ins.loc)
         (dst, src, size, mbar), _ = _decode_operands_policy(ins, 4, [])
+        _check_static_size(ins, size)
         for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
             _need_address(ins, op, w)
         return _make_s2s(ins, dst, src, size, mbar)
@@ -247,6 +256,7 @@ def _decode_copy(ins, rest):
         cpm = "cp_mask" in flags
         extras = (["policy"] if hint else []) + (["byteMask"] if cpm else [])
         (dst, src, size), opt = _decode_operands_policy(ins, 3, extras)
+        _check_static_size(ins, size)
         for op, w in ((dst, "[dstMem]"), (src, "[srcMem]")):
             _need_address(ins, op, w)
         return _make_store(ins, dst, src, size, opt.get("byteMask"), opt.get("policy"))
