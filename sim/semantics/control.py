@@ -63,12 +63,12 @@ def decode_exit(ins, info):
 
 @semantics("trap")
 def decode_trap(ins, info):
-    """PTX ISA §9.7.19.? trap: abort the kernel; reported like the GPU's illegal-instruction trap."""
+    """PTX ISA §9.7.12.8 trap: abort the kernel (the GPU reports CUDA_ERROR_LAUNCH_FAILED, measured on H100)."""
 
     def run(ctx):
         if ctx.mask.any():
-            raise TrapError("the kernel executed trap (the GPU reports cudaErrorIllegalInstruction / "
-                            "CUDA_ERROR_ILLEGAL_INSTRUCTION)")
+            raise TrapError("the kernel executed trap (on the H100 the launch fails with "
+                            "CUDA_ERROR_LAUNCH_FAILED, 'unspecified launch failure'; tests/golden/faults.json)")
 
     return run
 
