@@ -11,10 +11,21 @@ Leaks (columns still allocated at CTA exit) and double frees are reported as :cl
 Reads and writes check that every cell lies inside an allocation (``check_allocated``) so a kernel that
 touches TMEM before ``tcgen05.alloc`` or after ``dealloc`` is caught; the warp-quadrant rule of
 ``tcgen05.ld/st`` is checked by :meth:`check_quadrant`.
+
+Waiters.  A blocked allocation is a *waiter*: a callable retried (in arrival order) whenever columns are freed,
+which returns True once it has been satisfied.  ``alloc_event`` wraps a single-CTA request; the
+``cta_group::2`` semantics register one joint waiter on both TMEMs of a CTA pair (:meth:`add_waiter`).
+
+Stores in flight.  ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written
+into ``data`` only when the store *lands* (:meth:`land`), at ``tcgen05.wait::st`` or when the engine decides
+(sim/semantics/tcgen05_mem.py).  Until then ``data`` holds the old values, so a consumer that skips the wait
+(``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM.  :meth:`pending_overlap` lets consumers detect it.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from dataclasses import dataclass, field
 
 from isa.errors import MemoryFault, SyncError
 
@@ -43,7 +54,11 @@ class TensorMemory:
         self.allocations: dict[int, int] = {}                       # start column -> ncols
         self.relinquished = False
         self.last_ncols: int | None = None
-        self._waiters: list = []                                    # (event, ncols)
+        self.last_request: int | None = None                        # nCols of the latest alloc issued
+        self.sites: dict[int, str] = {}                             # start column -> "where allocated"
+        self.ever_allocated = False
+        self.pending: list[PendingStore] = []                       # tcgen05.st not yet landed, issue order
+        self._waiters: list = []                                    # callables retry() -> bool
 
     # ------------------------------------------------------------------------------------------ allocator
     @staticmethod
@@ -52,45 +67,85 @@ class TensorMemory:
             raise SyncError(f"tcgen05.alloc/dealloc of {ncols} columns",
                             expected="a power of two in [32, 512]")
 
-    def try_alloc(self, ncols: int) -> int | None:
+    def free_starts(self, ncols: int) -> list[int]:
+        """Start columns (multiples of ``ncols``, first-fit order) of every free range of ``ncols`` columns."""
+        units = ncols // UNIT
+        return [start * UNIT for start in range(0, COLUMNS // UNIT, units)
+                if (self.owner[start:start + units] < 0).all()]
+
+    def claim(self, col: int, ncols: int) -> None:
+        """Mark ``[col, col + ncols)`` allocated (the range must be free)."""
+        units = self.owner[col // UNIT:(col + ncols) // UNIT]
+        if (units >= 0).any():
+            raise SyncError(f"TMEM columns [{col}, {col + ncols}) of {self.label} are already allocated")
+        units[:] = col
+        self.allocations[col] = ncols
+        self.last_ncols = ncols
+        self.ever_allocated = True
+
+    def check_permit(self, what: str = "tcgen05.alloc") -> None:
+        if self.relinquished:
+            raise SyncError(f"{what} in {self.label} after tcgen05.relinquish_alloc_permit",
+                            expected="every alloc before the CTA relinquishes its allocation permit")
+
+    def try_alloc(self, ncols: int, check_permit: bool = True) -> int | None:
         """First-fit start column aligned to ``ncols``, or None when no such range is free."""
         self.check_ncols(ncols)
-        if self.relinquished:
-            raise SyncError(f"tcgen05.alloc in {self.label} after tcgen05.relinquish_alloc_permit",
-                            expected="every alloc before the CTA relinquishes its allocation permit")
-        units = ncols // UNIT
-        for start in range(0, COLUMNS // UNIT, units):
-            if (self.owner[start:start + units] < 0).all():
-                self.owner[start:start + units] = start * UNIT
-                self.allocations[start * UNIT] = ncols
-                self.last_ncols = ncols
-                return start * UNIT
-        return None
+        if check_permit:
+            self.check_permit()
+        starts = self.free_starts(ncols)
+        if not starts:
+            return None
+        self.claim(starts[0], ncols)
+        return starts[0]
 
     def alloc_event(self, ncols: int):
-        """An event that fires (with the start column) once ``ncols`` columns could be allocated."""
+        """An event that fires (with the start column) once ``ncols`` columns could be allocated.
+
+        The request was issued before any relinquish that happens while it waits, so the permit is not
+        checked again when it is granted."""
         ev = self.env.event()
-        self._waiters.append((ev, ncols))
+
+        def retry(ev=ev, ncols=ncols) -> bool:
+            if ev.triggered:
+                return True
+            got = self.try_alloc(ncols, check_permit=False)
+            if got is None:
+                return False
+            ev.succeed(got)
+            return True
+
+        self._waiters.append(retry)
         return ev
 
-    def free(self, col: int, ncols: int) -> None:
+    def add_waiter(self, retry) -> None:
+        """Register ``retry() -> bool`` to be called after every free until it returns True."""
+        self._waiters.append(retry)
+
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def check_free(self, col: int, ncols: int) -> None:
+        """SyncError unless ``[col, col + ncols)`` is exactly one current allocation."""
         self.check_ncols(ncols)
         if self.allocations.get(col) != ncols:
             held = ", ".join(f"[{c}, {c + n})" for c, n in sorted(self.allocations.items())) or "none"
             raise SyncError(f"tcgen05.dealloc of columns [{col}, {col + ncols}) in {self.label}, which is not "
                             f"an allocation (double free or wrong size?); allocated: {held}",
                             expected="the address and column count returned by a matching tcgen05.alloc")
+
+    def free(self, col: int, ncols: int) -> None:
+        self.check_free(col, ncols)
         del self.allocations[col]
+        self.sites.pop(col, None)
         self.owner[col // UNIT:(col + ncols) // UNIT] = -1
+        self.service_waiters()
+
+    def service_waiters(self) -> None:
         waiters, self._waiters = self._waiters, []
-        for ev, n in waiters:
-            if ev.triggered:
-                continue
-            got = self.try_alloc(n)
-            if got is None:
-                self._waiters.append((ev, n))
-            else:
-                ev.succeed(got)
+        for retry in waiters:
+            if not retry():
+                self._waiters.append(retry)
 
     def relinquish(self) -> None:
         self.relinquished = True
@@ -111,6 +166,18 @@ class TensorMemory:
                               f"columns [{bad}, {bad + UNIT}) are not allocated",
                               expected="tcgen05.alloc before any TMEM access, and no access after dealloc")
 
+    def check_bounds(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str) -> None:
+        """MemoryFault if the box leaves the 128 x 512 grid (no allocation check)."""
+        if lane0 < 0 or lane0 + nlanes > LANES or col0 < 0 or col0 + ncols > COLUMNS:
+            raise MemoryFault(f"{what} touches TMEM lanes [{lane0}, {lane0 + nlanes}) x columns "
+                              f"[{col0}, {col0 + ncols}) outside the {LANES} x {COLUMNS} tensor memory of "
+                              f"{self.label}", expected="lane < 128 and column < 512")
+
+    def unallocated_columns(self, cols: np.ndarray) -> list[int]:
+        """Start columns of the 32-column units among ``cols`` that are not allocated."""
+        units = np.unique(np.asarray(cols, dtype=np.int64) // UNIT)
+        return [int(u) * UNIT for u in units if self.owner[u] < 0]
+
     @staticmethod
     def check_quadrant(warp_in_group: int, lane0: int, nlanes: int, what: str) -> None:
         lo = 32 * warp_in_group
@@ -120,10 +187,73 @@ class TensorMemory:
                               expected=f"a TMEM address whose lane field is in [{lo}, {lo + 31}] "
                                        f"(warp index % 4 = {warp_in_group})")
 
+    # ------------------------------------------------------------------------------------------ stores in flight
+    def stage(self, st: "PendingStore") -> None:
+        self.pending.append(st)
+
+    def land(self, st: "PendingStore") -> None:
+        """Write a staged store into ``data`` (idempotent).  MemoryFault if its columns were freed meanwhile."""
+        if st.landed:
+            return
+        st.landed = True
+        if st in self.pending:
+            self.pending.remove(st)
+        bad = self.unallocated_columns(st.cols)
+        if bad:
+            raise MemoryFault(f"{st.what} issued by {st.issuer} at cycle {st.issued_at:g} completed after TMEM "
+                              f"columns [{bad[0]}, {bad[0] + UNIT}) of {self.label} were deallocated",
+                              expected="tcgen05.wait::st before the columns are deallocated")
+        self.data[st.lanes, st.cols] = st.values
+
+    def pending_overlap(self, lanes: np.ndarray, cols: np.ndarray) -> list["PendingStore"]:
+        """Stores in flight that write any of the cells ``(lanes[i], cols[i])``."""
+        if not self.pending:
+            return []
+        lanes = np.asarray(lanes, dtype=np.int64).ravel()
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        out = []
+        for st in self.pending:
+            if (lanes.max() < st.lane_lo or lanes.min() > st.lane_hi or cols.max() < st.col_lo
+                    or cols.min() > st.col_hi):
+                continue
+            if np.isin(lanes * COLUMNS + cols, st.lanes * COLUMNS + st.cols).any():
+                out.append(st)
+        return out
+
+    def pending_in_columns(self, col0: int, ncols: int) -> list["PendingStore"]:
+        return [st for st in self.pending if st.col_lo < col0 + ncols and st.col_hi >= col0]
+
     def describe(self) -> str:
         held = ", ".join(f"[{c}, {c + n})" for c, n in sorted(self.allocations.items())) or "nothing"
         return f"TMEM of {self.label}: allocated columns {held}" + (" (permit relinquished)"
                                                                       if self.relinquished else "")
+
+
+@dataclass(eq=False)
+class PendingStore:
+    """One ``tcgen05.st`` in flight: cells ``(lanes[i], cols[i])`` get ``values[i]`` when it lands."""
+
+    lanes: np.ndarray           # int64, flat
+    cols: np.ndarray            # int64, flat
+    values: np.ndarray          # uint32, flat (later entries win on duplicates)
+    what: str = "tcgen05.st"
+    issuer: str = ""
+    warp: object = None
+    loc: object = None
+    pc: int | None = None
+    issued_at: float = 0.0
+    due: float = 0.0
+    done: object = None         # simpy event fired when it lands
+    landed: bool = False
+    lane_lo: int = field(init=False, default=0)
+    lane_hi: int = field(init=False, default=0)
+    col_lo: int = field(init=False, default=0)
+    col_hi: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        if self.lanes.size:
+            self.lane_lo, self.lane_hi = int(self.lanes.min()), int(self.lanes.max())
+            self.col_lo, self.col_hi = int(self.cols.min()), int(self.cols.max())
 
 
 def tmem_of(cta) -> TensorMemory:

@@ -1,0 +1,236 @@
+"""The tensor pipe (5th-generation tensor core issue queue) of one CTA, or of one CTA pair for ``.cta_group::2``:
+an in-order simpy process that executes ``tcgen05.mma``, ``tcgen05.cp``, ``tcgen05.shift`` and the arrive of
+``tcgen05.commit``.
+
+PTX ISA 9.1 issue granularity (``#tcgen05-issue-granularity``), the tcgen05 memory-consistency model
+(``#tcgen05-memory-consistency-model``; tcgen05.md (f): mma -> mma, cp -> mma, shift -> mma, shift ->
+cp.4x256b, mma -> shift are pipelined in order when issued by one thread with one .cta_group), §9.7.16.12.1
+(tcgen05.commit: the arrive happens once all prior async tcgen05 operations of the thread have completed).
+DESIGN.md principles 5 and 6.
+
+Issue half / completion half: the issuing thread's semantics (``sim/semantics/tcgen05_mma.py``,
+``tcgen05_copy.py``) read and check every operand -- descriptors, the instruction descriptor, TMEM addresses,
+the enable-input-d predicate, scale-factor addresses -- and submit a :class:`PipeOp` whose ``complete`` callable
+performs the effect.  This agent decides *when*: it serves ops strictly in issue order and runs ``complete`` at
+the op's completion time, so the MMA reads SMEM and TMEM *then* and writes D into TMEM *then*.  A kernel that
+reads D with ``tcgen05.ld`` before the commit's mbarrier phase completes, or overwrites an operand before the
+MMA completed, really sees / causes stale data.
+
+One pipe serves every issuing thread of its CTA (pair), in one order, so a commit -- itself an op in the queue
+-- arrives after every op issued before it by *any* thread; the PTX guarantee (ops of the committing thread)
+is a subset of that.
+
+Timing (placeholder until the timing issue fits it; every number is a field of :class:`TensorPipeParams`,
+starting values from timing.md "B200"): the pipe serves ops in FIFO order, each occupying it for its issue
+interval (MMA: ``N * mma_cycles_per_n`` cycles, the measured steady issue interval N/2 for every dtype, 1 SM
+M=128 and 2 SM M=256; cp: ``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA; shift ``shift_cycles``;
+commit 0).  An op completes ``latency`` cycles after its occupancy ends (MMA ``mma_latency``: N/2 + ~130
+issue-to-mbarrier was measured; cp / shift latencies are estimates -- not public), but never before the op
+issued before it: completions are in issue order.  A commit's arrive happens at the completion time of the op
+before it (plus ``commit_latency``).  A simulation may carry a ``tensor_pipe_params`` attribute (a
+:class:`TensorPipeParams`) to override the defaults.
+
+Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
+``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables add ``mem`` events
+(proxy 'async') for the SMEM and TMEM cells they touch.
+
+Errors found at completion (TMEM deallocated in between, an mbarrier invalidated, a collector misuse) stop the
+run with the diagnostic located at the issuing instruction.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import simpy
+
+from isa.errors import SyncError, TcsimError, VerifyError
+
+
+@dataclass(frozen=True)
+class TensorPipeParams:
+    """Placeholder timing of the tensor pipe (cycles); the timing issue replaces these numbers."""
+
+    mma_cycles_per_n: float = 0.5     # MMA issue interval = N * this (timing.md: N/2 for every dtype)
+    mma_min_cycles: int = 4
+    mma_latency: int = 128            # end of issue interval -> completion (timing.md: ~N/2 + 104..170 total)
+    cp_bytes_per_cycle: int = 128     # SMEM feed (timing.md: 128 B/clk/SM)
+    cp_latency: int = 32              # estimate (not public)
+    shift_cycles: int = 4             # estimate (not public)
+    shift_latency: int = 16           # estimate (not public)
+    commit_latency: int = 0           # completion of the previous op -> the mbarrier arrive
+
+
+DEFAULT_PARAMS = TensorPipeParams()
+
+
+@dataclass(eq=False)
+class PipeOp:
+    """One operation in the tensor pipe.
+
+    ``kind``: 'mma' | 'cp' | 'shift' | 'commit'.  ``complete()`` performs the effect at completion time (it may
+    raise a TcsimError, which stops the run located at ``loc``).  ``occupancy`` / ``latency`` are filled by
+    :meth:`TensorPipe.submit` from the params unless given.  ``done`` is a simpy event triggered after
+    ``complete`` ran.
+    """
+
+    kind: str
+    what: str
+    complete: Callable[[], None]
+    size: int = 0                    # MMA: N; cp: bytes per destination CTA
+    ndest: int = 1                   # cp: destination CTAs
+    issuer: str = ""
+    loc: object = None
+    warp: int | None = None
+    lane: int | None = None
+    pc: int | None = None
+    occupancy: int | None = None
+    latency: int | None = None
+    issued_at: float = 0.0
+    completes_at: float = 0.0
+    done: object = None
+    extra: dict = field(default_factory=dict)
+
+
+class TensorPipe:
+    """The tensor pipe of one CTA (``.cta_group::1``) or one CTA pair (``.cta_group::2``)."""
+
+    def __init__(self, sim, ctas: tuple, params: TensorPipeParams = DEFAULT_PARAMS):
+        self.sim = sim
+        self.ctas = ctas
+        self.env = sim.env
+        self.params = params
+        self.queue = simpy.Store(self.env)
+        self.last_completion = 0.0
+        self.in_flight = 0
+        self.completed = 0
+        self.busy_cycles = 0
+        #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
+        self.collectors: dict = {}
+        self.process = self.env.process(self._serve())
+
+    @property
+    def label(self) -> str:
+        if len(self.ctas) == 1:
+            return f"tensor pipe of {self.ctas[0].label}"
+        return f"tensor pipe of the CTA pair {self.ctas[0].label} / {self.ctas[1].label}"
+
+    @classmethod
+    def of(cls, ctx, cta_group: int, what: str = "tcgen05") -> "TensorPipe":
+        """The pipe serving the executing CTA for ``cta_group`` (created on first use with the simulation's
+        ``tensor_pipe_params`` attribute if it has one)."""
+        ctas = group_ctas(ctx, cta_group, what)
+        return ctx.engine.agent("tensor_pipe",
+                                lambda sim: cls(sim, ctas, getattr(sim, "tensor_pipe_params", DEFAULT_PARAMS)),
+                                key=ctas)
+
+    # ------------------------------------------------------------------------------------------ issue
+    def timing(self, op: PipeOp) -> tuple[int, int]:
+        p = self.params
+        if op.kind == "mma":
+            return max(p.mma_min_cycles, math.ceil(op.size * p.mma_cycles_per_n)), p.mma_latency
+        if op.kind == "cp":
+            return max(1, math.ceil(op.size * op.ndest / p.cp_bytes_per_cycle)), p.cp_latency
+        if op.kind == "shift":
+            return p.shift_cycles, p.shift_latency
+        return 0, p.commit_latency
+
+    def submit(self, op: PipeOp) -> PipeOp:
+        occ, lat = self.timing(op)
+        if op.occupancy is None:
+            op.occupancy = occ
+        if op.latency is None:
+            op.latency = lat
+        op.done = self.env.event()
+        op.issued_at = self.env.now
+        self.in_flight += 1
+        self.queue.put(op)
+        self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
+                  issuer_lane=op.lane, issuer_pc=op.pc)
+        return op
+
+    # ------------------------------------------------------------------------------------------ service
+    def _serve(self):
+        while True:
+            op = yield self.queue.get()
+            t = max(self.env.now + op.occupancy + op.latency, self.last_completion)
+            self.last_completion = t
+            op.completes_at = t
+            self.env.process(self._complete(op, t - self.env.now))
+            if op.occupancy:
+                self.busy_cycles += op.occupancy
+                yield self.env.timeout(op.occupancy)
+
+    def _complete(self, op: PipeOp, delay: float):
+        if delay > 0:
+            yield self.env.timeout(delay)
+        try:
+            op.complete()
+        except TcsimError as e:
+            e.with_context(loc=op.loc, where=f"{self.label}, completing {op.what} issued by {op.issuer} at cycle "
+                                             f"{op.issued_at:g}")
+            self.sim.fail(e)
+            return
+        if self.sim.error is not None:
+            return
+        self.in_flight -= 1
+        self.completed += 1
+        self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
+                  issuer_lane=op.lane, issuer_pc=op.pc)
+        op.done.succeed()
+
+    # ------------------------------------------------------------------------------------------ events
+    def emit(self, event_kind: str, cta=None, **fields) -> None:
+        bus = self.sim.bus
+        if bus.active:
+            c = self.ctas[0] if cta is None else cta
+            bus.emit(event_kind, self.env.now, c.ctaid, "tensor_pipe", warp=None, **fields)
+
+    def emit_mem(self, op: str, space: str, cta, addrs, size: int) -> None:
+        """A ``mem`` event (proxy 'async') for ``[a, a+size)`` ranges of ``space`` ('shared::cta' or 'tmem') of
+        ``cta``; TMEM addresses are (lane << 16 | column) cell addresses with size 4."""
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit("mem", self.env.now, cta.ctaid, "tensor_pipe", warp=None, pc=None, op=op, space=space,
+                     proxy="async", addrs=[int(a) for a in addrs], size=int(size), lanes=[])
+
+    def arrive(self, cta, offset: int, what: str) -> None:
+        """The commit's arrive-on (count 1, cluster scope) on the mbarrier at SMEM ``offset`` of ``cta``."""
+        mb = cta.mbarrier(offset)
+        if not mb.valid:
+            raise SyncError(f"{what}: the mbarrier at SMEM offset 0x{offset:x} of {cta.label} was invalidated "
+                            f"before the commit's arrive", expected="the mbarrier to stay live until the tracked "
+                                                                    "tcgen05 operations complete")
+        before = mb.phase
+        mb.arrive(1)
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit("sync", self.env.now, cta.ctaid, "tensor_pipe", warp=None, op="mbarrier.arrive", addr=offset,
+                     count=1, phase=before, what=what, issuer_cta=self.ctas[0].ctaid)
+            if mb.phase != before:
+                bus.emit("sync", self.env.now, cta.ctaid, "tensor_pipe", warp=None, op="mbarrier.phase",
+                         addr=offset, phase=mb.phase)
+
+
+def group_ctas(ctx, cta_group: int, what: str) -> tuple:
+    """The CTAs an op of ``.cta_group::N`` acts on, in pair order: ``(cta,)`` for N = 1, ``(even, odd)`` for
+    N = 2 (the two CTAs of the cluster whose ranks differ only in bit 0).  The peer must exist and be alive."""
+    cta = ctx.cta
+    if cta_group == 1:
+        return (cta,)
+    cl = cta.cluster
+    even = cta.rank & ~1
+    if even + 1 >= cl.size:
+        raise VerifyError(f"{what}.cta_group::2 in {cta.label} (cluster rank {cta.rank}) has no peer CTA: the "
+                          f"cluster has {cl.size} CTA(s)",
+                          expected="a launch whose cluster holds CTA pairs (ranks 2k, 2k+1) for .cta_group::2")
+    pair = (cl.cta_by_rank(even), cl.cta_by_rank(even + 1))
+    peer = pair[1] if pair[0] is cta else pair[0]
+    if peer.exited:
+        raise SyncError(f"{what}.cta_group::2 issued in {cta.label} after its peer {peer.label} exited",
+                        expected="both CTAs of the pair alive while pair operations are issued")
+    return pair
+
+
+__all__ = ["TensorPipe", "TensorPipeParams", "DEFAULT_PARAMS", "PipeOp", "group_ctas"]
