@@ -180,6 +180,14 @@ def check_ptx_text(text: str, name: str) -> list:
     return errors
 
 
+def ptx_notes(text: str, name: str) -> list:
+    """Notes (isa/lint.py) on instructions whose GPU result depends on how ptxas lowers them."""
+    from isa.lint import notes
+    from isa.parser import parse
+
+    return notes(parse(text, name))
+
+
 def cmd_check(args) -> int:
     if args.list:
         from .semantics import REGISTRY, load_all
@@ -197,12 +205,15 @@ def cmd_check(args) -> int:
             print(f"{f}: error: no such file", file=sys.stderr)
             bad += 1
             continue
-        errs = check_ptx_text(p.read_text(), str(p))
+        text = p.read_text()
+        errs = check_ptx_text(text, str(p))
         for e in errs:
             print(str(e))
         if errs:
             bad += 1
         else:
+            for n in ptx_notes(text, str(p)):
+                print(str(n))
             print(f"{f}: OK (every instruction is executable by tcsim)")
     return 1 if bad else 0
 

@@ -79,6 +79,7 @@ class Result:
     stdout: list = field(default_factory=list)
     globals: dict = field(default_factory=dict)
     simulation: object = None
+    notes: list = field(default_factory=list)     # isa.lint notes: PTX whose GPU result depends on ptxas
 
     def __getitem__(self, i):
         return self.outputs[i]
@@ -258,8 +259,9 @@ class Prepared:
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
                  "ctas": len(sim.ctas), "warps": len(sim.warps)}
+        from isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
-                      simulation=sim)
+                      simulation=sim, notes=notes(self.module))
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,

@@ -461,6 +461,7 @@ class GpuBatch:
         payload = [(names[i], p.render(name=names[i], header=False), p.nthreads, p.input_buffer().tobytes(),
                     p.output_template().tobytes()) for i, p in enumerate(progs)]
         todo = list(range(len(progs)))
+        died_once: set = set()
         while todo:
             if self.proc is None or not self.proc.is_alive():
                 self._start()
@@ -480,9 +481,14 @@ class GpuBatch:
                     msg = self.conn.recv()
                 except EOFError:
                     idx = todo[got]
-                    results[idx] = Outcome(error=f"CHILD_DIED (exit code {self.proc.exitcode})")
                     self._kill()
-                    todo = todo[got + 1:]
+                    if idx in died_once:    # the same program killed a fresh child twice: its own result
+                        results[idx] = Outcome(error="CHILD_DIED (the GPU child process exited twice on this "
+                                                     "program)")
+                        todo = todo[got + 1:]
+                    else:                   # retry from this program in a fresh child (a child can die of
+                        died_once.add(idx)  # causes unrelated to the program: do not blame it yet)
+                        todo = todo[got:]
                     restart = True
                     break
                 if msg[0] == "res":

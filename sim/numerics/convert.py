@@ -184,8 +184,8 @@ def _nan_result(dst, src, u, ftz):
     canon = np.full(u.shape, _CANON_NAN[dst], np.uint64)
     if src == "f32" and ftz:
         u = np.full(u.shape, 0x7FFFFFFF, np.uint64)
-    if src == "bf16" and dst == "f32":
-        return u << np.uint64(16)
+    if src == "bf16" and dst == "f32" and not ftz:
+        return u << np.uint64(16)       # with .ftz: the canonical NaN (H100)
     if (src == "f64" and dst in ("f32", "f16", "bf16", "f64")) or (
             dst == "f64" and src in ("f32", "f16", "bf16")):
         sb, db = FORMATS[src].bits, FORMATS[dst].bits
@@ -198,9 +198,38 @@ def _nan_result(dst, src, u, ftz):
     return canon
 
 
+def _tf32_rna(u, satfinite):
+    """cvt.rna{.satfinite}.tf32.f32 as the H100 computes it: integer arithmetic on the bit pattern -- a number
+    gets half an ulp (0x1000) added to its magnitude before the 13 low bits are cleared (ties away from zero,
+    overflow to Inf), a NaN is truncated (0x7F800001 becomes +Inf, 0x7FFFFFFF 0x7FFFE000); .satfinite then steps
+    a result with an all-ones exponent down by one ulp (Inf -> MAX_NORM 0x7F7FE000, and a NaN to another NaN:
+    0x7FC00000 -> 0x7FBFE000).  Measured over specials and random patterns (hw/probes group
+    cvt_float) and by the fuzzer (tests/fuzz_regressions)."""
+    u = u.astype(np.uint64)
+    sign = u & np.uint64(0x80000000)
+    mag = u & np.uint64(0x7FFFFFFF)
+    nan = mag > np.uint64(0x7F800000)
+    mag = np.where(nan, mag, mag + np.uint64(0x1000)) & np.uint64(0x7FFFE000)     # a NaN is truncated
+    if satfinite:
+        mag = np.where((mag & np.uint64(0x7F800000)) == np.uint64(0x7F800000), mag - np.uint64(0x2000), mag)
+    return (mag | sign).astype(np.uint32)
+
+
+def _tiny_after_rounding_f32(v, rnd):
+    """|v| rounds (24 significant bits, unbounded exponent, mode ``rnd``) to a value below 2**-126."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = np.abs(v)
+        band = (a >= 2.0 ** -127) & (a < 2.0 ** -126)
+        q = np.where(band, v * 2.0 ** 150, 0.0)          # exact: a power-of-two scaling; |q| in [2**23, 2**24)
+        rq = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}[rnd](q)
+        return (a < 2.0 ** -127) | (band & (np.abs(rq) < 2.0 ** 24))
+
+
 def _float_to_float(dst, src, u, rnd, ftz, sat, relu, satfinite):
     u_in = u
-    if ftz and src == "f32":
+    if ftz and src == "f32" and dst != "f16":
+        # cvt.ftz.f16.f32 does not flush an f32 subnormal input (H100: .rp of the smallest positive
+        # subnormal gives 0x0001), the other .ftz conversions from .f32 do
         u = _flush_f32(u)
     v = decode(src, u)
     if rnd in _IRND:
@@ -210,10 +239,11 @@ def _float_to_float(dst, src, u, rnd, ftz, sat, relu, satfinite):
     else:
         r = rnd or "rn"   # widening / identity conversions are exact
     out = encode(dst, v, r, satfinite).astype(np.uint64)
-    if ftz and dst == "f32" and src != "f32":
-        # tininess before rounding (measured for arithmetic .ftz): |exact| < 2**-126 flushes
-        tiny = np.abs(v) < 2.0 ** -126
-        out = np.where(tiny, out & np.uint64(0x80000000), out)
+    if ftz and dst == "f32" and src == "f64":
+        # IEEE tininess *after* rounding (to 24 bits, exponent unbounded): an f64 just below 2**-126 that rounds
+        # up to 2**-126 stays the smallest normal; one that is exactly a 24-bit number below it (even when
+        # rn's tie-to-even would reach 2**-126 in the bounded format) flushes (H100, hw/probes cvt_float)
+        out = np.where(_tiny_after_rounding_f32(v, r), out & np.uint64(0x80000000), out)
     isn = np.isnan(v)
     if isn.any() and not relu:
         out = np.where(isn, _nan_result(dst, src, u_in, ftz), out)
@@ -322,13 +352,14 @@ def cvt(dst, src, bits, rnd=None, ftz=False, sat=False, relu=False, satfinite=Fa
             raise _err(".relu is not allowed with cvt.rna.tf32.f32", dst, src)
         if sat or ftz:
             raise _err(".sat/.ftz are not allowed for .tf32", dst, src)
+        if rnd == "rna":
+            return _tf32_rna(u, satfinite)
         v = decode("f32", u)
         out = encode("tf32", v, rnd, satfinite).astype(np.uint64)
-        # NaN: payload truncated to tf32, quiet bit set (one H100 sample: 0xffecced3 ->
-        # 0xffecc000 for .rna; the .rna.satfinite result 0xffeca000 is not reproduced)
-        isn = np.isnan(v)
-        out = np.where(isn & (not relu), (u & np.uint64(0xFFFFE000)) | np.uint64(0x00400000), out)
-        return _post("tf32", out, relu=relu)
+        # .rn/.rz (.relu): a NaN gives the canonical tf32 NaN 0x7FFFE000, whatever its sign and payload
+        # (H100, hw/probes group cvt_float)
+        out = _post("tf32", out, relu=relu).astype(np.uint64)
+        return np.where(np.isnan(v), np.uint64(0x7FFFE000), out).astype(np.uint32)
 
     # ---- float -> float ----------------------------------------------------------------------
     if sat and dst not in ("f16", "f32", "f64", "bf16"):
@@ -337,14 +368,19 @@ def cvt(dst, src, bits, rnd=None, ftz=False, sat=False, relu=False, satfinite=Fa
         if rnd is not None and rnd not in _IRND:
             raise _err("same-type float conversion takes no rounding or an integer rounding "
                        "modifier (.rni/.rzi/.rmi/.rpi)", dst, src)
+        if rnd is None and not (ftz or sat or relu or satfinite) and dst in ("f32", "f64"):
+            return u.astype(_dtype(dst))    # a plain move on the H100: NaN payload, sign, sNaN all kept
         return _float_to_float(dst, src, u, rnd, ftz, sat, relu, satfinite)
     if rnd in _IRND:
         raise _err("integer rounding modifiers require source and destination of the same type",
                    dst, src)
     if (src, dst) in _WIDENING:
-        if rnd is not None:
+        if rnd is not None and not (src == "bf16" and rnd in _FRND):
             raise _err("rounding modifier not allowed for a widening float conversion", dst, src)
+        # ptxas accepts .rn/.rz/.rm/.rp on the (exact) widening of .bf16: they change nothing
         return _float_to_float(dst, src, u, None, ftz, sat, relu, satfinite)
+    if rnd is None and {src, dst} == {"f16", "bf16"}:
+        rnd = "rn"          # ptxas accepts cvt.f16.bf16 / cvt.bf16.f16 without a rounding modifier
     if rnd not in _FRND:
         raise _err("narrowing float conversion requires .rn/.rz/.rm/.rp", dst, src)
     if (relu or satfinite) and rnd not in ("rn", "rz"):

@@ -46,7 +46,7 @@ from isa.formats import FORMATS, decode, encode, f64_parts, round_scaled
 
 __all__ = [
     "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "fmin", "fmax", "fabs", "fneg",
-    "fcompare", "packed2", "canonical_nan", "COMPARE_OPS", "ARITH_FORMATS",
+    "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS",
 ]
 
 ARITH_FORMATS = ("f16", "bf16", "f32", "f64")
@@ -150,6 +150,13 @@ def _nan64(r, *ops):
         o = np.broadcast_to(op.astype(np.uint64), r.shape)
         pick = np.where(_is_nan("f64", o), o | _QNAN64, pick)
     return np.where(isn, pick, r)
+
+
+def propagate_nan64(r, *ops):
+    """Replace an f64 NaN result by the first NaN among ``ops`` (hardware priority order), quieted; an invalid
+    operation without NaN operands keeps 0xFFF8000000000000.  The semantics layer uses it to apply the priority
+    of the SASS operand order ptxas chose (see sim/semantics/float_arith.py, ``sass_nan_priority``)."""
+    return _nan64(r, *ops)
 
 
 def _tiny(fmt, rz_bits):
@@ -544,8 +551,10 @@ def fdiv(fmt, a, b, rnd="rn", ftz=False):
         if rnd == "rn":
             return _nan64(q.view(np.uint64).copy(), ba, bb)
         aa, ab, aq = np.abs(va), np.abs(vb), np.abs(q)
+        # q*b must not overflow in the residual (a dividend near DBL_MAX rounds q*b up to Inf): such lanes take
+        # the exact path
         safe = regular & (aq < 2.0 ** 995) & (aq >= 2.0 ** -960) & (ab < 2.0 ** 995) & \
-            (aa >= 2.0 ** -960) & (ab >= 2.0 ** -960)
+            (aa >= 2.0 ** -960) & (ab >= 2.0 ** -960) & (aa < 2.0 ** 1000)
         Qs = np.where(safe, q, 1.0)
         Bs = np.where(safe, vb, 1.0)
         As = np.where(safe, va, 1.0)

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa import cvt_forms
 from isa.errors import UnsupportedError, VerifyError
+from isa.gen_cvt_forms import key as cvt_key
 from sim.numerics import convert as numcvt
 from ..ptxtypes import view_dtype
 from .misc_alu import Mods, check_count, check_dst, check_src, type_size
@@ -110,6 +112,9 @@ def decode_cvt(ins, info):
             raise UnsupportedError(f"{ins.full_opcode}: type .{t} is not supported by tcsim's cvt", ins.loc)
     kw = dict(rnd=rnd, ftz=ftz, sat=sat, relu=relu, satfinite=satfinite)
     _check_target(ins, info, dst, src, rnd, satfinite, relu)
+    if dst in FLOATS and src in FLOATS:
+        _check_float_form(ins, info, dst, src, (rnd, "ftz" if ftz else None, "sat" if sat else None,
+                                                "relu" if relu else None, "satfinite" if satfinite else None))
     pair = dst in PACKED and src == "f32"
     if pair:
         if ftz or sat:
@@ -145,6 +150,22 @@ def _arch_num(info) -> tuple:
     return (int(digits) if digits else 100), arch
 
 
+def _check_float_form(ins, info, dst, src, mods) -> None:
+    """Float-to-float cvt: accept exactly the modifier combinations ptxas accepts (isa/cvt_forms.py, generated
+    from ptxas 13.0); a rejection lists the combinations that are legal for the same types."""
+    num, _arch = _arch_num(info)
+    table = cvt_forms.ACCEPTED["sm_100a" if num >= 100 else "sm_90a"]
+    k = cvt_key(dst, src, mods)
+    if k in table:
+        return
+    legal = sorted(x.split(":", 1)[1] for x in table if x.startswith(f"{dst}.{src}:"))
+    shown = ", ".join("." + x.replace(".", " .") if x else "(none)" for x in legal)
+    used = " ".join("." + m for m in mods if m) or "no modifiers"
+    raise VerifyError(f"Illegal modifier combination for 'cvt.{dst}.{src}': {used}", ins.loc,
+                      expected=f"one of the combinations ptxas accepts: {shown}" if legal else
+                      f"no cvt.{dst}.{src} form exists")
+
+
 def _check_target(ins, info, dst, src, rnd, satfinite, relu) -> None:
     """Target requirements of the newer cvt forms (as ptxas 13.0 reports them)."""
     num, arch = _arch_num(info)
@@ -157,9 +178,8 @@ def _check_target(ins, info, dst, src, rnd, satfinite, relu) -> None:
         raise VerifyError("Feature 'cvt with .e4m3x2/.e5m2x2' requires .target sm_89 or higher", ins.loc)
     if set(ts) == {"bf16", "f16"} and num < 90:
         raise VerifyError(f"Feature 'cvt with .{dst}.{src}' requires .target sm_90 or higher", ins.loc)
-    if dst == "tf32" and rnd in ("rn", "rz") and (satfinite or relu) and num < 100:
-        q = "satfinite" if satfinite else "relu"
-        raise VerifyError(f"Modifier '.{q}' on 'cvt.tf32.f32.{rnd}' requires .target sm_100 or higher", ins.loc)
+    if dst == "tf32" and rnd in ("rn", "rz") and satfinite and num < 100:
+        raise VerifyError(f"Modifier '.satfinite' on 'cvt.tf32.f32.{rnd}' requires .target sm_100 or higher", ins.loc)
 
 
 _PACK_WIDTH = {"u16": 16, "s16": 16, "u8": 8, "s8": 8, "u4": 4, "s4": 4, "u2": 2, "s2": 2}

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa import ir
+
 from isa.errors import UnsupportedError, VerifyError
 from sim.numerics import fp
 from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
@@ -120,11 +122,45 @@ def decode_add_sub_mul(ins, info):
     check_operands(ins, info, ot, (ot, ot))
     d, a, b = ins.operands
     fn = {"add": fp.fadd, "sub": fp.fsub, "mul": fp.fmul}[ins.opcode]
+    prio = sass_nan_priority(info, ins.opcode, (a, b)) if t == "f64" else None
 
     def run(ctx):
-        r = lanewise(fn, t, read_bits(ctx, a, t), read_bits(ctx, b, t), rnd=rnd, ftz=ftz, sat=sat)
+        xs = (read_bits(ctx, a, t), read_bits(ctx, b, t))
+        r = lanewise(fn, t, xs[0], xs[1], rnd=rnd, ftz=ftz, sat=sat)
+        if prio is not None:
+            r = fp.propagate_nan64(r, *(xs[i] ^ flip for i, flip in prio))
         write_bits(ctx, d, t, r)
     return run
+
+
+#: the sign bit of an f64, as ptxas flips it when it negates an immediate subtrahend at compile time
+_F64_SIGN = np.uint64(1 << 63)
+
+
+def sass_nan_priority(info, opcode: str, srcs) -> list:
+    """Which f64 source's NaN the H100 returns when several are NaN, as (source index, xor mask) in priority
+    order.  The hardware rule is fixed -- DADD/DMUL/DMNMX return the second SASS operand's NaN, DFMA the second
+    multiplicand's, then the addend's, then the first multiplicand's (the numerics' own order) -- but ptxas
+    freely commutes operands: it orders the two commutative sources by register declaration order, immediates
+    last, and folds ``sub a, imm`` into ``add a, -imm`` with the immediate's sign bit flipped (a register's
+    negation leaves a NaN's sign alone).  Established on the H100 with ptxas 13.0 from the SASS of the probe
+    kernels (``hw/probes`` group f64_nan: every operand order and permutation) and of the fuzz reproducers."""
+    order = {name: i for i, name in enumerate(info.function.regs)}
+
+    def key(i):
+        op = srcs[i]
+        if isinstance(op, ir.Reg):
+            return (0, order.get(op.name, len(order)))
+        return (1, 0)
+
+    zero = np.uint64(0)
+    flips = [zero] * len(srcs)
+    if opcode == "sub" and not isinstance(srcs[1], ir.Reg):
+        flips[1] = _F64_SIGN
+    ra, rb = sorted((0, 1), key=key)
+    if opcode in ("fma", "mad"):
+        return [(rb, flips[rb]), (2, zero), (ra, flips[ra])]
+    return [(rb, flips[rb]), (ra, flips[ra])]
 
 
 def _widen_half(bits: np.ndarray, t: str) -> np.ndarray:
@@ -202,8 +238,13 @@ def decode_fma(ins, info):
     if relu:
         kw["relu"] = True
 
+    prio = sass_nan_priority(info, "fma", (a, b, c)) if t == "f64" else None
+
     def run(ctx):
-        r = lanewise(fp.ffma, t, read_bits(ctx, a, t), read_bits(ctx, b, t), read_bits(ctx, c, t), **kw)
+        xs = (read_bits(ctx, a, t), read_bits(ctx, b, t), read_bits(ctx, c, t))
+        r = lanewise(fp.ffma, t, *xs, **kw)
+        if prio is not None:
+            r = fp.propagate_nan64(r, *(xs[i] ^ flip for i, flip in prio))
         write_bits(ctx, d, t, r)
     return run
 
@@ -477,17 +518,29 @@ def decode_min_max(ins, info):
     fn = fp.fmin if name == "min" else fp.fmax
     d = ins.operands[0]
     srcs = ins.operands[1:]
+    if (not three and not (nan or xorsign or ftz) and t in ("f16", "f32", "f64")
+            and isinstance(srcs[0], ir.Reg) and srcs[0] == srcs[1]):
+        # min/max of a register with itself: ptxas folds it to a move, so a NaN passes through unchanged
+        # (payload, sign, even a signalling NaN) -- measured on the H100 (hw/probes group f64_nan and
+        # small_float_nan); bf16, .ftz, .NaN and .xorsign forms are not folded.
+        def run_same(ctx):
+            write_bits(ctx, d, t, read_bits(ctx, srcs[0], t))
+        return run_same
     kw = {"ftz": ftz}
     if nan:
         kw["nan"] = True
     if xorsign:
         kw["xorsign_abs"] = True
 
+    prio = sass_nan_priority(info, name, srcs) if t == "f64" else None
+
     def run(ctx):
         xs = [read_bits(ctx, s, t) for s in srcs]
         if three and absq:
             xs = [fp.fabs("f32", x) for x in xs]
         r = lanewise(fn, t, xs[0], xs[1], **kw)
+        if prio is not None:
+            r = fp.propagate_nan64(r, *(xs[i] ^ flip for i, flip in prio))
         if three:
             r = fn("f32", r, xs[2], **kw)
         write_bits(ctx, d, t, r)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa import ir
+
 from isa.errors import VerifyError
 from ..ptxtypes import view_dtype
 from .misc_alu import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src, from_pyints,
@@ -594,18 +596,19 @@ def decode_fns(ins, info):
     return run
 
 
-#: fns with offset INT_MIN (|offset| not representable): the GPU returns base (see _fns_one)
+#: fns with offset INT_MIN (|offset| not representable): the H100 returns 0 whatever the mask and base
+#: (hw/probes group fns_shift_reg: register and immediate offsets, bases 0..31, >= 32 and 0xFFFFFFFF)
 FNS_INT_MIN_OFFSET = -(1 << 31)
 
 
 def _fns_one(mask: int, base: int, offset: int) -> int:
+    if offset == FNS_INT_MIN_OFFSET:
+        return 0
     if base > 31:
         # PTX: behaviour undefined for base > 31; the search simply starts outside the word
         return 0xFFFFFFFF
     if offset == 0:
         return base if (mask >> base) & 1 else 0xFFFFFFFF
-    if offset == FNS_INT_MIN_OFFSET:
-        return base        # the GPU returns base whatever the mask (H100, measured with base 0)
     pos, count, inc = base, abs(offset) - 1, (1 if offset > 0 else -1)
     while 0 <= pos < 32:
         if (mask >> pos) & 1:
@@ -638,7 +641,12 @@ def decode_brev(ins, info):
 @semantics("bfe")
 def decode_bfe(ins, info):
     """PTX ISA 9.1 §9.7.1.19 bfe: extract ``len = c & 0xff`` bits from position ``b & 0xff``, zero- or
-    sign-extended (the sign is the field's top bit inside the word)."""
+    sign-extended (the sign is the field's top bit inside the word).
+
+    Measured on the H100 (ptxas 13.0; ``hw/probes`` groups bitfield_reg/bitfield_imm): the 32-bit forms reduce
+    position and length modulo 256 as the ISA says, but the 64-bit forms use the whole .u32 operands (a value
+    >= 64 acts as 64); ``bfe.s32`` with an *immediate* position >= 32 and an immediate non-zero length gives
+    0xFFFFFFFF whatever a (ptxas folds it so; with either operand in a register the ISA's a[31] fill holds)."""
     m = Mods(ins)
     t = m.type(("u32", "u64", "s32", "s64"))
     m.done()
@@ -646,11 +654,17 @@ def decode_bfe(ins, info):
     d, a, b, c = ins.operands
     n = _nbits(t)
     msb = n - 1
+    lim = np.uint32(0xFF) if n == 32 else np.uint32(0xFFFFFFFF)
+    ones_imm = (t == "s32" and isinstance(b, ir.Imm) and isinstance(c, ir.Imm)
+                and (int(b.value) & 0xFF) >= 32 and int(c.value) & 0xFF)
 
     def run(ctx):
         u = _u64(ctx.read(a, t))
-        pos = (ctx.read(b, "u32") & np.uint32(0xFF)).astype(np.int64)
-        ln = (ctx.read(c, "u32") & np.uint32(0xFF)).astype(np.int64)
+        pos = (ctx.read(b, "u32") & lim).astype(np.int64)
+        ln = (ctx.read(c, "u32") & lim).astype(np.int64)
+        if ones_imm:
+            ctx.write(d, t, _wrap(np.full(32, 0xFFFFFFFF, np.uint64), t))
+            return
         if _signed(t):
             top = np.minimum(pos + ln - 1, msb)
             sbit = ((u >> np.clip(top, 0, 63).astype(np.uint64)) & np.uint64(1)).astype(bool) & (ln != 0)
@@ -670,18 +684,20 @@ def decode_bfe(ins, info):
 @semantics("bfi")
 def decode_bfi(ins, info):
     """PTX ISA 9.1 §9.7.1.20 bfi: insert the low ``len = d & 0xff`` bits of a into b at position
-    ``c & 0xff`` (bits beyond the msb are dropped)."""
+    ``c & 0xff`` (bits beyond the msb are dropped).  As for bfe, ``bfi.b64`` on the H100 uses the whole .u32
+    position and length (no reduction modulo 256)."""
     m = Mods(ins)
     t = m.type(("b32", "b64"))
     m.done()
     check_operands(ins, info, t, (t, t, "u32", "u32"))
     f, a, b, c, dl = ins.operands
     n = _nbits(t)
+    lim = np.uint32(0xFF) if n == 32 else np.uint32(0xFFFFFFFF)
 
     def run(ctx):
         au, bu = _u64(ctx.read(a, t)), _u64(ctx.read(b, t))
-        pos = (ctx.read(c, "u32") & np.uint32(0xFF)).astype(np.int64)
-        ln = (ctx.read(dl, "u32") & np.uint32(0xFF)).astype(np.int64)
+        pos = (ctx.read(c, "u32") & lim).astype(np.int64)
+        ln = (ctx.read(dl, "u32") & lim).astype(np.int64)
         take = np.clip(np.minimum(ln, n - pos), 0, n)
         fmask = np.where(take >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
                          (np.uint64(1) << np.clip(take, 0, 63).astype(np.uint64)) - np.uint64(1))

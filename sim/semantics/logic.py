@@ -133,7 +133,11 @@ def decode_lop3(ins, info):
 @semantics("shl", "shr")
 def decode_shift(ins, info):
     """PTX ISA 9.1 §9.7.7.7 shl, §9.7.7.8 shr (``.s*`` arithmetic); the amount is .u32 and amounts >= the
-    width clamp to the width."""
+    width clamp to the width.
+
+    16-bit forms with an *immediate* amount: ptxas keeps only the immediate's low 16 bits (measured on the H100
+    with ptxas 13.0, ``hw/probes`` group shift_imm: ``shl.b16 d, a, 0x10000`` returns a, ``0x10001`` shifts by
+    one); register amounts clamp as the ISA says."""
     m = Mods(ins)
     allowed = ("b16", "b32", "b64") if ins.opcode == "shl" else \
         ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64")
@@ -144,10 +148,13 @@ def decode_shift(ins, info):
     n = _NB[t[1:]]
     left = ins.opcode == "shl"
     arith = t[0] == "s"
+    imm16 = n == 16 and isinstance(b, ir.Imm)
 
     def run(ctx):
         x = ctx.read(a, t)
         s = ctx.read(b, "u32").astype(np.int64)
+        if imm16:
+            s = s & 0xFFFF
         big = s >= n
         sc = np.minimum(s, n - 1)
         if arith:   # an amount >= n shifts by n-1: every bit becomes the sign

@@ -3,7 +3,9 @@
 
 A record's ``status`` says what to expect: ``"open"`` -- the simulator still disagrees with the GPU (a known
 finding, described in ``finding``; strict xfail, so the day the simulator is fixed the test XPASSes and asks
-for the status to become ``"fixed"``); ``"fixed"`` -- it must agree.  ``gpu_output_source`` says whether the GPU
+for the status to become ``"fixed"``); ``"fixed"`` -- it must agree; ``"diagnosed"`` -- the GPU result depends on
+how ptxas lowers the PTX (the ISA leaves it open), and tcsim must say so: ``isa.lint`` reports a note at the
+offending instruction.  ``gpu_output_source`` says whether the GPU
 bits were read back from the minimised program itself (``measured``) or taken from the fuzz run's exact data
 point for that instruction (``derived``).  ``category`` ``"aliasing"`` marks register aliasings PTX leaves open
 (the generator avoids them now).  Each reproducer must also pass ``tcsim check`` and be schedule-independent.
@@ -23,7 +25,9 @@ RECORDS = sorted(HERE.glob("*.json"))
 def _param(p: Path):
     rec = load_reproducer(p)
     marks = []
-    if rec.get("status", "open") == "open":
+    if rec.get("status") == "diagnosed":
+        marks.append(pytest.mark.skip(reason="compiler-dependent; checked by test_diagnosed_findings_are_noted"))
+    elif rec.get("status", "open") == "open":
         marks.append(pytest.mark.xfail(strict=True, reason=f"open finding: {rec.get('finding', rec['detail'])[:200]}"))
     return pytest.param(p, marks=marks, id=p.stem)
 
@@ -54,3 +58,21 @@ def test_reproducer_is_valid_and_schedule_independent(path):
 
 def test_there_are_reproducers():
     assert RECORDS, "no saved reproducers"
+
+
+@pytest.mark.parametrize("path", [p for p in RECORDS if load_reproducer(p).get("status") == "diagnosed"],
+                         ids=lambda p: p.stem)
+def test_diagnosed_findings_are_noted(path):
+    from sim.cli import ptx_notes
+
+    rec = load_reproducer(path)
+    notes = ptx_notes(rec["ptx"], path.name)
+    body_lines = [i + 1 for i, ln in enumerate(rec["ptx"].splitlines()) if ln.strip() in rec["body"]]
+    assert notes and all(n.loc.line in body_lines for n in notes), notes
+    assert any("depends on" in n.message for n in notes)
+
+
+def test_no_finding_is_left_open():
+    """Every finding of the fuzzing campaigns is fixed or diagnosed (issue: zero unexplained mismatches)."""
+    open_ = [p.stem for p in RECORDS if load_reproducer(p).get("status", "open") == "open"]
+    assert not open_, open_

@@ -289,8 +289,12 @@ def test_float_narrowing(dst, src):
             assert_vals(dst, got, exp, lambda i: f"cvt.{rnd}.relu.{dst}.f32({vals[i]!r})")
         with pytest.raises(ValueError):
             cvt(dst, src, b, rnd="rm", relu=True)
-    with pytest.raises(ValueError):
-        cvt(dst, src, b)          # rounding mandatory when narrowing
+    if {dst, src} == {"f16", "bf16"}:
+        # ptxas accepts cvt.f16.bf16 / cvt.bf16.f16 without a rounding modifier: round to nearest even
+        assert np.array_equal(cvt(dst, src, b), cvt(dst, src, b, rnd="rn"))
+    else:
+        with pytest.raises(ValueError):
+            cvt(dst, src, b)          # rounding mandatory when narrowing
     with pytest.raises(ValueError):
         cvt(dst, src, b, rnd="rni")
 
@@ -321,8 +325,13 @@ def test_float_widening_exact(dst, src):
     if (src, dst) in (("f16", "f32"),):          # canonical; the others propagate payloads
         assert np.all(got[np.isnan(v)] == 0x7FFFFFFF)
     assert np.all(np.isnan(decode(dst, got[np.isnan(v)])))
-    with pytest.raises(ValueError):
-        cvt(dst, src, b, rnd="rn")
+    if src == "bf16":
+        # ptxas accepts .rn/.rz/.rm/.rp on the exact widening of .bf16; they change nothing
+        for rnd in ("rn", "rz", "rm", "rp"):
+            assert np.array_equal(cvt(dst, src, b, rnd=rnd), got)
+    else:
+        with pytest.raises(ValueError):
+            cvt(dst, src, b, rnd="rn")
     # ftz on the f32 side
     if dst == "f32" or src == "f32":
         cvt(dst, src, b, ftz=True)

@@ -840,3 +840,32 @@ def test_golden_ftz_tininess_before_rounding():
         assert list(fp.fdiv("f32", a, b, rnd, ftz=True)) == e
     # and the same inputs without .ftz keep the correctly rounded (normal / subnormal) result
     assert list(fp.fmul("f32", a, b, "rn")) == [0x800000, 0x80800000, 0x800001]
+
+
+def test_div_f64_directed_rounding_with_a_dividend_near_dbl_max():
+    """q*b overflowed the residual of the fast path (fuzz finding derived_div_rp_f64_dbl_max): every mode must
+    give the correctly rounded quotient, checked with exact rationals."""
+    from fractions import Fraction
+
+    from sim.numerics.fp import fdiv
+
+    rng = np.random.default_rng(11)
+    a = np.full(64, 0x7FEFFFFFFFFFFFFF, np.uint64) ^ (rng.integers(0, 2, 64).astype(np.uint64) << np.uint64(63))
+    a[32:] -= rng.integers(0, 1 << 40, 32).astype(np.uint64)
+    b = (rng.integers(0x3FF, 0x7FE, 64).astype(np.uint64) << np.uint64(52)) | \
+        rng.integers(0, 1 << 52, 64, dtype=np.uint64) | (rng.integers(0, 2, 64).astype(np.uint64) << np.uint64(63))
+    b[0] = 0xEC97F777604A9C52
+    for rnd in ("rn", "rz", "rm", "rp"):
+        got = fdiv("f64", a, b, rnd=rnd)
+        for i in range(64):
+            x, y = float(a[i:i + 1].view(np.float64)[0]), float(b[i:i + 1].view(np.float64)[0])
+            exact = Fraction(x) / Fraction(y)
+            g = float(got[i:i + 1].view(np.float64)[0])
+            lo, hi = sorted((g, float(np.nextafter(g, np.inf if exact > Fraction(g) else -np.inf))))
+            assert Fraction(lo) <= exact <= Fraction(hi), (rnd, hex(int(a[i])), hex(int(b[i])))
+            if rnd == "rz":
+                assert abs(Fraction(g)) <= abs(exact)
+            elif rnd == "rm":
+                assert Fraction(g) <= exact
+            elif rnd == "rp":
+                assert Fraction(g) >= exact

@@ -284,9 +284,9 @@ def test_cvt_pack_sat():
 ILLEGAL = [
     ("cvt.f32.s32 %f1, %r1;", VerifyError, "Rounding modifier required for instruction 'cvt'"),
     ("cvt.s32.f32 %r1, %f1;", VerifyError, "Rounding modifier required for instruction 'cvt'"),
-    ("cvt.rn.f32.f16 %f1, %h1;", VerifyError, "Illegal form of instruction 'cvt'"),
-    ("cvt.rm.relu.f16.f32 %h1, %f1;", VerifyError, "Illegal form of instruction 'cvt'"),
-    ("cvt.rn.f32.f32 %f1, %f2;", VerifyError, "Illegal form of instruction 'cvt'"),
+    ("cvt.rn.f32.f16 %f1, %h1;", VerifyError, "Illegal modifier combination for 'cvt.f32.f16': .rn"),
+    ("cvt.rm.relu.f16.f32 %h1, %f1;", VerifyError, "Illegal modifier combination for 'cvt.f16.f32': .rm .relu"),
+    ("cvt.rn.f32.f32 %f1, %f2;", VerifyError, "Illegal modifier combination for 'cvt.f32.f32': .rn"),
     ("cvt.sat.s64.s32 %rd1, %r2;", VerifyError, "Illegal form of instruction 'cvt'"),
     ("cvt.rzi.s32.f32 %f1, %f2;", VerifyError, "Arguments mismatch for instruction 'cvt'"),
     ("cvt.u32.u16 %p1, %h1;", VerifyError, "Arguments mismatch for instruction 'cvt'"),
