@@ -336,6 +336,9 @@ class InstrDescriptor:
             parts.append("saturate")
         if self.sparse:
             parts.append(f"sparse (selector {self.sparse_id2})")
+        elif self.sparse_id2:
+            # bits 0-1 are set but bit 2 is clear: name them rather than drop them (e.g. the seed "kind word" 0xC1)
+            parts.append(f"sparsity selector {self.sparse_id2} without the sparse flag")
         if self.max_shift:
             parts.append(f"max shift {MAX_SHIFT_CODES[self.max_shift]}")
         if self.reserved:

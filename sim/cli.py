@@ -1,6 +1,8 @@
 """The ``tcsim`` command line.
 
-    tcsim demo [--trace out.jsonl] [--seed N]     simulate the embedded default kernel and check it
+    tcsim demo [--kernel K] [--seed N] [--trace F] simulate an embedded kernel, check it, print a decoded
+               [--backend sim|gpu|both]           summary (default: the tcgen05 GEMM gemm_async; --kernel
+                                                  mma_gemm: the former default, the Hopper mma.sync seed)
     tcsim check FILE.ptx [...]                    parse + decode every instruction; exit 1 on anything tcsim
                                                   cannot execute (each reported with file:line:col)
     tcsim check --list                            list the opcodes tcsim implements
@@ -22,7 +24,16 @@ from pathlib import Path
 
 from isa.errors import TcsimError
 
-DEMO_MODULE = "examples.mma_gemm"
+#: ``tcsim demo --kernel NAME`` -> example module; the first entry is the default
+DEMO_KERNELS = {
+    "gemm_async": "examples.gemm_async",                   # tcgen05 (sm_100a) warpgroup GEMM, TMEM accumulator
+    "mma_gemm": "examples.mma_gemm",                       # the seed gemm: one warp, 16x8x16 mma.sync (sm_90a)
+    "tcgen05_walkthrough": "examples.tcgen05_walkthrough",
+    "tma_mma_gemm": "examples.tma_mma_gemm",
+    "bulk_pipeline": "examples.bulk_pipeline",
+}
+DEMO_DEFAULT = "gemm_async"
+DEMO_MODULE = DEMO_KERNELS[DEMO_DEFAULT]
 
 
 def _load_launch_module(path: str):
@@ -149,9 +160,16 @@ def _run_module(mod, args) -> int:
 
 
 def cmd_demo(args) -> int:
-    mod = importlib.import_module(DEMO_MODULE)
+    name = getattr(args, "kernel", None) or DEMO_DEFAULT
+    mod = importlib.import_module(DEMO_KERNELS[name])
     print(f"tcsim demo: {getattr(mod, 'DESCRIPTION', mod.__name__)}")
-    return _run_module(mod, args)
+    if getattr(args, "backend", "sim") != "sim" or not hasattr(mod, "demo_summary"):
+        return _run_module(mod, args)
+    launch = _get_launch(mod)
+    ok, result = _run_sim(mod, launch, args)
+    for line in mod.demo_summary(result, launch):       # the decoded result: descriptors, a corner of D
+        print(line)
+    return 0 if ok else 1
 
 
 def cmd_run(args) -> int:
@@ -230,8 +248,10 @@ def main(argv=None) -> int:
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
 
-    p = sub.add_parser("demo", help="simulate the embedded default kernel")
+    p = sub.add_parser("demo", help="simulate the embedded default kernel (the tcgen05 GEMM gemm_async)")
     run_opts(p)
+    p.add_argument("--kernel", choices=list(DEMO_KERNELS), default=DEMO_DEFAULT,
+                   help=f"which embedded kernel (default {DEMO_DEFAULT}; mma_gemm is the former default)")
     p.set_defaults(fn=cmd_demo)
     p = sub.add_parser("run", help="run a launch file")
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")

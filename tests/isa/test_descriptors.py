@@ -101,6 +101,17 @@ def test_instr_descriptor_round_trip_and_reserved():
     assert d.reserved == 1 << 23 | 1 << 6
 
 
+def test_instr_descriptor_describe_names_every_set_field():
+    """describe() must not drop set bits: a sparsity selector without the sparse flag is named.  0xC1 is the
+    tcgen05.mma walkthrough seed's compiler-internal "kind word"; read as a Table 42 descriptor it is invalid."""
+    d = InstrDescriptor.decode(0xC1)
+    assert (d.m, d.n, d.sparse_id2, d.sparse, d.atype, d.reserved) == (0, 0, 1, 0, 1, 1 << 6)
+    assert d.describe("f16") == ("instruction descriptor {M 0, N 0, D f16, A bf16, B f16, A K-major, B K-major, "
+                                 "sparsity selector 1 without the sparse flag, reserved bits 0x00000040 set}")
+    assert "selector" not in InstrDescriptor.for_kind("f16", 64, 128, "bf16", "bf16", "f32").describe("f16")
+    assert "sparse (selector 2)" in InstrDescriptor(sparse=1, sparse_id2=2).describe("f16")
+
+
 def test_block_scaled_descriptor_fields():
     d = InstrDescriptorBlockScaled.for_kind("mxf4nvf4", 128, 128, "e2m1", "e2m1", "ue4m3", sfa_id=2, sfb_id=2)
     v = d.encode()
