@@ -685,7 +685,13 @@ def decode_bfe(ins, info):
 def decode_bfi(ins, info):
     """PTX ISA 9.1 §9.7.1.20 bfi: insert the low ``len = d & 0xff`` bits of a into b at position
     ``c & 0xff`` (bits beyond the msb are dropped).  As for bfe, ``bfi.b64`` on the H100 uses the whole .u32
-    position and length (no reduction modulo 256)."""
+    position and length (no reduction modulo 256).
+
+    ``bfi.b32`` with an immediate position that is not a multiple of 8 and an immediate length: ptxas emits a
+    bit-mask instruction that takes the length modulo 32, so a field running past bit 31 with a length >= 32
+    inserts ``len % 32`` bits (length 32 inserts nothing).  Byte-aligned positions, register operands and every
+    ``bfi.b64`` follow the ISA.  Measured on the H100 for every position 0..31 and 21 lengths (``hw/probes``
+    group bfi_imm_sweep)."""
     m = Mods(ins)
     t = m.type(("b32", "b64"))
     m.done()
@@ -693,6 +699,15 @@ def decode_bfi(ins, info):
     f, a, b, c, dl = ins.operands
     n = _nbits(t)
     lim = np.uint32(0xFF) if n == 32 else np.uint32(0xFFFFFFFF)
+    if n == 32 and isinstance(c, ir.Imm) and isinstance(dl, ir.Imm) and (int(c.value) & 0xFF) % 8 \
+            and (int(c.value) & 0xFF) < 32:
+        p_imm, l_imm = int(c.value) & 0xFF, int(dl.value) & 0xFF
+        bmsk = np.uint64((((1 << (l_imm % 32)) - 1) << p_imm) & 0xFFFFFFFF)
+
+        def run_bmsk(ctx):
+            au, bu = _u64(ctx.read(a, t)), _u64(ctx.read(b, t))
+            ctx.write(f, t, _wrap((bu & ~bmsk) | ((au << np.uint64(p_imm)) & bmsk), t))
+        return run_bmsk
 
     def run(ctx):
         au, bu = _u64(ctx.read(a, t)), _u64(ctx.read(b, t))
