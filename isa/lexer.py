@@ -183,6 +183,12 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
     def fail(msg, p, ln, ls):
         raise PtxSyntaxError(msg, SourceLoc(source_name, ln, p - ls + 1, toks.line_text(ln)))
 
+    if not text.isascii():      # ptxas rejects any non-ASCII byte, comments included
+        bad = next(i for i, ch in enumerate(text) if ord(ch) > 127)
+        ln = text.count("\n", 0, bad) + 1
+        ls = text.rfind("\n", 0, bad) + 1
+        fail(f"unexpected non-ASCII character {text[bad]!r} (ptxas accepts ASCII only, comments included)", bad,
+             ln, ls)
     while pos < n:
         m = match(text, pos)
         if m is None:

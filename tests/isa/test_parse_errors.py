@@ -40,7 +40,7 @@ CASES = [
     ("unterminated comment at top", ["/* header"] + H, 1, 1, "unterminated /* comment"),
     ("garbage character", body("    mov.b32 %r1, 0 # 1;"), 6, 20, "unexpected character '#'"),
     ("garbage backtick", body("    mov.b32 %r1, `;"), 6, 18, "unexpected character '`'"),
-    ("garbage non-ascii", body("    mov.b32 %r1, \u00e9;"), 6, 18, "unexpected character"),
+    ("garbage non-ascii", body("    mov.b32 %r1, \u00e9;"), 6, 18, "unexpected non-ASCII character"),
     ("bad float literal short", body("    mov.b32 %r1, 0f3F80;"), 6, 18, "bad float literal '0f3F80'"),
     ("bad float literal non-hex", body("    mov.b32 %r1, 0fXYZ00000;"), 6, 18, "bad float literal"),
     ("bad double literal", body("    mov.b32 %r1, 0d3FF00000;"), 6, 18, "exactly 16 hex digits"),
@@ -133,3 +133,14 @@ def test_missing_semicolon_before_closing_brace_or_label():
             parse(src)
         assert (ei.value.loc.line, ei.value.loc.col) == where, str(ei.value)
         assert "missing ';'" in ei.value.message
+
+
+def test_non_ascii_is_rejected_even_in_a_comment():
+    """ptxas: 'Unexpected non-ASCII character' -- also inside // comments."""
+    from isa.errors import PtxSyntaxError
+    from isa.parser import parse
+
+    text = ".version 8.5\n.target sm_90a\n.address_size 64\n// caf\u00e9\n.visible .entry k()\n{\n\tret;\n}\n"
+    with pytest.raises(PtxSyntaxError) as e:
+        parse(text, "na.ptx")
+    assert e.value.loc.line == 4 and e.value.loc.col == 7 and "non-ASCII" in str(e.value)
