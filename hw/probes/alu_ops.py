@@ -48,6 +48,7 @@ class Group:
     ops: list
     inputs: dict
     note: str = ""
+    decl: dict = None                # input name -> declared register type (default: its bit-size class)
 
     @property
     def n(self) -> int:
@@ -55,6 +56,9 @@ class Group:
 
     def src_class(self, name: str) -> str:
         return {2: "b16", 4: "b32", 8: "b64"}[self.inputs[name].dtype.itemsize]
+
+    def src_decl(self, name: str) -> str:
+        return (self.decl or {}).get(name) or self.src_class(name)
 
 
 # ----------------------------------------------------------------------------------------------- values
@@ -266,6 +270,32 @@ def _g_bfi_imm_sweep() -> Group:
     return Group("bfi_imm_sweep", ops, ins, "bfi with every immediate position and lengths past the word's end")
 
 
+def _g_sign_ops() -> Group:
+    """neg/abs of NaNs (and everything else) with the source register declared as a bit-size type or as the
+    float type: ptxas may pick a bit operation or a floating-point one accordingly (fuzz finding: neg.f32 on a
+    .b32 register keeps the NaN payload)."""
+    n = 512
+    rng = _rng(11)
+    f32 = f32_specials(rng, n)
+    f64 = f64_specials(rng, n)
+    h = f16_specials(rng, n)
+    x2 = (f16_specials(rng, n).astype(np.uint32) << np.uint32(16)) | f16_specials(rng, n)
+    bx2 = (f16_specials(rng, n, bf16=True).astype(np.uint32) << np.uint32(16)) | f16_specials(rng, n, bf16=True)
+    ins = {"a": f32, "af": f32.copy(), "e": f64, "ef": f64.copy(), "h": h, "hf": h.copy(),
+           "g": f16_specials(rng, n, bf16=True), "x": x2, "y": bx2}
+    decl = {"af": "f32", "ef": "f64", "hf": "f16"}
+    ops = []
+    for op in ("neg", "abs"):
+        ops += [Op(f"{op}.f32 {{d}}, {{a}};", "b32"), Op(f"{op}.ftz.f32 {{d}}, {{a}};", "b32"),
+                Op(f"{op}.f32 {{d}}, {{af}};", "f32"), Op(f"{op}.ftz.f32 {{d}}, {{af}};", "f32"),
+                Op(f"{op}.f64 {{d}}, {{e}};", "b64"), Op(f"{op}.f64 {{d}}, {{ef}};", "f64"),
+                Op(f"{op}.f16 {{d}}, {{h}};", "b16"), Op(f"{op}.ftz.f16 {{d}}, {{h}};", "b16"),
+                Op(f"{op}.f16 {{d}}, {{hf}};", "f16"), Op(f"{op}.bf16 {{d}}, {{g}};", "b16"),
+                Op(f"{op}.f16x2 {{d}}, {{x}};", "b32"), Op(f"{op}.bf16x2 {{d}}, {{y}};", "b32")]
+    return Group("sign_ops", ops, ins, "neg/abs of every float type, bit-size vs float register declarations",
+                 decl)
+
+
 def _g_fns_shift_reg() -> Group:
     n = 2048
     rng = _rng(4)
@@ -385,7 +415,7 @@ def _g_setp() -> Group:
 @lru_cache(maxsize=1)
 def groups() -> dict:
     """Every probe group by name (built once; deterministic)."""
-    gs = [_g_f64_nan(), _g_small_float_nan(), _g_bitfield_reg(), _g_bitfield_imm(), _g_bfi_imm_sweep(),
+    gs = [_g_f64_nan(), _g_small_float_nan(), _g_sign_ops(), _g_bitfield_reg(), _g_bitfield_imm(), _g_bfi_imm_sweep(),
           _g_fns_shift_reg(),
           _g_shift_imm(), _g_cvt(), _g_div(), _g_setp()]
     return {g.name: g for g in gs}

@@ -37,8 +37,13 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "alu_probe"
 FILL = 0xA5
 BLOCK = 128
-_BYTES = {"b16": 2, "b32": 4, "b64": 8, "pred": 4}
+_BYTES = {"b16": 2, "b32": 4, "b64": 8, "f16": 2, "f32": 4, "f64": 8, "pred": 4}
 _NPT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _dname(cls: str) -> str:
+    """Destination register prefix: %d16_, %d32_, %d64_ for bit-size classes, %df32_ ... for float ones."""
+    return f"%d{cls[1:]}_" if cls[0] == "b" else f"%df{cls[1:]}_"
 
 
 def kernel_name(g: Group) -> str:
@@ -56,16 +61,17 @@ def probe_ptx(g: Group) -> str:
     params = [f"\t.param .u64 in_{x}" for x in names] + ["\t.param .u64 out", "\t.param .u32 n"]
     w(f".visible .entry {kernel_name(g)}(\n" + ",\n".join(params) + "\n)")
     w("{")
-    counts = {"b16": 0, "b32": 0, "b64": 0, "pred": 0}
+    counts = {c: 0 for c in _BYTES}
     for op in g.ops:
         counts[op.dst] += 1
     w("\t.reg .pred %pn;")
     w(f"\t.reg .pred %pd<{max(counts['pred'], 1)}>;")
-    for cls in ("b16", "b32", "b64"):
-        w(f"\t.reg .{cls} %d{cls[1:]}_<{max(counts[cls], 1)}>;")
+    for cls in ("b16", "b32", "b64", "f16", "f32", "f64"):
+        if counts[cls] or cls[0] == "b":
+            w(f"\t.reg .{cls} {_dname(cls)}<{max(counts[cls], 1)}>;")
     w(f"\t.reg .b32 %t<{max(counts['pred'], 1)}>;")
     for x in names:
-        w(f"\t.reg .{g.src_class(x)} %s_{x};")
+        w(f"\t.reg .{g.src_decl(x)} %s_{x};")
     w("\t.reg .b32 %gt, %cx, %nt, %nn;")
     w("\t.reg .b64 %ia, %ib, %oa, %ob;")
     w("\tmov.u32 %gt, %tid.x;\n\tmov.u32 %cx, %ctaid.x;\n\tmov.u32 %nt, %ntid.x;")
@@ -78,7 +84,7 @@ def probe_ptx(g: Group) -> str:
         w(f"\tld.global.{g.src_class(x)} %s_{x}, [%ia];")
     w("\tld.param.u64 %oa, [out];\n\tcvta.to.global.u64 %oa, %oa;")
     w(f"\tmul.wide.u32 %ob, %gt, {8 * len(g.ops)};\n\tadd.u64 %oa, %oa, %ob;")
-    idx = {"b16": 0, "b32": 0, "b64": 0, "pred": 0}
+    idx = {c: 0 for c in _BYTES}
     subs = {x: f"%s_{x}" for x in names}
     for k, op in enumerate(g.ops):
         i = idx[op.dst]
@@ -88,9 +94,9 @@ def probe_ptx(g: Group) -> str:
             w("\t" + op.text.format(d=d, **subs))
             w(f"\tselp.b32 %t{i}, 1, 0, {d};\n\tst.global.b32 [%oa+{8 * k}], %t{i};")
         else:
-            d = f"%d{op.dst[1:]}_{i}"
+            d = f"{_dname(op.dst)}{i}"
             w("\t" + op.text.format(d=d, **subs))
-            w(f"\tst.global.{op.dst} [%oa+{8 * k}], {d};")
+            w(f"\tst.global.b{8 * _BYTES[op.dst]} [%oa+{8 * k}], {d};")
     w("$L_done:\n\tret;\n}")
     return "\n".join(L) + "\n"
 
