@@ -144,6 +144,16 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     return found
 
 
+def slim(src: Path, dst: Path, keep: int = 300) -> dict:
+    """Copy a recording keeping every hash but only the first ``keep`` whole GPU outputs (for committing)."""
+    z, meta = load(src)
+    whole = sorted((k for k in z.files if k.startswith("s")), key=lambda k: int(k[1:]))[:keep]
+    meta = dict(meta, whole_kept=len(whole), whole_dropped=sum(1 for k in z.files if k.startswith("s")) - len(whole))
+    np.savez_compressed(dst, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                        **{k: z[k] for k in whole})
+    return meta
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hw.fuzz.record", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -154,12 +164,20 @@ def main(argv=None) -> int:
     g.add_argument("--gpu-workers", type=int, default=4)
     g.add_argument("--jobs", type=int, default=0, help="simulator processes (outputs kept only where it differs)")
     g.add_argument("--time-limit", type=float, default=None)
+    sl = sub.add_parser("slim")
+    sl.add_argument("src")
+    sl.add_argument("dst")
+    sl.add_argument("--keep", type=int, default=300)
     c = sub.add_parser("compare")
     c.add_argument("--gpu", required=True)
     c.add_argument("--jobs", type=int, default=2)
     c.add_argument("--seeds", default=None, help="A-B (inclusive) or a comma-separated list")
     c.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.cmd == "slim":
+        meta = slim(Path(args.src), Path(args.dst), args.keep)
+        print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
+        return 0
     if args.cmd == "gpu":
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
                       time_limit=args.time_limit)
