@@ -10,6 +10,8 @@ Covered:
   several tensor-core instructions (fp8 ``m16n8k32`` on sm_90 becomes f16 HMMAs, and later halves read source
   registers that earlier halves have overwritten: found by the differential fuzzer, tests/fuzz_regressions/
   fuzz_1091_value).  tcsim reads every source before writing the destination.
+* a predicated ``testp`` for sm_90: ptxas 13.0 drops the guard, so the GPU writes the destination predicate in
+  every lane (found by the fuzzer, confirmed by the probe group guarded_pred).  tcsim follows the PTX ISA.
 """
 from __future__ import annotations
 
@@ -59,6 +61,17 @@ def _mma_alias(ins: ir.Instruction, arch: str):
                          "destination registers.")
 
 
+def _guarded_testp(ins: ir.Instruction, arch: str):
+    if ins.opcode != "testp" or ins.guard is None or not arch.startswith("sm_9"):
+        return None
+    g, neg = ins.guard
+    return Note(ins.loc, f"{'@!' if neg else '@'}{g} {ins.full_opcode}: ptxas 13.0 drops the guard of a predicated "
+                         f"testp for {arch} (measured on the H100: the destination predicate is written in every "
+                         "lane, guard true or false; hw/probes group guarded_pred). tcsim follows the PTX ISA and "
+                         "writes only the lanes whose guard is true. Compute testp unguarded and combine it with "
+                         "the guard explicitly (and.pred / selp) to get the same result on both.")
+
+
 def notes(module: ir.Module) -> list:
     """Every note for ``module`` (in file order)."""
     arch = module.arch or ""
@@ -69,7 +82,8 @@ def notes(module: ir.Module) -> list:
         for ins in fn.body:
             if not isinstance(ins, ir.Instruction):
                 continue
-            n = _mma_alias(ins, arch)
-            if n is not None:
-                out.append(n)
+            for check in (_mma_alias, _guarded_testp):
+                n = check(ins, arch)
+                if n is not None:
+                    out.append(n)
     return out

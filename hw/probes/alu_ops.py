@@ -33,6 +33,7 @@ class Op:
 
     text: str
     dst: str
+    compiled_as: str | None = None   # the instruction ptxas really emits when it miscompiles ``text`` (isa/lint.py)
 
     @property
     def label(self) -> str:
@@ -296,6 +297,26 @@ def _g_sign_ops() -> Group:
                  decl)
 
 
+def _g_guarded_pred() -> Group:
+    """Predicate-writing instructions under a guard predicate (fuzz finding: predicated testp).  The destination
+    predicate is preset from the inputs, then ``@%pg`` / ``@!%pg`` guards the instruction."""
+    n = 512
+    rng = _rng(12)
+    ins = {"a": f32_specials(rng, n), "b": f32_specials(rng, n), "e": f64_specials(rng, n),
+           "g": rng.integers(0, 2, n).astype(np.uint32), "q": rng.integers(0, 2, n).astype(np.uint32)}
+    pre = "setp.ne.u32 %pg, {g}, 0; setp.ne.u32 {d}, {q}, 0; "
+    ops = []
+    for neg in ("", "!"):
+        for test in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"):
+            for t, x in (("f32", "a"), ("f64", "e")):
+                body = f"testp.{test}.{t} {{d}}, {{{x}}};"
+                ops.append(Op(pre + f"@{neg}%pg " + body, "pred", compiled_as=pre + body))
+        ops += [Op(pre + f"@{neg}%pg setp.lt.f32 {{d}}, {{a}}, {{b}};", "pred"),
+                Op(pre + f"@{neg}%pg setp.eq.f64 {{d}}, {{e}}, {{e}};", "pred"),
+                Op(pre + f"@{neg}%pg setp.ne.u32 {{d}}, {{a}}, {{b}};", "pred")]
+    return Group("guarded_pred", ops, ins, "predicate-writing instructions (testp, setp) under a guard")
+
+
 def _g_fns_shift_reg() -> Group:
     n = 2048
     rng = _rng(4)
@@ -416,6 +437,6 @@ def _g_setp() -> Group:
 def groups() -> dict:
     """Every probe group by name (built once; deterministic)."""
     gs = [_g_f64_nan(), _g_small_float_nan(), _g_sign_ops(), _g_bitfield_reg(), _g_bitfield_imm(), _g_bfi_imm_sweep(),
-          _g_fns_shift_reg(),
+          _g_guarded_pred(), _g_fns_shift_reg(),
           _g_shift_imm(), _g_cvt(), _g_div(), _g_setp()]
     return {g.name: g for g in gs}

@@ -65,6 +65,8 @@ def probe_ptx(g: Group) -> str:
     for op in g.ops:
         counts[op.dst] += 1
     w("\t.reg .pred %pn;")
+    if any("%pg" in op.text for op in g.ops):
+        w("\t.reg .pred %pg;")
     w(f"\t.reg .pred %pd<{max(counts['pred'], 1)}>;")
     for cls in ("b16", "b32", "b64", "f16", "f32", "f64"):
         if counts[cls] or cls[0] == "b":
