@@ -202,7 +202,8 @@ def _hex(v) -> str:
 
 
 def golden_dirs(root: Path = GOLDEN_ROOT) -> list:
-    return sorted(p.parent for p in root.glob(f"*/{META}"))
+    """The example-case directories (a meta.json beside an outputs.npz; other golden sets have their own)."""
+    return sorted(p.parent for p in root.glob(f"*/{META}") if (p.parent / OUTPUTS).exists())
 
 
 # ------------------------------------------------------------------------------------------------ CLI
