@@ -30,9 +30,17 @@ Policy switches for numerics.md "Open questions" (fields of TensorCoreParams; de
                         f32 output; for f16 output it is moved by the difference of the output
                         formats' minimum exponents (-133 -> -21, numerics.md Q1).  None = no floor.
     Q2 zero operands -- ``zero_exp_policy`` ['drop', Khattak: zero products and a zero C do not
-                        take part in E].  'min' (MMA-Sim): every zero term, C included, has exponent
-                        ZERO_EXP_MIN = -126.
+                        take part in E].  'min' (MMA-Sim as numerics.md quotes it): every zero term,
+                        C included, has exponent ZERO_EXP_MIN = -126.
     Q3 sign of a zero result -- always +0 (not a switch).
+    mmasim 2.1.1 (the PyPI MMA-Sim release) no longer uses -126: its Hopper/Blackwell models give a
+    zero term the exponent e_zero = -133 (f32 out) / -21 (f16 out), which is exactly 'drop' plus the
+    floor above; 100k+ random cases per tcgen05 form agree bit for bit
+    (tests/numerics/test_mmasim_oracle.py, tests/golden/mmasim_oracle/README.md).
+    Group-scaled kinds (kind::mxf4 / mxf4nvf4) follow mmasim's B200 model, fitted by its authors to
+    B200 hardware: floor E_FLOOR_F32_OUT_GROUPED = -139 (not -133), and a group whose products are not
+    all zero keeps its scale exponent in E even when its exact sum cancels (``group_exp_policy``
+    ['products']; 'sum' = the former tcsim rule).  Not measured by tcsim itself (no B200 at hand).
   Evidence (H100 80GB HBM3, driver 580.159, CUDA 13.0, mma.sync m16n8k16 f16/bf16 -> f32,
   f16 -> f16, m16n8k8 tf32 and f16, m16n8k32 e4m3/e5m2 -> f32/f16; 128k-192k random outputs per
   form plus the golden vectors in tests/numerics/test_tensor_core.py): the defaults above matched
@@ -75,7 +83,8 @@ from .lowp import Decoded, decode, lowp_format, to_float64
 __all__ = [
     "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
     "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
-    "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16",
+    "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16", "E_FLOOR_F32_OUT_GROUPED",
+    "GROUP_EXP_POLICIES",
 ]
 
 # ---- named constants ---------------------------------------------------------------------------
@@ -83,6 +92,14 @@ __all__ = [
 ZERO_EXP_MIN = -126
 #: Khattak's floor on E for f32 output (numerics.md open question 1); f16 output: see effective_e_floor.
 E_FLOOR_F32_OUT = -133
+#: Floor on E of the group-scaled kinds (tcgen05 kind::mxf4 / mxf4nvf4, F = 35): MMA-Sim's e_zero for
+#: its B200 MMA_GST_FDPA model (mmasim 2.1.1 nv_ptx/sim.py), which its authors fitted to B200 hardware
+#: (their probe list has tcgen05 mxf4nvf4 block32/ue8m0, block16/ue8m0, block16/ue4m3).  A zero C and
+#: an all-zero group take exponent -139 there, and C is always a term, so E >= -139 -- i.e. this floor.
+#: Discriminating vector: tests/numerics/test_tensor_core.py::TestBlockScaledVectors::test_mxf4_floor_is_139.
+E_FLOOR_F32_OUT_GROUPED = -139
+#: TensorCoreParams.group_exp_policy values (kind::mxf4 / mxf4nvf4, see that class).
+GROUP_EXP_POLICIES = ("products", "sum")
 #: f32 round-toward-zero overflow gives +-Inf (numerics.md step 5) instead of IEEE +-max-finite.
 #: Measured on an H100 (mma.sync bf16: 2^127 * 2 -> +Inf, 2^127 * -2 -> -Inf); sm_100a unmeasured.
 F32_RZ_OVERFLOW_TO_INF = True
@@ -114,6 +131,12 @@ class TensorCoreParams:
     out_trunc_frac: f32 output cut to e8m`out_trunc_frac` (H100 wgmma fp8: 13), None otherwise;
     group: products summed exactly per group before scaling (mxf4 / mxf4nvf4: 16), None otherwise;
     zero_exp_policy / e_floor: switches for open questions Q2 / Q1 (module docstring);
+    group_exp_policy (group-scaled kinds only): which group terms take part in E with their scale
+    exponent.  'products' [default, MMA-Sim gst_fdpa]: every group with at least one non-zero product
+    (and a non-zero scale product), even when its exact sum cancels to 0 -- such a group still
+    raises E and so can wipe out smaller groups and C.  'sum': only groups whose exact sum is
+    non-zero (tcsim before the mmasim oracle campaign; an extrapolation of the H100 'drop' rule).
+    See tests/golden/mmasim_oracle/README.md for the evidence;
     lowering: None (one tensor-core operation) or LOWER_FP8_VIA_F16 (the instruction is emulated
     by the compiler with f16 tensor-core operations; see that constant).
     """
@@ -128,6 +151,7 @@ class TensorCoreParams:
     zero_exp_policy: str = "drop"
     e_floor: Optional[int] = E_FLOOR_F32_OUT
     lowering: Optional[str] = None   # LOWER_FP8_VIA_F16 for H100 mma.sync fp8, else None
+    group_exp_policy: str = "products"
 
     def __post_init__(self):
         if self.block < 1 or self.frac_bits < 0:
@@ -140,6 +164,9 @@ class TensorCoreParams:
             raise ValueError(f"out_trunc_frac must be in 0..23, got {self.out_trunc_frac}")
         if self.lowering not in (None, LOWER_FP8_VIA_F16):
             raise ValueError(f"unknown lowering {self.lowering!r}")
+        if self.group_exp_policy not in GROUP_EXP_POLICIES:
+            raise ValueError(f"group_exp_policy must be one of {GROUP_EXP_POLICIES}, "
+                             f"got {self.group_exp_policy!r}")
 
 
 class _Entry(NamedTuple):
@@ -149,6 +176,7 @@ class _Entry(NamedTuple):
     out_trunc_frac: Optional[int] = None
     group: Optional[int] = None
     lowering: Optional[str] = None
+    e_floor: Optional[int] = E_FLOOR_F32_OUT
 
 
 _F16 = ("f16", "bf16")
@@ -177,8 +205,8 @@ _TABLE = MappingProxyType({
     ("sm_100a", "tcgen05", "tf32"): _Entry(("tf32",), 8, 25),
     ("sm_100a", "tcgen05", "f8f6f4"): _Entry(_F8F6F4, 32, 25),             # fp6/fp4 provisional (Q4)
     ("sm_100a", "tcgen05", "mxf8f6f4"): _Entry(_F8F6F4, 32, 25),           # fp6/fp4 provisional (Q4)
-    ("sm_100a", "tcgen05", "mxf4"): _Entry(("e2m1",), 64, 35, None, 16),
-    ("sm_100a", "tcgen05", "mxf4nvf4"): _Entry(("e2m1",), 64, 35, None, 16),
+    ("sm_100a", "tcgen05", "mxf4"): _Entry(("e2m1",), 64, 35, None, 16, None, E_FLOOR_F32_OUT_GROUPED),
+    ("sm_100a", "tcgen05", "mxf4nvf4"): _Entry(("e2m1",), 64, 35, None, 16, None, E_FLOOR_F32_OUT_GROUPED),
     ("sm_100a", "tcgen05", "i8"): _Entry(_I8, 32, 0),
     # B200 legacy mma.sync: f16/bf16 as kind::f16 (numerics.md); tf32 and fp8 extrapolated.
     ("sm_100a", "mma.sync", "f16"): _Entry(_F16, 16, 25),
@@ -221,7 +249,7 @@ def tc_params(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) -> 
     if in_fmt not in entry.in_fmts:
         raise ValueError(f"{arch} {path} kind::{kind} does not take {in_fmt} (takes {entry.in_fmts})")
     return TensorCoreParams(arch, path, in_fmt, entry.block, entry.frac_bits, entry.out_trunc_frac,
-                            entry.group, lowering=entry.lowering)
+                            entry.group, e_floor=entry.e_floor, lowering=entry.lowering)
 
 
 def provisional_reason(params: TensorCoreParams, kind: Optional[str] = None) -> Optional[str]:
@@ -315,12 +343,15 @@ def _round_pack(T: np.ndarray, lsb_exp: np.ndarray, acc_fmt: str, prec_frac: Opt
 
 
 class _Terms(NamedTuple):
-    """Terms of a fused sum, arrays broadcastable to (M, n, N): value = (-1)**neg * sig * 2**(exp-frac)."""
+    """Terms of a fused sum, arrays broadcastable to (M, n, N): value = (-1)**neg * sig * 2**(exp-frac).
+    live: which terms take part in E (None: the non-zero ones); a live term may have sig == 0
+    (a cancelled mxf4 group under group_exp_policy='products')."""
 
     neg: np.ndarray
     exp: np.ndarray
     sig: np.ndarray
     frac: int
+    live: Optional[np.ndarray] = None
 
 
 def _check_headroom(terms: _Terms, c_sig_bits: int, c_frac: int, F: int) -> None:
@@ -338,7 +369,8 @@ def _fused_sum(terms: _Terms, C: Decoded, acc_fmt: str, params: TensorCoreParams
     F = params.frac_bits
     _check_headroom(terms, C.man_bits + 1, C.man_bits, F)
     zero_exp = _DROPPED if params.zero_exp_policy == "drop" else ZERO_EXP_MIN
-    t_exp = np.where(terms.sig == 0, zero_exp, terms.exp)
+    dead = terms.sig == 0 if terms.live is None else ~terms.live
+    t_exp = np.where(dead, zero_exp, terms.exp)
     c_exp = np.where(C.sig == 0, zero_exp, C.exp)
     E = np.maximum(t_exp.max(axis=1, initial=_DROPPED), c_exp)
     floor = effective_e_floor(params, acc_fmt)
@@ -561,10 +593,17 @@ def _group_block(A, B, SAk, SBk, AL, BR, c, acc_fmt, params, base: int) -> np.nd
     Gs = P.reshape(M, n // G, G, N).sum(axis=2)                # exact group sums
     gi = np.arange(0, n, G)                                    # first element of each group
     sa, sb = _slice(SAk, gi, 1), _slice(SBk, gi, 0)
+    sig = np.abs(Gs) * sa.sig[:, :, None] * sb.sig[None]
+    live = None
+    if params.group_exp_policy == "products":
+        # a group with a non-zero product keeps its scale exponent in E even if its sum cancels
+        nz = (A.sig[:, :, None] != 0) & (B.sig[None] != 0)
+        live = nz.reshape(M, n // G, G, N).any(axis=2) & ((sa.sig[:, :, None] * sb.sig[None]) != 0)
     terms = _Terms(Gs < 0,
                    sa.exp[:, :, None] + sb.exp[None],
-                   np.abs(Gs) * sa.sig[:, :, None] * sb.sig[None],
-                   A.man_bits + B.man_bits - base + sa.man_bits + sb.man_bits)
+                   sig,
+                   A.man_bits + B.man_bits - base + sa.man_bits + sb.man_bits,
+                   live)
     bits = _fused_sum(terms, C, acc_fmt, params)
     return _special_results(AL, BR, C, acc_fmt, bits)
 

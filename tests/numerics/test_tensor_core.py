@@ -439,8 +439,10 @@ class TestBlockScaledVectors:
         A = np.zeros((1, 64), dtype=np.int64)
         B = np.zeros((64, 1), dtype=np.int64)
         ones = np.full((1, 2), 127)
-        # (a) 6*6 and -6*6 inside group 0: the group sum is exactly 0, so every group term is zero
-        #     and dropped; E = -35 comes from C, which is kept exactly -> 0x2E000000.
+        # (a) 6*6 and -6*6 inside group 0: the group sum is exactly 0, but the group has non-zero
+        #     products, so it keeps its scale exponent 0 in E (group_exp_policy 'products', MMA-Sim;
+        #     see test_mxf4_cancelled_group_keeps_scale_exponent): E = 0 and C is exactly 1 unit of
+        #     2^-35 -> 0x2E000000.  (Under 'sum' the group is dropped, E = -35, same result.)
         A[0, 0], B[0, 0] = 0x7, 0x7
         A[0, 1], B[1, 0] = 0xF, 0x7
         assert run(A, B, ones) == 0x2E000000
@@ -465,6 +467,56 @@ class TestBlockScaledVectors:
         assert run(A, B, np.array([[107, 127]])) == f32(2.0 ** -22 + 2.0 ** -35)
         # (d) same with scale 2^0: E = 0, C is 1 unit of 2^-35 -> 0.25 + 2^-35 -> RZ -> 0.25
         assert run(A, B, ones) == 0x3E800000
+
+    def test_mxf4_cancelled_group_keeps_scale_exponent(self):
+        # mmasim oracle finding (tests/golden/mmasim_oracle/README.md): in MMA-Sim's B200 mxf4 model
+        # a group whose products are non-zero but cancel exactly still takes part in E with its
+        # scale exponent.  Group 0 = 6*6 + (-6)*6 = 0 with scale 2^0, C = 2^-36 (0x2D800000), all
+        # other products zero (those groups do not take part).  'products': E = 0, C = 2^-36 is half
+        # a unit of 2^-35 -> truncated -> +0.  'sum': E = -36 from C -> C survives.
+        A = np.zeros((1, 64), dtype=np.int64)
+        B = np.zeros((64, 1), dtype=np.int64)
+        A[0, 0], B[0, 0] = 0x7, 0x7
+        A[0, 1], B[1, 0] = 0xF, 0x7
+        C = np.array([[f32(2.0 ** -36)]], dtype=np.uint32)
+        ones = np.full((1, 2), 127)
+
+        def run(p):
+            return int(mma_block_scaled(A, B, C, ones, ones.T, "e2m1", "e2m1", "ue8m0", 32, p)[0, 0])
+        assert run(B200_MXF4) == 0
+        assert run(dataclasses.replace(B200_MXF4, group_exp_policy="sum")) == 0x2D800000
+        # a group whose products are all zero does not take part: same C alone is kept
+        A[0, :2] = 0
+        assert run(B200_MXF4) == 0x2D800000
+        # a huge cancelled group wipes out a large finite group: group 2 (scale block 1, 2^100)
+        # cancels, group 0 = 1 * 1 with scale 2^0 -> 1 is far below 2^(100 - 35) -> +0
+        A[0, 0], B[0, 0] = 0x2, 0x2
+        A[0, 32], B[32, 0] = 0x7, 0x7
+        A[0, 33], B[33, 0] = 0xF, 0x7
+        sfa = np.array([[127, 227]])
+        C0 = np.zeros((1, 1), dtype=np.uint32)
+        assert int(mma_block_scaled(A, B, C0, sfa, ones.T, "e2m1", "e2m1", "ue8m0", 32, B200_MXF4)[0, 0]) == 0
+        assert int(mma_block_scaled(A, B, C0, sfa, ones.T, "e2m1", "e2m1", "ue8m0", 32,
+                                    dataclasses.replace(B200_MXF4, group_exp_policy="sum"))[0, 0]) == f32(1.0)
+
+    def test_mxf4_floor_is_139(self):
+        # mmasim oracle finding: MMA-Sim's B200 mxf4 / mxf4nvf4 model floors E at -139 (e_zero of
+        # MMA_GST_FDPA), not -133.  C = 0; group 0 = 1 * 1 with scales 2^-70 * 2^-70 -> 2^-140
+        # (exponent -140); group 2 = (-0.5) * 0.5 with scales 2^-84 * 2^-84 -> -2^-170 (exponent -168).
+        # Floor -139: E = -139, units 2^-174, the tiny term is kept: 2^-140 - 2^-170 -> RZ to f32
+        # (subnormal, units 2^-149) -> 2^-140 - 2^-149 = 0x000001FF.  Floor -133: units 2^-168, the
+        # tiny term truncates to 0 -> exactly 2^-140 = 0x00000200.
+        A = np.zeros((1, 64), dtype=np.int64)
+        B = np.zeros((64, 1), dtype=np.int64)
+        A[0, 0], B[0, 0] = 0x2, 0x2
+        A[0, 32], B[32, 0] = 0x9, 0x1
+        sf = np.array([[57, 43]])
+        C = np.zeros((1, 1), dtype=np.uint32)
+        for p in (B200_MXF4, B200_NVF4):
+            assert p.e_floor == tc.E_FLOOR_F32_OUT_GROUPED == -139
+            assert int(mma_block_scaled(A, B, C, sf, sf.T, "e2m1", "e2m1", "ue8m0", 32, p)[0, 0]) == 0x1FF
+            assert int(mma_block_scaled(A, B, C, sf, sf.T, "e2m1", "e2m1", "ue8m0", 32,
+                                        dataclasses.replace(p, e_floor=-133))[0, 0]) == 0x200
 
     def test_nvf4_ue4m3_scales(self):
         # mxf4nvf4 with ue4m3 block-16 scales: group g uses sfa[g] * sfb[g].
@@ -684,9 +736,10 @@ def ref_specials(factors, c, acc):
 
 def ref_fuse(terms, F, E_floor, policy, out):
     """Steps 3-5.  terms: list of (signed significand Fraction, exponent) with zero terms as
-    (0, None)."""
+    (0, None); (0, e) is a zero term that still takes part in E with exponent e (a cancelled
+    mxf4 group under group_exp_policy='products')."""
     zero_e = None if policy == "drop" else -126
-    exps = [e if m != 0 else zero_e for m, e in terms]
+    exps = [e if (m != 0 or e is not None) else zero_e for m, e in terms]
     exps = [e for e in exps if e is not None]
     if E_floor is not None:
         exps.append(E_floor)
@@ -779,10 +832,15 @@ def ref_scaled_dot(av, bv, cv, sav, sbv, a_fmt, b_fmt, s_fmt, p):
                 msb, esb = sig_exp(Fraction(sbv[k]), EMIN[s_fmt])
                 terms.append((ma * mb * msa * msb, ea + eb + esa + esb))
         else:
-            # groups summed exactly, then one term per group scaled by sA * sB
+            # groups summed exactly, then one term per group scaled by sA * sB.  A group takes part
+            # in E when a product is non-zero (group_exp_policy 'products', MMA-Sim) or when its
+            # sum is non-zero ('sum')
             for g0 in range(ks.start, ks.stop, p.group):
-                gsum = sum(Fraction(av[k]) * Fraction(bv[k]) for k in range(g0, g0 + p.group))
-                if gsum == 0 or sav[g0] == 0 or sbv[g0] == 0:
+                gk = range(g0, g0 + p.group)
+                gsum = sum(Fraction(av[k]) * Fraction(bv[k]) for k in gk)
+                live = (any(av[k] != 0 and bv[k] != 0 for k in gk) if p.group_exp_policy == "products"
+                        else gsum != 0)
+                if not live or sav[g0] == 0 or sbv[g0] == 0:
                     terms.append((0, None))
                     continue
                 msa, esa = sig_exp(Fraction(sav[g0]), EMIN[s_fmt])
@@ -1127,8 +1185,10 @@ class TestParams:
         p = tc_params(*args)
         assert (p.block, p.frac_bits, p.out_trunc_frac, p.group) == (block, F, trunc, group)
         assert p.arch == args[0] and p.path == args[1] and p.in_fmt == args[2]
-        # documented defaults of the open-question switches
-        assert p.zero_exp_policy == "drop" and p.e_floor == -133
+        # documented defaults of the open-question switches; the group-scaled kinds use MMA-Sim's
+        # B200 floor -139 (tests/golden/mmasim_oracle/README.md)
+        assert p.zero_exp_policy == "drop" and p.e_floor == (-139 if group else -133)
+        assert p.group_exp_policy == "products"
         fp8_mma_sync_h100 = args[:2] == ("sm_90a", "mma.sync") and args[2] in ("e4m3", "e5m2")
         assert p.lowering == (tc.LOWER_FP8_VIA_F16 if fp8_mma_sync_h100 else None)
 
@@ -1150,6 +1210,10 @@ class TestParams:
         assert provisional_reason(tc_params("sm_100a", "mma.sync", "e4m3")) is not None
         assert "Q4" in provisional_reason(tc_params("sm_100a", "tcgen05", "e2m1"))
         assert provisional_reason(tc_params("sm_100a", "mma.sync", "tf32")) is not None
+
+    def test_group_exp_policy_validation(self):
+        with pytest.raises(ValueError):
+            dataclasses.replace(B200_MXF4, group_exp_policy="bogus")
 
     def test_params_validation(self):
         with pytest.raises(ValueError):
