@@ -517,3 +517,37 @@ def test_ptxas_agrees_on_float_forms():
     n = len(lines)
     assert not any(verdict[:n]), [x for x, ok in zip(lines, verdict) if ok]
     assert all(verdict[n:]), [x for x, ok in zip(LEGAL, verdict[n:]) if not ok]
+
+
+def test_f64_two_nan_priority_follows_definition_order():
+    """ptxas orders commutative f64 sources by when their values were defined; the H100 returns the second SASS
+    operand's NaN.  %rd1 is declared first but redefined after %rd2 was loaded, so it goes second and wins."""
+    import numpy as np
+    from sim.launch import Launch, run_launch
+
+    ptx = """.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd6, [pin];
+	ld.param.u64 %rd7, [pout];
+	ld.global.b64 %rd1, [%rd6];
+	ld.global.b64 %rd2, [%rd6+8];
+	add.f64 %rd3, %rd1, %rd2;
+	add.rz.f64 %rd1, %rd1, 0d8000000000000000;
+	add.f64 %rd4, %rd1, %rd2;
+	add.f64 %rd5, %rd2, %rd1;
+	st.global.b64 [%rd7], %rd3;
+	st.global.b64 [%rd7+8], %rd4;
+	st.global.b64 [%rd7+16], %rd5;
+	ret;
+}
+"""
+    a, b = 0x7FF8000000000AAA, 0xFFF8000000000BBB
+    inp = np.array([a, b], np.uint64)
+    out = np.zeros(3, np.uint64)
+    res = run_launch(Launch(ptx=ptx, kernel="k", block=(1, 1, 1), args=[inp, out]))
+    got = [int(x) for x in res.outputs[1]]
+    assert got == [b, a, a]      # before the redefinition: (rd1, rd2) -> rd2's NaN; after: (rd2, rd1) -> rd1's
