@@ -274,6 +274,9 @@ class Function:
     function-scope ``.shared/.local/.const`` variables (and ``.param`` declared in the body for calls).
     ``directives`` holds performance directives: ``{'maxntid': (x,y,z), 'reqntid': ..., 'reqnctapercluster':
     ..., 'explicitcluster': True, 'maxnreg': n, 'minnctapersm': n, 'maxclusterrank': n}``.
+    ``branch_targets`` maps the label of each ``.branchtargets`` list (``JTI0_0: .branchtargets $L1, $L2;``,
+    the operand of ``brx.idx``) to the tuple of its target labels; such a list label is not a code label and is
+    not in ``labels``.
     """
 
     name: str
@@ -286,6 +289,7 @@ class Function:
     body: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
     directives: dict = field(default_factory=dict)
+    branch_targets: dict = field(default_factory=dict)
     linkage: str | None = None
     is_declaration: bool = False    # prototype without a body (e.g. .extern .func vprintf)
 

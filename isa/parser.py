@@ -31,15 +31,18 @@ What it accepts (PTX ISA 9.x as written by nvcc 13, Triton 3.x / LLVM NVPTX, CuT
 Operand classification: an identifier bound in the current scope chain to a register is a ``Reg``, to a
 variable/parameter a ``Sym`` (renamed name); a ``%`` name that is not declared must be a special register
 (``SpecialReg``) or it is an error.  ``bra``/``brx`` targets are ``LabelRef`` s and must name a label
-visible from the branch.  For other instructions a top-level identifier that names a visible label becomes a
-``LabelRef`` too; anything else is a ``Sym`` that must name a module variable or a function by the end of
-the module (``call`` targets must name functions).  ``.loc`` positions are mapped through ``.file`` at the
-end of the module, so ``.file`` may follow the functions (as LLVM writes it).
+visible from the branch (for ``brx.idx``, the label of a ``.branchtargets`` list).  ``Label: .branchtargets
+L1, L2, ...;`` declares a target list (``Function.branch_targets``; every target must be a code label visible
+from the list, resolved at the end of the function; the list label itself is not a code label).  For other
+instructions a top-level identifier that names a visible label becomes a ``LabelRef`` too; anything else is a
+``Sym`` that must name a module variable or a function by the end of the module (``call`` targets must name
+functions).  ``.loc`` positions are mapped through ``.file`` at the end of the module, so ``.file`` may
+follow the functions (as LLVM writes it).
 
 Not supported (rejected with a PtxSyntaxError, never silently dropped): ``.reg`` function parameters,
-vector parameters, vector-register element access (``%v.x``), ``.branchtargets`` / ``.calltargets`` /
-``.callprototype``, ``.alias``, texture/surface/sampler reference types, floating-point constant
-*expressions* (a float literal, optionally negated, is fine), the C preprocessor.
+vector parameters, vector-register element access (``%v.x``), ``.calltargets`` / ``.callprototype``,
+a ``.branchtargets`` list without a label, ``.alias``, texture/surface/sampler reference types,
+floating-point constant *expressions* (a float literal, optionally negated, is fine), the C preprocessor.
 """
 from __future__ import annotations
 
@@ -95,7 +98,7 @@ _PERF_TUPLE = frozenset((".maxntid", ".reqntid", ".reqnctapercluster"))
 _PERF_INT = frozenset((".maxnreg", ".minnctapersm", ".maxclusterrank", ".abi_preserve",
                        ".abi_preserve_control"))
 _PERF_FLAG = frozenset((".explicitcluster", ".noreturn", ".blocksareclusters"))
-_UNSUPPORTED_BODY = frozenset((".branchtargets", ".calltargets", ".callprototype"))
+_UNSUPPORTED_BODY = frozenset((".calltargets", ".callprototype"))
 
 _BRANCH_OPS = frozenset(("bra", "brx"))
 
@@ -566,6 +569,7 @@ class _Parser:
         self.fn = fn
         self.bind = {}
         self.pending = []           # (instr, scope, [(placeholder, name, tok, must_label)])
+        self.pending_tlists = []    # (list label, scope, [(target name, tok)]) of .branchtargets
         self.scope_count = 0
         self.user_loc = None
         body = fn.body
@@ -645,10 +649,31 @@ class _Parser:
             self.err(f"duplicate label {name!r} in the same scope", i)
         new = name if sc.id == 0 else f"{name}@{sc.id}"
         sc.labels[name] = new
-        self.fn.labels[new] = len(self.fn.body)
         self.i = i + 2
+        if self.K[self.i] == "dir" and self.T[self.i] == ".branchtargets":
+            self.parse_branchtargets(new)
+            return
+        self.fn.labels[new] = len(self.fn.body)
         if self.K[self.i] == "dir" and self.T[self.i] in _UNSUPPORTED_BODY:
             self.err(f"{self.T[self.i]} is not supported", self.i)
+
+    def parse_branchtargets(self, list_name: str):
+        """``.branchtargets L1, L2, ...;`` after the list's label (self.i at the directive)."""
+        K, T = self.K, self.T
+        self.i += 1
+        targets = []
+        while True:
+            j = self.i
+            if K[j] != "id" or "." in T[j] or T[j][:1] == "%":
+                self.err(f"expected a label in the .branchtargets list, found {self.describe(j)}", j)
+            targets.append((T[j], j))
+            self.i = j + 1
+            if K[self.i] == ",":
+                self.i += 1
+                continue
+            break
+        self.expect_semicolon(".branchtargets list")
+        self.pending_tlists.append((list_name, self.scope, targets))
 
     def parse_body_directive(self, i: int):
         t = self.T[i]
@@ -671,6 +696,8 @@ class _Parser:
             self.parse_file_directive()
         elif t in _UNSUPPORTED_BODY:
             self.err(f"{t} is not supported", i)
+        elif t == ".branchtargets":
+            self.err(".branchtargets must follow the label that names the list (Label: .branchtargets ...;)", i)
         elif t in _PERF_TUPLE or t in _PERF_INT or t in _PERF_FLAG:
             self.err(f"{t} must appear between the function header and its body", i)
         else:
@@ -1320,6 +1347,21 @@ class _Parser:
             if ops is not None:
                 instr.operands = tuple(ops)
         self.pending = []
+        for list_name, scope, targets in self.pending_tlists:
+            resolved = []
+            for name, tok in targets:
+                s = scope
+                target = None
+                while s is not None:
+                    target = s.labels.get(name)
+                    if target is not None:
+                        break
+                    s = s.parent
+                if target is None or target not in fn.labels:
+                    self.err(f"undefined label {name!r} in the .branchtargets list {list_name!r}", tok)
+                resolved.append(target)
+            fn.branch_targets[list_name] = tuple(resolved)
+        self.pending_tlists = []
 
     def finish_module(self):
         mod = self.mod

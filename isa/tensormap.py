@@ -46,6 +46,17 @@ INTERLEAVE_32B requires SWIZZLE_32B (tma.md); packed types only allow swizzle no
 
 Not checked (the driver documents them only as examples (?)): that strides do not make rows overlap
 (``globalStrides[0] >= globalDim[0] * elementSize``...).
+
+Editing a map in memory (``tensormap.replace``, PTX ISA 9.1 "tensormap.replace"): :func:`replace_field` is the
+pure byte-level edit the simulator's ``tensormap.replace`` performs on the 128 bytes.  The PTX field values
+are translated into this layout (``rank`` new_val is rank - 1; ``box_dim``/``global_dim``/``element_stride``
+are the sizes themselves, stored minus one; ``global_stride`` is in bytes; ``elemtype`` uses the PTX numbering
+:data:`PTX_ELEMTYPES`, which differs from CUtensorMapDataType at 8/9/10; ``swizzle_mode`` and
+``swizzle_atomicity`` together select one CUtensorMapSwizzle value, :data:`PTX_SWIZZLES`).  Every edit also
+writes the magic/version header, because a kernel may build a map from zero-filled bytes (Triton's
+``tl.make_tensor_descriptor`` does: 128 zero bytes in SMEM, then one replace per field); fields never
+replaced keep the zero encoding (box/global dims and element strides of 1, no interleave, no L2 promotion,
+zero OOB fill).  The edited bytes are validated only where a TMA instruction uses the map.
 """
 from __future__ import annotations
 
@@ -441,3 +452,112 @@ class TensorMap:
         return (self.data_type.enum, self.rank, addr, tuple(self.global_dims), tuple(self.global_strides),
                 tuple(self.box_dims), tuple(self.element_strides), INTERLEAVES[self.interleave],
                 SWIZZLE_MODES[self.swizzle], L2_PROMOTIONS[self.l2_promotion], OOB_FILLS[self.oob_fill])
+
+
+# ---------------------------------------------------------------------------------------------- tensormap.replace
+#: ``.elemtype`` new_val (PTX numbering) -> CUtensorMapDataType name.  PTX orders .f32.ftz, .f64, .bf16 as
+#: 8, 9, 10 where the driver enum has FLOAT64 8, BFLOAT16 9, FLOAT32_FTZ 10 (Triton's launcher keeps the same
+#: device->host table, TMA_DTYPE_DEVICE_TO_HOST).
+PTX_ELEMTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT16", "FLOAT32", "FLOAT32_FTZ",
+                 "FLOAT64", "BFLOAT16", "TFLOAT32", "TFLOAT32_FTZ", "16U4_ALIGN8B", "16U4_ALIGN16B",
+                 "16U6_ALIGN16B")
+#: ``.swizzle_mode`` new_val -> swizzle span; ``.swizzle_atomicity`` new_val -> atomicity
+PTX_SWIZZLE_SPANS = ("none", "32B", "64B", "128B")
+PTX_SWIZZLE_ATOMICITIES = ("16B", "32B", "32B_flip_8B", "64B")
+#: (span, atomicity) -> CUtensorMapSwizzle name; other pairs have no driver encoding
+PTX_SWIZZLES = {("none", "16B"): "none", ("32B", "16B"): "32B", ("64B", "16B"): "64B", ("128B", "16B"): "128B",
+                ("128B", "32B"): "128B_atom_32B", ("128B", "32B_flip_8B"): "128B_atom_32B_flip_8B",
+                ("128B", "64B"): "128B_atom_64B"}
+_SWIZZLE_PARTS = {v: k for k, v in PTX_SWIZZLES.items()}
+PTX_INTERLEAVES = ("none", "16B", "32B")
+PTX_FILL_MODES = ("zero", "nan")
+
+#: field -> (takes an ord operand, new_val type, immediate new_val required, number of legal new_val codes or
+#: None).  Immediate-only fields and their ranges are ptxas 13.0's ("Integer constant expression expected",
+#: "value 'v' expected to be in range [0..n-1]"); ``ord`` is always an immediate 0..4.
+REPLACE_FIELDS = {
+    "global_address": (False, "b64", False, None),
+    "rank": (False, "b32", False, None),
+    "box_dim": (True, "b32", False, None),
+    "global_dim": (True, "b32", False, None),
+    "global_stride": (True, "b64", False, None),
+    "element_stride": (True, "b32", False, None),
+    "elemtype": (False, "b32", True, len(PTX_ELEMTYPES)),
+    "interleave_layout": (False, "b32", True, len(PTX_INTERLEAVES)),
+    "swizzle_mode": (False, "b32", True, len(PTX_SWIZZLE_SPANS)),
+    "swizzle_atomicity": (False, "b32", True, len(PTX_SWIZZLE_ATOMICITIES)),
+    "fill_mode": (False, "b32", True, len(PTX_FILL_MODES)),
+}
+MAX_ORD = 4
+
+
+def replace_field(raw, field: str, new_val: int, ord: int | None = None) -> bytes:
+    """The 128 bytes ``raw`` (tcsim's encoding, or zeros) with one field replaced as ``tensormap.replace.tile
+    .<field>`` does; returns the new 128 bytes (header written).  Raises :class:`VerifyError` for a value the
+    PTX ISA does not allow for the field and :class:`UnsupportedError` for one tcsim's layout cannot hold
+    (a 4th global stride, a swizzle span/atomicity pair with no CUtensorMapSwizzle value)."""
+    from .errors import UnsupportedError, VerifyError
+
+    if field not in REPLACE_FIELDS:
+        raise UnsupportedError(f"tensormap.replace field .{field} is unknown",
+                               expected=f"one of {', '.join('.' + f for f in REPLACE_FIELDS)}")
+    buf = bytearray(bytes(raw)[:SIZE].ljust(SIZE, b"\0"))
+    takes_ord, vtype, _, ncodes = REPLACE_FIELDS[field]
+    v = int(new_val) & ((1 << 64) - 1 if vtype == "b64" else (1 << 32) - 1)
+    if takes_ord:
+        if ord is None or not 0 <= int(ord) <= MAX_ORD:
+            raise VerifyError(f"tensormap.replace.{field}: ord {ord} is out of range", expected="ord 0..4")
+        ord = int(ord)
+
+    def bad(what, expected):
+        raise VerifyError(f"tensormap.replace.{field}: {what}", expected=expected)
+
+    if ncodes is not None and v >= ncodes:
+        bad(f"new value {v} is not a valid .{field} code", f"0..{ncodes - 1}")
+    if field == "global_address":
+        struct.pack_into("<Q", buf, 0, v)
+    elif field == "rank":
+        if v > 4:
+            bad(f"new value {v} is not a rank code (the field holds rank - 1)", "0..4 (ranks 1..5)")
+        struct.pack_into("<B", buf, 74, v + 1)
+    elif field == "box_dim":
+        if not 1 <= v <= 256:
+            bad(f"box size {v} (dimension {ord}) is out of range", "1..256")
+        struct.pack_into("<B", buf, 64 + ord, v - 1)
+    elif field == "global_dim":
+        if v == 0:
+            bad(f"global size 0 (dimension {ord})", "a size of 1 or more")
+        struct.pack_into("<I", buf, 8 + 4 * ord, v - 1)
+    elif field == "global_stride":
+        if ord >= 4:
+            raise UnsupportedError(f"tensormap.replace.global_stride ord {ord}: a tensor map has global strides "
+                                   f"for dimensions 1..4 only (ord 0..3); tcsim's encoding holds no 5th",
+                                   expected="ord 0..3 (ord i is the byte stride of dimension i + 1)")
+        struct.pack_into("<Q", buf, 32 + 8 * ord, v)
+    elif field == "element_stride":
+        if not 1 <= v <= 8:
+            bad(f"element stride {v} (dimension {ord}) is out of range", "1..8")
+        struct.pack_into("<B", buf, 69 + ord, v - 1)
+    elif field == "elemtype":
+        struct.pack_into("<B", buf, 75, DATA_TYPES[PTX_ELEMTYPES[v]].enum)
+    elif field == "interleave_layout":
+        struct.pack_into("<B", buf, 76, INTERLEAVES[PTX_INTERLEAVES[v]])
+    elif field == "fill_mode":
+        struct.pack_into("<B", buf, 79, OOB_FILLS[PTX_FILL_MODES[v]])
+    else:   # swizzle_mode / swizzle_atomicity: one CUtensorMapSwizzle byte holds both
+        cur = buf[77]
+        inv = {e: n for n, e in SWIZZLE_MODES.items()}
+        span, atom = _SWIZZLE_PARTS.get(inv.get(cur), ("none", "16B"))
+        if field == "swizzle_mode":
+            span = PTX_SWIZZLE_SPANS[v]
+        else:
+            atom = PTX_SWIZZLE_ATOMICITIES[v]
+        name = PTX_SWIZZLES.get((span, atom))
+        if name is None:
+            raise UnsupportedError(f"tensormap.replace.{field}: swizzle span {span} with atomicity {atom} has no "
+                                   f"CUtensorMapSwizzle value, so tcsim's encoding cannot hold it",
+                                   expected="atomicity 32B / 32B+8B flip / 64B only with swizzle_mode 128B "
+                                            "(replace swizzle_mode first)")
+        struct.pack_into("<B", buf, 77, SWIZZLE_MODES[name])
+    struct.pack_into("<IH", buf, 120, MAGIC, VERSION)
+    return bytes(buf)

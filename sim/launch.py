@@ -8,7 +8,13 @@ dynamic SMEM size and the arguments, in kernel-parameter order:
 * a Python/numpy scalar for a scalar parameter (range-checked against the parameter's type);
 * a tensor map (``isa.tensormap.TensorMap``) for a 128-byte ``.param .align 64 .b8 name[128]`` parameter;
   its tensor is one of the array arguments (matched by identity) or an array of its own;
-* ``bytes`` for any ``.b8`` array parameter (copied verbatim).
+* ``bytes`` for any ``.b8`` array parameter (copied verbatim);
+* :class:`Pointer` ``(array)``: the array's device address, for a 64-bit scalar parameter or a ``.b8`` array
+  parameter (CuTe DSL passes a tensor as ``.param .align 8 .b8 p[8]``); :class:`Struct` ``(field, ...)``:
+  fields (:class:`Pointer` s, numpy scalars, ``bytes``) packed with C alignment into a ``.b8`` array parameter
+  (a CuTe tensor with dynamic shape/strides, a TiledMma's runtime fields).  The arrays they point to become
+  device buffers like array arguments; the result holds the pointed array's final contents (``Struct``: a list,
+  one per pointer field).
 """
 from __future__ import annotations
 
@@ -59,6 +65,50 @@ class Launch:
         from isa.parser import parse
         text, name = self.ptx_text()
         return parse(text, name)
+
+
+@dataclass(frozen=True, eq=False)
+class Pointer:
+    """The device address of ``array`` (a numpy array that becomes a device buffer), as a kernel argument or a
+    :class:`Struct` field."""
+
+    array: np.ndarray
+
+    def __post_init__(self):
+        if not isinstance(self.array, np.ndarray):
+            raise LaunchError(f"Pointer needs a numpy array, got {type(self.array).__name__}")
+
+
+@dataclass(frozen=True, eq=False)
+class Struct:
+    """Bytes for a ``.b8`` array parameter built from ``fields`` in order, each at the next offset aligned to its
+    size (C rules): :class:`Pointer` (8 bytes), a numpy scalar (its dtype's bytes, e.g. ``np.int32(5)``) or
+    ``bytes`` (alignment 1)."""
+
+    fields: tuple
+
+    def __init__(self, *fields):
+        object.__setattr__(self, "fields", tuple(fields))
+        for f in self.fields:
+            if not isinstance(f, (Pointer, np.generic, bytes, bytearray)):
+                raise LaunchError(f"Struct field {f!r} is not a Pointer, a numpy scalar or bytes",
+                                  expected="Pointer(array), np.int32(...)/np.int64(...)/..., or bytes")
+
+    def pointers(self) -> list:
+        return [f for f in self.fields if isinstance(f, Pointer)]
+
+    def pack(self, address_of) -> bytes:
+        out = bytearray()
+        for f in self.fields:
+            if isinstance(f, Pointer):
+                raw, align = np.uint64(address_of(f.array)).tobytes(), 8
+            elif isinstance(f, np.generic):
+                raw, align = f.tobytes(), f.dtype.itemsize
+            else:
+                raw, align = bytes(f), 1
+            out += bytes(-len(out) % align)
+            out += raw
+        return bytes(out)
 
 
 def _dim3(d, what) -> tuple:
@@ -131,20 +181,44 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     image = np.zeros(max(program.param_size, 1), dtype=np.uint8)
     buffers: list = [None] * len(args)
     by_id: dict = {}
+
+    def device_buffer(i, p, arr_in, what="", share=True):
+        """A device buffer holding ``arr_in``; a Pointer to an array that already has one shares it."""
+        alloc = by_id.get(id(arr_in)) if share else None
+        if alloc is None:
+            arr = np.ascontiguousarray(arr_in)
+            alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name}){what}")
+            alloc.data[:] = arr.reshape(-1).view(np.uint8)
+            by_id[id(arr_in)] = alloc
+        return (alloc, arr_in)
+
     # first pass: arrays become buffers (so tensor maps can refer to them)
     for i, (a, p) in enumerate(zip(args, params)):
         if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
             if p.type not in ("u64", "b64", "s64"):
                 raise LaunchError(f"argument {i} is an array but parameter {p.name} has type .{p.type}",
                                   p.loc, expected="a 64-bit pointer parameter (.u64/.b64) for an array")
-            arr = np.ascontiguousarray(a)
-            alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name})")
-            alloc.data[:] = arr.reshape(-1).view(np.uint8)
-            buffers[i] = (alloc, a)
-            by_id[id(a)] = alloc
+            buffers[i] = device_buffer(i, p, a, share=False)
+        elif isinstance(a, Pointer):
+            if not ((p.array and p.type == "b8" and p.size_bytes >= 8) or p.type in ("u64", "b64", "s64")):
+                raise LaunchError(f"argument {i} is a Pointer but parameter {p.name} is .{p.type}"
+                                  f"{'[%d]' % p.array if p.array else ''}", p.loc,
+                                  expected="a 64-bit parameter or a .b8 array of at least 8 bytes")
+            buffers[i] = device_buffer(i, p, a.array)
+        elif isinstance(a, Struct):
+            if not (p.array and p.type == "b8"):
+                raise LaunchError(f"argument {i} is a Struct but parameter {p.name} is .{p.type}", p.loc,
+                                  expected="a .b8 array parameter")
+            buffers[i] = [device_buffer(i, p, f.array, f".field{j}") for j, f in enumerate(a.pointers())]
     for i, (a, p) in enumerate(zip(args, params)):
         off = program.param_symbols[p.name].offset
-        if buffers[i] is not None:
+        if isinstance(a, Struct):
+            own = {id(arr): alloc.base for alloc, arr in buffers[i]}
+            raw = a.pack(lambda arr: own[id(arr)])
+            if len(raw) > p.size_bytes:
+                raise LaunchError(f"argument {i} packs {len(raw)} bytes; parameter {p.name} holds {p.size_bytes}",
+                                  p.loc)
+        elif buffers[i] is not None:
             raw = np.uint64(buffers[i][0].base).tobytes()
         elif hasattr(a, "encode_for_sim"):
             if not (p.array and p.size_bytes >= 128):
@@ -246,12 +320,18 @@ class Prepared:
     def result(self) -> Result:
         sim = self.sim
         outputs = []
+
+        def contents(b):
+            alloc, orig = b
+            return alloc.data[:orig.nbytes].view(orig.dtype).reshape(orig.shape).copy()
+
         for b in self.buffers:
             if b is None:
                 outputs.append(None)
+            elif isinstance(b, list):
+                outputs.append([contents(x) for x in b])
             else:
-                alloc, orig = b
-                outputs.append(alloc.data.view(orig.dtype).reshape(orig.shape).copy())
+                outputs.append(contents(b))
         glob = {}
         for v in self.module.globals:
             if v.space == "global" and v.name in self.global_symbols:

@@ -89,6 +89,7 @@ class Cta:
         self.exited = False
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
+        self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)
 
     @property
     def label(self) -> str:

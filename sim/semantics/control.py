@@ -1,7 +1,15 @@
-"""Control flow: bra, brx.idx, ret, exit, trap, brkpt, nanosleep, pmevent.
+"""Control flow: bra, brx.idx, ret, exit, trap, brkpt, nanosleep, pmevent, setmaxnreg.
 
-PTX ISA 9.1 §9.7.12 (control flow instructions).  Divergence is handled by the engine's per-lane PCs:
-``bra`` only moves the PCs of the lanes whose guard is true; the engine reconverges at the lowest PC.
+PTX ISA 9.1 §9.7.12 (control flow instructions) and §9.7.19 (miscellaneous instructions).  Divergence is
+handled by the engine's per-lane PCs: ``bra`` only moves the PCs of the lanes whose guard is true; the engine
+reconverges at the lowest PC.  ``brx.idx`` moves each executing lane to the entry of its own index in a
+``.branchtargets`` list (an index past the end of the list is undefined in PTX and raises VerifyError naming
+the lane and index).  ``setmaxnreg`` (Triton's warp specialization emits it) only changes how many registers
+the hardware gives each thread; tcsim has no register-file limit, so it is validated (``.inc``/``.dec``,
+``.sync.aligned``, ``.u32``, an immediate count 24..256 that is a multiple of 8, as ptxas requires), checked
+to be executed by the whole warp, and recorded as a ``sync`` event ``setmaxnreg`` with ``action`` and
+``count``.  Not checked: that all four warps of the warpgroup execute the same ``setmaxnreg``, and the
+direction rule (``.inc`` must not lower, ``.dec`` must not raise, the current count).
 
 Not supported (clear diagnostic at load): ``call`` to a defined ``.func`` (functions must be inlined),
 indirect calls.  ``call`` to ``vprintf`` is executed (the formatted text goes to the simulation's stdout
@@ -35,8 +43,33 @@ def decode_bra(ins, info):
 
 @semantics("brx")
 def decode_brx(ins, info):
-    """PTX ISA §9.7.12.4 brx.idx: branch to the index-th label of a ``.branchtargets`` list."""
-    raise UnsupportedError("brx.idx (indirect branch through .branchtargets) is not supported", ins.loc)
+    """PTX ISA §9.7.12.4 brx.idx{.uni} index, tlist: branch to the index-th label of a ``.branchtargets``
+    list (``.uni`` asserts a non-divergent branch, not required)."""
+    mods = [m for m in ins.mods if m != "uni"]
+    if mods != ["idx"]:
+        raise VerifyError(f"{ins.full_opcode}: brx needs .idx (brx.idx{{.uni}} index, tlist)", ins.loc)
+    if len(ins.operands) != 2:
+        raise VerifyError("brx.idx takes two operands: index, tlist", ins.loc)
+    index_op, tl = ins.operands
+    if not isinstance(index_op, (ir.Reg, ir.Imm)):
+        raise VerifyError(f"brx.idx index must be a .u32 register or an immediate, got {index_op}", ins.loc)
+    if not isinstance(tl, (ir.LabelRef, ir.Sym)) or tl.name not in info.function.branch_targets:
+        raise VerifyError(f"brx.idx target {tl} is not a .branchtargets list of {info.function.name}", ins.loc,
+                          expected="the label of a `Label: .branchtargets L1, L2, ...;` list")
+    names = info.function.branch_targets[tl.name]
+    targets = np.asarray([info.function.labels[n] for n in names], dtype=np.int64)
+
+    def run(ctx):
+        idx = ctx.read(index_op, "u32").astype(np.int64)
+        bad = ctx.mask & (idx >= targets.size)
+        if bad.any():
+            lane = int(np.nonzero(bad)[0][0])
+            raise VerifyError(f"brx.idx index {int(idx[lane])} (lane {lane}) is past the end of {tl.name}, which "
+                              f"lists {targets.size} labels (the branch is undefined in PTX)",
+                              expected=f"an index 0..{targets.size - 1}")
+        ctx.warp.pc[ctx.mask] = targets[idx[ctx.mask]]
+
+    return run
 
 
 @semantics("ret")
@@ -95,6 +128,39 @@ def decode_nanosleep(ins, info):
         t = ctx.read(op, "u32")[ctx.mask]
         if t.size:
             ctx.extra_delay = int(min(int(t.max()), 1_000_000))
+
+    return run
+
+
+@semantics("setmaxnreg")
+def decode_setmaxnreg(ins, info):
+    """PTX ISA §9.7.19.? setmaxnreg.{inc|dec}.sync.aligned.u32 imm: a hint to grow/shrink the per-thread
+    register count of the warpgroup (no functional effect in tcsim; see the module docstring)."""
+    what = ins.full_opcode
+    mods = list(ins.mods)
+    actions = [m for m in mods if m in ("inc", "dec")]
+    if len(actions) != 1:
+        raise VerifyError(f"{what}: setmaxnreg needs exactly one of .inc / .dec", ins.loc)
+    for m in ("sync", "aligned", "u32"):
+        if m not in mods:
+            raise VerifyError(f"{what}: setmaxnreg needs .{m}", ins.loc,
+                              expected="setmaxnreg.{inc|dec}.sync.aligned.u32 imm")
+    extra = [m for m in mods if m not in ("inc", "dec", "sync", "aligned", "u32")]
+    if extra:
+        raise VerifyError(f"{what}: qualifier .{extra[0]} is not valid on setmaxnreg", ins.loc)
+    if len(ins.operands) != 1 or not isinstance(ins.operands[0], ir.Imm) or ins.operands[0].kind != "int":
+        raise VerifyError(f"{what} takes one integer constant (the register count)", ins.loc)
+    count = int(ins.operands[0].value)
+    if not 24 <= count <= 256 or count % 8:
+        raise VerifyError(f"{what}: register count {count} is not valid", ins.loc,
+                          expected="a multiple of 8 in 24..256")
+    action = actions[0]
+
+    def run(ctx):
+        if not ctx.mask.any():
+            return
+        ctx.require_converged(what)
+        ctx.emit_sync("setmaxnreg", action=action, count=count)
 
     return run
 

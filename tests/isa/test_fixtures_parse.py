@@ -79,14 +79,14 @@ def count_statements(text: str) -> int:
     """Number of PTX instructions in ``text``, counted without the parser.
 
     Lines that start with a directive and carry no ``;`` (``.loc``, ``.file``, ``.maxntid``, ``.param``
-    lines of a signature, ``.b8`` data of debug sections) are dropped; the rest is split on ``;``; each
-    statement loses leading labels, braces and parentheses; what is left and does not start with ``.`` is an
-    instruction.
+    lines of a signature, ``.b8`` data of debug sections) are dropped, except ``.branchtargets`` (its label
+    list runs on to a ``;`` on a later line); the rest is split on ``;``; each statement loses leading labels,
+    braces and parentheses; what is left and does not start with ``.`` is an instruction.
     """
     kept = []
     for line in _code_lines(text):
         s = line.strip()
-        if s.startswith(".") and ";" not in s:
+        if s.startswith(".") and ";" not in s and not s.startswith(".branchtargets"):
             continue
         kept.append(line)
     n = 0
@@ -204,10 +204,14 @@ def test_registers_declared_and_labels_resolve(path):
                 for leaf in _walk(op):
                     if isinstance(leaf, ir.Reg):
                         assert leaf.name in f.regs, f"{f.name}: {inst} uses undeclared {leaf.name}"
+                    elif isinstance(leaf, ir.LabelRef) and inst.opcode == "brx":
+                        assert leaf.name in f.branch_targets, f"{f.name}: {inst} names no .branchtargets list"
                     elif isinstance(leaf, ir.LabelRef):
                         assert leaf.name in f.labels, f"{f.name}: {inst} branches to unknown {leaf.name}"
-            if inst.opcode == "bra":
+            if inst.opcode in ("bra", "brx"):
                 assert isinstance(inst.operands[-1], ir.LabelRef), str(inst)
+        for name, targets in f.branch_targets.items():
+            assert name not in f.labels and targets and all(t in f.labels for t in targets), (name, targets)
 
 
 @pytest.mark.parametrize("path", PTX_FILES, ids=_id)
@@ -275,6 +279,23 @@ EXPECTED_OPCODES = {
     "matmul_tma_host_desc.sm_100a": ["cp.async.bulk.tensor.2d", "tcgen05.mma", "mbarrier.try_wait"],
     "copy_tma_device_desc": ["tensormap.replace.tile", "tensormap.cp_fenceproxy",
                              "fence.proxy.tensormap::generic.acquire.gpu", "cp.async.bulk.tensor.2d"],
+    "tc_matmul_bf16": ["tcgen05.mma.cta_group::1.kind::f16", "tcgen05.alloc", "tcgen05.commit",
+                       "tcgen05.ld.sync.aligned", "mbarrier.try_wait", "ld.global", "st.global"],
+    "cp_async_matmul_tf32": ["cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group",
+                             "cp.async.wait_group", "tcgen05.mma.cta_group::1.kind::tf32", "fence.proxy.async"],
+    "cute_gemm_bf16": ["tcgen05.mma.cta_group::1.kind::f16.collector::a::discard", "tcgen05.alloc",
+                       "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint",
+                       "tcgen05.ld.sync.aligned.32x32b.x32.b32", "mbarrier.try_wait.parity.shared.b64",
+                       "tcgen05.commit"],
+    "tma_matmul_bf16": ["cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes",
+                        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "tcgen05.mma.cta_group::1.kind::f16",
+                        "tcgen05.ld.sync.aligned", "mbarrier.arrive.expect_tx"],
+    "ws_matmul_f16": ["brx.idx", "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32",
+                      "barrier.sync", "tcgen05.mma.cta_group::1.kind::f16", "cp.async.bulk.tensor.2d"],
+    "tma_scale_transpose_add": ["cp.async.bulk.tensor.2d.shared::cta.global", "fma.rn.f32x2",
+                                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"],
+    "tma_device_desc_rowscale": ["tensormap.replace.tile", "tensormap.cp_fenceproxy",
+                                 "fence.proxy.tensormap::generic.acquire.gpu", "cp.async.bulk.tensor.2d"],
     "gemm_tiled": ["bar.sync", "ld.shared", "fma.rn.f32"],
     "alu_loop": ["xor.b64", "fma.rn.f64", "mul.f64", "setp"],
 }

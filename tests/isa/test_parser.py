@@ -678,7 +678,7 @@ def test_empty_statements_and_unusual_spacing():
     HDR + ".func f(.reg .b32 x) { ret; }",
     HDR + ".entry k(.param .v2 .u32 x) { ret; }",
     kernel_src(".reg .v4 .b32 %v;\n.reg .b32 %r;\nmov.b32 %r, %v.y;"),
-    kernel_src("ts: .branchtargets L1;\nL1: ret;"),
+    kernel_src("ts: .calltargets f;\nL1: ret;"),
     kernel_src("proto: .callprototype ()_ (.param .b32 _);"),
     HDR + ".alias a, b;",
     HDR + ".global .texref t;",
@@ -689,3 +689,16 @@ def test_unsupported_features_are_rejected_loudly(src):
     with pytest.raises(PtxSyntaxError) as ei:
         parse(src)
     assert ei.value.loc is not None and ("not supported" in ei.value.message or "preprocessor" in ei.value.message)
+
+
+def test_branchtargets_list_and_brx():
+    k = kern(".reg .b32 %r<2>;\nmov.u32 %r1, 1;\nJT: .branchtargets A, B,\n  C;\nbrx.idx %r1, JT;\nA: ret;\n"
+             "B: exit;\n{\nJT: .branchtargets C, A;\nbrx.idx.uni %r1, JT;\n}\nC: ret;")
+    # forward references resolve; a list in a nested scope is renamed like a label and sees outer labels
+    assert k.branch_targets == {"JT": ("A", "B", "C"), "JT@1": ("C", "A")}
+    assert "JT" not in k.labels and "JT@1" not in k.labels
+    assert [k.labels[n] for n in k.branch_targets["JT"]] == [2, 3, 5]
+    assert k.body[1].full_opcode == "brx.idx" and k.body[1].operands == (Reg("%r1"), LabelRef("JT"))
+    assert k.body[4].operands == (Reg("%r1"), LabelRef("JT@1"))
+    with pytest.raises(PtxSyntaxError, match="undefined label 'D'"):
+        kern("JT: .branchtargets D;\n{\nD: ret;\n}")          # D is not visible from the list's scope

@@ -170,3 +170,62 @@ def test_encode_for_sim_names_the_parameter():
     t = tmap(global_address=0x10004)
     with pytest.raises(LaunchError, match="p7: invalid tensor map: globalAddress must be 16-byte aligned"):
         t.encode_for_sim(gmem, {}, "p7")
+
+
+# ------------------------------------------------------------------------------------- tensormap.replace
+def test_replace_field_builds_a_map_from_zeros():
+    from isa.tensormap import replace_field
+    raw = bytes(128)
+    for field, val, o in [("global_address", 0x2000, None), ("rank", 2, None), ("box_dim", 32, 0), ("box_dim", 4, 1),
+                          ("box_dim", 2, 2), ("global_dim", 100, 0), ("global_dim", 7, 1), ("global_dim", 3, 2),
+                          ("global_stride", 512, 0), ("global_stride", 4096, 1), ("element_stride", 2, 1),
+                          ("elemtype", 6, None), ("swizzle_mode", 2, None)]:
+        raw = replace_field(raw, field, val, o)
+    t = TensorMap.decode(raw)
+    assert (t.dtype, t.rank, t.global_address) == ("FLOAT16", 3, 0x2000)
+    assert t.box_dims == (32, 4, 2) and t.global_dims == (100, 7, 3) and t.global_strides == (512, 4096)
+    assert t.element_strides == (1, 2, 1) and t.swizzle == "64B"
+    assert struct.unpack_from("<I", raw, LAYOUT["magic"][0])[0] == MAGIC
+    # an existing map: only the named field changes
+    again = replace_field(raw, "global_dim", 8, 1)
+    assert TensorMap.decode(again).global_dims == (100, 8, 3)
+    assert bytes(again[:8]) == bytes(raw[:8]) and again[16:] == raw[16:]
+
+
+@pytest.mark.parametrize("code, name", [(0, "UINT8"), (5, "INT64"), (6, "FLOAT16"), (7, "FLOAT32"),
+                                        (8, "FLOAT32_FTZ"), (9, "FLOAT64"), (10, "BFLOAT16"), (11, "TFLOAT32"),
+                                        (12, "TFLOAT32_FTZ"), (13, "16U4_ALIGN8B"), (14, "16U4_ALIGN16B"),
+                                        (15, "16U6_ALIGN16B")])
+def test_replace_elemtype_uses_ptx_numbering(code, name):
+    from isa.tensormap import replace_field
+    raw = replace_field(bytes(128), "elemtype", code)
+    assert raw[LAYOUT["dtype"][0]] == DATA_TYPES[name].enum
+
+
+def test_replace_swizzle_mode_and_atomicity_compose():
+    from isa.errors import UnsupportedError
+    from isa.tensormap import replace_field
+    off = LAYOUT["swizzle"][0]
+    raw = replace_field(bytes(128), "swizzle_mode", 3)
+    assert raw[off] == 3
+    for atom, enum in ((1, 4), (2, 5), (3, 6), (0, 3)):
+        assert replace_field(raw, "swizzle_atomicity", atom)[off] == enum
+    atom64 = replace_field(raw, "swizzle_atomicity", 3)
+    assert replace_field(atom64, "swizzle_mode", 3)[off] == 6            # keeps the atomicity
+    with pytest.raises(UnsupportedError, match="swizzle span 64B with atomicity 64B"):
+        replace_field(atom64, "swizzle_mode", 2)
+    assert replace_field(replace_field(bytes(128), "fill_mode", 1), "interleave_layout", 2)[76:80] == \
+        bytes([2, 0, 0, 1])
+
+
+@pytest.mark.parametrize("field, val, o, msg", [
+    ("rank", 5, None, "not a rank code"), ("box_dim", 0, 0, "box size 0"), ("box_dim", 257, 4, "box size 257"),
+    ("global_dim", 0, 1, "global size 0"), ("element_stride", 0, 0, "element stride 0"),
+    ("elemtype", 16, None, "not a valid .elemtype code"), ("box_dim", 1, None, "ord None is out of range"),
+    ("box_dim", 1, 5, "ord 5 is out of range"),
+])
+def test_replace_field_value_rules(field, val, o, msg):
+    from isa.errors import VerifyError
+    from isa.tensormap import replace_field
+    with pytest.raises(VerifyError, match=msg):
+        replace_field(bytes(128), field, val, o)

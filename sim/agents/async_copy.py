@@ -1,0 +1,112 @@
+"""The non-bulk asynchronous copy path of one CTA (``cp.async``, SASS LDGSTS): global -> shared copies of 4, 8
+or 16 bytes per thread that complete after the issuing instruction, in the generic proxy.
+
+One :class:`AsyncCopyUnit` per CTA (``AsyncCopyUnit.of(ctx)``), one simpy process serving its queue: each
+submitted :class:`AsyncCopyOp` (all executing lanes of one ``cp.async`` instruction) occupies the unit for
+``issue_cycles`` and completes ``latency`` cycles later, when its ``complete`` callback moves the bytes (the
+semantics module builds the callback; the issue half has already checked every address).  Ops of one unit
+complete in issue order.  Timing numbers are placeholders, like :mod:`sim.agents.tma`'s.
+
+Observation: ``sync`` events ``async.issue`` / ``async.complete`` (``unit='cp.async'``) and the callback's own
+``mem`` events (source ``lsu``, proxy ``generic``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import simpy
+
+from isa.errors import TcsimError
+
+
+@dataclass(frozen=True)
+class AsyncCopyParams:
+    """Placeholder timing of the cp.async path (cycles)."""
+
+    latency: int = 200            # issue -> data in SMEM (a global-memory round trip)
+    issue_cycles: int = 1         # unit occupancy per instruction
+
+
+DEFAULT_PARAMS = AsyncCopyParams()
+
+
+@dataclass(eq=False)
+class AsyncCopyOp:
+    """One cp.async instruction's copies in flight (all its executing lanes)."""
+
+    what: str
+    nbytes: int                                   # bytes moved (all lanes)
+    complete: Callable[[], None]
+    issuer: str = ""
+    loc: object = None
+    warp: int | None = None
+    pc: int | None = None
+    done: object = None
+    issued_at: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class AsyncCopyUnit:
+    """The cp.async unit of one CTA."""
+
+    def __init__(self, sim, cta, params: AsyncCopyParams = DEFAULT_PARAMS):
+        self.sim = sim
+        self.cta = cta
+        self.env = sim.env
+        self.params = params
+        self.queue = simpy.Store(self.env)
+        self.in_flight = 0
+        self.completed = 0
+        self.process = self.env.process(self._serve())
+
+    @classmethod
+    def of(cls, ctx) -> "AsyncCopyUnit":
+        """The unit of the executing CTA, created on first use with the simulation's ``async_copy_params``
+        attribute if set (e.g. on ``sim.launch.Prepared(...).sim`` before running), else :data:`DEFAULT_PARAMS`."""
+        cta = ctx.cta
+        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, getattr(sim, "async_copy_params",
+                                                                               DEFAULT_PARAMS)), key=cta)
+
+    def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:
+        op.done = self.env.event()
+        op.issued_at = self.env.now
+        self.in_flight += 1
+        self.queue.put(op)
+        self.emit(op="async.issue", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
+                  issuer_warp=op.warp, issuer_pc=op.pc)
+        return op
+
+    def _serve(self):
+        while True:
+            op = yield self.queue.get()
+            self.env.process(self._complete(op))
+            yield self.env.timeout(max(1, self.params.issue_cycles))
+
+    def _complete(self, op: AsyncCopyOp):
+        yield self.env.timeout(max(1, self.params.issue_cycles) + self.params.latency)
+        try:
+            op.complete()
+        except TcsimError as e:
+            e.with_context(loc=op.loc, where=f"cp.async unit of {self.cta.label}, completing {op.what} issued by "
+                                             f"{op.issuer} at cycle {op.issued_at:g}")
+            self.sim.fail(e)
+            return
+        if self.sim.error is not None:
+            return
+        self.in_flight -= 1
+        self.completed += 1
+        self.emit(op="async.complete", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
+                  issuer_warp=op.warp, issuer_pc=op.pc)
+        op.done.succeed()
+
+    def emit(self, **fields) -> None:
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit("sync", self.env.now, self.cta.ctaid, "lsu", warp=None, **fields)
+
+    def emit_mem(self, op: str, space: str, addrs, size: int, lanes=()) -> None:
+        bus = self.sim.bus
+        if bus.active:
+            bus.emit("mem", self.env.now, self.cta.ctaid, "lsu", warp=None, pc=None, op=op, space=space,
+                     proxy="generic", addrs=[int(a) for a in addrs], size=int(size), lanes=[int(x) for x in lanes])

@@ -1,0 +1,321 @@
+"""Non-bulk asynchronous copies: cp.async, cp.async.commit_group, cp.async.wait_group, cp.async.wait_all,
+cp.async.mbarrier.arrive.
+
+PTX ISA 9.1 §9.7.9.25.3 (cp.async, sm_80+: §9.7.9.25.3.1 cp.async, .2 cp.async.commit_group, .3
+cp.async.wait_group / wait_all) and §9.7.13.15.? (cp.async.mbarrier.arrive).  Triton emits these for
+pipelined pointer loads (``tl.load`` in a loop with ``num_stages`` > 1) on sm_80 .. sm_100a.
+
+Forms executed::
+
+    cp.async.{ca|cg}.shared{::cta}.global{.L2::cache_hint}{.L2::64B|.L2::128B|.L2::256B}
+                                             [dst], [src], cp-size{, src-size | , ignore-src}{, cache-policy}
+    cp.async.commit_group
+    cp.async.wait_group N
+    cp.async.wait_all
+    cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [mbar]
+
+Decode-time rules: cp-size is an immediate 4, 8 or 16 (``.cg``: 16 only); a predicate fourth operand is
+ignore-src, an integer one src-size; ``.L2::cache_hint`` requires the 64-bit cache-policy operand (read and
+ignored), the prefetch-size qualifiers are hints.
+
+Execution (issue half here, completion in :class:`sim.agents.async_copy.AsyncCopyUnit`): every executing lane
+copies cp-size bytes to ``[dst]`` in the CTA's shared memory; the first ``src-size`` of them come from global
+``[src]`` (all cp-size without a src-size; none with ignore-src true), the rest are zeros.  At issue: ``dst``
+must be a .shared::cta address of this CTA, aligned to cp-size, inside SMEM; src-size must not exceed cp-size;
+the ``src-size`` bytes read must lie inside one global allocation and ``src`` be aligned to cp-size (an
+address whose lane reads nothing -- src-size 0 or ignore-src -- is not checked: Triton's masked-off lanes
+carry such addresses).  Each problem is a MemoryFault naming the lane.  The bytes are read and written when
+the op completes, so a consumer that does not wait sees stale SMEM.
+
+Groups are per thread (``cta.cp_async_groups[(warp, lane)]``): cp.async ops join the thread's open group;
+``commit_group`` closes it (an empty group is allowed); ``wait_group N`` blocks the lanes that have more than
+N committed groups with ops in flight until only the N most recent may still be pending; ``wait_all`` commits
+and waits for everything.  ``cp.async.mbarrier.arrive`` performs an arrive-on on the mbarrier when every
+cp.async the thread issued before it has completed; without ``.noinc`` the pending count is first raised by
+one at issue, so the net effect on the phase's count is nil (PTX); with ``.noinc`` the init count must
+include these arrivals.
+
+Not supported: nothing else exists in this family (the bulk forms are :mod:`sim.semantics.bulk_copy`).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import simpy
+
+from isa import ir
+from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from .. import memory as M
+from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
+from ..mbarrier_state import MAX_COUNT
+from .bulk_copy import is_bulk
+from .registry import semantics
+
+SECTION = "PTX ISA §9.7.9.25.3.1"
+_PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
+
+
+class CpAsyncGroups:
+    """One thread's cp.async groups: the open group's ops and the committed groups (oldest first)."""
+
+    __slots__ = ("open", "groups")
+
+    def __init__(self):
+        self.open: list = []
+        self.groups: deque = deque()
+
+    def prune(self) -> None:
+        while self.groups and all(op.done.triggered for op in self.groups[0]):
+            self.groups.popleft()
+
+
+def thread_groups(ctx, lane: int) -> CpAsyncGroups:
+    table = ctx.cta.cp_async_groups
+    key = (ctx.warp.id, int(lane))
+    st = table.get(key)
+    if st is None:
+        st = table[key] = CpAsyncGroups()
+    return st
+
+
+@semantics("cp", when=lambda ins: ins.mods[:1] == ("async",) and not is_bulk(ins))
+def decode_cp_async(ins, info):
+    """PTX ISA §9.7.9.25.3 cp.async and its group / mbarrier completion forms."""
+    rest = list(ins.mods[1:])
+    if rest == ["commit_group"]:
+        return _decode_commit(ins)
+    if rest[:1] == ["wait_group"] and len(rest) == 1:
+        return _decode_wait(ins)
+    if rest == ["wait_all"]:
+        return _decode_wait(ins, wait_all=True)
+    if rest[:2] == ["mbarrier", "arrive"]:
+        return _decode_mbarrier_arrive(ins, rest[2:])
+    return _decode_copy(ins, rest, info)
+
+
+def _decode_copy(ins, rest, info):
+    what = ins.full_opcode
+    if not rest or rest[0] not in ("ca", "cg"):
+        raise VerifyError(f"{what}: cp.async needs the cache operator .ca or .cg", ins.loc,
+                          expected="cp.async.{ca|cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}")
+    cache = rest[0]
+    flags = rest[1:]
+    if flags[:2] not in (["shared", "global"], ["shared::cta", "global"]):
+        raise VerifyError(f"{what}: cp.async copies .shared{{::cta}}.global (destination, then source)", ins.loc)
+    hint = False
+    for m in flags[2:]:
+        if m == "L2::cache_hint":
+            hint = True
+        elif m not in _PREFETCH:
+            raise UnsupportedError(f"{what}: qualifier .{m} is not supported on cp.async", ins.loc,
+                                   expected=".L2::cache_hint and .L2::64B/.L2::128B/.L2::256B")
+    ops = list(ins.operands)
+    if len(ops) < 3:
+        raise VerifyError(f"{what} takes [dst], [src], cp-size{{, src-size | ignore-src}}{{, cache-policy}}",
+                          ins.loc)
+    policy = None
+    if hint:
+        if len(ops) < 4:
+            raise VerifyError(f"{what}: .L2::cache_hint needs a cache-policy operand", ins.loc)
+        policy = ops.pop()
+    if len(ops) > 4:
+        raise VerifyError(f"{what}: too many operands", ins.loc)
+    dst, src, size_op = ops[:3]
+    for op, name in ((dst, "[dst]"), (src, "[src]")):
+        if not isinstance(op, ir.Address) or op.coords is not None:
+            raise VerifyError(f"{what}: {name} must be a memory address, got {op}", ins.loc)
+    if not isinstance(size_op, ir.Imm) or size_op.kind != "int" or int(size_op.value) not in (4, 8, 16):
+        raise VerifyError(f"{what}: cp-size must be the constant 4, 8 or 16, got {size_op}", ins.loc)
+    cp_size = int(size_op.value)
+    if cache == "cg" and cp_size != 16:
+        raise VerifyError(f"{what}: cp.async.cg copies 16 bytes, got cp-size {cp_size}", ins.loc)
+    src_size = ignore = None
+    if len(ops) == 4:
+        extra = ops[3]
+        if isinstance(extra, ir.Not) or (isinstance(extra, ir.Reg) and info.reg_type(extra) == "pred"):
+            ignore = extra
+        elif isinstance(extra, (ir.Reg, ir.Imm)):
+            src_size = extra
+        else:
+            raise VerifyError(f"{what}: the 4th operand must be src-size (.u32) or ignore-src (a predicate)",
+                              ins.loc)
+
+    def run(ctx):
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        d = ctx.address(dst).astype(np.uint64)
+        s = ctx.address(src).astype(np.uint64)
+        if policy is not None:
+            ctx.read(policy, "b64")
+        if ignore is not None:
+            nread = np.where(ctx.read_pred(ignore), 0, cp_size).astype(np.int64)
+        elif src_size is not None:
+            nread = ctx.read(src_size, "u32").astype(np.int64)
+        else:
+            nread = np.full(32, cp_size, dtype=np.int64)
+        cta = ctx.cta
+        offs = np.zeros(lanes.size, dtype=np.int64)
+        for i, lane in enumerate(lanes):
+            lane = int(lane)
+            a = int(d[lane])
+            rank, off = a >> M.SHARED_RANK_SHIFT, a & M.SHARED_OFFSET_MASK
+            if a >> 32 or rank != cta.rank:
+                raise MemoryFault(f"cp.async [dst] = 0x{a:x} (lane {lane}) is not a .shared::cta address of the "
+                                  f"executing CTA", expected="an address in this CTA's shared memory (mov of a "
+                                                             ".shared symbol, cvta.to.shared)")
+            if off % cp_size:
+                raise MemoryFault(f"cp.async [dst] = 0x{a:x} (lane {lane}) is not aligned to cp-size {cp_size}",
+                                  expected=f"a {cp_size}-byte aligned destination ({SECTION})")
+            offs[i] = off
+            n = int(nread[lane])
+            if n > cp_size:
+                raise MemoryFault(f"cp.async src-size {n} (lane {lane}) exceeds cp-size {cp_size}",
+                                  expected=f"src-size <= cp-size ({SECTION})")
+            if n:
+                sa = int(s[lane])
+                if sa % cp_size:
+                    raise MemoryFault(f"cp.async [src] = 0x{sa:x} (lane {lane}) is not aligned to cp-size "
+                                      f"{cp_size}", expected=f"a {cp_size}-byte aligned source ({SECTION})")
+                alloc = ctx.gmem.allocation_of(sa)
+                if alloc is None or sa + n > alloc.end:
+                    raise MemoryFault(f"cp.async [src] range [0x{sa:x}, +{n}) (lane {lane}) is not inside one "
+                                      f"global allocation: {ctx.gmem.describe(sa)}",
+                                      expected="a source inside a buffer passed to the kernel")
+        cta.smem.check(offs, cp_size, "cp.async destination")
+        srcs = s[lanes].copy()
+        counts = nread[lanes].copy()
+        unit = AsyncCopyUnit.of(ctx)
+
+        def complete(unit=unit, cta=cta, offs=offs, srcs=srcs, counts=counts, lanes=lanes):
+            rows = np.zeros((lanes.size, cp_size), dtype=np.uint8)
+            full = counts == cp_size
+            if full.any():
+                rows[full] = unit.sim.gmem.read(srcs[full], cp_size)
+            for i in np.nonzero((counts > 0) & ~full)[0]:
+                rows[i, :counts[i]] = unit.sim.gmem.read(srcs[i:i + 1], int(counts[i]))[0]
+            rd = counts > 0
+            if rd.any():
+                unit.emit_mem("ld", "global", srcs[rd], cp_size, lanes[rd])
+            unit.sim.check_mbarrier_overlap(cta, offs, cp_size, write=True, who="cp.async")
+            cta.smem.write(offs, rows)
+            unit.emit_mem("st", "shared::cta", [M.shared_address(cta.rank, int(o)) for o in offs], cp_size, lanes)
+
+        op = unit.submit(AsyncCopyOp(what, cp_size * lanes.size, complete, issuer=ctx.warp.label, loc=ctx.ins.loc,
+                                     warp=ctx.warp.id, pc=ctx.pc))
+        for lane in lanes:
+            thread_groups(ctx, lane).open.append(op)
+
+    return run
+
+
+def _decode_commit(ins):
+    if ins.operands:
+        raise VerifyError("cp.async.commit_group takes no operands", ins.loc)
+
+    def run(ctx):
+        """PTX ISA §9.7.9.25.3.2: close this thread's open group (possibly empty)."""
+        for lane in ctx.lane_ids():
+            st = thread_groups(ctx, lane)
+            st.groups.append(st.open)
+            st.open = []
+        ctx.emit_sync("cp.async.commit_group")
+
+    return run
+
+
+def _decode_wait(ins, wait_all: bool = False):
+    if wait_all:
+        if ins.operands:
+            raise VerifyError("cp.async.wait_all takes no operands", ins.loc)
+        keep = 0
+    else:
+        if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
+            raise VerifyError("cp.async.wait_group takes one integer constant N", ins.loc)
+        keep = int(ins.operands[0].value)
+        if keep < 0:
+            raise VerifyError(f"cp.async.wait_group N = {keep} must be non-negative", ins.loc)
+    name = "cp.async.wait_all" if wait_all else f"cp.async.wait_group {keep}"
+
+    def run(ctx):
+        """PTX ISA §9.7.9.25.3.3: wait until at most N of the thread's most recent groups are pending
+        (wait_all: commit, then wait for every group)."""
+        waits = []
+        blocked = np.zeros_like(ctx.mask)
+        for lane in ctx.lane_ids():
+            st = thread_groups(ctx, lane)
+            if wait_all:
+                st.groups.append(st.open)
+                st.open = []
+            st.prune()
+            older = list(st.groups)[:max(len(st.groups) - keep, 0)]
+            evs = [op.done for g in older for op in g if not op.done.triggered]
+            if evs:
+                waits.extend(evs)
+                blocked[lane] = True
+        ctx.emit_sync("cp.async.wait_group", n=keep, all=wait_all)
+        if waits:
+            uniq = list({id(e): e for e in waits}.values())
+            ctx.block(blocked, simpy.AllOf(ctx.env, uniq),
+                      f"{name}: {len(uniq)} cp.async instruction(s) of older groups still in flight")
+
+    return run
+
+
+def _decode_mbarrier_arrive(ins, rest):
+    what = ins.full_opcode
+    noinc = "noinc" in rest
+    rest = [m for m in rest if m != "noinc"]
+    if "b64" not in rest:
+        raise VerifyError(f"{what}: cp.async.mbarrier.arrive needs .b64", ins.loc)
+    rest.remove("b64")
+    if rest not in ([], ["shared"], ["shared::cta"]):
+        raise VerifyError(f"{what}: qualifier .{rest[0]} is not valid on cp.async.mbarrier.arrive", ins.loc,
+                          expected="cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [addr]")
+    space = "shared::cta" if rest else "generic"
+    if len(ins.operands) != 1 or not isinstance(ins.operands[0], ir.Address):
+        raise VerifyError(f"{what} takes one operand [addr]", ins.loc)
+    addr_op = ins.operands[0]
+    from .mbarrier import describe, resolve_targets
+
+    def run(ctx):
+        """PTX ISA cp.async.mbarrier.arrive: arrive-on the mbarrier once the thread's prior cp.async complete."""
+        lanes = ctx.lane_ids()
+        if lanes.size == 0:
+            return
+        for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr_op), lanes):
+            if cta is not ctx.cta:
+                raise MemoryFault(f"{what}: the mbarrier (lane {lane}) is in {cta.label}, not the executing CTA",
+                                  expected="an mbarrier in this CTA's shared memory")
+            mb = cta.mbarrier(off)
+            if not mb.valid:
+                raise SyncError(f"{what} (lane {lane}) on SMEM offset 0x{off:x}, which holds no live mbarrier",
+                                expected="mbarrier.init before use")
+            if not noinc:
+                if mb.pending + 1 > MAX_COUNT:
+                    raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
+                mb.pending += 1
+            st = thread_groups(ctx, lane)
+            prior = [op.done for op in st.open + [o for g in st.groups for o in g] if not op.done.triggered]
+            ctx.emit_sync("cp.async.mbarrier.arrive", mbarrier=off, lane=lane, noinc=noinc, waits=len(prior))
+            ctx.env.process(_arrive_later(ctx, cta, mb, off, prior, what, lane, ins.loc))
+
+    return run
+
+
+def _arrive_later(ctx, cta, mb, off, prior, what, lane, loc):
+    if prior:
+        yield simpy.AllOf(ctx.env, prior)
+    engine = ctx.engine
+    try:
+        before = mb.phase
+        mb.arrive(1)
+    except SyncError as e:
+        e.message = f"{what} (lane {lane}, asynchronous arrive): {e.message}"
+        engine.fail(e.with_context(loc=loc, where=f"{cta.label}, asynchronous arrive of lane {lane}"))
+        return
+    bus = engine.bus
+    if bus.active:
+        bus.emit("sync", ctx.env.now, cta.ctaid, "lsu", warp=None, op="mbarrier.arrive", mbarrier=off, lane=lane,
+                 count=1, phase=before, asynchronous=True)
