@@ -74,12 +74,16 @@ def main() -> int:
              "same types and modifiers is rejected by ptxas.  Keys are ``dst.src:`` followed by the sorted modifiers",
              "(:func:`isa.gen_cvt_forms.key`).",
              '"""', "", "ACCEPTED = {"]
-    for target, t in table.items():
-        acc = sorted(k for k, v in t.items() if v is None)
-        lines.append(f"    {target!r}: frozenset({{")
-        lines += [f"        {k!r}," for k in acc]
-        lines.append("    }),")
+    base_target = next(iter(table))
+    base = {k for k, v in table[base_target].items() if v is None}
+    lines.append(f"    {base_target!r}: frozenset({{")
+    lines += [f"        {k!r}," for k in sorted(base)]
+    lines.append("    }),")
     lines.append("}")
+    for target, t in list(table.items())[1:]:
+        acc = {k for k, v in t.items() if v is None}
+        lines.append(f"ACCEPTED[{target!r}] = ACCEPTED[{base_target!r}] - frozenset({sorted(base - acc)!r}) | "
+                     f"frozenset({sorted(acc - base)!r})")
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT} ({sum(len(t) for t in table.values())} forms judged)")
     return 0

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .generator import generate
-from .runner import GpuBackend, Outcome, SimPool, classify, compare
+from .runner import Outcome, SimPool, ThreadBackends, classify, compare
 
 
 def _digest(prog) -> str:
@@ -45,21 +45,13 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
     """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
     program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
     a campaign in a few hundred kilobytes."""
-    import threading
     seeds = list(range(seed, seed + count))
     chunks = [seeds[i:i + batch] for i in range(0, len(seeds), batch)]
-    local = threading.local()
-    backends = []
-    lock = threading.Lock()
+    per_thread = ThreadBackends(log, driver)
+    backends = per_thread.all
+    backend = per_thread.get
     pool = SimPool(jobs) if jobs else None
     t0 = time.time()
-
-    def backend():
-        if not hasattr(local, "gpu"):
-            local.gpu = GpuBackend(log=log, driver=driver)
-            with lock:
-                backends.append(local.gpu)
-        return local.gpu
 
     def run(chunk):
         if time_limit and time.time() - t0 > time_limit:

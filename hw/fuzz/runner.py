@@ -523,6 +523,24 @@ class GpuBatch:
         return results
 
 
+class ThreadBackends:
+    """One :class:`GpuBackend` (one GPU child process) per worker thread, created on first use; ``all`` lists
+    them for closing."""
+
+    def __init__(self, log=print, driver: str = "cuda"):
+        self.log, self.driver = log, driver
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.all: list = []
+
+    def get(self) -> "GpuBackend":
+        if not hasattr(self.local, "gpu"):
+            self.local.gpu = GpuBackend(log=self.log, driver=self.driver)
+            with self.lock:
+                self.all.append(self.local.gpu)
+        return self.local.gpu
+
+
 class GpuBackend:
     """Batch helper with a per-program fallback to :func:`hw.launcher.run_on_gpu`."""
 
@@ -762,16 +780,9 @@ def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jo
     mismatches: list = []
     seeds = list(range(seed, seed + count))
     chunks = [seeds[i:i + batch_size] for i in range(0, len(seeds), batch_size)]
-    local = threading.local()
-    backends: list = []
-    lock = threading.Lock()
-
-    def backend():
-        if not hasattr(local, "gpu"):
-            local.gpu = GpuBackend(log=log, driver=driver)
-            with lock:
-                backends.append(local.gpu)
-        return local.gpu
+    per_thread = ThreadBackends(log, driver)
+    backends = per_thread.all
+    backend = per_thread.get
 
     def process(chunk):
         progs = [generate(s) for s in chunk]
