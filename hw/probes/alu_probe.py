@@ -23,7 +23,6 @@ import datetime as _dt
 import hashlib
 import json
 import shlex
-import shutil
 import subprocess
 import sys
 import time

@@ -33,7 +33,6 @@ import examples.nvfp4_gemm as nvfp4
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
 PTXAS = shutil.which("ptxas") or (shutil.which("/usr/local/bin/ptxas"))
-NEW_PTX = ("nvfp4_gemm.ptx", "cta_pair_gemm.ptx")
 #: other timing configurations: a slow TMA, a slow tensor pipe, a narrow TMA with slow MMA issue
 TIMINGS = {"slow_tma": (TmaParams(latency=3000), None),
            "slow_mma": (None, TensorPipeParams(mma_latency=2000, cp_latency=500)),
@@ -101,22 +100,7 @@ def _fails_or_diagnosed(mod, launch, run_launch_of):
 
 
 # ------------------------------------------------------------------------------------------------ ptxas / check
-@pytest.mark.parametrize("name", NEW_PTX)
-def test_ptxas_accepts_example(name, tmp_path):
-    if PTXAS is None:
-        pytest.skip("ptxas not on PATH")
-    text = (ROOT / "examples" / name).read_text()
-    assert re.search(r"^\.target sm_100a$", text, flags=re.M)
-    version = re.search(r"^\.version (\d+)\.(\d+)$", text, flags=re.M)
-    assert version and (int(version.group(1)), int(version.group(2))) >= (8, 7)
-    rc, log = _ptxas(text, tmp_path, name)
-    assert rc == 0, log
-
-
-@pytest.mark.parametrize("name", NEW_PTX)
-def test_tcsim_check_example(name, capsys):
-    assert main(["check", str(ROOT / "examples" / name)]) == 0
-    assert "OK" in capsys.readouterr().out
+# ptxas and `tcsim check` of these examples: tests/examples/test_tcgen05_examples.py (NEW_PTX)
 
 
 @pytest.mark.parametrize("name", ["nvfp4_gemm", "cta_pair_gemm"])

@@ -29,7 +29,7 @@ import examples.tcgen05_walkthrough as walkthrough
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
 PTXAS = shutil.which("ptxas")
-NEW_PTX = ("gemm_async.ptx", "tcgen05_walkthrough.ptx")
+NEW_PTX = ("gemm_async.ptx", "tcgen05_walkthrough.ptx", "nvfp4_gemm.ptx", "cta_pair_gemm.ptx")
 
 
 def _run_checked(mod, launch, seed=None):
