@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import simpy
 
-from isa.errors import TcsimError
+from .unit import AsyncUnit
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,16 @@ class AsyncCopyOp:
     extra: dict = field(default_factory=dict)
 
 
-class AsyncCopyUnit:
+class AsyncCopyUnit(AsyncUnit):
     """The cp.async unit of one CTA."""
 
     def __init__(self, sim, cta, params: AsyncCopyParams = DEFAULT_PARAMS):
-        self.sim = sim
         self.cta = cta
-        self.env = sim.env
-        self.params = params
-        self.queue = simpy.Store(self.env)
-        self.in_flight = 0
-        self.completed = 0
-        self.process = self.env.process(self._serve())
+        super().__init__(sim, params)
+
+    @property
+    def label(self) -> str:
+        return f"cp.async unit of {self.cta.label}"
 
     @classmethod
     def of(cls, ctx) -> "AsyncCopyUnit":
@@ -70,9 +67,7 @@ class AsyncCopyUnit:
 
     def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:
         op.done = self.env.event()
-        op.issued_at = self.env.now
-        self.in_flight += 1
-        self.queue.put(op)
+        self.enqueue(op)
         self.emit(op="async.issue", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
                   issuer_warp=op.warp, issuer_pc=op.pc)
         return op
@@ -85,17 +80,10 @@ class AsyncCopyUnit:
 
     def _complete(self, op: AsyncCopyOp):
         yield self.env.timeout(max(1, self.params.issue_cycles) + self.params.latency)
-        try:
-            op.complete()
-        except TcsimError as e:
-            e.with_context(loc=op.loc, where=f"cp.async unit of {self.cta.label}, completing {op.what} issued by "
-                                             f"{op.issuer} at cycle {op.issued_at:g}")
-            self.sim.fail(e)
-            return
+        self.guarded(op, op.complete)
         if self.sim.error is not None:
             return
-        self.in_flight -= 1
-        self.completed += 1
+        self.retire()
         self.emit(op="async.complete", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
                   issuer_warp=op.warp, issuer_pc=op.pc)
         op.done.succeed()

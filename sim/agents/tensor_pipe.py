@@ -43,9 +43,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-import simpy
 
-from isa.errors import SyncError, TcsimError, VerifyError
+from isa.errors import SyncError, VerifyError
+
+from .unit import AsyncUnit
 
 
 @dataclass(frozen=True)
@@ -93,22 +94,16 @@ class PipeOp:
     extra: dict = field(default_factory=dict)
 
 
-class TensorPipe:
+class TensorPipe(AsyncUnit):
     """The tensor pipe of one CTA (``.cta_group::1``) or one CTA pair (``.cta_group::2``)."""
 
     def __init__(self, sim, ctas: tuple, params: TensorPipeParams = DEFAULT_PARAMS):
-        self.sim = sim
         self.ctas = ctas
-        self.env = sim.env
-        self.params = params
-        self.queue = simpy.Store(self.env)
         self.last_completion = 0.0
-        self.in_flight = 0
-        self.completed = 0
         self.busy_cycles = 0
         #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
         self.collectors: dict = {}
-        self.process = self.env.process(self._serve())
+        super().__init__(sim, params)
 
     @property
     def label(self) -> str:
@@ -143,9 +138,7 @@ class TensorPipe:
         if op.latency is None:
             op.latency = lat
         op.done = self.env.event()
-        op.issued_at = self.env.now
-        self.in_flight += 1
-        self.queue.put(op)
+        self.enqueue(op)
         self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
                   issuer_lane=op.lane, issuer_pc=op.pc)
         return op
@@ -165,17 +158,10 @@ class TensorPipe:
     def _complete(self, op: PipeOp, delay: float):
         if delay > 0:
             yield self.env.timeout(delay)
-        try:
-            op.complete()
-        except TcsimError as e:
-            e.with_context(loc=op.loc, where=f"{self.label}, completing {op.what} issued by {op.issuer} at cycle "
-                                             f"{op.issued_at:g}")
-            self.sim.fail(e)
-            return
+        self.guarded(op, op.complete)
         if self.sim.error is not None:
             return
-        self.in_flight -= 1
-        self.completed += 1
+        self.retire()
         self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
                   issuer_lane=op.lane, issuer_pc=op.pc)
         op.done.succeed()

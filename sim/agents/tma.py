@@ -34,9 +34,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-import simpy
 
-from isa.errors import TcsimError
+from .unit import AsyncUnit
 
 
 @dataclass(frozen=True)
@@ -76,19 +75,17 @@ class TmaOp:
     extra: dict = field(default_factory=dict)
 
 
-class TmaEngine:
+class TmaEngine(AsyncUnit):
     """The TMA unit of one CTA (``ctx.engine.agent('tma', factory, key=cta)``)."""
 
     def __init__(self, sim, cta, params: TmaParams = DEFAULT_PARAMS):
-        self.sim = sim
         self.cta = cta
-        self.env = sim.env
-        self.params = params
-        self.queue = simpy.Store(self.env)
-        self.in_flight = 0
-        self.completed = 0
         self.bytes_moved = 0
-        self.process = self.env.process(self._serve())
+        super().__init__(sim, params)
+
+    @property
+    def label(self) -> str:
+        return f"TMA engine of {self.cta.label}"
 
     @classmethod
     def of(cls, ctx, cta=None) -> "TmaEngine":
@@ -103,9 +100,7 @@ class TmaEngine:
     def submit(self, op: TmaOp) -> TmaOp:
         op.read_done = self.env.event()
         op.done = self.env.event()
-        op.issued_at = self.env.now
-        self.in_flight += 1
-        self.queue.put(op)
+        self.enqueue(op)
         self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
                   issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
         return op
@@ -123,28 +118,18 @@ class TmaEngine:
 
     def _complete(self, op: TmaOp, occ: int):
         yield self.env.timeout(occ + self.params.latency)
-        payload = self._guard(op, op.read)
+        payload = self.guarded(op, op.read)
         if self.sim.error is not None:
             return
         op.read_done.succeed()
-        self._guard(op, lambda: op.write(payload))
+        self.guarded(op, lambda: op.write(payload))
         if self.sim.error is not None:
             return
-        self.in_flight -= 1
-        self.completed += 1
+        self.retire()
         self.bytes_moved += op.nbytes
         self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
                   issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
         op.done.succeed()
-
-    def _guard(self, op: TmaOp, fn):
-        try:
-            return fn()
-        except TcsimError as e:
-            e.with_context(loc=op.loc, where=f"TMA engine of {self.cta.label}, completing {op.what} issued by "
-                                             f"{op.issuer} at cycle {op.issued_at:g}")
-            self.sim.fail(e)
-            return None
 
     # ------------------------------------------------------------------------------------------ events
     def emit(self, event_kind: str, **fields) -> None:

@@ -1,0 +1,51 @@
+"""The skeleton every asynchronous hardware unit shares (TMA engine, tensor pipe, cp.async unit).
+
+DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store.  A unit serves the ops
+submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
+:meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
+callables -- and turns a :class:`isa.errors.TcsimError` into a simulation failure located at the issuing
+instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
+"""
+from __future__ import annotations
+
+import simpy
+
+from isa.errors import TcsimError
+
+
+class AsyncUnit:
+    def __init__(self, sim, params):
+        self.sim = sim
+        self.env = sim.env
+        self.params = params
+        self.queue = simpy.Store(self.env)
+        self.in_flight = 0
+        self.completed = 0
+        self.process = self.env.process(self._serve())
+
+    @property
+    def label(self) -> str:
+        """How diagnostics name the unit (e.g. 'TMA engine of CTA (0,0,0)')."""
+        raise NotImplementedError
+
+    def _serve(self):
+        raise NotImplementedError
+
+    def enqueue(self, op) -> None:
+        op.issued_at = self.env.now
+        self.in_flight += 1
+        self.queue.put(op)
+
+    def guarded(self, op, fn):
+        """``fn()``; a TcsimError fails the simulation (located at ``op.loc``) and returns None."""
+        try:
+            return fn()
+        except TcsimError as e:
+            e.with_context(loc=op.loc, where=f"{self.label}, completing {op.what} issued by {op.issuer} at cycle "
+                                             f"{op.issued_at:g}")
+            self.sim.fail(e)
+            return None
+
+    def retire(self) -> None:
+        self.in_flight -= 1
+        self.completed += 1
