@@ -8,12 +8,12 @@ modifier sets ptxas does accept for the same types.
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from . import ptxas
 
 TARGETS = {"sm_90a": "8.5", "sm_100a": "8.7"}
 DSTS = ("f16", "bf16", "f32", "f64", "tf32")
@@ -39,33 +39,25 @@ def candidates():
 
 
 def _assemble(args):
-    ptxas, tmp, target, version, (d, s, mods) = args
+    target, version, (d, s, mods) = args
     m = "".join("." + x for x in mods)
     text = (f".version {version}\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 o)\n{{\n"
             f"\t.reg .b{_W[d]} %x;\n\t.reg .b{_W[s]} %y;\n\t.reg .b64 %a;\n\tld.param.u64 %a, [o];\n"
             f"\tld.global.b{_W[s]} %y, [%a];\n\tcvt{m}.{d}.{s} %x, %y;\n\tst.global.b{_W[d]} [%a], %x;\n\tret;\n}}\n")
-    path = Path(tmp) / f"{target}_{d}_{s}_{'_'.join(mods) or 'none'}.ptx"
-    path.write_text(text)
-    r = subprocess.run([ptxas, f"-arch={target}", str(path), "-o", "/dev/null"], capture_output=True, text=True)
-    if r.returncode == 0:
-        return None
-    for line in r.stderr.splitlines():
-        if "error" in line and ":" in line:
-            return line.split("error", 1)[1].lstrip(" :")
-    return r.stderr.strip().splitlines()[0]
+    rc, log = ptxas.assemble(text, target, timeout=60)
+    return None if rc == 0 else ptxas.first_error(log)
 
 
 def main() -> int:
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
+    if ptxas.PTXAS is None:
         print("ptxas is not on PATH", file=sys.stderr)
         return 2
-    version = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    version = subprocess.run([ptxas.PTXAS, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     cands = list(candidates())
     table = {}
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(16) as ex:
+    with ThreadPoolExecutor(16) as ex:
         for target, ptx_version in TARGETS.items():
-            msgs = list(ex.map(_assemble, [(ptxas, tmp, target, ptx_version, c) for c in cands]))
+            msgs = list(ex.map(_assemble, [(target, ptx_version, c) for c in cands]))
             table[target] = {key(d, s, mods): msg for (d, s, mods), msg in zip(cands, msgs)}
     lines = ['"""Float-to-float cvt forms that ptxas accepts -- GENERATED, do not edit.',
              "",

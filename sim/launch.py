@@ -289,7 +289,8 @@ def const_image(module: ir.Module, program, symbols: dict) -> np.ndarray:
 class Prepared:
     """A launch set up on the simulator, not yet run (shared by :func:`run_launch` and the debugger)."""
 
-    def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=()):
+    def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
+                 tma_params=None, tensor_pipe_params=None, async_copy_params=None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
 
@@ -311,6 +312,11 @@ class Prepared:
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
                               max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS)
+        # timing parameters of the async units (each unit reads its own when first used; None: the defaults)
+        for name, value in (("tma_params", tma_params), ("tensor_pipe_params", tensor_pipe_params),
+                            ("async_copy_params", async_copy_params)):
+            if value is not None:
+                setattr(self.sim, name, value)
 
     def close(self) -> None:
         if self.tracer is not None:
@@ -345,9 +351,11 @@ class Prepared:
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=()) -> Result:
-    """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object."""
-    prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers)
+               observers=(), **unit_params) -> Result:
+    """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
+    ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` replace the async units' default timing."""
+    prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
+                    **unit_params)
     try:
         prep.sim.run()
     finally:

@@ -62,11 +62,7 @@ def _operands(text: str):
         dst, rest = ops[1:].split("}", 1)
     else:
         dst, _, rest = ops.partition(",")
-    dsts = _TOK.findall(dst)
-    srcs = _TOK.findall(rest) + guard
-    if parts[0].startswith(("mma", "bfi")) or "|" in dst:
-        pass
-    return dsts, srcs
+    return _TOK.findall(dst), _TOK.findall(rest) + guard
 
 
 class _Recorder:

@@ -39,7 +39,6 @@ Not supported: nothing else exists in this family (the bulk forms are :mod:`sim.
 """
 from __future__ import annotations
 
-from collections import deque
 
 import numpy as np
 import simpy
@@ -48,6 +47,8 @@ from isa import ir
 from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
+from ..async_groups import AsyncGroups
+from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
 from .bulk_copy import is_bulk
 from .registry import semantics
@@ -56,27 +57,9 @@ SECTION = "PTX ISA §9.7.9.25.3.1"
 _PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
 
 
-class CpAsyncGroups:
-    """One thread's cp.async groups: the open group's ops and the committed groups (oldest first)."""
-
-    __slots__ = ("open", "groups")
-
-    def __init__(self):
-        self.open: list = []
-        self.groups: deque = deque()
-
-    def prune(self) -> None:
-        while self.groups and all(op.done.triggered for op in self.groups[0]):
-            self.groups.popleft()
-
-
-def thread_groups(ctx, lane: int) -> CpAsyncGroups:
-    table = ctx.cta.cp_async_groups
-    key = (ctx.warp.id, int(lane))
-    st = table.get(key)
-    if st is None:
-        st = table[key] = CpAsyncGroups()
-    return st
+def thread_groups(ctx, lane: int) -> AsyncGroups:
+    """The executing thread's cp.async groups (sim/async_groups.py)."""
+    return _groups_of(ctx.cta.cp_async_groups, ctx.warp.id, lane)
 
 
 @semantics("cp", when=lambda ins: ins.mods[:1] == ("async",) and not is_bulk(ins))
@@ -217,9 +200,7 @@ def _decode_commit(ins):
     def run(ctx):
         """PTX ISA §9.7.9.25.3.2: close this thread's open group (possibly empty)."""
         for lane in ctx.lane_ids():
-            st = thread_groups(ctx, lane)
-            st.groups.append(st.open)
-            st.open = []
+            thread_groups(ctx, lane).commit()
         ctx.emit_sync("cp.async.commit_group")
 
     return run
@@ -246,11 +227,8 @@ def _decode_wait(ins, wait_all: bool = False):
         for lane in ctx.lane_ids():
             st = thread_groups(ctx, lane)
             if wait_all:
-                st.groups.append(st.open)
-                st.open = []
-            st.prune()
-            older = list(st.groups)[:max(len(st.groups) - keep, 0)]
-            evs = [op.done for g in older for op in g if not op.done.triggered]
+                st.commit()
+            evs = st.pending_older(keep)
             if evs:
                 waits.extend(evs)
                 blocked[lane] = True
@@ -297,7 +275,7 @@ def _decode_mbarrier_arrive(ins, rest):
                     raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
                 mb.pending += 1
             st = thread_groups(ctx, lane)
-            prior = [op.done for op in st.open + [o for g in st.groups for o in g] if not op.done.triggered]
+            prior = st.pending_all()
             ctx.emit_sync("cp.async.mbarrier.arrive", mbarrier=off, lane=lane, noinc=noinc, waits=len(prior))
             ctx.env.process(_arrive_later(ctx, cta, mb, off, prior, what, lane, ins.loc))
 

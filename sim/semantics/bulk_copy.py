@@ -37,7 +37,6 @@ reductions), and any other qualifier.
 """
 from __future__ import annotations
 
-from collections import deque
 
 import numpy as np
 import simpy
@@ -46,6 +45,8 @@ from isa import ir
 from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
+from ..async_groups import AsyncGroups
+from ..async_groups import thread_groups as _groups_of
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.4.1"
@@ -59,22 +60,9 @@ def is_bulk(ins) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-class BulkGroups:
-    """Per-thread bulk async-group state: uncommitted ops and committed groups (oldest first)."""
-
-    __slots__ = ("uncommitted", "groups")
-
-    def __init__(self):
-        self.uncommitted: list = []
-        self.groups: deque = deque()
-
-
-def thread_groups(ctx, lane: int) -> BulkGroups:
-    key = (ctx.warp.id, int(lane))
-    st = ctx.cta.bulk_groups.get(key)
-    if st is None:
-        st = ctx.cta.bulk_groups[key] = BulkGroups()
-    return st
+def thread_groups(ctx, lane: int) -> AsyncGroups:
+    """The executing thread's bulk async-groups (sim/async_groups.py)."""
+    return _groups_of(ctx.cta.bulk_groups, ctx.warp.id, lane)
 
 
 def issuer(ctx, lane: int) -> str:
@@ -365,7 +353,6 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
 
 
 def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
-    what = ins.full_opcode
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -406,7 +393,7 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
                 engine.emit_mem("st", "global", [d], n)
 
             op = engine.submit(new_op(ctx, lane, "store", n, read, write))
-            thread_groups(ctx, lane).uncommitted.append(op)
+            thread_groups(ctx, lane).open.append(op)
 
     return run
 
@@ -446,9 +433,7 @@ def _decode_commit(ins):
     def run(ctx):
         """PTX ISA §9.7.9.25.6.1: seal this thread's uncommitted bulk_group ops into a new group."""
         for lane in ctx.lane_ids():
-            st = thread_groups(ctx, lane)
-            st.groups.append(st.uncommitted)
-            st.uncommitted = []
+            thread_groups(ctx, lane).commit()
         ctx.emit_sync("bulk.commit_group")
 
     return run
@@ -472,12 +457,7 @@ def _decode_wait(ins, rest):
         waits = []
         blocked = np.zeros_like(ctx.mask)
         for lane in ctx.lane_ids():
-            st = thread_groups(ctx, lane)
-            while st.groups and all(op.done.triggered for op in st.groups[0]):
-                st.groups.popleft()            # fully complete groups are forgotten
-            older = list(st.groups)[:max(len(st.groups) - keep, 0)]
-            evs = [op.read_done if read_only else op.done for g in older for op in g]
-            evs = [e for e in evs if not e.triggered]
+            evs = thread_groups(ctx, lane).pending_older(keep, "read_done" if read_only else "done")
             if evs:
                 waits.extend(evs)
                 blocked[lane] = True

@@ -527,7 +527,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
 
             op = engine.submit(new_op(ctx, lane, "reduce" if redop else "store", nbytes, read, write, coords=c,
                                       tensor_map=tm))
-            thread_groups(ctx, lane).uncommitted.append(op)
+            thread_groups(ctx, lane).open.append(op)
 
     return run
 

@@ -122,7 +122,7 @@ def decode_add_sub_mul(ins, info):
     check_operands(ins, info, ot, (ot, ot))
     d, a, b = ins.operands
     fn = {"add": fp.fadd, "sub": fp.fsub, "mul": fp.fmul}[ins.opcode]
-    prio = sass_nan_priority(info, ins.opcode, (a, b), ins) if t == "f64" else None
+    prio = sass_nan_priority(info, ins, ins.opcode, (a, b)) if t == "f64" else None
 
     def run(ctx):
         xs = (read_bits(ctx, a, t), read_bits(ctx, b, t))
@@ -151,7 +151,7 @@ def _last_def(info, ins, name: str) -> int:
     return -1
 
 
-def sass_nan_priority(info, opcode: str, srcs, ins=None) -> list:
+def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     """Which f64 source's NaN the H100 returns when several are NaN, as (source index, xor mask) in priority
     order.  The hardware rule is fixed -- DADD/DMUL/DMNMX return the second SASS operand's NaN, DFMA the second
     multiplicand's, then the addend's, then the first multiplicand's (the numerics' own order) -- but ptxas
@@ -255,7 +255,7 @@ def decode_fma(ins, info):
     if relu:
         kw["relu"] = True
 
-    prio = sass_nan_priority(info, "fma", (a, b, c), ins) if t == "f64" else None
+    prio = sass_nan_priority(info, ins, "fma", (a, b, c)) if t == "f64" else None
 
     def run(ctx):
         xs = (read_bits(ctx, a, t), read_bits(ctx, b, t), read_bits(ctx, c, t))
@@ -549,7 +549,7 @@ def decode_min_max(ins, info):
     if xorsign:
         kw["xorsign_abs"] = True
 
-    prio = sass_nan_priority(info, name, srcs, ins) if t == "f64" else None
+    prio = sass_nan_priority(info, ins, name, srcs) if t == "f64" else None
 
     def run(ctx):
         xs = [read_bits(ctx, s, t) for s in srcs]

@@ -12,8 +12,6 @@ which must fail the check or stop with a located tcsim diagnostic."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import ml_dtypes
@@ -25,38 +23,22 @@ from isa.errors import TcsimError
 from sim.agents.tensor_pipe import TensorPipeParams
 from sim.agents.tma import TmaParams
 from sim.cli import main
-from sim.launch import Launch, Prepared, run_launch
+from kernel_checks import assert_assembles, fails_or_diagnosed, run_checked, with_ptx
+from sim.launch import run_launch
 
 import examples.cta_pair_gemm as pair
 import examples.nvfp4_gemm as nvfp4
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
-PTXAS = shutil.which("ptxas") or (shutil.which("/usr/local/bin/ptxas"))
 #: other timing configurations: a slow TMA, a slow tensor pipe, a narrow TMA with slow MMA issue
 TIMINGS = {"slow_tma": (TmaParams(latency=3000), None),
            "slow_mma": (None, TensorPipeParams(mma_latency=2000, cp_latency=500)),
            "narrow_tma": (TmaParams(latency=1, bytes_per_cycle=16), TensorPipeParams(mma_cycles_per_n=4))}
 
 
-def _run(launch: Launch, seed=None, tma=None, pipe=None):
-    prep = Prepared(launch, seed=seed)
-    if tma is not None:
-        prep.sim.tma_params = tma
-    if pipe is not None:
-        prep.sim.tensor_pipe_params = pipe
-    try:
-        prep.sim.run()
-    finally:
-        prep.close()
-    return prep.result()
-
-
-def _run_checked(mod, launch, **kw):
-    result = _run(launch, **kw)
-    ok, msg = mod.check(result, launch)
-    assert ok, msg
-    return result
+def _run_checked(mod, launch, tma=None, pipe=None, **kw):
+    return run_checked(mod, launch, tma_params=tma, tensor_pipe_params=pipe, **kw)
 
 
 def _bytes(result):
@@ -70,36 +52,6 @@ def _identical(runs):
             assert np.array_equal(a, b)
 
 
-def _with_ptx(launch: Launch, text: str) -> Launch:
-    return Launch(ptx=text, kernel=launch.kernel, grid=launch.grid, block=launch.block, cluster=launch.cluster,
-                  dynamic_smem=launch.dynamic_smem, args=launch.args, name="mutated")
-
-
-def _ptxas(text: str, tmp_path, name: str):
-    """ptxas -arch=sm_100a on ``text``: (returncode, log), or None without ptxas."""
-    if PTXAS is None:
-        return None
-    p = tmp_path / name
-    p.write_text(text)
-    r = subprocess.run([PTXAS, "-arch=sm_100a", str(p), "-o", str(tmp_path / (name + ".cubin"))],
-                       capture_output=True, text=True, timeout=120)
-    return r.returncode, r.stdout + r.stderr
-
-
-def _fails_or_diagnosed(mod, launch, run_launch_of):
-    """A broken kernel must never reproduce the right answer: 'diagnosed' (a located TcsimError, never a
-    traceback of another type) or the failing check's message."""
-    try:
-        result = run_launch_of()
-    except TcsimError as e:
-        assert e.loc is not None, f"diagnostic without a PTX location: {e}"
-        return "diagnosed: " + str(e)
-    ok, msg = mod.check(result, launch)
-    assert not ok, "a broken kernel still passed the check"
-    return msg
-
-
-# ------------------------------------------------------------------------------------------------ ptxas / check
 # ptxas and `tcsim check` of these examples: tests/examples/test_tcgen05_examples.py (NEW_PTX)
 
 
@@ -228,7 +180,7 @@ def test_nvfp4_wrong_scale_factor_layout_fails():
     good = nvfp4.make_launch(seed=0)
     bad = nvfp4.make_launch(seed=0, sf_layout="linear")
     assert all(np.array_equal(x, y) for x, y in zip(good.args[:2], bad.args[:2]))
-    msg = _fails_or_diagnosed(nvfp4, good, lambda: run_launch(bad))
+    msg = fails_or_diagnosed(nvfp4, good, bad)
     assert "differ" in msg
 
 
@@ -263,10 +215,9 @@ def test_nvfp4_negative_controls(name, tmp_path):
     text = nvfp4.PTX.read_text()
     broken = NVFP4_MUTATIONS[name](text)
     assert broken != text
-    ptxas = _ptxas(broken, tmp_path, f"nvfp4_{name}.ptx")
-    assert ptxas is None or ptxas[0] == 0, ptxas
+    assert_assembles(broken)
     launch = nvfp4.make_launch(seed=0, k=256, stages=2)
-    msg = _fails_or_diagnosed(nvfp4, launch, lambda: run_launch(_with_ptx(launch, broken)))
+    msg = fails_or_diagnosed(nvfp4, launch, with_ptx(launch, broken))
     assert msg.startswith("diagnosed") or "differ" in msg, msg
     expected = {"no_empty_wait": "over-arrival", "no_done_wait": "not allocated", "sfa_not_replicated": "sf-replicas",
                 "epilogue_quadrant": "may access only TMEM lanes", "short_expect_tx": "deadlock"}
@@ -364,10 +315,9 @@ def test_pair_negative_controls(name, tmp_path):
     text = pair.PTX.read_text()
     broken = mutate(text)
     assert broken != text
-    ptxas = _ptxas(broken, tmp_path, f"pair_{name}.ptx")
-    assert ptxas is None or ptxas[0] == 0, ptxas
+    assert_assembles(broken)
     launch = pair.make_launch(seed=0, n=128, k_stages=2)
-    msg = _fails_or_diagnosed(pair, launch, lambda: _run(_with_ptx(launch, broken), tma=TmaParams(latency=3000)))
+    msg = fails_or_diagnosed(pair, launch, with_ptx(launch, broken), tma_params=TmaParams(latency=3000))
     assert msg.startswith("diagnosed") or "differ" in msg, msg
     if expected:
         assert expected in msg, msg

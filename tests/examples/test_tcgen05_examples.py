@@ -11,36 +11,27 @@ that is not an sm_100 prints one line."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from isa.descriptors import InstrDescriptor
-from isa.errors import TcsimError
 from sim.cli import main
-from sim.launch import Launch, run_launch
+from isa.ptxas import PTXAS
+from kernel_checks import assert_assembles, fails_or_diagnosed, run_checked, with_ptx
+from sim.launch import run_launch
 
 import examples.gemm_async as gemm_async
 import examples.tcgen05_walkthrough as walkthrough
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
-PTXAS = shutil.which("ptxas")
 NEW_PTX = ("gemm_async.ptx", "tcgen05_walkthrough.ptx", "nvfp4_gemm.ptx", "cta_pair_gemm.ptx")
 
 
-def _run_checked(mod, launch, seed=None):
-    result = run_launch(launch, seed=seed)
-    ok, msg = mod.check(result, launch)
-    assert ok, msg
-    return result
-
-
 def _outputs_identical(mod, launch):
-    runs = [_run_checked(mod, launch, seed=s) for s in SCHED_SEEDS]
+    runs = [run_checked(mod, launch, seed=s) for s in SCHED_SEEDS]
     for r in runs[1:]:
         for a, b in zip(runs[0].outputs, r.outputs):
             if isinstance(a, np.ndarray):
@@ -48,44 +39,16 @@ def _outputs_identical(mod, launch):
     return runs
 
 
-def _with_ptx(launch: Launch, text: str) -> Launch:
-    return Launch(ptx=text, kernel=launch.kernel, grid=launch.grid, block=launch.block, cluster=launch.cluster,
-                  dynamic_smem=launch.dynamic_smem, args=launch.args, name="mutated")
-
-
-def _ptxas(text: str, tmp_path, name: str):
-    """ptxas -arch=sm_100a on ``text``; returns (returncode, log), or None without ptxas."""
-    if PTXAS is None:
-        return None
-    p = tmp_path / name
-    p.write_text(text)
-    r = subprocess.run([PTXAS, "-arch=sm_100a", str(p), "-o", str(tmp_path / (name + ".cubin"))],
-                       capture_output=True, text=True, timeout=120)
-    return r.returncode, r.stdout + r.stderr
-
-
-def _fails_or_diagnosed(mod, launch, text) -> str:
-    """A broken kernel must never reproduce the right answer: returns 'diagnosed' or the failing check's message."""
-    try:
-        result = run_launch(_with_ptx(launch, text))
-    except TcsimError:
-        return "diagnosed"
-    ok, msg = mod.check(result, launch)
-    assert not ok, "a broken kernel still passed the check"
-    return msg
-
-
 # ------------------------------------------------------------------------------------------------ ptxas
 @pytest.mark.parametrize("name", NEW_PTX)
-def test_ptxas_accepts_new_example(name, tmp_path):
+def test_ptxas_accepts_new_example(name):
     if PTXAS is None:
         pytest.skip("ptxas not on PATH")
     text = (ROOT / "examples" / name).read_text()
     assert re.search(r"^\.target sm_100a$", text, flags=re.M)
     version = re.search(r"^\.version (\d+)\.(\d+)$", text, flags=re.M)
     assert version and (int(version.group(1)), int(version.group(2))) >= (8, 7)
-    rc, log = _ptxas(text, tmp_path, name)
-    assert rc == 0, log
+    assert_assembles(text)
 
 
 @pytest.mark.parametrize("name", NEW_PTX)
@@ -103,7 +66,7 @@ def test_gemm_async_variant_matches_oracle_and_float64(variant, values):
     d = InstrDescriptor.decode(launch.args[5])
     assert (d.m, d.n, d.a_format("f16"), d.b_format("f16"), d.d_format) == (v["m"], v["n"], v["dtype"], v["dtype"],
                                                                              "f32")
-    result = _run_checked(gemm_async, launch)
+    result = run_checked(gemm_async, launch)
     if values == "int":                                     # exact: no tolerance anywhere
         assert np.array_equal(result.outputs[2].astype(np.float64), gemm_async.float64_product(launch))
 
@@ -117,7 +80,7 @@ def test_gemm_async_schedule_independent(variant):
 @pytest.mark.parametrize("k_stages", [1, 2])
 def test_gemm_async_seeds_and_stage_counts(seed, k_stages):
     dtype = "bf16" if seed % 2 else "f16"
-    _run_checked(gemm_async, gemm_async.make_launch(seed=seed, dtype=dtype, k_stages=k_stages))
+    run_checked(gemm_async, gemm_async.make_launch(seed=seed, dtype=dtype, k_stages=k_stages))
 
 
 def test_gemm_async_default_is_the_seed_shape():
@@ -174,10 +137,10 @@ def test_gemm_async_negative_controls(name, tmp_path):
     text = gemm_async.PTX.read_text()
     broken = MUTATIONS[name](text)
     assert broken != text
-    ptxas = _ptxas(broken, tmp_path, f"gemm_async_{name}.ptx")
-    assert ptxas is None or ptxas[0] == 0, ptxas
-    msg = _fails_or_diagnosed(gemm_async, gemm_async.make_launch(seed=0), broken)
-    assert msg == "diagnosed" or "differ" in msg
+    assert_assembles(broken)
+    launch = gemm_async.make_launch(seed=0)
+    msg = fails_or_diagnosed(gemm_async, launch, with_ptx(launch, broken))
+    assert msg.startswith("diagnosed") or "differ" in msg
 
 
 # ------------------------------------------------------------------------------------------------ walkthrough
@@ -185,7 +148,7 @@ def test_gemm_async_negative_controls(name, tmp_path):
 @pytest.mark.parametrize("accumulate", [True, False])
 def test_walkthrough_matches_oracle_and_float64(accumulate, values):
     launch = walkthrough.make_launch(seed=7, accumulate=accumulate, values=values)
-    result = _run_checked(walkthrough, launch)
+    result = run_checked(walkthrough, launch)
     if values == "int":
         a, b, c = walkthrough.operands(launch)
         exact = a.astype(np.float64) @ b.astype(np.float64) + (0 if c is None else c.astype(np.float64))
@@ -199,7 +162,7 @@ def test_walkthrough_schedule_independent(accumulate):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_walkthrough_seeds(seed):
-    _run_checked(walkthrough, walkthrough.make_launch(seed=seed))
+    run_checked(walkthrough, walkthrough.make_launch(seed=seed))
 
 
 def test_walkthrough_enable_input_d_selects_c():
@@ -242,10 +205,10 @@ def test_walkthrough_negative_controls(name, tmp_path):
     text = walkthrough.PTX.read_text()
     broken = WALK_MUTATIONS[name](text)
     assert broken != text
-    ptxas = _ptxas(broken, tmp_path, f"walkthrough_{name}.ptx")
-    assert ptxas is None or ptxas[0] == 0, ptxas
-    msg = _fails_or_diagnosed(walkthrough, walkthrough.make_launch(seed=0), broken)
-    assert msg == "diagnosed" or "differ" in msg
+    assert_assembles(broken)
+    launch = walkthrough.make_launch(seed=0)
+    msg = fails_or_diagnosed(walkthrough, launch, with_ptx(launch, broken))
+    assert msg.startswith("diagnosed") or "differ" in msg
 
 
 # ------------------------------------------------------------------------------------------------ tcsim run / demo

@@ -39,8 +39,6 @@ compiled without a GPU): a 2-stage TMA -> tcgen05 GEMM whose tensors arrive as b
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,13 +53,13 @@ from isa.tensormap import PTX_ELEMTYPES, TensorMap
 from sim.agents.tensor_pipe import TensorPipeParams
 from sim.agents.tma import TmaParams
 from sim.cli import main as tcsim_main
+from isa.ptxas import PTXAS, assemble
 from sim.launch import Launch, Pointer, Prepared, Struct, run_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "triton"
 KERNELS = ("tc_matmul_bf16", "cp_async_matmul_tf32", "tma_matmul_bf16", "ws_matmul_f16",
            "tma_scale_transpose_add", "tma_device_desc_rowscale")
-PTXAS = shutil.which("ptxas") or (shutil.which("/usr/local/bin/ptxas"))
 #: K of one tcgen05.mma per kind (PTX ISA: 32 bytes of K per MMA)
 K_MMA = {"f16": 16, "tf32": 8}
 
@@ -126,16 +124,7 @@ def make_launch(name: str, values: dict, grid: tuple) -> Launch:
 
 
 def run(launch: Launch, seed=None, tma=None, pipe=None):
-    prep = Prepared(launch, seed=seed)
-    if tma is not None:
-        prep.sim.tma_params = tma
-    if pipe is not None:
-        prep.sim.tensor_pipe_params = pipe
-    try:
-        prep.sim.run()
-    finally:
-        prep.close()
-    return prep.result()
+    return run_launch(launch, seed=seed, tma_params=tma, tensor_pipe_params=pipe)
 
 
 def tma_written(launch: Launch, index: int, like: np.ndarray) -> np.ndarray:
@@ -212,10 +201,9 @@ def test_fixture_metadata_matches_ptx(name):
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
 @pytest.mark.parametrize("name", KERNELS)
-def test_ptxas_accepts_fixture(name, tmp_path):
-    r = subprocess.run([PTXAS, "-arch=sm_100a", str(ptx_path(name)), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
+def test_ptxas_accepts_fixture(name):
+    rc, log = assemble(ptx_path(name).read_text(), "sm_100a")
+    assert rc == 0, log
 
 
 @pytest.mark.parametrize("name, fmt, n, b_major, per_block", [
@@ -457,7 +445,7 @@ def cute_launch(a, b, c, dynamic_smem=None, mma_state=bytes(32)) -> Launch:
                   args=[mma_state, maps[0], maps[1], Pointer(c)], name="cute_gemm_bf16")
 
 
-def test_cute_fixture_checks_and_assembles(tmp_path):
+def test_cute_fixture_checks_and_assembles():
     m = cute_meta()
     path = CUTE / "cute_gemm_bf16.sm_100a.ptx"
     assert tcsim_main(["check", str(path)]) == 0
@@ -468,10 +456,8 @@ def test_cute_fixture_checks_and_assembles(tmp_path):
     # CuTe's form: .collector::a::discard and the 4 x b32 disable-output-lane operand; 4 per K block, 3 blocks
     assert len(mmas) == 12 and all(i.full_opcode == "tcgen05.mma.cta_group::1.kind::f16.collector::a::discard"
                                    and len(i.operands) == 6 for i in mmas)
-    if PTXAS is not None:
-        r = subprocess.run([PTXAS, "-arch=sm_100a", str(path), "-o", str(tmp_path / "k.cubin")], capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stdout + r.stderr
+    r = assemble(path.read_text(), "sm_100a")
+    assert r is None or r[0] == 0, r[1]
 
 
 def test_cute_gemm_bf16():

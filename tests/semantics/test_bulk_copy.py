@@ -102,11 +102,8 @@ def test_1d_result_independent_of_tma_timing(latency, bpc):
     from sim.agents.tma import TmaParams
     src = np.arange(256, dtype=np.uint32) * 3
     out = np.zeros(256, np.uint32)
-    from sim.launch import Prepared
-    prep = Prepared(Launch(ptx=PRODCONS, args=[src, out, np.zeros(128, np.uint32)], block=(64, 1, 1)))
-    prep.sim.tma_params = TmaParams(latency, bpc)
-    prep.sim.run()
-    res = prep.result()
+    res = run_launch(Launch(ptx=PRODCONS, args=[src, out, np.zeros(128, np.uint32)], block=(64, 1, 1)),
+                     tma_params=TmaParams(latency, bpc))
     assert np.array_equal(res.outputs[1], src)
     assert (res.stats["cycles"] > 300) == (latency == 300)
 

@@ -1,31 +1,20 @@
 """brx.idx through a .branchtargets list and setmaxnreg (sim/semantics/control.py): what Triton's warp
 specialization emits to dispatch worker warps (`brx.idx %r, JTI0_0;`) and to rebalance registers."""
-import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
 from isa.errors import SyncError, UnsupportedError, VerifyError
+from isa.ptxas import assemble
 from sim.launch import Launch, run_launch
 
 HEAD = ".version 9.0\n.target sm_100a\n.address_size 64\n"
-PTXAS = shutil.which("ptxas")
 
 
 def check_ptxas(ptx: str) -> None:
-    if PTXAS is None:
-        return
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
-        f.write(ptx)
-    try:
-        r = subprocess.run([PTXAS, "-arch=sm_100a", f.name, "-o", os.devnull], capture_output=True, text=True,
-                           timeout=120)
-    finally:
-        os.unlink(f.name)
-    assert r.returncode == 0, r.stdout + r.stderr
+    """Test kernels that tcsim accepts must assemble (skipped without ptxas)."""
+    r = assemble(ptx, "sm_100a")
+    assert r is None or r[0] == 0, r[1]
 
 
 def brx_kernel(index_expr: str = "rem.u32 %r2, %r1, 3;", uni: str = "") -> str:

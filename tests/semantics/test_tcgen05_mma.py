@@ -24,7 +24,7 @@ import pytest
 
 from isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor
 from isa.errors import MemoryFault, SyncError, VerifyError
-from sim.launch import Launch, Prepared
+from sim.launch import Launch, run_launch
 from sim.numerics.tensor_core import mma_block_scaled, mma_float, mma_int, tc_params
 
 PTXAS = shutil.which("ptxas")
@@ -205,11 +205,7 @@ def run(ptx: str, images, args, ncols: int = 256, cg: int = 1, seed=None, params
     launch = Launch(ptx=ptx, grid=(cg, 1, 1), cluster=(cg, 1, 1), block=(128, 1, 1),
                     args=[img.reshape(-1), nbytes, out, np.asarray(args, dtype=np.uint64),
                           np.zeros(8, np.uint32) if tinit is None else np.ascontiguousarray(tinit, np.uint32)])
-    prep = Prepared(launch, seed=seed)
-    if params is not None:
-        prep.sim.tensor_pipe_params = params
-    prep.sim.run()
-    res = prep.result()
+    res = run_launch(launch, seed=seed, tensor_pipe_params=params)
     return res.outputs[2], res
 
 

@@ -1,0 +1,41 @@
+"""Helpers shared by the example tests: run an example and require its own check to pass, and the negative
+controls -- a mutated kernel (or mutated data) must assemble and then either fail the example's check or stop with
+a located tcsim diagnostic, never reproduce the right answer and never end in another exception."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from isa.errors import TcsimError
+from isa.ptxas import assemble
+from sim.launch import Launch, run_launch
+
+
+def run_checked(mod, launch: Launch, **run_kw):
+    """``run_launch(launch, **run_kw)`` whose result passes ``mod.check``."""
+    result = run_launch(launch, **run_kw)
+    ok, msg = mod.check(result, launch)
+    assert ok, msg
+    return result
+
+
+def with_ptx(launch: Launch, text: str) -> Launch:
+    return replace(launch, ptx=text, name="mutated")
+
+
+def assert_assembles(text: str, arch: str = "sm_100a") -> None:
+    """A mutation must stay legal PTX (skipped without ptxas)."""
+    r = assemble(text, arch)
+    assert r is None or r[0] == 0, r[1]
+
+
+def fails_or_diagnosed(mod, launch: Launch, broken: Launch, **run_kw) -> str:
+    """Run ``broken``; return 'diagnosed: <message>' for a located TcsimError, else the message of
+    ``mod.check`` failing against ``launch``'s expected result."""
+    try:
+        result = run_launch(broken, **run_kw)
+    except TcsimError as e:
+        assert e.loc is not None, f"diagnostic without a PTX location: {e}"
+        return "diagnosed: " + str(e)
+    ok, msg = mod.check(result, launch)
+    assert not ok, "a broken kernel still passed the check"
+    return msg
