@@ -12,6 +12,10 @@ Covered:
   fuzz_1091_value).  tcsim reads every source before writing the destination.
 * a predicated ``testp`` for sm_90: ptxas 13.0 drops the guard, so the GPU writes the destination predicate in
   every lane (found by the fuzzer, confirmed by the probe group guarded_pred).  tcsim follows the PTX ISA.
+* ptxas 13.0 miscompilations found by the fuzzer's generator version 1 (hw/fuzz/generator.py V2_AVOIDS), each
+  with its minimised reproducer in tests/fuzz_regressions: a predicated ``set`` with an .f32 destination,
+  ``abs``/``neg.s16`` of -32768, a self-accumulating ``mad.hi``, a 64-bit shift by a register last written by
+  a float instruction, ``abs.f16x2``/``bf16x2`` of an f32 result.
 """
 from __future__ import annotations
 
@@ -72,6 +76,84 @@ def _guarded_testp(ins: ir.Instruction, arch: str):
                          "the guard explicitly (and.pred / selp) to get the same result on both.")
 
 
+def _is_float_type(mods) -> bool:
+    return any(m in ("f32", "f16", "bf16", "f64", "f16x2", "bf16x2") for m in mods)
+
+
+def _last_writer(body, index: int, name: str):
+    """The textually last instruction before ``body[index]`` whose destination is register ``name``."""
+    for j in range(index - 1, -1, -1):
+        other = body[j]
+        if isinstance(other, ir.Instruction) and other.operands and name in _regs(other.operands[0]):
+            return other
+    return None
+
+
+def _guarded_set_f32(ins: ir.Instruction, arch: str, body, index):
+    if ins.opcode != "set" or ins.guard is None or not arch.startswith("sm_9"):
+        return None
+    types = [m for m in ins.mods if m in ("f32", "u32", "s32")]
+    if not types or types[0] != "f32":
+        return None
+    g, neg = ins.guard
+    return Note(ins.loc, f"{'@!' if neg else '@'}{g} {ins.full_opcode}: the GPU result depends on ptxas: 13.0 "
+                         f"compiles a predicated set with an .f32 destination for {arch} into a guarded compare "
+                         "and an unguarded integer-to-float conversion, so where the guard is false the "
+                         "destination becomes float(|int(old bits)|) (measured on the H100, fuzz reproducer "
+                         "fuzz_211_value). tcsim follows the PTX ISA and leaves it unchanged. Use an unguarded "
+                         "set and selp.")
+
+
+def _s16_sign_op(ins: ir.Instruction, arch: str, body, index):
+    if ins.opcode not in ("abs", "neg") or "s16" not in ins.mods:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: for -32768 the result depends on ptxas: it keeps 16-bit values "
+                         "in 32-bit registers and 13.0 does not wrap +32768 back to -32768 before later "
+                         "comparisons/multiplications read it (measured on the H100, fuzz reproducer "
+                         "fuzz_1389_value). tcsim wraps, as the PTX ISA's 16-bit result requires.")
+
+
+def _mad_hi_self(ins: ir.Instruction, arch: str, body, index):
+    if ins.opcode not in ("mad", "madc") or "hi" not in ins.mods or len(ins.operands) < 4:
+        return None
+    d, c = _regs(ins.operands[0]), _regs(ins.operands[3])
+    if not d or d != c:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: accumulates into its own destination {d[0]}; the GPU result "
+                         "depends on ptxas: 13.0 drops copies of such a mad.hi when it unrolls a loop around it "
+                         "(measured on the H100, fuzz reproducer fuzz_1237_value: 2 of 4 iterations ran). tcsim "
+                         "executes every iteration. Accumulate through a separate register.")
+
+
+def _b64_shift_by_float(ins: ir.Instruction, arch: str, body, index):
+    if ins.opcode not in ("shl", "shr") or not any(m in ins.mods for m in ("b64", "u64", "s64")):
+        return None
+    amt = _regs(ins.operands[2]) if len(ins.operands) > 2 else []
+    if not amt:
+        return None
+    w = _last_writer(body, index, amt[0])
+    types = [m for m in w.mods if m[:1] in "fbsu" and m[1:].isdigit() or m in ("f16x2", "bf16x2")] if w else []
+    if not types or not _is_float_type(types[:1] if w.opcode == "cvt" else types):
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: the shift amount {amt[0]} was last written by {w.full_opcode} "
+                         f"(line {w.loc.line}); the GPU result depends on ptxas: 13.0 converts such an amount "
+                         "with F2I (float to integer) instead of using its bits (measured on the H100, fuzz "
+                         "reproducer fuzz_1071_value). tcsim uses the bits, as the PTX ISA says.")
+
+
+def _half2_abs_after_f32(ins: ir.Instruction, arch: str, body, index):
+    if ins.opcode != "abs" or not any(m in ins.mods for m in ("f16x2", "bf16x2")) or len(ins.operands) < 2:
+        return None
+    src = _regs(ins.operands[1])
+    w = _last_writer(body, index, src[0]) if src else None
+    if w is None or "f32" not in w.mods:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: its source was last written by {w.full_opcode} (line "
+                         f"{w.loc.line}); the GPU result depends on ptxas: 13.0 treats the f32 result as "
+                         "non-negative and drops the low half's sign clear (measured on the H100, fuzz reproducer "
+                         "fuzz_14858_value). tcsim clears both halves' sign bits.")
+
+
 def notes(module: ir.Module) -> list:
     """Every note for ``module`` (in file order)."""
     arch = module.arch or ""
@@ -79,11 +161,15 @@ def notes(module: ir.Module) -> list:
     for fn in module.functions.values():
         if fn.is_declaration:
             continue
-        for ins in fn.body:
+        for i, ins in enumerate(fn.body):
             if not isinstance(ins, ir.Instruction):
                 continue
             for check in (_mma_alias, _guarded_testp):
                 n = check(ins, arch)
+                if n is not None:
+                    out.append(n)
+            for check in (_guarded_set_f32, _s16_sign_op, _mad_hi_self, _b64_shift_by_float, _half2_abs_after_f32):
+                n = check(ins, arch, fn.body, i)
                 if n is not None:
                     out.append(n)
     return out

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .generator import generate
+from .generator import VERSION, generate
 from .runner import Outcome, SimPool, ThreadBackends, classify, compare
 
 
@@ -57,11 +56,12 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         if time_limit and time.time() - t0 > time_limit:
             return [], []
         progs = [generate(s) for s in chunk]
-        sims = pool.map_async([("seed", s, (None,)) for s in chunk]) if pool else None
+        sims = pool.map_async([("seed", (s, VERSION), (None,)) for s in chunk]) if pool else None
         res = backend().run(progs)
         return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
 
-    arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": []}
+    arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
+                        "generator": VERSION}
     try:
         with ThreadPoolExecutor(gpu_workers) as ex:
             for i, (progs, res) in enumerate(ex.map(run, chunks)):
@@ -98,33 +98,16 @@ def load(path: Path):
     return z, meta
 
 
-_GUARDED_TESTP = re.compile(r"^(\s*)@!?%p\d+ (testp\.[\w.]+ %p\d+, [^;]+;)", re.M)
-
-
-def as_compiled(text: str) -> str | None:
-    """The program as ptxas 13.0 really compiles it where it miscompiles (isa/lint.py notes): a predicated testp
-    loses its guard.  None when nothing in ``text`` is affected."""
-    out = _GUARDED_TESTP.sub(r"\1\2", text)
-    return out if out != text else None
-
-
 def _explained(prog, gpu_out: bytes) -> str | None:
-    """'diagnosed:...' when the GPU output is exactly what the simulator gives for the program as ptxas
-    compiled it (see :func:`as_compiled`)."""
-    text = as_compiled(prog.render())
-    if text is None:
-        return None
-    from sim.launch import Launch, run_launch
-    try:
-        res = run_launch(Launch(ptx=text, kernel=prog.kernel_name, block=(prog.nthreads, 1, 1),
-                                args=[prog.input_buffer(), prog.output_template()]))
-    except Exception:  # noqa: BLE001
-        return None
-    return "diagnosed:testp-guard" if res.outputs[1].tobytes() == gpu_out else None
+    """'diagnosed:...' when the simulator reproduces the GPU output exactly for the program as ptxas compiled
+    it or under a lowering variant (hw/fuzz/explain.py)."""
+    from .explain import explain_program
+    return explain_program(prog, gpu_out)
 
 
 def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     z, meta = load(path)
+    gv = meta.get("generator", 1)
     all_seeds = range(meta["seed"], meta["seed"] + meta["count"])
     todo = [s for s in all_seeds if seeds is None or s in seeds]
     pool = SimPool(jobs)
@@ -133,9 +116,9 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     try:
         for i in range(0, len(todo), 256):
             chunk = todo[i:i + 256]
-            res = pool.map_async([("seed", s, (None,)) for s in chunk]).get()
+            res = pool.map_async([("seed", (s, gv), (None,)) for s in chunk]).get()
             for s, (so, _sched) in zip(chunk, res):
-                prog = generate(s)
+                prog = generate(s, version=gv)
                 if meta["digests"].get(str(s)) != _digest(prog):
                     raise SystemExit(f"{path}: program {s} was recorded from a different generator; re-record")
                 key = f"s{s}"

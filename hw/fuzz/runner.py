@@ -89,7 +89,10 @@ def sim_check(prog: Program, seeds=SIM_SEEDS) -> tuple:
 
 def _sim_task(args):
     kind, payload, seeds = args
-    prog = generate(payload) if kind == "seed" else payload
+    if kind == "seed":      # payload: a seed (current generator) or (seed, generator version)
+        prog = generate(payload[0], version=payload[1]) if isinstance(payload, tuple) else generate(payload)
+    else:
+        prog = payload
     try:
         out, sched = sim_check(prog, seeds)
     except Exception:  # noqa: BLE001 - a Python exception in the simulator is a simulator bug: report it
@@ -236,6 +239,7 @@ def _gpu_child(conn, driver_kind="cuda"):
                 conn.send(("jit", log.strip()[:4000]))
                 continue
             mod = res[1]
+            conn.send(("loaded",))
             for i, (name, _text, nt, inb, outb) in enumerate(progs):
                 try:
                     out = _launch_one(d, mod, name, nt, inb, outb)
@@ -343,6 +347,8 @@ class SimulatedDriver:
 
     def cuModuleLoadDataEx(self, src, n, opts, vals):  # noqa: N802
         text = bytes(src).rstrip(b"\0").decode()
+        if "_jitcrash" in text:     # the driver's JIT dying inside the call (ptxas 13.0 does on some programs)
+            os._exit(139)
         if "_jitfail" in text:
             log = vals[opts.index(self.CUjit_option.CU_JIT_ERROR_LOG_BUFFER)]
             msg = b"ptxas application ptx input: error: planted JIT failure"
@@ -468,6 +474,7 @@ class GpuBatch:
             batch = [payload[i] for i in todo]
             self.conn.send(("batch", batch))
             got = 0
+            loaded = False
             restart = False
             while True:
                 if not self.conn.poll(self.timeout):
@@ -482,6 +489,17 @@ class GpuBatch:
                 except EOFError:
                     idx = todo[got]
                     self._kill()
+                    if not loaded:          # the driver's JIT itself died on this module: find the culprit(s)
+                        if len(todo) == 1:
+                            results[idx] = Outcome(error="JIT_CRASH (the driver's PTX compiler killed the process "
+                                                         "on this program; see hw.fuzz.runner.ptxas_crashes)")
+                        else:
+                            half = len(todo) // 2
+                            for part in (todo[:half], todo[half:]):
+                                for i, o in zip(part, self.run([progs[i] for i in part])):
+                                    results[i] = o
+                        todo = []
+                        break
                     if idx in died_once:    # the same program killed a fresh child twice: its own result
                         results[idx] = Outcome(error="CHILD_DIED (the GPU child process exited twice on this "
                                                      "program)")
@@ -491,6 +509,9 @@ class GpuBatch:
                         todo = todo[got:]
                     restart = True
                     break
+                if msg[0] == "loaded":
+                    loaded = True
+                    continue
                 if msg[0] == "res":
                     results[todo[msg[1]]] = Outcome(output=msg[2])
                     got = msg[1] + 1

@@ -28,9 +28,10 @@ NaN results (measured on an H100, sm_90, driver 580; see the gpu-marked tests):
     An invalid operation without NaN operands (Inf-Inf, 0*Inf, 0/0, sqrt(-x)) gives
     0xFFF8000000000000.  min/max with both operands NaN return the quieted second operand.
 `.ftz` (flush subnormal inputs and results to sign-preserving zero) is accepted for f32 and f16
-(PTX has add.ftz.f16); ValueError for bf16/f64.  The result is flushed when the exact result is
-below the smallest normal in magnitude (tininess before rounding, measured: mul.rn.ftz.f32 of
-2**-126 by 1-2**-24 gives +0 although rounding alone would give 2**-126).
+(PTX has add.ftz.f16); ValueError for bf16/f64.  The result is flushed when it is below the smallest
+normal in magnitude after rounding to the format's precision with an unbounded exponent (tininess after
+rounding: fma.rn.ftz.f32 of -2**-126 * -2**-126 + -2**-126 gives -2**-126 on the H100, fuzz finding 14919;
+mul.rn.ftz.f32 of 2**-126 by 1-2**-24 gives +0, exact and tiny either way).  A sum's tiny result is exact.
 `.sat` clamps to [+0, 1] and turns NaN into +0 (-0 becomes +0).
 
 Not supported here: .approx / .full division (see approx.py), .oob, mixed-precision
@@ -166,9 +167,25 @@ def _tiny(fmt, rz_bits):
 
 
 def _ftz_result(fmt, r, rz_bits):
-    """Flush results whose exact value is tiny (tininess before rounding), keeping the sign."""
+    """Flush results whose exact value is tiny (for sums, where the exact tiny value is representable, so
+    tininess before and after rounding agree), keeping the sign."""
     sign = _DT[fmt](_geom(fmt)[1])
     return np.where(_tiny(fmt, rz_bits) & ~_is_nan(fmt, r), r & sign, r).astype(_DT[fmt])
+
+
+def _tiny_after_rounding(fmt, hi, lo, rnd):
+    """Lanes whose exact result hi + lo, rounded to fmt's precision with an *unbounded* exponent, is below the
+    smallest normal -- the .ftz flush rule of the H100's FFMA (fuzz finding 14919: fma.rn.ftz.f32 of
+    x = -2**-126 with itself, x*x + x = -2**-126 + 2**-252, gives -2**-126, not -0).  Scaling by 1/min_normal is
+    exact and maps the boundary to 1.0, out of the subnormal range, so the ordinary rounding is the unbounded one
+    there."""
+    mn = FORMATS[fmt].min_normal
+    near = (hi != 0) & (np.abs(hi) < 2 * mn)
+    out = np.zeros(hi.shape, bool)
+    if near.any():
+        bits = _round_pair(fmt, hi[near] / mn, lo[near] / mn, rnd)
+        out[near] = np.abs(_val(fmt, bits)) < 1.0
+    return out
 
 
 def _finish(fmt, r, ftz=False, sat=False, relu=False):
@@ -408,7 +425,7 @@ def fmul(fmt, a, b, rnd="rn", ftz=False, sat=False):
             res = np.where(fin & (p == 0), np.where(zsign, _DT[fmt](_geom(fmt)[1]), 0), res)
             res = np.where(~fin, _enc(fmt, np.where(fin, 0.0, p)), res)
             if ftz:
-                tiny = fin & (np.abs(p) < FORMATS[fmt].min_normal)   # p is exact
+                tiny = fin & _tiny_after_rounding(fmt, np.where(fin, p, 0.0), np.zeros(p.shape), rnd)   # p exact
                 res = np.where(tiny, res & _DT[fmt](_geom(fmt)[1]), res)
             return _finish(fmt, res, ftz, sat)
         if rnd == "rn":
@@ -478,9 +495,8 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
                            np.where(zs, _DT[fmt](_geom(fmt)[1]), _DT[fmt](0)), res)
             res = np.where(~fin, _enc(fmt, spec), res)
             if ftz and nz.any():
-                rz = np.zeros(hi.shape, _DT[fmt])
-                rz[nz] = _round_pair(fmt, hi[nz], lo[nz], "rz")
-                res = np.where(nz, _ftz_result(fmt, res, rz), res)
+                tiny = nz & _tiny_after_rounding(fmt, np.where(nz, hi, 0.0), np.where(nz, lo, 0.0), rnd)
+                res = np.where(tiny, res & _DT[fmt](_geom(fmt)[1]), res)
             return _finish(fmt, res, ftz, sat, relu)
         # f64
         out = np.zeros(va.shape)

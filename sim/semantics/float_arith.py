@@ -29,6 +29,7 @@ import numpy as np
 from isa import ir
 
 from isa.errors import UnsupportedError, VerifyError
+from sim import lowering
 from sim.numerics import fp
 from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
 from .registry import semantics
@@ -175,6 +176,8 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     if opcode == "sub" and not isinstance(srcs[1], ir.Reg):
         flips[1] = _F64_SIGN
     ra, rb = sorted((0, 1), key=key)
+    if lowering.active("f64-nan-swap"):
+        ra, rb = rb, ra
     if opcode in ("fma", "mad"):
         return [(rb, flips[rb]), (2, zero), (ra, flips[ra])]
     return [(rb, flips[rb]), (ra, flips[ra])]
@@ -497,6 +500,10 @@ def _sign_op_nan(fmt, x, r, is_abs):
     f = FORMATS[fmt]
     mag = x.astype(np.uint64) & np.uint64((1 << (f.bits - 1)) - 1)
     isnan = mag > np.uint64(f.inf_code)
+    if lowering.active("sign-ops-bitwise"):     # folded into a source modifier: a pure sign-bit operation
+        sign = np.uint64(1 << (f.bits - 1))
+        u = x.astype(np.uint64)
+        return np.where(isnan, mag if is_abs else u ^ sign, np.asarray(r).astype(np.uint64)).astype(x.dtype)
     return np.where(isnan, np.uint64(fp.canonical_nan(fmt)), np.asarray(r).astype(np.uint64)).astype(x.dtype)
 
 

@@ -4,8 +4,9 @@
 A record's ``status`` says what to expect: ``"open"`` -- the simulator still disagrees with the GPU (a known
 finding, described in ``finding``; strict xfail, so the day the simulator is fixed the test XPASSes and asks
 for the status to become ``"fixed"``); ``"fixed"`` -- it must agree; ``"diagnosed"`` -- the GPU result depends on
-how ptxas lowers the PTX (the ISA leaves it open), and tcsim must say so: ``isa.lint`` reports a note at the
-offending instruction.  ``gpu_output_source`` says whether the GPU
+how ptxas lowers the PTX (the ISA leaves it open, or ptxas miscompiles it), and tcsim must say so: ``isa.lint``
+reports a note at the offending instruction; ``"explained"`` -- the PTX ISA leaves the result open and the
+lowering variant named in ``explained_by`` (sim/lowering.py, hw/fuzz/explain.py) reproduces the GPU output.  ``gpu_output_source`` says whether the GPU
 bits were read back from the minimised program itself (``measured``) or taken from the fuzz run's exact data
 point for that instruction (``derived``).  ``category`` ``"aliasing"`` marks register aliasings PTX leaves open
 (the generator avoids them now).  Each reproducer must also pass ``tcsim check`` and be schedule-independent.
@@ -27,6 +28,8 @@ def _param(p: Path):
     marks = []
     if rec.get("status") == "diagnosed":
         marks.append(pytest.mark.skip(reason="compiler-dependent; checked by test_diagnosed_findings_are_noted"))
+    elif rec.get("status") == "explained":
+        marks.append(pytest.mark.skip(reason="PTX leaves it open; checked by test_explained_findings_reproduce"))
     elif rec.get("status", "open") == "open":
         marks.append(pytest.mark.xfail(strict=True, reason=f"open finding: {rec.get('finding', rec['detail'])[:200]}"))
     return pytest.param(p, marks=marks, id=p.stem)
@@ -70,6 +73,18 @@ def test_diagnosed_findings_are_noted(path):
     body_lines = [i + 1 for i, ln in enumerate(rec["ptx"].splitlines()) if ln.strip() in rec["body"]]
     assert notes and all(n.loc.line in body_lines for n in notes), notes
     assert any("depends on" in n.message for n in notes)
+
+
+@pytest.mark.parametrize("path", [p for p in RECORDS if load_reproducer(p).get("status") == "explained"],
+                         ids=lambda p: p.stem)
+def test_explained_findings_reproduce(path):
+    """A result the PTX ISA leaves open: tcsim's default rule differs from this GPU output, and the named lowering
+    variant (sim/lowering.py) reproduces it bit for bit."""
+    from hw.fuzz.explain import explain_record
+
+    rec = load_reproducer(path)
+    assert replay_on_sim(rec).output != rec["gpu_output"]
+    assert explain_record(rec) == rec["explained_by"]
 
 
 def test_no_finding_is_left_open():

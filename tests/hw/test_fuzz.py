@@ -179,6 +179,23 @@ def test_gpu_batch_protocol_with_the_stand_in_driver():
         batch.close()
 
 
+def test_a_jit_crash_blames_only_its_program():
+    # the driver's JIT dying inside cuModuleLoadDataEx takes the whole child with it; the batch is bisected so
+    # only the program that kills the compiler is reported (it used to blame every program before it too)
+    progs = [generate(s, size=5) for s in range(40, 46)]
+    crash = generate(31, size=4)
+    crash.items.append(Ins("mov.u32 %r0, 0; // _jitcrash", None, 10_002))
+    batch = GpuBatch(timeout=60, driver="fake")
+    try:
+        out = batch.run(progs[:4] + [crash] + progs[4:])
+        assert [o.ok for o in out] == [True] * 4 + [False, True, True]
+        assert out[4].error.startswith("JIT_CRASH")
+        for p, o in zip(progs, out[:4] + out[5:]):
+            assert compare(p, run_sim(p), o) is None
+    finally:
+        batch.close()
+
+
 def test_planted_bug_is_found_minimised_and_saved(tmp_path):
     seeds = [s for s in range(200) if "mul.hi" in generate(s).render()]
     s0 = seeds[0]
@@ -237,3 +254,20 @@ def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_pat
     s = slim(f, tmp_path / "slim.npz", keep=1)
     assert s["whole_kept"] == 1 and s["whole_dropped"] == len(kept) - 1
     assert meta["device"]
+
+
+def test_triage_minimises_each_seed_in_parallel_workers(tmp_path):
+    from hw.fuzz.triage import parse_seeds, triage
+
+    assert parse_seeds("3-5,9") == [3, 4, 5, 9]
+    hits = [s for s in range(200) if "mul.hi" in generate(s).render()][:2]
+    clean = next(s for s in range(200) if "mul.hi" not in generate(s).render())
+    res = triage(hits + [clean], tmp_path, workers=2, time_per=20, deadline=120, driver="fake-mulhi",
+                 log=lambda *_: None)
+    by = {r["seed"]: r for r in res}
+    assert by[clean]["outcome"] == "agrees"
+    for s in hits:
+        assert by[s]["outcome"] == "mismatch" and by[s]["instructions"] <= 3
+        rec = load_reproducer(tmp_path / by[s]["file"].replace(".ptx", ".json"))
+        assert any("mul.hi" in ln for ln in rec["body"]) and rec["gpu_output"] != rec["sim_output"]
+    assert json.loads((tmp_path / "triage.json").read_text()) == res

@@ -35,7 +35,8 @@ def test_recording_is_complete_and_current(path):
     assert n >= 9000
     assert len(meta["gpu_sha"]) + len(meta["errors"]) == len(meta["digests"]) == n
     for s in list(meta["digests"])[:: max(1, n // 50)]:          # the generator still makes these programs
-        assert meta["digests"][s] == _digest(generate(int(s))), f"program {s} changed: re-record"
+        assert meta["digests"][s] == _digest(generate(int(s), version=meta.get("generator", 1))), \
+            f"program {s} changed: re-record"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -48,7 +49,7 @@ def test_simulator_matches_h100_on_a_sample(path):
     for s in sample:
         if s in KNOWN:
             continue
-        out = run_sim(generate(s))
+        out = run_sim(generate(s, version=meta.get("generator", 1)))
         if not out.ok or _h(out.output) != meta["gpu_sha"][str(s)]:
             bad.append(s)
     assert not bad, f"the simulator no longer matches the H100 on programs {bad[:10]} (python -m hw.fuzz.record " \

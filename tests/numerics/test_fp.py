@@ -353,6 +353,10 @@ def test_sqrt_exact_squares_and_halfway():
         check("f64", got, exp, lambda i: f"sqrt.{rnd}.f64({x[i]!r})")
 
 
+def _finite(*xs):
+    return all(math.isfinite(x) for x in xs)
+
+
 @pytest.mark.parametrize("fmt", ["f32", "f16"])
 @pytest.mark.parametrize("op", ["add", "mul", "fma", "div", "sqrt"])
 def test_ftz(fmt, op):
@@ -380,19 +384,23 @@ def test_ftz(fmt, op):
         else:
             got = fp.ffma(fmt, a, b, c, rnd, ftz=True)
             exp = [ref_fma(fmt, x, y, z, rnd) for x, y, z in zip(va, vb, vc)]
-        # tininess before rounding: flush where the exact result is below the smallest normal,
-        # i.e. where the round-toward-zero result is subnormal
-        if op == "add":
+        # add/div/sqrt: flush where the exact result is below the smallest normal (the round-toward-zero
+        # result is subnormal); mul/fma: tininess after rounding with an unbounded exponent (the operands
+        # scaled so the boundary sits at 1.0, where rounding is unbounded)
+        tiny = 2.0 ** PARAMS[fmt][1]
+        k = Fr(1) / Fr(tiny)
+        if op == "mul":
+            ez = [ref_binop("mul", fmt, Fr(x) * k, Fr(y), rnd) * tiny if _finite(x, y) else 1.0
+                  for x, y in zip(va, vb)]
+        elif op == "fma":
+            ez = [ref_fma(fmt, Fr(x) * k, Fr(y), Fr(z) * k, rnd) * tiny if _finite(x, y, z) else 1.0
+                  for x, y, z in zip(va, vb, vc)]
+        elif op == "add":
             ez = [ref_binop("add", fmt, x, y, "rz") for x, y in zip(va, vb)]
-        elif op == "mul":
-            ez = [ref_binop("mul", fmt, x, y, "rz") for x, y in zip(va, vb)]
         elif op == "div":
             ez = [ref_binop("div", fmt, x, y, "rz") for x, y in zip(va, vb)]
-        elif op == "sqrt":
-            ez = [ref_sqrt(fmt, x, "rz") for x in va]
         else:
-            ez = [ref_fma(fmt, x, y, z, "rz") for x, y, z in zip(va, vb, vc)]
-        tiny = 2.0 ** PARAMS[fmt][1]
+            ez = [ref_sqrt(fmt, x, "rz") for x in va]
         exp = [math.copysign(0.0, e) if (not math.isnan(z) and abs(z) < tiny) else e
                for e, z in zip(exp, ez)]
         check(fmt, got, exp, lambda i: f"{op}.{rnd}.ftz.{fmt} lane {i}")

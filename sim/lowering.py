@@ -1,0 +1,47 @@
+"""Lowering variants: alternative results where the GPU's answer depends on how ptxas lowers the PTX.
+
+The PTX ISA leaves a few results open (the NaN an ``abs``/``neg`` returns, which NaN a two-NaN f64 operation
+returns), and ptxas picks SASS whose answer differs from one program to the next.  tcsim executes one definite
+rule (documented at each semantics function); a *variant* is the other rule the GPU is known to follow under a
+different lowering.  Variants are off in normal runs.  The differential tools (hw/fuzz/explain.py) turn them on
+to *verify* an explanation: a mismatch is explained only when the simulator, with a named variant, reproduces
+the GPU's output bit for bit.
+
+=====================  ==========================================================================================
+variant                what changes
+=====================  ==========================================================================================
+``sign-ops-bitwise``   ``abs``/``neg`` of f32/f16/bf16 (and x2) NaNs are bit operations (sign bit cleared/flipped,
+                       payload kept, signalling NaNs stay signalling) -- ptxas folds the sign operation into a
+                       source modifier (``FSEL -R``, ``|R|``) instead of emitting an ``FADD``; measured on the H100
+                       from the SASS of fuzz reproducers (tests/fuzz_regressions).
+``f64-nan-swap``       when both commutative sources of an f64 add/mul/min/max/fma are NaN, the other source's NaN
+                       wins: ptxas ordered the SASS operands the other way (register allocation).
+=====================  ==========================================================================================
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+VARIANTS = ("sign-ops-bitwise", "f64-nan-swap")
+
+_active: contextvars.ContextVar = contextvars.ContextVar("tcsim_lowering_variants", default=frozenset())
+
+
+def active(name: str) -> bool:
+    """Is variant ``name`` on (in this context)?"""
+    return name in _active.get()
+
+
+@contextlib.contextmanager
+def variants(names):
+    """Run the enclosed launches (decode and execution) with the named variants on."""
+    names = frozenset(names)
+    unknown = names - set(VARIANTS)
+    if unknown:
+        raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    token = _active.set(names)
+    try:
+        yield
+    finally:
+        _active.reset(token)
