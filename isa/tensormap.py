@@ -44,6 +44,10 @@ INTERLEAVE_32B requires SWIZZLE_32B (tma.md); packed types only allow swizzle no
 128B_atom_64B; OOB fill ``nan`` only for (non-packed) floating-point types; the map itself 64-byte aligned
 (checked where a kernel reads it).
 
+The four-row TMA modes (``.tile::gather4`` / ``.tile::scatter4``, PTX ISA 9.1 §5.5.3.4) use an ordinary tiled map
+whose box is one row, ``TensorMap.tiled(array, box=(1, cols))``; :meth:`TensorMap.rows4_problem` says why a map
+cannot serve them and :meth:`TensorMap.rows4_bytes` gives the size of their four-row SMEM image.
+
 Not checked (the driver documents them only as examples (?)): that strides do not make rows overlap
 (``globalStrides[0] >= globalDim[0] * elementSize``...).
 
@@ -106,6 +110,9 @@ L2_PROMOTIONS = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 OOB_FILLS = {"zero": 0, "nan": 1}
 _ALIGN16B = ("16U4_ALIGN16B", "16U6_ALIGN16B")
 _PACKED_SWIZZLES = ("none", "128B", "128B_atom_32B", "128B_atom_64B")
+
+#: rows moved by one ``.tile::gather4`` / ``.tile::scatter4`` (PTX ISA §5.5.3.4)
+ROWS4 = 4
 
 MAGIC = 0x70616D74
 VERSION = 1
@@ -211,6 +218,24 @@ class TensorMap:
         """Bytes of the SMEM image of one box (= the complete-tx count of a load): ``esize * prod(n_i)``."""
         bits = self.data_type.bits * math.prod(self.traversed())
         return bits // 8
+
+    # ------------------------------------------------------------------------------------------ gather4 / scatter4
+    def rows4_problem(self) -> str | None:
+        """Why this map cannot serve ``.tile::gather4`` / ``.tile::scatter4`` (PTX ISA 9.1 §5.5.3.4: 2-D tensors
+        only, no interleave; §5.5.3.4.1: the bounding box is one row, boxDim[1] == 1), or None if it can."""
+        if self.rank != 2:
+            return f"it is {self.rank}-dimensional, but the four-row modes work only on 2-D tensors"
+        if self.box_dims[1] != 1:
+            return (f"its boxDim[1] is {self.box_dims[1]}, but each of the four boxes is one row "
+                    f"(boxDim[1] must be 1; boxDim[0] = {self.box_dims[0]} is the row length)")
+        if self.interleave != "none":
+            return f"it uses interleave {self.interleave}, which the four-row modes do not support"
+        return None
+
+    def rows4_bytes(self) -> int:
+        """Bytes of the SMEM image of one ``.tile::gather4`` / ``.tile::scatter4`` (four rows of ``boxDim[0]``
+        elements) = the complete-tx count of a gather4: ``4 * esize * n_0``."""
+        return ROWS4 * self.data_type.bits * self.traversed()[0] // 8
 
     # ------------------------------------------------------------------------------------------ rules
     def validate(self, check_address: bool = True) -> "TensorMap":

@@ -10,10 +10,11 @@ the GPU's output bit for bit.
 =====================  ==========================================================================================
 variant                what changes
 =====================  ==========================================================================================
-``sign-ops-bitwise``   ``abs``/``neg`` of f32/f16/bf16 (and x2) NaNs are bit operations (sign bit cleared/flipped,
+``sign-ops-bitwise``   ``abs``/``neg`` NaNs (f32/f16/bf16/x2, f64) are bit operations (sign bit cleared/flipped,
                        payload kept, signalling NaNs stay signalling) -- ptxas folds the sign operation into a
-                       source modifier (``FSEL -R``, ``|R|``) instead of emitting an ``FADD``; measured on the H100
-                       from the SASS of fuzz reproducers (tests/fuzz_regressions).
+                       source modifier (``FSEL -R``, ``|R|``) or away (``neg(neg(x))``) instead of emitting an
+                       ``FADD``/``DADD``; measured on the H100 from the SASS of fuzz reproducers
+                       (tests/fuzz_regressions).
 ``f64-nan-swap``       when both commutative sources of an f64 add/mul/min/max/fma are NaN, the other source's NaN
                        wins: ptxas ordered the SASS operands the other way (register allocation).
 =====================  ==========================================================================================

@@ -58,7 +58,7 @@ def _has_f64(text: str) -> bool:
 
 
 def _has_sign_op(text: str) -> bool:
-    return re.search(r"\b(neg|abs)(\.ftz)?\.(f32|f16|bf16|f16x2|bf16x2)\b", text) is not None
+    return re.search(r"\b(neg|abs)(\.ftz)?\.(f32|f16|bf16|f16x2|bf16x2|f64)\b", text) is not None
 
 
 def candidates(text: str) -> list:

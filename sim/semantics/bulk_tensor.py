@@ -5,7 +5,8 @@ PTX ISA 9.1 §9.7.9.25.5.1 (restrictions on tensor copies), §9.7.9.25.5.2 (cp.a
 §9.7.9.25.5.3 (cp.reduce.async.bulk.tensor), §9.7.9.25.5.4 (cp.async.bulk.prefetch.tensor), §5.5.3 (tiled
 mode bounding box), §5.5.7 (swizzling modes); tma.md §2-§4.
 
-Forms executed (``.tile`` is the default load mode and may be omitted):
+Forms executed (``.tile`` is the default load mode and may be omitted; ``.tile::gather4`` / ``.tile::scatter4``
+are described in :mod:`sim.semantics.bulk_tensor_gather`):
 
 * loads ``cp.async.bulk.tensor.{1..5}d.{shared::cta|shared::cluster}.global{.tile}.mbarrier::complete_tx::bytes
   {.multicast::cluster}{.cta_group::1|2}{.L2::cache_hint} [dstMem], [tensorMap, {c0, ...}], [mbar]{, ctaMask}{, policy}``
@@ -17,6 +18,14 @@ Forms executed (``.tile`` is the default load mode and may be omitted):
   integers), the type coming from the tensor map.
 * ``cp.async.bulk.prefetch.tensor.{1..5}d.L2.global{.tile}{.L2::cache_hint} [tensorMap, coords]{, policy}``:
   a hint (the map and coordinates are still read and checked).
+* four-row loads ``cp.async.bulk.tensor.2d.{shared::cta|shared::cluster}.global.tile::gather4
+  .mbarrier::complete_tx::bytes{.multicast::cluster}{.cta_group::1|2}{.L2::cache_hint}
+  [dstMem], [tensorMap, {col, row0, row1, row2, row3}], [mbar]{, ctaMask}{, policy}``, four-row stores
+  ``cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group{.L2::cache_hint}
+  [tensorMap, {col, row0, row1, row2, row3}], [srcMem]{, policy}`` and
+  ``cp.async.bulk.prefetch.tensor.2d.L2.global.tile::gather4{.L2::cache_hint} [tensorMap, {col, row0..row3}]``
+  (sm_100a; PTX ISA §5.5.3.4): the same issue/completion machinery with the four-row geometry, map rules and
+  run-time faults of :mod:`sim.semantics.bulk_tensor_gather`.
 
 The tensor-map operand is the generic address of the 128-byte map (tcsim's encoding, :mod:`isa.tensormap`)
 in ``.param`` (``[param_name, {...}]``, or a register holding the *generic* address from ``cvta.param`` as
@@ -50,9 +59,9 @@ accepted and sees the pattern at the phase of its absolute address (PTX requires
 the repeat); the exact NaN bit patterns of NAN_REQUEST_ZERO_FMA (?).  The f32/f16/bf16 reduce-add rounds to
 nearest even without flushing subnormals (?).
 
-Not supported (UnsupportedError naming the form): ``.tile::gather4``, ``.tile::scatter4``, ``.im2col``,
-``.im2col::w``, ``.im2col::w::128``, ``.im2col_no_offs`` (decode time); interleaved maps and packed sub-byte
-data types (when the map is read).
+Not supported (UnsupportedError naming the form): ``.im2col``, ``.im2col::w``, ``.im2col::w::128``,
+``.im2col_no_offs`` and ``cp.reduce.async.bulk.tensor ... .tile::scatter4`` (decode time); interleaved maps and
+packed sub-byte data types (when the map is read).
 """
 from __future__ import annotations
 
@@ -64,6 +73,7 @@ from isa.swizzle import swizzle
 from isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
 from .. import memory as M
 from ..agents.tma import TmaEngine
+from . import bulk_tensor_gather as rows4
 from .bulk_copy import MBAR, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target, thread_groups
 from .registry import semantics
 
@@ -148,17 +158,29 @@ def _parse(ins):
             raise UnsupportedError(f"{ins.full_opcode}: qualifier .{m} is not supported on tensor copies", ins.loc)
     if form["dim"] is None:
         raise VerifyError(f"{ins.full_opcode}: missing the .1d .. .5d dimension qualifier", ins.loc)
-    if form["mode"] != "tile":
-        raise UnsupportedError(f"{ins.full_opcode}: load mode .{form['mode']} is not supported by tcsim yet "
-                               f"(only .tile)", ins.loc)
+    mode = form["mode"]
+    if mode not in ("tile",) + rows4.MODES:
+        raise UnsupportedError(f"{ins.full_opcode}: load mode .{mode} is not supported by tcsim yet "
+                               f"(only .tile, .tile::gather4 and .tile::scatter4)", ins.loc)
+    if mode in rows4.MODES and form["dim"] != 2:
+        raise VerifyError(f"{ins.full_opcode}: .{form['dim']}d cannot be combined with .{mode}: the four-row modes "
+                          f"work only on 2-D tensors (ptxas: \"Modifier '.{form['dim']}d' cannot be combined with "
+                          f"modifier '.{mode}'\")", ins.loc, expected=f"cp.async.bulk.tensor.2d...{mode} "
+                                                                     f"({rows4.MODES_SECTION})")
     return form
 
 
-def _tensor_operand(ins, op, dim):
+def _tensor_operand(ins, op, dim, mode="tile"):
     if not isinstance(op, ir.Address) or op.coords is None:
         raise VerifyError(f"{ins.full_opcode}: expected the tensor operand [tensorMap, {{c0, ...}}], got {op}",
                           ins.loc)
-    if len(op.coords) != dim:
+    if mode in rows4.MODES:
+        if len(op.coords) != rows4.NCOORDS:
+            raise VerifyError(f"{ins.full_opcode}: a .{mode} tensor copy takes {rows4.NCOORDS} coordinates "
+                              f"{{col, row0, row1, row2, row3}}, got {len(op.coords)} (ptxas: \"Argument vector "
+                              f"size mismatch\")", ins.loc,
+                              expected=f"the five-element tensorCoords vector of {SECTION} (table of .load_mode)")
+    elif len(op.coords) != dim:
         raise VerifyError(f"{ins.full_opcode}: a .{dim}d tensor copy takes {dim} coordinates, got "
                           f"{len(op.coords)}", ins.loc)
     if not isinstance(op.base, (ir.Reg, ir.Sym)):
@@ -181,15 +203,32 @@ def _count(ins, n):
 @semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" in ins.mods)
 def decode_bulk_tensor(ins, info):
     """PTX ISA §9.7.9.25.5.2 cp.async.bulk.tensor, §9.7.9.25.5.3 cp.reduce.async.bulk.tensor and
-    §9.7.9.25.5.4 cp.async.bulk.prefetch.tensor (tile mode).  See the module docstring."""
+    §9.7.9.25.5.4 cp.async.bulk.prefetch.tensor (tile mode; the four-row modes .tile::gather4 / .tile::scatter4,
+    §5.5.3.4).  See the module docstring."""
     f = _parse(ins)
     sp = f["spaces"]
     ops = ins.operands
+    mode = f["mode"]
     if f["prefetch"]:
         if sp != ["L2", "global"] or f["mbar"] or f["bulk_group"] or f["multicast"] or f["reduce"]:
             raise VerifyError(f"{ins.full_opcode}: expected cp.async.bulk.prefetch.tensor.Nd.L2.global", ins.loc)
+        if mode == "tile::scatter4":
+            raise VerifyError(f"{ins.full_opcode}: .tile::scatter4 is a store mode; a prefetch reads (use "
+                              f".tile::gather4)", ins.loc)
         _count(ins, 1 + f["hint"])
-        return _make_prefetch(ins, f, _tensor_operand(ins, ops[0], f["dim"]), ops[1] if f["hint"] else None)
+        return _make_prefetch(ins, f, _tensor_operand(ins, ops[0], f["dim"], mode), ops[1] if f["hint"] else None)
+    if sp in (["shared::cta", "global"], ["shared::cluster", "global"]) and mode == "tile::scatter4":
+        raise VerifyError(f"{ins.full_opcode}: .tile::scatter4 is a store mode (.global.shared::cta); a load into "
+                          f"shared memory uses .tile::gather4 (ptxas: \"Illegal modifier '.tile::scatter4'\")",
+                          ins.loc, expected=f"the .load_mode table of {SECTION}")
+    if sp == ["global", "shared::cta"] and mode == "tile::gather4":
+        raise VerifyError(f"{ins.full_opcode}: .tile::gather4 is a load mode; a store to global memory uses "
+                          f".tile::scatter4 (ptxas: \"Illegal modifier '.tile::gather4'\")", ins.loc,
+                          expected=f"the .load_mode table of {SECTION}")
+    if sp == ["global", "shared::cta"] and mode == "tile::scatter4" and f["reduce"]:
+        raise UnsupportedError(f"{ins.full_opcode}: cp.reduce.async.bulk.tensor with .tile::scatter4 is not "
+                               f"supported by tcsim (PTX ISA 9.1 lists only .tile and .im2col_no_offs for "
+                               f"reductions)", ins.loc)
     if sp in (["shared::cta", "global"], ["shared::cluster", "global"]):
         if f["reduce"] or not f["mbar"] or f["bulk_group"]:
             raise VerifyError(f"{ins.full_opcode}: a tensor load completes through .mbarrier::complete_tx::bytes",
@@ -199,7 +238,7 @@ def decode_bulk_tensor(ins, info):
                               ins.loc)
         _count(ins, 3 + f["multicast"] + f["hint"])
         dst = _address_operand(ins, ops[0], "[dstMem]")
-        tmap = _tensor_operand(ins, ops[1], f["dim"])
+        tmap = _tensor_operand(ins, ops[1], f["dim"], mode)
         mbar = _address_operand(ins, ops[2], "[mbar]")
         k = 3
         mask = None
@@ -215,7 +254,7 @@ def decode_bulk_tensor(ins, info):
             raise VerifyError(f"{ins.full_opcode}: cp.reduce.async.bulk.tensor needs a reduction operation "
                               f"({', '.join('.' + r for r in REDOPS)})", ins.loc)
         _count(ins, 2 + f["hint"])
-        tmap = _tensor_operand(ins, ops[0], f["dim"])
+        tmap = _tensor_operand(ins, ops[0], f["dim"], mode)
         src = _address_operand(ins, ops[1], "[srcMem]")
         return _make_store(ins, f, tmap, src, ops[2] if f["hint"] else None)
     raise VerifyError(f"{ins.full_opcode}: state spaces {'.'.join(sp) or '(none)'} do not name a tensor-copy "
@@ -273,15 +312,18 @@ def _coords(ctx, op: ir.Address) -> list:
     return [ctx.read(c, "s32").astype(np.int64) for c in op.coords]
 
 
-def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int):
-    """SMEM alignment of a box and the swizzled addresses of its 8-byte pieces (bounds-checked)."""
+def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: int | None = None):
+    """SMEM alignment of a box image of ``nbytes`` (default: one tile box) and the swizzled addresses of its
+    8-byte pieces (bounds-checked)."""
     need = SMEM_ALIGN.get(tm.swizzle, 16)
     if off % need:
         raise MemoryFault(f"{what} = 0x{M.shared_address(cta.rank, off):x} (lane {lane}) is not {need}-byte "
-                          f"aligned" + (f" (required by swizzle {tm.swizzle})" if need > 16 else ""),
+                          f"aligned" + (f" (required by swizzle {tm.swizzle})" if need > 16 else "")
+                          + "; the GPU would fault with a misaligned address",
                           expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
                                    f"tma.md §3)")
-    nbytes = tm.box_bytes()
+    if nbytes is None:
+        nbytes = tm.box_bytes()
     pieces = swizzle(np.int64(off) + np.arange(0, nbytes, 8, dtype=np.int64), tm.swizzle)
     if pieces.size:
         lo, hi = int(pieces.min()), int(pieces.max()) + 8
@@ -306,10 +348,42 @@ def _check_global(ctx, tm: TensorMap, offs, inb, lane: int, what: str):
     return addrs.astype(np.uint64)
 
 
+# ---------------------------------------------------------------------------------------------- plans
+# A plan turns (decoded map, start coordinates, lane) into the elements one instruction moves: (byte offsets of
+# the elements relative to the global address, in SMEM image order; their in-bounds flags; the image size in
+# bytes), checking the mode's run-time rules.  Tile mode's are here, the four-row modes' in bulk_tensor_gather.
+def _tile_load_plan(what):
+    def plan(tm: TensorMap, c: list, lane: int):
+        offs, inb = box_geometry(tm, c)
+        return offs, inb, tm.box_bytes()
+
+    return plan
+
+
+def _tile_store_plan(what):
+    def plan(tm: TensorMap, c: list, lane: int):
+        neg = [i for i, v in enumerate(c) if v < 0]
+        if neg:
+            raise MemoryFault(f"{what}: start coordinate c{neg[0]} = {c[neg[0]]} (lane {lane}) is negative",
+                              expected="non-negative starting coordinates for the .global.shared::cta direction "
+                                       "(PTX ISA §9.7.9.25.5.1)")
+        offs, inb = box_geometry(tm, c)
+        return offs, inb, tm.box_bytes()
+
+    return plan
+
+
+def _plan_for(f, what, store: bool):
+    if f["mode"] == "tile":
+        return (_tile_store_plan if store else _tile_load_plan)(what)
+    return (rows4.store_plan if store else rows4.load_plan)(what)
+
+
 # ---------------------------------------------------------------------------------------------- loads
 def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
     what = ins.full_opcode
     cta_group = f["cta_group"]
+    plan = _plan_for(f, what, store=False)
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -353,14 +427,13 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 else:
                     s = ctx.cluster.cta_by_rank((t.rank & ~1) | (mcta.rank & 1))
                 signals.append(s)
+            offs, inb, nbytes = plan(tm, c, lane)
             pieces = None
             for t in targets:
-                pieces = _check_box_smem(t, doff, tm, "cp.async.bulk.tensor destination [dstMem]", lane)
+                pieces = _check_box_smem(t, doff, tm, "cp.async.bulk.tensor destination [dstMem]", lane, nbytes)
             for s in set(signals):
                 live_mbarrier(s, moff, "cp.async.bulk.tensor mbarrier [mbar]", lane)
-            offs, inb = box_geometry(tm, c)
             gaddrs = _check_global(ctx, tm, offs, inb, lane, "cp.async.bulk.tensor source")
-            nbytes = tm.box_bytes()
             es = tm.esize
             if tm.oob_fill == "nan":
                 fill = np.frombuffer(int(OOB_NAN_BITS[tm.dtype]).to_bytes(es, "little"), dtype=np.uint8)
@@ -394,7 +467,7 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 for s in signals:
                     engine.complete_tx(s, moff, nbytes, what)
 
-            engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm))
+            engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm, mode=f["mode"]))
 
     return run
 
@@ -468,6 +541,7 @@ def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) ->
 def _make_store(ins, f, tmap_op, src_op, policy_op):
     what = ins.full_opcode
     redop = f["redop"]
+    plan = _plan_for(f, what, store=True)
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -493,17 +567,11 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
                     raise VerifyError(f"{what}: .{redop} is not defined for tensor-map data type {tm.dtype}",
                                       expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)")
             c = [int(v[lane]) for v in coords]
-            neg = [i for i, v in enumerate(c) if v < 0]
-            if neg:
-                raise MemoryFault(f"{what}: start coordinate c{neg[0]} = {c[neg[0]]} (lane {lane}) is negative",
-                                  expected="non-negative starting coordinates for the .global.shared::cta direction "
-                                           "(PTX ISA §9.7.9.25.5.1)")
+            offs, inb, nbytes = plan(tm, c, lane)
             s = int(src[lane])
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk.tensor source [srcMem]", lane)
-            pieces = _check_box_smem(scta, soff, tm, "cp.async.bulk.tensor source [srcMem]", lane)
-            offs, inb = box_geometry(tm, c)
+            pieces = _check_box_smem(scta, soff, tm, "cp.async.bulk.tensor source [srcMem]", lane, nbytes)
             gaddrs = _check_global(ctx, tm, offs, inb, lane, "cp.async.bulk.tensor destination")
-            nbytes = tm.box_bytes()
             es = tm.esize
 
             def read(engine=engine, scta=scta, pieces=pieces):
@@ -526,7 +594,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
                         engine.emit_mem("red" if ptype else "st", "global", starts, size)
 
             op = engine.submit(new_op(ctx, lane, "reduce" if redop else "store", nbytes, read, write, coords=c,
-                                      tensor_map=tm))
+                                      tensor_map=tm, mode=f["mode"]))
             thread_groups(ctx, lane).open.append(op)
 
     return run
@@ -544,6 +612,8 @@ def _make_prefetch(ins, f, tmap_op, policy_op):
         maps = read_tensor_maps(ctx, tmap_op, lanes)
         for lane in lanes:
             _check_supported_map(maps[int(lane)], int(lane))
+            if f["mode"] == "tile::gather4":
+                rows4.check_prefetch(maps[int(lane)], ins.full_opcode, int(lane))
             _ = [int(v[lane]) for v in coords]
         ctx.emit_sync("prefetch", what=ins.full_opcode)
 

@@ -495,6 +495,9 @@ def _sign_op_nan(fmt, x, r, is_abs):
     if fmt == "f64":
         u = x.astype(np.uint64)
         isnan = (u & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+        if lowering.active("sign-ops-bitwise"):     # folded away (neg(neg(x)) -> x): not even quieted
+            sign = np.uint64(1 << 63)
+            return np.where(isnan, u & ~sign if is_abs else u ^ sign, r).astype(np.uint64)
         return np.where(isnan, u | np.uint64(0x0008000000000000), r).astype(np.uint64)
     from isa.formats import FORMATS
     f = FORMATS[fmt]

@@ -469,12 +469,12 @@ def test_fault_tensor_outside_allocation():
 
 
 @pytest.mark.parametrize("form, err, msg", [
-    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%r1], "
-     "[tmap, {0, 1, 2, 3, 4}], [%r2];", UnsupportedError, "load mode .tile::gather4 is not supported"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%r1], "
+     "[tmap, {0, 1, 2, 3, 4}], [%r2];", VerifyError, "cannot be combined with .tile::gather4"),
     ("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], "
      "[tmap, {0, 1, 2}], [%r2], {%rs1};", UnsupportedError, "load mode .im2col is not supported"),
-    ("cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [tmap, {0, 1, 2, 3, 4}], [%r1];",
-     UnsupportedError, "load mode .tile::scatter4 is not supported"),
+    ("cp.async.bulk.tensor.3d.global.shared::cta.tile::scatter4.bulk_group [tmap, {0, 1, 2, 3, 4}], [%r1];",
+     VerifyError, "cannot be combined with .tile::scatter4"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [tmap, {0}], [%r2];",
      VerifyError, "a .2d tensor copy takes 2 coordinates, got 1"),
     ("cp.async.bulk.tensor.2d.global.shared::cta.tile.mbarrier::complete_tx::bytes [tmap, {0, 0}], [%r1];",
