@@ -25,7 +25,9 @@ from isa.tensormap import TensorMap
 from sim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
 from examples._common import example_main, ptx_path
-from examples.gemm_async import DTYPES, K_MMA, K_STAGE, _values, compare
+# the operands, the bit-exact oracle chained over K and the comparison are gemm_async's (same argument layout)
+from examples.gemm_async import (DTYPES, K_MMA, K_STAGE, _values, compare, float64_product,  # noqa: F401
+                                 operands, reference)
 
 DESCRIPTION = ("CTA-pair GEMM (sm_100a, cta_group::2): 2-CTA cluster, pair TMEM alloc, each CTA TMA-loads its A/B "
                "halves onto the even CTA's mbarrier, one thread issues M=256 tcgen05.mma.cta_group::2.kind::f16, "
@@ -78,31 +80,6 @@ def make_launch(seed: int = 0, dtype: str = "f16", n: int = 256, k_stages: int =
     return Launch(ptx=PTX, kernel=KERNEL, grid=(2 * pairs, 1, 1), block=(128, 1, 1), cluster=(cluster_size, 1, 1),
                   dynamic_smem=1024 + 2 * k_stages * 16384, args=[a, bt, d, tmap_a, tmap_b, idesc, k_stages],
                   name=f"cta_pair_gemm_{dtype}_m{m}n{n}k{k}_cluster{cluster_size}")
-
-
-def operands(launch: Launch):
-    a, bt = launch.args[0], launch.args[1]
-    return a, bt, ("f16" if a.dtype == np.float16 else "bf16")
-
-
-def reference(launch: Launch) -> np.ndarray:
-    """Bit-exact expected D (f32): the oracle chained over K in 16-wide MMAs from D = +0, as issued."""
-    from sim.numerics.tensor_core import mma_float, tc_params
-
-    a, bt, fmt = operands(launch)
-    a_bits = np.ascontiguousarray(a).view(np.uint16)
-    b_bits = np.ascontiguousarray(bt.T).view(np.uint16)
-    params = tc_params("sm_100a", "tcgen05", fmt, kind="f16")
-    acc = np.zeros((a.shape[0], bt.shape[0]), dtype=np.uint32)
-    for k0 in range(0, a.shape[1], K_MMA):
-        acc = np.asarray(mma_float(a_bits[:, k0:k0 + K_MMA], b_bits[k0:k0 + K_MMA], acc, fmt, fmt, "f32", params),
-                         dtype=np.uint32)
-    return acc.view(np.float32)
-
-
-def float64_product(launch: Launch) -> np.ndarray:
-    a, bt, _ = operands(launch)
-    return a.astype(np.float64) @ bt.astype(np.float64).T
 
 
 def check(result, launch):

@@ -57,10 +57,12 @@ def _driver():
     return driver
 
 
-def _check(res, what):
+def _check(res, what, d=None):
+    """Unwrap a cuda-python result tuple; a CUDA error raises _CudaError naming the call.  ``d``: the driver
+    module (default cuda.bindings.driver; the fuzzer passes its stand-in)."""
     err = res[0] if isinstance(res, tuple) else res
     if int(err) != 0:
-        d = _driver()
+        d = d or _driver()
         name = d.cuGetErrorName(err)[1]
         name = name.decode() if isinstance(name, bytes) else str(name)
         raise _CudaError(name, what)
@@ -83,25 +85,26 @@ def target_capability(arch: str | None) -> tuple | None:
     return int(m.group(1)), int(m.group(2)), m.group(3)
 
 
-def probe() -> dict:
-    """Describe the GPU (name, compute capability, driver) or raise GpuUnavailable.  Runs in this process."""
-    d = _driver()
+def probe(d=None) -> dict:
+    """Describe the GPU (name, compute capability, driver) or raise GpuUnavailable.  Runs in this process.
+    ``d``: the driver module (default cuda.bindings.driver)."""
+    d = d or _driver()
     try:
         r = d.cuInit(0)
     except Exception as e:  # noqa: BLE001 - e.g. cuda-pathfinder's DynamicLibNotFoundError without libcuda
         raise GpuUnavailable(f"no CUDA driver here ({type(e).__name__}: {e})") from None
     if int(r[0]) != 0:
         raise GpuUnavailable(f"no usable CUDA driver/GPU here (cuInit: {d.cuGetErrorName(r[0])[1]})")
-    n = _check(d.cuDeviceGetCount(), "cuDeviceGetCount")
+    n = _check(d.cuDeviceGetCount(), "cuDeviceGetCount", d)
     if n == 0:
         raise GpuUnavailable("no CUDA GPU is present")
-    dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
-    name = _check(d.cuDeviceGetName(128, dev), "cuDeviceGetName")
+    dev = _check(d.cuDeviceGet(0), "cuDeviceGet", d)
+    name = _check(d.cuDeviceGetName(128, dev), "cuDeviceGetName", d)
     name = name.split(b"\0")[0].decode() if isinstance(name, bytes) else str(name)
     A = d.CUdevice_attribute
-    major = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr")
-    minor = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr")
-    drv = _check(d.cuDriverGetVersion(), "cuDriverGetVersion")
+    major = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr", d)
+    minor = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr", d)
+    drv = _check(d.cuDriverGetVersion(), "cuDriverGetVersion", d)
     return {"name": name, "cc": (int(major), int(minor)), "driver": int(drv)}
 
 
@@ -134,7 +137,6 @@ def _child(launch, conn, stage_limit):
 
 
 def _execute(launch, stage_limit=None):
-    from sim.engine import layout_program  # noqa: F401  (import check)
     from sim.machine import layout_program as lay
 
     d = _driver()
@@ -142,8 +144,8 @@ def _execute(launch, stage_limit=None):
     module = launch.module()
     fn = module.kernel(launch.kernel)
     check_target(module.arch, info["cc"], info["name"])
-    ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain")
-    _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain", d)
+    _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", d)
     text = launch.ptx_text()[0] if not hasattr(launch.ptx, "functions") else None
     if text is None:
         raise GpuUnavailable("the GPU back end needs PTX text, not a parsed module")
@@ -161,7 +163,7 @@ def _execute(launch, stage_limit=None):
         log = bytes(errlog).split(b"\0")[0].decode(errors="replace")
         raise _CudaError(d.cuGetErrorName(res[0])[1].decode(), f"cuModuleLoadDataEx (JIT): {log.strip()}")
     mod = res[1]
-    kfn = _check(d.cuModuleGetFunction(mod, fn.name.encode()), "cuModuleGetFunction")
+    kfn = _check(d.cuModuleGetFunction(mod, fn.name.encode()), "cuModuleGetFunction", d)
     if stage_limit == "load":
         return {"outputs": [], "device": info, "stage": "load"}
     layout = lay(module, fn)
@@ -176,8 +178,8 @@ def _execute(launch, stage_limit=None):
     for i, (a, p) in enumerate(zip(args, fn.params)):
         if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
             arr = np.ascontiguousarray(a)
-            ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc")
-            _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
+            ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", d)
+            _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", d)
             dptrs[id(a)] = (ptr, arr)
             outputs_spec.append((i, ptr, a))
     for i, (a, p) in enumerate(zip(args, fn.params)):
@@ -198,10 +200,10 @@ def _execute(launch, stage_limit=None):
     A = d.CUfunction_attribute
     dyn = int(launch.dynamic_smem)
     if dyn > 48 * 1024:
-        _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute")
+        _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute", d)
     csize = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
     if csize > 8:
-        _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute")
+        _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute", d)
     cfg = d.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = launch.grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = launch.block
@@ -215,17 +217,17 @@ def _execute(launch, stage_limit=None):
         attrs.append(at)
     cfg.attrs = attrs
     cfg.numAttrs = len(attrs)
-    ev0 = _check(d.cuEventCreate(0), "cuEventCreate")
-    ev1 = _check(d.cuEventCreate(0), "cuEventCreate")
-    _check(d.cuEventRecord(ev0, 0), "cuEventRecord")
-    _check(d.cuLaunchKernelEx(cfg, kfn, ctypes.addressof(ptrs), 0), "cuLaunchKernelEx")
-    _check(d.cuEventRecord(ev1, 0), "cuEventRecord")
-    _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)")
-    ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime")
+    ev0 = _check(d.cuEventCreate(0), "cuEventCreate", d)
+    ev1 = _check(d.cuEventCreate(0), "cuEventCreate", d)
+    _check(d.cuEventRecord(ev0, 0), "cuEventRecord", d)
+    _check(d.cuLaunchKernelEx(cfg, kfn, ctypes.addressof(ptrs), 0), "cuLaunchKernelEx", d)
+    _check(d.cuEventRecord(ev1, 0), "cuEventRecord", d)
+    _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
+    ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime", d)
     outputs = [None] * len(args)
     for i, ptr, orig in outputs_spec:
         host = np.empty_like(np.ascontiguousarray(orig))
-        _check(d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
+        _check(d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", d)
         outputs[i] = host.reshape(orig.shape)
     for ptr, _ in dptrs.values():
         d.cuMemFree(ptr)

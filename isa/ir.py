@@ -197,6 +197,25 @@ class Instruction:
         ops = ", ".join(map(str, self.operands))
         return f"{g}{self.full_opcode} {ops};" if ops else f"{g}{self.full_opcode};"
 
+def reg_names(op) -> list:
+    """Register names an operand names: a register, or the registers of a ``{...}`` vector."""
+    if isinstance(op, Reg):
+        return [op.name]
+    if isinstance(op, Vector):
+        return [e.name for e in op.elems if isinstance(e, Reg)]
+    return []
+
+
+def last_def(body, index: int, name: str) -> int:
+    """Index of the textually last instruction before ``body[index]`` whose destination (first operand) names
+    register ``name``; -1 when there is none."""
+    for j in range(index - 1, -1, -1):
+        other = body[j]
+        if isinstance(other, Instruction) and other.operands and name in reg_names(other.operands[0]):
+            return j
+    return -1
+
+
 # ------------------------------------------------------------------------------------------- declarations
 
 

@@ -34,26 +34,18 @@ class Note:
         return f"{self.loc.file}:{self.loc.line}:{self.loc.col}: note: {self.message}"
 
 
-def _regs(op) -> list:
-    if isinstance(op, ir.Reg):
-        return [op.name]
-    if isinstance(op, ir.Vector):
-        return [e.name for e in op.elems if isinstance(e, ir.Reg)]
-    return []
-
-
 _SPLIT_MMA_TYPES = ("e4m3", "e5m2")
 
 
-def _mma_alias(ins: ir.Instruction, arch: str):
+def _mma_alias(ins: ir.Instruction, arch: str, body, index):
     if ins.opcode != "mma" or len(ins.operands) < 4:
         return None
     if not any(t in ins.mods for t in _SPLIT_MMA_TYPES):
         return None
     if not arch.startswith("sm_9"):
         return None
-    d = set(_regs(ins.operands[0]))
-    src = {name: part for part, op in zip("AB", ins.operands[1:3]) for name in _regs(op)}   # D = C is normal
+    d = set(ir.reg_names(ins.operands[0]))
+    src = {name: part for part, op in zip("AB", ins.operands[1:3]) for name in ir.reg_names(op)}   # D = C is normal
     both = sorted((n for n in d if n in src), key=lambda n: (src[n], n))
     if not both:
         return None
@@ -65,7 +57,7 @@ def _mma_alias(ins: ir.Instruction, arch: str):
                          "destination registers.")
 
 
-def _guarded_testp(ins: ir.Instruction, arch: str):
+def _guarded_testp(ins: ir.Instruction, arch: str, body, index):
     if ins.opcode != "testp" or ins.guard is None or not arch.startswith("sm_9"):
         return None
     g, neg = ins.guard
@@ -76,17 +68,18 @@ def _guarded_testp(ins: ir.Instruction, arch: str):
                          "the guard explicitly (and.pred / selp) to get the same result on both.")
 
 
-def _is_float_type(mods) -> bool:
-    return any(m in ("f32", "f16", "bf16", "f64", "f16x2", "bf16x2") for m in mods)
+_FLOAT_TYPES = ("f32", "f16", "bf16", "f64", "f16x2", "bf16x2", "tf32")
+
+
+def _writes_float(ins: ir.Instruction) -> bool:
+    """Does ``ins`` produce a floating-point value (its destination type: a cvt's first type, else any type)?"""
+    types = [m for m in ins.mods if m in ir.TYPE_SIZES]
+    return bool(types) and any(t in _FLOAT_TYPES for t in (types[:1] if ins.opcode == "cvt" else types))
 
 
 def _last_writer(body, index: int, name: str):
-    """The textually last instruction before ``body[index]`` whose destination is register ``name``."""
-    for j in range(index - 1, -1, -1):
-        other = body[j]
-        if isinstance(other, ir.Instruction) and other.operands and name in _regs(other.operands[0]):
-            return other
-    return None
+    j = ir.last_def(body, index, name)
+    return body[j] if j >= 0 else None
 
 
 def _guarded_set_f32(ins: ir.Instruction, arch: str, body, index):
@@ -105,7 +98,7 @@ def _guarded_set_f32(ins: ir.Instruction, arch: str, body, index):
 
 
 def _s16_sign_op(ins: ir.Instruction, arch: str, body, index):
-    if ins.opcode not in ("abs", "neg") or "s16" not in ins.mods:
+    if not arch.startswith("sm_9") or ins.opcode not in ("abs", "neg") or "s16" not in ins.mods:
         return None
     return Note(ins.loc, f"{ins.full_opcode}: for -32768 the result depends on ptxas: it keeps 16-bit values "
                          "in 32-bit registers and 13.0 does not wrap +32768 back to -32768 before later "
@@ -114,9 +107,9 @@ def _s16_sign_op(ins: ir.Instruction, arch: str, body, index):
 
 
 def _mad_hi_self(ins: ir.Instruction, arch: str, body, index):
-    if ins.opcode not in ("mad", "madc") or "hi" not in ins.mods or len(ins.operands) < 4:
+    if not arch.startswith("sm_9") or ins.opcode not in ("mad", "madc") or "hi" not in ins.mods or len(ins.operands) < 4:
         return None
-    d, c = _regs(ins.operands[0]), _regs(ins.operands[3])
+    d, c = ir.reg_names(ins.operands[0]), ir.reg_names(ins.operands[3])
     if not d or d != c:
         return None
     return Note(ins.loc, f"{ins.full_opcode}: accumulates into its own destination {d[0]}; the GPU result "
@@ -126,14 +119,13 @@ def _mad_hi_self(ins: ir.Instruction, arch: str, body, index):
 
 
 def _b64_shift_by_float(ins: ir.Instruction, arch: str, body, index):
-    if ins.opcode not in ("shl", "shr") or not any(m in ins.mods for m in ("b64", "u64", "s64")):
+    if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or not any(m in ins.mods for m in ("b64", "u64", "s64")):
         return None
-    amt = _regs(ins.operands[2]) if len(ins.operands) > 2 else []
+    amt = ir.reg_names(ins.operands[2]) if len(ins.operands) > 2 else []
     if not amt:
         return None
     w = _last_writer(body, index, amt[0])
-    types = [m for m in w.mods if m[:1] in "fbsu" and m[1:].isdigit() or m in ("f16x2", "bf16x2")] if w else []
-    if not types or not _is_float_type(types[:1] if w.opcode == "cvt" else types):
+    if w is None or not _writes_float(w):
         return None
     return Note(ins.loc, f"{ins.full_opcode}: the shift amount {amt[0]} was last written by {w.full_opcode} "
                          f"(line {w.loc.line}); the GPU result depends on ptxas: 13.0 converts such an amount "
@@ -142,9 +134,9 @@ def _b64_shift_by_float(ins: ir.Instruction, arch: str, body, index):
 
 
 def _half2_abs_after_f32(ins: ir.Instruction, arch: str, body, index):
-    if ins.opcode != "abs" or not any(m in ins.mods for m in ("f16x2", "bf16x2")) or len(ins.operands) < 2:
+    if not arch.startswith("sm_9") or ins.opcode != "abs" or not any(m in ins.mods for m in ("f16x2", "bf16x2")) or len(ins.operands) < 2:
         return None
-    src = _regs(ins.operands[1])
+    src = ir.reg_names(ins.operands[1])
     w = _last_writer(body, index, src[0]) if src else None
     if w is None or "f32" not in w.mods:
         return None
@@ -152,6 +144,11 @@ def _half2_abs_after_f32(ins: ir.Instruction, arch: str, body, index):
                          f"{w.loc.line}); the GPU result depends on ptxas: 13.0 treats the f32 result as "
                          "non-negative and drops the low half's sign clear (measured on the H100, fuzz reproducer "
                          "fuzz_14858_value). tcsim clears both halves' sign bits.")
+
+
+#: every check: (instruction, arch, function body, index in the body) -> Note | None
+_CHECKS = (_mma_alias, _guarded_testp, _guarded_set_f32, _s16_sign_op, _mad_hi_self, _b64_shift_by_float,
+           _half2_abs_after_f32)
 
 
 def notes(module: ir.Module) -> list:
@@ -164,11 +161,7 @@ def notes(module: ir.Module) -> list:
         for i, ins in enumerate(fn.body):
             if not isinstance(ins, ir.Instruction):
                 continue
-            for check in (_mma_alias, _guarded_testp):
-                n = check(ins, arch)
-                if n is not None:
-                    out.append(n)
-            for check in (_guarded_set_f32, _s16_sign_op, _mad_hi_self, _b64_shift_by_float, _half2_abs_after_f32):
+            for check in _CHECKS:
                 n = check(ins, arch, fn.body, i)
                 if n is not None:
                     out.append(n)

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+import simpy
+
+from isa import ir
+from isa.errors import VerifyError
+
 
 class AsyncGroups:
     __slots__ = ("open", "groups")
@@ -40,3 +46,47 @@ def thread_groups(table: dict, warp_id: int, lane: int) -> AsyncGroups:
     if st is None:
         st = table[key] = AsyncGroups()
     return st
+
+
+# ---------------------------------------------------------------------------------- the shared commit / wait runs
+def group_count(ins) -> int:
+    """The N of ``...wait_group N``: one non-negative integer constant (VerifyError otherwise)."""
+    if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
+        raise VerifyError(f"{ins.full_opcode} takes one integer constant N", ins.loc)
+    n = int(ins.operands[0].value)
+    if n < 0:
+        raise VerifyError(f"{ins.full_opcode}: N = {n} must be non-negative", ins.loc)
+    return n
+
+
+def commit_run(groups_of, sync: str):
+    """The run function of a commit_group: seal each executing thread's open ops (``groups_of(ctx, lane)``) into
+    a new group, possibly empty, and report the sync event ``sync``."""
+    def run(ctx):
+        for lane in ctx.lane_ids():
+            groups_of(ctx, lane).commit()
+        ctx.emit_sync(sync)
+    return run
+
+
+def wait_run(groups_of, keep: int, name: str, noun: str, sync: str, event: str = "done", commit_first=False,
+             **sync_info):
+    """The run function of a wait_group ``keep``: block each executing thread until at most ``keep`` of its
+    newest groups have ``event`` (``done`` / ``read_done``) pending; ``commit_first`` seals the open ops first
+    (cp.async.wait_all).  ``name`` and ``noun`` word the wait reason the deadlock report shows."""
+    def run(ctx):
+        waits = {}
+        blocked = np.zeros_like(ctx.mask)
+        for lane in ctx.lane_ids():
+            st = groups_of(ctx, lane)
+            if commit_first:
+                st.commit()
+            evs = st.pending_older(keep, event)
+            if evs:
+                waits.update((id(e), e) for e in evs)
+                blocked[lane] = True
+        ctx.emit_sync(sync, n=keep, **sync_info)
+        if waits:
+            ctx.block(blocked, simpy.AllOf(ctx.env, list(waits.values())),
+                      f"{name}: {len(waits)} {noun} of older groups still in flight")
+    return run

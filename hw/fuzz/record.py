@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .explain import explain_program
 from .generator import VERSION, generate
 from .runner import Outcome, SimPool, ThreadBackends, classify, compare
 
@@ -98,13 +99,6 @@ def load(path: Path):
     return z, meta
 
 
-def _explained(prog, gpu_out: bytes) -> str | None:
-    """'diagnosed:...' when the simulator reproduces the GPU output exactly for the program as ptxas compiled
-    it or under a lowering variant (hw/fuzz/explain.py)."""
-    from .explain import explain_program
-    return explain_program(prog, gpu_out)
-
-
 def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     z, meta = load(path)
     gv = meta.get("generator", 1)
@@ -137,7 +131,7 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
                     continue                            # not run (time limit)
                 m = compare(prog, so, go)
                 if m is not None:
-                    why = _explained(prog, go.output) if go.ok else None
+                    why = explain_program(prog, go.output) if go.ok else None
                     found.append({"seed": s, "kind": m.kind, "class": why or classify(m), "detail": m.detail[:400]})
             log(f"[compare] {i + len(chunk)}/{len(todo)} programs, {len(found)} mismatches, "
                 f"{time.time() - t0:.0f} s")

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hw.launcher import GpuUnavailable, _check, _CudaError, _driver, probe
+
 from .generator import Program, generate, module_header
 
 SIM_SEEDS = (None, 1)
@@ -150,66 +152,25 @@ def compare(prog: Program, sim: Outcome, gpu: Outcome) -> Mismatch | None:
 
 # ============================================================================================ the GPU batch
 
-class _DriverError(Exception):
-    def __init__(self, name, what):
-        super().__init__(f"{name} in {what}")
-        self.name = name
-        self.what = what
-
-
-def _chk(d, res, what):
-    """Unwrap a cuda-python result tuple (as hw.launcher._check does, with the driver passed in)."""
-    err = res[0] if isinstance(res, tuple) else res
-    if int(err) != 0:
-        name = d.cuGetErrorName(err)[1]
-        raise _DriverError(name.decode() if isinstance(name, bytes) else str(name), what)
-    if isinstance(res, tuple):
-        return res[1] if len(res) == 2 else res[1:]
-    return None
-
-
 def _load_driver(kind: str):
     if kind.startswith("fake"):
         return SimulatedDriver(mutate=kind.partition("-")[2] or None)
-    from hw.launcher import _driver
     return _driver()
-
-
-def _probe(d) -> dict:
-    from hw.launcher import GpuUnavailable
-    try:
-        r = d.cuInit(0)
-    except Exception as e:  # noqa: BLE001 - e.g. cuda-pathfinder's DynamicLibNotFoundError without libcuda
-        raise GpuUnavailable(f"no CUDA driver here ({type(e).__name__}: {e})") from None
-    if int(r[0]) != 0:
-        raise GpuUnavailable(f"no usable CUDA driver/GPU here (cuInit: {d.cuGetErrorName(r[0])[1]})")
-    if _chk(d, d.cuDeviceGetCount(), "cuDeviceGetCount") == 0:
-        raise GpuUnavailable("no CUDA GPU is present")
-    dev = _chk(d, d.cuDeviceGet(0), "cuDeviceGet")
-    name = _chk(d, d.cuDeviceGetName(128, dev), "cuDeviceGetName")
-    name = name.split(b"\0")[0].decode() if isinstance(name, bytes) else str(name)
-    A = d.CUdevice_attribute
-    major = _chk(d, d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr")
-    minor = _chk(d, d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr")
-    drv = _chk(d, d.cuDriverGetVersion(), "cuDriverGetVersion")
-    return {"name": name, "cc": (int(major), int(minor)), "driver": int(drv)}
 
 
 def _gpu_child(conn, driver_kind="cuda"):
     """Child loop: receive ('batch', [(name, entry_text, nthreads, in_bytes, out_bytes), ...]); JIT them as one
     module; launch each; send ('res', i, out_bytes) per program, then ('done',).  A JIT error sends
     ('jit', log); a CUDA error in a launch sends ('err', i, name) and exits (the context is gone)."""
-    from hw.launcher import GpuUnavailable
-
     try:
         d = _load_driver(driver_kind)
-        info = _probe(d)
+        info = probe(d)
         if tuple(info["cc"]) != (9, 0):
             raise GpuUnavailable(f"the fuzz programs target sm_90a; this GPU ({info['name']}) is "
                                  f"sm_{info['cc'][0]}{info['cc'][1]}")
-        dev = _chk(d, d.cuDeviceGet(0), "cuDeviceGet")
-        ctx = _chk(d, d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        _chk(d, d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        dev = _check(d.cuDeviceGet(0), "cuDeviceGet", d)
+        ctx = _check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain", d)
+        _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", d)
         conn.send(("ready", info))
     except GpuUnavailable as e:
         conn.send(("unavailable", str(e)))
@@ -243,7 +204,7 @@ def _gpu_child(conn, driver_kind="cuda"):
             for i, (name, _text, nt, inb, outb) in enumerate(progs):
                 try:
                     out = _launch_one(d, mod, name, nt, inb, outb)
-                except _DriverError as e:
+                except _CudaError as e:
                     conn.send(("err", i, f"{e.name} in {e.what}"))
                     return
                 conn.send(("res", i, out))
@@ -257,14 +218,14 @@ def _gpu_child(conn, driver_kind="cuda"):
 def _launch_one(d, mod, name, nt, inb: bytes, outb: bytes) -> bytes:
     """Copy in, launch (1 CTA of nt threads, params: in pointer, out pointer), synchronise, copy out -- the
     same driver calls, in the same order, as hw.launcher._execute."""
-    kfn = _chk(d, d.cuModuleGetFunction(mod, name.encode()), "cuModuleGetFunction")
+    kfn = _check(d.cuModuleGetFunction(mod, name.encode()), "cuModuleGetFunction", d)
     ina = np.frombuffer(inb, dtype=np.uint8).copy()
     outa = np.frombuffer(outb, dtype=np.uint8).copy()
-    pin = _chk(d, d.cuMemAlloc(max(ina.nbytes, 1)), "cuMemAlloc")
-    pout = _chk(d, d.cuMemAlloc(max(outa.nbytes, 1)), "cuMemAlloc")
+    pin = _check(d.cuMemAlloc(max(ina.nbytes, 1)), "cuMemAlloc", d)
+    pout = _check(d.cuMemAlloc(max(outa.nbytes, 1)), "cuMemAlloc", d)
     try:
-        _chk(d, d.cuMemcpyHtoD(pin, ina.ctypes.data, ina.nbytes), "cuMemcpyHtoD")
-        _chk(d, d.cuMemcpyHtoD(pout, outa.ctypes.data, outa.nbytes), "cuMemcpyHtoD")
+        _check(d.cuMemcpyHtoD(pin, ina.ctypes.data, ina.nbytes), "cuMemcpyHtoD", d)
+        _check(d.cuMemcpyHtoD(pout, outa.ctypes.data, outa.nbytes), "cuMemcpyHtoD", d)
         image = np.zeros(16, dtype=np.uint8)
         image[0:8] = np.frombuffer(np.uint64(int(pin)).tobytes(), dtype=np.uint8)
         image[8:16] = np.frombuffer(np.uint64(int(pout)).tobytes(), dtype=np.uint8)
@@ -278,10 +239,10 @@ def _launch_one(d, mod, name, nt, inb: bytes, outb: bytes) -> bytes:
         cfg.hStream = 0
         cfg.attrs = []
         cfg.numAttrs = 0
-        _chk(d, d.cuLaunchKernelEx(cfg, kfn, ctypes.addressof(ptrs), 0), f"cuLaunchKernelEx({name})")
-        _chk(d, d.cuCtxSynchronize(), f"kernel execution of {name} (cuCtxSynchronize)")
+        _check(d.cuLaunchKernelEx(cfg, kfn, ctypes.addressof(ptrs), 0), f"cuLaunchKernelEx({name})", d)
+        _check(d.cuCtxSynchronize(), f"kernel execution of {name} (cuCtxSynchronize)", d)
         host = np.empty_like(outa)
-        _chk(d, d.cuMemcpyDtoH(host.ctypes.data, pout, host.nbytes), "cuMemcpyDtoH")
+        _check(d.cuMemcpyDtoH(host.ctypes.data, pout, host.nbytes), "cuMemcpyDtoH", d)
         return host.tobytes()
     finally:
         d.cuMemFree(pin)
@@ -436,7 +397,6 @@ class GpuBatch:
         kind, payload = parent.recv()
         if kind == "unavailable":
             self.close()
-            from hw.launcher import GpuUnavailable
             raise GpuUnavailable(payload)
         if kind != "ready":
             self.close()
@@ -460,6 +420,17 @@ class GpuBatch:
             self.proc.kill()
             self.proc.join()
         self.proc = self.conn = None
+
+    def _blame(self, todo: list, progs: list, results: list, error: str) -> None:
+        """The module of programs ``todo`` failed to load: a single program gets ``error``; a batch is split in
+        halves and each half run again, so only the culprit(s) are reported."""
+        if len(todo) == 1:
+            results[todo[0]] = Outcome(error=error)
+            return
+        half = len(todo) // 2
+        for part in (todo[:half], todo[half:]):
+            for i, o in zip(part, self.run([progs[i] for i in part])):
+                results[i] = o
 
     def run(self, progs: list) -> list:
         results: list = [None] * len(progs)
@@ -489,15 +460,9 @@ class GpuBatch:
                 except EOFError:
                     idx = todo[got]
                     self._kill()
-                    if not loaded:          # the driver's JIT itself died on this module: find the culprit(s)
-                        if len(todo) == 1:
-                            results[idx] = Outcome(error="JIT_CRASH (the driver's PTX compiler killed the process "
-                                                         "on this program; see hw.fuzz.runner.ptxas_crashes)")
-                        else:
-                            half = len(todo) // 2
-                            for part in (todo[:half], todo[half:]):
-                                for i, o in zip(part, self.run([progs[i] for i in part])):
-                                    results[i] = o
+                    if not loaded:          # the driver's JIT itself died on this module
+                        self._blame(todo, progs, results, "JIT_CRASH (the driver's PTX compiler killed the "
+                                                          "process on this program; ptxas crashes on it too)")
                         todo = []
                         break
                     if idx in died_once:    # the same program killed a fresh child twice: its own result
@@ -522,16 +487,8 @@ class GpuBatch:
                     restart = True
                     break
                 elif msg[0] == "jit":
-                    if len(todo) == 1:
-                        results[todo[0]] = Outcome(error="JIT " + msg[1])
-                        todo = []
-                    else:   # find the culprit(s): halves
-                        half = len(todo) // 2
-                        for part in (todo[:half], todo[half:]):
-                            sub = self.run([progs[i] for i in part])
-                            for i, o in zip(part, sub):
-                                results[i] = o
-                        todo = []
+                    self._blame(todo, progs, results, "JIT " + msg[1])
+                    todo = []
                     break
                 elif msg[0] == "done":
                     todo = []
@@ -646,6 +603,19 @@ def gpu_mismatch_predicate(gpu: GpuBackend, pool: SimPool, kind: str, stats: dic
             out.append(m is not None and m.kind == kind)
         return out
     return pred
+
+
+def minimise_gpu_finding(m: "Mismatch", gpu: GpuBackend, pool: SimPool, time_limit: float,
+                         stats: dict | None = None) -> tuple:
+    """Shrink the program of GPU mismatch ``m`` while it still shows a mismatch of the same kind, then run the
+    result on both back ends once more.  Returns ``(program, mismatch)``: the minimised program and its
+    mismatch, or ``m``'s own program and mismatch when the minimised one does not reproduce (a flaky GPU
+    result must not be saved as a finding)."""
+    from .minimize import minimize
+
+    small = minimize(m.prog, gpu_mismatch_predicate(gpu, pool, m.kind), time_limit=time_limit, stats=stats)
+    mm = compare(small, run_sim(small, None), gpu.run([small])[0])
+    return (small, mm) if mm is not None else (m.prog, m)
 
 
 def schedule_predicate(pool: SimPool):
@@ -881,26 +851,21 @@ def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jo
                                                                 "file": str(path)})
                 continue
             seen.add(c)
-            if m.kind == "schedule":
-                pred = schedule_predicate(pool)
-            elif m.kind == "sim_error" and gpu is None:
-                pred = sim_error_predicate(pool, (m.sim.error or "").split(":")[0])
-            elif gpu is not None:
-                pred = gpu_mismatch_predicate(gpu, pool, m.kind)
-            else:
-                continue
             stats: dict = {}
             budget = minimize_time if not deadline else max(5.0, min(minimize_time, deadline - time.time()))
-            small = minimize(m.prog, pred, time_limit=budget, stats=stats)
-            so = run_sim(small, None)
             if m.kind == "schedule":
+                small = minimize(m.prog, schedule_predicate(pool), time_limit=budget, stats=stats)
                 _, sched = sim_check(small)
-                mm = Mismatch(small, "schedule", so, detail=sched or m.detail)
+                mm = Mismatch(small, "schedule", run_sim(small, None), detail=sched or m.detail)
             elif gpu is not None:
-                go = gpu.run([small])[0]
-                mm = compare(small, so, go) or Mismatch(small, m.kind, so, go, detail="(did not reproduce)")
-            else:
+                small, mm = minimise_gpu_finding(m, gpu, pool, budget, stats)
+            elif m.kind == "sim_error":
+                pred = sim_error_predicate(pool, (m.sim.error or "").split(":")[0])
+                small = minimize(m.prog, pred, time_limit=budget, stats=stats)
+                so = run_sim(small, None)
                 mm = Mismatch(small, "sim_error", so, detail=so.error or "")
+            else:
+                continue
             name = f"fuzz_{m.prog.seed}_{m.kind}"
             small.name = name
             path = save_mismatch(mm, out, name, original_seed=m.prog.seed, device=summary["device"])

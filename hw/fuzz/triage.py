@@ -45,8 +45,7 @@ def _init(driver: str, out: str, time_per: float, deadline: float, version: int)
 
 
 def _triage_one(seed: int) -> dict:
-    from .minimize import minimize
-    from .runner import compare, gpu_mismatch_predicate, run_sim, save_mismatch
+    from .runner import compare, minimise_gpu_finding, run_sim, save_mismatch
 
     st = _STATE
     prog = generate(seed, version=st["version"])
@@ -60,12 +59,7 @@ def _triage_one(seed: int) -> dict:
     if left < 5:
         return {"seed": seed, "outcome": "not_minimised", "kind": m.kind, "detail": m.detail[:400]}
     stats: dict = {}
-    small = minimize(prog, gpu_mismatch_predicate(st["gpu"], st["pool"], m.kind), stats=stats,
-                     time_limit=min(st["time_per"], left))
-    go2 = st["gpu"].run([small])[0]
-    mm = compare(small, run_sim(small), go2)
-    if mm is None:                       # flaky on the GPU side: keep the unminimised finding
-        small, mm = prog, m
+    small, mm = minimise_gpu_finding(m, st["gpu"], st["pool"], min(st["time_per"], left), stats)
     name = f"fuzz_{seed}_{mm.kind}"
     small.name = name
     path = save_mismatch(mm, st["out"], name, original_seed=seed, device=(st["gpu"].info or {}).get("name"))

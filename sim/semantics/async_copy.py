@@ -47,7 +47,7 @@ from isa import ir
 from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
-from ..async_groups import AsyncGroups
+from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
 from .bulk_copy import is_bulk
@@ -194,51 +194,24 @@ def _decode_copy(ins, rest, info):
 
 
 def _decode_commit(ins):
+    """PTX ISA §9.7.9.25.3.2 cp.async.commit_group: close each thread's open group (possibly empty)."""
     if ins.operands:
         raise VerifyError("cp.async.commit_group takes no operands", ins.loc)
-
-    def run(ctx):
-        """PTX ISA §9.7.9.25.3.2: close this thread's open group (possibly empty)."""
-        for lane in ctx.lane_ids():
-            thread_groups(ctx, lane).commit()
-        ctx.emit_sync("cp.async.commit_group")
-
-    return run
+    return commit_run(thread_groups, "cp.async.commit_group")
 
 
 def _decode_wait(ins, wait_all: bool = False):
+    """PTX ISA §9.7.9.25.3.3 cp.async.wait_group N / wait_all: wait until at most N of the thread's most recent
+    groups are pending (wait_all: commit, then wait for every group)."""
     if wait_all:
         if ins.operands:
             raise VerifyError("cp.async.wait_all takes no operands", ins.loc)
         keep = 0
     else:
-        if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
-            raise VerifyError("cp.async.wait_group takes one integer constant N", ins.loc)
-        keep = int(ins.operands[0].value)
-        if keep < 0:
-            raise VerifyError(f"cp.async.wait_group N = {keep} must be non-negative", ins.loc)
+        keep = group_count(ins)
     name = "cp.async.wait_all" if wait_all else f"cp.async.wait_group {keep}"
-
-    def run(ctx):
-        """PTX ISA §9.7.9.25.3.3: wait until at most N of the thread's most recent groups are pending
-        (wait_all: commit, then wait for every group)."""
-        waits = []
-        blocked = np.zeros_like(ctx.mask)
-        for lane in ctx.lane_ids():
-            st = thread_groups(ctx, lane)
-            if wait_all:
-                st.commit()
-            evs = st.pending_older(keep)
-            if evs:
-                waits.extend(evs)
-                blocked[lane] = True
-        ctx.emit_sync("cp.async.wait_group", n=keep, all=wait_all)
-        if waits:
-            uniq = list({id(e): e for e in waits}.values())
-            ctx.block(blocked, simpy.AllOf(ctx.env, uniq),
-                      f"{name}: {len(uniq)} cp.async instruction(s) of older groups still in flight")
-
-    return run
+    return wait_run(thread_groups, keep, name, "cp.async instruction(s)", "cp.async.wait_group",
+                    commit_first=wait_all, all=wait_all)
 
 
 def _decode_mbarrier_arrive(ins, rest):

@@ -39,13 +39,12 @@ from __future__ import annotations
 
 
 import numpy as np
-import simpy
 
 from isa import ir
 from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
-from ..async_groups import AsyncGroups
+from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
 from .registry import semantics
 
@@ -427,44 +426,21 @@ def _decode_prefetch(ins, rest):
 
 
 def _decode_commit(ins):
+    """PTX ISA §9.7.9.25.6.1 cp.async.bulk.commit_group: seal each thread's uncommitted bulk_group ops into a new
+    group."""
     if ins.operands:
         raise VerifyError("cp.async.bulk.commit_group takes no operands", ins.loc)
-
-    def run(ctx):
-        """PTX ISA §9.7.9.25.6.1: seal this thread's uncommitted bulk_group ops into a new group."""
-        for lane in ctx.lane_ids():
-            thread_groups(ctx, lane).commit()
-        ctx.emit_sync("bulk.commit_group")
-
-    return run
+    return commit_run(thread_groups, "bulk.commit_group")
 
 
 def _decode_wait(ins, rest):
+    """PTX ISA §9.7.9.25.6.2 cp.async.bulk.wait_group{.read} N: wait until at most N of the thread's most recent
+    bulk async-groups are pending (``.read``: until the older groups' sources have been read)."""
     if rest not in ((), ("read",)):
         raise UnsupportedError(f"{ins.full_opcode}: qualifiers {'.'.join(rest)} are not supported "
                                f"(expected cp.async.bulk.wait_group{{.read}} N)", ins.loc)
     read_only = rest == ("read",)
-    if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
-        raise VerifyError(f"{ins.full_opcode} takes one integer constant N", ins.loc)
-    keep = int(ins.operands[0].value)
-    if keep < 0:
-        raise VerifyError(f"{ins.full_opcode}: N = {keep} must be non-negative", ins.loc)
+    keep = group_count(ins)
     name = f"cp.async.bulk.wait_group{'.read' if read_only else ''} {keep}"
-
-    def run(ctx):
-        """PTX ISA §9.7.9.25.6.2: wait until at most N of the thread's most recent bulk async-groups are
-        pending (``.read``: until the older groups' sources have been read)."""
-        waits = []
-        blocked = np.zeros_like(ctx.mask)
-        for lane in ctx.lane_ids():
-            evs = thread_groups(ctx, lane).pending_older(keep, "read_done" if read_only else "done")
-            if evs:
-                waits.extend(evs)
-                blocked[lane] = True
-        ctx.emit_sync("bulk.wait_group", n=keep, read=read_only)
-        if waits:
-            n = len(waits)
-            ctx.block(blocked, simpy.AllOf(ctx.env, waits),
-                      f"{name}: {n} bulk async operation(s) of older groups still in flight")
-
-    return run
+    return wait_run(thread_groups, keep, name, "bulk async operation(s)", "bulk.wait_group",
+                    event="read_done" if read_only else "done", read=read_only)

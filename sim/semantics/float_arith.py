@@ -138,20 +138,6 @@ def decode_add_sub_mul(ins, info):
 _F64_SIGN = np.uint64(1 << 63)
 
 
-def _last_def(info, ins, name: str) -> int:
-    """Index of the textually last instruction before ``ins`` whose destination is register ``name`` (-1: none)."""
-    body = info.function.body
-    for j in range(ins.index - 1, -1, -1):
-        other = body[j]
-        if not other.operands:
-            continue
-        d = other.operands[0]
-        regs = [d] if isinstance(d, ir.Reg) else [e for e in getattr(d, "elems", ()) if isinstance(e, ir.Reg)]
-        if any(r.name == name for r in regs):
-            return j
-    return -1
-
-
 def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     """Which f64 source's NaN the H100 returns when several are NaN, as (source index, xor mask) in priority
     order.  The hardware rule is fixed -- DADD/DMUL/DMNMX return the second SASS operand's NaN, DFMA the second
@@ -168,7 +154,7 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     def key(i):
         op = srcs[i]
         if isinstance(op, ir.Reg):
-            return (0, _last_def(info, ins, op.name), order.get(op.name, len(order)))
+            return (0, ir.last_def(info.function.body, ins.index, op.name), order.get(op.name, len(order)))
         return (1, 0, 0)
 
     zero = np.uint64(0)

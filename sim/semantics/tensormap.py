@@ -200,5 +200,7 @@ def decode_cp_fenceproxy(ins, info):
 
 @semantics("tensormap")
 def decode_other(ins, info):
+    """Any other ``tensormap.*`` opcode (PTX ISA 9.1 defines tensormap.replace; tensormap.cp_fenceproxy is
+    handled above): a located UnsupportedError, never a silent no-op."""
     raise UnsupportedError(f"{ins.full_opcode}: tcsim knows tensormap.replace and tensormap.cp_fenceproxy only",
                            ins.loc)

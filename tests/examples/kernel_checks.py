@@ -39,3 +39,15 @@ def fails_or_diagnosed(mod, launch: Launch, broken: Launch, **run_kw) -> str:
     ok, msg = mod.check(result, launch)
     assert not ok, "a broken kernel still passed the check"
     return msg
+
+
+def mutation_is_caught(mod, launch: Launch, mutate, **run_kw) -> str:
+    """Apply ``mutate`` to the example's PTX (``mod.PTX``): the text must change and still assemble, and the run
+    must either stop with a located diagnostic or fail the check with differing outputs.  Returns the message."""
+    text = mod.PTX.read_text()
+    broken = mutate(text)
+    assert broken != text, "the mutation did not apply"
+    assert_assembles(broken)
+    msg = fails_or_diagnosed(mod, launch, with_ptx(launch, broken), **run_kw)
+    assert msg.startswith("diagnosed") or "differ" in msg, msg
+    return msg
