@@ -196,10 +196,12 @@ def gpu_problem(info: dict | None = None) -> str | None:
     """None when the GPU back end can run sm_100a here, else a one-line reason naming the gather4/scatter4
     requirement (an H100 is sm_90: it has no .tile::gather4 / .tile::scatter4).  ``info`` is
     :func:`hw.launcher.probe`'s description of the GPU; without it the GPU is probed (in a child process)."""
+    from hw.launcher import GpuUnavailable, check_target
+
     if info is None:
         import multiprocessing as mp
 
-        from hw.launcher import GpuUnavailable, _driver, probe
+        from hw.launcher import _driver, probe
 
         try:
             _driver()                           # one line when cuda-python is missing
@@ -209,9 +211,10 @@ def gpu_problem(info: dict | None = None) -> str | None:
             return f"{NEEDS}; the GPU back end cannot run here: {e}"
         except Exception as e:  # noqa: BLE001 - e.g. no libcuda in the child
             return f"{NEEDS}; the GPU back end cannot run here (GPU probe failed: {e})"
-    cc = tuple(info["cc"])
-    if cc != (10, 0):
-        return f"{NEEDS}; this GPU ({info['name']}) is sm_{cc[0]}{cc[1]}, so they cannot run on it"
+    try:
+        check_target("sm_100a", tuple(info["cc"]), info["name"])      # the GPU back end's own rule for .target
+    except GpuUnavailable as e:
+        return f"{NEEDS}; {e}"
     return None
 
 

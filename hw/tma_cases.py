@@ -46,7 +46,8 @@ a time; the cases the documentation defines first, then the probes and faults) a
 inputs, output keys, and tcsim's result or diagnosis at record time) and ``DIR/outputs.npz`` (``<case>:out``,
 the shared-memory dumps and status words; ``<case>:t<k>``, tensors that the case writes).  ``--backend sim``
 runs the simulator instead (how CI tests the harness).  ``install`` stores outputs.npz as ``tma_outputs.npz``
-(hw.golden would take a folder holding meta.json + outputs.npz for one of its cases).
+(hw.golden would take a folder holding meta.json + outputs.npz for one of its cases); ``compare`` and ``install``
+read a folder holding either name.
 ``tests/hw/test_tma_golden.py`` replays ``tests/golden/tma_h100``; on the GPU machine run
 ``bash hw/tma_device_run.sh $OUT``.
 """
@@ -64,6 +65,7 @@ import shlex
 import shutil
 import sys
 import time
+import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +73,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hw.golden import sha256
+from isa.swizzle import SWIZZLE_PERIOD, SWIZZLE_SPAN
 from isa.tensormap import DATA_TYPES, TensorMap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +132,7 @@ class MapSpec:
 
     @property
     def esize(self) -> int:
-        return DATA_TYPES[self.dtype].bits // 8
+        return _esize(self.dtype)
 
     @property
     def n(self) -> tuple:
@@ -258,15 +262,9 @@ class CaseMap(TensorMap):
         alloc = by_id.get(id(self.array))
         if alloc is None:
             raise LaunchError(f"{name}: the tensor of a case map must be a launch argument")
-        plain = TensorMap(dtype=self.dtype, rank=self.rank, global_address=alloc.base + self.byte_offset,
-                          global_dims=self.global_dims, global_strides=self.global_strides, box_dims=self.box_dims,
-                          element_strides=self.element_strides, interleave=self.interleave, swizzle=self.swizzle,
-                          l2_promotion=self.l2_promotion, oob_fill=self.oob_fill)
-        try:
-            return plain.encode()
-        except LaunchError as e:
-            e.message = f"{name}: {e.message}"
-            raise e.with_context()
+        # without an array, TensorMap.encode_for_sim encodes global_address as is
+        at = dataclasses.replace(self, global_address=alloc.base + self.byte_offset, array=None)
+        return TensorMap.encode_for_sim(at, gmem, by_id, name)
 
 
 # ================================================================================================ PTX
@@ -453,7 +451,7 @@ def _rng(name: str) -> np.random.Generator:
 
 
 def _esize(dtype: str) -> int:
-    return DATA_TYPES[dtype].bits // 8
+    return DATA_TYPES[dtype].esize
 
 
 def make_tensor(rng, dtype: str, dims, content="random", pad0=16, pad_outer=1):
@@ -581,9 +579,10 @@ def _edges(dims, box, estr=None):
 # ------------------------------------------------------------------------------------------------ families
 SWIZZLES = ("none", "32B", "64B", "128B")
 ATOMS = ("128B_atom_32B", "128B_atom_32B_flip_8B", "128B_atom_64B")
-SPAN = {"none": 64, "32B": 32, "64B": 64, "128B": 128, "128B_atom_32B": 128, "128B_atom_32B_flip_8B": 128,
-        "128B_atom_64B": 128}
-REPEAT = {"none": 16, "32B": 256, "64B": 512, "128B": 1024}
+#: inner box row (bytes) of the cases per swizzle mode: the mode's span (isa.swizzle); 64 B without a swizzle
+SPAN = {**SWIZZLE_SPAN, "none": 64}
+#: bytes after which the swizzle pattern repeats (isa.swizzle); without a swizzle, the 16-byte box alignment
+REPEAT = {**SWIZZLE_PERIOD, "none": 16}
 
 
 def _fam_swizzle():
@@ -777,8 +776,8 @@ def _fam_store():
                                      [(2, 1), (dims[0] - inner // 2, 20 - 5)], (inner, 12), swizzle=sw))
     for r in range(1, 6):
         dims, box = RANK_DIMS[r], RANK_BOX[r]
-        far = [tuple(dims[i] - box[i] // 2 - (0 if i != d else 0) if i == d else max(0, (dims[i] - box[i]) // 2)
-                     for i in range(r)) for d in range(r)]
+        far = [tuple(dims[i] - box[i] // 2 if i == d else max(0, (dims[i] - box[i]) // 2) for i in range(r))
+               for d in range(r)]
         corner = tuple(d - max(1, b // 2) for d, b in zip(dims, box))
         inner = tuple(max(0, (d - b) // 2) for d, b in zip(dims, box))
         boxes = [inner] + far + [corner]
@@ -1119,7 +1118,11 @@ def _float_view(dtype: str):
 def model_reduce(redop: str, dtype: str, old: np.ndarray, src: np.ndarray) -> np.ndarray:
     """Element-wise ``old <redop> src`` (uint views of the map's type), PTX semantics: integer ops wrap; inc/dec
     as atom.inc/dec; float add rounds to nearest even once, subnormals kept; f16/bf16 min/max: a NaN loses to a
-    number, two NaNs give the canonical NaN, -0 < +0."""
+    number, two NaNs give the canonical NaN, -0 < +0.
+
+    Part of the documented model: written from the PTX ISA (tma.md §2), deliberately independent of the
+    simulator's ``sim.semantics.bulk_tensor.reduce_elements`` (scalar integer arithmetic, its own NaN
+    assumption :data:`MODEL_NAN`), so that ``check`` compares two readings of the documentation."""
     es = _esize(dtype)
     ut = _UINT[es]
     top = (1 << (8 * es)) - 1
@@ -1235,16 +1238,6 @@ def model(case: TmaCase):
 
 
 # ================================================================================================ digests
-def sha256(x) -> str:
-    h = hashlib.sha256()
-    if isinstance(x, np.ndarray):
-        h.update(f"{x.dtype.str}{list(x.shape)}".encode())
-        h.update(np.ascontiguousarray(x).tobytes())
-    else:
-        h.update(x if isinstance(x, bytes) else str(x).encode())
-    return h.hexdigest()
-
-
 def inputs_digest(case: TmaCase) -> str:
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(case.img).tobytes())
@@ -1435,11 +1428,39 @@ def status_text(case: TmaCase, out: np.ndarray) -> str:
 
 
 # ================================================================================================ compare
+class RecordError(ValueError):
+    """A record folder that cannot be used (one-line reason; the CLI prints it instead of a traceback)."""
+
+
+def outputs_file(d: Path) -> Path:
+    """The record's arrays: ``outputs.npz`` as ``record`` writes it, or ``tma_outputs.npz`` as ``install`` stores
+    it.  :class:`RecordError` when neither is there."""
+    for name in (OUTPUTS, INSTALLED_OUTPUTS):
+        if (Path(d) / name).is_file():
+            return Path(d) / name
+    raise RecordError(f"{d} holds {META} but neither {OUTPUTS} nor {INSTALLED_OUTPUTS} (copy the whole record folder)")
+
+
 def load_record(d: Path) -> tuple:
-    meta = json.loads((Path(d) / META).read_text())
+    """(meta, {key: array}) of a record folder; :class:`RecordError` when it is not a readable record of this
+    harness."""
     d = Path(d)
-    with np.load(d / (OUTPUTS if (d / OUTPUTS).exists() else INSTALLED_OUTPUTS)) as z:
-        arrays = {k: z[k] for k in z.files}
+    if not (d / META).is_file():
+        if (d / "tma" / META).is_file():
+            raise RecordError(f"{d} holds no {META}; the record folder is {d / 'tma'}")
+        raise RecordError(f"{d} holds no {META}: record it with `bash hw/tma_device_run.sh OUT` on an H100")
+    try:
+        meta = json.loads((d / META).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RecordError(f"{d / META} cannot be read ({e})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("cases"), dict):
+        raise RecordError(f"{d / META} is not a record of hw/tma_cases.py (it has no per-case entries)")
+    p = outputs_file(d)
+    try:
+        with np.load(p) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise RecordError(f"{p} cannot be read as a numpy .npz archive ({e})") from None
     return meta, arrays
 
 
@@ -1453,7 +1474,7 @@ class Verdict:
     skipped: bool = False        # the record holds no GPU answer for this case (UNRECORDED)
 
 
-def compare_case(case: TmaCase, entry: dict, arrays: dict, sim: RunResult | None = None, seed=None) -> Verdict:
+def compare_case(case: TmaCase, entry: dict, arrays: dict) -> Verdict:
     """Simulate ``case`` and compare with the recorded ``entry``: bit-identical outputs when the GPU ran, a
     simulator diagnosis when the GPU reported an error."""
     if entry["status"] != "ok" and entry["error"] in UNRECORDED:
@@ -1463,7 +1484,7 @@ def compare_case(case: TmaCase, entry: dict, arrays: dict, sim: RunResult | None
         return Verdict(case.name, case.family, False,
                        "STALE: the generator now builds a different kernel or inputs; re-record on the GPU",
                        stale=True)
-    sim = sim or run_sim(case, seed=seed)
+    sim = run_sim(case)
     if entry["status"] != "ok":
         gpu = f"GPU: {entry['error']}" + (f" ({_first_line(entry.get('detail'))})" if entry.get("detail") else "")
         if sim.ok:
@@ -1626,26 +1647,23 @@ def _locate(case: TmaCase, key: str, row: int, b: int):
     return f"t{k} byte {flat_b}", (None, 0, lo, lo + 4)
 
 
-def compare_dir(d: Path, patterns=None, jobs: int = 1, log=print, seed=None) -> list:
+def compare_dir(d: Path, patterns=None, jobs: int = 1, log=print) -> list:
     meta, arrays = load_record(d)
     cases = all_cases()
-    names = [n for n in meta["cases"] if not patterns or n in {c.name for c in select(patterns)}]
+    wanted = {c.name for c in select(patterns)} if patterns else None
+    names = [n for n in meta["cases"] if wanted is None or n in wanted]
     missing = [n for n in names if n not in cases]
     verdicts = []
     for n in missing:
         verdicts.append(Verdict(n, meta["cases"][n]["family"], False, "STALE: no such case in the generator any more",
                                 stale=True))
     todo = [n for n in names if n in cases]
-
-    def one(n):
-        return compare_case(cases[n], meta["cases"][n], arrays, seed=seed)
-
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            res = list(pool.map(_compare_worker, [(str(d), n, seed) for n in todo]))
+            res = list(pool.map(_compare_worker, [(str(d), n) for n in todo]))
     else:
-        res = [one(n) for n in todo]
+        res = [compare_case(cases[n], meta["cases"][n], arrays) for n in todo]
     for v in res:
         e = meta["cases"][v.case]
         tag = "agree " if v.agree else "skip  " if v.skipped else "STALE " if v.stale else "DIFFER"
@@ -1667,12 +1685,12 @@ _WORKER_CACHE: dict = {}
 
 
 def _compare_worker(args):
-    d, n, seed = args
+    d, n = args
     if d not in _WORKER_CACHE:
         _WORKER_CACHE.clear()
         _WORKER_CACHE[d] = load_record(Path(d))
     meta, arrays = _WORKER_CACHE[d]
-    return compare_case(all_cases()[n], meta["cases"][n], arrays, seed=seed)
+    return compare_case(all_cases()[n], meta["cases"][n], arrays)
 
 
 def check_model(cases: list, log=print) -> list:
@@ -1703,19 +1721,20 @@ def check_model(cases: list, log=print) -> list:
 
 # ================================================================================================ install
 def install(src: Path, dest: Path = GOLDEN) -> list:
-    """Copy a record directory's meta.json and outputs.npz into ``dest`` (checked: parseable, < 16 MiB each)."""
+    """Copy a record directory's meta.json and outputs.npz (or an installed tma_outputs.npz) into ``dest`` as
+    meta.json and tma_outputs.npz (checked: parseable, complete, < 16 MiB each)."""
     src = Path(src)
     meta, arrays = load_record(src)
+    outputs = outputs_file(src)
     for n, e in meta["cases"].items():
         for spec in e["outputs"].values():
             if spec["key"] not in arrays:
-                raise ValueError(f"{src}: output {spec['key']} of case {n} is missing from {OUTPUTS}")
+                raise RecordError(f"{src}: output {spec['key']} of case {n} is missing from {outputs.name}")
     dest.mkdir(parents=True, exist_ok=True)
     copied = []
-    for name, to in ((META, META), (OUTPUTS if (src / OUTPUTS).exists() else INSTALLED_OUTPUTS, INSTALLED_OUTPUTS)):
-        p = src / name
+    for p, to in ((src / META, META), (outputs, INSTALLED_OUTPUTS)):
         if p.stat().st_size >= 16 << 20:
-            raise ValueError(f"{p} is {p.stat().st_size} bytes (limit 16 MiB)")
+            raise RecordError(f"{p} is {p.stat().st_size} bytes (limit 16 MiB)")
         shutil.copyfile(p, dest / to)
         (dest / to).chmod(0o644)
         copied.append(dest / to)
@@ -1795,7 +1814,12 @@ def main(argv=None) -> int:
         print(_summary(cases))
         return 0
     if args.cmd == "ptx":
-        print(all_cases()[args.name].ptx(), end="")
+        case = all_cases().get(args.name)
+        if case is None:
+            print(f"hw.tma_cases: no case named {args.name!r} (`python -m hw.tma_cases list -v` lists them)",
+                  file=sys.stderr)
+            return 2
+        print(case.ptx(), end="")
         return 0
     if args.cmd == "ptxas":
         bad = ptxas_all(select(args.case))
@@ -1810,22 +1834,27 @@ def main(argv=None) -> int:
         bad = check_model(select(args.case))
         print(f"{len(bad)} case(s) where the simulator and the documented model disagree")
         return 1 if bad else 0
-    if args.cmd in ("install", "compare") and not (Path(args.gpu) / META).exists():
-        print(f"hw.tma_cases: {args.gpu} holds no {META} (record it with `bash hw/tma_device_run.sh OUT` on an H100)",
-              file=sys.stderr)
-        return 2
-    if args.cmd == "install":
-        for p in install(args.gpu, args.dest):
-            print(f"installed {p} ({p.stat().st_size} bytes)")
-        return 0
-    if args.cmd == "compare":
-        v = compare_dir(args.gpu, args.case, jobs=args.jobs)
+    if args.cmd in ("install", "compare"):
+        try:
+            if args.cmd == "install":
+                for p in install(args.gpu, args.dest):
+                    print(f"installed {p} ({p.stat().st_size} bytes)")
+                return 0
+            v = compare_dir(args.gpu, args.case, jobs=args.jobs)
+        except (RecordError, OSError) as e:       # OSError: a dest that cannot be written
+            print(f"hw.tma_cases: {e}", file=sys.stderr)
+            return 2
         return 0 if all(x.agree or x.skipped for x in v) else 1
     # record
     from hw.launcher import GpuUnavailable
 
     command = "python -m hw.tma_cases " + " ".join(shlex.quote(a) for a in argv)
     cases = select(args.case)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"hw.tma_cases: cannot make the record folder {args.out}: {e}", file=sys.stderr)
+        return 2
     try:
         meta = record(args.out, cases, backend=args.backend, jobs=args.jobs, command=command,
                       time_limit=args.time_limit)

@@ -28,9 +28,10 @@ are described in :mod:`sim.semantics.bulk_tensor_gather`):
   run-time faults of :mod:`sim.semantics.bulk_tensor_gather`.
 
 The tensor-map operand is the generic address of the 128-byte map (tcsim's encoding, :mod:`isa.tensormap`)
-in ``.param`` (``[param_name, {...}]``, or a register holding the *generic* address from ``cvta.param`` as
-nvcc and Triton emit; a raw ``.param`` offset in a register is read as a generic address and faults),
-``.const`` or ``.global`` memory; it is read (64-byte aligned) and decoded when the instruction issues (edits
+in ``.param``, ``.const`` or ``.global`` memory: a register holding the *generic* address (from ``cvta.param``
+as nvcc and Triton emit; a raw ``.param`` offset in a register is read as a generic address and faults) or the
+name of a ``.global`` variable (a ``.param`` / ``.const`` / ``.shared`` name is rejected at decode, as ptxas
+does: "State space mismatch"); it is read (64-byte aligned) and decoded when the instruction issues (edits
 made to the map after the issue do not affect the copy).
 
 Model of one box (tma.md §2): ``n_i = ceil(boxDim[i] / elementStrides[i])`` (dim-0 element stride ignored
@@ -48,9 +49,13 @@ destination CTA or its pair peer; with multicast each destination's complete-tx 
 rank parity equals that of the CTA holding ``mbar``.
 
 Faults: a destination/source SMEM address not 16-byte aligned (32 for 128B_atom_32B{_flip_8B}, 64 for
-128B_atom_64B) -> MemoryFault; a store/reduce with a negative start coordinate -> MemoryFault (PTX
-§9.7.9.25.5.1 lists "starting co-ordinates must be non-negative" for the .global.shared::cta direction;
-tma.md marks whether it applies to all types as unsettled (?)); in-bounds elements outside the global
+128B_atom_64B) -> MemoryFault; a tensor map whose rank differs from the instruction's ``.Nd`` -> MemoryFault
+(PTX §9.7.9.25.5.2: ``.dim`` is the tensor's dimensionality; an H100 stops both a ``.3d`` copy through a rank-2
+map and a ``.2d`` copy through a rank-3 map with CUDA_ERROR_ILLEGAL_INSTRUCTION, tests/golden/tma_h100_recorded;
+for prefetch.tensor the same check is assumed (?)); a store/reduce with a negative start coordinate ->
+MemoryFault (PTX §9.7.9.25.5.1 lists "starting co-ordinates must be non-negative" for the .global.shared::cta
+direction; an H100 stops with an illegal instruction for rank 2 and 3, tma.md marks whether it applies to all
+types as unsettled (?)); in-bounds elements outside the global
 allocation, SMEM images outside SMEM, a map not 64-byte aligned or in shared/local memory, bytes that are not
 a valid tensor map -> MemoryFault; the 8-byte-flip swizzle on a store -> VerifyError.
 
@@ -74,6 +79,7 @@ from isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
 from .. import memory as M
 from ..agents.tma import TmaEngine
 from . import bulk_tensor_gather as rows4
+from .bulk_tensor_gather import ILLEGAL
 from .bulk_copy import MBAR, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target, thread_groups
 from .registry import semantics
 
@@ -170,7 +176,17 @@ def _parse(ins):
     return form
 
 
-def _tensor_operand(ins, op, dim, mode="tile"):
+def _declared_space(info, name: str) -> str | None:
+    """State space of the variable or kernel parameter ``name`` as the function sees it (None: not declared)."""
+    if any(p.name == name for p in info.function.params):
+        return "param"
+    for v in list(info.function.locals) + list(info.module.globals):
+        if getattr(v, "name", None) == name:
+            return v.space
+    return None
+
+
+def _tensor_operand(ins, info, op, dim, mode="tile"):
     if not isinstance(op, ir.Address) or op.coords is None:
         raise VerifyError(f"{ins.full_opcode}: expected the tensor operand [tensorMap, {{c0, ...}}], got {op}",
                           ins.loc)
@@ -184,8 +200,19 @@ def _tensor_operand(ins, op, dim, mode="tile"):
         raise VerifyError(f"{ins.full_opcode}: a .{dim}d tensor copy takes {dim} coordinates, got "
                           f"{len(op.coords)}", ins.loc)
     if not isinstance(op.base, (ir.Reg, ir.Sym)):
-        raise VerifyError(f"{ins.full_opcode}: the tensor map must be a parameter name or a register, got "
+        raise VerifyError(f"{ins.full_opcode}: the tensor map must be a .global variable or a register, got "
                           f"{op.base}", ins.loc)
+    if isinstance(op.base, ir.Sym):
+        space = _declared_space(info, op.base.name)
+        if space not in (None, "global"):
+            raise VerifyError(f"{ins.full_opcode}: the tensor map {op.base.name} is named as a .{space} variable, but "
+                              f"the operand is the *generic* address of the map (ptxas: \"State space mismatch "
+                              f"between instruction and address\")", ins.loc,
+                              expected=(f"a register holding the generic address (mov.b64 %rd1, {op.base.name}; "
+                                        f"cvta.{space}.u64 %rd2, %rd1, as nvcc emits) or a .global variable"
+                                        if space in ("param", "const") else "a map in .param, .const or .global "
+                                        "memory") + f" ({SECTION}: tensorMap is the generic address of the map in "
+                                                    f".param, .const or .global space)")
     return op
 
 
@@ -216,7 +243,8 @@ def decode_bulk_tensor(ins, info):
             raise VerifyError(f"{ins.full_opcode}: .tile::scatter4 is a store mode; a prefetch reads (use "
                               f".tile::gather4)", ins.loc)
         _count(ins, 1 + f["hint"])
-        return _make_prefetch(ins, f, _tensor_operand(ins, ops[0], f["dim"], mode), ops[1] if f["hint"] else None)
+        tmap = _tensor_operand(ins, info, ops[0], f["dim"], mode)
+        return _make_prefetch(ins, f, tmap, ops[1] if f["hint"] else None)
     if sp in (["shared::cta", "global"], ["shared::cluster", "global"]) and mode == "tile::scatter4":
         raise VerifyError(f"{ins.full_opcode}: .tile::scatter4 is a store mode (.global.shared::cta); a load into "
                           f"shared memory uses .tile::gather4 (ptxas: \"Illegal modifier '.tile::scatter4'\")",
@@ -238,7 +266,7 @@ def decode_bulk_tensor(ins, info):
                               ins.loc)
         _count(ins, 3 + f["multicast"] + f["hint"])
         dst = _address_operand(ins, ops[0], "[dstMem]")
-        tmap = _tensor_operand(ins, ops[1], f["dim"], mode)
+        tmap = _tensor_operand(ins, info, ops[1], f["dim"], mode)
         mbar = _address_operand(ins, ops[2], "[mbar]")
         k = 3
         mask = None
@@ -254,7 +282,7 @@ def decode_bulk_tensor(ins, info):
             raise VerifyError(f"{ins.full_opcode}: cp.reduce.async.bulk.tensor needs a reduction operation "
                               f"({', '.join('.' + r for r in REDOPS)})", ins.loc)
         _count(ins, 2 + f["hint"])
-        tmap = _tensor_operand(ins, ops[0], f["dim"], mode)
+        tmap = _tensor_operand(ins, info, ops[0], f["dim"], mode)
         src = _address_operand(ins, ops[1], "[srcMem]")
         return _make_store(ins, f, tmap, src, ops[2] if f["hint"] else None)
     raise VerifyError(f"{ins.full_opcode}: state spaces {'.'.join(sp) or '(none)'} do not name a tensor-copy "
@@ -272,10 +300,7 @@ def read_tensor_maps(ctx, op: ir.Address, lanes) -> dict:
     base = op.base
     space = "generic"
     if isinstance(base, ir.Sym):
-        space = ctx.symbol_space(base.name) or "generic"
-        if space not in ("param", "const", "global"):
-            raise MemoryFault(f"tensor map {base.name} is in .{space} memory",
-                              expected="a tensor map in .param, .const or .global memory (PTX ISA §9.7.9.25.5.2)")
+        space = ctx.symbol_space(base.name) or "generic"       # .global (decode rejects the other spaces)
     else:
         for lane in lanes:
             a = int(addrs[lane])
@@ -299,6 +324,21 @@ def read_tensor_maps(ctx, op: ir.Address, lanes) -> dict:
     return out
 
 
+def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
+    """What every tensor instruction checks of the map it read at issue: a layout tcsim executes; a rank equal to
+    the instruction's ``.Nd`` (PTX ISA §9.7.9.25.5.2: ``.dim`` is the dimensionality of the tensor the map
+    describes; on an H100 a mismatch in either direction is CUDA_ERROR_ILLEGAL_INSTRUCTION); the map rules of the
+    four-row modes (:func:`sim.semantics.bulk_tensor_gather.check_map`)."""
+    _check_supported_map(tm, lane)
+    dim = f["dim"]
+    if tm.rank != dim:
+        raise MemoryFault(f"{what}: the instruction is .{dim}d, but the tensor map (lane {lane}) has rank {tm.rank}: "
+                          f"the instruction's dimensionality differs from the map's rank and {ILLEGAL}",
+                          expected=f"a tensor map of rank {dim} for a .{dim}d instruction ({SECTION})")
+    if f["mode"] in rows4.MODES:
+        rows4.check_map(tm, f["mode"], what, lane)
+
+
 def _check_supported_map(tm: TensorMap, lane: int) -> None:
     if tm.data_type.kind == "packed":
         raise UnsupportedError(f"tensor map (lane {lane}) has packed sub-byte data type {tm.dtype}, which tcsim "
@@ -312,9 +352,9 @@ def _coords(ctx, op: ir.Address) -> list:
     return [ctx.read(c, "s32").astype(np.int64) for c in op.coords]
 
 
-def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: int | None = None):
-    """SMEM alignment of a box image of ``nbytes`` (default: one tile box) and the swizzled addresses of its
-    8-byte pieces (bounds-checked)."""
+def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: int):
+    """SMEM alignment of a box image of ``nbytes`` and the swizzled addresses of its 8-byte pieces
+    (bounds-checked)."""
     need = SMEM_ALIGN.get(tm.swizzle, 16)
     if off % need:
         raise MemoryFault(f"{what} = 0x{M.shared_address(cta.rank, off):x} (lane {lane}) is not {need}-byte "
@@ -322,8 +362,6 @@ def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: 
                           + "; the GPU would fault with a misaligned address",
                           expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
                                    f"tma.md §3)")
-    if nbytes is None:
-        nbytes = tm.box_bytes()
     pieces = swizzle(np.int64(off) + np.arange(0, nbytes, 8, dtype=np.int64), tm.swizzle)
     if pieces.size:
         lo, hi = int(pieces.min()), int(pieces.max()) + 8
@@ -349,41 +387,31 @@ def _check_global(ctx, tm: TensorMap, offs, inb, lane: int, what: str):
 
 
 # ---------------------------------------------------------------------------------------------- plans
-# A plan turns (decoded map, start coordinates, lane) into the elements one instruction moves: (byte offsets of
-# the elements relative to the global address, in SMEM image order; their in-bounds flags; the image size in
-# bytes), checking the mode's run-time rules.  Tile mode's are here, the four-row modes' in bulk_tensor_gather.
-def _tile_load_plan(what):
-    def plan(tm: TensorMap, c: list, lane: int):
-        offs, inb = box_geometry(tm, c)
-        return offs, inb, tm.box_bytes()
-
-    return plan
-
-
-def _tile_store_plan(what):
-    def plan(tm: TensorMap, c: list, lane: int):
-        neg = [i for i, v in enumerate(c) if v < 0]
-        if neg:
-            raise MemoryFault(f"{what}: start coordinate c{neg[0]} = {c[neg[0]]} (lane {lane}) is negative",
-                              expected="non-negative starting coordinates for the .global.shared::cta direction "
-                                       "(PTX ISA §9.7.9.25.5.1)")
-        offs, inb = box_geometry(tm, c)
-        return offs, inb, tm.box_bytes()
-
-    return plan
-
-
-def _plan_for(f, what, store: bool):
+def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
+    """The elements one instruction moves: (byte offsets relative to the global address, in SMEM image order;
+    their in-bounds flags; the image size in bytes), after the mode's run-time checks of the coordinates.  Tile
+    mode's box is :func:`box_geometry` (PTX ISA §5.5.3), the four-row modes' :func:`bulk_tensor_gather.plan`
+    (§5.5.3.4).  Stores and reductions (``.global.shared::cta``) need non-negative start coordinates
+    (§9.7.9.25.5.1)."""
     if f["mode"] == "tile":
-        return (_tile_store_plan if store else _tile_load_plan)(what)
-    return (rows4.store_plan if store else rows4.load_plan)(what)
+        offs, inb = box_geometry(tm, c)
+        nbytes = tm.box_bytes()
+    else:
+        offs, inb, nbytes = rows4.plan(tm, f["mode"], c, what, lane)
+    if store:
+        names = rows4.COORD_NAMES if f["mode"] in rows4.MODES else [f"start coordinate c{i}" for i in range(len(c))]
+        for name, v in zip(names, c):
+            if v < 0:
+                raise MemoryFault(f"{what}: {name} = {v} (lane {lane}) is negative; {ILLEGAL}",
+                                  expected="non-negative starting coordinates for the .global.shared::cta direction "
+                                           "(PTX ISA §9.7.9.25.5.1; elements past the high end are dropped instead)")
+    return offs, inb, nbytes
 
 
 # ---------------------------------------------------------------------------------------------- loads
 def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
     what = ins.full_opcode
     cta_group = f["cta_group"]
-    plan = _plan_for(f, what, store=False)
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -400,7 +428,7 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
         for lane in lanes:
             lane = int(lane)
             tm = maps[lane]
-            _check_supported_map(tm, lane)
+            _check_map(tm, f, what, lane)
             c = [int(v[lane]) for v in coords]
             d, mb = int(dst[lane]), int(mbar[lane])
             dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk.tensor destination [dstMem]", lane)
@@ -427,7 +455,7 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 else:
                     s = ctx.cluster.cta_by_rank((t.rank & ~1) | (mcta.rank & 1))
                 signals.append(s)
-            offs, inb, nbytes = plan(tm, c, lane)
+            offs, inb, nbytes = _plan(f, tm, c, what, lane, store=False)
             pieces = None
             for t in targets:
                 pieces = _check_box_smem(t, doff, tm, "cp.async.bulk.tensor destination [dstMem]", lane, nbytes)
@@ -498,21 +526,21 @@ def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) ->
         ft = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}[ptype]
         x, y = a.view(ft).astype(np.float32), b.view(ft).astype(np.float32)
         if redop == "add":
-            r = (x + y).astype(ft)          # one f32 add then one rounding: exact for f16/bf16 (2p+2 <= 24)
-            if ptype == "f32":
-                r = (a.view(np.float32) + b.view(np.float32)).astype(np.float32)
-        else:
-            pick_b = (y < x) if redop == "min" else (y > x)
-            zeros = (x == 0) & (y == 0)
-            sign = uint(8 * es - 1)
-            sb, sa = (b >> sign) & uint(1), (a >> sign) & uint(1)
-            pick_b |= zeros & ((sb > sa) if redop == "min" else (sb < sa))   # min(-0,+0) = -0
-            pick_b |= np.isnan(x) & ~np.isnan(y)                              # NaN loses to a number
-            both_nan = np.isnan(x) & np.isnan(y)
-            r = np.where(pick_b, b, a).astype(uint)
-            r = np.where(both_nan, uint(0x7FFFFFFF if ptype == "f32" else 0x7FFF), r).astype(uint)
-            return r.view(np.uint8).reshape(-1, es)
-        return np.ascontiguousarray(r).view(uint).view(np.uint8).reshape(-1, es)
+            # one f32 add then one rounding (exact for f16/bf16: 2p+2 <= 24); overflow to infinity and
+            # inf + -inf = NaN are the intended IEEE results, not accidents: no numpy warnings
+            with np.errstate(over="ignore", invalid="ignore"):
+                r = (x + y).astype(ft)
+            return np.ascontiguousarray(r).view(uint).view(np.uint8).reshape(-1, es)
+        pick_b = (y < x) if redop == "min" else (y > x)
+        zeros = (x == 0) & (y == 0)
+        sign = uint(8 * es - 1)
+        sb, sa = (b >> sign) & uint(1), (a >> sign) & uint(1)
+        pick_b |= zeros & ((sb > sa) if redop == "min" else (sb < sa))   # min(-0,+0) = -0
+        pick_b |= np.isnan(x) & ~np.isnan(y)                              # NaN loses to a number
+        both_nan = np.isnan(x) & np.isnan(y)
+        r = np.where(pick_b, b, a).astype(uint)
+        r = np.where(both_nan, uint(0x7FFFFFFF if ptype == "f32" else 0x7FFF), r).astype(uint)
+        return r.view(np.uint8).reshape(-1, es)
     if ptype[0] == "s":
         sint = {4: np.int32, 8: np.int64}[es]
         x, y = a.view(sint), b.view(sint)
@@ -541,7 +569,6 @@ def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) ->
 def _make_store(ins, f, tmap_op, src_op, policy_op):
     what = ins.full_opcode
     redop = f["redop"]
-    plan = _plan_for(f, what, store=True)
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -556,7 +583,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
         for lane in lanes:
             lane = int(lane)
             tm = maps[lane]
-            _check_supported_map(tm, lane)
+            _check_map(tm, f, what, lane)
             if tm.swizzle == "128B_atom_32B_flip_8B":
                 raise VerifyError(f"{what}: swizzle 128B_atom_32B_flip_8B is only valid for loads "
                                   f"(global -> shared)", expected="a tensor map with another swizzle mode")
@@ -567,7 +594,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
                     raise VerifyError(f"{what}: .{redop} is not defined for tensor-map data type {tm.dtype}",
                                       expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)")
             c = [int(v[lane]) for v in coords]
-            offs, inb, nbytes = plan(tm, c, lane)
+            offs, inb, nbytes = _plan(f, tm, c, what, lane, store=True)
             s = int(src[lane])
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk.tensor source [srcMem]", lane)
             pieces = _check_box_smem(scta, soff, tm, "cp.async.bulk.tensor source [srcMem]", lane, nbytes)
@@ -606,15 +633,12 @@ def _make_prefetch(ins, f, tmap_op, policy_op):
         lanes = ctx.lane_ids()
         if lanes.size == 0:
             return
-        coords = _coords(ctx, tmap_op)
+        _coords(ctx, tmap_op)                   # read like a copy's, though a prefetch moves nothing
         if policy_op is not None:
             ctx.read(policy_op, "b64")
         maps = read_tensor_maps(ctx, tmap_op, lanes)
         for lane in lanes:
-            _check_supported_map(maps[int(lane)], int(lane))
-            if f["mode"] == "tile::gather4":
-                rows4.check_prefetch(maps[int(lane)], ins.full_opcode, int(lane))
-            _ = [int(v[lane]) for v in coords]
+            _check_map(maps[int(lane)], f, ins.full_opcode, int(lane))
         ctx.emit_sync("prefetch", what=ins.full_opcode)
 
     return run

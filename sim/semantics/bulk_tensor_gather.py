@@ -6,10 +6,10 @@ PTX ISA 9.1 §5.5.3.4 (``.tile::scatter4`` and ``.tile::gather4`` modes), §5.5.
 §9.7.9.25.5.1 (restrictions on tensor copies: the ``.global.shared::cta`` direction); tma.md §2; the Triton/Gluon
 tutorial "Native TMA Gather and Scatter" (shared/seeds/003) for what the hardware checks at run time.
 
-This module holds only what differs from tile mode -- the geometry of the four boxes and the checks of the
-map and the coordinates.  The issue/completion halves (SMEM image, swizzle, multicast, ``.cta_group``,
+This module holds only what differs from tile mode -- the geometry of the four boxes, the map rule and the
+column check.  The issue/completion halves (SMEM image, swizzle, multicast, ``.cta_group``,
 complete-tx, bulk async-groups, the TMA engine and the observation bus) are tile mode's, in
-:mod:`sim.semantics.bulk_tensor`, which calls :func:`load_plan` / :func:`store_plan` for these modes.
+:mod:`sim.semantics.bulk_tensor`, which calls :func:`check_map` and :func:`plan` for these modes.
 
 Model (PTX §5.5.3.4, §5.5.3.4.1):
 
@@ -27,15 +27,20 @@ Model (PTX §5.5.3.4, §5.5.3.4.1):
   ``4 * n_0 * esize`` bytes, however much of it is out of bounds (tile-mode rule; Triton's ``async_gather``
   expects ``BLOCK_X * BLOCK_Y * esize`` for BLOCK_X / 4 instructions).
 
-Faults (raised at issue, located at the instruction):
+Faults (raised at issue, located at the instruction; the common ones are checked by
+:mod:`sim.semantics.bulk_tensor` for every mode):
 
 * the column's byte offset ``col * esize`` not a multiple of 16 -> :class:`MemoryFault`: the GPU checks this at
   run time and stops the kernel with an illegal instruction (CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal
   instruction was encountered"; the tutorial's ``test_illegal_gather``), for gather4 and scatter4;
-* scatter4 with a negative column or row coordinate -> :class:`MemoryFault` (illegal instruction on the GPU, per
-  the tutorial; PTX §9.7.9.25.5.1: "starting co-ordinates ... must be non-negative" for ``.global.shared::cta``);
-* a map that is not 2-D or whose boxDim[1] is not 1 (PTX §5.5.3.4, §5.5.3.4.1) -> :class:`VerifyError`
-  naming the rule (the GPU result is undefined; an illegal-instruction error is expected (?));
+* scatter4 with a negative column or row coordinate -> :class:`MemoryFault`, tile mode's rule for the
+  ``.global.shared::cta`` direction (PTX §9.7.9.25.5.1: "starting co-ordinates ... must be non-negative"; illegal
+  instruction on the GPU, per the tutorial);
+* a map that is not 2-D -> tile mode's :class:`MemoryFault` for a map whose rank differs from the instruction's
+  ``.2d`` (illegal instruction on the GPU);
+* a 2-D map whose boxDim[1] is not 1 (PTX §5.5.3.4.1) -> :class:`VerifyError` naming the rule (the GPU result
+  is undefined; an illegal-instruction error is expected (?)); interleaved maps (PTX §5.5.3.4 excludes them) stop
+  earlier, at tile mode's UnsupportedError;
 * SMEM destination/source alignment and bounds, mbarrier, multicast and map faults: exactly tile mode's (16 B;
   32 B / 64 B under the 128B_atom_32B / 128B_atom_64B swizzles).
 * Form errors ptxas rejects (caught at decode, :class:`VerifyError` with file:line:col): ``.tile::gather4`` /
@@ -62,18 +67,17 @@ from isa.tensormap import ROWS4, TensorMap
 
 #: the load modes of this module
 MODES = ("tile::gather4", "tile::scatter4")
-#: ``{col, row0, row1, row2, row3}``
-NCOORDS = 1 + ROWS4
+#: ``{col, row0, row1, row2, row3}``, as the diagnostics name them
+COORD_NAMES = ("column coordinate col",) + tuple(f"row coordinate row{k}" for k in range(ROWS4))
+NCOORDS = len(COORD_NAMES)
 MODES_SECTION = "PTX ISA §5.5.3.4"
+#: how a fault the GPU reports as an illegal instruction is worded (also used by :mod:`.bulk_tensor`)
 ILLEGAL = "the GPU stops the kernel with an illegal instruction (CUDA_ERROR_ILLEGAL_INSTRUCTION)"
 
 
-def coord_names() -> tuple:
-    return ("col",) + tuple(f"row{k}" for k in range(ROWS4))
-
-
 def check_map(tm: TensorMap, mode: str, what: str, lane: int) -> None:
-    """The map rules of the four-row modes (2-D, boxDim[1] == 1, no interleave): VerifyError otherwise."""
+    """PTX ISA §5.5.3.4 / §5.5.3.4.1: the map rules of the four-row modes (2-D, boxDim[1] == 1, no interleave);
+    VerifyError otherwise."""
     problem = tm.rows4_problem()
     if problem is not None:
         raise VerifyError(f"{what}: the tensor map (lane {lane}) cannot be used with .{mode}: {problem}; on the GPU "
@@ -83,7 +87,8 @@ def check_map(tm: TensorMap, mode: str, what: str, lane: int) -> None:
 
 
 def check_column(tm: TensorMap, mode: str, col: int, what: str, lane: int) -> None:
-    """The column's byte offset must be a multiple of 16 (run-time check of the GPU)."""
+    """The column's byte offset must be a multiple of 16 (a run-time check of the GPU that PTX ISA §5.5.3.4 does
+    not state; the Triton/Gluon tutorial documents it)."""
     es = tm.esize
     if (col * es) % 16:
         per = 16 // es if es < 16 else 1
@@ -95,21 +100,9 @@ def check_column(tm: TensorMap, mode: str, col: int, what: str, lane: int) -> No
                                    f"gather/scatter documents this run-time check")
 
 
-def check_non_negative(coords, what: str, lane: int) -> None:
-    """scatter4 (direction .global.shared::cta): every start coordinate must be non-negative."""
-    for name, v in zip(coord_names(), coords):
-        if v < 0:
-            raise MemoryFault(f"{what}: {'column' if name == 'col' else 'row'} coordinate {name} = {v} (lane "
-                              f"{lane}) is negative; .tile::scatter4 stores need non-negative start coordinates "
-                              f"and {ILLEGAL}",
-                              expected="non-negative column and row coordinates for the .global.shared::cta "
-                                       "direction (PTX ISA §9.7.9.25.5.1; out-of-bounds rows/columns at the high "
-                                       "end are dropped instead)")
-
-
 def rows4_geometry(tm: TensorMap, col: int, rows) -> tuple[np.ndarray, np.ndarray]:
-    """Byte offsets (relative to the global address) and in-bounds flags of the ``4 * n_0`` elements of the
-    four row boxes, in SMEM image order (row k, then column), flat."""
+    """PTX ISA §5.5.3.4.1: byte offsets (relative to the global address) and in-bounds flags of the ``4 * n_0``
+    elements of the four one-row boxes, in SMEM image order (row k, then column), flat."""
     n0 = tm.traversed()[0]
     es = tm.esize
     g = np.int64(col) + np.arange(n0, dtype=np.int64)
@@ -119,34 +112,12 @@ def rows4_geometry(tm: TensorMap, col: int, rows) -> tuple[np.ndarray, np.ndarra
     return offs.reshape(-1), inb.reshape(-1)
 
 
-def _plan(mode: str, what: str, store: bool):
-    def plan(tm: TensorMap, coords: list, lane: int):
-        check_map(tm, mode, what, lane)
-        if len(coords) != NCOORDS:        # decode guarantees it; kept for direct callers
-            raise VerifyError(f"{what}: .{mode} takes {NCOORDS} coordinates {{col, row0..row3}}, got {len(coords)}")
-        check_column(tm, mode, coords[0], what, lane)
-        if store:
-            check_non_negative(coords, what, lane)
-        offs, inb = rows4_geometry(tm, coords[0], coords[1:])
-        return offs, inb, tm.rows4_bytes()
-
-    return plan
+def plan(tm: TensorMap, mode: str, coords: list, what: str, lane: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """PTX ISA §5.5.3.4: ``(offsets, in_bounds, nbytes)`` of one ``.tile::gather4`` / ``.tile::scatter4`` at
+    ``{col, row0..row3}`` (the image is four rows, :meth:`TensorMap.rows4_bytes` bytes), after the column check."""
+    check_column(tm, mode, coords[0], what, lane)
+    offs, inb = rows4_geometry(tm, coords[0], coords[1:])
+    return offs, inb, tm.rows4_bytes()
 
 
-def load_plan(what: str):
-    """``plan(tm, coords, lane) -> (offsets, in_bounds, nbytes)`` for a ``.tile::gather4`` load."""
-    return _plan("tile::gather4", what, store=False)
-
-
-def store_plan(what: str):
-    """``plan(tm, coords, lane) -> (offsets, in_bounds, nbytes)`` for a ``.tile::scatter4`` store."""
-    return _plan("tile::scatter4", what, store=True)
-
-
-def check_prefetch(tm: TensorMap, what: str, lane: int) -> None:
-    """``cp.async.bulk.prefetch.tensor.2d.L2.global.tile::gather4``: the map must suit the mode."""
-    check_map(tm, "tile::gather4", what, lane)
-
-
-__all__ = ["MODES", "NCOORDS", "check_map", "check_column", "check_non_negative", "rows4_geometry", "load_plan",
-           "store_plan", "check_prefetch"]
+__all__ = ["MODES", "COORD_NAMES", "NCOORDS", "ILLEGAL", "check_map", "check_column", "rows4_geometry", "plan"]

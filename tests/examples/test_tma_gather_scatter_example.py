@@ -17,7 +17,7 @@ from sim.agents.tma import TmaParams
 from sim.launch import run_launch
 
 import examples.tma_gather_scatter as gs
-from kernel_checks import assert_assembles, fails_or_diagnosed, run_checked, with_ptx
+from kernel_checks import assert_assembles, fails_or_diagnosed, mutation_is_caught, run_checked
 
 SWEEP = gs.sweep()
 
@@ -93,25 +93,23 @@ def test_consumer_that_skips_the_mbarrier_wait_fails():
     kernel gives the same bits under that timing as under the default one (DESIGN.md principle 5)."""
     launch = gs.make_case(gs.Case("gather", "fp32", 128, 16, 0))
     run_checked(gs, launch, tma_params=SLOW_TMA)
-    text = gs.PTX.read_text()
     # test_wait does not block (try_wait may): drop the retry loop and the wait is gone
-    broken = text.replace("\t@!%p5 bra \t$L_wait;\n", "").replace("mbarrier.try_wait.parity",
-                                                                    "mbarrier.test_wait.parity")
-    assert broken != text
-    assert_assembles(broken, "sm_100a")
-    msg = fails_or_diagnosed(gs, launch, with_ptx(launch, broken), tma_params=SLOW_TMA)
-    assert "differ" in msg or "diagnosed" in msg
+    mutation_is_caught(gs, launch, lambda text: text.replace("\t@!%p5 bra \t$L_wait;\n", "").replace(
+        "mbarrier.try_wait.parity", "mbarrier.test_wait.parity"), tma_params=SLOW_TMA)
 
 
 def test_scatter_under_a_slow_tma_is_unchanged():
     run_checked(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)), tma_params=SLOW_TMA)
 
 
-def test_scatter_without_the_proxy_fence_still_assembles_and_the_right_one_passes():
-    # control for the fence: removing it must keep legal PTX (tcsim's proxy model may or may not flag it)
-    text = gs.PTX.read_text()
-    assert "fence.proxy.async.shared::cta;" in text
-    assert_assembles(text.replace("\tfence.proxy.async.shared::cta;\n", ""), "sm_100a")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known gap: tcsim does not model the generic->async proxy ordering of SMEM yet")
+def test_scatter_without_the_proxy_fence_is_caught():
+    """The generic-proxy st.shared of the tile must be fenced (fence.proxy.async.shared::cta) before the TMA (async
+    proxy) reads it; without the fence the GPU may scatter stale bytes.  The mutation assembles, but tcsim still
+    reproduces the right tensor (strict xfail: the day tcsim catches it, this XPASSes and the mark goes)."""
+    mutation_is_caught(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)),
+                       lambda text: text.replace("\tfence.proxy.async.shared::cta;\n", ""))
 
 
 def test_tutorials_illegal_gather_misaligned_y_offset():

@@ -70,16 +70,28 @@ def model_smem(img, dst, mode, size):
 
 
 # ---------------------------------------------------------------------------------------------- kernels
-def load_kernel(dim, smem=8192, dst_space="shared::cluster", mods="", tmap_expr="tmap", prologue="",
-                dst_off="0"):
-    cs = ", ".join(f".param .s32 c{i}" for i in range(dim))
-    regs = ", ".join(f"%r{10 + i}" for i in range(dim))
-    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(dim))
+#: the generic address of the ``tmap`` parameter in %rd2, as nvcc emits it (ptxas rejects the parameter's name as
+#: the tensor-map operand: "State space mismatch")
+CVTA = "mov.b64 %rd20, tmap;\n  cvta.param.u64 %rd2, %rd20;"
+WAIT_PHASE0 = "WAIT:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n  @!%p1 bra WAIT;\n"
+
+
+def load_kernel(dim, smem=8192, dst_space="shared::cluster", mods="", tmap_expr="%rd2", prologue="", mode="tile",
+                ncoords=None, issue=None, wait=True):
+    """One thread: mbarrier.init, expect_tx(nbytes), one tensor load of {c0, ...} (``ncoords`` of them, default
+    ``dim``) into buf + doff, wait for phase 0.  ``issue`` replaces the load instruction."""
+    n = dim if ncoords is None else ncoords
+    cs = ", ".join(f".param .s32 c{i}" for i in range(n))
+    regs = ", ".join(f"%r{10 + i}" for i in range(n))
+    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(n))
+    issue = issue or (f"cp.async.bulk.tensor.{dim}d.{dst_space}.global.{mode}.mbarrier::complete_tx::bytes{mods} "
+                      f"[%r2], [{tmap_expr}, {{{regs}}}], [%r1];")
     return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes, .param .u32 doff, {cs})
 {{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
+  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>; .reg .b16 %rs<4>;
   .shared .align 1024 .b8 buf[{smem}];
   .shared .align 8 .b64 bar;
+  {CVTA}
   mov.u32 %r1, bar;
   mov.u32 %r2, buf;
   ld.param.u32 %r3, [nbytes];
@@ -89,11 +101,8 @@ def load_kernel(dim, smem=8192, dst_space="shared::cluster", mods="", tmap_expr=
   {prologue}
   mbarrier.init.shared::cta.b64 [%r1], 1;
   mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;
-  cp.async.bulk.tensor.{dim}d.{dst_space}.global.tile.mbarrier::complete_tx::bytes{mods} [%r2], [{tmap_expr}, {{{regs}}}], [%r1];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-  ret;
+  {issue}
+{WAIT_PHASE0 if wait else ""}  ret;
 }}
 """
 
@@ -225,6 +234,7 @@ MC = HEAD + """
   .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>; .reg .b16 %rs<4>;
   .shared .align 1024 .b8 buf[2048];
   .shared .align 8 .b64 bar;
+  @CVTA@
   mov.u32 %r1, bar;
   mov.u32 %r2, buf;
   ld.param.u32 %r3, [nbytes];
@@ -246,14 +256,20 @@ SKIP:
 """
 
 
+def cluster_kernel(expect: str, issue: str, skipwait: str) -> str:
+    """:data:`MC` with its holes filled: ``expect`` after mbarrier.init (before the cluster barrier), ``issue``
+    after it, ``skipwait`` before the phase-0 wait loop (``bra SKIP;`` to leave it out).  The map's generic address
+    is in %rd2."""
+    return MC.replace("@CVTA@", CVTA).replace("@EXPECT@", expect).replace("@ISSUE@", issue).replace("@SKIPWAIT@", skipwait)
+
+
 def test_multicast_tensor_load():
     A = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
     tm = TensorMap.tiled(A, (8, 32), swizzle="128B")
-    ptx = MC.replace("@EXPECT@", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;").replace(
-        "@ISSUE@", """setp.ne.u32 %p2, %r9, 1;
+    ptx = cluster_kernel("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;", """setp.ne.u32 %p2, %r9, 1;
   @%p2 bra WAIT;
   mov.u16 %rs1, 0xF;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [tmap, {0, 8}], [%r1], %rs1;""").replace("@SKIPWAIT@", "")
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [%rd2, {0, 8}], [%r1], %rs1;""", "")
     res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(4, 1, 1), cluster=(4, 1, 1), args=[tm, tm.box_bytes()]))
     exp = model_smem(model_box(A, (0, 8), (8, 32)), 0, "128B", 2048)
     for cta in res.simulation.ctas:
@@ -264,11 +280,11 @@ def test_cta_group_2_signals_the_even_peer():
     # both CTAs of the pair load their own box; both complete-tx go to the even CTA's barrier (CUTLASS 2-SM)
     A = np.arange(32 * 32, dtype=np.uint32).reshape(32, 32)
     tm = TensorMap.tiled(A, (8, 32))
-    ptx = MC.replace("@EXPECT@", """setp.eq.u32 %p3, %r9, 0;
+    ptx = cluster_kernel("""setp.eq.u32 %p3, %r9, 0;
   shl.b32 %r4, %r3, 1;
-  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r4;""").replace("@ISSUE@", """and.b32 %r5, %r1, 0xFEFFFFFF;
+  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r4;""", """and.b32 %r5, %r1, 0xFEFFFFFF;
   shl.b32 %r6, %r9, 3;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%r2], [tmap, {0, %r6}], [%r5];""").replace("@SKIPWAIT@", "@!%p3 bra SKIP;")
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [%r2], [%rd2, {0, %r6}], [%r5];""", "@!%p3 bra SKIP;")
     res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, tm.box_bytes()]))
     for rank, cta in enumerate(res.simulation.ctas):
         exp = model_smem(model_box(A, (0, 8 * rank), (8, 32)), 0, "none", 2048)
@@ -280,38 +296,42 @@ def test_cta_group_2_signals_the_even_peer():
 def test_cta_group_1_mbarrier_in_other_cta_faults():
     A = np.arange(32 * 32, dtype=np.uint32).reshape(32, 32)
     tm = TensorMap.tiled(A, (8, 32))
-    ptx = MC.replace("@EXPECT@", "").replace("@ISSUE@", """and.b32 %r5, %r1, 0xFEFFFFFF;
+    ptx = cluster_kernel("", """and.b32 %r5, %r1, 0xFEFFFFFF;
   setp.ne.u32 %p2, %r9, 1;
   @%p2 bra SKIP;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [tmap, {0, 0}], [%r5];""").replace("@SKIPWAIT@", "bra SKIP;")
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [%rd2, {0, 0}], [%r5];""", "bra SKIP;")
     with pytest.raises(MemoryFault, match=r"mbarrier \[mbar\] = 0x800 \(lane 0\) is in CTA \(0,0,0\), but with "
                                           r"\.cta_group::1 it must be in the destination CTA CTA \(1,0,0\)"):
         run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, tm.box_bytes()]))
 
 
 # ---------------------------------------------------------------------------------------------- stores
-def store_kernel(dim, smem=4096, op="cp.async.bulk.tensor", mods=".tile.bulk_group"):
-    cs = ", ".join(f".param .s32 c{i}" for i in range(dim))
-    regs = ", ".join(f"%r{10 + i}" for i in range(dim))
-    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(dim))
+def store_kernel(dim, smem=4096, op="cp.async.bulk.tensor", mods=".tile.bulk_group", ncoords=None, tmap_expr="%rd2",
+                 prologue="", issue=None):
+    """Bulk-copy ``image`` into buf, then one tensor store/reduce of buf at {c0, ...} (``ncoords`` of them,
+    default ``dim``); commit and wait.  ``issue`` replaces the store instruction."""
+    n = dim if ncoords is None else ncoords
+    cs = ", ".join(f".param .s32 c{i}" for i in range(n))
+    regs = ", ".join(f"%r{10 + i}" for i in range(n))
+    lds = "\n  ".join(f"ld.param.s32 %r{10 + i}, [c{i}];" for i in range(n))
+    issue = issue or f"{op}.{dim}d.global.shared::cta{mods} [{tmap_expr}, {{{regs}}}], [%r2];"
     return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u64 tensor, .param .u64 image,
                                   .param .u32 nbytes, {cs})
 {{
   .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
   .shared .align 1024 .b8 buf[{smem}];
   .shared .align 8 .b64 bar;
+  {CVTA}
   mov.u32 %r1, bar;
   mov.u32 %r2, buf;
   ld.param.u64 %rd1, [image];
   ld.param.u32 %r3, [nbytes];
   {lds}
+  {prologue}
   mbarrier.init.shared::cta.b64 [%r1], 1;
   mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {smem};
   cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r2], [%rd1], {smem}, [%r1];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-  {op}.{dim}d.global.shared::cta{mods} [tmap, {{{regs}}}], [%r2];
+{WAIT_PHASE0}  {issue}
   cp.async.bulk.commit_group;
   cp.async.bulk.wait_group 0;
   ret;
@@ -410,6 +430,21 @@ def test_reduce_type_not_allowed():
         run_store(T, (4, 16), (0, 0), op="cp.reduce.async.bulk.tensor", mods=".xor.tile.bulk_group")
 
 
+@pytest.mark.parametrize("ptype, dtype", [("f32", np.float32), ("f16", np.float16), ("bf16", ml_dtypes.bfloat16)])
+def test_reduce_add_ieee_specials_without_numpy_warnings(ptype, dtype):
+    """Overflow rounds to infinity and inf + -inf is NaN (IEEE 754 round-to-nearest); numpy must not warn."""
+    import warnings
+    from sim.semantics.bulk_tensor import reduce_elements
+    big = float(ml_dtypes.finfo(dtype).max)
+    old = np.array([big, np.inf, -big, 1.0], np.float32).astype(dtype)
+    src = np.array([big, -np.inf, -big, 2.0], np.float32).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raw = reduce_elements("add", ptype, old.view(np.uint8).reshape(4, -1), src.view(np.uint8).reshape(4, -1))
+    got = raw.reshape(-1).view(dtype).astype(np.float64)
+    assert got[0] == np.inf and np.isnan(got[1]) and got[2] == -np.inf and got[3] == 3.0
+
+
 # ---------------------------------------------------------------------------------------------- faults
 def test_fault_destination_misaligned():
     A = np.zeros((16, 16), np.float32)
@@ -440,8 +475,9 @@ def test_fault_map_in_shared_memory():
 
 def test_fault_not_a_tensor_map():
     ptx = load_kernel(2)
-    with pytest.raises(MemoryFault, match="the tensor map at 0x0 \\(lane 0\\) is not valid: the 128 bytes used "
-                                          "as a tensor map do not hold one"):
+    from sim.memory import PARAM_WINDOW           # tmap is the kernel's first parameter: generic param address + 0
+    with pytest.raises(MemoryFault, match=f"the tensor map at 0x{PARAM_WINDOW:x} \\(lane 0\\) is not valid: the 128 "
+                                          "bytes used as a tensor map do not hold one"):
         run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128), 64, 0, 0, 0]))
 
 
@@ -468,6 +504,44 @@ def test_fault_tensor_outside_allocation():
         run_launch(Launch(ptx=load_kernel(2), block=(1, 1, 1), args=[tm, 64, 0, 0, 20]))
 
 
+PREFETCH = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes, .param .u32 doff)
+{{
+  .reg .b64 %rd<40>;
+  {cvta}
+  cp.async.bulk.prefetch.tensor.{dim}d.L2.global.tile [%rd2, {{{coords}}}];
+  ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("dim, shape, box", [(3, (16, 32), (4, 8)),           # .3d through a rank-2 map
+                                             (2, (4, 16, 32), (2, 4, 8))])    # .2d through a rank-3 map
+@pytest.mark.parametrize("kind", ["load", "store", "reduce", "prefetch"])
+def test_fault_instruction_dimensionality_differs_from_map_rank(kind, dim, shape, box):
+    """On an H100 both directions stop with CUDA_ERROR_ILLEGAL_INSTRUCTION (tests/golden/tma_h100_recorded,
+    fault_dim_mismatch_*); tcsim stops with a located MemoryFault instead of running silently (.3d on rank 2) or
+    failing inside the box geometry (.2d on rank 3)."""
+    A = np.zeros(shape, np.float32)
+    tm = TensorMap.tiled(A, box)
+    coords = (0,) * dim
+    if kind == "load":
+        ptx, args = load_kernel(dim), [tm, tm.box_bytes(), 0, *coords]
+    elif kind == "prefetch":
+        ptx, args = PREFETCH.format(dim=dim, coords=", ".join(map(str, coords)), cvta=CVTA), [tm, 0, 0]
+    else:
+        mods = ".tile.bulk_group" if kind == "store" else ".add.tile.bulk_group"
+        op = "cp.async.bulk.tensor" if kind == "store" else "cp.reduce.async.bulk.tensor"
+        ptx, args = store_kernel(dim, op=op, mods=mods), [tm, A, np.zeros(4096, np.uint8), tm.box_bytes(), *coords]
+    with pytest.raises(MemoryFault) as ei:
+        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=args))
+    e = ei.value
+    assert (f"the instruction is .{dim}d, but the tensor map (lane 0) has rank {len(shape)}: the instruction's "
+            f"dimensionality differs from the map's rank and the GPU stops the kernel with an illegal instruction "
+            f"(CUDA_ERROR_ILLEGAL_INSTRUCTION)") in e.message, e.message
+    assert f"a tensor map of rank {dim} for a .{dim}d instruction" in e.expected
+    assert e.loc is not None and e.loc.line > 0 and f".{dim}d." in e.loc.text and "warp 0" in e.where
+
+
 @pytest.mark.parametrize("form, err, msg", [
     ("cp.async.bulk.tensor.3d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes [%r1], "
      "[tmap, {0, 1, 2, 3, 4}], [%r2];", VerifyError, "cannot be combined with .tile::gather4"),
@@ -492,16 +566,59 @@ def test_decode_diagnostics(form, err, msg):
         run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128)]))
 
 
+@pytest.mark.parametrize("decl, operand, space", [
+    ("", "tmap", "param"),                                   # the kernel parameter's name
+    (".const .align 64 .b8 cmap[128];", "cmap", "const"),
+    (".shared .align 64 .b8 smap[128];", "smap", "shared"),
+    (".global .align 64 .b8 gmap[128];", "gmap", None),      # a .global name is a generic address: accepted
+])
+def test_tensor_map_operand_must_be_a_generic_address(decl, operand, space):
+    """PTX ISA §9.7.9.25.5.2: tensorMap is the generic address of the map; ptxas 13.0 rejects the name of a
+    .param / .const / .shared variable ("State space mismatch"), and so does tcsim, at decode, located."""
+    from isa.ptxas import assemble
+    from sim.cli import check_ptx_text
+    ptx = HEAD + decl + f"""
+.visible .entry k(.param .align 64 .b8 tmap[128])
+{{
+  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [{operand}, {{0, 0}}];
+  ret;
+}}
+"""
+    errors = check_ptx_text(ptx, "k.ptx")
+    r = assemble(ptx, "sm_100a")
+    if space is None:
+        assert errors == [] and (r is None or r[0] == 0)
+        return
+    assert len(errors) == 1 and isinstance(errors[0], VerifyError), errors
+    e = errors[0]
+    assert f"the tensor map {operand} is named as a .{space} variable" in e.message, e.message
+    assert "State space mismatch" in e.message
+    assert (f"cvta.{space}.u64" if space != "shared" else "a map in .param, .const or .global memory") in e.expected
+    assert (e.loc.line, e.loc.col) == (ptx.splitlines().index(f"  cp.async.bulk.prefetch.tensor.2d.L2.global.tile "
+                                                              f"[{operand}, {{0, 0}}];") + 1, 3)
+    assert r is None or (r[0] != 0 and "State space mismatch" in r[1]), r
+
+
+def test_kernels_here_assemble():
+    from test_tensormap_ops import check_ptxas
+    for ptx in [load_kernel(d) for d in range(1, 6)] + [
+            load_kernel(2, dst_space="shared::cta", mods=".cta_group::1"), store_kernel(3),
+            store_kernel(2, op="cp.reduce.async.bulk.tensor", mods=".add.tile.bulk_group"),
+            PREFETCH.format(dim=2, coords="0, 0", cvta=CVTA)]:
+        check_ptxas(ptx)
+
+
 def test_prefetch_tensor():
     A = np.zeros((16, 16), np.float32)
     tm = TensorMap.tiled(A, (4, 4))
-    ptx = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128])
-{
-  .reg .b64 %rd<4>;
-  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [tmap, {-4, 100}];
-  cp.async.bulk.prefetch.tensor.2d.L2.global.L2::cache_hint [tmap, {0, 0}], %rd1;
+    ptx = HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128])
+{{
+  .reg .b64 %rd<40>;
+  {CVTA}
+  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd2, {{-4, 100}}];
+  cp.async.bulk.prefetch.tensor.2d.L2.global.L2::cache_hint [%rd2, {{0, 0}}], %rd1;
   ret;
-}
+}}
 """
     run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm]))
 

@@ -1,6 +1,6 @@
 """cp.async.bulk.tensor.2d ... .tile::gather4 / .tile::scatter4 (sim/semantics/bulk_tensor_gather.py through the
 tile-mode machinery of bulk_tensor.py), checked against an independent numpy model written from PTX ISA 9.1
-§5.5.3.4 and tma.md §2/§4:
+§5.5.3.4 and tma.md §2/§4 (the swizzle and SMEM-image models are test_bulk_tensor.py's):
 
 * coordinates {col, row0..row3}; box k is row row_k, columns col .. col + boxDim[0] - 1;
 * image = the four rows stacked (row k at byte k * boxDim[0] * esize), byte i at SMEM swizzle(dstMem + i);
@@ -10,6 +10,7 @@ tile-mode machinery of bulk_tensor.py), checked against an independent numpy mod
 Every kernel here assembles with ptxas -arch=sm_100a (the tensor map goes through cvta.param, as nvcc emits).
 """
 import json
+import re
 
 import ml_dtypes
 import numpy as np
@@ -19,28 +20,16 @@ from isa.errors import DeadlockError, MemoryFault, UnsupportedError, VerifyError
 from isa.ptxas import assemble
 from isa.tensormap import TensorMap
 from sim.launch import Launch, run_launch
+from test_bulk_copy import run
+from test_bulk_tensor import HEAD, cluster_kernel, load_kernel, model_smem, model_swizzle, run_load, store_kernel
+from test_tensormap_ops import check_ptxas
 
-HEAD = """.version 8.8
-.target sm_100a
-.address_size 64
-"""
 G4 = "cp.async.bulk.tensor.2d.{space}.global.tile::gather4.mbarrier::complete_tx::bytes{mods}"
 S4 = "cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group"
+REG_COORDS = "{%r10, %r11, %r12, %r13, %r14}"
 
 
 # ---------------------------------------------------------------------------------------------- the model
-def model_swizzle(a, mode):
-    """tma.md §4, written out independently of isa/swizzle.py."""
-    a = np.asarray(a, dtype=np.int64)
-    line = a >> 7
-    terms = {"none": [], "32B": [(1, 4)], "64B": [(3, 4)], "128B": [(7, 4)], "128B_atom_32B": [(3, 5)],
-             "128B_atom_32B_flip_8B": [(3, 5), (1, 3)], "128B_atom_64B": [(1, 6)]}[mode]
-    out = a.copy()
-    for mask, shift in terms:
-        out ^= (line & mask) << shift
-    return out
-
-
 def model_rows(A, col, rows, cols, fill=0):
     """The 4 x cols image a gather4 of A (numpy (rows, cols) order) at {col, rows} must produce."""
     img = np.empty((4, cols), dtype=A.dtype)
@@ -50,13 +39,6 @@ def model_rows(A, col, rows, cols, fill=0):
             if 0 <= r < A.shape[0] and 0 <= col + j < A.shape[1]:
                 img[k, j] = A[r, col + j]
     return img
-
-
-def model_smem(img, dst, mode, size, base=None):
-    flat = np.ascontiguousarray(img).reshape(-1).view(np.uint8)
-    out = np.zeros(size, np.uint8) if base is None else base.copy()
-    out[model_swizzle(dst + np.arange(flat.size), mode)] = flat
-    return out
 
 
 def model_scatter(T, img, col, rows):
@@ -70,78 +52,24 @@ def model_scatter(T, img, col, rows):
 
 # ---------------------------------------------------------------------------------------------- kernels
 def gather_kernel(smem=8192, space="shared::cluster", mods="", pre="", issue=None, wait=True):
-    """One thread: mbarrier.init, expect_tx(nbytes), one gather4 of {c0, c1..c4} into buf + doff, wait."""
-    issue = issue or (G4.format(space=space, mods=mods) +
-                      " [%r2], [%rd2, {%r10, %r11, %r12, %r13, %r14}], [%r1];")
-    waiting = "WAIT:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n  @!%p1 bra WAIT;" if wait else ""
-    return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes, .param .u32 doff,
-    .param .s32 c0, .param .s32 c1, .param .s32 c2, .param .s32 c3, .param .s32 c4)
-{{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>; .reg .b16 %rs<4>;
-  .shared .align 1024 .b8 buf[{smem}];
-  .shared .align 8 .b64 bar;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mov.u32 %r1, bar;
-  mov.u32 %r2, buf;
-  ld.param.u32 %r3, [nbytes];
-  ld.param.u32 %r4, [doff];
-  add.u32 %r2, %r2, %r4;
-  ld.param.s32 %r10, [c0];
-  ld.param.s32 %r11, [c1];
-  ld.param.s32 %r12, [c2];
-  ld.param.s32 %r13, [c3];
-  ld.param.s32 %r14, [c4];
-  {pre}
-  mbarrier.init.shared::cta.b64 [%r1], 1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;
-  {issue}
-  {waiting}
-  ret;
-}}
-"""
+    """test_bulk_tensor.load_kernel with one gather4 of {c0, c1..c4} (registers %r10..%r14) through the map's
+    generic address in %rd2."""
+    issue = issue or f"{G4.format(space=space, mods=mods)} [%r2], [%rd2, {REG_COORDS}], [%r1];"
+    return load_kernel(2, smem=smem, ncoords=5, prologue=pre, issue=issue, wait=wait)
 
 
 def run_gather(A, cols, col, rows, swizzle="none", oob_fill="zero", doff=0, smem=8192, nbytes=None, observers=(),
                **kw):
     tm = TensorMap.tiled(A, (1, cols), swizzle=swizzle, oob_fill=oob_fill)
     nb = tm.rows4_bytes() if nbytes is None else nbytes
-    res = run_launch(Launch(ptx=gather_kernel(smem=smem, **kw), block=(1, 1, 1),
-                            args=[tm, nb, doff, col, *rows]), observers=observers)
+    res = run_launch(Launch(ptx=gather_kernel(smem=smem, **kw), block=(1, 1, 1), args=[tm, nb, doff, col, *rows]),
+                     observers=observers)
     return tm, res.simulation.ctas[0].smem.data[:smem].copy(), res
 
 
-def scatter_kernel(smem=4096, mods="", issue=None):
-    """Bulk-copy `image` into buf, then one scatter4 of buf at {c0, c1..c4}; commit and wait."""
-    issue = issue or f"{S4}{mods} [%rd2, {{%r10, %r11, %r12, %r13, %r14}}], [%r2];"
-    return HEAD + f""".visible .entry k(.param .align 64 .b8 tmap[128], .param .u64 tensor, .param .u64 image,
-    .param .s32 c0, .param .s32 c1, .param .s32 c2, .param .s32 c3, .param .s32 c4)
-{{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
-  .shared .align 1024 .b8 buf[{smem}];
-  .shared .align 8 .b64 bar;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mov.u32 %r1, bar;
-  mov.u32 %r2, buf;
-  ld.param.u64 %rd3, [image];
-  ld.param.s32 %r10, [c0];
-  ld.param.s32 %r11, [c1];
-  ld.param.s32 %r12, [c2];
-  ld.param.s32 %r13, [c3];
-  ld.param.s32 %r14, [c4];
-  mbarrier.init.shared::cta.b64 [%r1], 1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], {smem};
-  cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r2], [%rd3], {smem}, [%r1];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-  {issue}
-  cp.async.bulk.commit_group;
-  cp.async.bulk.wait_group 0;
-  ret;
-}}
-"""
+def scatter_kernel(smem=4096, issue=None):
+    """test_bulk_tensor.store_kernel with one scatter4 of buf at {c0, c1..c4} through %rd2."""
+    return store_kernel(2, smem=smem, ncoords=5, issue=issue or f"{S4} [%rd2, {REG_COORDS}], [%r2];")
 
 
 def run_scatter(T, cols, col, rows, swizzle="none", smem=4096, observers=(), **kw):
@@ -149,13 +77,8 @@ def run_scatter(T, cols, col, rows, swizzle="none", smem=4096, observers=(), **k
     img = (np.arange(4 * cols) + 5000).astype(T.dtype).reshape(4, cols)
     smem_img = model_smem(img, 0, swizzle, smem)
     res = run_launch(Launch(ptx=scatter_kernel(smem=smem, **kw), block=(1, 1, 1),
-                            args=[tm, T, smem_img, col, *rows]), observers=observers)
+                            args=[tm, T, smem_img, tm.rows4_bytes(), col, *rows]), observers=observers)
     return img, res
-
-
-def assert_ptxas(text):
-    r = assemble(text, "sm_100a")
-    assert r is None or r[0] == 0, r[1]
 
 
 # ---------------------------------------------------------------------------------------------- gather4
@@ -189,15 +112,10 @@ def test_gather4_groups_fill_a_swizzled_tile_like_one_tile_load(swizzle):
         + G4.format(space="shared::cta", mods="") + " [%r20], [%rd2, {%r10, %r21, %r22, %r23, %r24}], [%r1];"
         for g in range(4))
     ptx = gather_kernel(issue=issue)
-    assert_ptxas(ptx)
-    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, 4 * tm.rows4_bytes(), 0, 8, 20, 0, 0, 0]))
-    got = res.simulation.ctas[0].smem.data[:8192]
-    tile = TensorMap.tiled(A, (16, span), swizzle=swizzle)
-    tile_issue = ("cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%r2], "
-                  "[%rd2, {%r10, %r11}], [%r1];")
-    ref = run_launch(Launch(ptx=gather_kernel(issue=tile_issue), block=(1, 1, 1),
-                            args=[tile, tile.box_bytes(), 0, 8, 20, 0, 0, 0]))
-    assert np.array_equal(got, ref.simulation.ctas[0].smem.data[:8192])
+    check_ptxas(ptx)
+    got = run(ptx, [tm, 4 * tm.rows4_bytes(), 0, 8, 20, 0, 0, 0]).simulation.ctas[0].smem.data[:8192]
+    _, tile_load, _ = run_load(A, (16, span), (8, 20), swizzle=swizzle)     # test_bulk_tensor's tile-mode load
+    assert np.array_equal(got, tile_load)
     img = np.zeros((16, span), np.float16)
     img[:, :min(span, 64 - 8)] = A[20:36, 8:8 + span]      # with 128B swizzle, columns 64.. are out of bounds
     assert np.array_equal(got, model_smem(img, 0, swizzle, 8192))
@@ -238,7 +156,8 @@ def test_gather4_complete_tx_is_the_full_four_row_box_even_when_all_oob(tmp_path
     rows = (-5, 16, 99, -1)
     trace = tmp_path / "t.jsonl"
     tm = TensorMap.tiled(A, (1, 32))
-    res = run_launch(Launch(ptx=gather_kernel(), block=(1, 1, 1), args=[tm, 512, 0, 64, *rows]), trace=str(trace))
+    res = run_launch(Launch(ptx=gather_kernel(), block=(1, 1, 1), args=[tm, 512, 0, 64, *rows]),
+                     trace=str(trace))
     assert tm.rows4_bytes() == 512
     assert not res.simulation.ctas[0].smem.data[:8192].any()
     events = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -247,7 +166,7 @@ def test_gather4_complete_tx_is_the_full_four_row_box_even_when_all_oob(tmp_path
     assert not [e for e in events if e["kind"] == "mem" and e["agent"] == "tma" and e["space"] == "global"]
     # one byte more expected than the copy delivers: the phase never completes
     with pytest.raises(DeadlockError):
-        run_launch(Launch(ptx=gather_kernel(), block=(1, 1, 1), args=[tm, 513, 0, 64, *rows]))
+        run(gather_kernel(), [tm, 513, 0, 64, *rows])
 
 
 def test_gather4_observed_on_the_bus_as_tma_async_accesses():
@@ -272,11 +191,11 @@ def test_gather4_consumer_that_skips_the_wait_sees_stale_smem():
     """The engine decides when the rows land: reading SMEM right after the issue sees the old bytes."""
     A = np.full((8, 16), 3.0, np.float32)
     tm = TensorMap.tiled(A, (1, 16))
-    issue = (G4.format(space="shared::cluster", mods="") + " [%r2], [%rd2, {%r10, %r11, %r12, %r13, %r14}], [%r1];"
+    issue = (G4.format(space="shared::cluster", mods="") + f" [%r2], [%rd2, {REG_COORDS}], [%r1];"
              "\n  ld.shared.f32 %r30, [%r2];\n  st.shared.f32 [%r2+1024], %r30;")
     ptx = gather_kernel(issue=issue)
-    assert_ptxas(ptx)
-    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, 256, 0, 0, 0, 1, 2, 3]))
+    check_ptxas(ptx)
+    res = run(ptx, [tm, 256, 0, 0, 0, 1, 2, 3])
     smem = res.simulation.ctas[0].smem.data
     assert smem[1024:1028].view(np.float32)[0] == 0.0             # read before the copy landed
     assert (smem[:256].view(np.float32) == 3.0).all()              # landed before the wait returned
@@ -286,45 +205,21 @@ def test_gather4_shared_cta_cta_group_1_and_cache_hint():
     A = np.arange(16 * 16, dtype=np.int32).reshape(16, 16)
     pro = "mov.b64 %rd9, 0x12F0000000000000;"         # an L2 cache policy (only a hint)
     issue = (G4.format(space="shared::cta", mods=".cta_group::1.L2::cache_hint")
-             + " [%r2], [%rd2, {%r10, %r11, %r12, %r13, %r14}], [%r1], %rd9;")
+             + f" [%r2], [%rd2, {REG_COORDS}], [%r1], %rd9;")
     ptx = gather_kernel(pre=pro, issue=issue)
-    assert_ptxas(ptx)
+    check_ptxas(ptx)
     tm = TensorMap.tiled(A, (1, 8))
-    res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, 128, 0, 8, 15, 0, 3, 3]))
+    res = run(ptx, [tm, 128, 0, 8, 15, 0, 3, 3])
     assert np.array_equal(res.simulation.ctas[0].smem.data[:8192], model_smem(model_rows(A, 8, (15, 0, 3, 3), 8),
                                                                               0, "none", 8192))
 
 
-MC = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes)
-{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>; .reg .b16 %rs<4>;
-  .shared .align 1024 .b8 buf[2048];
-  .shared .align 8 .b64 bar;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mov.u32 %r1, bar;
-  mov.u32 %r2, buf;
-  ld.param.u32 %r3, [nbytes];
-  mov.u32 %r9, %cluster_ctarank;
+# test_bulk_tensor.MC: CTA 1 issues (and skips the wait: it receives nothing), the others expect the image
+MC = cluster_kernel("""fence.mbarrier_init.release.cluster;
   setp.ne.u32 %p3, %r9, 1;
-  mbarrier.init.shared::cta.b64 [%r1], 1;
-  fence.mbarrier_init.release.cluster;
-  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  @%p3 bra WAIT;
+  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;""", """@%p3 bra WAIT;
   mov.u16 %rs1, 0xD;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [%rd2, {16, 5, -1, 0, 31}], [%r1], %rs1;
-  bra DONE;
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-DONE:
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  ret;
-}
-"""
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [%rd2, {16, 5, -1, 0, 31}], [%r1], %rs1;""", "bra SKIP;")
 
 
 def test_gather4_multicast_to_three_ctas():
@@ -332,48 +227,25 @@ def test_gather4_multicast_to_three_ctas():
     complete-tx; CTA 1 itself receives nothing."""
     A = np.arange(32 * 48, dtype=np.float32).reshape(32, 48)
     tm = TensorMap.tiled(A, (1, 32), swizzle="128B")
-    assert_ptxas(MC)
-    res = run_launch(Launch(ptx=MC, block=(1, 1, 1), grid=(4, 1, 1), cluster=(4, 1, 1), args=[tm, 512]))
+    check_ptxas(MC)
+    res = run(MC, [tm, 512], grid=(4, 1, 1), cluster=(4, 1, 1))
     exp = model_smem(model_rows(A, 16, (5, -1, 0, 31), 32), 0, "128B", 2048)
     for rank, cta in enumerate(res.simulation.ctas):
         got = cta.smem.data[:2048]
         assert np.array_equal(got, exp) if rank != 1 else not got.any()
 
 
-PAIR = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 nbytes)
-{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
-  .shared .align 1024 .b8 buf[2048];
-  .shared .align 8 .b64 bar;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mov.u32 %r1, bar;
-  mov.u32 %r2, buf;
-  ld.param.u32 %r3, [nbytes];
-  mov.u32 %r9, %cluster_ctarank;
+# test_bulk_tensor.MC: each CTA of the pair gathers rows 4 * rank .. 4 * rank + 3; only the even CTA expects (both
+# images) and waits
+PAIR = cluster_kernel("""fence.mbarrier_init.release.cluster;
   setp.eq.u32 %p3, %r9, 0;
-  mbarrier.init.shared::cta.b64 [%r1], 1;
-  fence.mbarrier_init.release.cluster;
   shl.b32 %r4, %r3, 1;
-  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r4;
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  and.b32 %r5, %r1, 0xFEFFFFFF;
+  @%p3 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r4;""", """and.b32 %r5, %r1, 0xFEFFFFFF;
   shl.b32 %r6, %r9, 2;
   add.u32 %r7, %r6, 1;
   add.u32 %r8, %r6, 2;
   add.u32 %r10, %r6, 3;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes.cta_group::2 [%r2], [%rd2, {8, %r6, %r7, %r8, %r10}], [%r5];
-  @!%p3 bra DONE;
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-DONE:
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  ret;
-}
-"""
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes.cta_group::2 [%r2], [%rd2, {8, %r6, %r7, %r8, %r10}], [%r5];""", "@!%p3 bra SKIP;")
 
 
 def test_gather4_cta_group_2_signals_the_even_peer():
@@ -381,8 +253,8 @@ def test_gather4_cta_group_2_signals_the_even_peer():
     2-SM pattern, as for tile mode)."""
     A = np.arange(16 * 24, dtype=np.uint32).reshape(16, 24)
     tm = TensorMap.tiled(A, (1, 16), swizzle="64B")
-    assert_ptxas(PAIR)
-    res = run_launch(Launch(ptx=PAIR, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, 256]))
+    check_ptxas(PAIR)
+    res = run(PAIR, [tm, 256], grid=(2, 1, 1), cluster=(2, 1, 1))
     for rank, cta in enumerate(res.simulation.ctas):
         rows = tuple(range(4 * rank, 4 * rank + 4))
         assert np.array_equal(cta.smem.data[:2048], model_smem(model_rows(A, 8, rows, 16), 0, "64B", 2048))
@@ -391,8 +263,7 @@ def test_gather4_cta_group_2_signals_the_even_peer():
 
 
 # ---------------------------------------------------------------------------------------------- scatter4
-@pytest.mark.parametrize("swizzle, cols", [("none", 24), ("32B", 8), ("64B", 16), ("128B", 32),
-                                           ("128B_atom_32B", 32), ("128B_atom_64B", 32)])
+@pytest.mark.parametrize("swizzle, cols", [c for c in SWIZZLES if c[0] != "128B_atom_32B_flip_8B"])  # loads only
 @pytest.mark.parametrize("col, rows", [(0, (3, 31, 0, 17)), (48, (32, 5, 1000, 30)), (64, (1, 2, 3, 4))])
 def test_scatter4_drops_oob_rows_and_columns(swizzle, cols, col, rows):
     T = (np.arange(32 * 72, dtype=np.float32) * -1).reshape(32, 72)
@@ -411,48 +282,47 @@ def test_scatter4_bf16_and_observed_writes():
     assert sum(e.fields["size"] * len(e.fields["addrs"]) for e in writes) == 3 * 24 * 2   # 3 rows x 24 columns
     reads = [e for e in events if e.kind == "mem" and e.agent == "tma" and e.fields["op"] == "ld"
              and e.fields["space"] == "shared::cta"]
-    assert sum(e.fields["size"] * len(e.fields["addrs"]) for e in reads) >= 4 * 32 * 2
+    assert sum(e.fields["size"] * len(e.fields["addrs"]) for e in reads) == 4 * 32 * 2     # the whole image
 
 
 # ---------------------------------------------------------------------------------------------- faults
-def _located(err, needle):
-    assert err.loc is not None and err.loc.line > 0 and err.loc.col > 0, str(err)
-    assert needle in err.loc.text, str(err)
-    assert err.where is not None and "warp 0" in err.where, str(err)
+def located_fault(mode, run_fn, *args, err=MemoryFault, **kw):
+    """``run_fn(*args, **kw)`` must stop with ``err`` located at the ``.{mode}`` instruction (file:line:col and
+    warp); returns the error."""
+    with pytest.raises(err) as ei:
+        run_fn(*args, **kw)
+    e = ei.value
+    assert e.loc is not None and e.loc.line > 0 and e.loc.col > 0, str(e)
+    assert mode in e.loc.text, str(e)
+    assert e.where is not None and "warp 0" in e.where, str(e)
+    return e
 
 
 @pytest.mark.parametrize("dtype, col", [(ml_dtypes.bfloat16, 2), (np.float32, 3), (np.float32, -6)])
 def test_fault_gather4_column_not_16_byte_aligned(dtype, col):
     A = np.zeros((16, 64), dtype)
     es = np.dtype(dtype).itemsize
-    with pytest.raises(MemoryFault) as ei:
-        run_gather(A, 16 // es * 2, col, (0, 1, 2, 3))
-    e = ei.value
+    e = located_fault("tile::gather4", run_gather, A, 16 // es * 2, col, (0, 1, 2, 3))
     assert (f"column coordinate col = {col} (lane 0) starts each row at byte offset {col * es}" in e.message
             and "not a multiple of 16" in e.message and "illegal instruction (CUDA_ERROR_ILLEGAL_INSTRUCTION)"
             in e.message), e.message
     assert f"col a multiple of {16 // es}" in e.expected
-    _located(e, "tile::gather4")
 
 
 def test_fault_scatter4_column_not_16_byte_aligned():
     T = np.zeros((16, 64), ml_dtypes.bfloat16)
-    with pytest.raises(MemoryFault, match=r"col = 12 \(lane 0\) starts each row at byte offset 24.*\.tile::scatter4 "
-                                          r"the GPU stops the kernel with an illegal instruction") as ei:
-        run_scatter(T, 16, 12, (0, 1, 2, 3))
-    _located(ei.value, "tile::scatter4")
+    e = located_fault("tile::scatter4", run_scatter, T, 16, 12, (0, 1, 2, 3))
+    assert re.search(r"col = 12 \(lane 0\) starts each row at byte offset 24.*\.tile::scatter4 the GPU stops the "
+                     r"kernel with an illegal instruction", e.message), e.message
 
 
 @pytest.mark.parametrize("col, rows, name, value", [(0, (0, 1, -2, 3), "row2", -2), (-8, (0, 1, 2, 3), "col", -8)])
 def test_fault_scatter4_negative_coordinate(col, rows, name, value):
     T = np.zeros((16, 32), np.float32)
-    with pytest.raises(MemoryFault) as ei:
-        run_scatter(T, 16, col, rows)
-    e = ei.value
+    e = located_fault("tile::scatter4", run_scatter, T, 16, col, rows)
     kind = "column" if name == "col" else "row"
     assert f"{kind} coordinate {name} = {value} (lane 0) is negative" in e.message, e.message
     assert "illegal instruction" in e.message and "§9.7.9.25.5.1" in e.expected
-    _located(e, "tile::scatter4")
 
 
 def test_gather4_negative_coordinates_are_fine():
@@ -466,49 +336,46 @@ def test_gather4_negative_coordinates_are_fine():
                                                         ("128B_atom_32B", 32, 0x10, 32)])
 def test_fault_gather4_smem_destination_misaligned(swizzle, cols, doff, need):
     A = np.zeros((16, 32), np.float32)
-    with pytest.raises(MemoryFault) as ei:
-        run_gather(A, cols, 0, (0, 1, 2, 3), swizzle=swizzle, doff=doff)
-    e = ei.value
+    e = located_fault("tile::gather4", run_gather, A, cols, 0, (0, 1, 2, 3), swizzle=swizzle, doff=doff)
     assert f"destination [dstMem] = 0x{doff:x} (lane 0) is not {need}-byte aligned" in e.message, e.message
     assert "misaligned address" in e.message
     if need > 16:
         assert f"(required by swizzle {swizzle})" in e.message
-    _located(e, "tile::gather4")
 
 
 def test_fault_scatter4_smem_source_misaligned():
     T = np.zeros((16, 32), np.float32)
-    issue = f"add.u32 %r2, %r2, 8;\n  {S4} [%rd2, {{%r10, %r11, %r12, %r13, %r14}}], [%r2];"
-    with pytest.raises(MemoryFault, match=r"source \[srcMem\] = 0x8 \(lane 0\) is not 16-byte aligned") as ei:
-        run_scatter(T, 16, 0, (0, 1, 2, 3), issue=issue)
-    _located(ei.value, "tile::scatter4")
+    issue = f"add.u32 %r2, %r2, 8;\n  {S4} [%rd2, {REG_COORDS}], [%r2];"
+    e = located_fault("tile::scatter4", run_scatter, T, 16, 0, (0, 1, 2, 3), issue=issue)
+    assert "source [srcMem] = 0x8 (lane 0) is not 16-byte aligned" in e.message, e.message
 
 
 def test_fault_gather4_image_past_the_end_of_smem():
     A = np.zeros((16, 32), np.float32)
-    with pytest.raises(MemoryFault, match=r"the 512-byte box image at SMEM offset 0x300 .* past the end"):
-        run_gather(A, 32, 0, (0, 1, 2, 3), doff=0x300, smem=1024)
+    e = located_fault("tile::gather4", run_gather, A, 32, 0, (0, 1, 2, 3), doff=0x300, smem=1024)
+    assert re.search(r"the 512-byte box image at SMEM offset 0x300 .* past the end", e.message), e.message
 
 
-@pytest.mark.parametrize("shape, box, msg", [
-    ((4, 16, 32), (1, 1, 32), "it is 3-dimensional, but the four-row modes work only on 2-D tensors"),
-    ((16, 32), (4, 32), "its boxDim[1] is 4, but each of the four boxes is one row"),
+@pytest.mark.parametrize("shape, box, err, msg, expected", [
+    # a map whose rank is not the instruction's 2: tile mode's illegal-instruction fault
+    ((4, 16, 32), (1, 1, 32), MemoryFault, "the instruction is .2d, but the tensor map (lane 0) has rank 3: the "
+     "instruction's dimensionality differs from the map's rank and the GPU stops the kernel with an illegal "
+     "instruction", "a tensor map of rank 2 for a .2d instruction"),
+    ((16, 32), (4, 32), VerifyError, "the tensor map (lane 0) cannot be used with .{mode}: its boxDim[1] is 4, but "
+     "each of the four boxes is one row", "box=(1, cols)"),
 ])
 @pytest.mark.parametrize("kind", ["gather", "scatter"])
-def test_fault_map_unfit_for_four_row_modes(shape, box, msg, kind):
+def test_fault_map_unfit_for_four_row_modes(shape, box, err, msg, expected, kind):
     A = np.zeros(shape, np.float32)
     tm = TensorMap.tiled(A, box)
     mode = "tile::gather4" if kind == "gather" else "tile::scatter4"
     if kind == "gather":
         args, ptx = [tm, 512, 0, 0, 0, 1, 2, 3], gather_kernel()
     else:
-        args, ptx = [tm, A, np.zeros(4096, np.uint8), 0, 0, 1, 2, 3], scatter_kernel()
-    with pytest.raises(VerifyError) as ei:
-        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=args))
-    e = ei.value
-    assert f"the tensor map (lane 0) cannot be used with .{mode}: {msg}" in e.message, e.message
-    assert "box=(1, cols)" in e.expected and "§5.5.3.4" in e.expected
-    _located(e, mode)
+        args, ptx = [tm, A, np.zeros(4096, np.uint8), 512, 0, 0, 1, 2, 3], scatter_kernel()
+    e = located_fault(mode, run, ptx, args, err=err)
+    assert msg.format(mode=mode) in e.message, e.message
+    assert expected in e.expected, e.expected
 
 
 def test_tensormap_rows4_helpers():
@@ -520,7 +387,6 @@ def test_tensormap_rows4_helpers():
 
 
 # ---------------------------------------------------------------------------------------------- decode (ptxas-level)
-REG_COORDS = "{%r10, %r11, %r12, %r13, %r14}"
 BAD_FORMS = [
     (G4.format(space="shared::cluster", mods="").replace(".2d.", ".3d.") + f" [%r2], [%rd2, {REG_COORDS}], [%r1];",
      VerifyError, r"\.3d cannot be combined with \.tile::gather4"),
@@ -548,7 +414,7 @@ BAD_FORMS = [
 def test_decode_diagnostics_located_and_ptxas_agrees(form, err, msg):
     ptx = gather_kernel(issue=form, wait=False)
     with pytest.raises(err, match=msg) as ei:
-        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128), 0, 0, 0, 0, 0, 0, 0]))
+        run(ptx, [bytes(128), 0, 0, 0, 0, 0, 0, 0])
     e = ei.value
     line = ptx.splitlines().index(f"  {form}") + 1
     assert (e.loc.line, e.loc.col) == (line, 3), str(e)
@@ -562,7 +428,7 @@ def test_reduce_scatter4_unsupported():
             f"[%rd2, {REG_COORDS}], [%r2];")
     ptx = gather_kernel(issue=form, wait=False)
     with pytest.raises(UnsupportedError, match=r"\.tile::scatter4 is not supported by tcsim") as ei:
-        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128), 0, 0, 0, 0, 0, 0, 0]))
+        run(ptx, [bytes(128), 0, 0, 0, 0, 0, 0, 0])
     assert ei.value.loc is not None
 
 
@@ -570,15 +436,15 @@ def test_prefetch_gather4_checks_the_map():
     A = np.zeros((16, 32), np.float32)
     form = f"cp.async.bulk.prefetch.tensor.2d.L2.global.tile::gather4 [%rd2, {REG_COORDS}];"
     ptx = gather_kernel(issue=form, wait=False)
-    assert_ptxas(ptx)
-    run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[TensorMap.tiled(A, (1, 32)), 0, 0, 0, 0, 1, 2, 3]))
+    check_ptxas(ptx)
+    run(ptx, [TensorMap.tiled(A, (1, 32)), 0, 0, 0, 0, 1, 2, 3])
     with pytest.raises(VerifyError, match=r"cannot be used with \.tile::gather4: its boxDim\[1\] is 8"):
-        run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[TensorMap.tiled(A, (8, 32)), 0, 0, 0, 0, 1, 2, 3]))
+        run(ptx, [TensorMap.tiled(A, (8, 32)), 0, 0, 0, 0, 1, 2, 3])
 
 
 # ---------------------------------------------------------------------------------------------- ptxas
 @pytest.mark.parametrize("name", ["gather", "gather_cta", "gather_mc_cta2_hint", "scatter", "scatter_hint",
-                                  "multicast"])
+                                  "multicast", "pair"])
 def test_kernels_here_assemble(name):
     kernels = {
         "gather": gather_kernel(),
@@ -589,10 +455,11 @@ def test_kernels_here_assemble(name):
         "scatter": scatter_kernel(),
         "scatter_hint": scatter_kernel(issue=f"{S4}.L2::cache_hint [%rd2, {REG_COORDS}], [%r2], %rd9;"),
         "multicast": MC,
+        "pair": PAIR,
     }
     if assemble(HEAD, "sm_100a") is None:
         pytest.skip("ptxas not on PATH")
-    assert_ptxas(kernels[name])
+    check_ptxas(kernels[name])
     # and tcsim decodes every instruction of it
     from sim.cli import check_ptx_text
     assert check_ptx_text(kernels[name], f"{name}.ptx") == []
