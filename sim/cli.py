@@ -6,8 +6,9 @@
     tcsim check FILE.ptx [...]                    parse + decode every instruction; exit 1 on anything tcsim
                                                   cannot execute (each reported with file:line:col)
     tcsim check --list                            list the opcodes tcsim implements
-    tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary
-              [--backend sim|gpu|both]
+    tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary (with
+              [--backend sim|gpu|both]            the timing model's cycles, tensor throughput, utilisation
+              [--no-timing]                       and top stalls; --no-timing: the 1-cycle model)
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
@@ -73,16 +74,23 @@ def _get_launch(mod):
 def summary(result) -> str:
     s = result.stats
     wall = max(s["wall_s"], 1e-9)
-    return (f"{s['ctas']} CTA(s), {s['warps']} warp(s); {s['cycles']} cycles; {s['warp_instructions']} "
+    model = "" if s.get("timing") else " (1-cycle model, --no-timing)"
+    return (f"{s['ctas']} CTA(s), {s['warps']} warp(s); {s['cycles']} cycles{model}; {s['warp_instructions']} "
             f"warp-instructions ({s['lane_instructions']} lane-instructions) in {s['wall_s']:.3f} s "
             f"= {s['warp_instructions'] / wall:,.0f} warp-inst/s, {s['lane_instructions'] / wall:,.0f} "
             f"lane-inst/s")
 
 
+def timing_summary(result) -> list[str]:
+    """The timing model's lines (cycles, tensor throughput, utilisation, top stalls); [] with timing off."""
+    return result.timing.summary_lines() if getattr(result, "timing", None) is not None else []
+
+
 def _run_sim(mod, launch, args):
     from .launch import run_launch
 
-    result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions)
+    result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions,
+                        timing=getattr(args, "timing", True))
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
     ok, msg = True, "no check defined"
@@ -90,6 +98,8 @@ def _run_sim(mod, launch, args):
         ok, msg = mod.check(result, launch)
     print(f"[sim] {'PASS' if ok else 'FAIL'}: {msg}")
     print(f"[sim] {summary(result)}")
+    for line in timing_summary(result):
+        print(f"[sim] {line}")
     if args.trace:
         print(f"trace written to {args.trace}")
     return ok, result
@@ -245,6 +255,10 @@ def main(argv=None) -> int:
         p.add_argument("--trace", help="write a JSONL event trace to this file")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
         p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
+        p.add_argument("--timing", dest="timing", action="store_true", default=True,
+                       help="cycle-approximate timing of the kernel's .target (default)")
+        p.add_argument("--no-timing", dest="timing", action="store_false",
+                       help="1-cycle-per-instruction model (faster; same results)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
 

@@ -6,9 +6,14 @@
   blocked on a barrier let their siblings run on, as on Volta+ independent thread scheduling).
 * Async agents (TMA engine, tensor pipe...) are processes too; semantics give them work, the engine decides
   when it lands.
-* The schedule is deterministic for a given seed: with ``seed=None`` every instruction takes one cycle and
-  ties go in creation order; another seed adds a reproducible random issue delay so warps interleave
-  differently (race-free kernels must give the same results under every seed).
+* Timing: with ``timing=False`` every warp-instruction takes one cycle; with ``timing=True`` (or an
+  :class:`sim.timing.params.ArchConfig`) the timing model of the program's target (:mod:`sim.timing.model`)
+  decides when each warp-instruction issues -- scoreboard, scheduler issue slots, unit occupancy, memory
+  latency, wake-up latency -- and the async units take their parameters from the same config.  Semantics are
+  the same either way: timing changes *when*, never *what*.
+* The schedule is deterministic for a given seed: with ``seed=None`` ties go in creation order; another seed
+  adds a reproducible random issue delay of 0..3 cycles so warps interleave differently (race-free kernels must
+  give the same results under every seed and timing configuration).
 * When no event is left but some warp is still alive, that is a deadlock: the report names every waiting
   warp, its lanes and what it waits on.  An instruction budget stops runaway kernels.
 """
@@ -38,8 +43,8 @@ _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldm
 
 def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
-NUM_SMS = {"sm_90a": 132, "sm_90": 132, "sm_100a": 148, "sm_100": 148}
-CLOCK_GHZ = {"sm_90a": 1.98, "sm_100a": 1.965}
+NUM_SMS = {"sm_90a": 132, "sm_90": 132, "sm_100a": 148, "sm_100": 148}     # = sim.timing.params num_sms
+CLOCK_GHZ = {"sm_90a": 1.98, "sm_100a": 1.965}                             # = sim.timing.params sm_clock_mhz
 
 
 def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None) -> list:
@@ -84,7 +89,8 @@ class Simulation:
     def __init__(self, program: Program, gmem: M.GlobalMemory, param_image: np.ndarray, *, grid, block,
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
-                 global_symbols: dict | None = None, const_image: np.ndarray | None = None):
+                 global_symbols: dict | None = None, const_image: np.ndarray | None = None,
+                 timing=False):
         self.program = program
         self.gmem = gmem
         self.param_image = param_image
@@ -114,6 +120,12 @@ class Simulation:
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
+        #: the timing model (None: the 1-cycle model)
+        self.timing = None
+        if timing:
+            from .timing.model import TimingModel
+            from .timing.params import ArchConfig, arch_config
+            self.timing = TimingModel(self, timing if isinstance(timing, ArchConfig) else arch_config(self.arch))
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -150,6 +162,8 @@ class Simulation:
                                     warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size)
                                     warp.ctx = ExecContext(self, warp)
                                     warp.wake_event = None
+                                    if self.timing is not None:
+                                        self.timing.attach(warp)
                                     cta.warps.append(warp)
                                     self.warps.append(warp)
         # Launch-order processes: warps of CTA 0 first, then CTA 1...
@@ -171,6 +185,10 @@ class Simulation:
             return 1
         return 1 + self._rng.randrange(4)
 
+    def timing_report(self):
+        """The :class:`sim.timing.stats.TimingReport` of the run so far (None with timing off)."""
+        return self.timing.report() if self.timing is not None else None
+
     def wake(self, warp: Warp) -> None:
         ev = warp.wake_event
         if ev is not None and not ev.triggered:
@@ -184,6 +202,8 @@ class Simulation:
         nbody = len(body)
         syncish = prog.__dict__.setdefault("syncish", [_is_warp_synchronous(i) for i in body])
         bus = self.bus
+        tm = self.timing
+        env = self.env
         warp.focus = None
         warp.focus_left = 0
         warp.spin = 0
@@ -193,11 +213,21 @@ class Simulation:
                 if not warp.alive.any():
                     return
                 warp.wake_event = self.env.event()
+                if tm is None:
+                    yield warp.wake_event
+                    warp.wake_event = None
+                    continue
+                blocked_at, waits_before = env.now, list(warp.waits)
                 yield warp.wake_event
                 warp.wake_event = None
+                category, detail, wake = tm.released(warp, waits_before)
+                if wake:
+                    yield env.timeout(wake)
+                tm.stall_record(warp, category, detail, env.now - blocked_at, blocked_at)
                 continue
             pcs = warp.pc
             group = None
+            focus_left = warp.focus_left
             if warp.focus is not None:
                 f = warp.focus & runnable
                 if f.any() and warp.focus_left > 0:
@@ -215,6 +245,14 @@ class Simulation:
                                 body[-1].loc if body else None, where=warp.label)
                 self._fail(err)
                 return
+            if tm is not None:
+                st = tm.stall(warp, pc, env.now)
+                if st is not None:                      # not yet: retry when the blocking resource frees
+                    warp.focus_left = focus_left
+                    t0 = env.now
+                    yield env.timeout(st[0] - t0)
+                    tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
+                    continue
             ins = body[pc]
             ctx.ins = ins
             ctx.pc = pc
@@ -229,12 +267,19 @@ class Simulation:
             pcs[group] = pc + 1
             if bus.active:
                 ctx.writes = {}
+            if tm is not None:
+                pre = tm.prepare(ctx, pc)
+                nwaits = len(warp.waits)
             try:
                 decoded[pc](ctx)
             except TcsimError as e:
                 e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
                 self._fail(e)
                 return
+            if tm is not None:
+                if len(warp.waits) > nwaits:
+                    tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
+                gap, done = tm.issued(ctx, pc, pre, env.now)
             # Independent thread scheduling: lanes at the lowest PC run first (reconvergence), but a group that
             # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
             # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
@@ -251,14 +296,21 @@ class Simulation:
             self.retired += 1
             self.lane_instructions += int(mask.sum())
             if bus.active:
+                extra = {} if tm is None else {"done": done}
                 bus.emit("inst", self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                          text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                         writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()})
+                         writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()}, **extra)
                 ctx.writes = None
             if self.retired > self.max_instructions:
                 self._fail(self._runaway())
                 return
-            yield self.env.timeout(self._issue_delay() + ctx.extra_delay)
+            if tm is None:
+                yield self.env.timeout(self._issue_delay() + ctx.extra_delay)
+                continue
+            if ctx.extra_delay:
+                tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
+                                env.now, pc)
+            yield env.timeout(gap + self._issue_delay() - 1 + ctx.extra_delay)
 
     def exit_lanes(self, warp: Warp, lanes: np.ndarray) -> None:
         lanes = lanes & warp.alive

@@ -130,6 +130,7 @@ class Result:
     globals: dict = field(default_factory=dict)
     simulation: object = None
     notes: list = field(default_factory=list)     # isa.lint notes: PTX whose GPU result depends on ptxas
+    timing: object = None                         # sim.timing.stats.TimingReport (timing on), else None
 
     def __getitem__(self, i):
         return self.outputs[i]
@@ -225,6 +226,12 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
                 raise LaunchError(f"argument {i} is a tensor map but parameter {p.name} is .{p.type} "
                                   f"(needs .param .align 64 .b8 {p.name}[128])", p.loc)
             raw = a.encode_for_sim(gmem, by_id, name=f"arg{i}({p.name})")
+            if hasattr(a, "check_device"):
+                try:
+                    a.check_device(program.module.arch)
+                except LaunchError as e:
+                    e.message = f"arg{i}({p.name}): {e.message}"
+                    raise
         elif isinstance(a, (bytes, bytearray)) or (isinstance(a, np.ndarray) and p.array):
             raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
             if len(raw) > p.size_bytes:
@@ -290,7 +297,7 @@ class Prepared:
     """A launch set up on the simulator, not yet run (shared by :func:`run_launch` and the debugger)."""
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
-                 tma_params=None, tensor_pipe_params=None, async_copy_params=None):
+                 tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
 
@@ -311,7 +318,7 @@ class Prepared:
                               cluster=launch.cluster, dynamic_smem=launch.dynamic_smem, seed=seed, bus=self.bus,
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
-                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS)
+                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, timing=timing)
         # timing parameters of the async units (each unit reads its own when first used; None: the defaults)
         for name, value in (("tma_params", tma_params), ("tensor_pipe_params", tensor_pipe_params),
                             ("async_copy_params", async_copy_params)):
@@ -344,18 +351,24 @@ class Prepared:
                 glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).data.copy()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
-                 "ctas": len(sim.ctas), "warps": len(sim.warps)}
+                 "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": sim.timing is not None}
         from isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
-                      simulation=sim, notes=notes(self.module))
+                      simulation=sim, notes=notes(self.module), timing=sim.timing_report())
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=(), **unit_params) -> Result:
+               observers=(), timing=False, **unit_params) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
-    ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` replace the async units' default timing."""
+    ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` replace the async units' default timing.
+
+    ``timing``: False (default) -- every warp-instruction takes one cycle (fast; what functional tests use);
+    True -- the cycle-approximate model of the kernel's ``.target`` (:mod:`sim.timing`), or an
+    :class:`sim.timing.params.ArchConfig` to run under.  With timing on, ``Result.timing`` holds the
+    :class:`sim.timing.stats.TimingReport` (per-warp stalls, unit utilisation, tensor throughput).  Results of a
+    race-free kernel are the same either way."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    **unit_params)
+                    timing=timing, **unit_params)
     try:
         prep.sim.run()
     finally:

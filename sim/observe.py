@@ -4,13 +4,18 @@ Observers (the JSONL tracer here; the race detector and debugger later) subscrib
 :meth:`ObservationBus.subscribe`.  With no observer the bus is inactive and emitters skip all work: callers
 test ``bus.active`` before building an event.
 
-Event kinds and their fields (all carry ``cycle``, ``cta`` as a rank-ordered tuple, ``agent``):
+Event kinds and their fields (all carry ``cycle`` -- the simulated SM cycle, ``env.now`` --, ``cta`` as a
+rank-ordered tuple, ``agent``):
 
 * ``inst``  — a warp retired one instruction: ``warp, pc, line, text, mask`` (32-bit active-lane mask),
   ``writes`` ({register: [lane values as ints]} for the executing lanes).
 * ``mem``   — a memory access: ``op`` ('ld'|'st'|'atom'|'red'), ``space`` ('global'|'shared'|'local'|'param'
   |'const'|'tmem'), ``proxy`` ('generic'|'async'), ``warp`` (None for async agents), ``pc``, ``addrs`` (list),
   ``size`` (bytes per address), ``lanes`` (list).
+* ``stall`` — (timing on only) a warp could not issue: ``warp, pc, reason`` (category: 'dependency', 'unit',
+  'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'), ``detail`` (which register,
+  unit or mbarrier), ``cycles``; the event's ``cycle`` is when the stall began.  With timing on, ``inst`` events
+  also carry ``done``: the cycle at which the instruction's results are readable.
 * ``sync``  — a synchronisation event: ``op`` (e.g. 'mbarrier.init', 'mbarrier.arrive', 'mbarrier.complete_tx',
   'mbarrier.phase', 'bar.arrive', 'bar.release', 'fence', 'async.issue', 'async.complete'), plus op-specific
   fields.
@@ -73,7 +78,7 @@ class ObservationBus:
 class JsonlTracer:
     """Writes one JSON object per event, one per line (``tcsim run --trace out.jsonl``)."""
 
-    def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync")):
+    def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync", "stall")):
         self._own = isinstance(path_or_file, (str, bytes)) or hasattr(path_or_file, "__fspath__")
         self._f = open(path_or_file, "w") if self._own else path_or_file
         self.kinds = set(kinds)

@@ -7,6 +7,7 @@
     >>> s.reg("%r5", warp=0)          # 32 lanes
     >>> s.smem()[:64]; s.mbarriers(); print(s.where())
     >>> res = s.finish()              # run to the end; a Result like run_launch's
+    >>> Session(launch, timing=True).timing()   # cycle-approximate: stall breakdown so far
 
 Everything here reads state; nothing mutates the simulation except stepping.  Errors in the kernel
 propagate as :class:`isa.errors.TcsimError` with their location, so ``pdb.post_mortem`` lands in the
@@ -42,12 +43,12 @@ class Retired:
 
 class Session:
     def __init__(self, launch: Launch, *, seed: int | None = None, max_instructions: int | None = None,
-                 observers=()):
+                 observers=(), timing=False):
         self._last: Retired | None = None
         self.history: list[Retired] = []
         self.keep_history = 10_000
         self._prep = Prepared(launch, seed=seed, max_instructions=max_instructions,
-                              observers=(self._on_event,) + tuple(observers))
+                              observers=(self._on_event,) + tuple(observers), timing=timing)
         self.sim = self._prep.sim
         self.done = False
 
@@ -137,6 +138,16 @@ class Session:
 
     def mbarriers(self, cta=0) -> dict:
         return {off: mb.describe() for off, mb in sorted(self._cta(cta).mbarriers.items())}
+
+    def timing(self):
+        """The :class:`sim.timing.stats.TimingReport` so far (stalls, utilisation), None with timing off."""
+        return self.sim.timing_report()
+
+    def scoreboard(self, warp: int = 0, cta=0) -> dict:
+        """Registers of a warp whose producer has not yet written back: {name: cycle readable} (timing on)."""
+        w = self.warp(warp, cta)
+        t = getattr(w, "timing", None)
+        return t.scoreboard.pending(self.sim.env.now) if t is not None else {}
 
     def pcs(self, warp: int = 0, cta=0) -> np.ndarray:
         return self.warp(warp, cta).pc.copy()

@@ -5,7 +5,8 @@ One :class:`AsyncCopyUnit` per CTA (``AsyncCopyUnit.of(ctx)``), one simpy proces
 submitted :class:`AsyncCopyOp` (all executing lanes of one ``cp.async`` instruction) occupies the unit for
 ``issue_cycles`` and completes ``latency`` cycles later, when its ``complete`` callback moves the bytes (the
 semantics module builds the callback; the issue half has already checked every address).  Ops of one unit
-complete in issue order.  Timing numbers are placeholders, like :mod:`sim.agents.tma`'s.
+complete in issue order.  Timing numbers: the arch config's (``l2_latency``, ``cp_async_issue_cycles``) with the
+timing model on, :data:`DEFAULT_PARAMS` with it off; an explicit ``async_copy_params`` attribute wins.
 
 Observation: ``sync`` events ``async.issue`` / ``async.complete`` (``unit='cp.async'``) and the callback's own
 ``mem`` events (source ``lsu``, proxy ``generic``).
@@ -16,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from .unit import AsyncUnit
+from .unit import AsyncUnit, unit_params
 
 
 @dataclass(frozen=True)
 class AsyncCopyParams:
-    """Placeholder timing of the cp.async path (cycles)."""
+    """Timing of the cp.async path (cycles); the defaults are the timing-off model's."""
 
     latency: int = 200            # issue -> data in SMEM (a global-memory round trip)
     issue_cycles: int = 1         # unit occupancy per instruction
@@ -60,9 +61,10 @@ class AsyncCopyUnit(AsyncUnit):
     @classmethod
     def of(cls, ctx) -> "AsyncCopyUnit":
         """The unit of the executing CTA, created on first use with the simulation's ``async_copy_params``
-        attribute if set (e.g. on ``sim.launch.Prepared(...).sim`` before running), else :data:`DEFAULT_PARAMS`."""
+        attribute if set (e.g. on ``sim.launch.Prepared(...).sim`` before running), else the timing model's (timing on)
+        or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta
-        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, getattr(sim, "async_copy_params",
+        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, unit_params(sim, "async_copy_params",
                                                                                DEFAULT_PARAMS)), key=cta)
 
     def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:

@@ -20,15 +20,14 @@ One pipe serves every issuing thread of its CTA (pair), in one order, so a commi
 -- arrives after every op issued before it by *any* thread; the PTX guarantee (ops of the committing thread)
 is a subset of that.
 
-Timing (placeholder until the timing issue fits it; every number is a field of :class:`TensorPipeParams`,
-starting values from timing.md "B200"): the pipe serves ops in FIFO order, each occupying it for its issue
-interval (MMA: ``N * mma_cycles_per_n`` cycles, the measured steady issue interval N/2 for every dtype, 1 SM
-M=128 and 2 SM M=256; cp: ``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA; shift ``shift_cycles``;
-commit 0).  An op completes ``latency`` cycles after its occupancy ends (MMA ``mma_latency``: N/2 + ~130
-issue-to-mbarrier was measured; cp / shift latencies are estimates -- not public), but never before the op
-issued before it: completions are in issue order.  A commit's arrive happens at the completion time of the op
-before it (plus ``commit_latency``).  A simulation may carry a ``tensor_pipe_params`` attribute (a
-:class:`TensorPipeParams`) to override the defaults.
+Timing: with the simulation's timing model on (``sim.timing``, the default of ``tcsim run``), the arch config of
+the program's target decides (:class:`sim.timing.tensor.TensorPipeTiming`: SMEM operand feed, compute N/2 or N/4,
+fixed latency from the published B200 fits).  Otherwise -- timing off, or a ``tensor_pipe_params`` attribute on
+the simulation (a :class:`TensorPipeParams`, which always wins) -- the fixed-parameter model: ops are served in
+FIFO order, each occupying the pipe for its issue interval (MMA: ``N * mma_cycles_per_n``; cp:
+``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA; shift ``shift_cycles``; commit 0) and completing
+``latency`` cycles after that.  Either way completions are in issue order and a commit's arrive happens at the
+completion time of the op before it (plus ``commit_latency``).
 
 Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
 ``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables add ``mem`` events
@@ -51,7 +50,8 @@ from .unit import AsyncUnit
 
 @dataclass(frozen=True)
 class TensorPipeParams:
-    """Placeholder timing of the tensor pipe (cycles); the timing issue replaces these numbers."""
+    """Fixed-parameter timing of the tensor pipe (cycles), used with timing off or when given explicitly; starting
+    values from timing.md "B200"."""
 
     mma_cycles_per_n: float = 0.5     # MMA issue interval = N * this (timing.md: N/2 for every dtype)
     mma_min_cycles: int = 4
@@ -97,10 +97,17 @@ class PipeOp:
 class TensorPipe(AsyncUnit):
     """The tensor pipe of one CTA (``.cta_group::1``) or one CTA pair (``.cta_group::2``)."""
 
-    def __init__(self, sim, ctas: tuple, params: TensorPipeParams = DEFAULT_PARAMS):
+    def __init__(self, sim, ctas: tuple, params: TensorPipeParams = DEFAULT_PARAMS, arch=None):
         self.ctas = ctas
         self.last_completion = 0.0
         self.busy_cycles = 0
+        #: FLOPs of the completed-or-queued MMAs, by .kind (achieved vs peak throughput)
+        self.flops: dict = {}
+        #: the arch-config timing (sim.timing.tensor.TensorPipeTiming), None for the fixed-parameter model
+        self.arch_timing = None
+        if arch is not None:
+            from ..timing.tensor import TensorPipeTiming
+            self.arch_timing = TensorPipeTiming(arch, len(ctas))
         #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
         self.collectors: dict = {}
         super().__init__(sim, params)
@@ -114,11 +121,16 @@ class TensorPipe(AsyncUnit):
     @classmethod
     def of(cls, ctx, cta_group: int, what: str = "tcgen05") -> "TensorPipe":
         """The pipe serving the executing CTA for ``cta_group`` (created on first use with the simulation's
-        ``tensor_pipe_params`` attribute if it has one)."""
+        ``tensor_pipe_params`` attribute if it has one, else the timing model's arch config when timing is on)."""
         ctas = group_ctas(ctx, cta_group, what)
-        return ctx.engine.agent("tensor_pipe",
-                                lambda sim: cls(sim, ctas, getattr(sim, "tensor_pipe_params", DEFAULT_PARAMS)),
-                                key=ctas)
+
+        def make(sim):
+            params = getattr(sim, "tensor_pipe_params", None)
+            timing = getattr(sim, "timing", None)
+            arch = timing.cfg if (params is None and timing is not None) else None
+            return cls(sim, ctas, params or DEFAULT_PARAMS, arch=arch)
+
+        return ctx.engine.agent("tensor_pipe", make, key=ctas)
 
     # ------------------------------------------------------------------------------------------ issue
     def timing(self, op: PipeOp) -> tuple[int, int]:
@@ -147,13 +159,21 @@ class TensorPipe(AsyncUnit):
     def _serve(self):
         while True:
             op = yield self.queue.get()
-            t = max(self.env.now + op.occupancy + op.latency, self.last_completion)
+            if op.kind == "mma":
+                x = op.extra
+                self.flops[x.get("kind")] = self.flops.get(x.get("kind"), 0) + 2 * x["m"] * x["n"] * x["k"]
+            if self.arch_timing is not None:
+                busy, t = self.arch_timing.schedule(op, self.env.now)
+                hold = 0
+            else:
+                t = max(self.env.now + op.occupancy + op.latency, self.last_completion)
+                busy = hold = op.occupancy
             self.last_completion = t
             op.completes_at = t
             self.env.process(self._complete(op, t - self.env.now))
-            if op.occupancy:
-                self.busy_cycles += op.occupancy
-                yield self.env.timeout(op.occupancy)
+            self.busy_cycles += busy
+            if hold:
+                yield self.env.timeout(hold)
 
     def _complete(self, op: PipeOp, delay: float):
         if delay > 0:

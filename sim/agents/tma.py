@@ -10,13 +10,17 @@ the op's callables decide *what* happens:
 * ``read()`` reads the source bytes (global for loads, SMEM for stores) and returns them;
 * ``write(payload)`` writes the destination and signals (complete-tx on mbarriers for loads).
 
-Timing (placeholder until the timing issue replaces it; every number is a field of :class:`TmaParams`):
-the engine serves ops in FIFO order, each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles
-(at least 1).  Every op completes ``latency`` cycles after its occupancy ends, so a copy of ``n`` bytes issued
-to an idle engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue
-order.  At completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
-``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  In
-this placeholder model the source read and the completion coincide; a timing model may separate them.
+Timing (every number is a field of :class:`TmaParams`): the engine serves ops in FIFO order (queueing),
+each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes
+``latency`` cycles after its occupancy ends (per-request latency), so a copy of ``n`` bytes issued to an idle
+engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  A
+multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
+extra engine time).  With the simulation's timing model on, the numbers come from the arch config of the
+program's target (``tma_latency``, ``tma_bytes_per_clk``: :func:`sim.timing.model.tma_params`); with timing off
+from :data:`DEFAULT_PARAMS`; an explicit ``tma_params`` attribute on the simulation wins over both.  At
+completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
+``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  The
+source read and the completion coincide.
 Because data moves only at those times, a consumer that reads SMEM before waiting on the mbarrier really sees
 stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
 data.  A simulation may carry a ``tma_params`` attribute (a :class:`TmaParams`) to override the defaults.
@@ -35,12 +39,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from .unit import AsyncUnit
+from .unit import AsyncUnit, unit_params
 
 
 @dataclass(frozen=True)
 class TmaParams:
-    """Placeholder timing of the TMA engine (cycles).  A later timing model replaces these numbers."""
+    """Timing of the TMA engine (cycles); the defaults are the timing-off model's."""
 
     latency: int = 10             # cycles from the end of an op's occupancy to its completion
     bytes_per_cycle: int = 128    # engine throughput: occupancy = ceil(bytes / bytes_per_cycle)
@@ -81,6 +85,7 @@ class TmaEngine(AsyncUnit):
     def __init__(self, sim, cta, params: TmaParams = DEFAULT_PARAMS):
         self.cta = cta
         self.bytes_moved = 0
+        self.busy_cycles = 0
         super().__init__(sim, params)
 
     @property
@@ -91,9 +96,9 @@ class TmaEngine(AsyncUnit):
     def of(cls, ctx, cta=None) -> "TmaEngine":
         """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's
         ``tma_params`` attribute if it has one (e.g. set on ``sim.launch.Prepared(...).sim`` before running), else
-        :data:`DEFAULT_PARAMS`."""
+        the timing model's (timing on) or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta if cta is None else cta
-        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, getattr(sim, "tma_params", DEFAULT_PARAMS)),
+        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, unit_params(sim, "tma_params", DEFAULT_PARAMS)),
                                 key=cta)
 
     # ------------------------------------------------------------------------------------------ issue
@@ -113,6 +118,7 @@ class TmaEngine(AsyncUnit):
         while True:
             op = yield self.queue.get()
             occ = self.occupancy(op.nbytes)
+            self.busy_cycles += occ
             self.env.process(self._complete(op, occ))
             yield self.env.timeout(occ)
 

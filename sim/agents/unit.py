@@ -49,3 +49,16 @@ class AsyncUnit:
     def retire(self) -> None:
         self.in_flight -= 1
         self.completed += 1
+
+
+def unit_params(sim, attr: str, default):
+    """The timing parameters of an async unit: the simulation's explicit ``attr`` (e.g. ``tma_params``) if set,
+    else the timing model's for that unit when timing is on (:meth:`sim.timing.model.TimingModel.unit_params`),
+    else ``default`` (the timing-off model)."""
+    explicit = getattr(sim, attr, None)
+    if explicit is not None:
+        return explicit
+    timing = getattr(sim, "timing", None)
+    if timing is not None:
+        return timing.unit_params(attr)
+    return default

@@ -362,7 +362,8 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
                       b_key, line)
 
     return PipeOp("mma", what, complete, size=n, issuer=issuer(ctx, lane), loc=ctx.ins.loc, warp=ctx.warp.id,
-                  lane=lane, pc=ctx.pc, extra=dict(m=m, n=n, k=k, kind=kind))
+                  lane=lane, pc=ctx.pc, extra=dict(m=m, n=n, k=k, kind=kind, a_tmem=form.a_tmem, a_bits=a_bits,
+                                                  b_bits=b_bits, block_scale=form.block_scale, ws=form.ws))
 
 
 # ---------------------------------------------------------------------------------------------- completion

@@ -1,0 +1,262 @@
+"""Architecture timing configs as data: ``sm_100a`` (B200) and ``sm_90a`` (H100).
+
+Every parameter is a :class:`Param` -- value, unit, kind and source.  Kinds (as in
+shared/reference/timing.md): ``M`` measured, ``S`` vendor specification, ``D`` derived from other entries (the
+note says how), ``E`` estimate (not public; the note says what it rests on).  Clocks are SM cycles; tcsim has one
+clock domain (the SM clock, ``sm_clock_mhz``), and memory-side figures are converted into SM cycles here.
+
+The H100 (sm_90a) values are starting points until the measurements of ``hw/microbench`` land: they replace
+estimates in one place, the JSON file :data:`MEASURED_H100` (``{"name": {"value": v, "source": "..."}}``; see
+:func:`load_measured`), which :func:`arch_config` applies on top of the table below.  A test checks that every
+parameter has a unit and a source.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+#: where H100 measurements (hw/microbench) override sm_90a estimates
+MEASURED_H100 = REPO / "tests" / "golden" / "timing_h100" / "measured.json"
+
+KINDS = {"M": "measured", "S": "vendor specification", "D": "derived", "E": "estimate"}
+
+# ---------------------------------------------------------------------------------------------- sources
+TM_B200 = "shared/reference/timing.md, B200 table"
+SEMI = "SemiAnalysis microbench-blackwell (timing.md B200 table)"
+TM_H100 = "shared/reference/timing.md, H100 table"
+LUO = "Luo et al., arXiv 2402.13499, H800 (timing.md H100 table)"
+ACCEL = "Accel-Sim SM90_H100 gpgpusim.config (timing.md H100 table)"
+CUDA_GUIDE = "CUDA C++ Programming Guide, 'Arithmetic Instructions' throughput table (compute capability 9.0)"
+CUDA_SMEM = "CUDA C++ Programming Guide, 'Shared Memory' (compute capability 5.x and later: 32 banks of 4 bytes)"
+H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 4 SM sub-partitions, one warp scheduler each"
+JIA = "Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking, arXiv 1804.06826"
+TM_H100_HERE = "timing.md: measured here on H100 SXM (64x64 fp16 2D TMA load, 128B swizzle, ~565 clk to mbarrier)"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One timing parameter: ``value`` in ``unit``; ``kind`` one of :data:`KINDS`; ``source`` where the number
+    comes from; ``note`` what it means or how it was derived / estimated."""
+
+    value: float
+    unit: str
+    kind: str
+    source: str
+    note: str = ""
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.kind == "E"
+
+
+def P(value, unit, kind, source, note=""):
+    return Param(value, unit, kind, source, note)
+
+
+def _tensor_core_fits(fit_1sm, fit_2sm_m256, fit_2sm_m128, src):
+    """The tcgen05.mma parameters (shared structure of the B200 fits; sm_90a has no tcgen05, so tcsim's
+    sm_90a config keeps the same numbers marked as estimates -- a tcgen05 kernel there fails to decode)."""
+    return {
+        "tc_mma_issue_cycles": P(12, "clk", "M", src, "fixed per-MMA issue overhead of the issuing warp"),
+        "tc_feed_bytes_per_clk": P(128, "B/clk/SM", "M", src, "SMEM operand feed of the tensor pipe (SS with "
+                                                            "N<128 is SMEM bound)"),
+        "tc_cycles_per_n_1sm_m64": P(0.5, "clk/N", "M", src, "1 SM, M=64: half rate (same interval as M=128)"),
+        "tc_cycles_per_n_1sm_m128": P(0.5, "clk/N", "M", src, "steady issue interval N/2, every dtype"),
+        "tc_cycles_per_n_2sm_m256": P(0.5, "clk/N", "M", src, "steady issue interval N/2, every dtype"),
+        "tc_cycles_per_n_2sm_m128": P(0.25, "clk/N", "M", src, "slope of the 2-SM TS M=128 latency fit N/4+146"),
+        "tc_fit_base_1sm": P(fit_1sm, "clk", "M", src, "issue->commit->mbarrier wait, 1 SM TS: N/2 + this (SS adds "
+                                                       "the A operand's SMEM feed: M=64 +16, M=128 +32)"),
+        "tc_fit_base_2sm_m256": P(fit_2sm_m256, "clk", "M", src, "same, 2 SM TS M=256 (SS M=256: +32 = 170)"),
+        "tc_fit_base_2sm_m128": P(fit_2sm_m128, "clk", "M", src, "same, 2 SM TS M=128: N/4 + this"),
+        "tc_block_scale_latency": P(3, "clk", "M", src, "block scaling costs +1..5 clk latency, no throughput "
+                                                        "loss: the midpoint"),
+        "tc_commit_latency": P(0, "clk", "D", src, "last op's completion -> commit arrive; included in the fits"),
+        "tc_cp_latency": P(32, "clk", "E", src, "tcgen05.cp SMEM->TMEM latency after its feed (not public)"),
+        "tc_shift_cycles": P(4, "clk", "E", src, "tcgen05.shift occupancy (not public)"),
+        "tc_shift_latency": P(16, "clk", "E", src, "tcgen05.shift latency (not public)"),
+        "tmem_ld_latency": P(24, "clk", "E", src, "tcgen05.ld issue -> registers (not public)"),
+        "tmem_st_latency": P(16, "clk", "E", src, "tcgen05.st issue -> TMEM written (not public)"),
+        "tmem_bytes_per_clk_subpartition": P(128, "B/clk", "E", src, "TMEM <-> registers per sub-partition: 32 "
+                                                                     "lanes x 32 bit (not public)"),
+    }
+
+
+SM_100A: dict = {
+    # clocks and size
+    "sm_clock_mhz": P(1965, "MHz", "M", TM_B200, "SM clock seen in benchmarks; the only clock domain"),
+    "num_sms": P(148, "SMs", "S", TM_B200),
+    # warp schedulers
+    "schedulers_per_sm": P(4, "schedulers", "E", H100_WP, "Hopper's 4 sub-partitions, assumed unchanged on "
+                                                           "Blackwell; warp w issues on scheduler w % 4"),
+    "issue_per_scheduler_clk": P(1, "warp-instr/clk", "E", H100_WP, "one dispatch per scheduler per clock"),
+    # shared memory
+    "smem_banks": P(32, "banks", "S", CUDA_SMEM),
+    "smem_bank_bytes": P(4, "B", "S", CUDA_SMEM),
+    "smem_bytes_per_clk": P(128, "B/clk/SM", "S", TM_B200, "one 32-bank wavefront per clock"),
+    "smem_latency": P(30, "clk", "E", TM_B200, "not public for B200: just under the measured 40 clk L1 "
+                                                "pointer chase, like H800 (29 SMEM vs 41 L1)"),
+    # memory hierarchy (simple model: L1 not modelled for global; first touch of a 128-byte line from HBM,
+    # later touches L2 hits)
+    "l1_latency": P(40, "clk", "M", TM_B200, "pointer chase; used for ld.param / ld.const"),
+    "l2_latency": P(295, "clk", "M", TM_B200, "pointer chase, same die"),
+    "dram_latency": P(860, "clk", "M", TM_B200, "pointer chase"),
+    "hbm_bytes_per_clk_sm": P(25.0, "B/clk/SM", "D", TM_B200, "7.26 TB/s via TMA / (148 SMs x 1.965 GHz)"),
+    "l2_bytes_per_clk_sm": P(64, "B/clk/SM", "E", TM_B200, "L2 bandwidth is not public"),
+    "gmem_sector_bytes": P(32, "B", "S", CUDA_GUIDE, "global accesses move 32-byte sectors"),
+    "gmem_line_bytes": P(128, "B", "S", CUDA_GUIDE, "cache line (HBM first-touch granule of the model)"),
+    # instruction classes: dependent-issue latency and per-SM throughput
+    "alu_latency": P(4, "clk", "E", JIA, "dependent FFMA/IADD latency measured on Volta; assumed unchanged"),
+    "fp32_ops_per_clk": P(128, "lane-ops/clk/SM", "E", CUDA_GUIDE, "cc 9.0 value assumed for cc 10.0"),
+    "int_ops_per_clk": P(64, "lane-ops/clk/SM", "E", CUDA_GUIDE, "32-bit integer ops, cc 9.0 value"),
+    "fp64_latency": P(8, "clk", "E", JIA, "dependent DFMA latency (Volta 8 clk)"),
+    "fp64_ops_per_clk": P(64, "lane-ops/clk/SM", "D", TM_B200, "~40 TFLOP/s FP64 / 148 SMs / 1.965 GHz / 2"),
+    "sfu_latency": P(18, "clk", "E", JIA, "MUFU latency range on Volta/Turing"),
+    "sfu_ops_per_clk": P(16, "lane-ops/clk/SM", "E", CUDA_GUIDE, "special functions, cc 9.0 value"),
+    "cvt_latency": P(6, "clk", "E", JIA, "conversion latency (not public for B200)"),
+    "cvt_ops_per_clk": P(64, "lane-ops/clk/SM", "E", CUDA_GUIDE, "16/32-bit conversions, cc 9.0 value"),
+    "warp_op_latency": P(24, "clk", "E", JIA, "shfl/vote/redux/match latency (not public for B200)"),
+    "warp_op_ops_per_clk": P(32, "lane-ops/clk/SM", "E", CUDA_GUIDE, "warp shuffle, cc 9.0 value"),
+    "mma_sync_latency": P(24, "clk", "E", LUO, "H800 mma.sync m16n8k16 f16 latency, assumed on B200"),
+    "mma_sync_interval": P(8, "clk", "E", ACCEL, "initiation interval per sub-partition for an m16n8k16 "
+                                                 "(4096 FLOP); other shapes scale with their FLOPs"),
+    "ldmatrix_latency": P(33, "clk", "E", LUO, "SMEM latency + 4 (not public)"),
+    "mbarrier_op_latency": P(30, "clk", "E", TM_B200, "mbarrier.arrive/test_wait result: an SMEM round trip"),
+    "mbarrier_wake_latency": P(10, "clk", "E", SEMI, "phase completion -> blocked try_wait warp issues again "
+                                                     "(not public)"),
+    "barrier_wake_latency": P(12, "clk", "E", LUO, "bar.sync release -> warps issue again (not public)"),
+    "cluster_barrier_wake_latency": P(190, "clk", "E", LUO, "barrier.cluster.wait release; ~ the H800 remote "
+                                                           "DSMEM latency 181-207"),
+    # TMA and cp.async
+    "tma_latency": P(465, "clk", "E", LUO, "unloaded TMA latency is not public for B200: L2 latency 295 + the "
+                                           "~170 clk TMA overhead over a plain load measured on H800"),
+    "tma_bytes_per_clk": P(128, "B/clk/SM", "E", TM_B200, "limited by the SMEM write port, 128 B/clk"),
+    "cp_async_issue_cycles": P(1, "clk", "E", TM_B200, "LDGSTS unit occupancy per instruction"),
+    # tensor rates (peak, dense, per SM)
+    "tc_peak_f16": P(8192, "FLOP/clk/SM", "M", SEMI, "f16/bf16 -> f32 (measured 99.5%)"),
+    "tc_peak_tf32": P(4096, "FLOP/clk/SM", "D", TM_B200, "half the f16 rate (K=8 at the same N/2 interval)"),
+    "tc_peak_f8f6f4": P(16384, "FLOP/clk/SM", "M", SEMI, "fp8 / i8 / mxf8"),
+    "tc_peak_f4": P(32768, "FLOP/clk/SM", "M", SEMI, "fp4 / mxf4 (K=64)"),
+    "mma_sync_peak_f16": P(4096, "FLOP/clk/SM", "E", TM_H100, "mma.sync rate assumed as on H100"),
+}
+SM_100A.update(_tensor_core_fits(104, 138, 146, SEMI))
+
+SM_90A: dict = {
+    "sm_clock_mhz": P(1980, "MHz", "S", TM_H100, "max clock; the only clock domain"),
+    "num_sms": P(132, "SMs", "S", TM_H100),
+    "schedulers_per_sm": P(4, "schedulers", "S", H100_WP, "warp w issues on scheduler w % 4"),
+    "issue_per_scheduler_clk": P(1, "warp-instr/clk", "S", H100_WP),
+    "smem_banks": P(32, "banks", "S", CUDA_SMEM),
+    "smem_bank_bytes": P(4, "B", "S", CUDA_SMEM),
+    "smem_bytes_per_clk": P(128, "B/clk/SM", "S", TM_H100),
+    "smem_latency": P(29, "clk", "M", LUO, "H800; to be measured on H100"),
+    "l1_latency": P(41, "clk", "M", LUO, "H800; used for ld.param / ld.const"),
+    "l2_latency": P(263, "clk", "M", LUO, "H800 (near L2 hit 258, far 414)"),
+    "dram_latency": P(479, "clk", "M", LUO, "H800 global latency"),
+    "hbm_bytes_per_clk_sm": P(12.8, "B/clk/SM", "D", TM_H100, "3.35 TB/s / (132 SMs x 1.98 GHz)"),
+    "l2_bytes_per_clk_sm": P(64, "B/clk/SM", "E", TM_H100, "L2 bandwidth not in the collected sources"),
+    "gmem_sector_bytes": P(32, "B", "S", CUDA_GUIDE),
+    "gmem_line_bytes": P(128, "B", "S", CUDA_GUIDE),
+    "alu_latency": P(4, "clk", "E", JIA, "Volta measurement; to be measured on H100"),
+    "fp32_ops_per_clk": P(128, "lane-ops/clk/SM", "S", CUDA_GUIDE),
+    "int_ops_per_clk": P(64, "lane-ops/clk/SM", "S", CUDA_GUIDE, "32-bit integer add/logic/shift"),
+    "fp64_latency": P(8, "clk", "E", JIA, "dependent DFMA latency on Volta; to be measured on H100"),
+    "fp64_ops_per_clk": P(64, "lane-ops/clk/SM", "S", CUDA_GUIDE),
+    "sfu_latency": P(18, "clk", "E", JIA, "MUFU latency range on Volta/Turing; to be measured on H100"),
+    "sfu_ops_per_clk": P(16, "lane-ops/clk/SM", "S", CUDA_GUIDE),
+    "cvt_latency": P(6, "clk", "E", JIA, "not public; to be measured on H100"),
+    "cvt_ops_per_clk": P(64, "lane-ops/clk/SM", "E", CUDA_GUIDE, "16/32-bit conversions"),
+    "warp_op_latency": P(24, "clk", "E", JIA, "shfl/vote/redux/match; to be measured on H100"),
+    "warp_op_ops_per_clk": P(32, "lane-ops/clk/SM", "S", CUDA_GUIDE, "warp shuffle"),
+    "mma_sync_latency": P(24, "clk", "M", LUO, "H800 m16n8k16 f16; Accel-Sim uses 24 too"),
+    "mma_sync_interval": P(8, "clk", "E", ACCEL, "initiation interval per sub-partition for an m16n8k16; "
+                                                 "~60% of peak was measured on H800"),
+    "ldmatrix_latency": P(33, "clk", "E", LUO, "SMEM latency + 4"),
+    "mbarrier_op_latency": P(29, "clk", "E", LUO, "an SMEM round trip"),
+    "mbarrier_wake_latency": P(10, "clk", "E", LUO, "not public"),
+    "barrier_wake_latency": P(12, "clk", "E", LUO, "not public"),
+    "cluster_barrier_wake_latency": P(190, "clk", "E", LUO, "~ H800 remote DSMEM latency 181-207"),
+    "tma_latency": P(500, "clk", "D", TM_H100_HERE, "565 clk minus 64 clk moving 8 KB at 128 B/clk, rounded"),
+    "tma_bytes_per_clk": P(128, "B/clk/SM", "E", TM_H100, "SMEM write port"),
+    "cp_async_issue_cycles": P(1, "clk", "E", TM_H100, "LDGSTS unit occupancy per instruction"),
+    "tc_peak_f16": P(4096, "FLOP/clk/SM", "D", TM_H100, "dense f16/bf16 rate per SM from the spec sheet"),
+    "tc_peak_tf32": P(2048, "FLOP/clk/SM", "D", TM_H100, "half the f16 rate"),
+    "tc_peak_f8f6f4": P(8192, "FLOP/clk/SM", "D", TM_H100, "fp8 / i8"),
+    "tc_peak_f4": P(8192, "FLOP/clk/SM", "E", TM_H100, "no fp4 tensor path on H100; fp8 rate"),
+    "mma_sync_peak_f16": P(4096, "FLOP/clk/SM", "D", TM_H100, "the dense f16 tensor rate"),
+}
+SM_90A.update({k: replace(v, kind="E", note="sm_90a has no tcgen05; B200 value kept so a config is complete. "
+                                            + v.note)
+               for k, v in _tensor_core_fits(104, 138, 146, SEMI).items()})
+
+TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
+ALIASES = {"sm_100": "sm_100a", "sm_100f": "sm_100a", "sm_90": "sm_90a"}
+
+
+class ArchConfig:
+    """The timing parameters of one architecture; ``cfg.name`` is the value, ``cfg.param(name)`` the
+    :class:`Param`."""
+
+    def __init__(self, arch: str, params: dict):
+        self.arch = arch
+        self.params = dict(params)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["params"][name].value
+        except KeyError:
+            raise AttributeError(f"{self.__dict__.get('arch')} timing config has no parameter {name!r}") from None
+
+    def param(self, name: str) -> Param:
+        return self.params[name]
+
+    def with_overrides(self, values: dict, source: str = "override") -> "ArchConfig":
+        """A copy with ``values`` ({name: number or {'value':, 'source':}}) replacing parameters; unknown names
+        raise KeyError (a typo must not silently fall back to the estimate)."""
+        params = dict(self.params)
+        for name, v in values.items():
+            if name not in params:
+                raise KeyError(f"{self.arch} timing config has no parameter {name!r}")
+            if isinstance(v, dict):
+                params[name] = replace(params[name], value=v["value"], kind=v.get("kind", "M"),
+                                       source=v.get("source", source), note=v.get("note", params[name].note))
+            else:
+                params[name] = replace(params[name], value=v, kind="M", source=source)
+        return ArchConfig(self.arch, params)
+
+    def estimates(self) -> list[str]:
+        return sorted(k for k, p in self.params.items() if p.is_estimate)
+
+    def table(self) -> str:
+        """A readable listing: name, value, unit, kind, source."""
+        rows = [f"{k:34} {p.value!s:>8} {p.unit:18} {p.kind}  {p.source}" + (f" -- {p.note}" if p.note else "")
+                for k, p in sorted(self.params.items())]
+        return "\n".join([f"timing config {self.arch} (kinds: " + ", ".join(f"{k} {v}" for k, v in KINDS.items())
+                          + ")"] + rows)
+
+
+def load_measured(path: Path = MEASURED_H100) -> dict:
+    """``{name: {'value': v, 'source': s}}`` from a measurement file; {} when it does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {k: (v if isinstance(v, dict) else {"value": v, "source": str(path)}) for k, v in data.items()}
+
+
+def arch_config(arch: str | None, measured: Path | None = None) -> ArchConfig:
+    """The timing config of ``arch`` (``.target`` of the module; None -> sm_100a).  sm_90a values are
+    overridden by the H100 measurements in ``measured`` (default :data:`MEASURED_H100`) when that file exists."""
+    a = ALIASES.get(arch or "sm_100a", arch or "sm_100a")
+    if a not in TABLES:
+        a = "sm_90a" if a.startswith("sm_9") else "sm_100a"
+    cfg = ArchConfig(a, TABLES[a])
+    if a == "sm_90a":
+        over = load_measured(MEASURED_H100 if measured is None else measured)
+        if over:
+            cfg = cfg.with_overrides(over, source=str(measured or MEASURED_H100))
+    return cfg
+
+
+__all__ = ["Param", "ArchConfig", "arch_config", "load_measured", "SM_100A", "SM_90A", "MEASURED_H100", "KINDS"]
