@@ -241,6 +241,11 @@ def _encode_tensormap(d, tm, dptrs) -> bytes:
         raise GpuUnavailable("a tensor map's tensor must be one of the launch's array arguments on the GPU")
     (dtype, rank, addr, dims, strides, box, estr, inter, swz, l2, oob) = tm.to_driver_args(
         global_address=int(dptrs[id(arr)][0]))
+    if not strides:
+        # rank 1 has no strides, but cuda-python turns an empty list into a NULL pointer, which
+        # cuTensorMapEncodeTiled refuses with CUDA_ERROR_INVALID_VALUE (python -m hw.probes.tensormap_rank1 on an
+        # H100); the driver reads none of the array, so one row-sized entry stands in
+        strides = (-(-int(dims[0]) * tm.esize // 16) * 16,)
     tmap = _check(d.cuTensorMapEncodeTiled(
         d.CUtensorMapDataType(dtype), rank, addr,
         [d.cuuint64_t(x) for x in dims], [d.cuuint64_t(x) for x in strides],

@@ -238,6 +238,15 @@ class TensorMap:
         return ROWS4 * self.data_type.bits * self.traversed()[0] // 8
 
     # ------------------------------------------------------------------------------------------ rules
+    def check_device(self, arch: str | None) -> None:
+        """What ``cuTensorMapEncodeTiled`` refuses on the device the kernel targets, beyond :meth:`validate`:
+        the 128B_atom_* swizzles on an sm_9x GPU (an H100 answers CUDA_ERROR_INVALID_VALUE:
+        tests/golden/tma_h100 swizzle_128B_atom_*)."""
+        if arch and arch.startswith("sm_9") and self.swizzle.startswith("128B_atom"):
+            raise LaunchError(f"invalid tensor map for {arch}: swizzle {self.swizzle} exists only on sm_100 and "
+                              f"later; the driver refuses it on an sm_90 GPU (CUDA_ERROR_INVALID_VALUE)",
+                              expected="swizzle none, 32B, 64B or 128B on sm_90")
+
     def validate(self, check_address: bool = True) -> "TensorMap":
         """Apply the driver's validity rules; raise :class:`LaunchError` naming the first rule broken."""
         dt = self.data_type

@@ -14,6 +14,7 @@ from isa import ir
 from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
+from .proxy_fence import GenericWrites
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 
 _SPACES = ("global", "shared", "local", "param", "const", "generic")
@@ -325,6 +326,7 @@ class ExecContext:
                 self._check_peer(cta)
                 self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True)
                 cta.smem.write(offs[sel], rows[sel])
+                GenericWrites.of(cta).record(offs[sel], nbytes, self.pc, self.engine.env.now)
             return
         if space == "local":
             w = self.warp.local

@@ -50,6 +50,7 @@ from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
+from ..proxy_fence import GenericWrites
 from .bulk_copy import is_bulk
 from .registry import semantics
 
@@ -171,7 +172,7 @@ def _decode_copy(ins, rest, info):
         counts = nread[lanes].copy()
         unit = AsyncCopyUnit.of(ctx)
 
-        def complete(unit=unit, cta=cta, offs=offs, srcs=srcs, counts=counts, lanes=lanes):
+        def complete(unit=unit, cta=cta, offs=offs, srcs=srcs, counts=counts, lanes=lanes, pc=ctx.pc):
             rows = np.zeros((lanes.size, cp_size), dtype=np.uint8)
             full = counts == cp_size
             if full.any():
@@ -183,6 +184,7 @@ def _decode_copy(ins, rest, info):
                 unit.emit_mem("ld", "global", srcs[rd], cp_size, lanes[rd])
             unit.sim.check_mbarrier_overlap(cta, offs, cp_size, write=True, who="cp.async")
             cta.smem.write(offs, rows)
+            GenericWrites.of(cta).record(offs, cp_size, pc, unit.env.now)       # cp.async: the generic proxy
             unit.emit_mem("st", "shared::cta", [M.shared_address(cta.rank, int(o)) for o in offs], cp_size, lanes)
 
         op = unit.submit(AsyncCopyOp(what, cp_size * lanes.size, complete, issuer=ctx.warp.label, loc=ctx.ins.loc,

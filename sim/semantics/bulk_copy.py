@@ -46,6 +46,7 @@ from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
+from ..proxy_fence import check_async_read
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.4.1"
@@ -90,9 +91,15 @@ def shared_target(ctx, addr: int, space: str, what: str, lane: int):
     return ctx.cluster.cta_by_rank(rank), off
 
 
-def check_multiple16(what: str, value: int, lane: int, section: str = SECTION) -> None:
+def check_multiple16(what: str, value: int, lane: int, section: str = SECTION, measured_hang: bool = False) -> None:
+    """A bulk-copy size must be a multiple of 16.  ``measured_hang``: the global -> shared copy, for which the GPU
+    does not fault -- an H100 moves only the first ``value & ~15`` bytes and never completes the transaction
+    bytes a wait expects, so the kernel hangs (tests/golden/tma_h100, bulk_fault_size24); tcsim stops at the copy
+    instead and says so."""
     if value % 16:
-        raise MemoryFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16",
+        gpu = (f"; the GPU raises no error but moves only {value & ~15} bytes and never completes the copy's "
+               f"transaction bytes, so a wait on its mbarrier hangs (measured on an H100)" if measured_hang else "")
+        raise MemoryFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16{gpu}",
                           expected=f"a size that is a multiple of 16 bytes ({section})")
 
 
@@ -133,6 +140,16 @@ def cta_mask_targets(ctx, mask: int, lane: int) -> list:
         raise MemoryFault(f"ctaMask 0x{mask:04x} (lane {lane}) selects cluster rank {ranks[-1]}, but the cluster "
                           f"has {n} CTA(s)", expected=f"bits only for ranks 0..{n - 1}")
     return [ctx.cluster.cta_by_rank(r) for r in ranks]
+
+
+def check_source_resident(cta, what: str) -> None:
+    """A bulk store / reduction / shared->cluster copy reads its SMEM source when it completes: the CTA must
+    still be there (its shared memory may belong to the next CTA on the SM once it exits; PTX ISA §9.7.9.25.6:
+    ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read)."""
+    if cta.exited:
+        raise SyncError(f"{cta.label} exited while its {what} still had to read the source in its shared memory",
+                        expected="cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait "
+                                 "for a shared::cluster copy) before the CTA exits")
 
 
 def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
@@ -271,7 +288,7 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
         for lane in lanes:
             n = int(size[lane])
             d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
-            check_multiple16("cp.async.bulk size", n, lane)
+            check_multiple16("cp.async.bulk size", n, lane, measured_hang=True)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
             dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk destination [dstMem]", lane)
@@ -337,7 +354,9 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
             check_smem_range(dcta, doff, n, "cp.async.bulk destination")
             live_mbarrier(mcta, moff, "cp.async.bulk mbarrier [mbar]", lane)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n):
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
+                check_source_resident(scta, what)
+                check_async_read(engine, scta, [soff], n, what, issued)
                 data = scta.smem.read_bytes(soff, n).copy()
                 engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
                 return data
@@ -352,6 +371,7 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
 
 
 def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
+    what = ins.full_opcode
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -378,7 +398,9 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
                 bits = int(bmask[lane])
                 keep = np.tile(np.array([(bits >> b) & 1 for b in range(16)], dtype=bool), n // 16)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n):
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
+                check_source_resident(scta, what)
+                check_async_read(engine, scta, [soff], n, what, issued)
                 data = scta.smem.read_bytes(soff, n).copy()
                 engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
                 return data

@@ -102,14 +102,13 @@ def test_scatter_under_a_slow_tma_is_unchanged():
     run_checked(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)), tma_params=SLOW_TMA)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known gap: tcsim does not model the generic->async proxy ordering of SMEM yet")
 def test_scatter_without_the_proxy_fence_is_caught():
     """The generic-proxy st.shared of the tile must be fenced (fence.proxy.async.shared::cta) before the TMA (async
     proxy) reads it; without the fence the GPU may scatter stale bytes.  The mutation assembles, but tcsim still
-    reproduces the right tensor (strict xfail: the day tcsim catches it, this XPASSes and the mark goes)."""
-    mutation_is_caught(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)),
-                       lambda text: text.replace("\tfence.proxy.async.shared::cta;\n", ""))
+    reproduces the right tensor; sim.proxy_fence reports the unfenced generic-proxy write the TMA reads."""
+    msg = mutation_is_caught(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)),
+                             lambda text: text.replace("\tfence.proxy.async.shared::cta;\n", ""))
+    assert "written through the generic proxy by `st.shared" in msg and "no fence.proxy.async" in msg, msg
 
 
 def test_tutorials_illegal_gather_misaligned_y_offset():

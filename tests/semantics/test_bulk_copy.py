@@ -189,8 +189,9 @@ def test_store_commit_wait():
     assert np.array_equal(res.outputs[0], smem_pattern())
 
 
-def test_store_reads_smem_late_without_wait_read():
-    # overwrite the source right after issuing: the store has not read it yet -> the new value is stored
+def test_overwriting_a_store_source_before_wait_read_is_reported():
+    # overwrite the source right after issuing: the store has not read it yet (on the GPU it may store either
+    # value), so tcsim stops at the store's read, naming the overwriting instruction
     ptx = store_kernel("""
   cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r5], 256;
   cp.async.bulk.commit_group;
@@ -198,10 +199,10 @@ def test_store_reads_smem_late_without_wait_read():
   st.shared.u64 [%r5], %rd4;
   cp.async.bulk.wait_group 0;
 """)
-    res = run(ptx, [np.zeros(32, np.uint64), np.zeros(4, np.uint64)], block=(32, 1, 1))
-    exp = smem_pattern()
-    exp[0] = 5
-    assert np.array_equal(res.outputs[0], exp)
+    with pytest.raises(SyncError, match=r"read 8 byte\(s\) of CTA \(0,0,0\)'s shared memory \(first at offset 0x0\) "
+                                        r"that `st.shared.u64 \[%r5\], %rd4;` at <ptx>:\d+:\d+ overwrote at cycle \d+, "
+                                        r"after the read was issued at cycle \d+"):
+        run(ptx, [np.zeros(32, np.uint64), np.zeros(4, np.uint64)], block=(32, 1, 1))
 
 
 def test_wait_group_read_then_reuse_smem():
@@ -396,7 +397,9 @@ def one(size, doff=0, soff=0, init=INIT):
 
 
 def test_fault_size_not_multiple_of_16():
-    with pytest.raises(MemoryFault, match=r"cp.async.bulk size is 100 bytes \(lane 0\), not a multiple of 16.*"
+    with pytest.raises(MemoryFault, match=r"cp.async.bulk size is 100 bytes \(lane 0\), not a multiple of 16; the "
+                                          r"GPU raises no error but moves only 96 bytes and never completes the "
+                                          r"copy's transaction bytes, so a wait on its mbarrier hangs.*"
                                           r"Expected: a size that is a multiple of 16 bytes \(PTX ISA §9.7.9.25.4.1\)"):
         one(100)
 
@@ -465,3 +468,22 @@ def test_prefetch_checks_operands():
 def test_decode_diagnostics(text, err, msg):
     with pytest.raises(err, match=msg):
         run(kernel(".param .u64 p", text), [np.zeros(4, np.uint32)])
+
+
+@pytest.mark.parametrize("wait", ["", "cp.async.bulk.wait_group.read 0;", "cp.async.bulk.wait_group 0;"])
+def test_exit_before_a_store_has_read_its_smem_source_is_reported(wait):
+    # the CTA leaves right after issuing: its shared memory may already belong to another CTA when the store
+    # reads it, so without a wait that covers the source read this is a located SyncError
+    ptx = store_kernel(f"""
+  cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r5], 256;
+  cp.async.bulk.commit_group;
+  {wait}
+""")
+    args = [np.zeros(32, np.uint64), np.zeros(4, np.uint64)]
+    if wait:
+        assert np.array_equal(run(ptx, args, block=(32, 1, 1)).outputs[0], smem_pattern())
+        return
+    with pytest.raises(SyncError, match=r"CTA \(0,0,0\) exited while its cp.async.bulk.global.shared::cta.bulk_group "
+                                        r"still had to read the source in its shared memory.*wait_group.read") as ei:
+        run(ptx, args, block=(32, 1, 1))
+    assert ei.value.loc is not None and "cp.async.bulk.global.shared::cta" in str(ei.value)

@@ -61,11 +61,21 @@ def model_box(A, coords, box_np, estr_np=None, fill=0):
     return img
 
 
+SPANS = {"none": 0, "32B": 32, "64B": 64, "128B": 128, "128B_atom_32B": 128, "128B_atom_32B_flip_8B": 128,
+         "128B_atom_64B": 128}
+
+
 def model_smem(img, dst, mode, size):
-    """SMEM bytes [0, size) after writing the dense image at absolute address ``dst`` with ``mode``."""
-    flat = np.ascontiguousarray(img).reshape(-1).view(np.uint8)
+    """SMEM bytes [0, size) after writing the image (rows = its last axis) at absolute address ``dst`` with
+    ``mode``: dense, except that rows narrower than the swizzle span each start a span (as an H100 lays them out)."""
+    img = np.ascontiguousarray(img)
+    flat = img.reshape(-1).view(np.uint8)
+    row = img.shape[-1] * img.itemsize
+    k = np.arange(flat.size)
+    if row < SPANS[mode]:
+        k = k // row * SPANS[mode] + k % row
     out = np.zeros(size, np.uint8)
-    out[model_swizzle(dst + np.arange(flat.size), mode)] = flat
+    out[model_swizzle(dst + k, mode)] = flat
     return out
 
 
@@ -107,8 +117,8 @@ def load_kernel(dim, smem=8192, dst_space="shared::cluster", mods="", tmap_expr=
 """
 
 
-def run_load(A, box, coords, swizzle="none", estr=None, oob_fill="zero", smem=8192, doff=0, **kw):
-    tm = TensorMap.tiled(A, box, swizzle=swizzle, element_strides=estr, oob_fill=oob_fill)
+def run_load(A, box, coords, swizzle="none", estr=None, oob_fill="zero", smem=8192, doff=0, dtype=None, **kw):
+    tm = TensorMap.tiled(A, box, swizzle=swizzle, element_strides=estr, oob_fill=oob_fill, dtype=dtype)
     ptx = load_kernel(A.ndim, smem=smem, **kw)
     res = run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[tm, tm.box_bytes(), doff, *coords]))
     return tm, res.simulation.ctas[0].smem.data[:smem].copy(), res
@@ -170,7 +180,9 @@ def test_oob_on_every_edge(dim, where):
     size = A.shape[::-1]
     bx = box[::-1]
     c = [4, 3, 2]
-    c[dim] = -bx[dim] + 2 if where == "neg" else size[dim] - 2
+    # dim 0 moves in 16-byte steps (4 u32): a c0 off a 16-byte boundary is an illegal instruction on the H100
+    c[dim] = (-4 if where == "neg" else size[dim] - 4) if dim == 0 else \
+        (-bx[dim] + 2 if where == "neg" else size[dim] - 2)
     check_load(A, box, tuple(c))
 
 
@@ -186,7 +198,7 @@ def test_oob_fill_nan_pattern():
     tm = TensorMap.tiled(A, (4, 8), oob_fill="nan")
     res = run_launch(Launch(ptx=load_kernel(2), block=(1, 1, 1), args=[tm, tm.box_bytes(), 0, 4, 2]))
     img = res.simulation.ctas[0].smem.data[:128].view(np.uint32).reshape(4, 8)
-    exp = np.full((4, 8), 0x7FFFFFFF, np.uint32)
+    exp = np.full((4, 8), 0x7FF77FF7, np.uint32)          # the H100's fill: 0x7FF7 in every 16-bit half
     exp[:2, :4] = np.float32(1).view(np.uint32)
     assert np.array_equal(img, exp)
 
@@ -401,12 +413,13 @@ def test_reduce_tensor(redop, dtype):
     if dtype == np.int32:
         T -= 25
     tm_box = (4, 16)
-    img, res = run_store(T, tm_box, (20, 14), op="cp.reduce.async.bulk.tensor", mods=f".{redop}.tile.bulk_group")
-    upd = model_store(T, img, (20, 14))
+    # c0 = 24 starts on a 16-byte boundary for every element size here (an H100 faults otherwise)
+    img, res = run_store(T, tm_box, (24, 14), op="cp.reduce.async.bulk.tensor", mods=f".{redop}.tile.bulk_group")
+    upd = model_store(T, img, (24, 14))
     touched = upd != T if redop != "max" else np.ones_like(T, bool)
     # expected: element-wise reduce on the in-bounds box region
     mask = np.zeros(T.shape, bool)
-    mask[14:16, 20:32] = True
+    mask[14:16, 24:32] = True
     src = np.zeros_like(T)
     src[mask] = upd[mask]
     exp = T.copy()
@@ -449,14 +462,16 @@ def test_reduce_add_ieee_specials_without_numpy_warnings(ptype, dtype):
 def test_fault_destination_misaligned():
     A = np.zeros((16, 16), np.float32)
     with pytest.raises(MemoryFault, match=r"cp.async.bulk.tensor destination \[dstMem\] = 0x8 \(lane 0\) is not "
-                                          r"16-byte aligned"):
+                                          r"128-byte aligned \(required of tile-mode tensor copies"):
         run_load(A, (4, 4), (0, 0), doff=8)
+    with pytest.raises(MemoryFault, match=r"= 0x40 \(lane 0\) is not 128-byte aligned.*CUDA_ERROR_MISALIGNED_ADDRESS"):
+        run_load(A, (4, 4), (0, 0), doff=64)
+    check_load(A, (4, 4), (0, 0), doff=128)
 
 
 def test_fault_destination_misaligned_for_atom_swizzle():
     A = np.zeros((16, 32), np.float32)
-    with pytest.raises(MemoryFault, match=r"= 0x20 \(lane 0\) is not 64-byte aligned \(required by swizzle "
-                                          r"128B_atom_64B\)"):
+    with pytest.raises(MemoryFault, match=r"= 0x20 \(lane 0\) is not 128-byte aligned"):
         run_load(A, (4, 32), (0, 0), swizzle="128B_atom_64B", doff=32)
 
 
@@ -518,7 +533,7 @@ PREFETCH = HEAD + """.visible .entry k(.param .align 64 .b8 tmap[128], .param .u
                                              (2, (4, 16, 32), (2, 4, 8))])    # .2d through a rank-3 map
 @pytest.mark.parametrize("kind", ["load", "store", "reduce", "prefetch"])
 def test_fault_instruction_dimensionality_differs_from_map_rank(kind, dim, shape, box):
-    """On an H100 both directions stop with CUDA_ERROR_ILLEGAL_INSTRUCTION (tests/golden/tma_h100_recorded,
+    """On an H100 both directions stop with CUDA_ERROR_ILLEGAL_INSTRUCTION (tests/golden/tma_h100,
     fault_dim_mismatch_*); tcsim stops with a located MemoryFault instead of running silently (.3d on rank 2) or
     failing inside the box geometry (.2d on rank 3)."""
     A = np.zeros(shape, np.float32)
@@ -641,3 +656,97 @@ def test_nvcc_tma_mbarrier_fixture(arch):
     want = A.copy()
     want[128:192, 32:64] = exp
     assert np.array_equal(back, want)
+
+
+# ---------------------------------------------------------------------------------------------- H100-measured rules
+# (tests/golden/tma_h100: the first H100 record of hw/tma_cases.py settled these)
+@pytest.mark.parametrize("dtype, c0", [(np.float32, 1), (np.float32, -3), (np.uint16, 4), (np.uint8, 8),
+                                       (np.float64, 1)])
+def test_tile_load_whose_c0_is_not_on_a_16_byte_boundary_faults(dtype, c0):
+    A = np.zeros((8, 64), dtype)
+    with pytest.raises(MemoryFault, match=rf"start coordinate c0 = {c0} \(lane 0\) of a \w+ map is "
+                                          rf"{c0 * A.itemsize} bytes into the row, not a multiple of 16; the GPU "
+                                          r"stops the kernel with an illegal instruction"):
+        run_load(A, (4, 64 // A.itemsize // 2), (c0, 0))
+
+
+@pytest.mark.parametrize("dtype, c0", [(np.float32, 4), (np.float32, -4), (np.uint16, 8), (np.uint8, 16),
+                                       (np.float64, 2)])
+def test_tile_load_whose_c0_is_on_a_16_byte_boundary_runs(dtype, c0):
+    A = (np.arange(8 * 64) % 251).astype(dtype).reshape(8, 64)
+    check_load(A, (4, 16 // A.itemsize * 2), (c0, 1))
+
+
+@pytest.mark.parametrize("op, mods", [("cp.async.bulk.tensor", ".tile.bulk_group"),
+                                      ("cp.reduce.async.bulk.tensor", ".add.tile.bulk_group")])
+def test_tile_store_and_reduce_whose_c0_is_not_on_a_16_byte_boundary_fault(op, mods):
+    T = np.zeros((16, 32), np.uint32)
+    with pytest.raises(MemoryFault, match=r"c0 = 2 \(lane 0\) of a UINT32 map is 8 bytes into the row"):
+        run_store(T, (4, 8), (2, 3), op=op, mods=mods)
+
+
+def test_tf32_load_rounds_to_nearest_even_and_canonicalises_nan():
+    bits = np.array([0x46476810, 0x9A2F3F9E, 0x3F801000, 0x3F803000, 0x807FFFFF, 0x00000001, 0x7F800000,
+                     0xFF800000, 0x7FC00000, 0xFFC01234, 0x7F7FFFFF, 0x80000000, 0x3F800FFF, 0x00001FFF,
+                     0x3F801001, 0x7F800001], np.uint32)
+    want = np.array([0x46476000, 0x9A2F4000, 0x3F800000, 0x3F804000, 0x80800000, 0x00000000, 0x7F800000,
+                     0xFF800000, 0x7FFFE000, 0x7FFFE000, 0x7F800000, 0x80000000, 0x3F800000, 0x00002000,
+                     0x3F802000, 0x7FFFE000], np.uint32)
+    A = np.tile(bits, (4, 1)).view(np.float32)
+    for dtype in ("TFLOAT32", "TFLOAT32_FTZ"):
+        tm, got, _ = run_load(A, (4, 16), (0, 0), dtype=dtype)
+        assert np.array_equal(got[:256].view(np.uint32).reshape(4, 16), np.tile(want, (4, 1))), dtype
+
+
+def test_tf32_image_agrees_with_the_harness_float_model_on_random_bits():
+    from hw.tma_cases import model_tf32
+    from sim.semantics.bulk_tensor import tf32_image
+    rng = np.random.default_rng(7)
+    u = rng.integers(0, 1 << 32, 3000, dtype=np.uint64).astype(np.uint32)
+    u[::7] &= np.uint32(0x807FFFFF)                      # subnormals
+    u[1::11] = (u[1::11] & np.uint32(0xFFFFE000)) | np.uint32(0x1000)   # ties
+    assert np.array_equal(tf32_image(u), model_tf32(u))
+
+
+def test_oob_nan_fill_is_0x7ff7_in_every_16_bit_half_for_every_float_type():
+    for dtype, es, want in ((np.float16, 2, 0x7FF7), (ml_dtypes.bfloat16, 2, 0x7FF7), (np.float32, 4, 0x7FF77FF7),
+                            (np.float64, 8, 0x7FF77FF77FF77FF7)):
+        A = np.ones((4, 32 // es), dtype)
+        tm, got, _ = run_load(A, (2, 32 // es), (-(32 // es), 1), oob_fill="nan")   # wholly left of the tensor
+        img = got[:tm.box_bytes()].view({2: np.uint16, 4: np.uint32, 8: np.uint64}[es])
+        assert (img == want).all(), dtype
+
+
+def test_reduce_add_f64_keeps_a_nan_operand_unquieted():
+    from sim.semantics.bulk_tensor import reduce_elements
+    old = np.array([0x7FF0000000000001, 0x3FF0000000000000, 0x7FF4000000000000, 0x4000000000000000], np.uint64)
+    src = np.array([0x3FF0000000000000, 0xFFF0000000000002, 0x7FF8000000000003, 0x4000000000000000], np.uint64)
+    got = reduce_elements("add", "f64", old.view(np.uint8).reshape(4, 8), src.view(np.uint8).reshape(4, 8))
+    assert got.reshape(-1).view(np.uint64).tolist() == [0x7FF0000000000001, 0xFFF0000000000002, 0x7FF4000000000000,
+                                                        0x4010000000000000]
+
+
+def test_reduce_add_runs_for_float64_and_float32_ftz_maps():
+    T = np.full((8, 16), 1.5, np.float64)
+    img, res = run_store(T, (2, 8), (8, 2), op="cp.reduce.async.bulk.tensor", mods=".add.tile.bulk_group")
+    exp = T.copy()
+    exp[2:4, 8:16] += img
+    assert np.array_equal(res.outputs[1], exp)
+    F = np.array([[1e-39, np.nan, 2.0, -3.0]], np.float32).repeat(4, 0)
+    tm = TensorMap.tiled(F, (4, 4), dtype="FLOAT32_FTZ")
+    smem = np.zeros(4096, np.uint8)
+    smem[:64] = np.array([1e-39, 1.0, np.nan, 3.0] * 4, np.float32).view(np.uint8)
+    res = run_launch(Launch(ptx=store_kernel(2, smem=4096, op="cp.reduce.async.bulk.tensor",
+                                             mods=".add.tile.bulk_group"),
+                            block=(1, 1, 1), args=[tm, F, smem, tm.box_bytes(), 0, 0]))
+    got = res.outputs[1].view(np.uint32)[0]
+    assert got.tolist() == [0, 0x7FFFFFFF, 0x7FFFFFFF, 0]     # subnormals flushed, NaN canonical
+    assert reduce_ftz_bits(0x80000001, 0x00000002) == 0 and reduce_ftz_bits(0x00800000, 0x80400000) == \
+        0x00800000 and reduce_ftz_bits(0x00C00000, 0x80800000) == 0    # -0 + 0; a subnormal result flushes
+
+
+def reduce_ftz_bits(a, b):
+    from sim.semantics.bulk_tensor import reduce_elements
+    r = reduce_elements("add", "f32.ftz", np.array([a], np.uint32).view(np.uint8).reshape(1, 4),
+                        np.array([b], np.uint32).view(np.uint8).reshape(1, 4))
+    return int(r.view(np.uint32).reshape(-1)[0])
