@@ -73,6 +73,10 @@ def _registry() -> dict:
         cases.append(Case(f"bulk_pipeline_{chunks}x{nbytes}", "examples.bulk_pipeline:make_launch",
                           {"chunks": chunks, "chunk_bytes": nbytes, "seed": seed}, (1,),
                           "3-stage cp.async.bulk ring, full/empty mbarriers, out = 3*in + 1"))
+    for cl, n, seed in ((2, 3, 0), (4, 2, 1)):
+        cases.append(Case(f"cluster_exchange_c{cl}_seed{seed}", "examples.cluster_exchange:make_launch",
+                          {"cluster": cl, "clusters": n, "seed": seed}, (1,),
+                          "DSMEM ring: mapa + ld/st.shared::cluster, remote mbarrier arrive, barrier.cluster"))
     return {c.name: c for c in cases}
 
 

@@ -15,6 +15,9 @@ from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
 from .proxy_fence import GenericWrites
+
+#: special registers of type .pred (PTX ISA 9.1 §10.33 %is_explicit_cluster)
+PRED_SREGS = ("%is_explicit_cluster",)
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 
 _SPACES = ("global", "shared", "local", "param", "const", "generic")
@@ -86,6 +89,10 @@ class ExecContext:
             b = imm_bits(op.value, op.kind, ptype, op.bits)
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
+            if op.name in PRED_SREGS:
+                raise VerifyError(f"special register {op.name} is a predicate (PTX ISA §10), not a .{ptype} value "
+                                  f"(ptxas: \"Arguments mismatch\")",
+                                  expected=f"mov.pred %p, {op.name} (then selp for a number)")
             return to_type(self.special(op), ptype)
         if isinstance(op, ir.Sym):
             a = self.symbol_address(op.name) + op.offset
@@ -135,6 +142,8 @@ class ExecContext:
             return r.copy()
         if isinstance(op, ir.Imm) and op.kind == "int":
             return np.full(WARP, bool(op.value))
+        if isinstance(op, ir.SpecialReg) and op.name in PRED_SREGS:
+            return self.special(op).astype(bool)
         raise VerifyError(f"operand {op} is not a predicate")
 
     def write_pred(self, op, values, mask=None) -> None:
