@@ -1,0 +1,3 @@
+from .record import main
+
+raise SystemExit(main())
