@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     for name, ok, wall, cyc, wi, mmas in rows:
         print(f"{name:50s} {'ok' if ok else 'FAIL':5s} {wall:8.3f} {cyc:10d} {wi:9d} {mmas:5d} "
               f"{1e3 * wall / mmas:7.2f} {wall / base_wall:10.3f} {cyc / base_cycles:11.3f}")
-    (n0, _, w0, c0, _, _), (n1, _, w1, c1, _, _) = rows[0], rows[1]
+    (_, _, w0, c0, _, _), (_, _, w1, c1, _, _) = rows[0], rows[1]
     print(f"ratio nvfp4 / gemm_async: wall time {w0 / w1:.2f}x, simulated cycles {c0 / c1:.2f}x, "
           f"simulated cycles per wall second {c0 / w0:,.0f} vs {c1 / w1:,.0f}")
     return 0 if all(r[1] for r in rows) else 1

@@ -565,14 +565,13 @@ class _Parser:
 
     # ------------------------------------------------------------------ function bodies
     def parse_body(self, fn: Function):
-        K, T = self.K, self.T
+        K = self.K
         self.fn = fn
         self.bind = {}
         self.pending = []           # (instr, scope, [(placeholder, name, tok, must_label)])
         self.pending_tlists = []    # (list label, scope, [(target name, tok)]) of .branchtargets
         self.scope_count = 0
         self.user_loc = None
-        body = fn.body
         scope = _Scope(0, None, self.i)
         self.scope = scope
         self.i += 1  # '{'

@@ -437,7 +437,7 @@ def parse_mma(ins: ir.Instruction, info=None) -> MmaForm:
                              expected="kind::f16 or kind::tf32")
             idx_scale_d, i = i, i + 1
     if i != n:
-        raise reject("operands", f"unexpected operand(s) after enable-input-d: "
+        raise reject("operands", "unexpected operand(s) after enable-input-d: "
                      + ", ".join(str(o) for o in ops[i:]), ins)
     return MmaForm(kind=kind, cta_group=cta_group, ws=ws, sparse=sp, block_scale=block_scale, scale_vec=scale_vec,
                    scale_vec_spelling=sv_spelling, ashift=ashift, collector=collector, a_tmem=a_tmem, idx_sp=idx_sp,

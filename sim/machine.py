@@ -5,7 +5,7 @@ Nothing in here executes instructions: semantics (``sim/semantics``) act on this
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -215,7 +215,6 @@ def layout_program(module: ir.Module, kernel: ir.Function) -> dict:
         params[p.name] = Symbol(p.name, "param", poff, p.size_bytes, p)
         poff += p.size_bytes
     coff = 0
-    cimage = bytearray()
     for v in module.globals:
         if v.space == "const":
             coff = _align(coff, v.alignment)

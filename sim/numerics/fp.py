@@ -654,7 +654,7 @@ def _minmax(fmt, a, b, ftz, nan, xorsign_abs, want_max):
         bb = bb & dt(sign - 1)
         va, vb = np.abs(va), np.abs(vb)
     na, nb = np.isnan(va), np.isnan(vb)
-    sa, sb = _signbit(fmt, ba), _signbit(fmt, bb)
+    sa = _signbit(fmt, ba)
     if want_max:
         a_wins = (va > vb) | ((va == vb) & ~sa)
     else:

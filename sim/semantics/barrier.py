@@ -366,14 +366,12 @@ def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
         ph = ag.arrive(ctx, index, count, kind, lanes, aligned, pred=pred, red_op=rop)
         if op == "arrive":
             return
-        on_release = None
-        if op == "red":
-            def on_release(value, lanes=lanes):
-                if rop == "popc":
-                    ctx.write(dst, "u32", np.full(WARP, value, dtype=np.uint32), mask=lanes)
-                else:
-                    ctx.write_pred(dst, bool(value), mask=lanes)
-        ag.wait(ctx, ph, lanes, what, on_release)
+        def write_result(value, lanes=lanes):
+            if rop == "popc":
+                ctx.write(dst, "u32", np.full(WARP, value, dtype=np.uint32), mask=lanes)
+            else:
+                ctx.write_pred(dst, bool(value), mask=lanes)
+        ag.wait(ctx, ph, lanes, what, write_result if op == "red" else None)
 
     return run
 

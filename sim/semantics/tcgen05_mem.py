@@ -193,7 +193,7 @@ def check_uniform_cta_group(ins, info) -> int:
         if grp != mine:
             raise VerifyError(f"{ins.full_opcode} uses .{mine} but {other.full_opcode} at {other.loc} uses "
                               f".{grp}; all tcgen05 instructions of function {info.function.name} must use the "
-                              f"same .cta_group", expected=f"one .cta_group for the whole function, as ptxas requires")
+                              f"same .cta_group", expected="one .cta_group for the whole function, as ptxas requires")
     return int(mine.split("::")[1])
 
 
