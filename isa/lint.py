@@ -16,6 +16,16 @@ Covered:
   with its minimised reproducer in tests/fuzz_regressions: a predicated ``set`` with an .f32 destination,
   ``abs``/``neg.s16`` of -32768, a self-accumulating ``mad.hi``, a 64-bit shift by a register last written by
   a float instruction, ``abs.f16x2``/``bf16x2`` of an f32 result.
+* ptxas 13.0 miscompilations found by the H100 campaigns of generator versions 2 and 3 (each check's name in
+  :data:`CHECKS` is the generator's name for the construct, hw/fuzz/generator.py V3_AVOIDS / V4_AVOIDS; each
+  note names its minimised reproducers, whose SASS shows the lowering): folded ``neg(neg(x))``, integer
+  conversions reading a 16-bit float from before its conversion, float operations folded with an integer's value
+  range, 16-bit shifts and branches/guards recomputed without FTZ, half-pair arithmetic on a tf32 result,
+  predicated ``mad.hi`` in loops, 16-bit arithmetic on float-to-16-bit results, merged 64-bit shifts,
+  ``copysign(x, x)``, min/max of a copy, mma operands from immediates or zeroed fp8 registers, saturation and
+  carries after integer abs/neg, predicated instructions moved past a write of their guard, per-copy NaN order
+  of f64 operations in unrolled loops, lop3 with a repeated source, logic on a cvt.relu result.
+  "Last written by" follows straight-line code and loop back edges (:func:`_reaching_writers`).
 """
 from __future__ import annotations
 
@@ -37,7 +47,7 @@ class Note:
 _SPLIT_MMA_TYPES = ("e4m3", "e5m2")
 
 
-def _mma_alias(ins: ir.Instruction, arch: str, body, index):
+def _mma_alias(ins: ir.Instruction, arch: str, fn, index):
     if ins.opcode != "mma" or len(ins.operands) < 4:
         return None
     if not any(t in ins.mods for t in _SPLIT_MMA_TYPES):
@@ -57,7 +67,7 @@ def _mma_alias(ins: ir.Instruction, arch: str, body, index):
                          "destination registers.")
 
 
-def _guarded_testp(ins: ir.Instruction, arch: str, body, index):
+def _guarded_testp(ins: ir.Instruction, arch: str, fn, index):
     if ins.opcode != "testp" or ins.guard is None or not arch.startswith("sm_9"):
         return None
     g, neg = ins.guard
@@ -82,7 +92,7 @@ def _last_writer(body, index: int, name: str):
     return body[j] if j >= 0 else None
 
 
-def _guarded_set_f32(ins: ir.Instruction, arch: str, body, index):
+def _guarded_set_f32(ins: ir.Instruction, arch: str, fn, index):
     if ins.opcode != "set" or ins.guard is None or not arch.startswith("sm_9"):
         return None
     types = [m for m in ins.mods if m in ("f32", "u32", "s32")]
@@ -97,7 +107,7 @@ def _guarded_set_f32(ins: ir.Instruction, arch: str, body, index):
                          "set and selp.")
 
 
-def _s16_sign_op(ins: ir.Instruction, arch: str, body, index):
+def _s16_sign_op(ins: ir.Instruction, arch: str, fn, index):
     if not arch.startswith("sm_9") or ins.opcode not in ("abs", "neg") or "s16" not in ins.mods:
         return None
     return Note(ins.loc, f"{ins.full_opcode}: for -32768 the result depends on ptxas: it keeps 16-bit values "
@@ -106,7 +116,7 @@ def _s16_sign_op(ins: ir.Instruction, arch: str, body, index):
                          "fuzz_1389_value). tcsim wraps, as the PTX ISA's 16-bit result requires.")
 
 
-def _mad_hi_self(ins: ir.Instruction, arch: str, body, index):
+def _mad_hi_self(ins: ir.Instruction, arch: str, fn, index):
     if not arch.startswith("sm_9") or ins.opcode not in ("mad", "madc") or "hi" not in ins.mods or len(ins.operands) < 4:
         return None
     d, c = ir.reg_names(ins.operands[0]), ir.reg_names(ins.operands[3])
@@ -118,13 +128,13 @@ def _mad_hi_self(ins: ir.Instruction, arch: str, body, index):
                          "executes every iteration. Accumulate through a separate register.")
 
 
-def _b64_shift_by_float(ins: ir.Instruction, arch: str, body, index):
+def _b64_shift_by_float(ins: ir.Instruction, arch: str, fn, index):
     if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or not any(m in ins.mods for m in ("b64", "u64", "s64")):
         return None
     amt = ir.reg_names(ins.operands[2]) if len(ins.operands) > 2 else []
     if not amt:
         return None
-    w = _last_writer(body, index, amt[0])
+    w = _last_writer(fn.body, index, amt[0])
     if w is None or not _writes_float(w):
         return None
     return Note(ins.loc, f"{ins.full_opcode}: the shift amount {amt[0]} was last written by {w.full_opcode} "
@@ -133,11 +143,11 @@ def _b64_shift_by_float(ins: ir.Instruction, arch: str, body, index):
                          "reproducer fuzz_1071_value). tcsim uses the bits, as the PTX ISA says.")
 
 
-def _half2_abs_after_f32(ins: ir.Instruction, arch: str, body, index):
+def _half2_abs_after_f32(ins: ir.Instruction, arch: str, fn, index):
     if not arch.startswith("sm_9") or ins.opcode != "abs" or not any(m in ins.mods for m in ("f16x2", "bf16x2")) or len(ins.operands) < 2:
         return None
     src = ir.reg_names(ins.operands[1])
-    w = _last_writer(body, index, src[0]) if src else None
+    w = _last_writer(fn.body, index, src[0]) if src else None
     if w is None or "f32" not in w.mods:
         return None
     return Note(ins.loc, f"{ins.full_opcode}: its source was last written by {w.full_opcode} (line "
@@ -146,14 +156,442 @@ def _half2_abs_after_f32(ins: ir.Instruction, arch: str, body, index):
                          "fuzz_14858_value). tcsim clears both halves' sign bits.")
 
 
-#: every check: (instruction, arch, function body, index in the body) -> Note | None
-_CHECKS = (_mma_alias, _guarded_testp, _guarded_set_f32, _s16_sign_op, _mad_hi_self, _b64_shift_by_float,
-           _half2_abs_after_f32)
+def _writes(ins, name: str) -> bool:
+    return isinstance(ins, ir.Instruction) and bool(ins.operands) and name in _dest_names(ins)
 
 
-def notes(module: ir.Module) -> list:
-    """Every note for ``module`` (in file order)."""
+def _dest_names(ins) -> list:
+    op = ins.operands[0]
+    if isinstance(op, ir.PredPair):
+        return [x.name for x in (op.first, op.second) if isinstance(x, ir.Reg)]
+    return ir.reg_names(op)
+
+
+def _reaching_writers(fn, index: int, name: str) -> list:
+    """Instructions whose value of ``name`` ``fn.body[index]`` may read: the textually last writer before it,
+    and inside a loop (a branch after it back to a label at or before it) every writer from it to that branch
+    (the previous iteration's)."""
+    body = fn.body
+    out = []
+    for j in range(index - 1, -1, -1):
+        if _writes(body[j], name):
+            out.append(body[j])
+            break
+    for k in range(index + 1, len(body)):
+        b = body[k]
+        if isinstance(b, ir.Instruction) and b.opcode == "bra" and b.operands \
+                and isinstance(b.operands[0], ir.LabelRef) and fn.labels.get(b.operands[0].name, k) <= index:
+            out += [body[i] for i in range(index, k) if _writes(body[i], name) and body[i] not in out]
+    return out
+
+
+def _src_regs(ins) -> list:
+    return [n for op in ins.operands[1:] for n in ir.reg_names(op)]
+
+
+def _types(ins) -> list:
+    return [m for m in ins.mods if m in ir.TYPE_SIZES]
+
+
+_HALF = ("f16", "bf16")
+_INTS = ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64")
+
+
+def _first_writer(fn, index, names, pred):
+    """The first instruction among the reaching writers of ``names`` for which ``pred`` holds, or None."""
+    for n in names:
+        for w in _reaching_writers(fn, index, n):
+            if pred(w):
+                return w
+    return None
+
+
+def _note_after(ins, w, what: str, ptxas: str, repro: str, tcsim: str) -> Note:
+    return Note(ins.loc, f"{ins.full_opcode}: {what} {w.full_opcode} (line {w.loc.line}); the GPU result depends on "
+                         f"ptxas: 13.0 {ptxas} (measured on the H100, fuzz reproducer {repro}). {tcsim}")
+
+
+def _neg_neg_f64(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "neg" or "f64" not in ins.mods:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "neg" and "f64" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, "negates the result of", "folds neg(neg(x)) into a copy of x (the SASS keeps one "
+                       "DADD -RZ, -R and copies the source for the other), so a signalling NaN comes back "
+                       "unquieted where one neg.f64 quiets it", "fuzz_100279_value",
+                       "tcsim executes both negations (each quiets a NaN).")
+
+
+def _f2i_after_half_f2f(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "cvt":
+        return None
+    ts = _types(ins)
+    if len(ts) != 2 or ts[0] not in _INTS or ts[1] not in _HALF:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: (
+        (w.opcode == "cvt" and len(_types(w)) == 2 and all(t in _HALF for t in _types(w)))
+        or (w.opcode in ("min", "max") and any(t in _HALF for t in _types(w)))))
+    if w is None:
+        return None
+    return _note_after(ins, w, "converts to an integer the 16-bit float written by", "lets the F2I read the "
+                       "register as it was before that instruction (SASS: F2F.F16.BF16.RZ R0, R31.H1 then "
+                       "F2I.S16.F16.TRUNC R32, R31.H1; after a min.f16 the F2I also loses its rounding mode)",
+                       "fuzz_107_value, fuzz_100160_value, fuzz_1060_value",
+                       "tcsim converts the value the PTX names. Put an integer or f32 instruction in between.")
+
+
+_RANGE_FOLDED = (("cnot", None), ("add", "sat"), ("sub", "sat"))
+
+
+def _reads_float(ins) -> bool:
+    ts = _types(ins)
+    if ins.opcode == "cvt":
+        return len(ts) == 2 and ts[1] in _FLOAT_TYPES
+    if ins.opcode in ("mov", "ld", "st", "selp", "shfl", "prmt"):
+        return False
+    return any(t in _FLOAT_TYPES for t in ts)
+
+
+def _float_after_int_range(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _reads_float(ins):
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: any(
+        w.opcode == op and (m is None or m in w.mods) for op, m in _RANGE_FOLDED) and not _writes_float(w))
+    if w is None:
+        return None
+    return _note_after(ins, w, "reads as a float the integer result of", "simplifies the float operation with "
+                       "the integer's value range (cnot: 0 or 1; add/sub.sat: clamped), as if the bits were that "
+                       "number: a cvt of a cnot result folded to 1, a min.f32 and a cvt's .sat dropped",
+                       "fuzz_14755_value, fuzz_101996_value, fuzz_103215_value",
+                       "tcsim uses the bits, as the PTX ISA says.")
+
+
+def _half_shift_by_ftz_cvt(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or len(ins.operands) < 3:
+        return None
+    if not any(t in ("b16", "u16", "s16") for t in _types(ins)):
+        return None
+    w = _first_writer(fn, index, ir.reg_names(ins.operands[2]), lambda w: w.opcode == "cvt" and "ftz" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, "shifts by the amount written by", "converts the amount again for the 16-bit "
+                       "shift, without .ftz (SASS: F2I.U16.CEIL.NTZ beside F2I.FTZ.U32.CEIL.NTZ), so a subnormal "
+                       "source shifts by 1", "fuzz_101027_value", "tcsim shifts by the converted register.")
+
+
+def _half2_after_tf32(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not any(t in ("f16x2", "bf16x2") for t in _types(ins)):
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and "tf32" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, "reads the tf32 result of", "computes the half-pair operation on the low halves "
+                       "only (SASS: HADD2 R26, R20.H0_H0, R23.H0_H0 in the unrolled loop)", "fuzz_1261_value",
+                       "tcsim computes both halves.")
+
+
+def _guarded_mad_hi_after_carry(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.guard is None or ins.opcode not in ("mad", "madc") or "hi" not in ins.mods:
+        return None
+    if len(ins.operands) < 4:
+        return None
+    w = _first_writer(fn, index, ir.reg_names(ins.operands[3]), lambda w: w.opcode in ("addc", "subc", "madc"))
+    if w is None:
+        return None
+    return _note_after(ins, w, "is predicated and adds the carry-chain result of", "unrolls the loop around "
+                       "them and the predicated IMAD.HI of a later copy reads an addend of another iteration",
+                       "fuzz_100755_value", "tcsim executes the PTX in order.")
+
+
+def _s16_div_after_f2i(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("div", "rem") or "s16" not in ins.mods:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and len(_types(w)) == 2
+                      and _types(w)[0] == "s16" and _types(w)[1] in _FLOAT_TYPES)
+    if w is None:
+        return None
+    return _note_after(ins, w, "divides the float-to-s16 result of", "computes the 16-bit division from a copy "
+                       "of the conversion that is not the register the PTX names (SASS: two F2I.S16.TRUNC of "
+                       "the source in the unrolled loop)", "fuzz_101080_value", "tcsim divides the converted register.")
+
+
+def _b64_shift_imm_after_mul(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or len(ins.operands) < 3:
+        return None
+    if not any(t in ("b64", "u64", "s64") for t in _types(ins)):
+        return None
+    amt = ins.operands[2]
+    if not isinstance(amt, ir.Imm) or amt.value < 64:
+        return None
+    w = _first_writer(fn, index, ir.reg_names(ins.operands[1]), lambda w: w.opcode in ("mul", "shl", "mad")
+                      and any(isinstance(o, ir.Imm) for o in w.operands[1:]))
+    if w is None:
+        return None
+    return _note_after(ins, w, f"shifts by {amt.value} (64 or more) the result of", "merges the shift with the "
+                       "constant multiplication or shift before it and returns the product unshifted, not 0", "fuzz_108199_value", "tcsim gives 0 (shl, shr.u) as the PTX ISA says.")
+
+
+def _copysign_same(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "copysign" or len(ins.operands) < 3:
+        return None
+    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
+    if not a or a != b:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: both sources are {a[0]}; the GPU result depends on ptxas: 13.0 "
+                         "simplifies later uses of copysign(x, x) wrongly (measured on the H100: xor.b64 of the "
+                         "result with x gave x's sign bit, not 0; fuzz reproducer fuzz_109430_value). tcsim "
+                         "returns x. Use mov.")
+
+
+def _minmax_of_copy(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("min", "max") or len(ins.operands) < 3:
+        return None
+    if not any(t in _FLOAT_TYPES for t in _types(ins)):
+        return None
+    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
+    if not a or not b or a == b:
+        return None
+    for x, y in ((a[0], b[0]), (b[0], a[0])):
+        w = _last_writer(fn.body, index, x)
+        if w is not None and w.opcode == "mov" and len(w.operands) > 1 and ir.reg_names(w.operands[1]) == [y]:
+            return _note_after(ins, w, f"compares {y} with its copy {x} made by", "propagates the copy and "
+                               "folds min/max(x, x) to x (SASS: a PRMT), so a NaN comes back unchanged",
+                               "fuzz_104982_value", "tcsim compares two registers: two NaNs give the canonical "
+                               "NaN.")
+    return None
+
+
+def _guard_from_setp_ftz(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.guard is None or ins.opcode == "bra":
+        return None
+    g = ins.guard[0].name
+    w = _first_writer(fn, index, [g], lambda w: w.opcode == "setp" and "ftz" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, f"is guarded by {g}, written by", "recomputes such a guard with an FSETP without "
+                       ".FTZ (SASS: @!P1 FFMA after FSETP.NEU.OR P1 ... without .FTZ), so for a subnormal operand "
+                       "the instruction runs or not against the PTX", "fuzz_107537_value",
+                       "tcsim uses the predicate the setp wrote.")
+
+
+def _mma_imm_operand(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "mma" or len(ins.operands) < 4:
+        return None
+    names = [n for op in ins.operands[1:3] for n in ir.reg_names(op)]
+    w = _first_writer(fn, index, names, lambda w: w.opcode == "mov" and len(w.operands) > 1
+                      and isinstance(w.operands[1], ir.Imm))
+    if w is None:
+        return None
+    return _note_after(ins, w, "multiplies the constant written by", "folds the constant's sign into a negated "
+                       "HMMA operand (SASS: HMMA.1688.F32 R4, R10, -R34, R4) and the H100 result comes out "
+                       "negated", "fuzz_108625_value", "tcsim multiplies the register's value.")
+
+
+def _sat_cvt_after_int_sign_op(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "cvt" or "sat" not in ins.mods:
+        return None
+    ts = _types(ins)
+    if len(ts) != 2 or ts[0] not in _INTS or ts[1] not in _INTS:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: w.opcode in ("neg", "abs")
+                      and any(t in ("s32", "s64") for t in _types(w)))
+    if w is None:
+        return None
+    return _note_after(ins, w, "saturates the result of", "computes the saturation from the operand's range, "
+                       "as if the negation could not wrap (SASS: ISETP.LE R25, -0xff selects 0xff), so -(-2^31) "
+                       "saturates to 255", "fuzz_106923_value", "tcsim wraps -(-2^31) to -2^31 and saturates that.")
+
+
+def _reads(ins, name: str) -> bool:
+    if not isinstance(ins, ir.Instruction):
+        return False
+    if ins.guard is not None and ins.guard[0].name == name:
+        return True
+    return any(name in ir.reg_names(op) or (isinstance(op, ir.Not) and name in ir.reg_names(op.operand))
+               or (isinstance(op, ir.Address) and isinstance(op.base, ir.Reg) and op.base.name == name)
+               for op in ins.operands[1:])
+
+
+def _guard_redefined_later(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.guard is None:
+        return None
+    g = ins.guard[0].name
+    body = fn.body
+    if ins.opcode == "bra":
+        if not ins.operands or not isinstance(ins.operands[0], ir.LabelRef) \
+                or fn.labels.get(ins.operands[0].name, -1) <= index:
+            return None                     # loop back edges: the usual shape, no finding
+        dests = []
+    else:
+        dests = _dest_names(ins) if ins.operands else []
+    for k in range(index + 1, len(body)):
+        other = body[k]
+        if any(_reads(other, d) for d in dests):
+            return None                     # the result is used before the guard changes: it cannot sink past
+        if _writes(other, g):
+            return _note_after(ins, other, f"is guarded by {g}, which is written again later by",
+                               "moves a predicated instruction (or the body of a short branch it predicates) "
+                               "below a later write of its guard, so it runs under the new value (simulating "
+                               "the moved instruction reproduces the H100 output bit for bit)",
+                               "fuzz_108517_value, fuzz_102217_value",
+                               "tcsim uses the guard's value at the instruction. Use a fresh predicate.")
+    return None
+
+
+def _f64_nan_order_in_loop(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub", "mul", "fma", "mad", "min", "max") \
+            or "f64" not in ins.mods or len(ins.operands) < 3:
+        return None
+    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
+    if not a or not b or a == b:
+        return None
+    body = fn.body
+    for k in range(index + 1, len(body)):
+        br = body[k]
+        if isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands \
+                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index:
+            start = fn.labels[br.operands[0].name]
+            carried = [r for r in (a[0], b[0]) if any(_writes(body[i], r) for i in range(start, k))]
+            if len(carried) == 2:
+                return Note(ins.loc, f"{ins.full_opcode}: both sources ({a[0]}, {b[0]}) change in the loop around "
+                                     "it; the GPU result depends on ptxas: 13.0 unrolls the loop and orders the "
+                                     "two sources differently in different copies (SASS: DFMA R28, R28, R30 then "
+                                     "DFMA R28, R30, R28), so when both are NaN which NaN comes back changes from "
+                                     "one iteration to the next (measured on the H100, fuzz reproducer "
+                                     "fuzz_105824_value). tcsim picks by one rule (sim/semantics/float_arith.py "
+                                     "sass_nan_priority).")
+    return None
+
+
+def _lop3_repeated_source(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "lop3" or len(ins.operands) < 5:
+        return None
+    names = [ir.reg_names(op) for op in ins.operands[1:4]]
+    regs = [n[0] for n in names if n]
+    if len(regs) == len(set(regs)):
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: a source register appears twice; the GPU result depends on ptxas: 13.0 "
+                         "merges such a lop3 with a following logic operation into one LOP3 with a wrong truth "
+                         "table (SASS: xor.b32 of a and lop3(a, 0x13, a, 0x9D) became LOP3.LUT R19, R23, 0x13, "
+                         "RZ, 0x6d; measured on the H100, fuzz reproducer fuzz_200990_value). tcsim evaluates "
+                         "the PTX.")
+
+
+def _guarded_mad_hi_in_loop(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.guard is None or ins.opcode not in ("mad", "madc") or "hi" not in ins.mods:
+        return None
+    if len(ins.operands) < 4:
+        return None
+    c = ir.reg_names(ins.operands[3])
+    carried = [w for w in (_reaching_writers(fn, index, c[0]) if c else []) if w.index > index]
+    if not carried:
+        return None
+    return _note_after(ins, carried[0], "is predicated and adds a value the loop around it writes later, with",
+                       "unrolls the loop and the predicated IMAD.HI of a copy reads the addend of another "
+                       "iteration", "fuzz_200593_value", "tcsim executes the PTX in order.")
+
+
+def _int_sign_op_min(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("abs", "neg") or not any(m in ins.mods for m in ("s32", "s64")):
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: the GPU result of what reads it depends on ptxas: 13.0 simplifies "
+                         "with facts about abs/neg that do not hold for every input (abs non-negative, neg never "
+                         "wrapping, x - abs(x) never borrowing): a slct on abs(-2^31) took the 'non-negative' "
+                         "source, a subc after abs.s64 of 0 borrowed, a cvt.sat of -(-2^31) gave 255 (measured on "
+                         "the H100, fuzz reproducers fuzz_202765_value, fuzz_205009_value, fuzz_106923_value). "
+                         "tcsim follows the PTX ISA (two's complement, wrapping).")
+
+
+def _half_int_arith_after_f2i(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("mul", "mad") \
+            or not any(t in ("s16", "u16") for t in _types(ins)):
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and len(_types(w)) == 2
+                      and _types(w)[0] in ("s16", "u16") and _types(w)[1] in _FLOAT_TYPES)
+    if w is None:
+        return None
+    return _note_after(ins, w, "computes with the float-to-16-bit result of", "feeds the 16-bit arithmetic "
+                       "from 32-bit registers whose upper bits are not what the 16-bit values imply (SASS: "
+                       "IMAD R13, R3, R0, R12 for a mad.wide.u16; mul.hi.s16 of a cvt.rmi.s16.bf16 result gave "
+                       "0x9B3D for 0)", "fuzz_203514_value, fuzz_203702_value", "tcsim uses the 16-bit values.")
+
+
+def _fp8_mma_after_big_shift(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "mma" or not any(t in ins.mods for t in _SPLIT_MMA_TYPES):
+        return None
+    names = [n for op in ins.operands[1:3] for n in ir.reg_names(op)]
+
+    def big_shift(w):
+        return w.opcode in ("shl", "shr") and len(w.operands) > 2 and isinstance(w.operands[2], ir.Imm) \
+            and w.operands[2].value >= 32
+
+    w = _first_writer(fn, index, names, big_shift)
+    if w is None:
+        for n in names:         # through a shfl of such a value
+            for s in _reaching_writers(fn, index, n):
+                if s.opcode == "shfl":
+                    w = _first_writer(fn, s.index, _src_regs(s)[:1], big_shift)
+                    if w is not None:
+                        break
+            if w is not None:
+                break
+    if w is None:
+        return None
+    return _note_after(ins, w, "multiplies fp8 values that a shift by 32 or more (result 0) wrote:", "constant-folds "
+                       "the zero into the fp8-to-f16 unpacking of its mma lowering wrongly (SASS: F2FP.F16.E4M3."
+                       "UNPACK_B R9, 1.12e-44 -- the bits 0x8 -- for the upper half of the zero register)",
+                       "fuzz_204633_value, fuzz_209975_value", "tcsim multiplies 0.")
+
+
+def _branch_from_setp_ftz(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.guard is None or ins.opcode != "bra":
+        return None
+    g = ins.guard[0].name
+    w = _first_writer(fn, index, [g], lambda w: w.opcode == "setp" and "ftz" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, f"branches on {g}, written by", "recomputes the branch condition without .FTZ, so "
+                       "a subnormal operand takes the other path", "fuzz_207439_value, fuzz_208935_value",
+                       "tcsim branches on the predicate the setp wrote.")
+
+
+def _logic_after_relu_cvt(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("and", "or", "xor") or "b16" not in ins.mods:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and "relu" in w.mods)
+    if w is None:
+        return None
+    return _note_after(ins, w, "combines the result of", "drops the 16-bit logic operation on a cvt.relu result "
+                       "(SASS: F2FP.RELU.BF16.F32 then PRMT, no LOP3)", "fuzz_206993_value",
+                       "tcsim computes it.")
+
+
+#: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
+#: (hw/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
+CHECKS = {
+    "mma-alias": _mma_alias, "testp-guard": _guarded_testp, "set-f32-guard": _guarded_set_f32,
+    "s16-sign-op": _s16_sign_op, "mad-hi-self": _mad_hi_self, "b64-shift-by-float": _b64_shift_by_float,
+    "half2-abs-after-f32": _half2_abs_after_f32, "neg-neg-f64": _neg_neg_f64,
+    "f2i-after-half-f2f": _f2i_after_half_f2f, "float-after-int-range": _float_after_int_range,
+    "half-shift-by-ftz-cvt": _half_shift_by_ftz_cvt, "half2-after-tf32": _half2_after_tf32,
+    "guarded-mad-hi-after-carry": _guarded_mad_hi_after_carry, "s16-div-after-f2i": _s16_div_after_f2i,
+    "b64-shift-imm-after-mul": _b64_shift_imm_after_mul, "copysign-same": _copysign_same,
+    "minmax-of-copy": _minmax_of_copy, "guard-from-setp-ftz": _guard_from_setp_ftz,
+    "mma-imm-operand": _mma_imm_operand, "sat-cvt-after-int-sign-op": _sat_cvt_after_int_sign_op,
+    "guard-redefined-later": _guard_redefined_later, "f64-nan-order-in-loop": _f64_nan_order_in_loop,
+    # found by generator version 3's campaign
+    "lop3-repeated-source": _lop3_repeated_source, "guarded-mad-hi-in-loop": _guarded_mad_hi_in_loop,
+    "int-sign-op-min": _int_sign_op_min, "half-int-arith-after-f2i": _half_int_arith_after_f2i,
+    "fp8-mma-after-big-shift": _fp8_mma_after_big_shift, "branch-from-setp-ftz": _branch_from_setp_ftz,
+    "logic-after-relu-cvt": _logic_after_relu_cvt,
+}
+
+
+def notes(module: ir.Module, checks=None) -> list:
+    """Every note for ``module`` (in file order); ``checks``: only those of these names (:data:`CHECKS`)."""
     arch = module.arch or ""
+    run = list(CHECKS.values()) if checks is None else [CHECKS[c] for c in checks]
     out = []
     for fn in module.functions.values():
         if fn.is_declaration:
@@ -161,8 +599,8 @@ def notes(module: ir.Module) -> list:
         for i, ins in enumerate(fn.body):
             if not isinstance(ins, ir.Instruction):
                 continue
-            for check in _CHECKS:
-                n = check(ins, arch, fn.body, i)
+            for check in run:
+                n = check(ins, arch, fn, i)
                 if n is not None:
                     out.append(n)
     return out

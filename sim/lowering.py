@@ -14,9 +14,11 @@ variant                what changes
                        payload kept, signalling NaNs stay signalling) -- ptxas folds the sign operation into a
                        source modifier (``FSEL -R``, ``|R|``) or away (``neg(neg(x))``) instead of emitting an
                        ``FADD``/``DADD``; measured on the H100 from the SASS of fuzz reproducers
-                       (tests/fuzz_regressions).
+                       (tests/fuzz_regressions).  ``sign-ops-bitwise@<line>``: for that instruction only.
 ``f64-nan-swap``       when both commutative sources of an f64 add/mul/min/max/fma are NaN, the other source's NaN
-                       wins: ptxas ordered the SASS operands the other way (register allocation).
+                       wins: ptxas ordered the SASS operands the other way (register allocation).  ptxas decides
+                       this per instruction: ``f64-nan-swap@<line>`` applies it to the instruction on that PTX line
+                       only (a program may have one instruction each way; fuzz reproducer fuzz_103554_value).
 =====================  ==========================================================================================
 """
 from __future__ import annotations
@@ -29,16 +31,20 @@ VARIANTS = ("sign-ops-bitwise", "f64-nan-swap")
 _active: contextvars.ContextVar = contextvars.ContextVar("tcsim_lowering_variants", default=frozenset())
 
 
-def active(name: str) -> bool:
-    """Is variant ``name`` on (in this context)?"""
-    return name in _active.get()
+def active(name: str, line: int | None = None) -> bool:
+    """Is variant ``name`` on (in this context) -- everywhere, or (``name@<line>``) for the instruction on PTX
+    line ``line``?"""
+    on = _active.get()
+    return name in on or (line is not None and f"{name}@{line}" in on)
 
 
 @contextlib.contextmanager
 def variants(names):
-    """Run the enclosed launches (decode and execution) with the named variants on."""
+    """Run the enclosed launches (decode and execution) with the named variants on (``name``: everywhere;
+    ``name@<line>``: only for the instruction on that PTX line -- ptxas decides such lowerings per instruction)."""
     names = frozenset(names)
-    unknown = names - set(VARIANTS)
+    unknown = {n for n in names if n.partition("@")[0] not in VARIANTS or (n.partition("@")[1] and not
+                                                                          n.partition("@")[2].isdigit())}
     if unknown:
         raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)}")
     token = _active.set(names)

@@ -12,5 +12,8 @@ Command line: ``python -m hw.fuzz --count N --seed S [--backend gpu] [--out DIR]
 once each) in 3-5 minutes; minimised findings go to ``tests/fuzz_regressions``.  :mod:`hw.fuzz.record` keeps a
 whole campaign (hashes of every GPU output, whole outputs where the simulator disagrees) for offline work
 (``tests/golden/fuzz_campaign``), and :mod:`hw.fuzz.derive` pins differing registers on single instructions.
+:mod:`hw.fuzz.explain` holds the verified explanations (ptxas rewrites, lowering variants) a disagreement may
+have, :mod:`hw.fuzz.triage` minimises many recorded findings at once, and ``hw/fuzz/device_run.sh`` does either
+job (``triage`` or a whole ``campaign``: record, compare, triage) in one GPU-machine call.
 """
 from .generator import Program, generate  # noqa: F401

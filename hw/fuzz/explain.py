@@ -12,9 +12,23 @@ Rewrites (the PTX as ptxas really compiled it -- miscompilations; isa/lint.py no
     ``IABS`` + ``I2FP.F32.S32`` of the destination: where the guard is false the old bits of ``d`` come back
     converted, ``d = float(|int(d)|)``.
 
+``f64-const-operand``
+    ptxas propagates a constant loaded by ``mov.b64 r, imm`` into an f64 add/sub/mul/fma/min/max that reads
+    ``r``: it becomes an immediate operand, so the f64 NaN order puts it last and ``sub`` flips its sign (a NaN
+    constant's sign comes back flipped; fuzz reproducer fuzz_208261_value).
+``neg-into-immediate``
+    ``neg.f64 b, a`` then an f64 mul/fma of ``b`` by an immediate: ptxas multiplies ``a`` by the negated
+    immediate (``DMUL R, R, -imm``), so a NaN immediate comes back with its sign flipped (fuzz_201099_value).
+``minmax-equal``
+    a float min/max whose two sources ptxas proves equal (one a ``mov`` copy, ``min/max(x, x)`` or
+    ``shf.l.clamp`` by 32 or more of the other) is folded to its source: a NaN comes back with its payload
+    (fuzz_104982_value, fuzz_207127_value, fuzz_209983_value).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
-``sign-ops-bitwise``, ``f64-nan-swap``.
+``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
+f64 instruction's commutative sources and lowers each abs/neg on its own, and one or two instructions of a
+program may go against the rule tcsim follows -- :func:`per_instruction_swaps`).
 
 :func:`explain` tries every combination that applies and returns ``"diagnosed:<names>"`` for the first that
 reproduces the GPU output exactly, else None.
@@ -38,7 +52,138 @@ def _set_f32_guard(text: str) -> str:
     return _GUARDED_SET_F32.sub(r"\1\2 set.\3.s32.\4 \5, \6;\n\1abs.s32 \5, \5;\n\1cvt.rn.f32.s32 \5, \5;", text)
 
 
-REWRITES = {"testp-guard": _testp_guard, "set-f32-guard": _set_f32_guard}
+_INSTR = re.compile(r"^(\s*)(@!?%\w+ )?([a-z][\w.:]*)(?: (.*))?;\s*$")
+_F64_ARITH = re.compile(r"^(add|sub|mul|fma|mad|min|max)(\.\w+)*\.f64$")
+_FLOAT_MINMAX = re.compile(r"^(min|max)(\.\w+)*\.(f32|f16|bf16|f64)$")
+
+
+def _split_operands(text: str) -> list:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _dests(opcode: str, ops: list) -> list:
+    if not ops or opcode.split(".")[0] in ("st", "bra", "bar", "ret", "cp", "red", "fence") or ops[0].startswith("["):
+        return []
+    return re.findall(r"%\w+", ops[0])
+
+
+def _dataflow_rewrite(text: str, fold) -> str:
+    """Rewrite instruction lines with what straight-line code tells about their sources.  ``fold(opcode,
+    operands, facts)`` returns new operands or None; ``facts`` maps a register to the unguarded instruction
+    (opcode, operands) that last wrote it, for registers neither it nor its sources have changed since.  Paths
+    that skip code forward only skip writes already seen; at the head of a loop (a label a later branch goes
+    back to) whatever the loop writes is forgotten."""
+    lines = text.split("\n")
+    loop_writes: dict = {}
+    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if ln.strip().endswith(":")}
+    for k, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m and m.group(3) == "bra" and labels.get((m.group(4) or "").strip(), k) < k:
+            head = labels[m.group(4).strip()]
+            for body_ln in lines[head:k]:
+                mm = _INSTR.match(body_ln)
+                if mm:
+                    loop_writes.setdefault(head, set()).update(_dests(mm.group(3),
+                                                                      _split_operands(mm.group(4) or "")))
+    facts: dict = {}
+    out = []
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m is None:
+            written = loop_writes.get(i, set())
+            for k in [k for k, (_, o) in facts.items() if k in written or written & set(o[1:])]:
+                del facts[k]
+            out.append(ln)
+            continue
+        indent, guard, opcode, rest = m.group(1), m.group(2) or "", m.group(3), m.group(4) or ""
+        ops = _split_operands(rest)
+        new = fold(opcode, ops, facts)
+        if new is not None:
+            ops = new
+            ln = f"{indent}{guard}{opcode} {', '.join(ops)};"
+        for d in _dests(opcode, ops):
+            facts.pop(d, None)
+            for k in [k for k, (_, o) in facts.items() if d in o[1:]]:
+                del facts[k]
+        ds = _dests(opcode, ops)
+        if not guard and len(ds) == 1 and ds[0] not in ops[1:]:
+            facts[ds[0]] = (opcode, ops)
+        out.append(ln)
+    return "\n".join(out)
+
+
+def _imm64(op: str):
+    try:
+        return int(op, 0) & (2 ** 64 - 1) if re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", op) else None
+    except ValueError:
+        return None
+
+
+def _f64_const_operand(text: str) -> str:
+    def fold(opcode, ops, facts):
+        if not _F64_ARITH.match(opcode):
+            return None
+        new = list(ops)
+        for i in range(1, len(ops)):
+            w = facts.get(ops[i])
+            if w and w[0] in ("mov.b64", "mov.u64", "mov.s64") and _imm64(w[1][1]) is not None:
+                new[i] = f"0d{_imm64(w[1][1]):016X}"
+        return new if new != ops else None
+    return _dataflow_rewrite(text, fold)
+
+
+def _neg_into_immediate(text: str) -> str:
+    def fold(opcode, ops, facts):
+        if not re.match(r"^(mul|fma|mad)(\.\w+)*\.f64$", opcode) or len(ops) < 3:
+            return None
+        for i, j in ((1, 2), (2, 1)):
+            w = facts.get(ops[i])
+            if w and w[0] == "neg.f64" and ops[j].startswith("0d"):
+                new = list(ops)
+                new[i] = w[1][1]
+                new[j] = f"0d{int(ops[j][2:], 16) ^ (1 << 63):016X}"
+                return new
+        return None
+    return _dataflow_rewrite(text, fold)
+
+
+def _minmax_equal(text: str) -> str:
+    def same(y, x, facts) -> bool:
+        w = facts.get(y)
+        if not w:
+            return False
+        op, o = w
+        if op.startswith("mov.") and o[1:] == [x]:
+            return True
+        if _FLOAT_MINMAX.match(op) and o[1:] == [x, x]:
+            return True
+        return op.startswith("shf.l.clamp") and o[1] == x and (_imm64(o[3]) or 0) >= 32
+
+    def fold(opcode, ops, facts):
+        if not _FLOAT_MINMAX.match(opcode) or len(ops) != 3 or ops[1] == ops[2]:
+            return None
+        x, y = ops[1], ops[2]
+        if same(y, x, facts):
+            return [ops[0], x, x]
+        if same(x, y, facts):
+            return [ops[0], y, y]
+        return None
+    return _dataflow_rewrite(text, fold)
+
+
+REWRITES = {"testp-guard": _testp_guard, "set-f32-guard": _set_f32_guard, "f64-const-operand": _f64_const_operand,
+            "neg-into-immediate": _neg_into_immediate, "minmax-equal": _minmax_equal}
 
 
 def as_compiled(text: str, names=None) -> str | None:
@@ -72,27 +217,80 @@ def candidates(text: str) -> list:
     return out
 
 
+_F64_TWO_SOURCE = re.compile(r"^\s*(?:@!?%\w+ )?(?:add|sub|mul|fma|mad|min|max)(?:\.\w+)*\.f64 %\w+, %\w+, %\w+")
+
+
+def f64_nan_lines(text: str) -> list:
+    """PTX lines of f64 instructions with two register sources whose NaN order ptxas decides per instruction."""
+    return [i + 1 for i, ln in enumerate(text.splitlines()) if _F64_TWO_SOURCE.match(ln)]
+
+
+_SIGN_OP = re.compile(r"^\s*(?:@!?%\w+ )?(?:neg|abs)(?:\.ftz)?\.(?:f32|f16|bf16|f16x2|bf16x2|f64) ")
+
+
+def sign_op_lines(text: str) -> list:
+    """PTX lines of float abs/neg, which ptxas lowers one by one (an FADD/DADD, a source modifier, nothing)."""
+    return [i + 1 for i, ln in enumerate(text.splitlines()) if _SIGN_OP.match(ln)]
+
+
+#: variants ptxas decides per instruction, and the lines each may apply to
+PER_INSTRUCTION = {"f64-nan-swap": f64_nan_lines, "sign-ops-bitwise": sign_op_lines}
+
+
+def per_instruction_swaps(text: str, limit: int = 12, lines_of=f64_nan_lines) -> list:
+    """Sets of lines to apply a per-instruction variant at (default ``f64-nan-swap``), one instruction's choice
+    differing from tcsim's rule or from its opposite: every single line and pair of lines, and every line or pair
+    left out."""
+    lines = lines_of(text)
+    if not 2 <= len(lines) <= limit:
+        return []
+    out, seen = [], set()
+    for k in (1, 2):
+        for combo in itertools.combinations(lines, k):
+            for sel in (set(combo), set(lines) - set(combo)):
+                key = frozenset(sel)
+                if sel and key not in seen and len(sel) < len(lines):
+                    seen.add(key)
+                    out.append(sorted(sel))
+    return out
+
+
 def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template: np.ndarray,
-            gpu_out: bytes) -> str | None:
-    """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out``."""
+            gpu_out) -> str | None:
+    """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out`` (the
+    GPU's output bytes, or a predicate on the simulator's output bytes: a recording keeps only a 128-bit hash
+    of most GPU outputs, :func:`hw.fuzz.record.compare_recording`)."""
+    same = gpu_out if callable(gpu_out) else (lambda b: b == gpu_out)
     from isa.errors import TcsimError
     from sim import lowering
     from sim.launch import Launch, run_launch
 
-    for rw, var in candidates(ptx):
-        text = as_compiled(ptx, rw) or ptx
+    def reproduces(text, var) -> bool:
         try:
             with lowering.variants(var):
                 res = run_launch(Launch(ptx=text, kernel=kernel, block=(nthreads, 1, 1),
                                         args=[inp.copy(), out_template.copy()]))
         except TcsimError:
-            continue
-        if res.outputs[1].tobytes() == gpu_out:
+            return False
+        return same(res.outputs[1].tobytes())
+
+    combos = candidates(ptx)
+    for rw, var in combos:
+        if reproduces(as_compiled(ptx, rw) or ptx, var):
             return "diagnosed:" + "+".join(rw + var)
+    # ptxas orders each f64 instruction's commutative sources, and lowers each float abs/neg, on its own: one or
+    # two instructions the other way (beside at most one other rewrite or variant: the search grows with every
+    # combination)
+    for name, lines_of in PER_INSTRUCTION.items():
+        for rw, var in [([], [])] + [c for c in combos if name not in c[1] and len(c[0]) + len(c[1]) == 1]:
+            text = as_compiled(ptx, rw) or ptx
+            for sel in per_instruction_swaps(text, lines_of=lines_of):
+                if reproduces(text, var + [f"{name}@{n}" for n in sel]):
+                    return "diagnosed:" + "+".join(rw + var + [f"{name}@" + ",".join(map(str, sel))])
     return None
 
 
-def explain_program(prog, gpu_out: bytes) -> str | None:
+def explain_program(prog, gpu_out) -> str | None:
     return explain(prog.render(), prog.kernel_name, prog.nthreads, prog.input_buffer(), prog.output_template(),
                    gpu_out)
 

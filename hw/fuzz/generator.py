@@ -26,6 +26,11 @@ The program model
 * **Data**: 32-bit slots are f32-, f16x2-, bf16x2-, integer-flavoured or random bits; specials (NaN with
   payloads, +-Inf, subnormals, -0, extreme integers) appear with a few percent probability each.
 
+Versions: 1 draws everything below; 2 leaves out the constructs of :data:`V2_AVOIDS`; 3 and 4 then redraw every
+instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, :data:`V4_LINT_CHECKS`) note --
+ptxas 13.0 lowers those against the PTX ISA.  Each H100 campaign (tests/golden/fuzz_campaign) names the version
+that made it, and ``generate(seed, version=v)`` makes the same program for ever.
+
 Left out on purpose: ``.approx`` operations (not bit-exact in tcsim yet), %clock/%warpid-like
 nondeterministic special registers, atomics, cluster features, anything sm_100-only, and two register
 aliasings that PTX does not define and the H100 toolchain resolves differently from tcsim (found by this
@@ -35,6 +40,7 @@ aliases A, B or another element of C.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import struct
 from dataclasses import dataclass, field
@@ -49,7 +55,7 @@ ARCH = "sm_90a"
 #: The generator version new campaigns use.  Version 2 leaves out the constructs below, whose GPU results depend
 #: on ptxas 13.0 rather than on the PTX ISA (each found by version 1, minimised, saved in tests/fuzz_regressions
 #: and noted by isa/lint.py); recorded campaigns name the version that made them.
-VERSION = 2
+VERSION = 4
 V2_AVOIDS = {
     "float-sign-ops": "abs/neg of f32/f16/bf16(x2): NaN results are unspecified (PTX) and ptxas folds them into "
                       "source modifiers, FADDs or nothing (neg(neg(x)) -> x, loop unrolling)",
@@ -58,6 +64,50 @@ V2_AVOIDS = {
     "b64-shift-by-register": "64-bit shifts by a register: ptxas converts an amount it saw written by a float "
                              "instruction with F2I instead of using its bits",
 }
+#: Version 3 (found by version 2's H100 campaign, each minimised and saved in tests/fuzz_regressions): a version-3
+#: program carries no note of the isa/lint.py checks :data:`V3_LINT_CHECKS` -- every instruction they note (ptxas
+#: 13.0 lowers it against the PTX ISA) is drawn again until none is left (:func:`_without_noted`).  The list is
+#: frozen with the version: a new check (or a change to one of these) changes the programs, and the campaigns'
+#: digests (tests/hw/test_fuzz_campaign_replay.py) say so.  The checks added for version 3:
+V3_AVOIDS = {
+    "neg-neg-f64": "neg.f64 of a neg.f64 result (also in a loop): folded to a copy, a signalling NaN stays "
+                   "signalling",
+    "f2i-after-half-f2f": "cvt to an integer of an f16/bf16 that a cvt between 16-bit floats or a min/max.f16 "
+                          "wrote: the F2I reads the register from before it",
+    "float-after-int-range": "a float instruction reading a cnot or add/sub.sat result: ptxas folds with the "
+                             "integer's value range",
+    "half-shift-by-ftz-cvt": "a 16-bit shift by a cvt.ftz result: the amount is converted again without FTZ",
+    "half2-after-tf32": "f16x2/bf16x2 arithmetic on a cvt.tf32 result: only the low halves are computed",
+    "guarded-mad-hi-after-carry": "a predicated mad.hi adding a carry-chain result in a loop",
+    "s16-div-after-f2i": "div/rem.s16 of a cvt.s16 from a float",
+    "b64-shift-imm-after-mul": "a 64-bit shift by an immediate >= 64 of a constant multiplication's result: "
+                               "ptxas merges them and returns the product unshifted",
+    "copysign-same": "copysign(x, x): later uses simplified wrongly",
+    "minmax-of-copy": "min/max of a register and its mov copy: folded to x (NaN kept)",
+    "guard-from-setp-ftz": "an instruction guarded by a setp.ftz predicate: the guard is recomputed without FTZ",
+    "mma-imm-operand": "an mma A/B register written by a mov of an immediate: the sign is folded into HMMA -R, "
+                       "the result comes out negated",
+    "sat-cvt-after-int-sign-op": "a saturating integer cvt of neg/abs.s32/s64: -(-2^31) saturates as +2^31",
+    "guard-redefined-later": "a predicated instruction (or short branch) whose guard is written again later: "
+                             "ptxas moves it below that write",
+    "f64-nan-order-in-loop": "an f64 operation on two values the loop around it changes: the NaN order differs "
+                             "between unrolled copies",
+}
+V3_LINT_CHECKS = ("mma-alias", "testp-guard", "set-f32-guard", "s16-sign-op", "mad-hi-self", "b64-shift-by-float",
+                  "half2-abs-after-f32") + tuple(V3_AVOIDS)
+#: Version 4 also avoids what version 3's H100 campaign found (tests/golden/fuzz_campaign/h100_v3_seeds_200000_
+#: 209999.npz, reproducers in tests/fuzz_regressions); no campaign of it is recorded yet.
+V4_AVOIDS = {
+    "lop3-repeated-source": "lop3 with a source register twice: merged with a following logic op into a wrong LUT",
+    "guarded-mad-hi-in-loop": "a predicated mad.hi whose addend the loop around it writes later",
+    "int-sign-op-min": "abs/neg.s32/s64: ptxas simplifies readers as if abs were non-negative, neg never wrapped",
+    "half-int-arith-after-f2i": "16-bit mul/mad of a float-to-16-bit cvt: computed from 32-bit registers",
+    "fp8-mma-after-big-shift": "an fp8 mma operand a shift by 32 or more zeroed: unpacked from a wrong constant",
+    "branch-from-setp-ftz": "a branch on a setp.ftz predicate: the condition is recomputed without FTZ",
+    "logic-after-relu-cvt": "a 16-bit and/or/xor of a cvt.relu result: dropped",
+}
+V4_LINT_CHECKS = V3_LINT_CHECKS + tuple(V4_AVOIDS)
+_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS}
 
 # per-thread input/output record: r (4 B each), rd (8 B each), h (2 B each), predicate bits (u32)
 OFF32 = 0
@@ -1136,12 +1186,88 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
     """The program of ``seed``: ``size`` top-level items (default 20..60), ``nwarps`` warps (default 1..4).
     ``version`` selects the generator (default :data:`VERSION`; recorded campaigns name theirs)."""
     version = VERSION if version is None else version
-    if version not in (1, 2):
-        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2)")
+    if version not in (1, 2, 3, 4):
+        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4)")
+    return _generate(seed, size, nwarps, version).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _generate(seed: int, size, nwarps, version: int) -> Program:
     g = _Gen(seed, version)
     rng = g.rng
     nw = nwarps or rng.choice([1, 1, 2, 3, 4])
     n = size or rng.randint(20, 60)
     items = g.top_items(n)
     inputs = make_inputs(random.Random(seed * 7919 + 17))
-    return Program(seed=seed, nwarps=nw, items=items, inputs=inputs)
+    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs)
+    if version >= 3:
+        _without_noted(g, prog)
+    return prog
+
+
+def _leaf_lines(prog: Program) -> tuple:
+    """(rendered PTX text, {line number: id of the instruction leaf or ``if`` rendered there})."""
+    text = prog.render()
+    lines = text.split("\n")
+    where = {}
+    k = 0
+    for node, want in _rendered_nodes(prog.items):
+        while k < len(lines) and not (lines[k].strip() == want or (not isinstance(node, Ins)
+                                                                   and lines[k].strip().startswith(want))):
+            k += 1
+        if k == len(lines):
+            raise AssertionError(f"rendered program lost the instruction {want!r}")
+        where[k + 1] = node.id
+        k += 1
+    return text, where
+
+
+def _rendered_nodes(items):
+    """(node, its rendered line or line prefix) for every instruction leaf and every ``if``'s branch, in render
+    order."""
+    for it in items:
+        if isinstance(it, Seq):
+            for x in it.items:
+                yield x, x.lines(None)[0]
+        elif isinstance(it, If):
+            for c in it.cond:
+                yield c, c.lines(None)[0]
+            yield it, f"@{it.pred} bra "
+            yield from _rendered_nodes(it.body)
+        elif isinstance(it, Loop):
+            yield from _rendered_nodes(it.body)
+        elif isinstance(it, Ins):
+            yield it, it.lines(None)[0]
+
+
+def _replace_leaf(g: "_Gen", items: list, target: int) -> bool:
+    """Replace the item holding node ``target`` (an instruction, its Seq, an ``if`` or the ``if`` whose condition
+    it computes) with a freshly drawn ALU item."""
+    for i, it in enumerate(items):
+        if it.id == target or (isinstance(it, Seq) and any(x.id == target for x in it.items)) \
+                or (isinstance(it, If) and any(c.id == target for c in it.cond)):
+            items[i] = g.alu()
+            return True
+        if isinstance(it, (If, Loop)) and _replace_leaf(g, it.body, target):
+            return True
+    return False
+
+
+def _without_noted(g: "_Gen", prog: Program, rounds: int = 200) -> None:
+    """Versions 3 and 4: draw every instruction that the version's checks (:data:`V3_LINT_CHECKS`,
+    :data:`V4_LINT_CHECKS`) note again until none is left."""
+    from isa.lint import notes
+    from isa.parser import parse
+
+    for _ in range(rounds):
+        text, where = _leaf_lines(prog)
+        found = notes(parse(text), checks=_LINT_CHECKS[g.version])
+        if not found:
+            return
+        lost = [str(n) for n in found if n.loc.line not in where]
+        if lost:
+            raise AssertionError(f"fuzz program {prog.seed}: a note on a line the generator did not draw: {lost[0]}")
+        noted = sorted({where[n.loc.line] for n in found})
+        for target in noted:
+            _replace_leaf(g, prog.items, target)
+    raise RuntimeError(f"fuzz program {prog.seed}: lint notes left after {rounds} rounds")

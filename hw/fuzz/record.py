@@ -6,9 +6,12 @@
     beside it and the whole GPU output (``s<seed>``) is kept for every program where they differ.  10,000
     programs take about 4 minutes on an H100 machine; the file is a few hundred kilobytes.
 
-``python -m hw.fuzz.record compare --gpu FILE.npz [--jobs J] [--seeds A-B] [--out DIR]`` (anywhere)
-    Simulates every recorded program and compares bit for bit with the recorded GPU bytes (the comparison of
-    ``python -m hw.fuzz --backend gpu``), prints the mismatch classes and writes ``DIR/mismatches.json``.
+``python -m hw.fuzz.record compare --gpu FILE.npz [--jobs J] [--seeds A-B] [--differing] [--out DIR]`` (anywhere)
+    Simulates every recorded program (``--differing``: those the simulator disagreed with when recorded) and
+    compares bit for bit with the recorded GPU bytes (the comparison of ``python -m hw.fuzz --backend gpu``),
+    or with the recorded hash where only that was kept; tries the verified explanations (hw/fuzz/explain.py) on
+    each disagreement, prints the mismatch classes and writes ``DIR/mismatches.json`` and ``DIR/unexplained.txt``
+    (the seeds no explanation covers, for ``python -m hw.fuzz.triage --seeds @DIR/unexplained.txt``).
 
 The generator is deterministic per seed, so the file plus this repository reproduce the campaign exactly; a
 recording made by an older generator is detected (each program's input buffer is hashed into the file).
@@ -28,6 +31,7 @@ import numpy as np
 from .explain import explain_program
 from .generator import VERSION, generate
 from .runner import Outcome, SimPool, ThreadBackends, classify, compare
+from .triage import parse_seeds
 
 
 def _digest(prog) -> str:
@@ -56,11 +60,15 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
     def run(chunk):
         if time_limit and time.time() - t0 > time_limit:
             return [], []
-        progs = [generate(s) for s in chunk]
+        progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
         sims = pool.map_async([("seed", (s, VERSION), (None,)) for s in chunk]) if pool else None
         res = backend().run(progs)
         return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
 
+    made: dict = {}
+    if pool and pool.pool is not None:      # generating a version-3 program costs a parse: not on the GPU threads
+        made.update(zip(seeds, pool.pool.map(generate, seeds, chunksize=64)))
+        log(f"[record] {len(made)} programs generated, {time.time() - t0:.0f} s")
     arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
                         "generator": VERSION}
     try:
@@ -99,13 +107,23 @@ def load(path: Path):
     return z, meta
 
 
+def _explain_task(args):
+    """(seed, generator version, GPU output bytes or its recorded hash) -> explanation or None."""
+    seed, version, gpu = args
+    prog = generate(seed, version=version)
+    if isinstance(gpu, str):
+        return explain_program(prog, lambda b: _h(b) == gpu)
+    return explain_program(prog, gpu)
+
+
 def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     z, meta = load(path)
     gv = meta.get("generator", 1)
     all_seeds = range(meta["seed"], meta["seed"] + meta["count"])
     todo = [s for s in all_seeds if seeds is None or s in seeds]
     pool = SimPool(jobs)
-    found = []
+    found: list = []
+    explain_todo: list = []
     t0 = time.time()
     try:
         for i in range(0, len(todo), 256):
@@ -120,21 +138,32 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
                     go = Outcome(output=bytes(z[key]))
                 elif str(s) in meta["errors"]:
                     go = Outcome(error=meta["errors"][str(s)])
-                elif str(s) in meta["gpu_sha"]:         # only the hash: the simulator agreed when recorded
-                    if so.ok and _h(so.output) == meta["gpu_sha"][str(s)]:
+                elif str(s) in meta["gpu_sha"]:         # only the GPU output's 128-bit hash
+                    sha = meta["gpu_sha"][str(s)]
+                    if so.ok and _h(so.output) == sha:
                         continue
                     found.append({"seed": s, "kind": "value", "class": "value:hash",
                                   "detail": "output differs from the recorded GPU output's hash" if so.ok
                                   else f"simulator error: {so.error[:300]}"})
+                    if so.ok:
+                        explain_todo.append((len(found) - 1, (s, gv, sha)))
                     continue
                 else:
                     continue                            # not run (time limit)
                 m = compare(prog, so, go)
                 if m is not None:
-                    why = explain_program(prog, go.output) if go.ok else None
-                    found.append({"seed": s, "kind": m.kind, "class": why or classify(m), "detail": m.detail[:400]})
+                    found.append({"seed": s, "kind": m.kind, "class": classify(m), "detail": m.detail[:400]})
+                    if go.ok:
+                        explain_todo.append((len(found) - 1, (s, gv, go.output)))
             log(f"[compare] {i + len(chunk)}/{len(todo)} programs, {len(found)} mismatches, "
                 f"{time.time() - t0:.0f} s")
+        tasks = [t for _, t in explain_todo]
+        whys = pool.pool.map(_explain_task, tasks, chunksize=1) if pool.pool is not None else \
+            [_explain_task(t) for t in tasks]
+        for (k, _), why in zip(explain_todo, whys):
+            if why:
+                found[k]["class"] = why
+        log(f"[compare] {sum(1 for w in whys if w)} of {len(found)} mismatches explained, {time.time() - t0:.0f} s")
     finally:
         pool.close()
     return found
@@ -167,7 +196,9 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare")
     c.add_argument("--gpu", required=True)
     c.add_argument("--jobs", type=int, default=2)
-    c.add_argument("--seeds", default=None, help="A-B (inclusive) or a comma-separated list")
+    c.add_argument("--seeds", default=None, help="A-B (inclusive), a comma-separated list, or @FILE")
+    c.add_argument("--differing", action="store_true",
+                   help="only the programs the simulator disagreed with when the campaign was recorded")
     c.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.cmd == "slim":
@@ -178,13 +209,12 @@ def main(argv=None) -> int:
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
                       time_limit=args.time_limit)
         return 0 if not meta["errors"] else 1
-    seeds = None
-    if args.seeds:
-        if "-" in args.seeds:
-            a, b = args.seeds.split("-")
-            seeds = set(range(int(a), int(b) + 1))
-        else:
-            seeds = {int(x) for x in args.seeds.split(",")}
+    seeds = set(parse_seeds(args.seeds)) if args.seeds else None
+    if args.differing:
+        _, meta = load(Path(args.gpu))
+        agree = set(meta["sim_agrees"])
+        differing = {int(s) for s in list(meta["gpu_sha"]) + list(meta["errors"]) if int(s) not in agree}
+        seeds = differing if seeds is None else seeds & differing
     found = compare_recording(Path(args.gpu), args.jobs, seeds)
     classes: dict = {}
     for f in found:
@@ -194,6 +224,8 @@ def main(argv=None) -> int:
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "mismatches.json").write_text(json.dumps(found, indent=1))
+        unexplained = [f["seed"] for f in found if not f["class"].startswith("diagnosed:")]
+        (Path(args.out) / "unexplained.txt").write_text(",".join(map(str, unexplained)) + "\n")
     print(f"{len(found)} mismatches")
     return 1 if found else 0
 

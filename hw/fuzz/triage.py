@@ -1,6 +1,6 @@
 """Minimise many recorded fuzz findings at once, one GPU child per worker process.
 
-``python -m hw.fuzz.triage --seeds A,B,C|A-B --out DIR [--workers W] [--time-per T] [--deadline S]``
+``python -m hw.fuzz.triage --seeds A,B,C|A-B|@FILE --out DIR [--workers W] [--time-per T] [--deadline S]``
 (on a GPU machine)
 
 Each worker process owns a GPU child (:class:`hw.fuzz.runner.GpuBackend`) and simulates in-process.  For every
@@ -25,6 +25,9 @@ from .generator import generate
 
 
 def parse_seeds(text: str) -> list:
+    """``A-B`` (inclusive), ``A,B,C``, a mix, or ``@FILE`` holding such a list."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text().replace("\n", ",")
     out: list = []
     for part in text.split(","):
         part = part.strip()
@@ -91,7 +94,7 @@ def triage(seeds: list, out: Path, workers: int = 8, time_per: float = 60.0, dea
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hw.fuzz.triage", description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", required=True, help="A-B (inclusive) or a comma-separated list")
+    ap.add_argument("--seeds", required=True, help="A-B (inclusive), a comma-separated list, or @FILE")
     ap.add_argument("--out", required=True)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--time-per", type=float, default=60.0, help="seconds per minimisation")

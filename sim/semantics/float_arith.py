@@ -162,7 +162,7 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     if opcode == "sub" and not isinstance(srcs[1], ir.Reg):
         flips[1] = _F64_SIGN
     ra, rb = sorted((0, 1), key=key)
-    if lowering.active("f64-nan-swap"):
+    if lowering.active("f64-nan-swap", ins.loc.line):
         ra, rb = rb, ra
     if opcode in ("fma", "mad"):
         return [(rb, flips[rb]), (2, zero), (ra, flips[ra])]
@@ -469,11 +469,12 @@ def decode_abs_neg(ins, info):
     def run(ctx):
         x = read_bits(ctx, a, t)
         r = lanewise(fn, t, x, ftz=ftz)
-        write_bits(ctx, d, t, lanewise(_sign_op_nan, t, x, r, is_abs=is_abs))
+        bitwise = lowering.active("sign-ops-bitwise", ins.loc.line)
+        write_bits(ctx, d, t, lanewise(_sign_op_nan, t, x, r, is_abs=is_abs, bitwise=bitwise))
     return run
 
 
-def _sign_op_nan(fmt, x, r, is_abs):
+def _sign_op_nan(fmt, x, r, is_abs, bitwise=False):
     """NaN results of abs/neg as the GPU gives them (measured on an H100): f32/f16/bf16 give the canonical
     NaN; f64 gives the input NaN quieted, sign and payload unchanged (neither abs nor neg touches the sign of a
     NaN)."""
@@ -481,7 +482,7 @@ def _sign_op_nan(fmt, x, r, is_abs):
     if fmt == "f64":
         u = x.astype(np.uint64)
         isnan = (u & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
-        if lowering.active("sign-ops-bitwise"):     # folded away (neg(neg(x)) -> x): not even quieted
+        if bitwise:     # folded away (neg(neg(x)) -> x): not even quieted
             sign = np.uint64(1 << 63)
             return np.where(isnan, u & ~sign if is_abs else u ^ sign, r).astype(np.uint64)
         return np.where(isnan, u | np.uint64(0x0008000000000000), r).astype(np.uint64)
@@ -489,7 +490,7 @@ def _sign_op_nan(fmt, x, r, is_abs):
     f = FORMATS[fmt]
     mag = x.astype(np.uint64) & np.uint64((1 << (f.bits - 1)) - 1)
     isnan = mag > np.uint64(f.inf_code)
-    if lowering.active("sign-ops-bitwise"):     # folded into a source modifier: a pure sign-bit operation
+    if bitwise:     # folded into a source modifier: a pure sign-bit operation
         sign = np.uint64(1 << (f.bits - 1))
         u = x.astype(np.uint64)
         return np.where(isnan, mag if is_abs else u ^ sign, np.asarray(r).astype(np.uint64)).astype(x.dtype)

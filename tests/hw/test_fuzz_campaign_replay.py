@@ -18,7 +18,7 @@ from hw.fuzz.record import _digest, _h, load
 from hw.fuzz.runner import run_sim
 
 ROOT = Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign"
-FILES = sorted(ROOT.glob("h100_seeds_*.npz"))
+FILES = sorted(ROOT.glob("h100_*seeds_*.npz"))         # every generator version
 SAMPLE = 120
 KNOWN = {int(k): v for k, v in json.loads((ROOT / "known_divergent.json").read_text()).items() if k.isdigit()}
 

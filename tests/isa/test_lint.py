@@ -39,7 +39,8 @@ def _noted_lines(body: str, arch: str = "sm_90a") -> list:
     # abs/neg of s16 only
     ("abs.s16 %h0, %h1;", True),
     ("neg.s16 %h0, %h1;", True),
-    ("abs.s32 %r0, %r1;", False),
+    ("abs.s32 %r0, %r1;", True),        # int-sign-op-min (version 3's campaign)
+    ("abs.s16x2 %r0, %r1;", False),
     # mad.hi accumulating into its destination; mad.lo or a distinct addend is fine
     ("mad.hi.u32 %r0, %r1, %r2, %r0;", True),
     ("mad.hi.cc.s32 %r0, %r1, %r2, %r0;", True),
@@ -55,16 +56,125 @@ def _noted_lines(body: str, arch: str = "sm_90a") -> list:
     # abs of a half pair whose source an f32 instruction wrote
     ("add.f32 %r1, %r2, %r3;\n    abs.bf16x2 %r0, %r1;", True),
     ("add.f16x2 %r1, %r2, %r3;\n    abs.f16x2 %r0, %r1;", False),
+    # generator version 2's findings (generator V3_AVOIDS)
+    # neg.f64 of a neg.f64 result
+    ("neg.f64 %rd1, %rd0;\n    neg.f64 %rd2, %rd1;", True),
+    ("neg.f64 %rd1, %rd0;\n    neg.f64 %rd2, %rd0;", False),
+    # cvt to an integer of a 16-bit float a 16-bit-float cvt or min/max wrote
+    ("cvt.rz.f16.bf16 %h0, %h0;\n    cvt.rzi.s16.f16 %h1, %h0;", True),
+    ("min.ftz.f16 %h2, %h0, %h0;\n    cvt.rzi.s32.bf16 %r0, %h2;", True),
+    ("cvt.rn.f16.f32 %h0, %r0;\n    cvt.rzi.s16.f16 %h1, %h0;", False),     # written from an f32
+    ("cvt.rz.f16.bf16 %h0, %h0;\n    cvt.f32.f16 %r0, %h0;", False),         # to a float
+    # a float instruction reading a cnot or add/sub.sat result
+    ("cnot.b16 %h1, %h0;\n    cvt.rmi.sat.u8.f16 %h1, %h1;", True),
+    ("sub.sat.s32 %r1, %r5, %r6;\n    min.f32 %r5, %r1, 0f7DBBB72B;", True),
+    ("add.sat.s32 %r1, %r2, %r2;\n    cvt.rn.ftz.sat.f16.f32 %h2, %r1;", True),
+    ("cnot.b16 %h1, %h0;\n    cvt.u32.u16 %r0, %h1;", False),                # an integer conversion
+    ("add.s32 %r1, %r2, %r2;\n    min.f32 %r5, %r1, %r3;", False),           # no .sat
+    # a 16-bit shift by a cvt.ftz result
+    ("cvt.rpi.ftz.u32.f32 %r4, %r2;\n    shr.u16 %h1, %h3, %r4;", True),
+    ("cvt.rpi.u32.f32 %r4, %r2;\n    shr.u16 %h1, %h3, %r4;", False),
+    ("cvt.rpi.ftz.u32.f32 %r4, %r2;\n    shr.u32 %r1, %r3, %r4;", False),
+    # half-pair arithmetic on a cvt.tf32 result
+    ("cvt.rz.tf32.f32 %r1, %r2;\n    add.f16x2 %r3, %r0, %r1;", True),
+    ("cvt.rn.f32.s32 %r1, %r2;\n    add.f16x2 %r3, %r0, %r1;", False),
+    # a predicated mad.hi adding a carry-chain result
+    ("add.cc.u32 %r1, %r2, %r3;\n    addc.u32 %r4, %r2, %r3;\n    @%p0 mad.hi.u32 %r0, %r5, %r5, %r4;", True),
+    ("add.cc.u32 %r1, %r2, %r3;\n    addc.u32 %r4, %r2, %r3;\n    mad.hi.u32 %r0, %r5, %r5, %r4;", False),
+    # div/rem.s16 of a float-to-s16 conversion
+    ("cvt.rzi.s16.f32 %h0, %r1;\n    div.s16 %h2, %h0, %h3;", True),
+    ("cvt.s16.s32 %h0, %r1;\n    div.s16 %h2, %h0, %h3;", False),
+    # a 64-bit shift by >= 64 of a constant multiplication
+    ("mul.lo.u64 %rd0, %rd2, 2;\n    shl.b64 %rd1, %rd0, 0xFFFFFFFF;", True),
+    ("mul.lo.u64 %rd0, %rd2, 2;\n    shl.b64 %rd1, %rd0, 3;", False),
+    ("mul.lo.u64 %rd0, %rd2, %rd3;\n    shl.b64 %rd1, %rd0, 70;", False),
+    # copysign(x, x)
+    ("copysign.f64 %rd0, %rd1, %rd1;", True),
+    ("copysign.f64 %rd0, %rd1, %rd2;", False),
+    # min/max of a register and its copy
+    ("mov.b16 %h1, %h0;\n    min.f16 %h2, %h0, %h1;", True),
+    ("mov.b16 %h1, %h3;\n    min.f16 %h2, %h0, %h1;", False),
+    # an instruction guarded by a setp.ftz predicate
+    ("setp.eq.ftz.f32 %p1, %r0, 0f00000000;\n    @%p1 add.f32 %r1, %r2, %r3;", True),
+    ("setp.eq.f32 %p1, %r0, 0f00000000;\n    @%p1 add.f32 %r1, %r2, %r3;", False),
+    # an mma operand written by a mov of an immediate
+    ("mov.b32 %r6, 0xA62E6C0A;\n    mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%r0, %r1, %r2, %r3}, "
+     "{%r4, %r5}, {%r6}, {%r0, %r1, %r2, %r3};", True),
+    ("mov.b32 %r6, %r7;\n    mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%r0, %r1, %r2, %r3}, "
+     "{%r4, %r5}, {%r6}, {%r0, %r1, %r2, %r3};", False),
+    # generator version 3's findings
+    # lop3 with a repeated source
+    ("lop3.b32 %r1, %r5, 0x13, %r5, 0x9D;", True),
+    ("lop3.b32 %r1, %r5, 0x13, %r6, 0x9D;", False),
+    # 16-bit integer arithmetic on a float-to-16-bit conversion
+    ("cvt.rmi.s16.bf16 %h3, %h0;\n    mul.hi.s16 %h0, %h3, 0x9B3D;", True),
+    ("cvt.rpi.sat.u16.f16 %h2, %h3;\n    mad.wide.u16 %r1, %h2, %h3, %r0;", True),
+    ("cvt.s16.s32 %h3, %r0;\n    mul.hi.s16 %h0, %h3, 0x9B3D;", False),
+    ("cvt.rmi.s16.bf16 %h3, %h0;\n    add.s16 %h0, %h3, 1;", False),
+    # a 16-bit logic operation on a cvt.relu result
+    ("cvt.rz.relu.bf16.f32 %h0, %r1;\n    and.b16 %h0, %h0, %h2;", True),
+    ("cvt.rz.bf16.f32 %h0, %r1;\n    and.b16 %h0, %h0, %h2;", False),
 ])
 def test_note_fires_on_its_construct_only(body, noted):
     last = body.splitlines()[-1].strip()
     assert _noted_lines(body) == ([last] if noted else [])
 
 
+@pytest.mark.parametrize("body, noted", [
+    # the noted instruction is not the last one
+    # neg.f64 in place in a loop: its previous iteration is the other neg
+    ("$L_top:\n    neg.f64 %rd0, %rd0;\n    @%p0 bra $L_top;", "neg.f64 %rd0, %rd0;"),
+    ("$L_top:\n    neg.f64 %rd0, %rd1;\n    @%p0 bra $L_top;", None),
+    # a cnot later in the loop reaches the cvt of the next iteration
+    ("$L_top:\n    cvt.rmi.u32.bf16 %r3, %h1;\n    cnot.b16 %h1, %h1;\n    @%p0 bra $L_top;",
+     "cvt.rmi.u32.bf16 %r3, %h1;"),
+    # a guard written again later, the result unused until then
+    ("@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p0, %p1, !%p0;", "@%p0 add.u32 %r0, %r1, %r2;"),
+    ("@%p0 bra $L_end;\n    add.u32 %r0, %r1, %r2;\n$L_end:\n    testp.finite.f32 %p0, %r3;", "@%p0 bra $L_end;"),
+    ("@%p0 add.u32 %r0, %r1, %r2;\n    add.u32 %r3, %r0, 1;\n    or.pred %p0, %p1, !%p0;", None),
+    ("@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p1, %p1, !%p0;", None),
+    # both sources of an f64 fma change in the loop around it
+    ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    mul.hi.u64 %rd1, %rd0, %rd0;\n    @%p0 bra $L_top;",
+     "fma.rn.f64 %rd0, %rd0, %rd1, %rd2;"),
+    ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    @%p0 bra $L_top;", None),
+    ("fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    mul.hi.u64 %rd1, %rd0, %rd0;", None),
+    # a predicated mad.hi whose addend the loop writes later
+    ("$L_top:\n    @%p1 mad.hi.s16 %h3, %h0, %h0, %h1;\n    cvt.rn.f16.s32 %h1, %r3;\n    @%p0 bra $L_top;",
+     "@%p1 mad.hi.s16 %h3, %h0, %h0, %h1;"),
+    ("$L_top:\n    @%p1 mad.hi.s16 %h3, %h0, %h0, %h1;\n    cvt.rn.f16.s32 %h2, %r3;\n    @%p0 bra $L_top;", None),
+    # a branch on a setp.ftz predicate
+    ("setp.neu.and.ftz.f32 %p1, %r0, %r1, %p0;\n    @%p1 bra $L_end;\n    clz.b32 %r2, %r3;\n$L_end:",
+     "@%p1 bra $L_end;"),
+    ("setp.neu.and.f32 %p1, %r0, %r1, %p0;\n    @%p1 bra $L_end;\n    clz.b32 %r2, %r3;\n$L_end:", None),
+    # an fp8 mma of a register a shift by 32 or more wrote, directly or through a shfl
+    ("shl.b32 %r4, %r5, 0x558D75C;\n    mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, "
+     "{%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 "
+     "{%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};"),
+    ("shl.b32 %r1, %r5, 0x84F81533;\n    shfl.sync.up.b32 %r4, %r1, %r3, 0x1C00, 0xffffffff;\n    "
+     "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, {%r4, %r5, %r6, %r7}, {%r6, %r7}, "
+     "{%r0, %r1, %r2, %r3};", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, "
+     "{%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};"),
+    ("shl.b32 %r4, %r5, 3;\n    mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, "
+     "{%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};", None),
+])
+def test_note_fires_on_the_instruction_in_its_context(body, noted):
+    assert _noted_lines(body) == ([noted] if noted else [])
+
+
+def test_saturating_cvt_of_an_integer_sign_op():
+    # the sign operation is noted itself (int-sign-op-min); the saturating cvt of its result as well
+    assert _noted_lines("neg.s32 %r1, %r0;\n    cvt.sat.u8.s32 %h0, %r1;") == ["neg.s32 %r1, %r0;",
+                                                                        "cvt.sat.u8.s32 %h0, %r1;"]
+    assert _noted_lines("neg.s32 %r1, %r0;\n    cvt.u8.s32 %h0, %r1;") == ["neg.s32 %r1, %r0;"]
+    assert _noted_lines("not.b32 %r1, %r0;\n    cvt.sat.u8.s32 %h0, %r1;") == []
+
+
 def test_notes_are_for_the_hopper_toolchain_findings():
     # every one of these was measured with ptxas 13.0 for sm_90a; sm_100a code gets no note
     for body in ("@%p0 set.lt.f32.f32 %r0, %r1, %r2;", "abs.s16 %h0, %h1;", "mad.hi.u32 %r0, %r1, %r2, %r0;",
-                 "sqrt.rn.f32 %r1, %r2;\n    shl.b64 %rd0, %rd1, %r1;"):
+                 "sqrt.rn.f32 %r1, %r2;\n    shl.b64 %rd0, %rd1, %r1;", "neg.f64 %rd1, %rd0;\n    neg.f64 %rd2, %rd1;",
+                 "cnot.b16 %h1, %h0;\n    cvt.rmi.sat.u8.f16 %h1, %h1;",
+                 "@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p0, %p1, !%p0;"):
         assert _noted_lines(body, "sm_100a") == []
         assert _noted_lines(body, "sm_90a")
 
