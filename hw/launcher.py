@@ -199,7 +199,11 @@ def _execute(launch, stage_limit=None):
     ptrs = (ctypes.c_void_p * max(len(fn.params), 1))(*[base + params[p.name].offset for p in fn.params])
     A = d.CUfunction_attribute
     dyn = int(launch.dynamic_smem)
-    if dyn > 48 * 1024:
+    static = _check(d.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kfn), "cuFuncGetAttribute",
+                    d) if dyn else 0
+    if dyn and dyn + int(static) > 48 * 1024:
+        # the opt-in is needed once static + dynamic shared memory passes 48 KiB (48 KiB dynamic + 64 B static
+        # was refused with CUDA_ERROR_INVALID_VALUE before)
         _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn), "cuFuncSetAttribute", d)
     csize = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
     if csize > 8:
