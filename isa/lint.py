@@ -25,6 +25,9 @@ Covered:
   ``copysign(x, x)``, min/max of a copy, mma operands from immediates or zeroed fp8 registers, saturation and
   carries after integer abs/neg, predicated instructions moved past a write of their guard, per-copy NaN order
   of f64 operations in unrolled loops, lop3 with a repeated source, logic on a cvt.relu result.
+* found by the H100 campaign of generator version 4 (hw/fuzz/generator.py V5_AVOIDS): saturating add/sub of a
+  wrapping add/sub sharing a source, 16-bit shifts by a cnot result, a conditionally executed mad.hi in a loop
+  that writes its addend first, an f64 operation in a loop that changes one of its two sources (peeled copy).
   "Last written by" follows straight-line code and loop back edges (:func:`_reaching_writers`).
 """
 from __future__ import annotations
@@ -567,6 +570,97 @@ def _logic_after_relu_cvt(ins, arch, fn, index):
                        "tcsim computes it.")
 
 
+def _sat_of_wrapping_add_sub(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub") or "sat" not in ins.mods \
+            or len(ins.operands) < 3:
+        return None
+    srcs = _src_regs(ins)
+    for i, name in enumerate(srcs):
+        others = set(srcs[:i] + srcs[i + 1:])
+        w = _first_writer(fn, index, [name], lambda w: w.opcode in ("add", "sub") and "sat" not in w.mods
+                          and any(t in _INTS for t in _types(w)) and others & set(_src_regs(w)))
+        if w is not None:
+            return _note_after(ins, w, "saturates an expression that shares a source with the wrapping",
+                               "cancels the shared source algebraically, as if the wrapping add/sub could not "
+                               "overflow (SASS: (a - b) - a became IMAD.MOV -b and a SEL of 0x7fffffff; sat((a + "
+                               "b) - a) became b, no saturation at all)", "fuzz_300987_value, fuzz_302787_value",
+                               "tcsim wraps the first result and saturates the second, as the PTX ISA says.")
+    return None
+
+
+def _half_shift_by_cnot(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or len(ins.operands) < 3:
+        return None
+    if not any(t in ("b16", "u16", "s16") for t in _types(ins)):
+        return None
+    w = _first_writer(fn, index, ir.reg_names(ins.operands[2]), lambda w: w.opcode == "cnot")
+    if w is None:
+        return None
+    return _note_after(ins, w, "shifts by the amount written by", "computes the 16-bit shift by 0 where the "
+                       "cnot gave 1 (SASS: IMAD.MOV.U32 R0, RZ, RZ, RZ; LOP3.LUT R0, R0, 0xffff; SHF.L.U32 R2, "
+                       "R29, R0: the amount is the constant 0)", "fuzz_306558_value",
+                       "tcsim shifts by the cnot result.")
+
+
+def _conditional_mad_hi_addend_in_loop(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("mad", "madc") or "hi" not in ins.mods \
+            or len(ins.operands) < 4:
+        return None
+    c = ir.reg_names(ins.operands[3])
+    if not c:
+        return None
+    body = fn.body
+    for k in range(index + 1, len(body)):
+        br = body[k]
+        if not (isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands
+                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index):
+            continue
+        start = fn.labels[br.operands[0].name]
+        skipped = ins.guard is not None or any(
+            isinstance(b, ir.Instruction) and b.opcode == "bra" and b.guard is not None and b.operands
+            and isinstance(b.operands[0], ir.LabelRef) and index < fn.labels.get(b.operands[0].name, -1) <= k
+            for b in body[start:index])
+        # (a writer after it in the loop: guarded-mad-hi-in-loop)
+        writers = [body[i] for i in range(start, index) if _writes(body[i], c[0])]
+        if skipped and writers:
+            return _note_after(ins, writers[-1], f"runs conditionally in a loop whose body first writes its addend "
+                               f"{c[0]}, with", "unrolls the loop, predicates the skipped code and keeps fewer "
+                               "IMAD.HI than iterations; the one left reads the addend of another iteration (SASS: "
+                               "@!P1 VABSDIFF R24 ... @!P1 IMAD.MOV.U32 R29, RZ, RZ, R24; @!P1 VABSDIFF R24 ...; "
+                               "@!P1 IMAD.HI R19, R20, 0x1d, R28)", "fuzz_306625_value",
+                               "tcsim executes every iteration in order.")
+        return None
+    return None
+
+
+def _f64_nan_order_one_carried(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub", "mul", "fma", "mad", "min", "max") \
+            or "f64" not in ins.mods or len(ins.operands) < 3:
+        return None
+    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
+    if not a or not b or a == b:
+        return None
+    body = fn.body
+    for k in range(index + 1, len(body)):
+        br = body[k]
+        if isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands \
+                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index:
+            start = fn.labels[br.operands[0].name]
+            carried = [r for r in (a[0], b[0]) if any(_writes(body[i], r) for i in range(start, k))]
+            if len(carried) != 1:
+                return None             # both: f64-nan-order-in-loop
+            other = b[0] if carried == [a[0]] else a[0]
+            return Note(ins.loc, f"{ins.full_opcode}: the loop around it changes {carried[0]}, not {other}; the GPU "
+                                 "result depends on ptxas: 13.0 peels and unrolls the loop and orders the two sources "
+                                 "one way in the peeled copy and the other way in the unrolled ones (SASS: @!P0 DFMA "
+                                 "R16, R16, R8, R22 then DFMA R16, R8, R16, R22), so when both are NaN which NaN "
+                                 "comes back depends on the trip count (measured on the H100, fuzz campaign programs "
+                                 "304041, 304484, 301456 of tests/golden/fuzz_campaign/h100_v4_seeds_300000_309999"
+                                 ".npz; reproducers fuzz_304041_value, fuzz_304484_value). tcsim picks by one rule "
+                                 "(sim/semantics/float_arith.py sass_nan_priority).")
+    return None
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (hw/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -585,6 +679,10 @@ CHECKS = {
     "int-sign-op-min": _int_sign_op_min, "half-int-arith-after-f2i": _half_int_arith_after_f2i,
     "fp8-mma-after-big-shift": _fp8_mma_after_big_shift, "branch-from-setp-ftz": _branch_from_setp_ftz,
     "logic-after-relu-cvt": _logic_after_relu_cvt,
+    # found by generator version 4's campaign
+    "sat-of-wrapping-add-sub": _sat_of_wrapping_add_sub, "half-shift-by-cnot": _half_shift_by_cnot,
+    "conditional-mad-hi-addend-in-loop": _conditional_mad_hi_addend_in_loop,
+    "f64-nan-order-one-carried": _f64_nan_order_one_carried,
 }
 
 

@@ -24,6 +24,26 @@ Rewrites (the PTX as ptxas really compiled it -- miscompilations; isa/lint.py no
     ``shf.l.clamp`` by 32 or more of the other) is folded to its source: a NaN comes back with its payload
     (fuzz_104982_value, fuzz_207127_value, fuzz_209983_value).
 
+Found by generator version 4's campaign (tests/golden/fuzz_campaign/h100_v4_seeds_300000_309999.npz; each
+verified on its minimised reproducer and on the whole campaign programs, SASS quoted in the reproducers):
+
+``f64-folded-operand``
+    as ``f64-const-operand`` for a value ptxas's constant propagation computes (:func:`_const_of`: a 32-bit shift
+    by 32 or more, an ``and`` with 0, a ``mad.wide`` by 0 plus a constant): ``DADD.RM R2, R6, UR6`` with the
+    negated constant 0x7FFFFFFFFFFFFFFF (fuzz_307583_value).
+``mul-by-one``
+    ``mul(.rn).f32 d, a, 1.0`` is dropped (a copy): a NaN keeps its payload and sign (fuzz_305883_value).
+``cvt-const-nan``
+    a float-to-float ``cvt`` of a NaN constant (a ``mov`` of an immediate) is folded to the canonical NaN of the
+    destination, bf16 0x7FFF where the F2F keeps the sign (fuzz_305143_value).
+``cvt-narrow-fused``
+    ``cvt.sat.s32.s64`` of a ``cvt.<rnd>i.s64.f32`` result is one float-to-s32 conversion of the float
+    (``F2I.FLOOR.NTZ``): a NaN gives 0 (fuzz_305538_value).
+``neg-into-immediate-copy``
+    ``neg-into-immediate`` where the negation's source is written again before the multiplication: ptxas keeps the
+    source in another register (fuzz campaign program 308979).
+``minmax-equal`` also counts ``selp`` of one register twice as a copy (fuzz_308386_value).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -78,10 +98,12 @@ def _dests(opcode: str, ops: list) -> list:
     return re.findall(r"%\w+", ops[0])
 
 
-def _dataflow_rewrite(text: str, fold) -> str:
+def _dataflow_rewrite(text: str, fold, consts: dict | None = None) -> str:
     """Rewrite instruction lines with what straight-line code tells about their sources.  ``fold(opcode,
-    operands, facts)`` returns new operands or None; ``facts`` maps a register to the unguarded instruction
-    (opcode, operands) that last wrote it, for registers neither it nor its sources have changed since.  Paths
+    operands, facts)`` returns new operands, (new opcode, new operands) or None; ``facts`` maps a register to the
+    unguarded instruction (opcode, operands) that last wrote it, for registers neither it nor its sources have
+    changed since.  ``consts`` (a dict the caller's ``fold`` reads), when given, maps every register whose value
+    constant propagation knows to that value (:func:`_const_of`), kept until the register itself changes.  Paths
     that skip code forward only skip writes already seen; at the head of a loop (a label a later branch goes
     back to) whatever the loop writes is forgotten."""
     lines = text.split("\n")
@@ -104,12 +126,16 @@ def _dataflow_rewrite(text: str, fold) -> str:
             written = loop_writes.get(i, set())
             for k in [k for k, (_, o) in facts.items() if k in written or written & set(o[1:])]:
                 del facts[k]
+            for k in written & set(consts or ()):
+                del consts[k]
             out.append(ln)
             continue
         indent, guard, opcode, rest = m.group(1), m.group(2) or "", m.group(3), m.group(4) or ""
         ops = _split_operands(rest)
         new = fold(opcode, ops, facts)
         if new is not None:
+            if isinstance(new, tuple):          # (new opcode, new operands)
+                opcode, new = new
             ops = new
             ln = f"{indent}{guard}{opcode} {', '.join(ops)};"
         for d in _dests(opcode, ops):
@@ -117,6 +143,12 @@ def _dataflow_rewrite(text: str, fold) -> str:
             for k in [k for k, (_, o) in facts.items() if d in o[1:]]:
                 del facts[k]
         ds = _dests(opcode, ops)
+        if consts is not None:
+            v = _const_of(opcode, ops, consts) if not guard and len(ds) == 1 else None
+            for d in ds:
+                consts.pop(d, None)
+            if v is not None:
+                consts[ds[0]] = v
         if not guard and len(ds) == 1 and ds[0] not in ops[1:]:
             facts[ds[0]] = (opcode, ops)
         out.append(ln)
@@ -168,6 +200,8 @@ def _minmax_equal(text: str) -> str:
             return True
         if _FLOAT_MINMAX.match(op) and o[1:] == [x, x]:
             return True
+        if op.startswith("selp.") and o[1:3] == [x, x]:
+            return True
         return op.startswith("shf.l.clamp") and o[1] == x and (_imm64(o[3]) or 0) >= 32
 
     def fold(opcode, ops, facts):
@@ -182,8 +216,187 @@ def _minmax_equal(text: str) -> str:
     return _dataflow_rewrite(text, fold)
 
 
+def _const_of(opcode: str, ops: list, consts: dict):
+    """The value ptxas's constant propagation gives the destination of ``opcode ops`` from the known register
+    values ``consts``, or None: a ``mov`` of an immediate or of a known register, a 32-bit ``shl``/``shr.u``/
+    ``shr.b`` by 32 or more (0), an ``and`` with a known 0, a ``mul.wide`` by a known 0 (0) and a ``mad.wide`` by
+    one (its 64-bit addend)."""
+    def val(op):
+        v = _imm64(op)
+        return v if v is not None else consts.get(op)
+
+    head = opcode.split(".")[0]
+    if head == "mov" and len(ops) == 2:
+        return val(ops[1])
+    if head in ("shl", "shr") and len(ops) == 3 and re.search(r"\.(b32|u32)$", opcode) and (val(ops[2]) or 0) >= 32:
+        return 0
+    if head == "and" and len(ops) == 3 and 0 in (val(ops[1]), val(ops[2])):
+        return 0
+    if head in ("mul", "mad") and ".wide." in opcode and len(ops) >= 3 \
+            and 0 in (None if val(ops[1]) is None else val(ops[1]) & 0xFFFFFFFF,
+                      None if val(ops[2]) is None else val(ops[2]) & 0xFFFFFFFF):
+        return 0 if head == "mul" else (val(ops[3]) if len(ops) > 3 else None)
+    return None
+
+
+def _f64_folded_operand(text: str) -> str:
+    consts: dict = {}
+
+    def fold(opcode, ops, facts):
+        if not _F64_ARITH.match(opcode):
+            return None
+        new = list(ops)
+        for i in range(1, len(ops)):
+            w = facts.get(ops[i])
+            if w and w[0] in ("mov.b64", "mov.u64", "mov.s64"):
+                continue                        # a mov of a constant: f64-const-operand
+            if ops[i] in consts:
+                new[i] = f"0d{consts[ops[i]]:016X}"
+        return new if new != ops else None
+    return _dataflow_rewrite(text, fold, consts)
+
+
+def _neg_into_immediate_copy(text: str) -> str:
+    """``neg-into-immediate`` where the negation's source is written again before the mul/fma reads the
+    negation: ptxas still multiplies the source (kept in another register) by the negated immediate.  The rewrite
+    copies the source into a fresh register ``%xdN`` on the negation's line and multiplies that (a declaration
+    goes on the first ``.reg`` line: line numbers stay those of the PTX)."""
+    lines = text.split("\n")
+    loop_writes = _loop_writes(lines)
+    negs: dict = {}                     # negation's register -> (its line, its source), while it is unchanged
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m is None:
+            for r in loop_writes.get(i, set()) & set(negs):
+                del negs[r]             # the head of a loop that writes it
+            continue
+        guard, opcode, ops = m.group(2) or "", m.group(3), _split_operands(m.group(4) or "")
+        if re.match(r"^(mul|fma|mad)(\.\w+)*\.f64$", opcode) and len(ops) >= 3:
+            for a, b in ((1, 2), (2, 1)):
+                if ops[a] in negs and ops[b].startswith("0d"):
+                    at, src = negs[ops[a]]
+                    if not _source_changed(lines, at, i, src):
+                        break           # unchanged: the plain neg-into-immediate covers it
+                    tmp = f"%xd{n}"
+                    n += 1
+                    lines[at] += f" mov.b64 {tmp}, {src};"
+                    new = list(ops)
+                    new[a], new[b] = tmp, f"0d{int(ops[b][2:], 16) ^ (1 << 63):016X}"
+                    lines[i] = f"{m.group(1)}{guard}{opcode} {', '.join(new)};"
+                    break
+        ds = _dests(opcode, ops)
+        for d in ds:
+            negs.pop(d, None)
+        if opcode == "neg.f64" and not guard and len(ops) == 2 and ops[1] != ops[0]:
+            negs[ops[0]] = (i, ops[1])
+    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
+    if not n or k is None:
+        return text
+    lines[k] += f" .reg .b64 %xd<{n}>;"
+    return "\n".join(lines)
+
+
+def _loop_writes(lines: list) -> dict:
+    """{line of a loop's head label: registers the loop writes} (a loop: a label a later branch goes back to)."""
+    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if ln.strip().endswith(":")}
+    out: dict = {}
+    for k, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m and m.group(3) == "bra" and labels.get((m.group(4) or "").strip(), k) < k:
+            head = labels[m.group(4).strip()]
+            for body_ln in lines[head:k]:
+                mm = _INSTR.match(body_ln)
+                if mm:
+                    out.setdefault(head, set()).update(_dests(mm.group(3), _split_operands(mm.group(4) or "")))
+    return out
+
+
+def _source_changed(lines: list, start: int, end: int, reg: str) -> bool:
+    for ln in lines[start + 1:end]:
+        m = _INSTR.match(ln)
+        if m and reg in _dests(m.group(3), _split_operands(m.group(4) or "")):
+            return True
+    return False
+
+
+_MUL_F32_BY_ONE = re.compile(r"^(\s*)(@!?%\w+ )?mul(?:\.rn)?\.f32 (%\w+), (?:(%\w+), 0f3F800000|0f3F800000, (%\w+));",
+                             re.M)
+
+
+def _mul_by_one(text: str) -> str:
+    return _MUL_F32_BY_ONE.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}mov.b32 {m.group(3)}, "
+                                         f"{m.group(4) or m.group(5)};", text)
+
+
+_CANONICAL_NAN = {"f16": "mov.b16", "bf16": "mov.b16", "f32": "mov.b32"}
+_NAN_BITS = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF}
+
+
+def _is_nan(v: int, t: str) -> bool:
+    exp, man = {"f64": (0x7FF, 52), "f32": (0xFF, 23)}[t]
+    return (v >> man) & exp == exp and v & ((1 << man) - 1) != 0
+
+
+def _cvt_const_nan(text: str) -> str:
+    def fold(opcode, ops, facts):
+        m = re.match(r"^cvt(?:\.\w+)*\.(f16|bf16|f32)\.(f32|f64)$", opcode)
+        if not m or len(ops) != 2 or m.group(1) == m.group(2):
+            return None
+        w = facts.get(ops[1])
+        v = _imm64(w[1][1]) if w and w[0].startswith("mov.") and len(w[1]) == 2 else None
+        if v is None or not _is_nan(v & (2 ** (64 if m.group(2) == "f64" else 32) - 1), m.group(2)):
+            return None
+        return _CANONICAL_NAN[m.group(1)], [ops[0], f"0x{_NAN_BITS[m.group(1)]:X}"]
+    return _dataflow_rewrite(text, fold)
+
+
+_F2I64 = re.compile(r"^cvt\.(rni|rzi|rmi|rpi)(\.ftz)?\.(s64|u64)\.(f32|f64)$")
+
+
+def _cvt_narrow_fused(text: str) -> str:
+    """``cvt.sat.s32.s64 r, d`` of ``cvt.<rnd>i.s64.f32 d, x`` (or the .u forms): ptxas converts ``x`` to 32 bits
+    directly (F2I.FLOOR.NTZ beside the F2I.S64.FLOOR), from its value at the first conversion -- a NaN gives 0, not
+    sat(0x8000000000000000).  The rewrite converts into a fresh register ``%xfN`` right after the first conversion
+    and copies that; both go on existing lines (after the first conversion and after the first ``.reg``), so line
+    numbers stay those of the PTX."""
+    lines = text.split("\n")
+    loop_writes = _loop_writes(lines)
+    made: dict = {}                     # 64-bit register -> (line of its conversion, its 32-bit form)
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m is None:
+            for r in loop_writes.get(i, set()) & set(made):
+                del made[r]
+            continue
+        guard, opcode, ops = m.group(2) or "", m.group(3), _split_operands(m.group(4) or "")
+        mm = re.match(r"^cvt\.sat\.(s32|u32)\.(s64|u64)$", opcode)
+        if mm and len(ops) == 2 and ops[1] in made and made[ops[1]][1][0] == mm.group(1)[0]:
+            at, (sign, rnd, ftz, ftype, x) = made[ops[1]]
+            tmp = f"%xf{n}"
+            n += 1
+            lines[at] += f" cvt.{rnd}{ftz}.{sign}32.{ftype} {tmp}, {x};"
+            lines[i] = f"{m.group(1)}{guard}mov.b32 {ops[0]}, {tmp};"
+        ds = _dests(opcode, ops)
+        for d in ds:
+            made.pop(d, None)
+        f = _F2I64.match(opcode)
+        if f and not guard and len(ops) == 2 and ops[1] not in ds:
+            made[ops[0]] = (i, (f.group(3)[0], f.group(1), f.group(2) or "", f.group(4), ops[1]))
+    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
+    if not n or k is None:
+        return text
+    lines[k] += f" .reg .b32 %xf<{n}>;"
+    return "\n".join(lines)
+
+
 REWRITES = {"testp-guard": _testp_guard, "set-f32-guard": _set_f32_guard, "f64-const-operand": _f64_const_operand,
-            "neg-into-immediate": _neg_into_immediate, "minmax-equal": _minmax_equal}
+            "neg-into-immediate": _neg_into_immediate, "minmax-equal": _minmax_equal,
+            # found by generator version 4's campaign
+            "f64-folded-operand": _f64_folded_operand, "mul-by-one": _mul_by_one,
+            "cvt-const-nan": _cvt_const_nan, "cvt-narrow-fused": _cvt_narrow_fused,
+            "neg-into-immediate-copy": _neg_into_immediate_copy}
 
 
 def as_compiled(text: str, names=None) -> str | None:
@@ -240,10 +453,14 @@ PER_INSTRUCTION = {"f64-nan-swap": f64_nan_lines, "sign-ops-bitwise": sign_op_li
 def per_instruction_swaps(text: str, limit: int = 12, lines_of=f64_nan_lines) -> list:
     """Sets of lines to apply a per-instruction variant at (default ``f64-nan-swap``), one instruction's choice
     differing from tcsim's rule or from its opposite: every single line and pair of lines, and every line or pair
-    left out."""
+    left out.  A program with one such line gets that line alone: the program-wide variant also reorders the f64
+    instructions with an immediate source, which ptxas may not (fuzz_200560_value: only its max.f64 went the
+    other way)."""
     lines = lines_of(text)
-    if not 2 <= len(lines) <= limit:
+    if not 1 <= len(lines) <= limit:
         return []
+    if len(lines) == 1:
+        return [lines]
     out, seen = [], set()
     for k in (1, 2):
         for combo in itertools.combinations(lines, k):

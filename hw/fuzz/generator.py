@@ -26,8 +26,9 @@ The program model
 * **Data**: 32-bit slots are f32-, f16x2-, bf16x2-, integer-flavoured or random bits; specials (NaN with
   payloads, +-Inf, subnormals, -0, extreme integers) appear with a few percent probability each.
 
-Versions: 1 draws everything below; 2 leaves out the constructs of :data:`V2_AVOIDS`; 3 and 4 then redraw every
-instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, :data:`V4_LINT_CHECKS`) note --
+Versions: 1 draws everything below; 2 leaves out the constructs of :data:`V2_AVOIDS`; 3, 4 and 5 then redraw every
+instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, :data:`V4_LINT_CHECKS`,
+:data:`V5_LINT_CHECKS`) note --
 ptxas 13.0 lowers those against the PTX ISA.  Each H100 campaign (tests/golden/fuzz_campaign) names the version
 that made it, and ``generate(seed, version=v)`` makes the same program for ever.
 
@@ -55,7 +56,7 @@ ARCH = "sm_90a"
 #: The generator version new campaigns use.  Version 2 leaves out the constructs below, whose GPU results depend
 #: on ptxas 13.0 rather than on the PTX ISA (each found by version 1, minimised, saved in tests/fuzz_regressions
 #: and noted by isa/lint.py); recorded campaigns name the version that made them.
-VERSION = 4
+VERSION = 5
 V2_AVOIDS = {
     "float-sign-ops": "abs/neg of f32/f16/bf16(x2): NaN results are unspecified (PTX) and ptxas folds them into "
                       "source modifiers, FADDs or nothing (neg(neg(x)) -> x, loop unrolling)",
@@ -96,7 +97,7 @@ V3_AVOIDS = {
 V3_LINT_CHECKS = ("mma-alias", "testp-guard", "set-f32-guard", "s16-sign-op", "mad-hi-self", "b64-shift-by-float",
                   "half2-abs-after-f32") + tuple(V3_AVOIDS)
 #: Version 4 also avoids what version 3's H100 campaign found (tests/golden/fuzz_campaign/h100_v3_seeds_200000_
-#: 209999.npz, reproducers in tests/fuzz_regressions); no campaign of it is recorded yet.
+#: 209999.npz, reproducers in tests/fuzz_regressions); its campaign is h100_v4_seeds_300000_309999.npz.
 V4_AVOIDS = {
     "lop3-repeated-source": "lop3 with a source register twice: merged with a following logic op into a wrong LUT",
     "guarded-mad-hi-in-loop": "a predicated mad.hi whose addend the loop around it writes later",
@@ -107,7 +108,19 @@ V4_AVOIDS = {
     "logic-after-relu-cvt": "a 16-bit and/or/xor of a cvt.relu result: dropped",
 }
 V4_LINT_CHECKS = V3_LINT_CHECKS + tuple(V4_AVOIDS)
-_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS}
+#: Version 5 also avoids what version 4's H100 campaign found (tests/golden/fuzz_campaign/h100_v4_seeds_300000_
+#: 309999.npz, reproducers in tests/fuzz_regressions); no campaign of it is recorded yet.
+V5_AVOIDS = {
+    "sat-of-wrapping-add-sub": "add/sub.sat of a wrapping add/sub result sharing a source: cancelled "
+                               "algebraically as if the first could not wrap",
+    "half-shift-by-cnot": "a 16-bit shift by a cnot result: shifted by 0",
+    "conditional-mad-hi-addend-in-loop": "a mad.hi skipped by a branch (or predicated) in a loop whose body writes "
+                                         "its addend first: reads another iteration's addend",
+    "f64-nan-order-one-carried": "an f64 operation in a loop that changes one of its two sources: the peeled copy "
+                                 "orders the sources the other way",
+}
+V5_LINT_CHECKS = V4_LINT_CHECKS + tuple(V5_AVOIDS)
+_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS}
 
 # per-thread input/output record: r (4 B each), rd (8 B each), h (2 B each), predicate bits (u32)
 OFF32 = 0
@@ -1186,8 +1199,8 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
     """The program of ``seed``: ``size`` top-level items (default 20..60), ``nwarps`` warps (default 1..4).
     ``version`` selects the generator (default :data:`VERSION`; recorded campaigns name theirs)."""
     version = VERSION if version is None else version
-    if version not in (1, 2, 3, 4):
-        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4)")
+    if version not in (1, 2, 3, 4, 5):
+        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5)")
     return _generate(seed, size, nwarps, version).copy()
 
 
@@ -1254,8 +1267,8 @@ def _replace_leaf(g: "_Gen", items: list, target: int) -> bool:
 
 
 def _without_noted(g: "_Gen", prog: Program, rounds: int = 200) -> None:
-    """Versions 3 and 4: draw every instruction that the version's checks (:data:`V3_LINT_CHECKS`,
-    :data:`V4_LINT_CHECKS`) note again until none is left."""
+    """Versions 3 to 5: draw every instruction that the version's checks (:data:`V3_LINT_CHECKS`,
+    :data:`V4_LINT_CHECKS`, :data:`V5_LINT_CHECKS`) note again until none is left."""
     from isa.lint import notes
     from isa.parser import parse
 

@@ -10,8 +10,10 @@
     Simulates every recorded program (``--differing``: those the simulator disagreed with when recorded) and
     compares bit for bit with the recorded GPU bytes (the comparison of ``python -m hw.fuzz --backend gpu``),
     or with the recorded hash where only that was kept; tries the verified explanations (hw/fuzz/explain.py) on
-    each disagreement, prints the mismatch classes and writes ``DIR/mismatches.json`` and ``DIR/unexplained.txt``
-    (the seeds no explanation covers, for ``python -m hw.fuzz.triage --seeds @DIR/unexplained.txt``).
+    each disagreement, marks those left whose program carries an isa/lint.py note (``noted:<checks>``: a diagnosed
+    ptxas miscompilation), prints the mismatch classes and writes ``DIR/mismatches.json`` and
+    ``DIR/unexplained.txt`` (the seeds neither explained nor noted, for ``python -m hw.fuzz.triage --seeds
+    @DIR/unexplained.txt``).
 
 The generator is deterministic per seed, so the file plus this repository reproduce the campaign exactly; a
 recording made by an older generator is detected (each program's input buffer is hashed into the file).
@@ -116,6 +118,16 @@ def _explain_task(args):
     return explain_program(prog, gpu)
 
 
+def noted_checks(prog) -> list:
+    """Names of the isa/lint.py checks that note an instruction of ``prog`` (each a diagnosed ptxas 13.0
+    miscompilation with its minimised reproducer in tests/fuzz_regressions)."""
+    from isa.lint import CHECKS, notes
+    from isa.parser import parse
+
+    module = parse(prog.render())
+    return [name for name in CHECKS if notes(module, checks=[name])]
+
+
 def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
     z, meta = load(path)
     gv = meta.get("generator", 1)
@@ -163,7 +175,13 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
         for (k, _), why in zip(explain_todo, whys):
             if why:
                 found[k]["class"] = why
-        log(f"[compare] {sum(1 for w in whys if w)} of {len(found)} mismatches explained, {time.time() - t0:.0f} s")
+        for f in found:             # not explained: does it carry a note of a diagnosed ptxas miscompilation?
+            if not f["class"].startswith("diagnosed:"):
+                noted = noted_checks(generate(f["seed"], version=gv))
+                if noted:
+                    f["class"] = "noted:" + ",".join(noted)
+        log(f"[compare] {sum(1 for w in whys if w)} of {len(found)} mismatches explained, "
+            f"{sum(1 for f in found if f['class'].startswith('noted:'))} lint-noted, {time.time() - t0:.0f} s")
     finally:
         pool.close()
     return found
@@ -224,9 +242,12 @@ def main(argv=None) -> int:
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "mismatches.json").write_text(json.dumps(found, indent=1))
-        unexplained = [f["seed"] for f in found if not f["class"].startswith("diagnosed:")]
-        (Path(args.out) / "unexplained.txt").write_text(",".join(map(str, unexplained)) + "\n")
-    print(f"{len(found)} mismatches")
+        (Path(args.out) / "unexplained.txt").write_text(",".join(str(f["seed"]) for f in found
+                                                                 if not f["class"].startswith(("diagnosed:", "noted:"))) + "\n")
+    n_expl = sum(1 for f in found if f["class"].startswith("diagnosed:"))
+    n_noted = sum(1 for f in found if f["class"].startswith("noted:"))
+    print(f"{len(found)} mismatches: {n_expl} explained bit for bit, {n_noted} carry a lint note of a diagnosed "
+          f"ptxas miscompilation, {len(found) - n_expl - n_noted} unexplained")
     return 1 if found else 0
 
 

@@ -136,7 +136,8 @@ def test_note_fires_on_its_construct_only(body, noted):
     # both sources of an f64 fma change in the loop around it
     ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    mul.hi.u64 %rd1, %rd0, %rd0;\n    @%p0 bra $L_top;",
      "fma.rn.f64 %rd0, %rd0, %rd1, %rd2;"),
-    ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    @%p0 bra $L_top;", None),
+    ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    @%p0 bra $L_top;",     # one: f64-nan-order-one-carried
+     "fma.rn.f64 %rd0, %rd0, %rd1, %rd2;"),
     ("fma.rn.f64 %rd0, %rd0, %rd1, %rd2;\n    mul.hi.u64 %rd1, %rd0, %rd0;", None),
     # a predicated mad.hi whose addend the loop writes later
     ("$L_top:\n    @%p1 mad.hi.s16 %h3, %h0, %h0, %h1;\n    cvt.rn.f16.s32 %h1, %r3;\n    @%p0 bra $L_top;",
@@ -156,6 +157,34 @@ def test_note_fires_on_its_construct_only(body, noted):
      "{%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};"),
     ("shl.b32 %r4, %r5, 3;\n    mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%r0, %r1, %r2, %r3}, "
      "{%r4, %r5, %r6, %r7}, {%r6, %r7}, {%r0, %r1, %r2, %r3};", None),
+    # found by generator version 4's campaign: a saturating add/sub of a wrapping add/sub sharing a source
+    ("sub.u32 %r4, %r6, %r5;\n    sub.sat.s32 %r1, %r4, %r6;", "sub.sat.s32 %r1, %r4, %r6;"),
+    ("add.u32 %r4, %r1, %r6;\n    sub.sat.s32 %r6, %r4, %r1;", "sub.sat.s32 %r6, %r4, %r1;"),
+    ("add.s32 %r4, %r1, %r6;\n    add.sat.s32 %r3, %r2, %r4;\n    add.sat.s32 %r3, %r1, %r4;",
+     "add.sat.s32 %r3, %r1, %r4;"),
+    ("sub.u32 %r4, %r6, %r5;\n    sub.sat.s32 %r1, %r4, %r2;", None),           # no shared source
+    ("sub.u32 %r4, %r6, %r5;\n    sub.s32 %r1, %r4, %r6;", None),               # not saturating
+    ("sub.sat.s32 %r4, %r6, %r5;\n    sub.sat.s32 %r1, %r4, %r6;", None),       # the first one saturates too
+    # a 16-bit shift by a cnot result
+    ("cnot.b32 %r2, %r3;\n    shl.b16 %h2, %h3, %r2;", "shl.b16 %h2, %h3, %r2;"),
+    ("cnot.b32 %r2, %r3;\n    shr.u16 %h2, %h3, %r2;", "shr.u16 %h2, %h3, %r2;"),
+    ("cnot.b32 %r2, %r3;\n    shl.b32 %r4, %r3, %r2;", None),                   # a 32-bit shift
+    ("not.b32 %r2, %r3;\n    shl.b16 %h2, %h3, %r2;", None),
+    # a mad.hi skipped by a branch in a loop whose body writes its addend
+    ("$L_top:\n    @%p1 bra $L_skip;\n    sad.s32 %r5, %r2, %r3, %r5;\n    mad.hi.s32 %r1, %r1, %r6, %r5;\n"
+     "$L_skip:\n    @%p0 bra $L_top;", "mad.hi.s32 %r1, %r1, %r6, %r5;"),
+    ("$L_top:\n    sad.s32 %r5, %r2, %r3, %r5;\n    @%p1 mad.hi.s32 %r1, %r1, %r6, %r5;\n    @%p0 bra $L_top;",
+     "@%p1 mad.hi.s32 %r1, %r1, %r6, %r5;"),
+    ("$L_top:\n    sad.s32 %r5, %r2, %r3, %r5;\n    mad.hi.s32 %r1, %r1, %r6, %r5;\n    @%p0 bra $L_top;",
+     None),                                                                     # runs in every iteration
+    ("$L_top:\n    @%p1 bra $L_skip;\n    mad.hi.s32 %r1, %r1, %r6, %r5;\n$L_skip:\n    @%p0 bra $L_top;",
+     None),                                                                     # the addend does not change
+    ("@%p1 bra $L_skip;\n    sad.s32 %r5, %r2, %r3, %r5;\n    mad.hi.s32 %r1, %r1, %r6, %r5;\n$L_skip:", None),
+    # an f64 operation in a loop that changes one of its two sources (both: f64-nan-order-in-loop)
+    ("$L_top:\n    fma.rn.f64 %rd0, %rd3, %rd0, %rd2;\n    @%p0 bra $L_top;", "fma.rn.f64 %rd0, %rd3, %rd0, %rd2;"),
+    ("$L_top:\n    add.f64 %rd1, %rd3, %rd2;\n    @%p0 bra $L_top;", None),
+    ("fma.rn.f64 %rd0, %rd3, %rd0, %rd2;", None),
+    ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd0, %rd2;\n    @%p0 bra $L_top;", None),
 ])
 def test_note_fires_on_the_instruction_in_its_context(body, noted):
     assert _noted_lines(body) == ([noted] if noted else [])
@@ -174,7 +203,9 @@ def test_notes_are_for_the_hopper_toolchain_findings():
     for body in ("@%p0 set.lt.f32.f32 %r0, %r1, %r2;", "abs.s16 %h0, %h1;", "mad.hi.u32 %r0, %r1, %r2, %r0;",
                  "sqrt.rn.f32 %r1, %r2;\n    shl.b64 %rd0, %rd1, %r1;", "neg.f64 %rd1, %rd0;\n    neg.f64 %rd2, %rd1;",
                  "cnot.b16 %h1, %h0;\n    cvt.rmi.sat.u8.f16 %h1, %h1;",
-                 "@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p0, %p1, !%p0;"):
+                 "@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p0, %p1, !%p0;",
+                 "sub.u32 %r4, %r6, %r5;\n    sub.sat.s32 %r1, %r4, %r6;", "cnot.b32 %r2, %r3;\n    shl.b16 %h2, %h3, %r2;",
+                 "$L_top:\n    sad.s32 %r5, %r2, %r3, %r5;\n    @%p1 mad.hi.s32 %r1, %r1, %r6, %r5;\n    @%p0 bra $L_top;"):
         assert _noted_lines(body, "sm_100a") == []
         assert _noted_lines(body, "sm_90a")
 
