@@ -170,6 +170,30 @@ def _dest_names(ins) -> list:
     return ir.reg_names(op)
 
 
+def _loops_around(fn, index: int):
+    """(start, k) for every backward branch ``fn.body[k]`` after ``index`` to a label at ``start <= index``: the
+    loops whose body holds the instruction, innermost first."""
+    body = fn.body
+    for k in range(index + 1, len(body)):
+        b = body[k]
+        if isinstance(b, ir.Instruction) and b.opcode == "bra" and b.operands \
+                and isinstance(b.operands[0], ir.LabelRef) and fn.labels.get(b.operands[0].name, k) <= index:
+            yield fn.labels[b.operands[0].name], k
+
+
+def _f64_loop_carried_sources(ins, arch, fn, index):
+    """For a two-register f64 add/sub/mul/fma/mad/min/max on sm_9x: (its two first sources, for each loop around
+    it, innermost first, those of them the loop writes); None for other instructions."""
+    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub", "mul", "fma", "mad", "min", "max") \
+            or "f64" not in ins.mods or len(ins.operands) < 3:
+        return None
+    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
+    if not a or not b or a == b:
+        return None
+    return (a[0], b[0]), [[r for r in (a[0], b[0]) if any(_writes(fn.body[i], r) for i in range(start, k))]
+                          for start, k in _loops_around(fn, index)]
+
+
 def _reaching_writers(fn, index: int, name: str) -> list:
     """Instructions whose value of ``name`` ``fn.body[index]`` may read: the textually last writer before it,
     and inside a loop (a branch after it back to a label at or before it) every writer from it to that branch
@@ -180,11 +204,8 @@ def _reaching_writers(fn, index: int, name: str) -> list:
         if _writes(body[j], name):
             out.append(body[j])
             break
-    for k in range(index + 1, len(body)):
-        b = body[k]
-        if isinstance(b, ir.Instruction) and b.opcode == "bra" and b.operands \
-                and isinstance(b.operands[0], ir.LabelRef) and fn.labels.get(b.operands[0].name, k) <= index:
-            out += [body[i] for i in range(index, k) if _writes(body[i], name) and body[i] not in out]
+    for _, k in _loops_around(fn, index):
+        out += [body[i] for i in range(index, k) if _writes(body[i], name) and body[i] not in out]
     return out
 
 
@@ -443,28 +464,16 @@ def _guard_redefined_later(ins, arch, fn, index):
 
 
 def _f64_nan_order_in_loop(ins, arch, fn, index):
-    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub", "mul", "fma", "mad", "min", "max") \
-            or "f64" not in ins.mods or len(ins.operands) < 3:
+    found = _f64_loop_carried_sources(ins, arch, fn, index)
+    if found is None or not any(len(c) == 2 for c in found[1]):
         return None
-    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
-    if not a or not b or a == b:
-        return None
-    body = fn.body
-    for k in range(index + 1, len(body)):
-        br = body[k]
-        if isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands \
-                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index:
-            start = fn.labels[br.operands[0].name]
-            carried = [r for r in (a[0], b[0]) if any(_writes(body[i], r) for i in range(start, k))]
-            if len(carried) == 2:
-                return Note(ins.loc, f"{ins.full_opcode}: both sources ({a[0]}, {b[0]}) change in the loop around "
-                                     "it; the GPU result depends on ptxas: 13.0 unrolls the loop and orders the "
-                                     "two sources differently in different copies (SASS: DFMA R28, R28, R30 then "
-                                     "DFMA R28, R30, R28), so when both are NaN which NaN comes back changes from "
-                                     "one iteration to the next (measured on the H100, fuzz reproducer "
-                                     "fuzz_105824_value). tcsim picks by one rule (sim/semantics/float_arith.py "
-                                     "sass_nan_priority).")
-    return None
+    a, b = found[0]
+    return Note(ins.loc, f"{ins.full_opcode}: both sources ({a}, {b}) change in the loop around it; the GPU result "
+                         "depends on ptxas: 13.0 unrolls the loop and orders the two sources differently in different "
+                         "copies (SASS: DFMA R28, R28, R30 then DFMA R28, R30, R28), so when both are NaN which NaN "
+                         "comes back changes from one iteration to the next (measured on the H100, fuzz reproducer "
+                         "fuzz_105824_value). tcsim picks by one rule (sim/semantics/float_arith.py "
+                         "sass_nan_priority).")
 
 
 def _lop3_repeated_source(ins, arch, fn, index):
@@ -610,12 +619,7 @@ def _conditional_mad_hi_addend_in_loop(ins, arch, fn, index):
     if not c:
         return None
     body = fn.body
-    for k in range(index + 1, len(body)):
-        br = body[k]
-        if not (isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands
-                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index):
-            continue
-        start = fn.labels[br.operands[0].name]
+    for start, k in _loops_around(fn, index):
         skipped = ins.guard is not None or any(
             isinstance(b, ir.Instruction) and b.opcode == "bra" and b.guard is not None and b.operands
             and isinstance(b.operands[0], ir.LabelRef) and index < fn.labels.get(b.operands[0].name, -1) <= k
@@ -634,22 +638,11 @@ def _conditional_mad_hi_addend_in_loop(ins, arch, fn, index):
 
 
 def _f64_nan_order_one_carried(ins, arch, fn, index):
-    if not arch.startswith("sm_9") or ins.opcode not in ("add", "sub", "mul", "fma", "mad", "min", "max") \
-            or "f64" not in ins.mods or len(ins.operands) < 3:
-        return None
-    a, b = ir.reg_names(ins.operands[1]), ir.reg_names(ins.operands[2])
-    if not a or not b or a == b:
-        return None
-    body = fn.body
-    for k in range(index + 1, len(body)):
-        br = body[k]
-        if isinstance(br, ir.Instruction) and br.opcode == "bra" and br.operands \
-                and isinstance(br.operands[0], ir.LabelRef) and fn.labels.get(br.operands[0].name, k) <= index:
-            start = fn.labels[br.operands[0].name]
-            carried = [r for r in (a[0], b[0]) if any(_writes(body[i], r) for i in range(start, k))]
-            if len(carried) != 1:
-                return None             # both: f64-nan-order-in-loop
-            other = b[0] if carried == [a[0]] else a[0]
+    found = _f64_loop_carried_sources(ins, arch, fn, index)
+    if found is not None and found[1]:
+        (a, b), carried = found[0], found[1][0]          # the innermost loop
+        if len(carried) == 1:                   # both: f64-nan-order-in-loop
+            other = b if carried == [a] else a
             return Note(ins.loc, f"{ins.full_opcode}: the loop around it changes {carried[0]}, not {other}; the GPU "
                                  "result depends on ptxas: 13.0 peels and unrolls the loop and orders the two sources "
                                  "one way in the peeled copy and the other way in the unrolled ones (SASS: @!P0 DFMA "

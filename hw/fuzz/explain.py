@@ -107,17 +107,7 @@ def _dataflow_rewrite(text: str, fold, consts: dict | None = None) -> str:
     that skip code forward only skip writes already seen; at the head of a loop (a label a later branch goes
     back to) whatever the loop writes is forgotten."""
     lines = text.split("\n")
-    loop_writes: dict = {}
-    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if ln.strip().endswith(":")}
-    for k, ln in enumerate(lines):
-        m = _INSTR.match(ln)
-        if m and m.group(3) == "bra" and labels.get((m.group(4) or "").strip(), k) < k:
-            head = labels[m.group(4).strip()]
-            for body_ln in lines[head:k]:
-                mm = _INSTR.match(body_ln)
-                if mm:
-                    loop_writes.setdefault(head, set()).update(_dests(mm.group(3),
-                                                                      _split_operands(mm.group(4) or "")))
+    loop_writes = _loop_writes(lines)
     facts: dict = {}
     out = []
     for i, ln in enumerate(lines):
