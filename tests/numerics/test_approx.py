@@ -9,6 +9,9 @@ import pytest
 
 from sim.numerics import approx as ap
 
+# numpy references cast NaN/Inf/out-of-range values on purpose (the special cases under test)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 F32 = lambda *v: np.array(v, np.float32).view(np.uint32)  # noqa: E731
 INF, NAN = math.inf, math.nan
 

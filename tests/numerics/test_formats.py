@@ -9,6 +9,9 @@ import pytest
 
 from isa.formats import FORMATS, decode, encode, round_scaled
 
+# numpy references cast NaN/Inf/out-of-range values on purpose (the special cases under test)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 ML = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
       "e5m2": ml_dtypes.float8_e5m2, "e2m3": ml_dtypes.float6_e2m3fn,
       "e3m2": ml_dtypes.float6_e3m2fn, "e2m1": ml_dtypes.float4_e2m1fn,
