@@ -13,6 +13,7 @@
     python -m hw.microbench sim [--gpu DIR] [--case GLOB ...] [--timing]   # simulated vs measured
     python -m hw.microbench show [--gpu DIR]
     python -m hw.microbench params [--gpu DIR] [--out FILE]   # sm_90a parameters the record gives directly
+    python -m hw.microbench fit [--gpu DIR] [--out FILE]      # + the fitted ones (fit.py) -> measured.json
 
 On the GPU machine: ``bash hw/microbench_device_run.sh "$OUT"``.  tests/golden/timing_h100/README.md holds the
 recorded values and what they settle.

@@ -312,6 +312,10 @@ def main(argv=None) -> int:
                        "of tests/golden/timing_h100/measured.json, which sim/timing applies)")
     p.add_argument("--gpu", type=Path, default=GOLDEN)
     p.add_argument("--out", type=Path, default=None, help="write there instead of printing")
+    p = sub.add_parser("fit", help="fit the sm_90a timing parameters on the calibration cases (simulating them) "
+                       "and write the override file sim/timing applies (tests/golden/timing_h100/measured.json)")
+    p.add_argument("--gpu", type=Path, default=GOLDEN)
+    p.add_argument("--out", type=Path, default=None, help="write there instead of printing")
     p = sub.add_parser("show", help="print a record's values")
     p.add_argument("--gpu", type=Path, default=GOLDEN)
     args = ap.parse_args(argv)
@@ -339,6 +343,9 @@ def main(argv=None) -> int:
             return compare(select(args.case), gpu, args.timing)
         if args.cmd == "show":
             return show(args.gpu)
+        if args.cmd == "fit":
+            from .fit import main as fit_main
+            return fit_main(load(args.gpu)[0], args.out)
         if args.cmd == "params":
             text = json.dumps(A.direct_params(load(args.gpu)[0]), indent=1) + "\n"
             if args.out:

@@ -12,7 +12,9 @@ the op's callables decide *what* happens:
 
 Timing (every number is a field of :class:`TmaParams`): the engine serves ops in FIFO order (queueing),
 each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes
-``latency`` cycles after its occupancy ends (per-request latency), so a copy of ``n`` bytes issued to an idle
+``latency`` cycles after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with
+the timing model on an op whose global source lines are touched for the first time adds the DRAM latency over
+L2's, :meth:`sim.timing.model.TimingModel.tma_extra_latency`), so a copy of ``n`` bytes issued to an idle
 engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  A
 multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
 extra engine time).  With the simulation's timing model on, the numbers come from the arch config of the
@@ -46,8 +48,9 @@ from .unit import AsyncUnit, unit_params
 class TmaParams:
     """Timing of the TMA engine (cycles); the defaults are the timing-off model's."""
 
-    latency: int = 10             # cycles from the end of an op's occupancy to its completion
-    bytes_per_cycle: int = 128    # engine throughput: occupancy = ceil(bytes / bytes_per_cycle)
+    latency: float = 10           # cycles from the end of an op's occupancy to its completion
+    bytes_per_cycle: float = 128  # engine throughput: occupancy = ceil(bytes / bytes_per_cycle)
+    tensor_extra: float = 0       # extra latency of a tensor-map (tile-mode) op over a bulk copy
 
 
 DEFAULT_PARAMS = TmaParams()
@@ -86,6 +89,7 @@ class TmaEngine(AsyncUnit):
         self.cta = cta
         self.bytes_moved = 0
         self.busy_cycles = 0
+        self.last_done = 0.0
         super().__init__(sim, params)
 
     @property
@@ -122,8 +126,20 @@ class TmaEngine(AsyncUnit):
             self.env.process(self._complete(op, occ))
             yield self.env.timeout(occ)
 
+    def latency(self, op: TmaOp) -> float:
+        """Cycles from the end of ``op``'s occupancy to its completion: the fixed latency, plus the tensor-map
+        extra for tile-mode ops, plus what the timing model adds (first touch of its global lines in DRAM)."""
+        lat = self.params.latency + (self.params.tensor_extra if "tensor_map" in op.extra else 0)
+        tm = self.sim.timing
+        if tm is not None:
+            lat += tm.tma_extra_latency(op)
+        return lat
+
     def _complete(self, op: TmaOp, occ: int):
-        yield self.env.timeout(occ + self.params.latency)
+        # completions stay in issue order (an op never overtakes an earlier one of the same engine)
+        done = max(self.env.now + occ + self.latency(op), self.last_done)
+        self.last_done = done
+        yield self.env.timeout(done - self.env.now)
         payload = self.guarded(op, op.read)
         if self.sim.error is not None:
             return

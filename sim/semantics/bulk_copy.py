@@ -316,7 +316,7 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
                 for t in targets:
                     engine.complete_tx(t, moff, n, what)
 
-            engine.submit(new_op(ctx, lane, "load", n, read, write))
+            engine.submit(new_op(ctx, lane, "load", n, read, write, src=s))   # src: for the timing model
 
     return run
 

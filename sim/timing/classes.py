@@ -28,7 +28,7 @@ sync           bar / barrier / mbarrier / fence / control          alu (results)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from isa import ir
 
@@ -42,6 +42,8 @@ _MEM = {"ld", "ldu", "st", "atom", "red"}
 _MATRIX = {"ldmatrix", "stmatrix", "movmatrix"}
 _SPACES = ("shared", "global", "local", "param", "const")
 _VEC = {"v2": 2, "v4": 4, "v8": 8}
+#: cache operators / qualifiers of ld.global that do not allocate in (or read from) L1 (PTX ISA, cache operators)
+_L2_ONLY = {"cg", "cs", "cv", "lu", "volatile", "mmio", "relaxed", "acquire"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,13 @@ class InstrPlan:
     wait_kind: str | None = None  # blocking instructions: 'mbarrier', 'barrier', 'cluster barrier', ...
     flops: int = 0              # mma.sync: FLOPs per warp-instruction
     tmem: str | None = None     # 'ld' / 'st' / 'wait::ld' / 'wait::st' for tcgen05 register <-> TMEM traffic
+    l2_only: bool = False       # global loads that bypass L1 (.cg / .cs / .cv / .lu / .volatile, atom, red)
+    cluster: bool = False       # shared-memory access through the shared::cluster window
+    barrier_count: int = 0      # bar.sync / barrier.sync with an immediate thread count (0: the whole CTA)
+    free: bool = False          # dataflow issue: loop control of a loop ptxas unrolls (no issue slot, no latency)
+    order: str = "flow"         # dataflow issue (sim.timing.model): 'flow' may start once its operands are
+                                # ready, 'resolve' (branches) waits for its operands at issue, 'drain' also waits
+                                # until every earlier instruction of the warp has started
 
 
 def operand_regs(op) -> list:
@@ -147,8 +156,36 @@ def _mma_flops(ins) -> int:
         return 2 * 16 * 8 * 16
 
 
+#: classes whose instructions are ordering points of the dataflow issue model (see sim.timing.model)
+_DRAIN_CLASSES = {"sync", "async", "tcgen05", "tmem"}
+_CLOCKS = {"%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
+
+
+def issue_order(ins: ir.Instruction, cls: str) -> str:
+    """'drain', 'resolve' or 'flow' (:attr:`InstrPlan.order`): barriers, mbarrier and fence operations, async
+    copies, exits and clock reads drain; branches resolve; everything else flows."""
+    if cls in _DRAIN_CLASSES or ins.opcode in ("ret", "exit", "trap", "brkpt", "call", "nanosleep", "setmaxnreg",
+                                               "fence", "membar", "griddepcontrol"):
+        return "drain"
+    if any(isinstance(o, ir.SpecialReg) and o.name in _CLOCKS for o in ins.operands):
+        return "drain"
+    if ins.opcode in ("bra", "brx"):
+        return "resolve"
+    if cls in ("mem", "ldmatrix") and _has_dest(ins):
+        # a load goes to its memory port when issued, its address operands ready: the port serves requests in
+        # time order (ptxas hoists a load only as far up as its address is computed)
+        return "resolve"
+    return "flow"
+
+
 def plan_instruction(ins: ir.Instruction, cfg) -> InstrPlan:
     """The :class:`InstrPlan` of ``ins`` under the timing config ``cfg``."""
+    p = _plan(ins, cfg)
+    order = issue_order(ins, p.cls)
+    return p if order == "flow" else replace(p, order=order)
+
+
+def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
     srcs, dsts = registers(ins)
     op = ins.opcode
     mods = ins.mods
@@ -160,10 +197,14 @@ def plan_instruction(ins: ir.Instruction, cfg) -> InstrPlan:
         space = _space(ins)
         vec = next((_VEC[m] for m in mods if m in _VEC), 1)
         addr = 0 if op in ("st", "red") else 1
-        return plan("mem", "lsu", 1, 0, space=space, addr_index=addr, access_bytes=_type_bytes(ins) * vec)
+        l2_only = op in ("atom", "red") or any(m in _L2_ONLY for m in mods)
+        cluster = any(m == "shared::cluster" for m in mods)
+        return plan("mem", "lsu", 1, 0, space=space, addr_index=addr, access_bytes=_type_bytes(ins) * vec,
+                    l2_only=l2_only, cluster=cluster)
     if op in _MATRIX:
+        # one 8x8 matrix of 16-bit elements = 8 rows of 16 bytes = 128 bytes per .x (PTX ISA, ldmatrix)
         num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
-        return plan("ldmatrix", "lsu", 1, int(cfg.ldmatrix_latency), access_bytes=256 * num)
+        return plan("ldmatrix", "lsu", 1, cfg.ldmatrix_latency, access_bytes=128 * num)
     if op == "mma":
         flops = _mma_flops(ins)
         ii = max(1, round(cfg.mma_sync_interval * flops / 4096))
@@ -194,7 +235,10 @@ def plan_instruction(ins: ir.Instruction, cfg) -> InstrPlan:
         return plan("sync", "lsu", 1, int(cfg.mbarrier_op_latency), wait_kind=kind, addr_index=1)
     if op in ("bar", "barrier"):
         kind = "cluster barrier" if mods[:1] == ("cluster",) else "barrier"
-        return plan("sync", None, 1, 0, wait_kind=kind)
+        count = 0
+        if kind == "barrier" and len(ins.operands) > 1 and isinstance(ins.operands[1], ir.Imm):
+            count = int(ins.operands[1].value)
+        return plan("sync", None, 1, 0, wait_kind=kind, barrier_count=count)
     if op in ("bra", "brx", "ret", "exit", "call", "trap", "brkpt", "fence", "membar", "nanosleep", "setmaxnreg"):
         return plan("control", None, 1, 0)
     if _is_f64(ins):

@@ -12,11 +12,31 @@ Issue rules (per CTA = per SM; a CTA is assumed to have its SM to itself):
   ``32 / lanes-per-clock`` cycles per warp-instruction, :mod:`sim.timing.classes`);
 * a warp may issue its next instruction ``issue_cycles`` later (1; ``tcgen05.mma`` 12);
 * shared-memory requests take one cycle of the CTA's SMEM port per wavefront (bank conflicts:
-  :func:`sim.timing.smem.smem_wavefronts`) and complete ``smem_latency`` after their last wavefront; global
-  requests take their sectors' bytes at the L2 (hit) or HBM (first touch of a line) bandwidth share of the SM and
-  complete after ``l2_latency`` / ``dram_latency``;
-* a warp blocked in a wait (mbarrier, bar.sync, barrier.cluster...) issues again a wake-up latency after it is
-  released.
+  :func:`sim.timing.smem.smem_wavefronts`; ldmatrix: one 128-byte phase per matrix, conflicts among its rows) and
+  complete ``smem_latency`` (ldmatrix: ``ldmatrix_latency``) plus ``smem_conflict_cycles`` per wavefront after
+  the first; ``ld.shared::cluster`` on a peer CTA costs ``dsmem_remote_latency`` instead, on the own CTA
+  ``dsmem_own_extra`` more;
+* global loads hit L1 (``l1_latency``) when ``l1_caches_global_loads`` and every line they touch is in the SM's
+  L1 (filled by earlier loads without .cg/.cs/.cv/.lu/.volatile); otherwise they take their sectors' bytes at the
+  L2 (hit) or HBM (first touch of a line) bandwidth share of the SM and complete after ``l2_latency`` /
+  ``dram_latency``;
+* a warp blocked in a wait (mbarrier, barrier.cluster...) issues again a wake-up latency after it is released;
+  bar.sync costs ``barrier_wake_latency + barrier_wake_per_warp x warps`` from its completing arrival, for the
+  completing warp as well;
+* TMA / bulk loads whose global lines are touched for the first time add ``dram_latency - l2_latency``
+  (``tma_dram_first_touch``; :meth:`TimingModel.tma_extra_latency`).
+
+**Dataflow issue** (``dataflow_issue``; sm_90a): PTX is not what the hardware issues -- ptxas hoists
+independent instructions and unrolls counted loops -- so with it on an instruction does not hold the warp until
+its operands are ready: it *starts* when they are (and its unit or memory port has a free slot in the unit's
+calendar) while the warp issues on, with at most ``dataflow_window`` instructions of a warp starting in the
+future.  Loads wait for their address operands at issue (memory ports see requests in time order); branches
+wait for their predicate; the control of a straight-line loop counted against an immediate bound -- its
+branch, compare and induction adds -- costs nothing, as ptxas unrolls it (:func:`unrolled_loop_control`);
+barriers, mbarrier and fence operations, async copies, clock reads and exits
+wait until every earlier instruction of the warp has started (:attr:`sim.timing.classes.InstrPlan.order`);
+registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
+values do not change.
 
 Async units (TMA engine, tensor pipe, cp.async) take their parameters from the same config
 (:meth:`unit_params`, :class:`sim.timing.tensor.TensorPipeTiming`).
@@ -25,9 +45,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
+from isa import ir
 from isa.errors import TcsimError
 from .. import memory as M
 from .classes import plan_instruction
@@ -45,13 +67,15 @@ class SmState:
     """Issue and unit state of one SM (one CTA): when each scheduler, each sub-partition unit and the SMEM and
     global-memory ports are free next."""
 
-    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free")
+    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "l1", "calendar")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
         self.unit_free: dict = {}
         self.smem_free = 0.0
         self.gmem_free = 0.0
+        self.l1: set = set()            # global lines held in this SM's L1 (loads that allocate there)
+        self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
 
 
 class TimingModel:
@@ -59,7 +83,13 @@ class TimingModel:
         self.sim = sim
         self.cfg = cfg
         self.body = sim.program.body
+        self.dataflow = bool(cfg.dataflow_issue)
+        self.window = max(1, int(cfg.dataflow_window))
         self.plans = [plan_instruction(ins, cfg) for ins in self.body]
+        if self.dataflow:
+            for pc in unrolled_loop_control(self.body, sim.program.kernel.labels):
+                self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
+                                         unit=None, interval=0)
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
@@ -83,7 +113,8 @@ class TimingModel:
         cfg = self.cfg
         if attr == "tma_params":
             from ..agents.tma import TmaParams
-            return TmaParams(latency=int(cfg.tma_latency), bytes_per_cycle=int(cfg.tma_bytes_per_clk))
+            return TmaParams(latency=cfg.tma_latency, bytes_per_cycle=cfg.tma_bytes_per_clk,
+                             tensor_extra=cfg.tma_tensor_extra)
         if attr == "async_copy_params":
             from ..agents.async_copy import AsyncCopyParams
             return AsyncCopyParams(latency=int(cfg.l2_latency), issue_cycles=int(cfg.cp_async_issue_cycles))
@@ -93,11 +124,22 @@ class TimingModel:
     def stall(self, warp, pc: int, now: float):
         """None when the warp may issue ``body[pc]`` at ``now``; else (cycle to retry, category, detail)."""
         wt = warp.timing
-        b = wt.scoreboard.blocking(self._checked[pc], now)
-        if b is not None:
-            prod = self.body[b[2]]
-            return b[0], "dependency", f"{b[1]} <- {prod.full_opcode} (line {prod.loc.line})"
         p = self.plans[pc]
+        if p.free:
+            return None
+        flow = self.dataflow and p.order == "flow"
+        if flow and wt.pending:
+            pend = wt.pending = [t for t in wt.pending if t > now]
+            if len(pend) >= self.window:
+                return min(pend), "dependency", "dataflow window full"
+        if not flow:
+            # (dataflow issue: ptxas renames registers, so only the sources are waited for)
+            b = wt.scoreboard.blocking(p.srcs if self.dataflow else self._checked[pc], now)
+            if b is not None:
+                prod = self.body[b[2]]
+                return b[0], "dependency", f"{b[1]} <- {prod.full_opcode} (line {prod.loc.line})"
+            if self.dataflow and p.order == "drain" and wt.last_start > now:
+                return wt.last_start, "dependency", "earlier instructions (ordering point)"
         if p.tmem is not None and p.tmem.startswith("wait"):
             ready = wt.tmem_ld_ready if p.tmem.endswith("ld") else wt.tmem_st_ready
             if ready > now:
@@ -106,6 +148,8 @@ class TimingModel:
         free = sm.issue_free[wt.sub]
         if free > now:
             return free, "issue slot", f"scheduler {wt.sub}"
+        if self.dataflow:               # units are booked at the op's start (issued / _reserve)
+            return None
         if p.unit is not None:
             free = sm.unit_free.get((wt.sub, p.unit), 0.0)
             if free > now:
@@ -116,7 +160,7 @@ class TimingModel:
         """Run-time inputs of the cost that the instruction itself may overwrite (addresses): computed before
         the semantics execute.  Returns what :meth:`issued` needs, or None."""
         p = self.plans[pc]
-        if p.cls == "mem" or (p.wait_kind == "mbarrier"):
+        if p.cls in ("mem", "ldmatrix") or (p.wait_kind == "mbarrier"):
             try:
                 a = ctx.address(ctx.ins.operands[p.addr_index])[ctx.mask]
             except (TcsimError, IndexError, AttributeError):
@@ -131,35 +175,106 @@ class TimingModel:
         wt = warp.timing
         p = self.plans[pc]
         sm = self.sm(warp.cta)
+        if p.free:                      # unrolled away by ptxas: results at once, no issue slot
+            if p.dsts:
+                ready = max([now] + [wt.scoreboard.ready[n][0] for n in p.srcs if n in wt.scoreboard.ready])
+                wt.scoreboard.write(p.dsts, ready, pc)
+            return 0, now
         sm.issue_free[wt.sub] = now + 1
         if wt.first_issue is None:
             wt.first_issue = now
         wt.issued += 1
         wt.last_issue = now
-        if p.unit is not None:
+        issue = now
+        if self.dataflow and p.order == "flow":
+            # dataflow issue: the instruction starts once its operands are ready and its unit is free, while
+            # the warp issues on (ptxas hoists independent instructions and unrolls loops; PTX order is not the
+            # SASS order the hardware issues in)
+            for n in p.srcs:
+                r = wt.scoreboard.ready.get(n)
+                if r is not None and r[0] > now:
+                    now = r[0]
+        if self.dataflow and p.unit is not None:
+            # starts are not in issue order: the unit keeps a calendar and the op takes its first free slot
+            now = self._reserve(sm, (wt.sub, p.unit), now, p.interval)
+            self.busy[p.unit] += p.interval
+        elif p.unit is not None:
             sm.unit_free[(wt.sub, p.unit)] = now + p.interval
             self.busy[p.unit] += p.interval
+        if self.dataflow and p.order == "flow":
+            wt.last_start = max(wt.last_start, now)
+            if now > issue:
+                wt.pending.append(now)
         lat = p.latency
         if p.cls == "mem":
             lat = self._memory_latency(ctx, p, pre, sm, now)
         elif p.cls == "ldmatrix":
-            lat = self._smem_port(sm, now, max(1, p.access_bytes // int(self.cfg.smem_bytes_per_clk))) + lat
+            # one SMEM port cycle per 128-byte phase (one 8x8 matrix); each phase after the first adds
+            # smem_conflict_cycles of latency, as a bank-conflict replay does
+            phases = max(1, math.ceil(p.access_bytes / self.cfg.smem_bytes_per_clk))
+            if pre is not None and pre.size and ctx.ins.opcode == "ldmatrix":
+                # lanes 8i..8i+7 give the 16-byte rows of matrix i: bank conflicts among each matrix's rows
+                rows = pre[:8 * phases].astype(np.uint64)
+                if (rows >= np.uint64(M.SHARED_WINDOW)).all():
+                    rows = rows - np.uint64(M.SHARED_WINDOW)
+                _, offs = M.split_shared(rows)
+                phases = max(phases, smem_wavefronts(offs.astype(np.int64), 16, int(self.cfg.smem_banks),
+                                                     int(self.cfg.smem_bank_bytes)))
+            lat = self._smem_port(sm, now, phases) - (phases - 1) + (phases - 1) * self.cfg.smem_conflict_cycles \
+                + lat
         elif p.cls == "mma":
             self.mma_sync_flops += p.flops * int(ctx.mask.any())
+        gap = p.issue_cycles
+        if p.wait_kind == "barrier" and ctx.ins.opcode in ("bar", "barrier") and _waits(ctx.ins):
+            # the warp that completes a bar.sync (its release fires at once) leaves it as late as the warps it
+            # released, barrier_latency after the completing arrival; a warp released later gets the same
+            # latency as its wake-up (label_waits / released)
+            gap = max(gap, self.barrier_latency(warp.cta, p))
         done = now + lat
+        now = issue
         if p.dsts:
             wt.scoreboard.write(p.dsts, done, pc)
         if p.tmem == "ld":
             wt.tmem_ld_ready = max(wt.tmem_ld_ready, done)
         elif p.tmem == "st":
             wt.tmem_st_ready = max(wt.tmem_st_ready, done)
-        return p.issue_cycles, done
+        return gap, done
+
+    def _reserve(self, sm: SmState, key, start: float, interval: float) -> float:
+        """Book ``interval`` cycles of a sub-partition unit at the first free slot from ``start`` (dataflow
+        issue); returns the slot's start."""
+        cal = sm.calendar.setdefault(key, [])
+        horizon = self.sim.env.now
+        while cal and cal[0][1] <= horizon:
+            cal.pop(0)
+        t = start
+        at = 0
+        for i, (a, b) in enumerate(cal):
+            if b <= t:
+                at = i + 1
+                continue
+            if a >= t + interval:
+                break
+            t = b
+            at = i + 1
+        cal.insert(at, (t, t + interval))
+        return t
+
+    def barrier_latency(self, cta, p) -> float:
+        """Cycles from the completing arrival at a CTA barrier to its warps issuing again:
+        ``barrier_wake_latency + barrier_wake_per_warp x warps taking part`` (H100: bar_sync_* cases)."""
+        nwarps = p.barrier_count // 32 if p.barrier_count else sum(1 for w in cta.warps if w.alive.any())
+        return self.cfg.barrier_wake_latency + self.cfg.barrier_wake_per_warp * max(1, nwarps)
 
     # ------------------------------------------------------------------------------------------ memory
     def _smem_port(self, sm: SmState, now: float, wavefronts: int) -> float:
         """Queue ``wavefronts`` cycles on the SMEM port; returns the cycles from ``now`` to the last one."""
-        start = max(now, sm.smem_free)
-        sm.smem_free = start + wavefronts
+        if self.dataflow:       # requests arrive out of start order: book the port's first free slot
+            start = self._reserve(sm, "smem", now, wavefronts)
+            sm.smem_free = max(sm.smem_free, start + wavefronts)
+        else:
+            start = max(now, sm.smem_free)
+            sm.smem_free = start + wavefronts
         self.busy["smem"] += wavefronts
         return start - now + wavefronts - 1
 
@@ -178,11 +293,24 @@ class TimingModel:
             else:
                 space = "local"
         if space == "shared":
-            _, offs = M.split_shared(addrs.astype(np.uint64))
+            ranks, offs = M.split_shared(addrs.astype(np.uint64))
             waves = smem_wavefronts(offs.astype(np.int64), p.access_bytes, int(cfg.smem_banks),
                                     int(cfg.smem_bank_bytes))
-            return self._smem_port(sm, now, waves) + cfg.smem_latency
+            q = self._smem_port(sm, now, waves) - (waves - 1)
+            lat = q + cfg.smem_latency + (waves - 1) * cfg.smem_conflict_cycles
+            if p.cluster:
+                # shared::cluster window: a peer CTA's SMEM over the SM-to-SM network, or the own CTA's through
+                # the generic path (H100: dsmem_chase)
+                remote = bool((ranks != ctx.warp.cta.rank).any())
+                lat += cfg.dsmem_remote_latency - cfg.smem_latency if remote else cfg.dsmem_own_extra
+            return lat
         if space == "global":
+            line = int(cfg.gmem_line_bytes)
+            if p.dsts and not p.l2_only and cfg.l1_caches_global_loads:
+                lines = set((addrs.astype(np.uint64) // np.uint64(line)).tolist())
+                if lines <= sm.l1:
+                    return cfg.l1_latency
+                sm.l1 |= lines
             _, new = self.lines.touch(addrs)
             if not p.dsts:
                 new = 0          # a store (or red) is written into L2 (write-back); HBM traffic is not modelled
@@ -192,12 +320,30 @@ class TimingModel:
             ends = (a + np.uint64(p.access_bytes - 1)) // np.uint64(sector)
             nbytes = len(set(starts.tolist()) | set(ends.tolist())) * sector
             bw = cfg.hbm_bytes_per_clk_sm if new else cfg.l2_bytes_per_clk_sm
-            start = max(now, sm.gmem_free)
             occ = math.ceil(nbytes / bw)
-            sm.gmem_free = start + occ
+            if self.dataflow:
+                start = self._reserve(sm, "gmem", now, occ)
+                sm.gmem_free = max(sm.gmem_free, start + occ)
+            else:
+                start = max(now, sm.gmem_free)
+                sm.gmem_free = start + occ
             self.busy["gmem"] += occ
             return start - now + occ + (cfg.dram_latency if new else cfg.l2_latency)
         return cfg.l1_latency
+
+    def tma_extra_latency(self, op) -> float:
+        """Latency a TMA / bulk op adds over the engine's L2-warm latency: the DRAM latency over L2's when a load
+        touches a global line for the first time (the lines of every op join the first-touch set)."""
+        if not self.cfg.tma_dram_first_touch:
+            return 0
+        lines = _tma_lines(op, int(self.cfg.gmem_line_bytes))
+        if lines is None:
+            return 0
+        new = lines - self.lines.seen
+        self.lines.seen |= new
+        if new and op.kind in ("load", "prefetch"):
+            return self.cfg.dram_latency - self.cfg.l2_latency
+        return 0
 
     # ------------------------------------------------------------------------------------------ waits
     def label_waits(self, ctx, pc: int, new_waits, pre) -> None:
@@ -205,17 +351,20 @@ class TimingModel:
         p = self.plans[pc]
         ins = self.body[pc]
         kind = p.wait_kind or "wait"
+        wake = None
         if kind == "mbarrier":
             detail = self.mbarrier_name(ctx.cta, pre)
         elif kind == "barrier":
             op = ins.operands[0] if ins.operands else None
             detail = f"{ins.full_opcode} {op}" if op is not None else ins.full_opcode
+            if ins.opcode in ("bar", "barrier"):
+                wake = self.barrier_latency(ctx.cta, p)
         else:
             detail = f"{ins.full_opcode} (line {ins.loc.line})"
         if len(self.wait_labels) > 4096:     # drop labels of waits that ended while other lanes ran on
             self.wait_labels = {w: lab for w, lab in self.wait_labels.items() if w in w.warp.waits}
         for w in new_waits:
-            self.wait_labels[w] = (kind, detail)
+            self.wait_labels[w] = (kind, detail, wake)
 
     def mbarrier_name(self, cta, addrs) -> str:
         """``full_bar+8 (SMEM 0x408) of CTA (0,0,0)``: the symbol and offset of the mbarrier a wait names."""
@@ -236,12 +385,14 @@ class TimingModel:
     def released(self, warp, waits_before) -> tuple[str, str, float]:
         """(category, detail, wake-up latency) for a warp that was fully blocked on ``waits_before`` and woke."""
         gone = [w for w in waits_before if w not in warp.waits] or list(waits_before)
-        label = ("wait", "unknown")
+        label = ("wait", "unknown", None)
         for w in gone:
             lab = self.wait_labels.pop(w, None)
             if lab is not None:
                 label = lab
                 break
+        if label[2] is not None:
+            return label[0], label[1], label[2]
         wake = _WAKE.get(label[0])
         return label[0], label[1], (getattr(self.cfg, wake) if wake else 0)
 
@@ -298,6 +449,79 @@ class TimingModel:
                   "achieved_per_sm": total / (cap * nsm), "peak_per_sm": peak,
                   "fraction": (peak_cycles / (cap * nsm)) if peak_cycles else 0.0}
         return TimingReport(cfg.arch, cycles, float(cfg.sm_clock_mhz), warps, units, tensor)
+
+
+def unrolled_loop_control(body, labels: dict) -> list:
+    """pcs of the loop control that ptxas removes when it unrolls a counted loop: a backward branch guarded by a
+    ``setp`` (a few instructions before) that compares a register with an immediate bound, that ``setp``, and the
+    loop's induction updates (``add r, r, imm`` of a register written nowhere else in the loop: the unrolled code
+    uses immediate offsets instead).  Branches to a label inside another loop's body count on their own."""
+    out: set = set()
+    for pc, ins in enumerate(body):
+        if ins.opcode != "bra" or ins.guard is None or not ins.operands:
+            continue
+        target = labels.get(getattr(ins.operands[0], "name", None))
+        if target is None or target > pc:
+            continue
+        pred = ins.guard[0].name
+        setp = None
+        for k in range(pc - 1, max(target, pc - 4) - 1, -1):
+            dst = body[k].operands[0] if body[k].operands else None
+            if isinstance(dst, ir.Reg) and dst.name == pred:
+                if body[k].opcode == "setp" and isinstance(body[k].operands[-1], ir.Imm):
+                    setp = k
+                break
+        if setp is None:
+            continue
+        loop = range(target, pc + 1)
+        if any(body[k].opcode in ("bra", "brx") and k != pc for k in loop):
+            continue                     # control flow inside: not a straight-line body ptxas unrolls whole
+        writes: dict = {}
+        for k in loop:
+            d = body[k].operands[0] if body[k].operands else None
+            if isinstance(d, ir.Reg):
+                writes[d.name] = writes.get(d.name, 0) + 1
+        out.update((pc, setp))
+        for k in loop:
+            o = body[k].operands
+            if body[k].opcode == "add" and body[k].guard is None and len(o) == 3 and isinstance(o[0], ir.Reg) \
+                    and isinstance(o[1], ir.Reg) and o[0].name == o[1].name and isinstance(o[2], ir.Imm) \
+                    and writes[o[0].name] == 1:
+                out.add(k)
+    return sorted(out)
+
+
+def _tma_lines(op, line: int):
+    """Global line indices a TMA op reads or writes: bulk copies from their ``src`` address, tile-mode tensor ops
+    from the tensor map and coordinates (box rows; element strides and out-of-bound clipping ignored); None when
+    the op says neither."""
+    x = op.extra
+    if "src" in x:
+        a = int(x["src"])
+        return set(range(a // line, (a + max(op.nbytes, 1) - 1) // line + 1))
+    tm, c = x.get("tensor_map"), x.get("coords")
+    if tm is None or c is None or x.get("mode", "tile") != "tile":
+        return None
+    try:
+        es = tm.esize or 1
+        coords = [int(v) for v in c]
+        base = np.array([tm.global_address + coords[0] * es], dtype=np.int64)
+        for i in range(1, min(tm.rank, len(coords))):
+            rows = np.arange(coords[i], coords[i] + int(tm.box_dims[i]), dtype=np.int64) \
+                * int(tm.global_strides[i - 1])
+            base = (base[:, None] + rows[None, :]).reshape(-1)
+        n = int(tm.box_dims[0]) * es
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+    out: set = set()
+    for first, last in zip((base // line).tolist(), ((base + n - 1) // line).tolist()):
+        out.update(range(first, last + 1))
+    return out
+
+
+def _waits(ins) -> bool:
+    """A CTA barrier instruction that waits (bar.sync / bar.red / barrier.sync...; not bar.arrive)."""
+    return "arrive" not in ins.mods
 
 
 def _util(busy: float, capacity: float) -> dict:

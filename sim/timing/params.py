@@ -5,8 +5,9 @@ shared/reference/timing.md): ``M`` measured, ``S`` vendor specification, ``D`` d
 note says how), ``E`` estimate (not public; the note says what it rests on).  Clocks are SM cycles; tcsim has one
 clock domain (the SM clock, ``sm_clock_mhz``), and memory-side figures are converted into SM cycles here.
 
-The H100 (sm_90a) values are starting points until the measurements of ``hw/microbench`` land: they replace
-estimates in one place, the JSON file :data:`MEASURED_H100` (``{"name": {"value": v, "source": "..."}}``; see
+The H100 (sm_90a) values below are starting points; the values measured and fitted on the H100 calibration
+kernels of ``hw/microbench`` (``python -m hw.microbench fit``, hw/microbench/fit.py) replace them from one place,
+the JSON file :data:`MEASURED_H100` (``{"name": {"value": v, "source": "...", "note": "..."}}``; see
 :func:`load_measured`), which :func:`arch_config` applies on top of the table below.  A test checks that every
 parameter has a unit and a source.
 """
@@ -91,15 +92,29 @@ SM_100A: dict = {
     "schedulers_per_sm": P(4, "schedulers", "E", H100_WP, "Hopper's 4 sub-partitions, assumed unchanged on "
                                                            "Blackwell; warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "E", H100_WP, "one dispatch per scheduler per clock"),
+    "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue only (off for B200)"),
+    "dataflow_issue": P(0, "bool", "E", H100_WP, "0: a warp issues its PTX in program order, each instruction "
+                                                 "waiting for its operands; 1: dataflow issue (sim/timing/model.py) "
+                                                 "-- kept off for B200, whose published fits were matched in order"),
     # shared memory
     "smem_banks": P(32, "banks", "S", CUDA_SMEM),
     "smem_bank_bytes": P(4, "B", "S", CUDA_SMEM),
     "smem_bytes_per_clk": P(128, "B/clk/SM", "S", TM_B200, "one 32-bank wavefront per clock"),
     "smem_latency": P(30, "clk", "E", TM_B200, "not public for B200: just under the measured 40 clk L1 "
                                                 "pointer chase, like H800 (29 SMEM vs 41 L1)"),
+    "smem_conflict_cycles": P(1, "clk/wavefront", "E", CUDA_SMEM, "latency added by each wavefront after the first "
+                                                                  "(bank-conflict replay, ldmatrix phase): one "
+                                                                  "SMEM port cycle (not measured on B200)"),
+    "dsmem_remote_latency": P(30, "clk", "E", TM_B200, "ld/st.shared::cluster to a peer CTA: not measured on "
+                                                       "B200, kept at smem_latency (DSMEM not modelled apart)"),
+    "dsmem_own_extra": P(0, "clk", "E", TM_B200, "shared::cluster access to the own CTA over plain ld.shared "
+                                                 "(not measured on B200)"),
     # memory hierarchy (simple model: L1 not modelled for global; first touch of a 128-byte line from HBM,
     # later touches L2 hits)
     "l1_latency": P(40, "clk", "M", TM_B200, "pointer chase; used for ld.param / ld.const"),
+    "l1_caches_global_loads": P(0, "bool", "E", TM_B200, "1: ld.global without .cg/.cs/.cv/.lu hits L1 (l1_latency) "
+                                                         "once its lines are in this SM's L1; kept off for B200 "
+                                                         "until measured there"),
     "l2_latency": P(295, "clk", "M", TM_B200, "pointer chase, same die"),
     "dram_latency": P(860, "clk", "M", TM_B200, "pointer chase"),
     "hbm_bytes_per_clk_sm": P(25.0, "B/clk/SM", "D", TM_B200, "7.26 TB/s via TMA / (148 SMs x 1.965 GHz)"),
@@ -125,13 +140,21 @@ SM_100A: dict = {
     "mbarrier_op_latency": P(30, "clk", "E", TM_B200, "mbarrier.arrive/test_wait result: an SMEM round trip"),
     "mbarrier_wake_latency": P(10, "clk", "E", SEMI, "phase completion -> blocked try_wait warp issues again "
                                                      "(not public)"),
-    "barrier_wake_latency": P(12, "clk", "E", LUO, "bar.sync release -> warps issue again (not public)"),
+    "barrier_wake_latency": P(12, "clk", "E", LUO, "bar.sync: completing arrival -> every warp of it issues "
+                                                   "again, the fixed part (not public)"),
+    "barrier_wake_per_warp": P(0, "clk/warp", "E", LUO, "bar.sync cost per warp taking part (not measured on "
+                                                        "B200)"),
     "cluster_barrier_wake_latency": P(190, "clk", "E", LUO, "barrier.cluster.wait release; ~ the H800 remote "
                                                            "DSMEM latency 181-207"),
     # TMA and cp.async
     "tma_latency": P(465, "clk", "E", LUO, "unloaded TMA latency is not public for B200: L2 latency 295 + the "
                                            "~170 clk TMA overhead over a plain load measured on H800"),
     "tma_bytes_per_clk": P(128, "B/clk/SM", "E", TM_B200, "limited by the SMEM write port, 128 B/clk"),
+    "tma_tensor_extra": P(0, "clk", "E", TM_B200, "extra latency of a tensor-map (tile-mode) op over a bulk copy "
+                                                  "(not measured on B200)"),
+    "tma_dram_first_touch": P(0, "bool", "E", TM_B200, "1: a TMA / bulk load touching a global line for the first "
+                                                       "time adds dram_latency - l2_latency; kept off for B200, "
+                                                       "whose unloaded TMA latency is itself an estimate"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_B200, "LDGSTS unit occupancy per instruction"),
     # tensor rates (peak, dense, per SM)
     "tc_peak_f16": P(8192, "FLOP/clk/SM", "M", SEMI, "f16/bf16 -> f32 (measured 99.5%)"),
@@ -147,11 +170,23 @@ SM_90A: dict = {
     "num_sms": P(132, "SMs", "S", TM_H100),
     "schedulers_per_sm": P(4, "schedulers", "S", H100_WP, "warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "S", H100_WP),
+    "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue: instructions of a warp whose start is "
+                                                         "still in the future before the warp stops issuing"),
+    "dataflow_issue": P(1, "bool", "E", "hw/microbench val_ws_scale_* and val_mma_gemm (mechanism, not fitted)",
+                        "1: the hardware issues SASS, in which ptxas has hoisted independent loads and unrolled "
+                        "fixed-trip loops, not PTX in program order: a non-ordering instruction starts once its "
+                        "operands are ready while the warp issues on; barriers, mbarrier/fence ops, async copies, "
+                        "clock reads and exits wait for every earlier start, branches for their predicate"),
     "smem_banks": P(32, "banks", "S", CUDA_SMEM),
     "smem_bank_bytes": P(4, "B", "S", CUDA_SMEM),
     "smem_bytes_per_clk": P(128, "B/clk/SM", "S", TM_H100),
     "smem_latency": P(29, "clk", "M", LUO, "H800; to be measured on H100"),
+    "smem_conflict_cycles": P(1, "clk/wavefront", "E", CUDA_SMEM, "latency of each wavefront after the first"),
+    "dsmem_remote_latency": P(194, "clk", "M", LUO, "H800 remote DSMEM 181-207: the midpoint"),
+    "dsmem_own_extra": P(4, "clk", "M", LUO, "H800: shared::cluster to the own CTA 33 vs 29 for ld.shared"),
     "l1_latency": P(41, "clk", "M", LUO, "H800; used for ld.param / ld.const"),
+    "l1_caches_global_loads": P(1, "bool", "S", CUDA_GUIDE, "ld.global (default .ca) is cached in L1 on cc 9.0; "
+                                                            ".cg/.cs/.cv/.lu, volatile and atomics go to L2"),
     "l2_latency": P(263, "clk", "M", LUO, "H800 (near L2 hit 258, far 414)"),
     "dram_latency": P(479, "clk", "M", LUO, "H800 global latency"),
     "hbm_bytes_per_clk_sm": P(12.8, "B/clk/SM", "D", TM_H100, "3.35 TB/s / (132 SMs x 1.98 GHz)"),
@@ -175,10 +210,15 @@ SM_90A: dict = {
     "ldmatrix_latency": P(33, "clk", "E", LUO, "SMEM latency + 4"),
     "mbarrier_op_latency": P(29, "clk", "E", LUO, "an SMEM round trip"),
     "mbarrier_wake_latency": P(10, "clk", "E", LUO, "not public"),
-    "barrier_wake_latency": P(12, "clk", "E", LUO, "not public"),
+    "barrier_wake_latency": P(12, "clk", "E", LUO, "not public; the fixed part"),
+    "barrier_wake_per_warp": P(0, "clk/warp", "E", LUO, "not public"),
     "cluster_barrier_wake_latency": P(190, "clk", "E", LUO, "~ H800 remote DSMEM latency 181-207"),
     "tma_latency": P(500, "clk", "D", TM_H100_HERE, "565 clk minus 64 clk moving 8 KB at 128 B/clk, rounded"),
     "tma_bytes_per_clk": P(128, "B/clk/SM", "E", TM_H100, "SMEM write port"),
+    "tma_tensor_extra": P(0, "clk", "E", TM_H100, "extra latency of a tensor-map op over a bulk copy"),
+    "tma_dram_first_touch": P(1, "bool", "M", TM_H100, "a TMA / bulk load touching a global line for the first "
+                                                       "time adds dram_latency - l2_latency (hw/microbench tma_* "
+                                                       "and bulk_*: the cold first rep is ~300 clk slower)"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_H100, "LDGSTS unit occupancy per instruction"),
     "tc_peak_f16": P(4096, "FLOP/clk/SM", "D", TM_H100, "dense f16/bf16 rate per SM from the spec sheet"),
     "tc_peak_tf32": P(2048, "FLOP/clk/SM", "D", TM_H100, "half the f16 rate"),

@@ -6,7 +6,9 @@ report is built at the end) and returned as a :class:`TimingReport` on ``Result.
 Stall categories (cycles a warp wanted to issue but could not, or was blocked):
 
 * ``dependency``     -- a source/destination register not yet written back; detail ``%r5 <- ld.shared.u32 (line 42)``
-                        (memory latency, bank conflicts and queueing show here, on the loaded register)
+                        (memory latency, bank conflicts and queueing show here, on the loaded register); with
+                        dataflow issue (sm_90a) also ``dataflow window full`` and ``earlier instructions (ordering
+                        point)`` (a barrier / mbarrier op / clock read waiting for earlier starts)
 * ``unit``           -- the sub-partition unit the instruction needs is busy (``fp64``, ``sfu``, ``tensor``...)
 * ``issue slot``     -- another warp of the same scheduler issued that cycle
 * ``mbarrier``       -- blocked in mbarrier.try_wait; detail names the mbarrier (symbol, offset, CTA)
@@ -25,7 +27,7 @@ class WarpTiming:
     """Timing state and counters of one warp."""
 
     __slots__ = ("scoreboard", "issued", "stalls", "tmem_ld_ready", "tmem_st_ready", "sub", "first_issue",
-                 "last_issue")
+                 "last_issue", "last_start", "pending")
 
     def __init__(self, scoreboard, sub: int):
         self.scoreboard = scoreboard
@@ -36,6 +38,8 @@ class WarpTiming:
         self.tmem_st_ready = 0.0
         self.first_issue = None
         self.last_issue = 0.0
+        self.last_start = 0.0             # dataflow issue: latest start of an instruction issued so far
+        self.pending: list = []           # dataflow issue: starts still in the future (issue order)
 
     def by_category(self) -> dict:
         out: dict = {}

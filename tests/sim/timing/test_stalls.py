@@ -38,7 +38,9 @@ def test_stall_breakdown_names_the_mbarrier():
     mb = res.timing.stalls_of((0, 0, 0), 1)["mbarrier"]
     (name, cycles), = mb.items()
     assert name == "full_bar (SMEM 0x8) of CTA (0,0,0)"
-    assert SLEEP - 20 <= cycles <= SLEEP + CFG.mbarrier_wake_latency
+    # warp 1 blocks two issues after leaving bar.sync (setp, bra), warp 0 arrives three issues and the sleep
+    # after leaving it (both leave together: the warp completing a bar.sync pays barrier_latency too)
+    assert SLEEP - 20 <= cycles <= SLEEP + CFG.mbarrier_wake_latency + 2
     assert "mbarrier" not in res.timing.stalls_of((0, 0, 0), 0)
     line = kernel(BODY, shared=SHARED).splitlines().index(f"  nanosleep.u32 {SLEEP};") + 1
     assert res.timing.stalls_of((0, 0, 0), 0)["sleep"] == {f"nanosleep.u32 (line {line})": SLEEP}

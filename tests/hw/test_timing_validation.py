@@ -1,0 +1,157 @@
+"""tcsim's sm_90a timing model against the H100 record in tests/golden/timing_h100 (issue 6).
+
+* the fitted parameters (tests/golden/timing_h100/measured.json, written by ``python -m hw.microbench fit``) each
+  name a known sm_90a parameter and the calibration case(s) they come from;
+* the calibration kernels, simulated with the sm_90a config, reproduce a representative subset of the recorded
+  values within the tolerance stated per case;
+* the validation kernels (never used for fitting) are compared per kernel with the 10% acceptance bound; the ones
+  that miss it are strict xfails naming the mechanism tcsim lacks, so a model change that brings one inside the
+  bound fails the test until its mark is removed; the mean absolute percentage error may not regress.
+
+Simulated cycles are deterministic (seed 0): these are model-accuracy checks, not wall-clock timings.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from hw.microbench import cases as C
+from hw.microbench.record import GOLDEN, META as META_NAME, run_case
+from sim.timing.params import MEASURED_H100, SM_90A, arch_config
+
+META = json.loads((GOLDEN / META_NAME).read_text())
+MEASURED = json.loads(MEASURED_H100.read_text())
+
+
+def test_every_fitted_parameter_is_known_and_sourced():
+    assert MEASURED, "measured.json is empty"
+    cfg = arch_config("sm_90a")
+    for name, entry in MEASURED.items():
+        assert name in SM_90A, name
+        assert isinstance(entry["value"], (int, float)), name
+        src = entry["source"]
+        assert src.startswith("hw/microbench "), (name, src)
+        cases = src[len("hw/microbench "):].split(" (")[0].split(", ")
+        assert cases and all(c in C.CASES and C.CASES[c].kind == "calibration" for c in cases), (name, cases)
+        assert entry.get("note"), name
+        assert cfg.param(name).value == entry["value"] and cfg.param(name).kind == "M"
+    # what the fit must cover: the model's calibration-set parameters
+    for name in ("smem_latency", "smem_conflict_cycles", "l1_latency", "l2_latency", "dram_latency",
+                 "mma_sync_latency", "mma_sync_interval", "ldmatrix_latency", "barrier_wake_latency",
+                 "barrier_wake_per_warp", "mbarrier_op_latency", "mbarrier_wake_latency", "tma_latency",
+                 "tma_bytes_per_clk", "tma_tensor_extra", "dsmem_remote_latency"):
+        assert name in MEASURED, name
+
+
+def test_no_validation_kernel_was_used_for_fitting():
+    for name, entry in MEASURED.items():
+        assert "val_" not in entry["source"], name
+
+
+#: calibration case, value key, relative tolerance (the residual after the fit, rounded up)
+CALIBRATION = [
+    ("smem_conflict_1way", "latency", 0.02),
+    ("smem_conflict_8way", "latency", 0.02),
+    ("smem_conflict_32way", "latency", 0.02),
+    ("gmem_chase_default", "latency", 0.03),       # L1 hit
+    ("gmem_chase_cg", "latency", 0.03),            # L2 hit
+    ("alu_fma_rn_f32", "latency", 0.02),
+    ("bar_sync_1w", "per_barrier", 0.04),
+    ("bar_sync_8w", "per_barrier", 0.04),
+    ("bar_sync_32w", "per_barrier", 0.04),
+    ("mbarrier_same_warp", "round_trip", 0.04),
+    ("mbarrier_ping_pong", "one_way", 0.04),
+    ("ldmatrix_x1_latency", "latency", 0.03),
+    ("ldmatrix_x4_latency", "latency", 0.03),
+    ("ldmatrix_x4_tput_32w", "bytes_per_clk_sm", 0.05),
+    ("mma_f16_latency", "latency", 0.02),
+    ("mma_f16_tput_1w", "cycles_per_step", 0.02),
+    ("mma_f16_tput_8w", "cycles_per_step", 0.02),
+    ("tma_128B_8x64", "warm", 0.06),
+    ("tma_128B_64x64", "warm", 0.06),
+    ("tma_128B_256x64", "warm", 0.06),
+    ("tma_128B_64x64", "cold", 0.06),
+    ("bulk_1024B", "warm", 0.06),
+    ("bulk_65536B", "warm", 0.03),
+    ("dsmem_chase", "ld_shared_cluster_peer", 0.02),
+    ("dsmem_chase", "ld_shared_cluster_own", 0.03),
+]
+
+
+@pytest.fixture(scope="module")
+def simulated_calibration():
+    out = {}
+    for name in dict.fromkeys(c for c, _, _ in CALIBRATION):
+        e, _ = run_case(C.CASES[name], "sim", 1, timing=True)
+        assert e["status"] == "ok", e
+        out[name] = e["values"]
+    return out
+
+
+@pytest.mark.parametrize("case,key,tol", CALIBRATION, ids=[f"{c}:{k}" for c, k, _ in CALIBRATION])
+def test_calibration_values_reproduced(simulated_calibration, case, key, tol):
+    measured = META["cases"][case]["values"][key]
+    assert simulated_calibration[case][key] == pytest.approx(measured, rel=tol)
+
+
+# ------------------------------------------------------------------------------------------------ validation
+_CHAIN = ("1 stage: every tile is a chain of hand-offs (consumers arrive -> producer wakes -> cold TMA load -> "
+          "consumers wake -> process -> arrive); each step matches its calibration case but the chain comes out "
+          "~170 clk per tile long: the hand-off cost was calibrated with one arriving warp (mbarrier_ping_pong), "
+          "here four consumer warps arrive")
+_GEMM = ("consumer-bound on the H100 at ~1000 clk per 64x64x64 k-tile (4 warps, 5 ldmatrix.x4 + 8 mma.sync per "
+         "k-step each); tcsim's ldmatrix / mma.sync / SMEM-port costs, each matching its calibration case, add up "
+         "to ~500: the missing cost is not covered by the calibration set")
+_BULK = ("producer-bound chains of small bulk copies (32 B - 1 KB): tcsim is 20-30% faster per chunk; the "
+         "calibration set has one copy in flight at a time, not back-to-back copies through the ring")
+#: kernels outside the 10% bound and the mechanism tcsim lacks (see tests/golden/timing_h100/README.md)
+MISSES = {
+    "val_mma_gemm": "ld.global from DRAM costs dram_latency (582, fitted on TMA first touches); the kernel's eight "
+                    "cold loads complete ~160 clk sooner on the H100 (an H800 pointer chase gives 479)",
+    "val_tma_mma_gemm": _GEMM,
+    "val_bulk_pipeline_12x1024": _BULK,
+    "val_bulk_pipeline_25x32": _BULK,
+    "val_pipe_gemm_2stage": _GEMM,
+    "val_pipe_gemm_3stage": _GEMM,
+    "val_pipe_gemm_4stage": _GEMM,
+    "val_ws_scale_1stage": _CHAIN,
+}
+VALIDATION = [n for n, c in C.CASES.items() if c.kind == "validation"]
+#: fast subset for default CI (the rest is marked slow)
+FAST = {"val_mma_gemm", "val_tma_mma_gemm", "val_bulk_pipeline_5x2048", "val_bulk_pipeline_12x1024",
+        "val_bulk_pipeline_25x32", "val_ws_scale_2stage", "val_ws_scale_4stage"}
+_SIM_CYCLES: dict = {}
+
+
+def simulated_cycles(name):
+    if name not in _SIM_CYCLES:
+        e, _ = run_case(C.CASES[name], "sim", 1, timing=True)
+        assert e["status"] == "ok" and all(e["correct"]), e
+        _SIM_CYCLES[name] = e["cycles"]
+    return _SIM_CYCLES[name]
+
+
+def _params():
+    out = []
+    for n in VALIDATION:
+        marks = [] if n in FAST else [pytest.mark.slow]
+        if n in MISSES:
+            marks.append(pytest.mark.xfail(strict=True, reason=MISSES[n]))
+        out.append(pytest.param(n, marks=marks, id=n))
+    return out
+
+
+@pytest.mark.parametrize("name", _params())
+def test_validation_kernel_within_10_percent(name):
+    measured = META["cases"][name]["cycles"]
+    assert abs(simulated_cycles(name) - measured) / measured <= 0.10
+
+
+#: mean absolute percentage error over the 11 validation kernels when this test was written (22.5%), rounded up
+MAPE_BOUND = 0.25
+
+
+@pytest.mark.slow
+def test_validation_mape_does_not_regress():
+    errs = [abs(simulated_cycles(n) - META["cases"][n]["cycles"]) / META["cases"][n]["cycles"] for n in VALIDATION]
+    assert float(np.mean(errs)) <= MAPE_BOUND
