@@ -10,8 +10,8 @@ Without it the hardware may read stale bytes -- the bug the seed's TMA scatter w
 :class:`GenericWrites` (one per CTA, created on the first generic write) keeps a bitmap of the SMEM bytes
 written through the generic proxy since the last proxy fence that covers them, and for each 16-byte granule
 the instruction (pc) and cycle of the last such write.  A proxy fence executed by any thread of the CTA clears
-the CTA's bitmap (a ``.shared::cluster`` fence: every CTA of the cluster).  An async-proxy read that finds
-bytes still marked stops the run with a :class:`~isa.errors.SyncError` naming the write and the reader.
+the CTA's bitmap (a ``.shared::cluster`` fence: every CTA of the cluster); an async-proxy write (a TMA load)
+clears the bytes it writes.  An async-proxy read that finds bytes still marked stops the run with a :class:`~isa.errors.SyncError` naming the write and the reader.
 
 The check is conservative in one direction only: a fence by *any* thread clears the marks, even a thread that
 is not ordered after the writer, so some missing fences go unreported, but a properly fenced kernel is never
@@ -52,6 +52,13 @@ class GenericWrites:
         self.pc[g] = pc
         self.cycle[g] = cycle
         self.any = True
+
+    def overwritten(self, offs: np.ndarray, nbytes: int) -> None:
+        """The async proxy wrote these bytes (a TMA load): what an async reader sees there is no longer a generic
+        write."""
+        if self.any:
+            offs = np.asarray(offs, dtype=np.int64).reshape(-1)
+            self.unfenced[(offs[:, None] + np.arange(nbytes, dtype=np.int64)).reshape(-1)] = False
 
     def fence(self) -> None:
         if self.any:
@@ -101,6 +108,13 @@ def fence_proxy_async(ctx, proxy: str) -> None:
         gw = getattr(cta, "generic_writes", None)
         if gw is not None:
             gw.fence()
+
+
+def async_write(cta, offs, size: int) -> None:
+    """Called by an async-proxy writer of ``cta``'s SMEM (TMA loads)."""
+    gw = getattr(cta, "generic_writes", None)
+    if gw is not None:
+        gw.overwritten(offs, size)
 
 
 def check_async_read(engine, cta, offs, size: int, reader: str, issued_at: float) -> None:

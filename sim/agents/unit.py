@@ -37,7 +37,9 @@ class AsyncUnit:
         self.queue.put(op)
 
     def guarded(self, op, fn):
-        """``fn()``; a TcsimError fails the simulation (located at ``op.loc``) and returns None."""
+        """``fn()``; a TcsimError fails the simulation (located at ``op.loc``) and returns None.  While ``fn`` runs,
+        ``self.completing`` is ``op`` (readers of shared memory report it: :mod:`sim.proxy_fence`)."""
+        self.completing = op
         try:
             return fn()
         except TcsimError as e:
@@ -45,6 +47,8 @@ class AsyncUnit:
                                              f"{op.issued_at:g}")
             self.sim.fail(e)
             return None
+        finally:
+            self.completing = None
 
     def retire(self) -> None:
         self.in_flight -= 1

@@ -46,7 +46,7 @@ from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
-from ..proxy_fence import check_async_read
+from ..proxy_fence import async_write, check_async_read
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.4.1"
@@ -159,6 +159,7 @@ def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
                           expected="peer CTAs to stay resident until their copies complete")
     engine.sim.check_mbarrier_overlap(cta, np.asarray([off]), data.size, write=True, who="bulk copy")
     cta.smem.write_bytes(off, data)
+    async_write(cta, [off], data.size)
     engine.emit_mem("st", "shared::cluster" if cta is not engine.cta else "shared::cta",
                     [M.shared_address(cta.rank, off)], data.size, cta)
 

@@ -85,7 +85,7 @@ from .. import memory as M
 from ..agents.tma import TmaEngine
 from . import bulk_tensor_gather as rows4
 from .bulk_tensor_gather import ILLEGAL
-from ..proxy_fence import check_async_read
+from ..proxy_fence import async_write, check_async_read
 from .bulk_copy import (MBAR, check_source_resident, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target,
                         thread_groups)
 from .registry import semantics
@@ -555,6 +555,7 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                                                               "complete")
                     engine.sim.check_mbarrier_overlap(t, pieces, 8, write=True, who="TMA write")
                     t.smem.write(pieces, rows)
+                    async_write(t, pieces, 8)
                     if engine.sim.bus.active:
                         for size, starts in byte_runs(pieces, 8).items():
                             engine.emit_mem("st", "shared::cta" if t is engine.cta else "shared::cluster",

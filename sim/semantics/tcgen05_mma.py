@@ -72,6 +72,7 @@ from isa.descriptors import CONTAINER_BITS, operand_addresses
 from isa.errors import MemoryFault, SyncError, UnsupportedError
 from isa.tcgen05_rules import (MmaForm, check_idesc, check_smem_desc, check_uniform_cta_group, parse_commit,
                                parse_mma, reject)
+from ..proxy_fence import check_async_read
 from .. import memory as M
 from ..agents.tensor_pipe import PipeOp, TensorPipe
 from ..numerics.tensor_core import mma_block_scaled, mma_float, mma_int, tc_params
@@ -121,8 +122,12 @@ def read_smem_elements(cta, addrs, pipe=None) -> np.ndarray:
         val |= raw[:, i] << np.uint32(8 * i)
     if addrs.elem_bits == 4:
         val = (val >> addrs.shift.reshape(-1).astype(np.uint32)) & np.uint32(0xF)
-    if pipe is not None and pipe.sim.bus.active:
-        pipe.emit_mem("ld", "shared::cta", cta, np.unique(flat + M.shared_address(cta.rank, 0)), nb)
+    if pipe is not None:
+        op = getattr(pipe, "completing", None)
+        if op is not None:          # an async-proxy read: st.shared data needs fence.proxy.async first
+            check_async_read(pipe, cta, np.unique(flat), nb, f"{op.what} (SMEM operand)", op.issued_at)
+        if pipe.sim.bus.active:
+            pipe.emit_mem("ld", "shared::cta", cta, np.unique(flat + M.shared_address(cta.rank, 0)), nb)
     return val.reshape(addrs.byte.shape)
 
 

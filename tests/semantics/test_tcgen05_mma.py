@@ -939,3 +939,25 @@ def test_plain_mma_discards_the_collector():
     with pytest.raises(SyncError) as e:
         run(kernel(issue, ncols=32), img, [da, db, idesc_for("f16", 128, 16, "f16", "f16", "f32")], ncols=32)
     assert "empty collector buffer" in e.value.message
+
+
+@pytest.mark.parametrize("fence", [True, False])
+def test_an_smem_operand_written_by_st_shared_needs_the_proxy_fence(fence):
+    """The kernel writes A and B with st.shared; the tensor pipe reads them through the async proxy.  Without the
+    fence.proxy.async the MMA is stopped at its operand read, naming the st.shared (sim/proxy_fence.py)."""
+    rng = np.random.default_rng(11)
+    M, N, K = 128, 16, 16
+    A, B, img, da, db = operands("f16", "f16", "f16", M, N, K, "K", "K", "128B", "128B", rng)
+    ptx = kernel(mma_issue("kind::f16", 0), ncols=32)
+    if not fence:
+        assert "  fence.proxy.async.shared::cta;\n" in ptx
+        ptx = ptx.replace("  fence.proxy.async.shared::cta;\n", "", 1)
+    args = [da, db, idesc_for("f16", M, N, "f16", "f16", "f32")]
+    if fence:
+        dump, _ = run(ptx, img, args, ncols=32)
+        assert np.array_equal(read_d(dump[0], M, N, 0), oracle("f16", A, B, "f16", "f16", "f32"))
+        return
+    with pytest.raises(SyncError, match=r"tcgen05.mma.cta_group::1.kind::f16 \(SMEM operand\) read \d+ byte\(s\) of "
+                                        r"CTA \(0,0,0\)'s shared memory .* written through the generic proxy by "
+                                        r"`st.shared.*no fence.proxy.async"):
+        run(ptx, img, args, ncols=32)
