@@ -11,6 +11,7 @@
 # Afterwards, on any machine:
 #   python -m hw.microbench show --gpu <that timing/ folder>
 #   python -m hw.microbench install --gpu <that timing/ folder>     # -> tests/golden/timing_h100/
+#   python -m hw.microbench install --gpu <that timing/ folder> --merge   # a --case record: add its cases only
 #   python -m hw.microbench sim                                      # simulated vs measured
 set -uo pipefail
 export PYTHONUNBUFFERED=1

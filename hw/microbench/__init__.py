@@ -10,6 +10,7 @@
     python -m hw.microbench ptx CASE
     python -m hw.microbench record --out DIR [--backend gpu|sim] [--case GLOB ...] [--jobs 8] [--val-runs 3]
     python -m hw.microbench install --gpu DIR        # -> tests/golden/timing_h100/{meta.json,timings.npz}
+    python -m hw.microbench install --gpu DIR --merge   # add a --case record's cases to the installed record
     python -m hw.microbench sim [--gpu DIR] [--case GLOB ...] [--timing]   # simulated vs measured
     python -m hw.microbench show [--gpu DIR]
     python -m hw.microbench params [--gpu DIR] [--out FILE]   # sm_90a parameters the record gives directly

@@ -34,9 +34,11 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     g, p = case.group, case.params
     nw = out.shape[0]
     cta = None
-    if g in ("ldmatrix", "mma") and p.get("warps", 1) > 1:
+    if g in ("ldmatrix", "mma", "loop") and p.get("warps", 1) > 1:
         cta = range(nw)
-    if g == "dsmem":
+    if g == "ring":
+        w = out[1, 1:, :]                                    # the consumer warp
+    elif g == "dsmem":
         w = np.concatenate([out[0, 1:, :], out[1, 1:, :]], axis=0)
     else:
         w = _warm(out, cta)
@@ -45,7 +47,7 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     v: dict = {}
     if g == "clock":
         v = {"clock_read_pair": med[0], "clock_read_pair_with_xor": med[1]}
-    elif g in ("alu", "smem", "gmem") or (g == "ldmatrix" and p["mode"] == "latency") or \
+    elif g in ("alu", "smem", "gmem", "gmem_cold") or (g == "ldmatrix" and p["mode"] == "latency") or \
             (g == "mma" and p["chains"] == 1):
         n0, n1 = C.CHAIN
         v = {"latency": _slope(med[0], med[1], n0, n1)}
@@ -75,6 +77,14 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     elif g in ("tma", "bulk"):
         nbytes = p["rows"] * p["inner"] * 2 if g == "tma" else p["bytes"]
         v = {"cold": float(out[0, 0, 0]), "warm": med[0], "bytes": nbytes, "bytes_per_clk_warm": nbytes / med[0]}
+    elif g == "loop":
+        per = _slope(med[0], med[1], *C.KTILES)             # cycles per k-tile (CTA-wide: max over the warps)
+        v = {"cycles_per_ktile": per, "fixed": med[0] - C.KTILES[0] * per,
+             "mma_per_clk_sm": p["warps"] * 32 / per, "ldmatrix_per_clk_sm": p["warps"] * 20 / per}
+    elif g == "ring":
+        per = _slope(med[0], med[1], *C.RING_LENGTHS)       # consumer cycles per chunk
+        v = {"per_chunk": per, "fixed": med[0] - C.RING_LENGTHS[0] * per, "bytes": p["bytes"],
+             "bytes_per_clk": p["bytes"] / per}
     elif g == "dsmem":
         n0, n1 = C.CHAIN
         for k, name in enumerate(("ld_shared", "ld_shared_cluster_own", "ld_shared_cluster_peer")):

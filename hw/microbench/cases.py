@@ -134,6 +134,34 @@ def _b_dsmem(c):
     return _calib_launch(c, G.dsmem_chase(CHAIN, REPS), nseg=6, ctas=2, cluster=(2, 1, 1))
 
 
+KTILES = (1, 4)               # k-tiles per segment of the ldmatrix + mma.sync loop
+
+
+def _b_loop(c):
+    return _calib_launch(c, G.ldsm_mma_loop(KTILES, REPS), nseg=2, warps=c.params["warps"])
+
+
+RING_LENGTHS = (4, 16)        # chunks per segment of the bulk-copy ring
+
+
+def _b_ring(c):
+    n = c.params["bytes"]
+    src = np.arange(RING_LENGTHS[1] * n // 4, dtype=np.uint32)
+    return _calib_launch(c, G.bulk_ring(n, RING_LENGTHS, REPS), nseg=2, warps=2, extra=(src,),
+                         dynamic_smem=G.RING_STAGES * n)
+
+
+COLD_STRIDE = 8192            # bytes between the lines of the cold chase (one line per 8 KB)
+COLD_BUFFER = 64 << 20        # > the H100's 50 MB L2
+
+
+def _b_gmem_cold(c):
+    chain = np.zeros(COLD_BUFFER // 8, dtype=np.uint64)
+    steps = REPS * sum(CHAIN)
+    chain[:steps * COLD_STRIDE // 8:COLD_STRIDE // 8] = COLD_STRIDE
+    return _calib_launch(c, G.global_chase_cold(CHAIN, REPS), nseg=2, extra=(chain,))
+
+
 # ============================================================================================ validation
 def instrument_clock(ptx: str, kernel: str) -> str:
     """A copy of ``ptx`` whose entry ``kernel`` takes one extra last parameter ``__mb_clk`` (u64 pointer) and
@@ -277,7 +305,8 @@ def cta_cycles(launch: Launch, clk: np.ndarray) -> list:
 # ============================================================================================ registry
 BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, "bar_sync": _b_bar,
             "mbarrier": _b_mbar, "ldmatrix": _b_ldm, "mma": _b_mma, "tma": _b_tma, "bulk": _b_bulk,
-            "dsmem": _b_dsmem, "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
+            "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
+            "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
 
 def _registry() -> dict:
@@ -319,6 +348,18 @@ def _registry() -> dict:
         cs.append(Case(f"bulk_{n}B", "bulk", "calibration", {"bytes": n}, f"one cp.async.bulk of {n} B"))
     cs.append(Case("dsmem_chase", "dsmem", "calibration", note="cluster of 2: ld.shared vs ld.shared::cluster "
                    "own/peer pointer chase"))
+    # the three measurements the fit report asked for (issue 6): pipe_gemm's consumer loop, the bulk-copy ring,
+    # a cold (DRAM) ld.global chase
+    cs.append(Case("gmem_chase_cold", "gmem_cold", "calibration", note=f"ld.global.u64 pointer chase, one new "
+                   f"line every {COLD_STRIDE} B: every load a first touch (DRAM)"))
+    for w in (1, 4):
+        cs.append(Case(f"loop_ldsm_mma_{w}w", "loop", "calibration", {"warps": w},
+                       f"pipe_gemm's consumer k-tile loop (4 x (5 ldmatrix.x4 + 8 mma.sync)) on SMEM data, {w} "
+                       f"warp(s), {KTILES} k-tiles per segment"))
+    for n in (32, 1024, 2048):
+        cs.append(Case(f"bulk_ring_{n}", "ring", "calibration", {"bytes": n},
+                       f"producer lane + consumer warp, {G.RING_STAGES}-stage ring of {n} B cp.async.bulk chunks, "
+                       f"{RING_LENGTHS} chunks per segment"))
     # validation
     cs.append(Case("val_mma_gemm", "example", "validation", {"example": "mma_gemm",
                                                               "kwargs": {"beta": 1, "seed": 0}}))

@@ -417,3 +417,182 @@ def dsmem_chase(lengths: tuple, reps: int) -> str:
     post = "\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n"
     return timed_kernel("mb_dsmem_chase", segs, reps=reps, setup=setup, post=post,
                         decls="\t.shared .align 128 .b8 sbuf[256];", directives=".reqnctapercluster 2, 1, 1")
+
+
+# ------------------------------------------------------------------------------------------- kernel loops
+#: one k-tile of the consumer of hw/microbench/kernels/pipe_gemm.ptx, copied verbatim (registers renamed to the
+#: frame's: lane %r9 -> %r2, warp %r8 -> %r3): 4 k-steps of address arithmetic, 5 ldmatrix.x4 and 8 mma.sync
+#: m16n8k16 f32.f16 into 8 accumulator chains %f0-%f31, the k-step loop counted against the immediate 4
+PIPE_GEMM_KSTEP = """	shl.b32 	%r31, %r30, 1;
+	add.u32 	%r32, %r31, %r23;
+	xor.b32 	%r32, %r32, %r20;
+	shl.b32 	%r32, %r32, 4;
+	add.u32 	%r32, %r32, %r28;
+	add.u32 	%r33, %r31, %r22;
+	xor.b32 	%r33, %r33, %r20;
+	shl.b32 	%r33, %r33, 4;
+	add.u32 	%r33, %r33, %r29;
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 	{%r40, %r41, %r42, %r43}, [%r32];
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 	{%r44, %r45, %r46, %r47}, [%r33];
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 	{%r48, %r49, %r50, %r51}, [%r33+2048];
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 	{%r52, %r53, %r54, %r55}, [%r33+4096];
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 	{%r56, %r57, %r58, %r59}, [%r33+6144];
+""" + "".join(
+    f"\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \t{{%f{4 * j}, %f{4 * j + 1}, %f{4 * j + 2}, "
+    f"%f{4 * j + 3}}}, {{%r40, %r41, %r42, %r43}}, {{%r{44 + 2 * j}, %r{45 + 2 * j}}}, "
+    f"{{%f{4 * j}, %f{4 * j + 1}, %f{4 * j + 2}, %f{4 * j + 3}}};\n" for j in range(8))
+
+
+def ldsm_mma_loop(ktiles: tuple, reps: int) -> str:
+    """The inner loop of pipe_gemm's consumer on one 16 KB stage already in SMEM (A at +0, B^T at +8192, both
+    64 rows x 128 B with the 128B swizzle, as TMA leaves them; no TMA, no mbarrier): per segment ``n`` k-tiles,
+    each the k-step loop of :data:`PIPE_GEMM_KSTEP` run 4 times.  Warp w reads rows 16w.. of A as pipe_gemm's
+    consumer warp w does (so 1 or 4 warps: the consumer alone or all of it); a bar.sync before each rep's
+    segments starts the warps together; the segment ends with a dependent use of every accumulator chain.  After
+    each k-tile the A and B^T row addresses move by io word 9 (0 at run time, as pipe_gemm's stage base moves
+    per k-tile), so ptxas cannot merge the k-tiles' identical ldmatrix loads."""
+    lab = Lab()
+    setup = """	mov.u32 	%r14, sbuf;
+	ld.global.u32 	%r10, [%rd2+64];                // f16x2 1.0
+	shl.b32 	%r11, %r1, 2;
+	shl.b32 	%r15, %r5, 7;                   // ntid * 4
+$L_fill:
+	add.u32 	%r12, %r14, %r11;
+	st.shared.u32 	[%r12], %r10;
+	add.u32 	%r11, %r11, %r15;
+	setp.lt.u32 	%p3, %r11, 16384;
+	@%p3 bra 	$L_fill;
+	bar.sync 	0;
+	and.b32 	%r20, %r2, 7;           // i = row within the 8x8 matrix (= swizzle phase)
+	shr.u32 	%r21, %r2, 3;           // m = matrix index
+	and.b32 	%r22, %r21, 1;          // m & 1
+	shr.u32 	%r23, %r21, 1;          // m >> 1
+	and.b32 	%r24, %r3, 3;
+	shl.b32 	%r24, %r24, 4;          // 16w
+	shl.b32 	%r25, %r22, 3;
+	add.u32 	%r26, %r24, %r20;
+	add.u32 	%r26, %r26, %r25;
+	shl.b32 	%r26, %r26, 7;          // A row offset
+	shl.b32 	%r27, %r23, 3;
+	add.u32 	%r27, %r27, %r20;
+	shl.b32 	%r27, %r27, 7;
+	add.u32 	%r27, %r27, 8192;       // B^T row offset
+	add.u32 	%r28, %r14, %r26;       // A rows of this lane
+	add.u32 	%r29, %r14, %r27;       // B^T rows of this lane
+	ld.global.u32 	%r16, [%rd2+36];                // 0, unknown to ptxas: the k-tiles' addresses differ
+""" + "".join(f"\tmov.f32 \t%f{i}, 0f00000000;\n" for i in range(32))
+    # the sum of one element of every chain, into the sink (the closing clock waits for all 8 chains)
+    fold = "\tadd.f32 \t%f40, %f0, %f4;\n" + "".join(f"\tadd.f32 \t%f40, %f40, %f{4 * j};\n" for j in range(2, 8)) \
+        + "\tmov.b32 \t%r13, %f40;\n\txor.b32 \t%r8, %r8, %r13;\n"
+
+    def ktile():
+        k = lab("k")
+        return (f"\tmov.u32 \t%r30, 0;\n{k}:\n{PIPE_GEMM_KSTEP}\tadd.u32 \t%r30, %r30, 1;\n"
+                f"\tsetp.lt.u32 \t%p5, %r30, 4;\n\t@%p5 bra \t{k};\n"
+                f"\tadd.u32 \t%r28, %r28, %r16;\n\tadd.u32 \t%r29, %r29, %r16;\n")
+    segs = ["".join(ktile() for _ in range(n)) + fold for n in ktiles]
+    return timed_kernel("mb_ldsm_mma_loop", segs, reps=reps, setup=setup, pre="\tbar.sync \t0;\n",
+                        decls="\t.shared .align 1024 .b8 sbuf[16384];")
+
+
+RING_STAGES = 3
+
+
+def bulk_ring(nbytes: int, lengths: tuple, reps: int) -> str:
+    """The ring of examples/bulk_pipeline.ptx without its per-element work: 2 warps, 3 mbarrier-guarded stages
+    of ``nbytes`` in dynamic SMEM.  Warp 0, lane 0 = producer: per chunk, wait empty[s] (parity starting at 1),
+    arrive.expect_tx(full[s], nbytes) and one cp.async.bulk of chunk k of the segment (source
+    ``src + k * nbytes``: rep 0 cold, later reps L2-warm).  Warp 1 = consumer: wait full[s], every lane reads one
+    word of the stage (folded into the sink), all 32 lanes arrive on empty[s].  ``n`` chunks per segment; stage
+    index and parities carry over segments and reps; a bar.sync after each segment (untimed) empties the ring,
+    so every segment starts from an idle pipeline.  The consumer's slope over ``n`` is the time per chunk."""
+    lab = Lab()
+    setup = f"""	mov.u32 	%r20, full_bar;
+	mov.u32 	%r21, empty_bar;
+	mov.u32 	%r22, dsm;
+	ld.param.u64 	%rd10, [src_ptr];
+	cvta.to.global.u64 	%rd10, %rd10;
+	setp.eq.u32 	%p4, %r1, 0;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r20], 1;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r20+8], 1;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r20+16], 1;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r21], 32;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r21+8], 32;
+	@%p4 mbarrier.init.shared::cta.b64 	[%r21+16], 32;
+	fence.mbarrier_init.release.cluster;
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	setp.eq.u32 	%p5, %r3, 0;                    // warp 0 = producer, warp 1 = consumer
+	and.pred 	%p6, %p5, %p1;                    // the producer lane
+	mov.u32 	%r23, 0;                          // s
+	mov.u32 	%r24, 1;                          // producer: parity to wait for on empty[s]
+	mov.u32 	%r25, 0;                          // consumer: parity to wait for on full[s]
+	shl.b32 	%r26, %r2, 2;
+	rem.u32 	%r26, %r26, {nbytes};             // consumer lane's word in a stage
+"""
+
+    def seg(n):
+        pl, pw, cl, cw, done = lab("p"), lab("pw"), lab("c"), lab("cw"), lab("d")
+        adv = (f"\tadd.u32 \t%r23, %r23, 1;\n\tsetp.eq.u32 \t%p7, %r23, {RING_STAGES};\n"
+               f"\t@%p7 mov.u32 \t%r23, 0;\n")
+        return f"""	mov.u32 	%r27, 0;                          // chunk k of the segment
+	@!%p5 bra 	{cl};
+	@!%p1 bra 	{done};
+{pl}:
+	shl.b32 	%r28, %r23, 3;
+	add.u32 	%r29, %r21, %r28;                 // &empty[s]
+	add.u32 	%r30, %r20, %r28;                 // &full[s]
+{pw}:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p3, [%r29], %r24;
+	@!%p3 bra 	{pw};
+	mbarrier.arrive.expect_tx.shared::cta.b64 	_, [%r30], {nbytes};
+	mul.lo.u32 	%r31, %r23, {nbytes};
+	add.u32 	%r31, %r22, %r31;                 // stage s
+	mul.wide.u32 	%rd11, %r27, {nbytes};
+	add.s64 	%rd11, %rd10, %rd11;              // chunk k
+	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes 	[%r31], [%rd11], {nbytes}, [%r30];
+{adv}	@%p7 xor.b32 	%r24, %r24, 1;
+	add.u32 	%r27, %r27, 1;
+	setp.lt.u32 	%p3, %r27, {n};
+	@%p3 bra 	{pl};
+	bra.uni 	{done};
+{cl}:
+	shl.b32 	%r28, %r23, 3;
+	add.u32 	%r30, %r20, %r28;                 // &full[s]
+	add.u32 	%r29, %r21, %r28;                 // &empty[s]
+{cw}:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p3, [%r30], %r25;
+	@!%p3 bra 	{cw};
+	mul.lo.u32 	%r31, %r23, {nbytes};
+	add.u32 	%r31, %r22, %r31;
+	add.u32 	%r31, %r31, %r26;
+	ld.shared.u32 	%r32, [%r31];
+	xor.b32 	%r8, %r8, %r32;
+	mbarrier.arrive.shared::cta.b64 	_, [%r29];
+{adv}	@%p7 xor.b32 	%r25, %r25, 1;
+	add.u32 	%r27, %r27, 1;
+	setp.lt.u32 	%p3, %r27, {n};
+	@%p3 bra 	{cl};
+{done}:
+	xor.b32 	%r8, %r8, %r27;
+"""
+    segs = [(seg(n), "\tbar.sync \t0;\n") for n in lengths]
+    return timed_kernel("mb_bulk_ring", segs, reps=reps, setup=setup, params=",\n\t.param .u64 src_ptr",
+                        decls=f"\t.shared .align 8 .b64 full_bar[{RING_STAGES}];\n"
+                              f"\t.shared .align 8 .b64 empty_bar[{RING_STAGES}];",
+                        module_decls=".extern .shared .align 128 .b8 dsm[];\n\n")
+
+
+def global_chase_cold(lengths: tuple, reps: int) -> str:
+    """Pointer chase through lines never touched before: word 0 of each ``stride``-byte block of the ``chain``
+    buffer holds ``stride`` (the host writes it), each load's address is the previous address + the loaded
+    value; the chase continues across segments and reps, so every load of every rep is a first touch.  The
+    chain lies at the front of a buffer larger than the H100's 50 MB L2 (cases.py), so the host copy of the
+    buffer writes those lines first and 50+ MB after them."""
+    setup = """	ld.param.u64 	%rd10, [chain_ptr];
+	cvta.to.global.u64 	%rd10, %rd10;
+"""
+    step = "\tld.global.u64 \t%rd11, [%rd10];\n\tadd.s64 \t%rd10, %rd10, %rd11;\n"
+    fold = "\tcvt.u32.u64 \t%r13, %rd10;\n\txor.b32 \t%r8, %r8, %r13;\n"
+    return timed_kernel("mb_global_chase_cold", [rep(step, n) + fold for n in lengths], reps=reps, setup=setup,
+                        params=",\n\t.param .u64 chain_ptr")

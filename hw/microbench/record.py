@@ -222,17 +222,43 @@ def load(d: Path) -> tuple:
     return meta, arrays
 
 
-def install(src: Path, dest: Path) -> None:
+def install(src: Path, dest: Path, merge: bool = False) -> None:
+    """Copy the GPU record ``src`` to ``dest``; ``merge``: add its cases to the record already there instead."""
     meta, _ = load(src)
     if meta.get("backend") != "gpu":
         raise CliError(f"{src} was recorded on the {meta.get('backend')} back end, not the GPU")
     stale = [n for n, e in meta["cases"].items() if n in C.CASES and e["ptx_sha256"] != ptx_sha(C.CASES[n])]
     if stale:
         raise CliError(f"the PTX of {len(stale)} cases changed since this record ({stale[:3]}...); re-record")
+    if merge:
+        return _merge(src, dest)
     dest.mkdir(parents=True, exist_ok=True)
     for f in (META, DATA):
         shutil.copyfile(src / f, dest / f)
     print(f"installed {len(meta['cases'])} cases ({meta['gpu']}, {meta['date']}) -> {dest}")
+
+
+def _merge(src: Path, dest: Path) -> None:
+    """Add (or replace) the cases of the GPU record ``src`` in the installed record ``dest``; every other case,
+    its raw samples and the record's own provenance stay as they are.  Each merged case carries its own
+    provenance (``recorded``: the record command, date, GPU, driver); ``merged`` lists the merges."""
+    meta, arrays = load(src)
+    old, old_arrays = load(dest)
+    for k in ("reps", "chain"):
+        if meta.get(k) != old.get(k):
+            raise CliError(f"{src} was recorded with {k}={meta.get(k)}, {dest} with {old.get(k)}: re-record all")
+    if meta.get("gpu") != old.get("gpu"):
+        raise CliError(f"{src} is from {meta.get('gpu')}, {dest} from {old.get('gpu')}")
+    prov = {k: meta.get(k) for k in ("command", "date", "gpu", "driver_version", "wall_s")}
+    names = list(meta["cases"])
+    for n in names:
+        old["cases"][n] = dict(meta["cases"][n], recorded=prov)
+        old_arrays = {k: v for k, v in old_arrays.items() if k != n and not k.startswith(n + ":run")}
+    old_arrays.update({k: v for k, v in arrays.items() if k.split(":run")[0] in meta["cases"]})
+    old.setdefault("merged", []).append(dict(prov, cases=names))
+    np.savez_compressed(dest / DATA, **old_arrays)
+    (dest / META).write_text(json.dumps(old, indent=1) + "\n")
+    print(f"merged {len(names)} cases ({meta['gpu']}, {meta['date']}) into {dest}: {len(old['cases'])} cases")
 
 
 # ------------------------------------------------------------------------------------------------ sim
@@ -304,6 +330,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("install", help="copy a GPU record into tests/golden/timing_h100")
     p.add_argument("--gpu", type=Path, required=True)
     p.add_argument("--dest", type=Path, default=GOLDEN)
+    p.add_argument("--merge", action="store_true", help="add the record's cases (e.g. one made with --case) to "
+                   "the record in --dest, keeping every other case as it is")
     p = sub.add_parser("sim", help="simulate the cases and print simulated vs measured cycles")
     p.add_argument("--gpu", type=Path, default=None, help=f"a record folder (default {GOLDEN} when it exists)")
     p.add_argument("--case", action="append")
@@ -336,7 +364,7 @@ def main(argv=None) -> int:
             meta = record(select(args.case), args.out, args.backend, args.jobs, args.val_runs, cmd, args.sass_dir)
             return 0 if all(e["status"] == "ok" for e in meta["cases"].values()) else 1
         if args.cmd == "install":
-            install(args.gpu, args.dest)
+            install(args.gpu, args.dest, args.merge)
             return 0
         if args.cmd == "sim":
             gpu = args.gpu if args.gpu is not None else (GOLDEN if (GOLDEN / META).exists() else None)

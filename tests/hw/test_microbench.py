@@ -28,7 +28,8 @@ SIM_CALIB = ["clock", "alu_add_s32", "alu_mad_lo_s32", "alu_fma_rn_f32", "alu_ma
              "gmem_chase_cg",
              "bar_sync_4w", "mbarrier_same_warp", "mbarrier_ping_pong", "ldmatrix_x1_latency",
              "ldmatrix_x4_tput_4w", "mma_f16_latency", "mma_bf16_latency", "mma_f16acc_latency", "mma_f16_tput_2w",
-             "tma_128B_8x64", "tma_none_256x64", "tma_32B_64x16", "bulk_256B", "bulk_131072B", "dsmem_chase"]
+             "tma_128B_8x64", "tma_none_256x64", "tma_32B_64x16", "bulk_256B", "bulk_131072B", "dsmem_chase",
+             "gmem_chase_cold", "loop_ldsm_mma_1w", "loop_ldsm_mma_4w", "bulk_ring_32", "bulk_ring_2048"]
 
 _SIM: dict = {}
 
@@ -44,7 +45,9 @@ def sim_out(name):
 def test_case_list_covers_the_calibration_and_validation_sets():
     groups = {c.group for c in CALIB}
     assert groups == {"clock", "alu", "smem", "gmem", "bar_sync", "mbarrier", "ldmatrix", "mma", "tma", "bulk",
-                      "dsmem"}
+                      "dsmem", "gmem_cold", "loop", "ring"}
+    assert {c.params["warps"] for c in CALIB if c.group == "loop"} == {1, 4}
+    assert {c.params["bytes"] for c in CALIB if c.group == "ring"} == {32, 1024, 2048}
     assert {c.params["ways"] for c in CALIB if c.group == "smem"} == {0, 1, 2, 4, 8, 16, 32}   # 0: broadcast
     assert {c.params["stages"] for c in VALID if c.group == "pipe_gemm"} == {2, 3, 4}
     assert {c.params["example"] for c in VALID if c.group == "example"} == {"mma_gemm", "tma_mma_gemm",
@@ -69,7 +72,7 @@ def test_calibration_case_on_the_simulator(name):
     d = A.derive(case, out)
     med = [s["median"] for s in d["segments"]]
     v = d["values"]
-    chain = case.group in ("alu", "smem", "gmem") or (case.group == "ldmatrix" and case.params["mode"] == "latency") \
+    chain = case.group in ("alu", "smem", "gmem", "gmem_cold") or (case.group == "ldmatrix" and case.params["mode"] == "latency") \
         or (case.group == "mma" and case.params["chains"] == 1)
     if chain:
         n0, n1 = C.CHAIN
@@ -92,6 +95,59 @@ def test_calibration_case_on_the_simulator(name):
         assert sink == (0 if C.REPS % 2 == 0 else _first_word(case, launch))
     if case.group == "clock":
         assert med[1] >= med[0] >= 1
+    if case.group in ("loop", "ring"):
+        assert med[1] > med[0]
+        per = v["cycles_per_ktile" if case.group == "loop" else "per_chunk"]
+        # one cycle per instruction at least: a k-tile issues 4 x (9 + 5 + 8) instructions, a chunk's
+        # consumer at least its wait, load, arrive
+        assert per >= (4 * 22 if case.group == "loop" else 3), v
+
+
+def test_ldsm_mma_loop_ran_every_mma():
+    """Every thread's sink is the fold of (sum of the 8 chains' first elements) after each segment: all-ones
+    f16 operands add 16 per mma, 4 mma per chain per k-tile."""
+    for name in ("loop_ldsm_mma_1w", "loop_ldsm_mma_4w"):
+        case, launch, res = sim_out(name)
+        want, acc = 0, 0.0
+        for _ in range(C.REPS):
+            for n in C.KTILES:
+                acc += 64.0 * n
+                want ^= int(np.float32(8 * acc).view(np.uint32))
+        threads = launch.block[0]
+        sink = np.asarray(res.outputs[1])[G.SINK_WORD:G.SINK_WORD + threads]
+        assert (sink == want).all(), (name, sink[:4], want)
+
+
+@pytest.mark.parametrize("name", ["bulk_ring_32", "bulk_ring_2048"])
+def test_bulk_ring_consumer_read_every_chunk(name):
+    """The consumer lane l folds word (4l mod bytes)/4 of each chunk k (= the source's word k * bytes/4 + that)
+    and the chunk count of each segment; the producer lane folds the chunk counts."""
+    case, launch, res = sim_out(name)
+    nb = case.params["bytes"]
+    src = launch.args[2]
+    sink = np.asarray(res.outputs[1])[G.SINK_WORD:G.SINK_WORD + 64]
+    for lane in range(32):
+        want = 0
+        for _ in range(C.REPS):
+            for n in C.RING_LENGTHS:
+                for k in range(n):
+                    want ^= int(src[k * nb // 4 + (4 * lane % nb) // 4])
+                want ^= n
+        assert sink[32 + lane] == want, (lane, sink[32 + lane], want)
+    prod = 0
+    for _ in range(C.REPS):
+        for n in C.RING_LENGTHS:
+            prod ^= n
+    assert sink[0] == prod and (sink[1:32] == 0).all()
+
+
+def test_cold_chase_touches_a_new_line_every_step():
+    case, launch, res = sim_out("gmem_chase_cold")
+    chain = launch.args[2]
+    steps = C.REPS * sum(C.CHAIN)
+    assert chain.nbytes > 50 << 20                           # more than the H100's L2
+    hops = np.flatnonzero(chain)
+    assert len(hops) == steps and (np.diff(hops) * 8 == C.COLD_STRIDE).all() and hops[0] == 0
 
 
 def _first_word(case, launch):
@@ -238,6 +294,30 @@ def test_record_install_and_sim_commands_end_to_end(tmp_path):
     (rec / R.META).write_text(json.dumps(m))
     R.install(rec, tmp_path / "golden")
     assert (tmp_path / "golden" / R.META).exists() and (tmp_path / "golden" / R.DATA).exists()
+    # merging a record of other cases into it keeps the installed cases and adds the new ones with their own
+    # provenance
+    before, before_arrays = R.load(tmp_path / "golden")
+    rec2 = tmp_path / "rec2"
+    R.record(R.select(["alu_add_s32"]), rec2, "sim", 1, 1, "python -m hw.microbench record --case alu_add_s32")
+    m2, _ = R.load(rec2)
+    m2.update(backend="gpu", gpu="test")
+    (rec2 / R.META).write_text(json.dumps(m2))
+    R.install(rec2, tmp_path / "golden", merge=True)
+    after, after_arrays = R.load(tmp_path / "golden")
+    assert set(after["cases"]) == {"clock", "val_mma_gemm", "alu_add_s32"}
+    for n in ("clock", "val_mma_gemm"):
+        assert after["cases"][n] == before["cases"][n]
+    for k, a in before_arrays.items():
+        assert np.array_equal(after_arrays[k], a)
+    assert after["command"] == before["command"] and after["date"] == before["date"]
+    prov = after["cases"]["alu_add_s32"]["recorded"]
+    assert prov["command"].endswith("--case alu_add_s32") and prov["date"] == m2["date"]
+    assert after["merged"][-1]["cases"] == ["alu_add_s32"]
+    assert after_arrays["alu_add_s32"].shape == tuple(after["cases"]["alu_add_s32"]["shape"])
+    m2["gpu"] = "another"
+    (rec2 / R.META).write_text(json.dumps(m2))
+    with pytest.raises(R.CliError, match="is from"):
+        R.install(rec2, tmp_path / "golden", merge=True)
     m["cases"]["clock"]["ptx_sha256"] = "0" * 64
     (rec / R.META).write_text(json.dumps(m))
     with pytest.raises(R.CliError, match="changed"):

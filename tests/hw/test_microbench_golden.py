@@ -90,7 +90,8 @@ def test_alu_chains_reached_the_sass(op):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in C.CASES.items() if c.kind == "calibration"
-                                        and c.group in ("alu", "smem", "gmem", "ldmatrix", "mma", "dsmem")))
+                                        and c.group in ("alu", "smem", "gmem", "gmem_cold", "ldmatrix", "mma",
+                                                        "dsmem", "loop")))
 def test_every_timed_chain_was_in_its_timed_region(name):
     """The SASS between the clock reads of each segment holds at least one instruction per chain step: ptxas
     did not hoist a chain out of the rep loop nor merge it away (ALU pairs folded into one IADD3 excepted)."""
@@ -99,6 +100,8 @@ def test_every_timed_chain_was_in_its_timed_region(name):
         pytest.skip("the record has no SASS listing summary")
     lengths = C.MMA_TPUT if case.group == "mma" and case.params["chains"] > 1 else C.CHAIN
     per = case.params.get("chains", 1)
+    if case.group == "loop":                                # >= one k-step body (5 LDSM + 8 HMMA) per k-tile
+        lengths, per = C.KTILES, 13
     want = [n * per for n in lengths] * (3 if case.group == "dsmem" else 1)
     if case.group == "alu" and e["values"].get("sass_fold", 1) > 1:
         want = [w // e["values"]["sass_fold"] for w in want]
