@@ -16,7 +16,9 @@ Fits run in order: ``smem_conflict_cycles`` (latency vs conflict ways, a straigh
 warps: fixed + per-warp), ``mbarrier_op_latency`` (same-warp round trip), ``mbarrier_wake_latency`` (hand-off
 between warps), ``tma_latency`` / ``tma_tensor_extra`` / ``tma_bytes_per_clk`` (L2-warm TMA tile loads and bulk
 copies of 256 B - 128 KiB: fixed latency + tensor-map extra + bytes / bandwidth), ``dram_latency`` (the same
-copies' cold first rep, DRAM over L2).
+copies' cold first rep, DRAM over L2), ``mma_sync_operand_read`` (pipe_gemm's consumer k-tile loop,
+``loop_ldsm_mma_1w/4w``: the write-after-read wait of an ldmatrix for the mma.sync still reading its
+destination).
 """
 from __future__ import annotations
 
@@ -152,6 +154,19 @@ def fit(meta: dict, log=print) -> dict:
         "16 KB (larger ones overlap DRAM latency with the transfer: +160 clk cold at 64-128 KiB vs +300 at "
         "<= 4 KB, not modelled): least squares of dram_latency over the simulated kernels, first touch of a "
         "line costing dram_latency - l2_latency more", "cold")
+
+    # mma.sync operand read: the consumer k-tile loop (per k-step 5 ldmatrix.x4 + 8 mma.sync, the same fragment
+    # registers every k-step): each ldmatrix waits until the previous k-step's mma.sync reading its destination
+    # has read it, mma_sync_operand_read after that mma's start
+    names = ["loop_ldsm_mma_1w", "loop_ldsm_mma_4w"]
+    x = gn_fit(meta, cfg(), names, "cycles_per_ktile", {"mma_sync_operand_read": 24.0},
+               {"mma_sync_operand_read": 8.0})
+    put({"mma_sync_operand_read": round(x["mma_sync_operand_read"], 1)}, names, "pipe_gemm's consumer k-tile "
+        "loop on SMEM data, 1 and 4 warps: least squares of the cycles per k-tile over the simulated kernels, "
+        "where an instruction overwriting a register waits until every earlier mma.sync reading it has read it "
+        "(mma_sync_operand_read after its start).  An effective value: the PTX reuses its 20 fragment registers "
+        "only across k-steps, while ptxas's SASS reuses 2-3 B-fragment registers within one (LDSM -> 2 HMMA -> "
+        "LDSM), so it exceeds the physical operand-read time", "cycles_per_ktile")
     return out
 
 

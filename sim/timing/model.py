@@ -38,6 +38,11 @@ wait until every earlier instruction of the warp has started (:attr:`sim.timing.
 registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
 values do not change.
 
+**Write-after-read on mma.sync operands** (``mma_sync_operand_read`` > 0; sm_90a): an mma.sync reads its A/B/C
+registers late, until ``mma_sync_operand_read`` cycles after its start; an instruction that overwrites such a
+register (other than one that also reads it) does not issue before then (pipe_gemm's consumer loop: each k-step's
+ldmatrix waits for the previous k-step's mma.sync reading its fragment registers).
+
 Async units (TMA engine, tensor pipe, cp.async) take their parameters from the same config
 (:meth:`unit_params`, :class:`sim.timing.tensor.TensorPipeTiming`).
 """
@@ -91,6 +96,10 @@ class TimingModel:
                 self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
                                          unit=None, interval=0)
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
+        # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
+        # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
+        self.war_read = float(getattr(cfg, "mma_sync_operand_read", 0) or 0)
+        self._war_dsts = [tuple(n for n in p.dsts if n not in p.srcs) for p in self.plans]
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
         self.lines = GlobalLines(int(cfg.gmem_line_bytes))
@@ -132,6 +141,12 @@ class TimingModel:
             pend = wt.pending = [t for t in wt.pending if t > now]
             if len(pend) >= self.window:
                 return min(pend), "dependency", "dataflow window full"
+        if self.war_read > 0 and self._war_dsts[pc]:
+            # write-after-read: an earlier mma.sync still reading a register this instruction overwrites
+            b = wt.scoreboard.war_blocking(self._war_dsts[pc], now)
+            if b is not None:
+                rd = self.body[b[2]]
+                return b[0], "dependency", f"{b[1]} read by {rd.full_opcode} (line {rd.loc.line}, WAR)"
         if not flow:
             # (dataflow issue: ptxas renames registers, so only the sources are waited for)
             b = wt.scoreboard.blocking(p.srcs if self.dataflow else self._checked[pc], now)
@@ -224,6 +239,9 @@ class TimingModel:
                 + lat
         elif p.cls == "mma":
             self.mma_sync_flops += p.flops * int(ctx.mask.any())
+            if self.war_read > 0 and ctx.ins.opcode == "mma":
+                # the HMMA reads its A/B/C operands over mma_sync_operand_read cycles from its start
+                wt.scoreboard.read(p.srcs, now + self.war_read, pc)
         gap = p.issue_cycles
         if p.wait_kind == "barrier" and ctx.ins.opcode in ("bar", "barrier") and _waits(ctx.ins):
             # the warp that completes a bar.sync (its release fires at once) leaves it as late as the warps it

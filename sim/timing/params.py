@@ -93,6 +93,8 @@ SM_100A: dict = {
                                                            "Blackwell; warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "E", H100_WP, "one dispatch per scheduler per clock"),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue only (off for B200)"),
+    "mma_sync_operand_read": P(0, "clk", "E", H100_WP, "0: no write-after-read wait on mma.sync operands "
+                                                       "(sm_90a only, see there)"),
     "dataflow_issue": P(0, "bool", "E", H100_WP, "0: a warp issues its PTX in program order, each instruction "
                                                  "waiting for its operands; 1: dataflow issue (sim/timing/model.py) "
                                                  "-- kept off for B200, whose published fits were matched in order"),
@@ -172,6 +174,13 @@ SM_90A: dict = {
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "S", H100_WP),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue: instructions of a warp whose start is "
                                                          "still in the future before the warp stops issuing"),
+    "mma_sync_operand_read": P(34.5, "clk", "M", "hw/microbench loop_ldsm_mma_1w/4w (fit.py; measured.json)",
+                               "write-after-read on mma.sync operands: an instruction overwriting a register that "
+                               "an earlier in-flight mma.sync reads waits until that mma has read it, this long "
+                               "after the mma's start.  Fitted on the k-tile loop (H100 429 / 440 clk per k-tile "
+                               "with 1 / 4 warps; 269 / 305 without the wait, +4 clk per k-tile per clk of this "
+                               "value): an effective value above mma_sync_latency, standing in for ptxas's tighter "
+                               "fragment-register reuse (SASS: LDSM -> 2 HMMA -> LDSM), which the PTX does not show"),
     "dataflow_issue": P(1, "bool", "E", "hw/microbench val_ws_scale_* and val_mma_gemm (mechanism, not fitted)",
                         "1: the hardware issues SASS, in which ptxas has hoisted independent loads and unrolled "
                         "fixed-trip loops, not PTX in program order: a non-ordering instruction starts once its "

@@ -9,11 +9,31 @@ from __future__ import annotations
 
 
 class Scoreboard:
-    __slots__ = ("ready",)
+    __slots__ = ("ready", "reads")
 
     def __init__(self):
         #: register name -> (cycle at which it is readable, pc of the producer)
         self.ready: dict = {}
+        #: register name -> (cycle until which an in-flight reader still reads it, pc of that reader): the
+        #: write-after-read hazard of late-reading instructions (mma.sync; ``mma_sync_operand_read``)
+        self.reads: dict = {}
+
+    def war_blocking(self, names, now: float):
+        """(cycle, register, reader pc) of the latest pending read among ``names`` at ``now``, or None."""
+        worst = None
+        reads = self.reads
+        for n in names:
+            r = reads.get(n)
+            if r is not None and r[0] > now and (worst is None or r[0] > worst[0]):
+                worst = (r[0], n, r[1])
+        return worst
+
+    def read(self, names, cycle: float, pc: int) -> None:
+        reads = self.reads
+        for n in names:
+            r = reads.get(n)
+            if r is None or r[0] < cycle:
+                reads[n] = (cycle, pc)
 
     def blocking(self, names, now: float):
         """(cycle, register, producer pc) of the latest-ready register among ``names`` still pending at ``now``,

@@ -101,7 +101,9 @@ _CHAIN = ("1 stage: every tile is a chain of hand-offs (consumers arrive -> prod
           "here four consumer warps arrive")
 _GEMM = ("consumer-bound on the H100 at ~1000 clk per 64x64x64 k-tile (4 warps, 5 ldmatrix.x4 + 8 mma.sync per "
          "k-step each); tcsim's ldmatrix / mma.sync / SMEM-port costs, each matching its calibration case, add up "
-         "to ~500: the missing cost is not covered by the calibration set")
+         "to ~500 (~600-700 with the mma.sync write-after-read wait fitted on loop_ldsm_mma_*): the rest is the "
+         "per-k-tile mbarrier/TMA hand-off and ptxas's tighter fragment-register reuse, not in the calibration "
+         "set")
 _BULK = ("producer-bound chains of small bulk copies (32 B - 1 KB): tcsim is 20-30% faster per chunk; the "
          "calibration set has one copy in flight at a time, not back-to-back copies through the ring")
 #: kernels outside the 10% bound and the mechanism tcsim lacks (see tests/golden/timing_h100/README.md)
