@@ -20,13 +20,7 @@ class Scoreboard:
 
     def war_blocking(self, names, now: float):
         """(cycle, register, reader pc) of the latest pending read among ``names`` at ``now``, or None."""
-        worst = None
-        reads = self.reads
-        for n in names:
-            r = reads.get(n)
-            if r is not None and r[0] > now and (worst is None or r[0] > worst[0]):
-                worst = (r[0], n, r[1])
-        return worst
+        return _latest(self.reads, names, now)
 
     def read(self, names, cycle: float, pc: int) -> None:
         reads = self.reads
@@ -38,13 +32,7 @@ class Scoreboard:
     def blocking(self, names, now: float):
         """(cycle, register, producer pc) of the latest-ready register among ``names`` still pending at ``now``,
         or None when all are ready."""
-        worst = None
-        ready = self.ready
-        for n in names:
-            r = ready.get(n)
-            if r is not None and r[0] > now and (worst is None or r[0] > worst[0]):
-                worst = (r[0], n, r[1])
-        return worst
+        return _latest(self.ready, names, now)
 
     def write(self, names, cycle: float, pc: int) -> None:
         for n in names:
@@ -56,3 +44,14 @@ class Scoreboard:
 
 
 __all__ = ["Scoreboard"]
+
+
+def _latest(table: dict, names, now: float):
+    """(cycle, register, pc) of the entry of ``table`` (register -> (cycle, pc)) among ``names`` that is still
+    pending at ``now`` and ends last, or None."""
+    worst = None
+    for n in names:
+        r = table.get(n)
+        if r is not None and r[0] > now and (worst is None or r[0] > worst[0]):
+            worst = (r[0], n, r[1])
+    return worst
