@@ -15,10 +15,10 @@ from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
 from .proxy_fence import GenericWrites
-
-#: special registers of type .pred (PTX ISA 9.1 §10.33 %is_explicit_cluster)
-PRED_SREGS = ("%is_explicit_cluster",)
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
+
+#: special registers of type .pred (PTX ISA 9.1 §10, %is_explicit_cluster: "a predicate ... read-only")
+PRED_SREGS = ("%is_explicit_cluster",)
 
 _SPACES = ("global", "shared", "local", "param", "const", "generic")
 

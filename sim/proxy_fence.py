@@ -11,7 +11,8 @@ Without it the hardware may read stale bytes -- the bug the seed's TMA scatter w
 written through the generic proxy since the last proxy fence that covers them, and for each 16-byte granule
 the instruction (pc) and cycle of the last such write.  A proxy fence executed by any thread of the CTA clears
 the CTA's bitmap (a ``.shared::cluster`` fence: every CTA of the cluster); an async-proxy write (a TMA load)
-clears the bytes it writes.  An async-proxy read that finds bytes still marked stops the run with a :class:`~isa.errors.SyncError` naming the write and the reader.
+clears the bytes it writes.  An async-proxy read that finds bytes still marked stops the run with a
+:class:`~isa.errors.SyncError` naming the write and the reader.
 
 The check is conservative in one direction only: a fence by *any* thread clears the marks, even a thread that
 is not ordered after the writer, so some missing fences go unreported, but a properly fenced kernel is never

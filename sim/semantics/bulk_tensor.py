@@ -85,6 +85,7 @@ from .. import memory as M
 from ..agents.tma import TmaEngine
 from . import bulk_tensor_gather as rows4
 from .bulk_tensor_gather import ILLEGAL
+from ..numerics.convert import cvt
 from ..proxy_fence import async_write, check_async_read
 from .bulk_copy import (MBAR, check_source_resident, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target,
                         thread_groups)
@@ -108,19 +109,11 @@ INNER_COORD_ALIGN = 16
 
 
 def tf32_image(u: np.ndarray) -> np.ndarray:
-    """What a TFLOAT32 / TFLOAT32_FTZ tensor load writes for f32 elements ``u`` (uint32): each rounded to the
-    19-bit tf32 format (low 13 mantissa bits cleared) to nearest, ties to even, carrying into the exponent
-    (to infinity past the largest tf32); subnormals are kept (no flush, even for _FTZ) and every NaN becomes
-    :data:`TF32_NAN`.  Measured on an H100 (dtype_tfloat32, dtype_tfloat32_ftz: 384 elements incl. a tie,
-    subnormals, infinities and NaNs)."""
-    u = np.asarray(u, dtype=np.uint32)
-    lsb = (u >> np.uint32(13)) & np.uint32(1)
-    with np.errstate(over="ignore"):
-        r = (u + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
-    nan = ((u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)) & ((u & np.uint32(0x7FFFFF)) != 0)
-    inf = (u & np.uint32(0x7FFFFFFF)) == np.uint32(0x7F800000)
-    r = np.where(inf, u, r)
-    return np.where(nan, np.uint32(TF32_NAN), r).astype(np.uint32)
+    """What a TFLOAT32 / TFLOAT32_FTZ tensor load writes for f32 elements ``u`` (uint32): each rounded to tf32 to
+    nearest even exactly as ``cvt.rn.tf32.f32`` (:func:`sim.numerics.convert.cvt`): subnormals kept (no flush,
+    even for _FTZ), every NaN :data:`TF32_NAN`.  Measured on an H100 (dtype_tfloat32, dtype_tfloat32_ftz: 384
+    elements incl. a tie, subnormals, infinities and NaNs)."""
+    return np.asarray(cvt("tf32", "f32", np.asarray(u, dtype=np.uint32), rnd="rn")).astype(np.uint32)
 
 
 #: minimum SMEM alignment of a box per swizzle mode (tma.md §3)
