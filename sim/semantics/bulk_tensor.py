@@ -86,6 +86,7 @@ from ..agents.tma import TmaEngine
 from . import bulk_tensor_gather as rows4
 from .bulk_tensor_gather import ILLEGAL
 from ..numerics.convert import cvt
+from ..numerics.fp import fadd, fmax, fmin
 from ..proxy_fence import async_write, check_async_read
 from .bulk_copy import (MBAR, check_source_resident, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target,
                         thread_groups)
@@ -578,12 +579,6 @@ _RED_TYPES["dec"] = _RED_TYPES["inc"]
 _RED_TYPES["or"] = _RED_TYPES["xor"] = _RED_TYPES["and"]
 
 
-def _flush_f32(u: np.ndarray) -> np.ndarray:
-    """f32 bit patterns with subnormals replaced by the zero of their sign."""
-    sub = ((u & np.uint32(0x7F800000)) == 0) & ((u & np.uint32(0x7FFFFF)) != 0)
-    return np.where(sub, u & np.uint32(0x80000000), u).astype(np.uint32)
-
-
 def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) -> np.ndarray:
     """Element-wise ``old <redop> src`` on raw bytes (rows of ``esize`` bytes); returns new raw bytes.
     PTX ISA §9.7.9.25.5.3 (each element reduction is .relaxed.gpu)."""
@@ -601,35 +596,16 @@ def reduce_elements(redop: str, ptype: str, old: np.ndarray, src: np.ndarray) ->
         r = np.where(np.isnan(x), a, r).astype(np.uint64)
         return np.ascontiguousarray(r).view(np.uint8).reshape(-1, es)
     if ptype in ("f16", "bf16", "f32", "f32.ftz"):
-        import ml_dtypes
-        ft = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f32.ftz": np.float32}[ptype]
-        ftz = ptype == "f32.ftz"
-        if ftz:
-            a, b = _flush_f32(a), _flush_f32(b)
-        x, y = a.view(ft).astype(np.float32), b.view(ft).astype(np.float32)
+        # the scalar float instructions' numerics (sim.numerics.fp): add.rn{.ftz} (PTX ISA §9.7.3.1 / §9.7.4.1) and
+        # min/max (§9.7.3.10-11 / §9.7.4.8-9).  Measured on an H100 (tests/golden/tma_h100, reduce_*): one rounding
+        # to nearest even, NaN results canonical (0x7FFFFFFF / 0x7FFF), a NaN loses to a number in min/max,
+        # -0 < +0, subnormals kept except through a FLOAT32_FTZ map, which flushes operands and result
+        fmt = ptype.split(".")[0]
         if redop == "add":
-            # one f32 add then one rounding (exact for f16/bf16: 2p+2 <= 24); overflow to infinity and
-            # inf + -inf = NaN are the intended IEEE results, not accidents: no numpy warnings.  Measured on an
-            # H100 (tests/golden/tma_h100, reduce_add_*): a NaN result is the canonical 0x7FFFFFFF / 0x7FFF;
-            # subnormals are kept, except through a FLOAT32_FTZ map, which flushes the operands and the result
-            # to zero of the same sign
-            with np.errstate(over="ignore", invalid="ignore"):
-                s = x + y
-                r = np.ascontiguousarray(s.astype(ft)).view(uint)
-            if ftz:
-                r = _flush_f32(r)
-            r = np.where(np.isnan(s), uint(0x7FFFFFFF if es == 4 else 0x7FFF), r).astype(uint)
-            return r.view(np.uint8).reshape(-1, es)
-        pick_b = (y < x) if redop == "min" else (y > x)
-        zeros = (x == 0) & (y == 0)
-        sign = uint(8 * es - 1)
-        sb, sa = (b >> sign) & uint(1), (a >> sign) & uint(1)
-        pick_b |= zeros & ((sb > sa) if redop == "min" else (sb < sa))   # min(-0,+0) = -0
-        pick_b |= np.isnan(x) & ~np.isnan(y)                              # NaN loses to a number
-        both_nan = np.isnan(x) & np.isnan(y)
-        r = np.where(pick_b, b, a).astype(uint)
-        r = np.where(both_nan, uint(0x7FFFFFFF if ptype == "f32" else 0x7FFF), r).astype(uint)
-        return r.view(np.uint8).reshape(-1, es)
+            r = fadd(fmt, a, b, rnd="rn", ftz=ptype == "f32.ftz")
+        else:
+            r = (fmin if redop == "min" else fmax)(fmt, a, b)
+        return np.ascontiguousarray(np.asarray(r).astype(uint)).view(np.uint8).reshape(-1, es)
     if ptype[0] == "s":
         sint = {4: np.int32, 8: np.int64}[es]
         x, y = a.view(sint), b.view(sint)
