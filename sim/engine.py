@@ -43,8 +43,6 @@ _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldm
 
 def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
-NUM_SMS = {"sm_90a": 132, "sm_90": 132, "sm_100a": 148, "sm_100": 148}     # = sim.timing.params num_sms
-CLOCK_GHZ = {"sm_90a": 1.98, "sm_100a": 1.965}                             # = sim.timing.params sm_clock_mhz
 
 
 def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None) -> list:
@@ -184,6 +182,19 @@ class Simulation:
         if self._rng is None:
             return 1
         return 1 + self._rng.randrange(4)
+
+    @property
+    def arch_config(self):
+        """The architecture config of the target (sim.timing.params: SM count, clock... with their sources)."""
+        cfg = self.__dict__.get("_arch_config")
+        if cfg is None:
+            if self.timing is not None:
+                cfg = self.timing.cfg
+            else:
+                from .timing.params import arch_config
+                cfg = arch_config(self.arch)
+            self._arch_config = cfg
+        return cfg
 
     def timing_report(self):
         """The :class:`sim.timing.stats.TimingReport` of the run so far (None with timing off)."""
@@ -444,9 +455,9 @@ class Simulation:
         if name == "%nctaid":
             return full(self.grid[axis])
         if name == "%smid":
-            return full(self.ctas.index(cta) % NUM_SMS.get(self.arch, 132))
+            return full(self.ctas.index(cta) % int(self.arch_config.num_sms))
         if name == "%nsmid":
-            return full(NUM_SMS.get(self.arch, 132))
+            return full(int(self.arch_config.num_sms))
         if name == "%gridid":
             return full(0, np.uint64)
         if name in ("%clock", "%clock_hi", "%clock64"):
@@ -455,7 +466,7 @@ class Simulation:
                 return full(c, np.uint64)
             return full((c >> 32) & 0xFFFFFFFF if name == "%clock_hi" else c & 0xFFFFFFFF)
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            ns = int(self.env.now / CLOCK_GHZ.get(self.arch, 1.98))
+            ns = int(self.env.now * 1000 / self.arch_config.sm_clock_mhz)
             if name == "%globaltimer":
                 return full(ns, np.uint64)
             return full(ns & 0xFFFFFFFF if name.endswith("lo") else ns >> 32)

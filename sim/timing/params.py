@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from isa.errors import LaunchError
+
 REPO = Path(__file__).resolve().parents[2]
 #: where H100 measurements (hw/microbench) override sm_90a estimates
 MEASURED_H100 = REPO / "tests" / "golden" / "timing_h100" / "measured.json"
@@ -262,11 +264,15 @@ class ArchConfig:
 
     def with_overrides(self, values: dict, source: str = "override") -> "ArchConfig":
         """A copy with ``values`` ({name: number or {'value':, 'source':}}) replacing parameters; unknown names
-        raise KeyError (a typo must not silently fall back to the estimate)."""
+        are a LaunchError (a typo must not silently fall back to the estimate)."""
         params = dict(self.params)
         for name, v in values.items():
             if name not in params:
-                raise KeyError(f"{self.arch} timing config has no parameter {name!r}")
+                raise LaunchError(f"{source}: the {self.arch} timing config has no parameter {name!r}",
+                                  expected="a name of sim/timing/params.py (python -m hw.microbench params)")
+            if isinstance(v, dict) and "value" not in v:
+                raise LaunchError(f"{source}: the override of {name!r} has no 'value'",
+                                  expected='{"value": number, "source": "..."}')
             if isinstance(v, dict):
                 params[name] = replace(params[name], value=v["value"], kind=v.get("kind", "M"),
                                        source=v.get("source", source), note=v.get("note", params[name].note))
@@ -290,7 +296,13 @@ def load_measured(path: Path = MEASURED_H100) -> dict:
     path = Path(path)
     if not path.exists():
         return {}
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise LaunchError(f"timing measurements {path} cannot be read: {e}",
+                          expected="the JSON written by python -m hw.microbench fit") from None
+    if not isinstance(data, dict):
+        raise LaunchError(f"timing measurements {path} are not a JSON object of parameter overrides")
     return {k: (v if isinstance(v, dict) else {"value": v, "source": str(path)}) for k, v in data.items()}
 
 

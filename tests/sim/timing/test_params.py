@@ -5,6 +5,8 @@ import numbers
 
 import pytest
 
+from isa.errors import LaunchError
+
 from sim.timing.params import KINDS, SM_90A, SM_100A, arch_config
 
 TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
@@ -57,7 +59,13 @@ def test_h100_measurements_override_estimates(tmp_path):
     assert "mbarrier_wake_latency" not in cfg.estimates()
     assert arch_config("sm_90a", measured=tmp_path / "absent.json").smem_latency == SM_90A["smem_latency"].value
     f.write_text(json.dumps({"smem_latncy": 3}))
-    with pytest.raises(KeyError, match="smem_latncy"):
+    with pytest.raises(LaunchError, match="has no parameter 'smem_latncy'"):
+        arch_config("sm_90a", measured=f)
+    f.write_text(json.dumps({"smem_latency": {"source": "x"}}))
+    with pytest.raises(LaunchError, match="the override of 'smem_latency' has no 'value'"):
+        arch_config("sm_90a", measured=f)
+    f.write_text("{not json")
+    with pytest.raises(LaunchError, match="cannot be read"):
         arch_config("sm_90a", measured=f)
 
 
