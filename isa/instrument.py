@@ -58,7 +58,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .errors import LaunchError, SourceLoc, TcsimError
-from .ir import TYPE_SIZES, Address, Not, ParenList, PredPair, Reg, SpecialReg, Sym, Vector
+from .ir import NO_REG_DEST, TYPE_SIZES, Address, Not, ParenList, PredPair, Reg, SpecialReg, Sym, Vector
 from .lexer import tokenize
 from .parser import parse
 
@@ -74,11 +74,7 @@ DEST_BYTES = WARP * LANE_BYTES  # one destination register, 32 lanes x u64
 
 #: ``.approx`` instructions whose results may legitimately differ between back ends (ulp distance reported)
 APPROX_OPCODES = frozenset(("ex2", "lg2", "rcp", "sqrt", "rsqrt", "sin", "cos", "tanh"))
-#: opcodes that never write a register synchronously (operand 0, if a register, is a source)
-_NO_DEST = frozenset(("st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "call", "trap", "brkpt",
-                      "nanosleep", "pmevent", "prefetch", "prefetchu", "fence", "membar", "cp", "stmatrix",
-                      "griddepcontrol", "setmaxnreg", "stackrestore", "sust", "sured", "discard",
-                      "applypriority", "tensormap"))
+_NO_DEST = NO_REG_DEST
 _CONTROL = frozenset(("bra", "brx", "ret", "exit", "call", "trap", "brkpt"))
 #: opcodes whose destinations are written asynchronously (reading them right after issue is undefined)
 _ASYNC_DEST = frozenset(("wgmma", "tcgen05"))

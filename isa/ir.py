@@ -197,6 +197,14 @@ class Instruction:
         ops = ", ".join(map(str, self.operands))
         return f"{g}{self.full_opcode} {ops};" if ops else f"{g}{self.full_opcode};"
 
+#: opcodes that never write a register synchronously: operand 0, if a register, is a source (used by the trace
+#: instrumentation and the timing model's scoreboard)
+NO_REG_DEST = frozenset(("st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "call", "trap", "brkpt",
+                         "nanosleep", "pmevent", "prefetch", "prefetchu", "fence", "membar", "cp", "stmatrix",
+                         "griddepcontrol", "setmaxnreg", "stackrestore", "sust", "sured", "discard",
+                         "applypriority", "tensormap"))
+
+
 def reg_names(op) -> list:
     """Register names an operand names: a register, or the registers of a ``{...}`` vector."""
     if isinstance(op, Reg):

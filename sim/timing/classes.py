@@ -31,12 +31,12 @@ import math
 from dataclasses import dataclass, replace
 
 from isa import ir
+from isa.instrument import APPROX_OPCODES
 
 #: opcodes whose first operand, when a register, is read, not written
-_NO_DEST = {"bar", "barrier", "bra", "brx", "ret", "exit", "trap", "brkpt", "nanosleep", "setmaxnreg", "prefetch",
-            "prefetchu", "fence", "membar", "pmevent", "griddepcontrol", "cp", "red", "st", "stmatrix", "call",
-            "tensormap"}
-_SFU = {"rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh"}
+_NO_DEST = ir.NO_REG_DEST
+#: the special-function unit's opcodes = the .approx transcendentals
+_SFU = APPROX_OPCODES
 _WARP = {"shfl", "vote", "match", "redux", "activemask", "elect"}
 _MEM = {"ld", "ldu", "st", "atom", "red"}
 _MATRIX = {"ldmatrix", "stmatrix", "movmatrix"}

@@ -98,7 +98,7 @@ class TimingModel:
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
-        self.war_read = float(getattr(cfg, "mma_sync_operand_read", 0) or 0)
+        self.war_read = float(cfg.mma_sync_operand_read)
         self._war_dsts = [tuple(n for n in p.dsts if n not in p.srcs) for p in self.plans]
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
