@@ -45,7 +45,7 @@ from typing import Callable
 
 from isa.errors import SyncError, VerifyError
 
-from .unit import AsyncUnit
+from .unit import AsyncUnit, unit_params
 
 
 @dataclass(frozen=True)
@@ -125,10 +125,10 @@ class TensorPipe(AsyncUnit):
         ctas = group_ctas(ctx, cta_group, what)
 
         def make(sim):
-            params = getattr(sim, "tensor_pipe_params", None)
-            timing = getattr(sim, "timing", None)
-            arch = timing.cfg if (params is None and timing is not None) else None
-            return cls(sim, ctas, params or DEFAULT_PARAMS, arch=arch)
+            p = unit_params(sim, "tensor_pipe_params", DEFAULT_PARAMS)
+            if isinstance(p, TensorPipeParams):
+                return cls(sim, ctas, p)
+            return cls(sim, ctas, DEFAULT_PARAMS, arch=p)          # timing on: the arch config
 
         return ctx.engine.agent("tensor_pipe", make, key=ctas)
 

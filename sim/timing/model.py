@@ -127,6 +127,8 @@ class TimingModel:
         if attr == "async_copy_params":
             from ..agents.async_copy import AsyncCopyParams
             return AsyncCopyParams(latency=int(cfg.l2_latency), issue_cycles=int(cfg.cp_async_issue_cycles))
+        if attr == "tensor_pipe_params":
+            return cfg                  # the tensor pipe's timing is a model of its own (sim.timing.tensor)
         raise KeyError(attr)
 
     # ------------------------------------------------------------------------------------------ issue rules
