@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cases as C
+from . import ptxgen as G
 
 
 def stats(x) -> dict:
@@ -81,6 +82,24 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
         per = _slope(med[0], med[1], *C.KTILES)             # cycles per k-tile (CTA-wide: max over the warps)
         v = {"cycles_per_ktile": per, "fixed": med[0] - C.KTILES[0] * per,
              "mma_per_clk_sm": p["warps"] * 32 / per, "ldmatrix_per_clk_sm": p["warps"] * 20 / per}
+    elif g == "store":
+        per = _slope(med[0], med[1], *G.STORE_LENGTHS)      # cycles per store per warp (all warps at once)
+        nb = 128 * p["vec"]
+        v = {"cycles_per_store_per_warp": per, "bytes_per_clk_sm": p["warps"] * nb / per, "fixed": med[0]}
+    elif g == "tma_issue":
+        n0, n1 = G.TMA_ISSUE_LENGTHS
+        v = {"per_tma_issue": _slope(med[0], med[1], n0, n1), "expect_tx_plus_one": med[0]}
+    elif g == "fence":
+        v = {"per_init_fence": _slope(med[0], med[1], *G.FENCE_LENGTHS), "one": med[0]}
+    elif g == "elem":
+        v = {f"per_chunk_{n}": med[k] for k, n in enumerate(G.ELEM_LOOP_BYTES)}
+    elif g == "code":
+        n0, n1 = C.CODE_LENGTHS
+        warm = _slope(med[0], med[1], n0, n1)
+        cold = [float(out[0, 0, k]) for k in range(2)]
+        cold_slope = _slope(cold[0], cold[1], n0, n1)
+        v = {"warm_per_instruction": warm, "cold_per_instruction": cold_slope,
+             "cold_extra_per_line": (cold_slope - warm) * 8, "cold_first_extra": cold[0] - med[0]}
     elif g == "ring":
         per = _slope(med[0], med[1], *C.RING_LENGTHS)       # consumer cycles per chunk
         v = {"per_chunk": per, "fixed": med[0] - C.RING_LENGTHS[0] * per, "bytes": p["bytes"],
@@ -122,6 +141,15 @@ DIRECT_PARAMS = {
     "mma_sync_latency": ("mma_f16_latency", "latency", 1, "dependent m16n8k16 f32.f16 chain (bf16, f16 acc: same)"),
     "mma_sync_interval": ("mma_f16_tput_1w", "cycles_per_step", 1 / 8, "one warp, 8 independent chains: cycles "
                           "per step / 8 = HMMA.16816 issue interval of one sub-partition"),
+    "tma_issue_cycles": ("tma_issue", "per_tma_issue", 1, "lane 0 issuing 1 vs 4 back-to-back 2D tensor loads: the "
+                         "issuing warp is held this long per cp.async.bulk.tensor"),
+    "gmem_store_warp_interval": ("gmem_store_u32_1w", "cycles_per_store_per_warp", 1, "one warp issuing independent "
+                                 "coalesced st.global.u32: one every this many cycles at most"),
+    "gmem_fresh_latency": ("gmem_chase_fresh_128", "latency", 1, "dependent ld.global.u64 chase, each load a line the "
+                           "kernel has not touched in a 1 MB buffer the host has just written (in L2; an L2 hit "
+                           "costs l2_latency)"),
+    "gmem_cold_latency": ("gmem_chase_cold", "latency", 1, "dependent ld.global.u64 chase, each load a line at the "
+                          "front of a 64 MB buffer (larger than L2: from DRAM), incl. one 64-bit add"),
 }
 
 

@@ -119,15 +119,19 @@ def _b_mma(c):
 
 def _b_tma(c):
     rows, inner, swz = c.params["rows"], c.params["inner"], c.params["swizzle"]
-    t = (np.arange(256 * inner, dtype=np.uint32) % 65521).astype(np.float16).reshape(256, inner)
+    adv = c.params.get("advance", False)
+    total = max(256, rows * REPS) if adv else 256
+    t = (np.arange(total * inner, dtype=np.uint32) % 65521).astype(np.float16).reshape(total, inner)
     tm = TensorMap.tiled(t, box=(rows, inner), swizzle=swz)
-    return _calib_launch(c, G.tma_load(rows * inner * 2, REPS), nseg=1, extra=(t, tm))
+    return _calib_launch(c, G.tma_load(rows * inner * 2, REPS, advance_rows=rows if adv else 0), nseg=1,
+                         extra=(t, tm))
 
 
 def _b_bulk(c):
     n = c.params["bytes"]
-    src = np.arange(n // 4, dtype=np.uint32)
-    return _calib_launch(c, G.bulk_copy(n, REPS), nseg=1, extra=(src,), dynamic_smem=n)
+    adv = c.params.get("advance", False)
+    src = np.arange(n * (REPS if adv else 1) // 4, dtype=np.uint32)
+    return _calib_launch(c, G.bulk_copy(n, REPS, advance=adv), nseg=1, extra=(src,), dynamic_smem=n)
 
 
 def _b_dsmem(c):
@@ -138,6 +142,10 @@ KTILES = (1, 4)               # k-tiles per segment of the ldmatrix + mma.sync l
 
 
 def _b_loop(c):
+    if c.params.get("tma_traffic"):
+        t = (np.arange(64 * 64, dtype=np.uint32) % 65521).astype(np.float16).reshape(64, 64)
+        tm = TensorMap.tiled(t, box=(64, 64), swizzle="128B")
+        return _calib_launch(c, G.ldsm_mma_loop(KTILES, REPS, tma_traffic=True), nseg=2, warps=5, extra=(t, tm))
     return _calib_launch(c, G.ldsm_mma_loop(KTILES, REPS), nseg=2, warps=c.params["warps"])
 
 
@@ -156,10 +164,42 @@ COLD_BUFFER = 64 << 20        # > the H100's 50 MB L2
 
 
 def _b_gmem_cold(c):
-    chain = np.zeros(COLD_BUFFER // 8, dtype=np.uint64)
+    stride, size = c.params.get("stride", COLD_STRIDE), c.params.get("buffer", COLD_BUFFER)
+    chain = np.zeros(size // 8, dtype=np.uint64)
     steps = REPS * sum(CHAIN)
-    chain[:steps * COLD_STRIDE // 8:COLD_STRIDE // 8] = COLD_STRIDE
+    chain[:steps * stride // 8:stride // 8] = stride
     return _calib_launch(c, G.global_chase_cold(CHAIN, REPS), nseg=2, extra=(chain,))
+
+
+CODE_LENGTHS = (512, 2048)    # straight-line FFMAs per segment of the instruction-fetch case
+
+
+def _b_store(c):
+    vec, w = c.params["vec"], c.params["warps"]
+    dst = np.zeros(w * REPS * sum(G.STORE_LENGTHS) * 32 * vec, dtype=np.uint32)
+    return _calib_launch(c, G.global_stores(vec, G.STORE_LENGTHS, REPS), nseg=2, warps=w, extra=(dst,))
+
+
+def _b_tma_issue(c):
+    t = (np.arange(64 * 64, dtype=np.uint32) % 65521).astype(np.float16).reshape(64, 64)
+    tm = TensorMap.tiled(t, box=(64, 64), swizzle="128B")
+    return _calib_launch(c, G.tma_issue(G.TMA_ISSUE_LENGTHS, REPS), nseg=2, extra=(t, tm))
+
+
+def _b_elem(c):
+    l = _calib_launch(c, G.elem_loop(G.ELEM_LOOP_BYTES, REPS), nseg=len(G.ELEM_LOOP_BYTES),
+                      extra=(np.zeros(REPS * len(G.ELEM_LOOP_BYTES) * max(G.ELEM_LOOP_BYTES) // 4, dtype=np.uint32),))
+    l.args[1][16:16 + len(G.ELEM_LOOP_BYTES)] = G.ELEM_LOOP_BYTES      # io[16..]: the run-time chunk sizes
+    return l
+
+
+def _b_fence(c):
+    return _calib_launch(c, G.mbarrier_init_fence(c.params["form"], G.FENCE_LENGTHS, REPS),
+                         nseg=len(G.FENCE_LENGTHS))
+
+
+def _b_code(c):
+    return _calib_launch(c, G.straight_code(CODE_LENGTHS, REPS), nseg=2)
 
 
 # ============================================================================================ validation
@@ -306,6 +346,8 @@ def cta_cycles(launch: Launch, clk: np.ndarray) -> list:
 BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, "bar_sync": _b_bar,
             "mbarrier": _b_mbar, "ldmatrix": _b_ldm, "mma": _b_mma, "tma": _b_tma, "bulk": _b_bulk,
             "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
+            "code": _b_code, "store": _b_store, "tma_issue": _b_tma_issue,
+            "elem": _b_elem, "fence": _b_fence,
             "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
 
@@ -352,10 +394,40 @@ def _registry() -> dict:
     # a cold (DRAM) ld.global chase
     cs.append(Case("gmem_chase_cold", "gmem_cold", "calibration", note=f"ld.global.u64 pointer chase, one new "
                    f"line every {COLD_STRIDE} B: every load a first touch (DRAM)"))
+    # what the validation timelines (hw/microbench/timeline.py) pointed at: first touches of lines the host has
+    # just written (L2-resident, new pages), and instruction fetch of code run for the first time
+    for stride, size in ((128, 1 << 20), (8192, 16 << 20)):
+        cs.append(Case(f"gmem_chase_fresh_{stride}", "gmem_cold", "calibration", {"stride": stride, "buffer": size},
+                       f"ld.global.u64 pointer chase, one new line every {stride} B of a {size >> 20} MB buffer "
+                       f"the host has just written (smaller than L2)"))
+    for vec, w in ((1, 1), (1, 4), (2, 1), (2, 4)):
+        cs.append(Case(f"gmem_store_{'u32' if vec == 1 else 'v2'}_{w}w", "store", "calibration",
+                       {"vec": vec, "warps": w}, f"{w} warp(s), each {G.STORE_LENGTHS} independent coalesced "
+                       f"{'st.global.u32' if vec == 1 else 'st.global.v2.f32'} per segment, never waited for"))
+    cs.append(Case("tma_issue", "tma_issue", "calibration", note=f"lane 0: arrive.expect_tx + "
+                   f"{G.TMA_ISSUE_LENGTHS} 2D tensor loads (8 KB boxes) per segment, issue only"))
+    # first touches after the first rep: every rep loads lines never touched before, through a tensor map / a
+    # source already used (rep 0 alone is also the first use of the map and of the buffer's pages)
+    cs.append(Case("tma_fresh_128B_64x64", "tma", "calibration",
+                   {"swizzle": "128B", "rows": 64, "inner": 64, "advance": True},
+                   "one 2D TMA load per rep, f16 box 64x64 (8 KB), each rep the next 64 rows (fresh lines)"))
+    for n in (1024, 8192):
+        cs.append(Case(f"bulk_fresh_{n}B", "bulk", "calibration", {"bytes": n, "advance": True},
+                       f"one cp.async.bulk of {n} B per rep, each rep the next {n} B of the source (fresh lines)"))
+    for form in G.FENCE_FORMS:
+        cs.append(Case(f"mbarrier_init_fence_{form}", "fence", "calibration", {"form": form},
+                       f"lane 0: {G.FENCE_LENGTHS} x (mbarrier.init + {G.FENCE_FORMS[form].strip()}) per segment"))
+    cs.append(Case("elem_loop", "elem", "calibration", note=f"bulk_pipeline's per-chunk consumer loop alone, "
+                   f"run-time trip count, chunk sizes {G.ELEM_LOOP_BYTES} B"))
+    cs.append(Case("icache_straight", "code", "calibration", note=f"{CODE_LENGTHS} straight-line fma.rn.f32 per "
+                   f"segment, 8 independent chains: rep 0 runs code never fetched before"))
     for w in (1, 4):
         cs.append(Case(f"loop_ldsm_mma_{w}w", "loop", "calibration", {"warps": w},
                        f"pipe_gemm's consumer k-tile loop (4 x (5 ldmatrix.x4 + 8 mma.sync)) on SMEM data, {w} "
                        f"warp(s), {KTILES} k-tiles per segment"))
+    cs.append(Case("loop_ldsm_mma_4w_tma", "loop", "calibration", {"warps": 4, "tma_traffic": True},
+                   "loop_ldsm_mma_4w beside a fifth warp streaming 8 KB TMA loads into SMEM (pipe_gemm's producer "
+                   "traffic)"))
     for n in (32, 1024, 2048):
         cs.append(Case(f"bulk_ring_{n}", "ring", "calibration", {"bytes": n},
                        f"producer lane + consumer warp, {G.RING_STAGES}-stage ring of {n} B cp.async.bulk chunks, "

@@ -333,7 +333,7 @@ def mma_chain(form: str, chains: int, lengths: tuple, reps: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------- TMA / bulk copy
-def tma_load(box_bytes: int, reps: int) -> str:
+def tma_load(box_bytes: int, reps: int, advance_rows: int = 0) -> str:
     """Lane 0 of the single warp: arrive.expect_tx + one 2D tensor load of the whole box, then the warp polls
     the mbarrier; one load per segment.  Rep 0 is cold (DRAM), later reps find the tile in L2."""
     setup = """	mov.u32 	%r20, mbar;
@@ -356,12 +356,17 @@ $L_tw:
 	ld.shared.u32 	%r24, [%r22];
 	xor.b32 	%r8, %r8, %r24;
 """
-    return timed_kernel("mb_tma_load", [body], reps=reps, setup=setup,
+    # advance_rows > 0: every rep loads the next box down the tensor (lines never touched before)
+    after = f"\tadd.u32 \t%r25, %r25, {advance_rows};\n" if advance_rows else ""
+    if advance_rows:
+        setup += "\tmov.u32 \t%r25, 0;\n"
+        body = body.replace("{%r23, %r23}", "{%r23, %r25}")
+    return timed_kernel("mb_tma_load", [(body, after)], reps=reps, setup=setup,
                         params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
                         decls="\t.shared .align 1024 .b8 sbuf[32768];\n\t.shared .align 8 .b64 mbar;")
 
 
-def bulk_copy(nbytes: int, reps: int) -> str:
+def bulk_copy(nbytes: int, reps: int, advance: bool = False) -> str:
     """Lane 0: arrive.expect_tx + one non-tensor cp.async.bulk global -> shared of ``nbytes`` into dynamic
     shared memory; the warp polls the mbarrier.  Rep 0 cold, later reps L2-warm."""
     setup = """	mov.u32 	%r20, mbar;
@@ -382,7 +387,10 @@ $L_bw:
 	ld.shared.u32 	%r24, [%r22];
 	xor.b32 	%r8, %r8, %r24;
 """
-    return timed_kernel("mb_bulk_copy", [body], reps=reps, setup=setup, params=",\n\t.param .u64 src_ptr",
+    # advance: every rep copies the next nbytes of the source (lines never touched before)
+    after = f"\tadd.s64 \t%rd10, %rd10, {nbytes};\n" if advance else ""
+    return timed_kernel("mb_bulk_copy", [(body, after)], reps=reps, setup=setup,
+                        params=",\n\t.param .u64 src_ptr",
                         decls="\t.shared .align 8 .b64 mbar;",
                         module_decls=".extern .shared .align 128 .b8 dsm[];\n\n")
 
@@ -443,7 +451,10 @@ PIPE_GEMM_KSTEP = """	shl.b32 	%r31, %r30, 1;
     f"{{%f{4 * j}, %f{4 * j + 1}, %f{4 * j + 2}, %f{4 * j + 3}}};\n" for j in range(8))
 
 
-def ldsm_mma_loop(ktiles: tuple, reps: int) -> str:
+TMA_TRAFFIC_LOADS = 64        # 8 KB TMA loads the traffic warp streams (enough to outlast the consumer warps)
+
+
+def ldsm_mma_loop(ktiles: tuple, reps: int, tma_traffic: bool = False) -> str:
     """The inner loop of pipe_gemm's consumer on one 16 KB stage already in SMEM (A at +0, B^T at +8192, both
     64 rows x 128 B with the 128B swizzle, as TMA leaves them; no TMA, no mbarrier): per segment ``n`` k-tiles,
     each the k-step loop of :data:`PIPE_GEMM_KSTEP` run 4 times.  Warp w reads rows 16w.. of A as pipe_gemm's
@@ -491,8 +502,52 @@ $L_fill:
                 f"\tsetp.lt.u32 \t%p5, %r30, 4;\n\t@%p5 bra \t{k};\n"
                 f"\tadd.u32 \t%r28, %r28, %r16;\n\tadd.u32 \t%r29, %r29, %r16;\n")
     segs = ["".join(ktile() for _ in range(n)) + fold for n in ktiles]
-    return timed_kernel("mb_ldsm_mma_loop", segs, reps=reps, setup=setup, pre="\tbar.sync \t0;\n",
-                        decls="\t.shared .align 1024 .b8 sbuf[16384];")
+    if not tma_traffic:
+        return timed_kernel("mb_ldsm_mma_loop", segs, reps=reps, setup=setup, pre="\tbar.sync \t0;\n",
+                            decls="\t.shared .align 1024 .b8 sbuf[16384];")
+    # tma_traffic: a fifth warp (lane 0) streams 8 KB TMA tile loads into two other SMEM buffers, one after the
+    # other, while the four consumer warps (named barrier 1) run the loop: the SMEM write traffic of pipe_gemm's
+    # producer beside its consumer loop
+    setup = setup.replace("\tbar.sync \t0;\n", """	mov.u32 	%r40, mbar;
+	setp.eq.u32 	%p9, %r1, 0;
+	@%p9 mbarrier.init.shared::cta.b64 	[%r40], 1;
+	fence.mbarrier_init.release.cluster;
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	setp.eq.u32 	%p6, %r3, 4;
+	@%p6 bra 	$L_tma;
+""", 1)
+    post = f"""	bra.uni 	$L_tma_end;
+$L_tma:
+	setp.ne.u32 	%p7, %r2, 0;
+	@%p7 bra 	$L_tma_exit;
+	mov.b64 	%rd40, tmap;
+	cvta.param.u64 	%rd40, %rd40;
+	mov.u32 	%r41, sbuf2;
+	mov.u32 	%r42, 0;                // load count
+	mov.u32 	%r43, 0;                // parity
+	mov.u32 	%r44, 0;
+$L_tma_next:
+	and.b32 	%r45, %r42, 1;
+	shl.b32 	%r45, %r45, 13;
+	add.u32 	%r45, %r45, %r41;
+	mbarrier.arrive.expect_tx.shared::cta.b64 	%rd41, [%r40], 8192;
+	cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes 	[%r45], [%rd40, {{%r44, %r44}}], [%r40];
+$L_tma_wait:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p8, [%r40], %r43;
+	@!%p8 bra 	$L_tma_wait;
+	xor.b32 	%r43, %r43, 1;
+	add.u32 	%r42, %r42, 1;
+	setp.lt.u32 	%p8, %r42, {TMA_TRAFFIC_LOADS};
+	@%p8 bra 	$L_tma_next;
+$L_tma_exit:
+	ret;
+$L_tma_end:
+"""
+    return timed_kernel("mb_ldsm_mma_loop_tma", segs, reps=reps, setup=setup, pre="\tbar.sync \t1, 128;\n",
+                        post=post, params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
+                        decls="\t.shared .align 1024 .b8 sbuf[16384];\n\t.shared .align 1024 .b8 sbuf2[16384];"
+                              "\n\t.shared .align 8 .b64 mbar;")
 
 
 RING_STAGES = 3
@@ -596,3 +651,149 @@ def global_chase_cold(lengths: tuple, reps: int) -> str:
     fold = "\tcvt.u32.u64 \t%r13, %rd10;\n\txor.b32 \t%r8, %r8, %r13;\n"
     return timed_kernel("mb_global_chase_cold", [rep(step, n) + fold for n in lengths], reps=reps, setup=setup,
                         params=",\n\t.param .u64 chain_ptr")
+
+
+def straight_code(lengths: tuple, reps: int, chains: int = 8) -> str:
+    """Instruction fetch: each segment is ``n`` straight-line ``fma.rn.f32`` (one FFMA, 16 bytes of SASS, each),
+    round-robin over ``chains`` independent accumulators, so the warp could issue one per cycle; every segment
+    is its own code.  Rep 0 runs code never fetched before (cold instruction caches), reps 1.. run it again."""
+    setup = "".join(f"\tmov.f32 \t%f{20 + i}, %f12;\n" for i in range(chains)) + ALU_SETUP
+    segs = []
+    for n in lengths:
+        body = "".join(f"\tfma.rn.f32 \t%f{20 + i % chains}, %f{20 + i % chains}, %f11, %f12;\n" for i in range(n))
+        fold = "".join(f"\tmov.b32 \t%r13, %f{20 + i};\n\txor.b32 \t%r8, %r8, %r13;\n" for i in range(chains))
+        segs.append(body + fold)
+    return timed_kernel("mb_straight_code", segs, reps=reps, setup=setup)
+
+
+STORE_LENGTHS = (16, 64)
+
+
+def global_stores(vec: int, lengths: tuple, reps: int) -> str:
+    """Store throughput: every warp issues ``n`` independent coalesced stores per segment (``st.global.u32``,
+    128 bytes per warp-instruction, or ``st.global.v2.f32``, 256), each to a new block of the ``dst`` buffer, and
+    never waits for them; once the SM's store path backs up, the warp's issue stalls, so the slope between the
+    two lengths is the cycles per store.  Each rep and warp writes its own region (host-written, L2-resident)."""
+    width = 4 * vec
+    per_rep = sum(lengths) * 32 * width
+    setup = f"""	ld.param.u64 	%rd10, [dst_ptr];
+	cvta.to.global.u64 	%rd10, %rd10;
+	mul.wide.u32 	%rd12, %r2, {width};
+	add.s64 	%rd10, %rd10, %rd12;
+	mov.u32 	%r11, %r3;
+	mul.wide.u32 	%rd13, %r11, {per_rep * reps};
+	add.s64 	%rd10, %rd10, %rd13;
+	mov.b32 	%f10, %r2;
+"""
+    op = "st.global.u32 \t[%rd10+{o}], %r2;" if vec == 1 else "st.global.v2.f32 \t[%rd10+{o}], {{%f10, %f10}};"
+    segs, off = [], 0
+    for n in lengths:
+        body = "".join("\t" + op.format(o=off + k * 32 * width) + "\n" for k in range(n))
+        segs.append((body, ""))
+        off += n * 32 * width
+    post_seg = f"\tadd.s64 \t%rd10, %rd10, {per_rep};\n"
+    segs[-1] = (segs[-1][0], post_seg)
+    return timed_kernel("mb_global_stores", segs, reps=reps, setup=setup, params=",\n\t.param .u64 dst_ptr")
+
+
+TMA_ISSUE_LENGTHS = (1, 4)
+
+
+def tma_issue(lengths: tuple, reps: int) -> str:
+    """TMA issue cost: lane 0 does one ``arrive.expect_tx`` and ``n`` 2D tensor loads (box 64 x 64 f16, 8 KB, into
+    separate SMEM buffers); the segment times the issue only (the warp waits for the loads untimed, after it)."""
+    setup = """	mov.u32 	%r20, mbar;
+	mov.u32 	%r22, sbuf;
+	mov.b64 	%rd12, tmap;
+	cvta.param.u64 	%rd10, %rd12;
+	@%p1 mbarrier.init.shared::cta.b64 	[%r20], 1;
+	fence.mbarrier_init.release.cluster;
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	mov.u32 	%r21, 0;
+	mov.u32 	%r23, 0;
+"""
+    lab = Lab()
+    segs = []
+    for n in lengths:
+        body = f"\t@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 \t%rd11, [%r20], {8192 * n};\n"
+        for k in range(n):
+            body += (f"\t@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                     f"\t[%r22+{8192 * k}], [%rd10, {{%r23, %r23}}], [%r20];\n")
+        w = lab("tiw")
+        after = f"""{w}:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p3, [%r20], %r21;
+	@!%p3 bra 	{w};
+	xor.b32 	%r21, %r21, 1;
+	ld.shared.u32 	%r24, [%r22];
+	xor.b32 	%r8, %r8, %r24;
+"""
+        segs.append((body, after))
+    return timed_kernel("mb_tma_issue", segs, reps=reps, setup=setup,
+                        params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
+                        decls="\t.shared .align 1024 .b8 sbuf[32768];\n\t.shared .align 8 .b64 mbar;")
+
+
+ELEM_LOOP_BYTES = (32, 1024, 2048)
+
+
+def elem_loop(sizes: tuple, reps: int) -> str:
+    """The per-chunk work of examples/bulk_pipeline's consumer, alone: ``for (o = 4 lane; o < n; o += 128)
+    out[o] = 3 smem[o] + 1`` with ``n`` a run-time value (read from ``io``, so ptxas compiles a loop of unknown
+    trip count, as in the example); one segment per ``n``.  Each rep writes its own region of ``dst``."""
+    setup = """	ld.param.u64 	%rd10, [dst_ptr];
+	cvta.to.global.u64 	%rd10, %rd10;
+	mov.u32 	%r30, ring;
+	shl.b32 	%r21, %r2, 2;                 // 4 lane
+"""
+    for k, n in enumerate(sizes):
+        setup += f"\tld.global.u32 \t%r{40 + k}, [%rd2+{64 + 4 * k}];\n"
+    lab = Lab()
+    segs = []
+    for k, n in enumerate(sizes):
+        top, done = lab("el"), lab("el_done")
+        body = f"""	mov.u32 	%r31, %r21;
+{top}:
+	setp.ge.u32 	%p3, %r31, %r{40 + k};
+	@%p3 bra 	{done};
+	add.u32 	%r32, %r30, %r31;
+	ld.shared.u32 	%r33, [%r32];
+	mad.lo.u32 	%r34, %r33, 3, 1;
+	cvt.u64.u32 	%rd11, %r31;
+	add.u64 	%rd12, %rd10, %rd11;
+	st.global.u32 	[%rd12], %r34;
+	add.u32 	%r31, %r31, 128;
+	bra.uni 	{top};
+{done}:
+"""
+        segs.append((body, f"\tadd.s64 \t%rd10, %rd10, {max(sizes)};\n"))
+    return timed_kernel("mb_elem_loop", segs, reps=reps, setup=setup, params=",\n\t.param .u64 dst_ptr",
+                        decls=f"\t.shared .align 128 .b8 ring[{max(sizes)}];")
+
+
+FENCE_LENGTHS = (1, 4)
+FENCE_FORMS = {
+    "init": "\tfence.mbarrier_init.release.cluster;\n",
+    "init_proxy": "\tfence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;\n",
+    "proxy": "\tfence.proxy.async.shared::cta;\n",
+}
+
+
+def mbarrier_init_fence(form: str, lengths: tuple, reps: int) -> str:
+    """Lane 0 (one warp): ``n`` x (mbarrier.init of a fresh mbarrier; the fence(s) of ``form``) per segment, as
+    a kernel's start-up does before its CTA barrier; the segment ends with a dependent use of the last
+    mbarrier (try_wait.parity of the phase before its current one succeeds at once)."""
+    n_bar = max(lengths)
+    setup = """	mov.u32 	%r20, mbars;
+"""
+    segs = []
+    for n in lengths:
+        body = ""
+        for k in range(n):
+            body += f"\t@%p1 mbarrier.init.shared::cta.b64 \t[%r20+{8 * k}], 1;\n" + FENCE_FORMS[form]
+        body += (f"\tmbarrier.try_wait.parity.shared::cta.b64 \t%p3, [%r20+{8 * (n - 1)}], 1;\n"
+                 "\tselp.u32 \t%r22, 1, 0, %p3;\n\txor.b32 \t%r8, %r8, %r22;\n")
+        after = "".join(f"\t@%p1 mbarrier.inval.shared::cta.b64 \t[%r20+{8 * k}];\n" for k in range(n))
+        segs.append((body, after))
+    return timed_kernel("mb_mbarrier_init_fence", segs, reps=reps, setup=setup,
+                        decls=f"\t.shared .align 8 .b64 mbars[{n_bar}];")

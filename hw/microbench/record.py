@@ -115,7 +115,7 @@ def run_case(case, backend: str, val_runs: int, timing: bool = False) -> tuple:
             results.append((res.outputs, res.elapsed_ms))
         else:
             from sim.launch import run_launch
-            results.append((run_launch(launch, seed=0, timing=timing).outputs, None))
+            results.append((run_launch(launch, seed=None if timing else 0, timing=timing).outputs, None))
     entry["status"] = "ok"
     if backend == "gpu":
         entry.update(sass_summary(launch.ptx_text()[0]))

@@ -228,7 +228,9 @@ def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
             return plan("tmem", None, 0, 0, tmem=sub)
         return plan("tcgen05", None, 0, 0)
     if op == "cp":
-        return plan("async", "lsu", 1, 0)
+        # a tensor-map TMA op (UTMALDG / UTMASTG...) holds the issuing warp for tma_issue_cycles
+        tensor = "bulk" in mods and "tensor" in mods
+        return plan("async", "lsu", 1, 0, issue_cycles=int(cfg.tma_issue_cycles) if tensor else 1)
     if op == "mbarrier":
         sub = mods[0] if mods else ""
         kind = "mbarrier" if sub == "try_wait" else None
@@ -239,6 +241,11 @@ def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
         if kind == "barrier" and len(ins.operands) > 1 and isinstance(ins.operands[1], ir.Imm):
             count = int(ins.operands[1].value)
         return plan("sync", None, 1, 0, wait_kind=kind, barrier_count=count)
+    if op == "fence" and ("mbarrier_init" in mods or ("proxy" in mods and "async" in mods)):
+        # fence.mbarrier_init (MEMBAR) and fence.proxy.async (FENCE.VIEW.ASYNC) hold the warp (H100:
+        # mbarrier_init_fence_*)
+        hold = cfg.fence_mbarrier_init_cycles if "mbarrier_init" in mods else cfg.fence_proxy_async_cycles
+        return plan("control", None, 1, 0, issue_cycles=max(1, int(round(hold))))
     if op in ("bra", "brx", "ret", "exit", "call", "trap", "brkpt", "fence", "membar", "nanosleep", "setmaxnreg"):
         return plan("control", None, 1, 0)
     if _is_f64(ins):

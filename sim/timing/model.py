@@ -24,7 +24,16 @@ Issue rules (per CTA = per SM; a CTA is assumed to have its SM to itself):
   bar.sync costs ``barrier_wake_latency + barrier_wake_per_warp x warps`` from its completing arrival, for the
   completing warp as well;
 * TMA / bulk loads whose global lines are touched for the first time add ``dram_latency - l2_latency``
-  (``tma_dram_first_touch``; :meth:`TimingModel.tma_extra_latency`).
+  (``tma_dram_first_touch``; :meth:`TimingModel.tma_extra_latency`); with ``tma_fresh_extra`` > 0 (sm_90a) they
+  add that instead, plus ``tlb_miss_latency`` for a page touched for the first time, and a first-touch ld.global
+  costs ``gmem_fresh_latency`` when the host's argument copies left the line in L2 (the last ``l2_bytes`` copied)
+  or ``gmem_cold_latency`` when not (``gmem_cold_latency`` > 0);
+* global stores (``gmem_store_clk_per_sector`` > 0, sm_90a) drain in issue order through the SM's store path, one
+  32-byte sector per ``gmem_store_clk_per_sector``; a warp issues a store at most every
+  ``gmem_store_warp_interval`` and none while the backlog exceeds ``gmem_store_queue_cycles``;
+* a tensor-map TMA op holds the issuing warp ``tma_issue_cycles``, ``fence.mbarrier_init`` /
+  ``fence.proxy.async`` ``fence_mbarrier_init_cycles`` / ``fence_proxy_async_cycles``
+  (:mod:`sim.timing.classes`).
 
 **Dataflow issue** (``dataflow_issue``; sm_90a): PTX is not what the hardware issues -- ptxas hoists
 independent instructions and unrolls counted loops -- so with it on an instruction does not hold the warp until
@@ -33,7 +42,9 @@ calendar) while the warp issues on, with at most ``dataflow_window`` instruction
 future.  Loads wait for their address operands at issue (memory ports see requests in time order); branches
 wait for their predicate; the control of a straight-line loop counted against an immediate bound -- its
 branch, compare and induction adds -- costs nothing, as ptxas unrolls it (:func:`unrolled_loop_control`);
-barriers, mbarrier and fence operations, async copies, clock reads and exits
+a straight-line loop with a run-time (register) bound has free control too and costs ``runtime_loop_cycles``
+once per execution, when the warp's last lane leaves it (:func:`runtime_loops`; ptxas unrolls it behind a trip-count
+dispatch); barriers, mbarrier and fence operations, async copies, clock reads and exits
 wait until every earlier instruction of the warp has started (:attr:`sim.timing.classes.InstrPlan.order`);
 registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
 values do not change.
@@ -60,7 +71,7 @@ from .. import memory as M
 from .classes import plan_instruction
 from .params import ArchConfig
 from .scoreboard import Scoreboard
-from .smem import GlobalLines, smem_wavefronts
+from .smem import GlobalLines, l2_resident_ranges, smem_wavefronts
 from .stats import TimingReport, WarpTiming
 from .tensor import peak_rate
 
@@ -72,13 +83,14 @@ class SmState:
     """Issue and unit state of one SM (one CTA): when each scheduler, each sub-partition unit and the SMEM and
     global-memory ports are free next."""
 
-    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "l1", "calendar")
+    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
         self.unit_free: dict = {}
         self.smem_free = 0.0
         self.gmem_free = 0.0
+        self.store_free = 0.0           # when the SM's global-store path has drained what was issued so far
         self.l1: set = set()            # global lines held in this SM's L1 (loads that allocate there)
         self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
 
@@ -95,14 +107,28 @@ class TimingModel:
             for pc in unrolled_loop_control(self.body, sim.program.kernel.labels):
                 self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
                                          unit=None, interval=0)
+        # loops with a run-time trip count (ptxas unrolls them too, behind a trip-count dispatch and remainder
+        # checks): their control is free as above and each completed execution of the loop costs the warp
+        # runtime_loop_cycles (hw/microbench elem_loop)
+        self.rt_exits: dict = {}
+        if self.dataflow and cfg.runtime_loop_cycles > 0:
+            for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
+                for pc in ctrl:
+                    self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
+                                             unit=None, interval=0)
+                self.rt_exits[exit_pc] = (head, back)
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
         self.war_read = float(cfg.mma_sync_operand_read)
         self._war_dsts = [tuple(n for n in p.dsts if n not in p.srcs) for p in self.plans]
+        self.store_path = float(cfg.gmem_store_clk_per_sector) > 0
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
         self.lines = GlobalLines(int(cfg.gmem_line_bytes))
+        self._l2_ranges = None
+        self._issue_now = 0.0           # issue cycle of the instruction being accounted (issued())
+        self.pages: set = set()         # global pages touched so far (TLB first touches)
         self.busy: Counter = Counter()        # unit name -> busy cycles (all SMs)
         self.mma_sync_flops = 0
         self.wait_labels: dict = {}            # Wait -> (category, detail)
@@ -165,6 +191,12 @@ class TimingModel:
         free = sm.issue_free[wt.sub]
         if free > now:
             return free, "issue slot", f"scheduler {wt.sub}"
+        if self.store_path and p.cls == "mem" and not p.dsts and p.space == "global" and p.addr_index == 0:
+            # the global-store path: a warp's stores issue gmem_store_warp_interval apart at most, and none
+            # while the SM's backlog is over gmem_store_queue_cycles (hw/microbench gmem_store_*)
+            ready = max(wt.store_next, sm.store_free - self.cfg.gmem_store_queue_cycles)
+            if ready > now:
+                return ready, "unit", "global store queue"
         if self.dataflow:               # units are booked at the op's start (issued / _reserve)
             return None
         if p.unit is not None:
@@ -196,13 +228,18 @@ class TimingModel:
             if p.dsts:
                 ready = max([now] + [wt.scoreboard.ready[n][0] for n in p.srcs if n in wt.scoreboard.ready])
                 wt.scoreboard.write(p.dsts, ready, pc)
+            if pc in self.rt_exits:
+                head, back = self.rt_exits[pc]
+                pcs = warp.pc[warp.alive & ~warp.waiting]
+                if not ((pcs >= head) & (pcs <= back)).any():     # the whole warp has left the loop
+                    return self.cfg.runtime_loop_cycles, now
             return 0, now
         sm.issue_free[wt.sub] = now + 1
         if wt.first_issue is None:
             wt.first_issue = now
         wt.issued += 1
         wt.last_issue = now
-        issue = now
+        issue = self._issue_now = now
         if self.dataflow and p.order == "flow":
             # dataflow issue: the instruction starts once its operands are ready and its unit is free, while
             # the warp issues on (ptxas hoists independent instructions and unrolls loops; PTX order is not the
@@ -331,14 +368,34 @@ class TimingModel:
                 if lines <= sm.l1:
                     return cfg.l1_latency
                 sm.l1 |= lines
-            _, new = self.lines.touch(addrs)
+            fresh = self.lines.first_touches(addrs)
+            new = len(fresh)
             if not p.dsts:
                 new = 0          # a store (or red) is written into L2 (write-back); HBM traffic is not modelled
+            first = cfg.dram_latency
+            if new and cfg.gmem_cold_latency > 0:
+                # a first touch of a line the host's copy left in L2 (hw/microbench gmem_chase_fresh_*) or of one
+                # no longer there (gmem_chase_cold: the front of a buffer larger than L2)
+                resident = all(self._resident(ln * line) for ln in fresh)
+                first = (cfg.gmem_fresh_latency if resident else cfg.gmem_cold_latency) + self._page_miss(fresh, line)
+                if resident:
+                    new = 0     # the bytes come from L2
             sector = int(cfg.gmem_sector_bytes)
             a = addrs.astype(np.uint64)
             starts = a // np.uint64(sector)
             ends = (a + np.uint64(p.access_bytes - 1)) // np.uint64(sector)
-            nbytes = len(set(starts.tolist()) | set(ends.tolist())) * sector
+            sectors = len(set(starts.tolist()) | set(ends.tolist()))
+            nbytes = sectors * sector
+            if self.store_path and not p.dsts and p.addr_index == 0:
+                # stores drain in issue order through the SM's store path, one sector per
+                # gmem_store_clk_per_sector; the issuing warp only waits when the backlog is full (stall())
+                occ = sectors * cfg.gmem_store_clk_per_sector
+                start = max(now, sm.store_free)
+                sm.store_free = start + occ
+                # the per-warp store rate counts from the store's issue, not from when its data is ready
+                ctx.warp.timing.store_next = self._issue_now + cfg.gmem_store_warp_interval
+                self.busy["gmem"] += occ
+                return start - now + occ + cfg.l2_latency
             bw = cfg.hbm_bytes_per_clk_sm if new else cfg.l2_bytes_per_clk_sm
             occ = math.ceil(nbytes / bw)
             if self.dataflow:
@@ -348,8 +405,17 @@ class TimingModel:
                 start = max(now, sm.gmem_free)
                 sm.gmem_free = start + occ
             self.busy["gmem"] += occ
-            return start - now + occ + (cfg.dram_latency if new else cfg.l2_latency)
+            if fresh and p.dsts:
+                return start - now + occ + first
+            return start - now + occ + cfg.l2_latency
         return cfg.l1_latency
+
+    def _resident(self, addr: int) -> bool:
+        """Whether global byte ``addr`` was in L2 when the kernel started (the host's argument copies)."""
+        if self._l2_ranges is None:
+            allocs = [a for a in self.sim.gmem._allocs if a.name.startswith("arg")]
+            self._l2_ranges = l2_resident_ranges(allocs, int(self.cfg.l2_bytes))
+        return any(lo <= addr < hi for lo, hi in self._l2_ranges)
 
     def tma_extra_latency(self, op) -> float:
         """Latency a TMA / bulk op adds over the engine's L2-warm latency: the DRAM latency over L2's when a load
@@ -361,9 +427,28 @@ class TimingModel:
             return 0
         new = lines - self.lines.seen
         self.lines.seen |= new
-        if new and op.kind in ("load", "prefetch"):
-            return self.cfg.dram_latency - self.cfg.l2_latency
-        return 0
+        if not new or op.kind not in ("load", "prefetch"):
+            return 0
+        cfg = self.cfg
+        if cfg.tma_fresh_extra <= 0:
+            return cfg.dram_latency - cfg.l2_latency
+        # lines the kernel has not touched yet (hw/microbench tma_fresh_* / bulk_fresh_*), a first touch of their
+        # page (the cold first rep of every tma_* / bulk_* case), lines no longer in L2 (buffers past its size)
+        line = int(cfg.gmem_line_bytes)
+        extra = cfg.tma_fresh_extra + self._page_miss(new, line)
+        if cfg.gmem_cold_latency > 0 and not all(self._resident(ln * line) for ln in new):
+            extra += cfg.gmem_cold_latency - cfg.gmem_fresh_latency
+        return extra
+
+    def _page_miss(self, lines, line: int) -> float:
+        """``tlb_miss_latency`` when any of the global ``lines`` lies in a page no access has touched yet."""
+        if self.cfg.tlb_miss_latency <= 0:
+            return 0
+        page = int(self.cfg.tlb_page_bytes)
+        pages = {ln * line // page for ln in lines}
+        new = pages - self.pages
+        self.pages |= new
+        return self.cfg.tlb_miss_latency if new else 0
 
     # ------------------------------------------------------------------------------------------ waits
     def label_waits(self, ctx, pc: int, new_waits, pre) -> None:
@@ -509,6 +594,59 @@ def unrolled_loop_control(body, labels: dict) -> list:
                     and writes[o[0].name] == 1:
                 out.add(k)
     return sorted(out)
+
+
+def runtime_loops(body, labels: dict) -> list:
+    """Loops with a run-time trip count that ptxas unrolls: ``head: setp p, i, r (a register bound); @p bra
+    exit; <straight-line body>; add i, i, imm; bra.uni head`` (or the bottom-tested form: ``head: <body>; add
+    i, i, imm; setp p, i, r; @p bra head``).  Returns (head, exit branch pc, back-edge pc, control pcs) per loop;
+    the exit branch of the bottom-tested form is its back edge."""
+    out = []
+    for pc, ins in enumerate(body):
+        if ins.opcode != "bra" or not ins.operands:
+            continue
+        head = labels.get(getattr(ins.operands[0], "name", None))
+        if head is None or head > pc:
+            continue
+        loop = range(head, pc + 1)
+        branches = [k for k in loop if body[k].opcode in ("bra", "brx", "call", "ret", "exit")]
+        if ins.guard is None:                       # top-tested: head setp + exit branch, unconditional back edge
+            if len(branches) != 2 or head + 1 >= pc:
+                continue
+            setp, ex = body[head], body[head + 1]
+            if setp.opcode != "setp" or ex.opcode != "bra" or ex.guard is None or branches[0] != head + 1:
+                continue
+            target = labels.get(getattr(ex.operands[0], "name", None)) if ex.operands else None
+            if target is None or target <= pc or ex.guard[0].name != setp.operands[0].name:
+                continue
+            exit_pc, ctrl = head + 1, [head, head + 1, pc]
+        else:                                       # bottom-tested: setp just before the conditional back edge
+            if len(branches) != 1 or pc - 1 < head:
+                continue
+            setp = body[pc - 1]
+            if setp.opcode != "setp" or setp.operands[0].name != ins.guard[0].name:
+                continue
+            exit_pc, ctrl = pc, [pc - 1, pc]
+        bound = setp.operands[-1]
+        if not isinstance(bound, ir.Reg):
+            continue                                # an immediate bound: unrolled_loop_control's case
+        ind = setp.operands[1]
+        if not isinstance(ind, ir.Reg):
+            continue
+        writes = [k for k in loop if body[k].operands and isinstance(body[k].operands[0], ir.Reg)
+                  and body[k].operands[0].name == ind.name]
+        if len(writes) != 1:
+            continue
+        k = writes[0]
+        o = body[k].operands
+        if not (body[k].opcode == "add" and body[k].guard is None and len(o) == 3 and isinstance(o[1], ir.Reg)
+                and o[1].name == ind.name and isinstance(o[2], ir.Imm)):
+            continue
+        if any(isinstance(body[j].operands[0], ir.Reg) and body[j].operands[0].name == bound.name
+               for j in loop if body[j].operands):
+            continue                                # the bound changes inside the loop
+        out.append((head, exit_pc, pc, sorted(set(ctrl + [k]))))
+    return out
 
 
 def _tma_lines(op, line: int):

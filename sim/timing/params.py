@@ -36,6 +36,7 @@ CUDA_SMEM = "CUDA C++ Programming Guide, 'Shared Memory' (compute capability 5.x
 H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 4 SM sub-partitions, one warp scheduler each"
 JIA = "Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking, arXiv 1804.06826"
 TM_H100_HERE = "timing.md: measured here on H100 SXM (64x64 fp16 2D TMA load, 128B swizzle, ~565 clk to mbarrier)"
+MB_H100 = "hw/microbench on the H100 (tests/golden/timing_h100)"
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,13 @@ SM_100A: dict = {
     "l2_latency": P(295, "clk", "M", TM_B200, "pointer chase, same die"),
     "dram_latency": P(860, "clk", "M", TM_B200, "pointer chase"),
     "hbm_bytes_per_clk_sm": P(25.0, "B/clk/SM", "D", TM_B200, "7.26 TB/s via TMA / (148 SMs x 1.965 GHz)"),
+    "l2_bytes": P(126 << 20, "B", "S", TM_B200, "126 MB L2 (not used while gmem_cold_latency is 0)"),
+    "gmem_fresh_latency": P(0, "clk", "E", TM_B200, "not measured on B200: first touches cost dram_latency"),
+    "tma_fresh_extra": P(0, "clk", "E", TM_B200, "0: a TMA first touch adds dram_latency - l2_latency (not measured "
+                                                 "on B200)"),
+    "tlb_miss_latency": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
+    "tlb_page_bytes": P(2 << 20, "B", "E", CUDA_GUIDE, "2 MB pages (not used while tlb_miss_latency is 0)"),
+    "gmem_cold_latency": P(0, "clk", "E", TM_B200, "0: a first touch costs dram_latency (not measured on B200)"),
     "l2_bytes_per_clk_sm": P(64, "B/clk/SM", "E", TM_B200, "L2 bandwidth is not public"),
     "gmem_sector_bytes": P(32, "B", "S", CUDA_GUIDE, "global accesses move 32-byte sectors"),
     "gmem_line_bytes": P(128, "B", "S", CUDA_GUIDE, "cache line (HBM first-touch granule of the model)"),
@@ -160,6 +168,15 @@ SM_100A: dict = {
                                                        "time adds dram_latency - l2_latency; kept off for B200, "
                                                        "whose unloaded TMA latency is itself an estimate"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_B200, "LDGSTS unit occupancy per instruction"),
+    "tma_issue_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
+    "fence_mbarrier_init_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
+    "fence_proxy_async_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
+    "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
+                                                     "charged instruction by instruction)"),
+    "gmem_store_clk_per_sector": P(0, "clk/sector", "E", TM_B200, "0: stores take the L2 bandwidth share like "
+                                                                 "loads (not measured on B200)"),
+    "gmem_store_warp_interval": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
+    "gmem_store_queue_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
     # tensor rates (peak, dense, per SM)
     "tc_peak_f16": P(8192, "FLOP/clk/SM", "M", SEMI, "f16/bf16 -> f32 (measured 99.5%)"),
     "tc_peak_tf32": P(4096, "FLOP/clk/SM", "D", TM_B200, "half the f16 rate (K=8 at the same N/2 interval)"),
@@ -201,6 +218,21 @@ SM_90A: dict = {
     "l2_latency": P(263, "clk", "M", LUO, "H800 (near L2 hit 258, far 414)"),
     "dram_latency": P(479, "clk", "M", LUO, "H800 global latency"),
     "hbm_bytes_per_clk_sm": P(12.8, "B/clk/SM", "D", TM_H100, "3.35 TB/s / (132 SMs x 1.98 GHz)"),
+    "l2_bytes": P(50 << 20, "B", "S", H100_WP, "50 MB L2: the host's argument copies leave their last 50 MB in L2"),
+    "gmem_fresh_latency": P(390, "clk", "M", MB_H100,
+                            "gmem_chase_fresh_128 / _8192: a dependent ld.global touching a line for the first time "
+                            "that the host's copy left in L2 (1 / 16 MB buffers) takes 399 / 382 clk (an L2 hit 270)"),
+    "tma_fresh_extra": P(195, "clk", "M", MB_H100,
+                         "tma_fresh_128B_64x64, bulk_fresh_1024B / _8192B (reps 1-8): a TMA / bulk load of lines "
+                         "the kernel has not touched yet (host-written, in L2) takes ~195 clk longer than an L2-warm "
+                         "one (628 vs 437 for 8 KB tiles; fit.py)"),
+    "tlb_miss_latency": P(135, "clk", "M", MB_H100,
+                          "rep 0 of tma_fresh_* / bulk_fresh_* over reps 1-8 (119-155 clk): the first access to a "
+                          "page (fit.py over every tma_* / bulk_* cold first rep)"),
+    "tlb_page_bytes": P(2 << 20, "B", "E", CUDA_GUIDE, "2 MB pages for device allocations (not measured)"),
+    "gmem_cold_latency": P(709, "clk", "M", MB_H100,
+                           "gmem_chase_cold: a dependent ld.global touching a line no longer in L2 (front of a 64 MB "
+                           "buffer) takes 709 clk, incl. one 64-bit add"),
     "l2_bytes_per_clk_sm": P(64, "B/clk/SM", "E", TM_H100, "L2 bandwidth not in the collected sources"),
     "gmem_sector_bytes": P(32, "B", "S", CUDA_GUIDE),
     "gmem_line_bytes": P(128, "B", "S", CUDA_GUIDE),
@@ -231,6 +263,29 @@ SM_90A: dict = {
                                                        "time adds dram_latency - l2_latency (hw/microbench tma_* "
                                                        "and bulk_*: the cold first rep is ~300 clk slower)"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_H100, "LDGSTS unit occupancy per instruction"),
+    "fence_mbarrier_init_cycles": P(62, "clk", "M", MB_H100,
+                                    "mbarrier_init_fence_init: mbarrier.init + fence.mbarrier_init.release.cluster "
+                                    "(MEMBAR.ALL.CTA) + try_wait takes 110 clk, 62 more than without the fence"),
+    "fence_proxy_async_cycles": P(65, "clk", "M", MB_H100,
+                                  "mbarrier_init_fence_proxy: each mbarrier.init + fence.proxy.async.shared::cta "
+                                  "(FENCE.VIEW.ASYNC.S) adds 67 clk (slope of 1 -> 4), the init ~2"),
+    "runtime_loop_cycles": P(150, "clk", "M", MB_H100,
+                             "elem_loop: a loop with a run-time trip count, which ptxas unrolls by 4 behind a "
+                             "trip-count dispatch and remainder checks (compares with 13-clk stalls, branches, "
+                             "convergence barriers), costs this much per execution on top of its body (fit.py)"),
+    "tma_issue_cycles": P(74, "clk", "M", MB_H100, "tma_issue: each cp.async.bulk.tensor holds the issuing warp "
+                                                   "73.7 clk (slope of 1 -> 4 back-to-back 2D loads; "
+                                                   "expect_tx + one load 80)"),
+    "gmem_store_clk_per_sector": P(1.07, "clk/sector", "M", MB_H100,
+                                   "gmem_store_*_4w: the SM's global stores drain at one 32-byte sector per "
+                                   "1.02 (st.global.u32) - 1.11 (v2.f32) clk, ~30 B/clk"),
+    "gmem_store_warp_interval": P(5.7, "clk", "M", MB_H100,
+                                  "gmem_store_u32_1w: one warp issues a coalesced st.global.u32 every 5.7 clk at "
+                                  "most (4 sectors; the SM rate alone would allow 4.3)"),
+    "gmem_store_queue_cycles": P(270, "clk", "E", MB_H100,
+                                 "gmem_store_v2_4w: a warp's store waits once the SM's store backlog exceeds this "
+                                 "many cycles of draining (4 warps issue 16 v2 stores each in ~290 clk, 512 "
+                                 "sectors)"),
     "tc_peak_f16": P(4096, "FLOP/clk/SM", "D", TM_H100, "dense f16/bf16 rate per SM from the spec sheet"),
     "tc_peak_tf32": P(2048, "FLOP/clk/SM", "D", TM_H100, "half the f16 rate"),
     "tc_peak_f8f6f4": P(8192, "FLOP/clk/SM", "D", TM_H100, "fp8 / i8"),

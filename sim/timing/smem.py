@@ -46,5 +46,27 @@ class GlobalLines:
         self.seen |= new
         return len(lines), len(new)
 
+    def first_touches(self, addrs) -> set:
+        """The lines of byte addresses ``addrs`` touched for the first time (now marked as seen)."""
+        lines = set((np.asarray(addrs, dtype=np.uint64) // np.uint64(self.line)).tolist())
+        new = lines - self.seen
+        self.seen |= new
+        return new
 
-__all__ = ["smem_wavefronts", "GlobalLines"]
+
+def l2_resident_ranges(allocations, l2_bytes: int) -> list:
+    """Byte ranges [lo, hi) of the host-written buffers (``allocations``, in the order the host copied them)
+    that are still in L2 when the kernel starts: the last ``l2_bytes`` bytes written (each copy passes through
+    L2, later copies evict earlier ones)."""
+    out, room = [], int(l2_bytes)
+    for a in reversed(list(allocations)):
+        if room <= 0:
+            break
+        n = len(a.data)
+        take = min(n, room)
+        out.append((a.base + n - take, a.base + n))
+        room -= take
+    return out
+
+
+__all__ = ["smem_wavefronts", "GlobalLines", "l2_resident_ranges"]

@@ -45,8 +45,9 @@ def sim_out(name):
 def test_case_list_covers_the_calibration_and_validation_sets():
     groups = {c.group for c in CALIB}
     assert groups == {"clock", "alu", "smem", "gmem", "bar_sync", "mbarrier", "ldmatrix", "mma", "tma", "bulk",
-                      "dsmem", "gmem_cold", "loop", "ring"}
+                      "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence"}
     assert {c.params["warps"] for c in CALIB if c.group == "loop"} == {1, 4}
+    assert {c.params.get("tma_traffic", False) for c in CALIB if c.group == "loop"} == {False, True}
     assert {c.params["bytes"] for c in CALIB if c.group == "ring"} == {32, 1024, 2048}
     assert {c.params["ways"] for c in CALIB if c.group == "smem"} == {0, 1, 2, 4, 8, 16, 32}   # 0: broadcast
     assert {c.params["stages"] for c in VALID if c.group == "pipe_gemm"} == {2, 3, 4}

@@ -36,10 +36,12 @@ def test_every_fitted_parameter_is_known_and_sourced():
         assert entry.get("note"), name
         assert cfg.param(name).value == entry["value"] and cfg.param(name).kind == "M"
     # what the fit must cover: the model's calibration-set parameters
-    for name in ("smem_latency", "smem_conflict_cycles", "l1_latency", "l2_latency", "dram_latency",
-                 "mma_sync_latency", "mma_sync_interval", "ldmatrix_latency", "barrier_wake_latency",
-                 "barrier_wake_per_warp", "mbarrier_op_latency", "mbarrier_wake_latency", "tma_latency",
-                 "tma_bytes_per_clk", "tma_tensor_extra", "dsmem_remote_latency"):
+    for name in ("smem_latency", "smem_conflict_cycles", "l1_latency", "l2_latency", "gmem_fresh_latency",
+                 "gmem_cold_latency", "mma_sync_latency", "mma_sync_interval", "ldmatrix_latency",
+                 "barrier_wake_latency", "barrier_wake_per_warp", "mbarrier_op_latency", "mbarrier_wake_latency",
+                 "tma_latency", "tma_bytes_per_clk", "tma_tensor_extra", "tma_fresh_extra", "tlb_miss_latency",
+                 "tma_issue_cycles", "dsmem_remote_latency", "gmem_store_clk_per_sector", "gmem_store_warp_interval",
+                 "fence_mbarrier_init_cycles", "fence_proxy_async_cycles", "runtime_loop_cycles"):
         assert name in MEASURED, name
 
 
@@ -66,7 +68,7 @@ CALIBRATION = [
     ("ldmatrix_x4_tput_32w", "bytes_per_clk_sm", 0.05),
     ("mma_f16_latency", "latency", 0.02),
     ("mma_f16_tput_1w", "cycles_per_step", 0.02),
-    ("mma_f16_tput_8w", "cycles_per_step", 0.02),
+    ("mma_f16_tput_8w", "cycles_per_step", 0.03),   # 2 warps per scheduler interleave perfectly: -2.4%
     ("tma_128B_8x64", "warm", 0.06),
     ("tma_128B_64x64", "warm", 0.06),
     ("tma_128B_256x64", "warm", 0.06),
@@ -75,6 +77,22 @@ CALIBRATION = [
     ("bulk_65536B", "warm", 0.03),
     ("dsmem_chase", "ld_shared_cluster_peer", 0.02),
     ("dsmem_chase", "ld_shared_cluster_own", 0.03),
+    # the cases the validation timelines asked for (hw/microbench/timeline.py; tests/golden/timing_h100/README.md)
+    ("gmem_chase_fresh_128", "latency", 0.02),     # first touch of a host-written line (in L2)
+    ("gmem_chase_fresh_8192", "latency", 0.06),    # 382 vs 399 at 128-B stride; tcsim has one value
+    ("gmem_chase_cold", "latency", 0.02),          # first touch of a line no longer in L2
+    ("tma_fresh_128B_64x64", "warm", 0.02),        # TMA of lines the kernel has not touched
+    ("bulk_fresh_8192B", "warm", 0.02),
+    ("tma_fresh_128B_64x64", "cold", 0.03),        # ... and of a page it has not touched
+    ("tma_issue", "per_tma_issue", 0.03),
+    ("gmem_store_u32_1w", "cycles_per_store_per_warp", 0.02),
+    ("gmem_store_u32_4w", "cycles_per_store_per_warp", 0.06),
+    ("gmem_store_v2_4w", "cycles_per_store_per_warp", 0.05),
+    ("mbarrier_init_fence_init", "one", 0.02),
+    ("mbarrier_init_fence_proxy", "per_init_fence", 0.02),
+    ("elem_loop", "per_chunk_1024", 0.02),
+    ("elem_loop", "per_chunk_2048", 0.08),         # per iteration: SASS 15.4 clk, tcsim 10.9
+    ("loop_ldsm_mma_4w_tma", "cycles_per_ktile", 0.03),   # TMA traffic beside the loop: no slowdown (429 vs 440)
 ]
 
 
@@ -95,28 +113,22 @@ def test_calibration_values_reproduced(simulated_calibration, case, key, tol):
 
 
 # ------------------------------------------------------------------------------------------------ validation
-_CHAIN = ("1 stage: every tile is a chain of hand-offs (consumers arrive -> producer wakes -> cold TMA load -> "
-          "consumers wake -> process -> arrive); each step matches its calibration case but the chain comes out "
-          "~170 clk per tile long: the hand-off cost was calibrated with one arriving warp (mbarrier_ping_pong), "
-          "here four consumer warps arrive")
-_GEMM = ("consumer-bound on the H100 at ~1000 clk per 64x64x64 k-tile (4 warps, 5 ldmatrix.x4 + 8 mma.sync per "
-         "k-step each); tcsim's ldmatrix / mma.sync / SMEM-port costs, each matching its calibration case, add up "
-         "to ~500 (~600-700 with the mma.sync write-after-read wait fitted on loop_ldsm_mma_*): the rest is the "
-         "per-k-tile mbarrier/TMA hand-off and ptxas's tighter fragment-register reuse, not in the calibration "
-         "set")
-_BULK = ("producer-bound chains of small bulk copies (32 B - 1 KB): tcsim is 20-30% faster per chunk; the "
-         "calibration set has one copy in flight at a time, not back-to-back copies through the ring")
+_GEMM = ("consumer-bound at ~620-700 clk per 64x64x64 k-tile on the H100 (hw/microbench/timeline.py): ptxas "
+         "allocates one register quad to all four B fragments of a k-step (SASS: LDSM R44 -> 2 HMMA -> LDSM R44 "
+         "...), a serial chain the PTX does not show; the same PTX loop compiled as loop_ldsm_mma_4w (2-3 "
+         "alternating quads) runs at 440, which tcsim reproduces, and TMA traffic beside it does not slow it "
+         "(loop_ldsm_mma_4w_tma); plus ~500 clk of start-up (cold constant/instruction caches, not modelled)")
+_START = ("producer start-up: the H100 reaches the first TMA issue ~200-400 clk later than tcsim (timelines: "
+          "parameter loads and the first fetch of the producer's code after the CTA barrier; neither constant- nor "
+          "instruction-cache misses are modelled), and with 2-4 stages the kernel is short enough for that to "
+          "exceed 10%")
 #: kernels outside the 10% bound and the mechanism tcsim lacks (see tests/golden/timing_h100/README.md)
 MISSES = {
-    "val_mma_gemm": "ld.global from DRAM costs dram_latency (582, fitted on TMA first touches); the kernel's eight "
-                    "cold loads complete ~160 clk sooner on the H100 (an H800 pointer chase gives 479)",
-    "val_tma_mma_gemm": _GEMM,
-    "val_bulk_pipeline_12x1024": _BULK,
-    "val_bulk_pipeline_25x32": _BULK,
     "val_pipe_gemm_2stage": _GEMM,
     "val_pipe_gemm_3stage": _GEMM,
     "val_pipe_gemm_4stage": _GEMM,
-    "val_ws_scale_1stage": _CHAIN,
+    "val_ws_scale_2stage": _START,
+    "val_ws_scale_4stage": _START,
 }
 VALIDATION = [n for n, c in C.CASES.items() if c.kind == "validation"]
 #: fast subset for default CI (the rest is marked slow)
@@ -149,8 +161,8 @@ def test_validation_kernel_within_10_percent(name):
     assert abs(simulated_cycles(name) - measured) / measured <= 0.10
 
 
-#: mean absolute percentage error over the 11 validation kernels when this test was written (22.5%), rounded up
-MAPE_BOUND = 0.25
+#: mean absolute percentage error over the 11 validation kernels when this bound was last set (13.0%), rounded up
+MAPE_BOUND = 0.15
 
 
 @pytest.mark.slow

@@ -1,0 +1,252 @@
+"""The sm_90a mechanisms the validation timelines led to (tests/golden/timing_h100/README.md): the global-store
+path, the TMA issue hold, the fence holds, first touches of host-written lines and of pages, and loops with a
+run-time trip count.  Each test checks the mechanism against its parameter, not against a recorded number."""
+import numpy as np
+import pytest
+
+from isa.parser import parse
+from sim.launch import Launch, run_launch
+from sim.timing.model import runtime_loops, unrolled_loop_control
+from sim.timing.params import arch_config
+
+from timing_kernels import PROLOGUE, run
+
+H100 = arch_config("sm_90a")
+
+
+def _clock_gap(body: str, threads: int = 32, shared: str = "") -> int:
+    """Cycles between the two clock reads the body stores to out[0], out[1]."""
+    res, _ = run(PROLOGUE + body, target="sm_90a", threads=threads, shared=shared)
+    out = res.outputs[0]
+    return int(out[1]) - int(out[0])
+
+
+def _stores(n: int, vec: str = "u32") -> str:
+    op = "st.global.u32 [%rd5+{o}], %r1;" if vec == "u32" else "st.global.v2.u32 [%rd5+{o}], {{%r1, %r1}};"
+    width = 4 if vec == "u32" else 8
+    return "\n".join("  " + op.format(o=k * 32 * width) for k in range(n))
+
+
+STORE_BODY = """
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  shr.u32 %r3, %r1, 5;
+  mul.wide.u32 %rd4, %r3, 65536;
+  mul.wide.u32 %rd6, %r2, {width};
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd5, %rd5, %rd6;
+  add.s64 %rd5, %rd5, 64;
+  bar.sync 0;
+  mov.u64 %rd10, %clock64;
+{stores}
+  mov.u64 %rd11, %clock64;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 st.global.u64 [%rd1], %rd10;
+  @%p1 st.global.u64 [%rd1+8], %rd11;
+  ret;
+"""
+
+
+def _store_run(n: int, warps: int, vec: str = "u32"):
+    width = 4 if vec == "u32" else 8
+    body = STORE_BODY.format(width=width, stores=_stores(n, vec))
+    out = np.zeros(8 + warps * 65536 // 8, dtype=np.uint64)
+    from timing_kernels import kernel
+    launch = Launch(ptx=kernel(PROLOGUE + body, "sm_90a"), kernel="k", block=(32 * warps, 1, 1), args=[out])
+    return run_launch(launch, timing=True)
+
+
+def test_one_warp_issues_stores_no_faster_than_the_warp_interval():
+    res = _store_run(40, 1)
+    gap = int(res.outputs[0][1]) - int(res.outputs[0][0])
+    assert gap >= 39 * H100.gmem_store_warp_interval
+    assert gap <= 40 * H100.gmem_store_warp_interval + 20
+
+
+def test_four_warps_share_the_sms_store_drain_rate():
+    """64 v2 stores per warp from 4 warps: 2048 sectors; the warps stall once the backlog passes the queue, so the
+    last store issues about (sectors x clk/sector - queue) after the first, and the stall is named."""
+    res = _store_run(64, 4, "v2")
+    sectors = 4 * 64 * 8
+    drain = sectors * H100.gmem_store_clk_per_sector
+    issue_end = drain - H100.gmem_store_queue_cycles
+    stalls = res.timing.stalls_of((0, 0, 0), 0)
+    assert "global store queue" in stalls.get("unit", {})
+    assert res.timing.cycles >= issue_end
+
+
+def test_b200_stores_do_not_stall_issue():
+    cfg = arch_config("sm_100a")
+    assert cfg.gmem_store_clk_per_sector == 0
+
+
+TMA_BODY = """
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r20, mbar;
+  mov.u32 %r22, sbuf;
+  mov.b64 %rd12, tmap;
+  cvta.param.u64 %rd13, %rd12;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r20], 1;
+  fence.mbarrier_init.release.cluster;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  mov.u32 %r23, 0;
+  mov.u64 %rd10, %clock64;
+  @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r20], {nbytes};
+{loads}
+  mov.u64 %rd11, %clock64;
+$L_w:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r20], 0;
+  @!%p2 bra $L_w;
+  @%p1 st.global.u64 [%rd1], %rd10;
+  @%p1 st.global.u64 [%rd1+8], %rd11;
+  ret;
+"""
+
+
+def _tma_gap(n: int) -> int:
+    from isa.tensormap import TensorMap
+    from timing_kernels import kernel
+    loads = "\n".join(f"  @%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                      f"[%r22+{8192 * k}], [%rd13, {{%r23, %r23}}], [%r20];" for k in range(n))
+    body = TMA_BODY.format(nbytes=8192 * n, loads=loads)
+    text = kernel(PROLOGUE + body, "sm_90a", shared="  .shared .align 1024 .b8 sbuf[32768];\n"
+                                                    "  .shared .align 8 .b64 mbar;")
+    text = text.replace(".param .u64 out)", ".param .u64 out, .param .align 64 .b8 tmap[128])")
+    t = np.zeros((64, 64), dtype=np.float16)
+    launch = Launch(ptx=text, kernel="k", block=(32, 1, 1), args=[np.zeros(4, np.uint64),
+                                                                  TensorMap.tiled(t, box=(64, 64), swizzle="128B")])
+    res = run_launch(launch, timing=True)
+    return int(res.outputs[0][1]) - int(res.outputs[0][0])
+
+
+def test_each_tensor_tma_holds_the_issuing_warp():
+    per = (_tma_gap(4) - _tma_gap(1)) / 3
+    assert per == pytest.approx(round(H100.tma_issue_cycles), abs=1.5)
+
+
+@pytest.mark.parametrize("fence,param", [("fence.proxy.async.shared::cta;", "fence_proxy_async_cycles"),
+                                         ("fence.mbarrier_init.release.cluster;", "fence_mbarrier_init_cycles")])
+def test_fences_hold_the_warp(fence, param):
+    body = "  mov.u64 %rd10, %clock64;\n  {f}\n  mov.u64 %rd11, %clock64;\n" \
+           "  st.global.u64 [%rd1], %rd10;\n  st.global.u64 [%rd1+8], %rd11;\n  ret;\n"
+    with_fence = _clock_gap(body.format(f=fence))
+    without = _clock_gap(body.format(f=""))
+    assert with_fence - without == pytest.approx(round(getattr(H100, param)), abs=1.5)
+
+
+CHASE = """
+  ld.param.u64 %rd2, [src];
+  cvta.to.global.u64 %rd2, %rd2;
+  ld.global.u64 %rd8, [%rd2];
+  add.s64 %rd3, %rd2, %rd8;
+  mov.u64 %rd10, %clock64;
+  ld.global.u64 %rd4, [%rd3];
+  add.s64 %rd5, %rd4, 1;
+  mov.u64 %rd11, %clock64;
+  ld.global.u64 %rd6, [%rd3];
+  add.s64 %rd7, %rd6, 1;
+  mov.u64 %rd12, %clock64;
+  st.global.u64 [%rd1], %rd10;
+  st.global.u64 [%rd1+8], %rd11;
+  st.global.u64 [%rd1+16], %rd12;
+  st.global.u64 [%rd1+24], %rd7;
+  ret;
+"""
+
+
+def test_first_touch_of_a_host_written_line_costs_the_fresh_latency_then_l2():
+    """A dependent ld.global of a line the host has just written (a small buffer, in L2) costs gmem_fresh_latency
+    (+ a TLB miss when the page is new), the same line again an L1/L2 hit."""
+    from timing_kernels import kernel
+    src = np.zeros(4096, dtype=np.uint64)
+    src[0] = 1024                                   # the chase goes on to a line 1 KB further
+    text = kernel(PROLOGUE + CHASE, "sm_90a").replace(".param .u64 out)", ".param .u64 out, .param .u64 src)")
+    out = np.zeros(4, dtype=np.uint64)
+    res = run_launch(Launch(ptx=text, kernel="k", block=(1, 1, 1), args=[out, src]), timing=True)
+    first = int(res.outputs[0][1]) - int(res.outputs[0][0])
+    again = int(res.outputs[0][2]) - int(res.outputs[0][1])
+    assert first >= H100.gmem_fresh_latency
+    assert first < H100.gmem_cold_latency
+    assert again < H100.l2_latency
+
+
+def _body(ptx: str):
+    fn = parse(ptx, "t.ptx").functions["k"]
+    return fn.body, fn.labels
+
+
+RT_LOOP = """
+.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+$L_top:
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra $L_done;
+  add.u32 %r3, %r3, %r2;
+  add.u32 %r2, %r2, 4;
+  bra.uni $L_top;
+$L_done:
+  mov.u32 %r4, 0;
+$L_cnt:
+  add.u32 %r5, %r5, %r4;
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p2, %r4, 16;
+  @%p2 bra $L_cnt;
+$L_rt2:
+  add.u32 %r6, %r6, 1;
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p3, %r4, %r1;
+  @%p3 bra $L_rt2;
+  ret;
+}
+"""
+
+
+def test_runtime_trip_loops_are_found_and_counted_loops_are_not():
+    body, labels = _body(RT_LOOP)
+    loops = runtime_loops(body, labels)
+    assert len(loops) == 2                                   # the top-tested and the bottom-tested one
+    heads = sorted(body[h].loc.line for h, _, _, _ in loops)
+    assert heads == [12, 25]                            # the first instruction after $L_top and $L_rt2
+    counted = unrolled_loop_control(body, labels)
+    assert counted and not any(pc in counted for _, _, _, ctrl in loops for pc in ctrl)
+
+
+def test_runtime_trip_loop_costs_its_dispatch_once_per_execution():
+    body = """
+  mov.u32 %r1, %tid.x;
+  ld.global.u32 %r9, [%rd1+32];
+  mov.u64 %rd10, %clock64;
+  mov.u32 %r2, 0;
+$L_top:
+  setp.ge.u32 %p1, %r2, %r9;
+  @%p1 bra $L_done;
+  add.u32 %r3, %r3, %r2;
+  add.u32 %r2, %r2, 1;
+  bra.uni $L_top;
+$L_done:
+  mov.u64 %rd11, %clock64;
+  st.global.u64 [%rd1], %rd10;
+  st.global.u64 [%rd1+8], %rd11;
+  st.global.u32 [%rd1+40], %r3;
+  ret;
+"""
+    from timing_kernels import kernel
+
+    def gap(n):
+        out = np.zeros(8, dtype=np.uint64)
+        out[4] = n
+        res = run_launch(Launch(ptx=kernel(PROLOGUE + body, "sm_90a"), kernel="k", block=(32, 1, 1), args=[out]),
+                         timing=True)
+        return int(res.outputs[0][1]) - int(res.outputs[0][0])
+    zero, one, eight = gap(0), gap(1), gap(8)
+    assert zero >= H100.runtime_loop_cycles
+    assert eight - one < H100.runtime_loop_cycles / 4           # the dispatch is paid once, not per iteration
