@@ -48,11 +48,13 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     v: dict = {}
     if g == "clock":
         v = {"clock_read_pair": med[0], "clock_read_pair_with_xor": med[1]}
-    elif g in ("alu", "smem", "gmem", "gmem_cold") or (g == "ldmatrix" and p["mode"] == "latency") or \
+    elif g in ("alu", "smem", "gmem", "gmem_cold", "const") or (g == "ldmatrix" and p["mode"] == "latency") or \
             (g == "mma" and p["chains"] == 1):
         n0, n1 = C.CHAIN
         v = {"latency": _slope(med[0], med[1], n0, n1)}
         v["fixed"] = med[0] - n0 * v["latency"]
+        if g == "const":                 # rep 0: the chase's first pass (every step a line never read)
+            v["cold_latency"] = _slope(float(out[0, 0, 0]), float(out[0, 0, 1]), n0, n1)
         if g == "alu" and sass:
             n_ptx = sum(C.CHAIN)
             n_sass = sass_count(sass, SASS_OF[p["op"]])

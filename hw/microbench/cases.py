@@ -198,6 +198,10 @@ def _b_fence(c):
                          nseg=len(G.FENCE_LENGTHS))
 
 
+def _b_const(c):
+    return _calib_launch(c, G.const_chase(c.params["stride"], CHAIN, REPS), nseg=2)
+
+
 def _b_code(c):
     return _calib_launch(c, G.straight_code(CODE_LENGTHS, REPS), nseg=2)
 
@@ -347,7 +351,7 @@ BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, 
             "mbarrier": _b_mbar, "ldmatrix": _b_ldm, "mma": _b_mma, "tma": _b_tma, "bulk": _b_bulk,
             "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
             "code": _b_code, "store": _b_store, "tma_issue": _b_tma_issue,
-            "elem": _b_elem, "fence": _b_fence,
+            "elem": _b_elem, "fence": _b_fence, "const": _b_const,
             "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
 
@@ -417,6 +421,10 @@ def _registry() -> dict:
     for form in G.FENCE_FORMS:
         cs.append(Case(f"mbarrier_init_fence_{form}", "fence", "calibration", {"form": form},
                        f"lane 0: {G.FENCE_LENGTHS} x (mbarrier.init + {G.FENCE_FORMS[form].strip()}) per segment"))
+    for stride in (0, 64, 256):
+        cs.append(Case(f"const_chase_{stride}", "const", "calibration", {"stride": stride},
+                       f"ld.const.s64 chase through a 64 KB .const array, {stride} B per step"
+                       + (" (one word: constant-cache hits)" if not stride else " (every step a new line)")))
     cs.append(Case("elem_loop", "elem", "calibration", note=f"bulk_pipeline's per-chunk consumer loop alone, "
                    f"run-time trip count, chunk sizes {G.ELEM_LOOP_BYTES} B"))
     cs.append(Case("icache_straight", "code", "calibration", note=f"{CODE_LENGTHS} straight-line fma.rn.f32 per "

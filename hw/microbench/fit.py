@@ -200,6 +200,19 @@ def fit(meta: dict, log=print) -> dict:
         put({pname: val}, [case], f"{note}: the warp is held this long (the residual of the simulated segment "
             f"with the fence at {p0:.0f} clk)", key)
 
+    # the constant caches: the ld.const chase (LDC -> IADD per step) on one word, over 256-byte blocks read before
+    # (the chase has wrapped), over blocks never read (its first pass); each step pays the parameter once
+    for pname, case, key in (("const_hit_latency", "const_chase_0", "latency"),
+                             ("const_l15_latency", "const_chase_256", "latency"),
+                             ("const_miss_latency", "const_chase_256", "cold_latency")):
+        if case not in meta["cases"]:
+            continue
+        p0 = {"const_hit_latency": 30.0, "const_l15_latency": 100.0, "const_miss_latency": 400.0}
+        sim = simulate([case], cfg().with_overrides(p0))[case][key]
+        val = round(p0[pname] + meta["cases"][case]["values"][key] - sim, 1)
+        put({pname: val}, [case], f"ld.const.s64 chase ({key} per step) minus the rest of the simulated step "
+            "(the IADD)", key)
+
     # run-time-trip loops: bulk_pipeline's per-chunk consumer loop alone, three chunk sizes; each execution adds
     # runtime_loop_cycles exactly once, so the least-squares value is the mean residual
     if "elem_loop" in meta["cases"]:

@@ -797,3 +797,23 @@ def mbarrier_init_fence(form: str, lengths: tuple, reps: int) -> str:
         segs.append((body, after))
     return timed_kernel("mb_mbarrier_init_fence", segs, reps=reps, setup=setup,
                         decls=f"\t.shared .align 8 .b64 mbars[{n_bar}];")
+
+
+CONST_BYTES = 65536          # one 64 KB .const array (the whole user constant bank)
+
+
+def const_chase(stride: int, lengths: tuple, reps: int) -> str:
+    """Constant-cache latency: a dependent chase through a 64 KB ``.const`` array (``ld.const.u64`` of a byte
+    offset, then a 64-bit add of the array's address: LDC -> IADD -> LDC), ``stride`` bytes per step, continuing
+    across segments and reps; with ``stride`` 0 every load hits one word, with 64 / 256 every step reads a line the
+    kernel has not touched (9 x 80 steps fit the array)."""
+    n = CONST_BYTES // 8
+    vals = [((k * 8 + stride) % CONST_BYTES) - k * 8 if stride else -k * 8 for k in range(n)]
+    # carr[k] holds the offset of the next step relative to this word, so the chain adds it to its address
+    init = ", ".join(str(v) for v in vals)
+    setup = """	mov.u64 	%rd10, carr;
+"""
+    step = "\tld.const.s64 \t%rd11, [%rd10];\n\tadd.s64 \t%rd10, %rd10, %rd11;\n"
+    fold = "\tcvt.u32.u64 \t%r13, %rd10;\n\txor.b32 \t%r8, %r8, %r13;\n"
+    return timed_kernel("mb_const_chase", [rep(step, k) + fold for k in lengths], reps=reps, setup=setup,
+                        module_decls=f".const .align 8 .s64 carr[{n}] = {{{init}}};\n\n")

@@ -60,7 +60,7 @@ Async units (TMA engine, tensor pipe, cp.async) take their parameters from the s
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -83,7 +83,8 @@ class SmState:
     """Issue and unit state of one SM (one CTA): when each scheduler, each sub-partition unit and the SMEM and
     global-memory ports are free next."""
 
-    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar")
+    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar",
+                 "const_lines", "const_blocks")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -93,6 +94,8 @@ class SmState:
         self.store_free = 0.0           # when the SM's global-store path has drained what was issued so far
         self.l1: set = set()            # global lines held in this SM's L1 (loads that allocate there)
         self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
+        self.const_lines = OrderedDict()  # 64-byte constant lines in the SM's small constant cache (LRU)
+        self.const_blocks: set = set()  # 256-byte blocks of the constant space read so far
 
 
 class TimingModel:
@@ -408,7 +411,32 @@ class TimingModel:
             if fresh and p.dsts:
                 return start - now + occ + first
             return start - now + occ + cfg.l2_latency
+        if space == "const" and cfg.const_miss_latency > 0:
+            return self._const_latency(sm, addrs)
         return cfg.l1_latency
+
+    def _const_latency(self, sm: SmState, addrs) -> float:
+        """ld.const through the SM's constant caches (H100 const_chase_*): a word of a 64-byte line already read
+        costs const_hit_latency, of a 256-byte block already read const_l15_latency, else const_miss_latency;
+        the lanes' distinct lines are served one after the other."""
+        cfg = self.cfg
+        a = addrs.astype(np.int64)
+        lat = 0.0
+        lines, cap = sm.const_lines, max(1, int(cfg.const_l1_bytes) // 64)
+        for ln in sorted(set((a // 64).tolist())):
+            blk = ln // 4
+            if ln in lines:
+                lat += cfg.const_hit_latency if lat == 0 else 1
+                lines.move_to_end(ln)
+            elif blk in sm.const_blocks:
+                lat = max(lat, cfg.const_l15_latency)
+            else:
+                lat = max(lat, cfg.const_miss_latency)
+            lines[ln] = True                 # LRU over const_l1_bytes; the 256-byte blocks stay (64 KB)
+            if len(lines) > cap:
+                lines.popitem(last=False)
+            sm.const_blocks.add(blk)
+        return lat
 
     def _resident(self, addr: int) -> bool:
         """Whether global byte ``addr`` was in L2 when the kernel started (the host's argument copies)."""

@@ -125,6 +125,10 @@ SM_100A: dict = {
     "hbm_bytes_per_clk_sm": P(25.0, "B/clk/SM", "D", TM_B200, "7.26 TB/s via TMA / (148 SMs x 1.965 GHz)"),
     "l2_bytes": P(126 << 20, "B", "S", TM_B200, "126 MB L2 (not used while gmem_cold_latency is 0)"),
     "gmem_fresh_latency": P(0, "clk", "E", TM_B200, "not measured on B200: first touches cost dram_latency"),
+    "const_hit_latency": P(0, "clk", "E", TM_B200, "not measured on B200"),
+    "const_l1_bytes": P(2048, "B", "E", JIA, "2 KiB on Volta (not used while const_miss_latency is 0)"),
+    "const_l15_latency": P(0, "clk", "E", TM_B200, "not measured on B200"),
+    "const_miss_latency": P(0, "clk", "E", TM_B200, "0: ld.const costs l1_latency (not measured on B200)"),
     "tma_fresh_extra": P(0, "clk", "E", TM_B200, "0: a TMA first touch adds dram_latency - l2_latency (not measured "
                                                  "on B200)"),
     "tlb_miss_latency": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
@@ -222,6 +226,15 @@ SM_90A: dict = {
     "gmem_fresh_latency": P(390, "clk", "M", MB_H100,
                             "gmem_chase_fresh_128 / _8192: a dependent ld.global touching a line for the first time "
                             "that the host's copy left in L2 (1 / 16 MB buffers) takes 399 / 382 clk (an L2 hit 270)"),
+    "const_hit_latency": P(30, "clk", "M", MB_H100, "const_chase_0: ld.const of a word in a line already read "
+                                                    "(LDC -> IADD chase 34 clk per step; fit.py)"),
+    "const_l1_bytes": P(2048, "B", "E", JIA, "the per-SM constant cache the hits come from (2 KiB on Volta); "
+                                           "const_chase_256's later reps, a 64 KB sweep, miss it on the H100"),
+    "const_l15_latency": P(100, "clk", "M", MB_H100, "const_chase_256, reps 4-8 (the chase has wrapped the 64 KB "
+                                                     "array): a 256-byte block read before (fit.py)"),
+    "const_miss_latency": P(430, "clk", "M", MB_H100, "const_chase_256, rep 0: every step a 256-byte block never "
+                                                      "read (435 clk per step; fit.py); const_chase_64 (168) is "
+                                                      "one such miss and three block hits per 4 steps"),
     "tma_fresh_extra": P(195, "clk", "M", MB_H100,
                          "tma_fresh_128B_64x64, bulk_fresh_1024B / _8192B (reps 1-8): a TMA / bulk load of lines "
                          "the kernel has not touched yet (host-written, in L2) takes ~195 clk longer than an L2-warm "

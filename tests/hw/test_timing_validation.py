@@ -41,7 +41,8 @@ def test_every_fitted_parameter_is_known_and_sourced():
                  "barrier_wake_latency", "barrier_wake_per_warp", "mbarrier_op_latency", "mbarrier_wake_latency",
                  "tma_latency", "tma_bytes_per_clk", "tma_tensor_extra", "tma_fresh_extra", "tlb_miss_latency",
                  "tma_issue_cycles", "dsmem_remote_latency", "gmem_store_clk_per_sector", "gmem_store_warp_interval",
-                 "fence_mbarrier_init_cycles", "fence_proxy_async_cycles", "runtime_loop_cycles"):
+                 "fence_mbarrier_init_cycles", "fence_proxy_async_cycles", "runtime_loop_cycles",
+                 "const_hit_latency", "const_l15_latency", "const_miss_latency"):
         assert name in MEASURED, name
 
 
@@ -93,6 +94,10 @@ CALIBRATION = [
     ("elem_loop", "per_chunk_1024", 0.02),
     ("elem_loop", "per_chunk_2048", 0.08),         # per iteration: SASS 15.4 clk, tcsim 10.9
     ("loop_ldsm_mma_4w_tma", "cycles_per_ktile", 0.03),   # TMA traffic beside the loop: no slowdown (429 vs 440)
+    ("const_chase_0", "latency", 0.02),            # ld.const hits
+    ("const_chase_256", "latency", 0.02),          # 256-byte blocks read before
+    ("const_chase_256", "cold_latency", 0.02),     # blocks never read
+    ("const_chase_64", "latency", 0.05),           # not fitted: one block miss + three block hits per 4 steps
 ]
 
 

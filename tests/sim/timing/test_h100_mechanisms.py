@@ -250,3 +250,38 @@ $L_done:
     zero, one, eight = gap(0), gap(1), gap(8)
     assert zero >= H100.runtime_loop_cycles
     assert eight - one < H100.runtime_loop_cycles / 4           # the dispatch is paid once, not per iteration
+
+
+CONST = """
+  mov.u64 %rd2, tbl;
+  mov.u64 %rd10, %clock64;
+  ld.const.u32 %r1, [%rd2];
+  add.u32 %r1, %r1, 1;
+  mov.u64 %rd11, %clock64;
+  ld.const.u32 %r2, [%rd2+4];
+  add.u32 %r2, %r2, 1;
+  mov.u64 %rd12, %clock64;
+  ld.const.u32 %r3, [%rd2+64];
+  add.u32 %r3, %r3, 1;
+  mov.u64 %rd13, %clock64;
+  st.global.u64 [%rd1], %rd10;
+  st.global.u64 [%rd1+8], %rd11;
+  st.global.u64 [%rd1+16], %rd12;
+  st.global.u64 [%rd1+24], %rd13;
+  add.u32 %r4, %r1, %r2;
+  add.u32 %r4, %r4, %r3;
+  st.global.u32 [%rd1+32], %r4;
+  ret;
+"""
+
+
+def test_constant_cache_miss_line_hit_and_block_hit():
+    from timing_kernels import kernel
+    text = kernel(PROLOGUE + CONST, "sm_90a").replace(".visible .entry", ".const .align 8 .u32 tbl[64] = {7};\n"
+                                                                         ".visible .entry", 1)
+    res = run_launch(Launch(ptx=text, kernel="k", block=(1, 1, 1), args=[np.zeros(6, np.uint64)]), timing=True)
+    t = [int(x) for x in res.outputs[0][:4]]
+    miss, hit, block = t[1] - t[0], t[2] - t[1], t[3] - t[2]
+    assert miss >= H100.const_miss_latency
+    assert H100.const_hit_latency <= hit < H100.const_l15_latency
+    assert H100.const_l15_latency <= block < H100.const_miss_latency
