@@ -37,6 +37,15 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     cta = None
     if g in ("ldmatrix", "mma", "loop") and p.get("warps", 1) > 1:
         cta = range(nw)
+    if g == "store_quiet":                                   # [warp, 1, {rep-0 seg 0, seg 1, sums of reps 1..}]
+        o = np.asarray(out, dtype=np.float64)[:, 0, :]
+        n = C.REPS - 1
+        segs = [stats(o[:, 2 + k] / n) for k in range(2)]
+        mean = [float(np.max(o[:, 2 + k]) / n) for k in range(2)]
+        per = _slope(mean[0], mean[1], *G.STORE_LENGTHS)
+        return {"segments": segs, "values": {"cycles_per_store_per_warp": per, "seg16": mean[0], "seg64": mean[1],
+                                             "rep0_seg16": float(np.max(o[:, 0])),
+                                             "rep0_seg64": float(np.max(o[:, 1]))}}
     if g == "ring":
         w = out[1, 1:, :]                                    # the consumer warp
     elif g == "dsmem":
@@ -95,6 +104,11 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
         v = {"per_init_fence": _slope(med[0], med[1], *G.FENCE_LENGTHS), "one": med[0]}
     elif g == "elem":
         v = {f"per_chunk_{n}": med[k] for k, n in enumerate(G.ELEM_LOOP_BYTES)}
+    elif g == "code" and p.get("jump"):
+        v = {}
+        for k, d in enumerate(G.JUMP_BYTES):
+            v[f"warm_{d}"] = med[k]
+            v[f"cold_{d}"] = float(out[0, 0, k])
     elif g == "code":
         n0, n1 = C.CODE_LENGTHS
         warm = _slope(med[0], med[1], n0, n1)

@@ -180,6 +180,14 @@ def _b_store(c):
     return _calib_launch(c, G.global_stores(vec, G.STORE_LENGTHS, REPS), nseg=2, warps=w, extra=(dst,))
 
 
+def _b_store_quiet(c):
+    vec, w = c.params["vec"], c.params["warps"]
+    dst = np.zeros(w * REPS * sum(G.STORE_LENGTHS) * 32 * vec, dtype=np.uint32)
+    out = np.zeros((w, 1, 4), dtype=np.uint64)
+    return Launch(ptx=G.global_stores_quiet(vec, G.STORE_LENGTHS, REPS), kernel="mb_global_stores_quiet",
+                  grid=(1, 1, 1), block=(32 * w, 1, 1), args=[out, _io(32 * w), dst], name=c.name)
+
+
 def _b_tma_issue(c):
     t = (np.arange(64 * 64, dtype=np.uint32) % 65521).astype(np.float16).reshape(64, 64)
     tm = TensorMap.tiled(t, box=(64, 64), swizzle="128B")
@@ -203,6 +211,8 @@ def _b_const(c):
 
 
 def _b_code(c):
+    if c.params.get("jump"):
+        return _calib_launch(c, G.icache_jump(REPS), nseg=len(G.JUMP_BYTES))
     return _calib_launch(c, G.straight_code(CODE_LENGTHS, REPS), nseg=2)
 
 
@@ -350,7 +360,7 @@ def cta_cycles(launch: Launch, clk: np.ndarray) -> list:
 BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, "bar_sync": _b_bar,
             "mbarrier": _b_mbar, "ldmatrix": _b_ldm, "mma": _b_mma, "tma": _b_tma, "bulk": _b_bulk,
             "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
-            "code": _b_code, "store": _b_store, "tma_issue": _b_tma_issue,
+            "code": _b_code, "store": _b_store, "store_quiet": _b_store_quiet, "tma_issue": _b_tma_issue,
             "elem": _b_elem, "fence": _b_fence, "const": _b_const,
             "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
@@ -408,6 +418,10 @@ def _registry() -> dict:
         cs.append(Case(f"gmem_store_{'u32' if vec == 1 else 'v2'}_{w}w", "store", "calibration",
                        {"vec": vec, "warps": w}, f"{w} warp(s), each {G.STORE_LENGTHS} independent coalesced "
                        f"{'st.global.u32' if vec == 1 else 'st.global.v2.f32'} per segment, never waited for"))
+    for vec in (1, 2):
+        cs.append(Case(f"gmem_store_quiet_{'u32' if vec == 1 else 'v2'}_4w", "store_quiet", "calibration",
+                       {"vec": vec, "warps": 4}, "gmem_store_*_4w without any other store between the segments "
+                       "(segment times summed in registers, stored once at the end)"))
     cs.append(Case("tma_issue", "tma_issue", "calibration", note=f"lane 0: arrive.expect_tx + "
                    f"{G.TMA_ISSUE_LENGTHS} 2D tensor loads (8 KB boxes) per segment, issue only"))
     # first touches after the first rep: every rep loads lines never touched before, through a tensor map / a
@@ -427,6 +441,8 @@ def _registry() -> dict:
                        + (" (one word: constant-cache hits)" if not stride else " (every step a new line)")))
     cs.append(Case("elem_loop", "elem", "calibration", note=f"bulk_pipeline's per-chunk consumer loop alone, "
                    f"run-time trip count, chunk sizes {G.ELEM_LOOP_BYTES} B"))
+    cs.append(Case("icache_jump", "code", "calibration", {"jump": True}, note=f"branch over {G.JUMP_BYTES} B of "
+                   f"code that never runs, then one instruction: rep 0 fetches each target for the first time"))
     cs.append(Case("icache_straight", "code", "calibration", note=f"{CODE_LENGTHS} straight-line fma.rn.f32 per "
                    f"segment, 8 independent chains: rep 0 runs code never fetched before"))
     for w in (1, 4):

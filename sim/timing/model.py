@@ -84,7 +84,7 @@ class SmState:
     global-memory ports are free next."""
 
     __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar",
-                 "const_lines", "const_blocks")
+                 "const_lines", "const_blocks", "param_lines")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -96,6 +96,7 @@ class SmState:
         self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
         self.const_lines = OrderedDict()  # 64-byte constant lines in the SM's small constant cache (LRU)
         self.const_blocks: set = set()  # 256-byte blocks of the constant space read so far
+        self.param_lines: set = set()   # 64-byte lines of the kernel parameters read so far
 
 
 class TimingModel:
@@ -413,6 +414,13 @@ class TimingModel:
             return start - now + occ + cfg.l2_latency
         if space == "const" and cfg.const_miss_latency > 0:
             return self._const_latency(sm, addrs)
+        if space == "param" and cfg.const_miss_latency > 0 and cfg.param_block_resident:
+            # kernel parameters: written by the launch into the constant bank, so their 256-byte blocks are
+            # taken to be in the block cache from the start; a 64-byte line's first read costs a block hit
+            lines = sm.param_lines
+            new = {int(x) // 64 for x in addrs.tolist()} - lines
+            lines |= new
+            return cfg.const_l15_latency if new else cfg.const_hit_latency
         return cfg.l1_latency
 
     def _const_latency(self, sm: SmState, addrs) -> float:

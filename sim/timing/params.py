@@ -127,6 +127,7 @@ SM_100A: dict = {
     "gmem_fresh_latency": P(0, "clk", "E", TM_B200, "not measured on B200: first touches cost dram_latency"),
     "const_hit_latency": P(0, "clk", "E", TM_B200, "not measured on B200"),
     "const_l1_bytes": P(2048, "B", "E", JIA, "2 KiB on Volta (not used while const_miss_latency is 0)"),
+    "param_block_resident": P(0, "bool", "E", TM_B200, "off: ld.param costs l1_latency"),
     "const_l15_latency": P(0, "clk", "E", TM_B200, "not measured on B200"),
     "const_miss_latency": P(0, "clk", "E", TM_B200, "0: ld.const costs l1_latency (not measured on B200)"),
     "tma_fresh_extra": P(0, "clk", "E", TM_B200, "0: a TMA first touch adds dram_latency - l2_latency (not measured "
@@ -230,6 +231,10 @@ SM_90A: dict = {
                                                     "(LDC -> IADD chase 34 clk per step; fit.py)"),
     "const_l1_bytes": P(2048, "B", "E", JIA, "the per-SM constant cache the hits come from (2 KiB on Volta); "
                                            "const_chase_256's later reps, a 64 KB sweep, miss it on the H100"),
+    "param_block_resident": P(1, "bool", "E", MB_H100, "1: ld.param reads the constant bank the launch wrote, "
+                              "taken to be in the 256-byte block cache from the start: a 64-byte line's first read "
+                              "costs const_l15_latency, later ones const_hit_latency (assumed: no calibration case "
+                              "isolates parameter reads, ptxas hoists them)"),
     "const_l15_latency": P(100, "clk", "M", MB_H100, "const_chase_256, reps 4-8 (the chase has wrapped the 64 KB "
                                                      "array): a 256-byte block read before (fit.py)"),
     "const_miss_latency": P(430, "clk", "M", MB_H100, "const_chase_256, rep 0: every step a 256-byte block never "

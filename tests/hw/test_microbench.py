@@ -45,7 +45,7 @@ def sim_out(name):
 def test_case_list_covers_the_calibration_and_validation_sets():
     groups = {c.group for c in CALIB}
     assert groups == {"clock", "alu", "smem", "gmem", "bar_sync", "mbarrier", "ldmatrix", "mma", "tma", "bulk",
-                      "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence", "const"}
+                      "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence", "const", "store_quiet"}
     assert {c.params["warps"] for c in CALIB if c.group == "loop"} == {1, 4}
     assert {c.params.get("tma_traffic", False) for c in CALIB if c.group == "loop"} == {False, True}
     assert {c.params["bytes"] for c in CALIB if c.group == "ring"} == {32, 1024, 2048}
