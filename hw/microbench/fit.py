@@ -213,6 +213,16 @@ def fit(meta: dict, log=print) -> dict:
         put({pname: val}, [case], f"ld.const.s64 chase ({key} per step) minus the rest of the simulated step "
             "(the IADD)", key)
 
+    # branches: a taken jump over code that never runs (warm), and its first time (a target not fetched yet)
+    for pname, key in (("branch_taken_cycles", "warm_2048"), ("branch_cold_target_cycles", "cold_2048")):
+        if "icache_jump" not in meta["cases"]:
+            break
+        p0 = {"branch_taken_cycles": 8.0, "branch_cold_target_cycles": 60.0}
+        sim = simulate(["icache_jump"], cfg().with_overrides(p0))["icache_jump"][key]
+        val = round(p0[pname] + meta["cases"]["icache_jump"]["values"][key] - sim, 1)
+        put({pname: val}, ["icache_jump"], f"a branch over 2 KB of code that never runs ({key}): the residual of "
+            "the simulated segment", key)
+
     # run-time-trip loops: bulk_pipeline's per-chunk consumer loop alone, three chunk sizes; each execution adds
     # runtime_loop_cycles exactly once, so the least-squares value is the mean residual
     if "elem_loop" in meta["cases"]:

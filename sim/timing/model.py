@@ -84,7 +84,7 @@ class SmState:
     global-memory ports are free next."""
 
     __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar",
-                 "const_lines", "const_blocks", "param_lines")
+                 "const_lines", "const_blocks", "param_lines", "targets")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -97,6 +97,7 @@ class SmState:
         self.const_lines = OrderedDict()  # 64-byte constant lines in the SM's small constant cache (LRU)
         self.const_blocks: set = set()  # 256-byte blocks of the constant space read so far
         self.param_lines: set = set()   # 64-byte lines of the kernel parameters read so far
+        self.targets: set = set()       # branch targets this SM has jumped to
 
 
 class TimingModel:
@@ -127,6 +128,7 @@ class TimingModel:
         self.war_read = float(cfg.mma_sync_operand_read)
         self._war_dsts = [tuple(n for n in p.dsts if n not in p.srcs) for p in self.plans]
         self.store_path = float(cfg.gmem_store_clk_per_sector) > 0
+        self.branch_taken = float(cfg.branch_taken_cycles)
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
         self.lines = GlobalLines(int(cfg.gmem_line_bytes))
@@ -286,6 +288,8 @@ class TimingModel:
                 # the HMMA reads its A/B/C operands over mma_sync_operand_read cycles from its start
                 wt.scoreboard.read(p.srcs, now + self.war_read, pc)
         gap = p.issue_cycles
+        if self.branch_taken > 0 and ctx.ins.opcode == "bra":
+            gap = max(gap, self._branch_cost(warp, pc, sm))
         if p.wait_kind == "barrier" and ctx.ins.opcode in ("bar", "barrier") and _waits(ctx.ins):
             # the warp that completes a bar.sync (its release fires at once) leaves it as late as the warps it
             # released, barrier_latency after the completing arrival; a warp released later gets the same
@@ -300,6 +304,21 @@ class TimingModel:
         elif p.tmem == "st":
             wt.tmem_st_ready = max(wt.tmem_st_ready, done)
         return gap, done
+
+    def _branch_cost(self, warp, pc: int, sm: SmState) -> float:
+        """Issue cycles of a branch some lane took (H100 icache_jump): ``branch_taken_cycles``, plus
+        ``branch_cold_target_cycles`` the first time the SM jumps forward ``branch_cold_distance`` or more
+        instructions to that target (code the fetch has not reached yet)."""
+        ctx_pcs = warp.pc[warp.alive & ~warp.waiting]
+        targets = {int(t) for t in ctx_pcs.tolist() if t != pc + 1}
+        if not targets:
+            return 1
+        cost = self.branch_taken
+        for t in targets:
+            if t - pc >= self.cfg.branch_cold_distance and t not in sm.targets:
+                cost += self.cfg.branch_cold_target_cycles
+            sm.targets.add(t)
+        return cost
 
     def _reserve(self, sm: SmState, key, start: float, interval: float) -> float:
         """Book ``interval`` cycles of a sub-partition unit at the first free slot from ``start`` (dataflow

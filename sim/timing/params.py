@@ -176,6 +176,9 @@ SM_100A: dict = {
     "tma_issue_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
     "fence_mbarrier_init_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
     "fence_proxy_async_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
+    "branch_taken_cycles": P(0, "clk", "E", TM_B200, "0: a branch costs its issue cycle (not measured on B200)"),
+    "branch_cold_target_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
+    "branch_cold_distance": P(16, "instructions", "E", TM_B200, "not used while branch_taken_cycles is 0"),
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
     "gmem_store_clk_per_sector": P(0, "clk/sector", "E", TM_B200, "0: stores take the L2 bandwidth share like "
@@ -287,6 +290,15 @@ SM_90A: dict = {
     "fence_proxy_async_cycles": P(65, "clk", "M", MB_H100,
                                   "mbarrier_init_fence_proxy: each mbarrier.init + fence.proxy.async.shared::cta "
                                   "(FENCE.VIEW.ASYNC.S) adds 67 clk (slope of 1 -> 4), the init ~2"),
+    "branch_taken_cycles": P(8, "clk", "M", MB_H100, "icache_jump: a taken branch over code that never runs costs "
+                                                     "13 clk warm against 5 without it (the BRA's stall and "
+                                                     "redirect)"),
+    "branch_cold_target_cycles": P(62, "clk", "M", MB_H100, "icache_jump: the first jump to a target 2 KB / 16 KB "
+                                                            "ahead costs 75 / 77 clk against 13 warm"),
+    "branch_cold_distance": P(16, "instructions", "E", MB_H100, "a forward jump at least this many PTX instructions "
+                                                               "(~256 B of SASS) ahead lands beyond the fetched "
+                                                               "code the first time; shorter ones are prefetched "
+                                                               "(not measured)"),
     "runtime_loop_cycles": P(150, "clk", "M", MB_H100,
                              "elem_loop: a loop with a run-time trip count, which ptxas unrolls by 4 behind a "
                              "trip-count dispatch and remainder checks (compares with 13-clk stalls, branches, "

@@ -42,7 +42,8 @@ def test_every_fitted_parameter_is_known_and_sourced():
                  "tma_latency", "tma_bytes_per_clk", "tma_tensor_extra", "tma_fresh_extra", "tlb_miss_latency",
                  "tma_issue_cycles", "dsmem_remote_latency", "gmem_store_clk_per_sector", "gmem_store_warp_interval",
                  "fence_mbarrier_init_cycles", "fence_proxy_async_cycles", "runtime_loop_cycles",
-                 "const_hit_latency", "const_l15_latency", "const_miss_latency"):
+                 "const_hit_latency", "const_l15_latency", "const_miss_latency", "branch_taken_cycles",
+                 "branch_cold_target_cycles"):
         assert name in MEASURED, name
 
 
@@ -98,6 +99,9 @@ CALIBRATION = [
     ("const_chase_256", "latency", 0.02),          # 256-byte blocks read before
     ("const_chase_256", "cold_latency", 0.02),     # blocks never read
     ("const_chase_64", "latency", 0.05),           # not fitted: one block miss + three block hits per 4 steps
+    ("icache_jump", "warm_2048", 0.02),            # a taken branch
+    ("icache_jump", "cold_2048", 0.04),            # ... to a target not fetched yet
+    ("icache_jump", "cold_16384", 0.04),           # not fitted
 ]
 
 

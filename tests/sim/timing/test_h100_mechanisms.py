@@ -285,3 +285,35 @@ def test_constant_cache_miss_line_hit_and_block_hit():
     assert miss >= H100.const_miss_latency
     assert H100.const_hit_latency <= hit < H100.const_l15_latency
     assert H100.const_l15_latency <= block < H100.const_miss_latency
+
+
+def test_taken_branch_costs_and_a_cold_forward_target_costs_more_once():
+    """Two passes over a forward jump past 40 instructions that never run: the first pass pays
+    branch_cold_target_cycles on top of branch_taken_cycles, the second only the latter."""
+    dead = "\n".join("  add.u32 %r5, %r5, 3;" for _ in range(40))
+    body = f"""
+  mov.u32 %r1, 0;
+  ld.global.u32 %r9, [%rd1+32];
+$L_pass:
+  setp.eq.u32 %p2, %r9, 12345;
+  mov.u64 %rd10, %clock64;
+  @%p2 bra $L_dead;
+  bra.uni $L_tgt;
+$L_dead:
+{dead}
+$L_tgt:
+  mov.u64 %rd11, %clock64;
+  sub.s64 %rd12, %rd11, %rd10;
+  mul.wide.u32 %rd13, %r1, 8;
+  add.s64 %rd14, %rd1, %rd13;
+  st.global.u64 [%rd14], %rd12;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p3, %r1, 2;
+  @%p3 bra $L_pass;
+  st.global.u32 [%rd1+40], %r5;
+  ret;
+"""
+    res, _ = run(PROLOGUE + body, target="sm_90a", out_len=8)
+    first, second = int(res.outputs[0][0]), int(res.outputs[0][1])
+    assert second >= H100.branch_taken_cycles
+    assert first - second == pytest.approx(H100.branch_cold_target_cycles, abs=2)
