@@ -333,10 +333,9 @@ def mma_chain(form: str, chains: int, lengths: tuple, reps: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------- TMA / bulk copy
-def tma_load(box_bytes: int, reps: int, advance_rows: int = 0) -> str:
-    """Lane 0 of the single warp: arrive.expect_tx + one 2D tensor load of the whole box, then the warp polls
-    the mbarrier; one load per segment.  Rep 0 is cold (DRAM), later reps find the tile in L2."""
-    setup = """	mov.u32 	%r20, mbar;
+#: lane 0 initialises the mbarrier ``mbar`` (count 1) and fences it for the async proxy; %r20 = mbar, %r22 = sbuf,
+#: %rd10 = the tensor map ``tmap``, %r21 = the parity to wait for, %r23 = 0 (coordinates)
+TMA_SETUP = """	mov.u32 	%r20, mbar;
 	mov.u32 	%r22, sbuf;
 	mov.b64 	%rd12, tmap;
 	cvta.param.u64 	%rd10, %rd12;
@@ -347,6 +346,13 @@ def tma_load(box_bytes: int, reps: int, advance_rows: int = 0) -> str:
 	mov.u32 	%r21, 0;
 	mov.u32 	%r23, 0;
 """
+
+
+def tma_load(box_bytes: int, reps: int, advance_rows: int = 0) -> str:
+    """Lane 0 of the single warp: arrive.expect_tx + one 2D tensor load of the whole box, then the warp polls
+    the mbarrier; one load per segment.  Rep 0 is cold (first touch of the lines and of their page), later reps
+    find the tile in L2 (with ``advance_rows`` every rep loads the next box: lines never touched)."""
+    setup = TMA_SETUP
     body = f"""	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	%rd11, [%r20], {box_bytes};
 	@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes 	[%r22], [%rd10, {{%r23, %r23}}], [%r20];
 $L_tw:
@@ -702,17 +708,7 @@ TMA_ISSUE_LENGTHS = (1, 4)
 def tma_issue(lengths: tuple, reps: int) -> str:
     """TMA issue cost: lane 0 does one ``arrive.expect_tx`` and ``n`` 2D tensor loads (box 64 x 64 f16, 8 KB, into
     separate SMEM buffers); the segment times the issue only (the warp waits for the loads untimed, after it)."""
-    setup = """	mov.u32 	%r20, mbar;
-	mov.u32 	%r22, sbuf;
-	mov.b64 	%rd12, tmap;
-	cvta.param.u64 	%rd10, %rd12;
-	@%p1 mbarrier.init.shared::cta.b64 	[%r20], 1;
-	fence.mbarrier_init.release.cluster;
-	fence.proxy.async.shared::cta;
-	bar.sync 	0;
-	mov.u32 	%r21, 0;
-	mov.u32 	%r23, 0;
-"""
+    setup = TMA_SETUP
     lab = Lab()
     segs = []
     for n in lengths:
