@@ -87,7 +87,7 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
         v = {"cycles_per_step": per, "mma_per_clk_sm": rate, "flop_per_clk_sm": rate * C.MMA_FLOP,
              "fraction_of_peak": rate * C.MMA_FLOP / C.PEAK_MMA_F16_FLOP_PER_CLK}
     elif g in ("tma", "bulk"):
-        nbytes = p["rows"] * p["inner"] * 2 if g == "tma" else p["bytes"]
+        nbytes = p["rows"] * p["inner"] * (4 if p.get("f32") else 2) if g == "tma" else p["bytes"]
         v = {"cold": float(out[0, 0, 0]), "warm": med[0], "bytes": nbytes, "bytes_per_clk_warm": nbytes / med[0]}
     elif g == "loop":
         per = _slope(med[0], med[1], *C.KTILES)             # cycles per k-tile (CTA-wide: max over the warps)

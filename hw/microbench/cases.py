@@ -121,9 +121,10 @@ def _b_tma(c):
     rows, inner, swz = c.params["rows"], c.params["inner"], c.params["swizzle"]
     adv = c.params.get("advance", False)
     total = max(256, rows * REPS) if adv else 256
-    t = (np.arange(total * inner, dtype=np.uint32) % 65521).astype(np.float16).reshape(total, inner)
+    dt = np.float32 if c.params.get("f32") else np.float16
+    t = (np.arange(total * inner, dtype=np.uint32) % 65521).astype(dt).reshape(total, inner)
     tm = TensorMap.tiled(t, box=(rows, inner), swizzle=swz)
-    return _calib_launch(c, G.tma_load(rows * inner * 2, REPS, advance_rows=rows if adv else 0), nseg=1,
+    return _calib_launch(c, G.tma_load(rows * inner * t.itemsize, REPS, advance_rows=rows if adv else 0), nseg=1,
                          extra=(t, tm))
 
 
@@ -429,6 +430,11 @@ def _registry() -> dict:
     cs.append(Case("tma_fresh_128B_64x64", "tma", "calibration",
                    {"swizzle": "128B", "rows": 64, "inner": 64, "advance": True},
                    "one 2D TMA load per rep, f16 box 64x64 (8 KB), each rep the next 64 rows (fresh lines)"))
+    for adv in (False, True):
+        cs.append(Case(f"tma_{'fresh_' if adv else ''}none_32x64f32", "tma", "calibration",
+                       {"swizzle": "none", "rows": 32, "inner": 64, "f32": True, "advance": adv},
+                       "one 2D TMA load per rep, f32 box 32 x 64 (8 KB, 256-byte rows, no swizzle: val_ws_scale's "
+                       "tile)" + (", each rep the next 32 rows (fresh lines)" if adv else "")))
     for n in (1024, 8192):
         cs.append(Case(f"bulk_fresh_{n}B", "bulk", "calibration", {"bytes": n, "advance": True},
                        f"one cp.async.bulk of {n} B per rep, each rep the next {n} B of the source (fresh lines)"))

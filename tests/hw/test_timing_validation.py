@@ -85,6 +85,8 @@ CALIBRATION = [
     ("gmem_chase_cold", "latency", 0.02),          # first touch of a line no longer in L2
     ("tma_fresh_128B_64x64", "warm", 0.02),        # TMA of lines the kernel has not touched
     ("bulk_fresh_8192B", "warm", 0.02),
+    ("tma_fresh_none_32x64f32", "warm", 0.03),     # val_ws_scale's tile shape
+    ("tma_none_32x64f32", "warm", 0.03),
     ("tma_fresh_128B_64x64", "cold", 0.03),        # ... and of a page it has not touched
     ("tma_issue", "per_tma_issue", 0.03),
     ("gmem_store_u32_1w", "cycles_per_store_per_warp", 0.02),
