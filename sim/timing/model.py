@@ -289,7 +289,7 @@ class TimingModel:
                 wt.scoreboard.read(p.srcs, now + self.war_read, pc)
         gap = p.issue_cycles
         if self.branch_taken > 0 and ctx.ins.opcode == "bra":
-            gap = max(gap, self._branch_cost(warp, pc, sm))
+            gap = max(gap, self._branch_cost(warp, ctx.group, pc, sm))
         if p.wait_kind == "barrier" and ctx.ins.opcode in ("bar", "barrier") and _waits(ctx.ins):
             # the warp that completes a bar.sync (its release fires at once) leaves it as late as the warps it
             # released, barrier_latency after the completing arrival; a warp released later gets the same
@@ -305,12 +305,11 @@ class TimingModel:
             wt.tmem_st_ready = max(wt.tmem_st_ready, done)
         return gap, done
 
-    def _branch_cost(self, warp, pc: int, sm: SmState) -> float:
-        """Issue cycles of a branch some lane took (H100 icache_jump): ``branch_taken_cycles``, plus
-        ``branch_cold_target_cycles`` the first time the SM jumps forward ``branch_cold_distance`` or more
-        instructions to that target (code the fetch has not reached yet)."""
-        ctx_pcs = warp.pc[warp.alive & ~warp.waiting]
-        targets = {int(t) for t in ctx_pcs.tolist() if t != pc + 1}
+    def _branch_cost(self, warp, group, pc: int, sm: SmState) -> float:
+        """Issue cycles of a branch some lane of ``group`` (the lanes that executed it) took (H100 icache_jump):
+        ``branch_taken_cycles``, plus ``branch_cold_target_cycles`` the first time the SM jumps forward
+        ``branch_cold_distance`` or more instructions to that target (code the fetch has not reached yet)."""
+        targets = {int(t) for t in warp.pc[group & warp.alive].tolist() if t != pc + 1}
         if not targets:
             return 1
         cost = self.branch_taken
