@@ -1,0 +1,59 @@
+"""The static SASS schedule (hw/sass_schedule.py) on saved ptxas 13.0 listings: it explains what the PTX-level
+timing model cannot -- the same ldmatrix + mma.sync k-tile loop costs 429 clk per k-tile on the H100 in
+loop_ldsm_mma_1w and ~600-650 in val_pipe_gemm_*, because ptxas allocates the B fragments differently."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hw.microbench import timeline as T
+from hw.microbench.record import GOLDEN
+from hw.sass_schedule import clock_regions, parse_listing, static_cycles
+
+SASS = GOLDEN / "sass"
+META = json.loads((GOLDEN / "meta.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def loop():
+    return parse_listing((SASS / "loop_ldsm_mma.sass").read_text())
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    return parse_listing((SASS / "pipe_gemm.sass").read_text())
+
+
+def test_control_bits_are_decoded(pipe):
+    by = {i.addr: i for i in pipe}
+    ldsm, hmma = by[0x0c60], by[0x0c70]
+    assert ldsm.opcode == "LDSM.16.M88.4" and ldsm.write_barrier is not None
+    assert hmma.opcode == "HMMA.16816.F32" and hmma.wait_mask >> ldsm.write_barrier & 1
+    assert all(0 <= i.stall <= 15 for i in pipe)
+    assert [i.addr for i in pipe] == sorted(i.addr for i in pipe)
+
+
+def test_loop_case_static_schedule_matches_the_h100(loop):
+    (a0, a1), _, (b0, b1) = clock_regions(loop)[:3]           # 1-k-tile segment, the frame's gap, 4-k-tile one
+    per_ktile = (static_cycles(loop, b0, b1) - static_cycles(loop, a0, a1)) / 3
+    h100 = META["cases"]["loop_ldsm_mma_1w"]["values"]["cycles_per_ktile"]
+    assert per_ktile == pytest.approx(h100, rel=0.05)
+
+
+def test_pipe_gemm_static_k_tile_is_the_serial_chain(loop, pipe):
+    """pipe_gemm's k-tile body (first LDSM to the release): its static schedule is ~1.6x the loop case's, within
+    15% of the H100's consumer time per k-tile (timelines, median over warps and k-tiles)."""
+    (a0, a1), _, (b0, b1) = clock_regions(loop)[:3]
+    loop_ktile = (static_cycles(loop, b0, b1) - static_cycles(loop, a0, a1)) / 3
+    pipe_ktile = static_cycles(pipe, 0x0c50, 0x10e0)
+    assert pipe_ktile > 1.5 * loop_ktile
+    tl = Path(GOLDEN / "timelines")
+    meta = json.loads((tl / "timelines.json").read_text())["cases"]["val_pipe_gemm_3stage"]
+    ev = np.load(tl / "timelines.npz")["val_pipe_gemm_3stage"]
+    rows = T.summarize(ev, meta["marks"], meta["block"])
+    loops = []
+    for w in range(4):
+        t = {(n, i): c for n, i, c in rows[(0, w)]}
+        loops += [t[("cons_computed", k)] - t[("cons_full", k)] for k in range(8)]
+    assert pipe_ktile == pytest.approx(float(np.median(loops)), rel=0.15)
