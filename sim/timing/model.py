@@ -49,6 +49,12 @@ wait until every earlier instruction of the warp has started (:attr:`sim.timing.
 registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
 values do not change.
 
+**SASS-timed loops** (``sass_timed_loops``; sm_90a): a counted mma.sync loop whose SASS is recorded
+(:mod:`sim.timing.sass`, ``python -m hw.sass_facts``) is timed by the steady static schedule of the SASS block ptxas
+unrolled it into (stall counts and scoreboard waits, with this config's latencies): its PTX instructions are free and
+each execution of the loop costs that schedule -- ptxas's register reuse (a serial LDSM -> HMMA -> LDSM chain or
+not) decides a GEMM's k-tile and the PTX does not show it.
+
 **Write-after-read on mma.sync operands** (``mma_sync_operand_read`` > 0; sm_90a): an mma.sync reads its A/B/C
 registers late, until ``mma_sync_operand_read`` cycles after its start; an instruction that overwrites such a
 register (other than one that also reads it) does not issue before then (pipe_gemm's consumer loop: each k-step's
@@ -70,6 +76,7 @@ from isa.errors import TcsimError
 from .. import memory as M
 from .classes import plan_instruction
 from .params import ArchConfig
+from .sass import default_latencies, load_loops, steady_cycles
 from .scoreboard import Scoreboard
 from .smem import GlobalLines, l2_resident_ranges, smem_wavefronts
 from .stats import TimingReport, WarpTiming
@@ -116,12 +123,26 @@ class TimingModel:
         # checks): their control is free as above and each completed execution of the loop costs the warp
         # runtime_loop_cycles (hw/microbench elem_loop)
         self.rt_exits: dict = {}
+        # counted mma.sync loops whose SASS is known (sim.timing.sass, hw/sass_facts.py): ptxas's schedule of the
+        # unrolled loop, which the PTX does not show (its register reuse), replaces the loop's PTX timing: the
+        # loop's instructions are free and each execution of the loop costs its SASS block's steady schedule
+        if self.dataflow and cfg.sass_timed_loops:
+            lat = default_latencies(cfg)
+            at = {ins.loc.line: pc for pc, ins in enumerate(self.body)}
+            for head, (back, instrs) in load_loops(self.body).items():
+                if head not in at or back not in at:
+                    continue
+                h, b = at[head], at[back]
+                for pc in range(h, b + 1):
+                    self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
+                                             unit=None, interval=0)
+                self.rt_exits[b] = (h, b, steady_cycles(instrs, lat))
         if self.dataflow and cfg.runtime_loop_cycles > 0:
             for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
                 for pc in ctrl:
                     self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
                                              unit=None, interval=0)
-                self.rt_exits[exit_pc] = (head, back)
+                self.rt_exits.setdefault(exit_pc, (head, back, cfg.runtime_loop_cycles))
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
@@ -234,11 +255,13 @@ class TimingModel:
             if p.dsts:
                 ready = max([now] + [wt.scoreboard.ready[n][0] for n in p.srcs if n in wt.scoreboard.ready])
                 wt.scoreboard.write(p.dsts, ready, pc)
+            if p.cls == "mma":
+                self.mma_sync_flops += p.flops * int(ctx.mask.any())
             if pc in self.rt_exits:
-                head, back = self.rt_exits[pc]
+                head, back, cost = self.rt_exits[pc]
                 pcs = warp.pc[warp.alive & ~warp.waiting]
                 if not ((pcs >= head) & (pcs <= back)).any():     # the whole warp has left the loop
-                    return self.cfg.runtime_loop_cycles, now
+                    return cost, now
             return 0, now
         sm.issue_free[wt.sub] = now + 1
         if wt.first_issue is None:

@@ -96,6 +96,7 @@ SM_100A: dict = {
                                                            "Blackwell; warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "E", H100_WP, "one dispatch per scheduler per clock"),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue only (off for B200)"),
+    "sass_timed_loops": P(0, "bool", "E", H100_WP, "0: no SASS-timed loops on sm_100a"),
     "mma_sync_operand_read": P(0, "clk", "E", H100_WP, "0: no write-after-read wait on mma.sync operands "
                                                        "(sm_90a only, see there)"),
     "dataflow_issue": P(0, "bool", "E", H100_WP, "0: a warp issues its PTX in program order, each instruction "
@@ -208,6 +209,9 @@ SM_90A: dict = {
                                "with 1 / 4 warps; 269 / 305 without the wait, +4 clk per k-tile per clk of this "
                                "value): an effective value above mma_sync_latency, standing in for ptxas's tighter "
                                "fragment-register reuse (SASS: LDSM -> 2 HMMA -> LDSM), which the PTX does not show"),
+    "sass_timed_loops": P(1, "bool", "E", "sim/timing/sass.py", "1: a counted mma.sync loop whose SASS is recorded "
+                          "(hw/sass_facts.py) costs the steady static schedule of its SASS block instead of its "
+                          "PTX timing (mechanism, no parameter of its own)"),
     "dataflow_issue": P(1, "bool", "E", "hw/microbench val_ws_scale_* and val_mma_gemm (mechanism, not fitted)",
                         "1: the hardware issues SASS, in which ptxas has hoisted independent loads and unrolled "
                         "fixed-trip loops, not PTX in program order: a non-ordering instruction starts once its "
