@@ -117,11 +117,8 @@ class TimingModel:
         self.plans = [plan_instruction(ins, cfg) for ins in self.body]
         if self.dataflow:
             for pc in unrolled_loop_control(self.body, sim.program.kernel.labels):
-                self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
-                                         unit=None, interval=0)
-        # loops with a run-time trip count (ptxas unrolls them too, behind a trip-count dispatch and remainder
-        # checks): their control is free as above and each completed execution of the loop costs the warp
-        # runtime_loop_cycles (hw/microbench elem_loop)
+                self._free(pc)
+        #: exit pc -> (head pc, back-edge pc, cycles the warp pays when its last lane leaves the loop)
         self.rt_exits: dict = {}
         # counted mma.sync loops whose SASS is known (sim.timing.sass, hw/sass_facts.py): ptxas's schedule of the
         # unrolled loop, which the PTX does not show (its register reuse), replaces the loop's PTX timing: the
@@ -134,14 +131,15 @@ class TimingModel:
                     continue
                 h, b = at[head], at[back]
                 for pc in range(h, b + 1):
-                    self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
-                                             unit=None, interval=0)
+                    self._free(pc)
                 self.rt_exits[b] = (h, b, steady_cycles(instrs, lat))
+        # loops with a run-time trip count (ptxas unrolls them too, behind a trip-count dispatch and remainder
+        # checks): their control is free and each completed execution of the loop costs the warp
+        # runtime_loop_cycles (hw/microbench elem_loop)
         if self.dataflow and cfg.runtime_loop_cycles > 0:
             for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
                 for pc in ctrl:
-                    self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0,
-                                             unit=None, interval=0)
+                    self._free(pc)
                 self.rt_exits.setdefault(exit_pc, (head, back, cfg.runtime_loop_cycles))
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
@@ -154,11 +152,15 @@ class TimingModel:
         self.sms: dict = {}
         self.lines = GlobalLines(int(cfg.gmem_line_bytes))
         self._l2_ranges = None
-        self._issue_now = 0.0           # issue cycle of the instruction being accounted (issued())
         self.pages: set = set()         # global pages touched so far (TLB first touches)
         self.busy: Counter = Counter()        # unit name -> busy cycles (all SMs)
         self.mma_sync_flops = 0
         self.wait_labels: dict = {}            # Wait -> (category, detail)
+
+    def _free(self, pc: int) -> None:
+        """Make ``body[pc]`` cost nothing (dataflow issue: code ptxas unrolls away or that is timed as a whole)."""
+        self.plans[pc] = replace(self.plans[pc], order="flow", free=True, issue_cycles=0, latency=0, unit=None,
+                                 interval=0)
 
     # ------------------------------------------------------------------------------------------ per-warp state
     def attach(self, warp) -> None:
@@ -268,7 +270,7 @@ class TimingModel:
             wt.first_issue = now
         wt.issued += 1
         wt.last_issue = now
-        issue = self._issue_now = now
+        issue = now
         if self.dataflow and p.order == "flow":
             # dataflow issue: the instruction starts once its operands are ready and its unit is free, while
             # the warp issues on (ptxas hoists independent instructions and unrolls loops; PTX order is not the
@@ -290,7 +292,7 @@ class TimingModel:
                 wt.pending.append(now)
         lat = p.latency
         if p.cls == "mem":
-            lat = self._memory_latency(ctx, p, pre, sm, now)
+            lat = self._memory_latency(ctx, p, pre, sm, now, issue)
         elif p.cls == "ldmatrix":
             # one SMEM port cycle per 128-byte phase (one 8x8 matrix); each phase after the first adds
             # smem_conflict_cycles of latency, as a bank-conflict replay does
@@ -380,7 +382,7 @@ class TimingModel:
         self.busy["smem"] += wavefronts
         return start - now + wavefronts - 1
 
-    def _memory_latency(self, ctx, p, addrs, sm: SmState, now: float) -> float:
+    def _memory_latency(self, ctx, p, addrs, sm: SmState, now: float, issue: float) -> float:
         cfg = self.cfg
         if addrs is None or addrs.size == 0:
             return cfg.l1_latency if p.space in ("param", "const", "local") else cfg.smem_latency
@@ -438,7 +440,7 @@ class TimingModel:
                 start = max(now, sm.store_free)
                 sm.store_free = start + occ
                 # the per-warp store rate counts from the store's issue, not from when its data is ready
-                ctx.warp.timing.store_next = self._issue_now + cfg.gmem_store_warp_interval
+                ctx.warp.timing.store_next = issue + cfg.gmem_store_warp_interval
                 self.busy["gmem"] += occ
                 return start - now + occ + cfg.l2_latency
             bw = cfg.hbm_bytes_per_clk_sm if new else cfg.l2_bytes_per_clk_sm
@@ -502,8 +504,7 @@ class TimingModel:
         lines = _tma_lines(op, int(self.cfg.gmem_line_bytes))
         if lines is None:
             return 0
-        new = lines - self.lines.seen
-        self.lines.seen |= new
+        new = self.lines.mark(lines)
         if not new or op.kind not in ("load", "prefetch"):
             return 0
         cfg = self.cfg

@@ -39,19 +39,24 @@ class GlobalLines:
         self.line = int(line_bytes)
         self.seen: set = set()
 
-    def touch(self, addrs) -> tuple[int, int]:
-        """(lines touched, of which first touches) for byte addresses ``addrs``."""
-        lines = set((np.asarray(addrs, dtype=np.uint64) // np.uint64(self.line)).tolist())
-        new = lines - self.seen
-        self.seen |= new
-        return len(lines), len(new)
+    def lines_of(self, addrs) -> set:
+        """The line indices of byte addresses ``addrs``."""
+        return set((np.asarray(addrs, dtype=np.uint64) // np.uint64(self.line)).tolist())
 
-    def first_touches(self, addrs) -> set:
-        """The lines of byte addresses ``addrs`` touched for the first time (now marked as seen)."""
-        lines = set((np.asarray(addrs, dtype=np.uint64) // np.uint64(self.line)).tolist())
+    def mark(self, lines: set) -> set:
+        """Those of ``lines`` touched for the first time (now marked as seen)."""
         new = lines - self.seen
         self.seen |= new
         return new
+
+    def touch(self, addrs) -> tuple[int, int]:
+        """(lines touched, of which first touches) for byte addresses ``addrs``."""
+        lines = self.lines_of(addrs)
+        return len(lines), len(self.mark(lines))
+
+    def first_touches(self, addrs) -> set:
+        """The lines of byte addresses ``addrs`` touched for the first time (now marked as seen)."""
+        return self.mark(self.lines_of(addrs))
 
 
 def l2_resident_ranges(allocations, l2_bytes: int) -> list:
