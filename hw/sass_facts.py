@@ -15,13 +15,11 @@ import argparse
 import fnmatch
 import json
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from isa import ir
+from isa import ir, ptxas
 from isa.parser import parse
 from sim.timing.model import unrolled_loop_control
 from sim.timing.sass import SASS_FACTS, kernel_fingerprint, parse_listing, steady_cycles
@@ -44,20 +42,13 @@ def with_locs(ptx: str) -> str:
 
 
 def disassemble(ptx: str, arch: str = "sm_90a") -> str:
-    for tool in ("ptxas", "nvdisasm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not on PATH")
-    with tempfile.TemporaryDirectory() as d:
-        src, cub = Path(d) / "kernel.ptx", Path(d) / "kernel.cubin"
-        src.write_text(with_locs(ptx))
-        r = subprocess.run(["ptxas", f"-arch={arch}", "-lineinfo", "-o", str(cub), str(src)], capture_output=True,
-                           text=True)
-        if r.returncode:
-            raise RuntimeError(f"ptxas failed: {r.stderr.strip()[:400]}")
-        r = subprocess.run(["nvdisasm", "-g", "-hex", "-c", str(cub)], capture_output=True, text=True)
-        if r.returncode:
-            raise RuntimeError(f"nvdisasm failed: {r.stderr.strip()[:400]}")
-        return r.stdout
+    """``nvdisasm -g -hex`` of ``ptx`` compiled with its own line numbers (:func:`with_locs`)."""
+    r = ptxas.sass(with_locs(ptx), arch, lineinfo=True, disassembler="nvdisasm")
+    if r is None:
+        raise RuntimeError("ptxas or nvdisasm is not on PATH")
+    if not r[0]:
+        raise RuntimeError(f"ptxas failed: {ptxas.first_error(r[1])}")
+    return r[1]
 
 
 def address_lines(listing: str) -> dict:

@@ -11,12 +11,10 @@ Without ``--from/--to`` it prints every region between two ``%clock64`` reads (C
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from isa import ptxas
 from sim.timing.sass import default_latencies, parse_listing, static_cycles
 
 
@@ -27,15 +25,12 @@ def clock_regions(instrs) -> list:
 
 
 def listing_of(ptx: Path, arch: str = "sm_90a") -> str:
-    for tool in ("ptxas", "cuobjdump"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not on PATH (or pass --listing)")
-    with tempfile.TemporaryDirectory() as d:
-        cub = Path(d) / "k.cubin"
-        r = subprocess.run(["ptxas", f"-arch={arch}", "-o", str(cub), str(ptx)], capture_output=True, text=True)
-        if r.returncode:
-            raise RuntimeError(f"ptxas failed: {r.stderr.strip()[:400]}")
-        return subprocess.run(["cuobjdump", "-sass", str(cub)], capture_output=True, text=True, check=True).stdout
+    r = ptxas.sass(ptx.read_text(), arch)
+    if r is None:
+        raise RuntimeError("ptxas or cuobjdump is not on PATH (or pass --listing)")
+    if not r[0]:
+        raise RuntimeError(f"ptxas failed: {ptxas.first_error(r[1])}")
+    return r[1]
 
 
 def main(argv=None) -> int:

@@ -26,6 +26,26 @@ def assemble(text: str, arch: str = "sm_100a", name: str = "kernel.ptx", timeout
     return r.returncode, r.stdout + r.stderr
 
 
+def sass(text: str, arch: str = "sm_90a", lineinfo: bool = False, disassembler: str = "cuobjdump",
+         timeout: float = 300) -> tuple | None:
+    """``(True, listing)`` of what ptxas makes of ``text`` (``cuobjdump -sass``, or ``nvdisasm -g -hex`` with the
+    PTX line of every SASS instruction, which wants ``.loc`` directives and ``lineinfo``), ``(False, ptxas log)``
+    when ptxas refuses it, or None when ptxas or the disassembler is not on PATH."""
+    tool = shutil.which(disassembler)
+    if PTXAS is None or tool is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        p, cub = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        p.write_text(text)
+        r = subprocess.run([PTXAS, f"-arch={arch}", *(["-lineinfo"] if lineinfo else []), str(p), "-o", str(cub)],
+                           capture_output=True, text=True, timeout=timeout)
+        if r.returncode:
+            return False, r.stdout + r.stderr
+        args = ["-sass"] if disassembler == "cuobjdump" else ["-g", "-hex", "-c"]
+        d = subprocess.run([tool, *args, str(cub)], capture_output=True, text=True, timeout=timeout)
+        return (d.returncode == 0), d.stdout if d.returncode == 0 else d.stderr
+
+
 def first_error(log: str) -> str:
     """ptxas's first error message without the 'ptxas file, line N; error :' prefix."""
     for line in log.splitlines():

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import analysis as A
 from . import cases as C
+from . import ptxgen as G
 
 _NONE = "/nonexistent/measured.json"      # fit from the table's estimates, never from an earlier fit file
 
@@ -186,61 +187,47 @@ def fit(meta: dict, log=print) -> dict:
             "stores (st.global.u32 / v2.f32): cycles per store per warp / sectors stored by the 4 warps = "
             + " / ".join(f"{x:.3f}" for x in per) + " clk per 32-byte sector; the mean")
 
-    # fences: each adds its hold exactly once to the timed segment, so the least-squares value is the residual
-    for pname, case, key, note in (
-            ("fence_mbarrier_init_cycles", "mbarrier_init_fence_init", "one", "mbarrier.init + "
-             "fence.mbarrier_init.release.cluster (MEMBAR.ALL.CTA) + try_wait"),
-            ("fence_proxy_async_cycles", "mbarrier_init_fence_proxy", "per_init_fence", "each further mbarrier.init + "
-             "fence.proxy.async.shared::cta (FENCE.VIEW.ASYNC.S)")):
+    def residual(pname: str, case: str, keys, start: dict, how: str) -> None:
+        """A parameter the timed segment(s) of ``case`` pay exactly once: simulate with the ``start`` values and
+        shift ``pname`` by the mean residual of ``keys`` (the least-squares value)."""
         if case not in meta["cases"]:
-            continue
-        p0 = 60.0
-        sim = simulate([case], cfg().with_overrides({pname: p0}))[case][key]
-        val = round(p0 + meta["cases"][case]["values"][key] - sim, 1)
-        put({pname: val}, [case], f"{note}: the warp is held this long (the residual of the simulated segment "
-            f"with the fence at {p0:.0f} clk)", key)
+            return
+        sim = simulate([case], cfg().with_overrides(start))[case]
+        resid = [meta["cases"][case]["values"][k] - sim[k] for k in keys]
+        put({pname: round(start[pname] + float(np.mean(resid)), 1)}, [case], how)
+        parts = simulate([case], cfg())[case]
+        out[pname]["note"] += "; simulated vs measured: " + "; ".join(
+            f"{case} {k} {parts[k]:.4g} vs {meta['cases'][case]['values'][k]:.4g}" for k in keys)
+
+    # fences: each adds its hold exactly once to the timed segment
+    residual("fence_mbarrier_init_cycles", "mbarrier_init_fence_init", ["one"],
+             {"fence_mbarrier_init_cycles": 60.0}, "mbarrier.init + fence.mbarrier_init.release.cluster "
+             "(MEMBAR.ALL.CTA) + try_wait: the warp is held this long (the residual of the simulated segment)")
+    residual("fence_proxy_async_cycles", "mbarrier_init_fence_proxy", ["per_init_fence"],
+             {"fence_proxy_async_cycles": 60.0}, "each further mbarrier.init + fence.proxy.async.shared::cta "
+             "(FENCE.VIEW.ASYNC.S): the warp is held this long (the residual of the simulated segment)")
 
     # the constant caches: the ld.const chase (LDC -> IADD per step) on one word, over 256-byte blocks read before
     # (the chase has wrapped), over blocks never read (its first pass); each step pays the parameter once
+    const0 = {"const_hit_latency": 30.0, "const_l15_latency": 100.0, "const_miss_latency": 400.0}
     for pname, case, key in (("const_hit_latency", "const_chase_0", "latency"),
                              ("const_l15_latency", "const_chase_256", "latency"),
                              ("const_miss_latency", "const_chase_256", "cold_latency")):
-        if case not in meta["cases"]:
-            continue
-        p0 = {"const_hit_latency": 30.0, "const_l15_latency": 100.0, "const_miss_latency": 400.0}
-        sim = simulate([case], cfg().with_overrides(p0))[case][key]
-        val = round(p0[pname] + meta["cases"][case]["values"][key] - sim, 1)
-        put({pname: val}, [case], f"ld.const.s64 chase ({key} per step) minus the rest of the simulated step "
-            "(the IADD)", key)
+        residual(pname, case, [key], const0, f"ld.const.s64 chase ({key} per step) minus the rest of the "
+                 "simulated step (the IADD)")
 
     # branches: a taken jump over code that never runs (warm), and its first time (a target not fetched yet)
+    branch0 = {"branch_taken_cycles": 8.0, "branch_cold_target_cycles": 60.0}
     for pname, key in (("branch_taken_cycles", "warm_2048"), ("branch_cold_target_cycles", "cold_2048")):
-        if "icache_jump" not in meta["cases"]:
-            break
-        p0 = {"branch_taken_cycles": 8.0, "branch_cold_target_cycles": 60.0}
-        sim = simulate(["icache_jump"], cfg().with_overrides(p0))["icache_jump"][key]
-        val = round(p0[pname] + meta["cases"]["icache_jump"]["values"][key] - sim, 1)
-        put({pname: val}, ["icache_jump"], f"a branch over 2 KB of code that never runs ({key}): the residual of "
-            "the simulated segment", key)
+        residual(pname, "icache_jump", [key], branch0, f"a branch over 2 KB of code that never runs ({key}): the "
+                 "residual of the simulated segment")
 
     # run-time-trip loops: bulk_pipeline's per-chunk consumer loop alone, three chunk sizes; each execution adds
-    # runtime_loop_cycles exactly once, so the least-squares value is the mean residual
-    if "elem_loop" in meta["cases"]:
-        p0 = 150.0
-        c = cfg().with_overrides({"runtime_loop_cycles": p0})
-        sim = simulate(["elem_loop"], c)["elem_loop"]
-        keys = [k for k in meta["cases"]["elem_loop"]["values"] if k.startswith("per_chunk_")]
-        resid = [meta["cases"]["elem_loop"]["values"][k] - sim[k] for k in keys]
-        val = round(p0 + float(np.mean(resid)), 1)
-        c = cfg().with_overrides({"runtime_loop_cycles": val})
-        sim = simulate(["elem_loop"], c)["elem_loop"]
-        parts = "; ".join(f"{k} {meta['cases']['elem_loop']['values'][k]:.4g} vs {sim[k]:.4g}" for k in keys)
-        note = ("bulk_pipeline's per-chunk consumer loop alone (run-time trip count; 32 / 1024 / 2048 B chunks): "
-                "each execution of a loop ptxas unrolls behind a trip-count dispatch adds this once (the mean "
-                "residual over the three sizes; the per-iteration cost is not fitted); simulated vs measured: "
-                + parts)
-        out["runtime_loop_cycles"] = {"value": val, "source": "hw/microbench elem_loop (fit.py)", "note": note}
-        log(f"{{'runtime_loop_cycles': {val}}}: {note}")
+    # runtime_loop_cycles exactly once
+    residual("runtime_loop_cycles", "elem_loop", [f"per_chunk_{n}" for n in G.ELEM_LOOP_BYTES],
+             {"runtime_loop_cycles": 150.0}, "bulk_pipeline's per-chunk consumer loop alone (run-time trip count; "
+             "32 / 1024 / 2048 B chunks): each execution of a loop ptxas unrolls behind a trip-count dispatch adds "
+             "this once (the mean residual over the three sizes; the per-iteration cost is not fitted)")
     return out
 
 

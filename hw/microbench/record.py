@@ -9,9 +9,7 @@ import json
 import re
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from hw.golden import sha256
+from isa import ptxas
 
 from . import analysis as A
 from . import cases as C
@@ -57,15 +56,10 @@ def input_digests(case, launch) -> dict:
 def sass_listing(ptx: str) -> str | None:
     """``cuobjdump -sass`` of what ptxas makes of ``ptx`` for sm_90a; None without ptxas/cuobjdump, "" when
     ptxas refuses it."""
-    if not (shutil.which("ptxas") and shutil.which("cuobjdump")):
+    r = ptxas.sass(ptx, "sm_90a")
+    if r is None:
         return None
-    with tempfile.TemporaryDirectory() as d:
-        src, cub = Path(d) / "k.ptx", Path(d) / "k.cubin"
-        src.write_text(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(cub)], capture_output=True, text=True)
-        if r.returncode:
-            return ""
-        return subprocess.run(["cuobjdump", "-sass", str(cub)], capture_output=True, text=True).stdout
+    return r[1] if r[0] else ""
 
 
 def count_sass(listing: str) -> dict:

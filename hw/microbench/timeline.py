@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hw.golden import sha256
 from sim.launch import Launch
 
 from . import cases as C
@@ -138,8 +139,9 @@ def instrument_events(ptx: str, kernel: str, marks) -> str:
     return head + "\n".join(out)
 
 
-def build(case) -> Launch:
-    base = case.build()
+def build(case, base: Launch | None = None) -> Launch:
+    """The timeline copy of ``case``'s launch (``base``: that launch, when already built)."""
+    base = base or case.build()
     text = instrument_events(base.ptx_text()[0], base.kernel, marks_for(case))
     nthreads = base.grid[0] * base.block[0]
     buf = np.zeros((nthreads, SLOTS, 2), dtype=np.int64)
@@ -149,8 +151,7 @@ def build(case) -> Launch:
 
 
 def ptx_sha(case) -> str:
-    import hashlib
-    return hashlib.sha256(build(case).ptx_text()[0].encode()).hexdigest()
+    return sha256(build(case).ptx_text()[0].encode())
 
 
 def sequences(ev: np.ndarray, names, block: int) -> dict:
@@ -160,7 +161,8 @@ def sequences(ev: np.ndarray, names, block: int) -> dict:
 
 def run(case, backend: str) -> np.ndarray:
     """[thread, slot, 2] (event id, clock relative to the CTA's first entry)."""
-    launch = build(case)
+    base = case.build()
+    launch = build(case, base)
     if backend == "gpu":
         from hw.launcher import run_on_gpu
         res = run_on_gpu(launch, timeout=60)
@@ -171,7 +173,7 @@ def run(case, backend: str) -> np.ndarray:
         from sim.launch import run_launch
         outs = run_launch(launch, seed=None, timing=True).outputs
     ev = np.asarray(outs[-1]).view(np.int64).reshape(-1, SLOTS, 2).copy()
-    clk = np.asarray(outs[C.clk_index(case, case.build())], dtype=np.uint64).reshape(launch.grid[0], -1, 2)
+    clk = np.asarray(outs[C.clk_index(case, base)], dtype=np.uint64).reshape(launch.grid[0], -1, 2)
     t0 = clk[:, :, 0].min(axis=1).astype(np.int64)
     per = launch.block[0]
     for t in range(ev.shape[0]):
