@@ -291,12 +291,20 @@ def _float_after_int_range(ins, arch, fn, index):
                        "tcsim uses the bits, as the PTX ISA says.")
 
 
-def _half_shift_by_ftz_cvt(ins, arch, fn, index):
+def _half_shift_amount(ins, arch):
+    """The registers of the shift amount of a 16-bit shl/shr on sm_9x; None for other instructions."""
     if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or len(ins.operands) < 3:
         return None
     if not any(t in ("b16", "u16", "s16") for t in _types(ins)):
         return None
-    w = _first_writer(fn, index, ir.reg_names(ins.operands[2]), lambda w: w.opcode == "cvt" and "ftz" in w.mods)
+    return ir.reg_names(ins.operands[2])
+
+
+def _half_shift_by_ftz_cvt(ins, arch, fn, index):
+    amt = _half_shift_amount(ins, arch)
+    if amt is None:
+        return None
+    w = _first_writer(fn, index, amt, lambda w: w.opcode == "cvt" and "ftz" in w.mods)
     if w is None:
         return None
     return _note_after(ins, w, "shifts by the amount written by", "converts the amount again for the 16-bit "
@@ -386,11 +394,16 @@ def _minmax_of_copy(ins, arch, fn, index):
     return None
 
 
+def _setp_ftz_of_guard(ins, fn, index):
+    """The setp.ftz that wrote the guard of ``ins`` (reaching writers), or None."""
+    return _first_writer(fn, index, [ins.guard[0].name], lambda w: w.opcode == "setp" and "ftz" in w.mods)
+
+
 def _guard_from_setp_ftz(ins, arch, fn, index):
     if not arch.startswith("sm_9") or ins.guard is None or ins.opcode == "bra":
         return None
     g = ins.guard[0].name
-    w = _first_writer(fn, index, [g], lambda w: w.opcode == "setp" and "ftz" in w.mods)
+    w = _setp_ftz_of_guard(ins, fn, index)
     if w is None:
         return None
     return _note_after(ins, w, f"is guarded by {g}, written by", "recomputes such a guard with an FSETP without "
@@ -539,15 +552,9 @@ def _fp8_mma_after_big_shift(ins, arch, fn, index):
             and w.operands[2].value >= 32
 
     w = _first_writer(fn, index, names, big_shift)
-    if w is None:
-        for n in names:         # through a shfl of such a value
-            for s in _reaching_writers(fn, index, n):
-                if s.opcode == "shfl":
-                    w = _first_writer(fn, s.index, _src_regs(s)[:1], big_shift)
-                    if w is not None:
-                        break
-            if w is not None:
-                break
+    if w is None:               # through a shfl of such a value
+        w = next((x for n in names for s in _reaching_writers(fn, index, n) if s.opcode == "shfl"
+                  for x in [_first_writer(fn, s.index, _src_regs(s)[:1], big_shift)] if x is not None), None)
     if w is None:
         return None
     return _note_after(ins, w, "multiplies fp8 values that a shift by 32 or more (result 0) wrote:", "constant-folds "
@@ -560,7 +567,7 @@ def _branch_from_setp_ftz(ins, arch, fn, index):
     if not arch.startswith("sm_9") or ins.guard is None or ins.opcode != "bra":
         return None
     g = ins.guard[0].name
-    w = _first_writer(fn, index, [g], lambda w: w.opcode == "setp" and "ftz" in w.mods)
+    w = _setp_ftz_of_guard(ins, fn, index)
     if w is None:
         return None
     return _note_after(ins, w, f"branches on {g}, written by", "recomputes the branch condition without .FTZ, so "
@@ -598,11 +605,10 @@ def _sat_of_wrapping_add_sub(ins, arch, fn, index):
 
 
 def _half_shift_by_cnot(ins, arch, fn, index):
-    if not arch.startswith("sm_9") or ins.opcode not in ("shl", "shr") or len(ins.operands) < 3:
+    amt = _half_shift_amount(ins, arch)
+    if amt is None:
         return None
-    if not any(t in ("b16", "u16", "s16") for t in _types(ins)):
-        return None
-    w = _first_writer(fn, index, ir.reg_names(ins.operands[2]), lambda w: w.opcode == "cnot")
+    w = _first_writer(fn, index, amt, lambda w: w.opcode == "cnot")
     if w is None:
         return None
     return _note_after(ins, w, "shifts by the amount written by", "computes the 16-bit shift by 0 where the "

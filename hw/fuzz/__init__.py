@@ -17,3 +17,4 @@ have, :mod:`hw.fuzz.triage` minimises many recorded findings at once, and ``hw/f
 job (``triage`` or a whole ``campaign``: record, compare, triage) in one GPU-machine call.
 """
 from .generator import Program, generate  # noqa: F401
+__all__ = ["Program", "generate"]

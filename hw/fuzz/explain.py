@@ -152,29 +152,46 @@ def _imm64(op: str):
         return None
 
 
-def _f64_const_operand(text: str) -> str:
+_MOV64 = ("mov.b64", "mov.u64", "mov.s64")
+
+
+def _f64_operand_fold(value):
+    """A :func:`_dataflow_rewrite` fold that replaces each source of an f64 add/sub/mul/fma/mad/min/max by the
+    immediate ``value(register, its last writer or None)`` gives (an int, the 64-bit pattern), where not None."""
     def fold(opcode, ops, facts):
         if not _F64_ARITH.match(opcode):
             return None
         new = list(ops)
         for i in range(1, len(ops)):
-            w = facts.get(ops[i])
-            if w and w[0] in ("mov.b64", "mov.u64", "mov.s64") and _imm64(w[1][1]) is not None:
-                new[i] = f"0d{_imm64(w[1][1]):016X}"
+            v = value(ops[i], facts.get(ops[i]))
+            if v is not None:
+                new[i] = f"0d{v:016X}"
         return new if new != ops else None
-    return _dataflow_rewrite(text, fold)
+    return fold
+
+
+def _f64_const_operand(text: str) -> str:
+    return _dataflow_rewrite(text, _f64_operand_fold(lambda r, w: _imm64(w[1][1]) if w and w[0] in _MOV64 else None))
+
+
+_F64_MUL = re.compile(r"^(mul|fma|mad)(\.\w+)*\.f64$")
+
+
+def _negated_f64_imm(op: str) -> str:
+    """The f64 immediate ``0dXXXXXXXXXXXXXXXX`` with its sign bit flipped."""
+    return f"0d{int(op[2:], 16) ^ (1 << 63):016X}"
 
 
 def _neg_into_immediate(text: str) -> str:
     def fold(opcode, ops, facts):
-        if not re.match(r"^(mul|fma|mad)(\.\w+)*\.f64$", opcode) or len(ops) < 3:
+        if not _F64_MUL.match(opcode) or len(ops) < 3:
             return None
         for i, j in ((1, 2), (2, 1)):
             w = facts.get(ops[i])
             if w and w[0] == "neg.f64" and ops[j].startswith("0d"):
                 new = list(ops)
                 new[i] = w[1][1]
-                new[j] = f"0d{int(ops[j][2:], 16) ^ (1 << 63):016X}"
+                new[j] = _negated_f64_imm(ops[j])
                 return new
         return None
     return _dataflow_rewrite(text, fold)
@@ -231,19 +248,9 @@ def _const_of(opcode: str, ops: list, consts: dict):
 
 def _f64_folded_operand(text: str) -> str:
     consts: dict = {}
-
-    def fold(opcode, ops, facts):
-        if not _F64_ARITH.match(opcode):
-            return None
-        new = list(ops)
-        for i in range(1, len(ops)):
-            w = facts.get(ops[i])
-            if w and w[0] in ("mov.b64", "mov.u64", "mov.s64"):
-                continue                        # a mov of a constant: f64-const-operand
-            if ops[i] in consts:
-                new[i] = f"0d{consts[ops[i]]:016X}"
-        return new if new != ops else None
-    return _dataflow_rewrite(text, fold, consts)
+    # (a mov of a constant: f64-const-operand)
+    return _dataflow_rewrite(text, _f64_operand_fold(lambda r, w: None if w and w[0] in _MOV64 else consts.get(r)),
+                             consts)
 
 
 def _neg_into_immediate_copy(text: str) -> str:
@@ -262,7 +269,7 @@ def _neg_into_immediate_copy(text: str) -> str:
                 del negs[r]             # the head of a loop that writes it
             continue
         guard, opcode, ops = m.group(2) or "", m.group(3), _split_operands(m.group(4) or "")
-        if re.match(r"^(mul|fma|mad)(\.\w+)*\.f64$", opcode) and len(ops) >= 3:
+        if _F64_MUL.match(opcode) and len(ops) >= 3:
             for a, b in ((1, 2), (2, 1)):
                 if ops[a] in negs and ops[b].startswith("0d"):
                     at, src = negs[ops[a]]
@@ -272,7 +279,7 @@ def _neg_into_immediate_copy(text: str) -> str:
                     n += 1
                     lines[at] += f" mov.b64 {tmp}, {src};"
                     new = list(ops)
-                    new[a], new[b] = tmp, f"0d{int(ops[b][2:], 16) ^ (1 << 63):016X}"
+                    new[a], new[b] = tmp, _negated_f64_imm(ops[b])
                     lines[i] = f"{m.group(1)}{guard}{opcode} {', '.join(new)};"
                     break
         ds = _dests(opcode, ops)
@@ -280,10 +287,16 @@ def _neg_into_immediate_copy(text: str) -> str:
             negs.pop(d, None)
         if opcode == "neg.f64" and not guard and len(ops) == 2 and ops[1] != ops[0]:
             negs[ops[0]] = (i, ops[1])
+    return _with_fresh_registers(text, lines, n, ".b64 %xd")
+
+
+def _with_fresh_registers(text: str, lines: list, n: int, decl: str) -> str:
+    """``lines`` joined, with ``n`` fresh registers ``.reg <decl><n>`` declared on the first ``.reg`` line (line
+    numbers stay those of the PTX); ``text`` unchanged where none was made or nothing declares registers."""
     k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
     if not n or k is None:
         return text
-    lines[k] += f" .reg .b64 %xd<{n}>;"
+    lines[k] += f" .reg {decl}<{n}>;"
     return "\n".join(lines)
 
 
@@ -374,11 +387,7 @@ def _cvt_narrow_fused(text: str) -> str:
         f = _F2I64.match(opcode)
         if f and not guard and len(ops) == 2 and ops[1] not in ds:
             made[ops[0]] = (i, (f.group(3)[0], f.group(1), f.group(2) or "", f.group(4), ops[1]))
-    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
-    if not n or k is None:
-        return text
-    lines[k] += f" .reg .b32 %xf<{n}>;"
-    return "\n".join(lines)
+    return _with_fresh_registers(text, lines, n, ".b32 %xf")
 
 
 REWRITES = {"testp-guard": _testp_guard, "set-f32-guard": _set_f32_guard, "f64-const-operand": _f64_const_operand,

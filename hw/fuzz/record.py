@@ -214,7 +214,8 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare")
     c.add_argument("--gpu", required=True)
     c.add_argument("--jobs", type=int, default=2)
-    c.add_argument("--seeds", default=None, help="A-B (inclusive), a comma-separated list, or @FILE")
+    c.add_argument("--seeds", default=None, type=parse_seeds,
+                   help="A-B (inclusive), a comma-separated list, or @FILE")
     c.add_argument("--differing", action="store_true",
                    help="only the programs the simulator disagreed with when the campaign was recorded")
     c.add_argument("--out", default=None)
@@ -227,7 +228,7 @@ def main(argv=None) -> int:
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
                       time_limit=args.time_limit)
         return 0 if not meta["errors"] else 1
-    seeds = set(parse_seeds(args.seeds)) if args.seeds else None
+    seeds = set(args.seeds) if args.seeds else None
     if args.differing:
         _, meta = load(Path(args.gpu))
         agree = set(meta["sim_agrees"])

@@ -25,16 +25,23 @@ from .generator import generate
 
 
 def parse_seeds(text: str) -> list:
-    """``A-B`` (inclusive), ``A,B,C``, a mix, or ``@FILE`` holding such a list."""
+    """``A-B`` (inclusive), ``A,B,C``, a mix, or ``@FILE`` holding such a list (an argparse ``type``: a bad list
+    or an unreadable file is a usage error, not a traceback)."""
     if text.startswith("@"):
-        text = Path(text[1:]).read_text().replace("\n", ",")
+        try:
+            text = Path(text[1:]).read_text().replace("\n", ",")
+        except OSError as e:
+            raise argparse.ArgumentTypeError(f"cannot read the seed list {text[1:]}: {e.strerror}") from None
     out: list = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         a, sep, b = part.partition("-")
-        out.extend(range(int(a), int(b) + 1) if sep else [int(a)])
+        try:
+            out.extend(range(int(a), int(b) + 1) if sep else [int(a)])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a seed or seed range: {part!r}") from None
     return out
 
 
@@ -94,7 +101,8 @@ def triage(seeds: list, out: Path, workers: int = 8, time_per: float = 60.0, dea
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hw.fuzz.triage", description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", required=True, help="A-B (inclusive), a comma-separated list, or @FILE")
+    ap.add_argument("--seeds", required=True, type=parse_seeds,
+                    help="A-B (inclusive), a comma-separated list, or @FILE")
     ap.add_argument("--out", required=True)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--time-per", type=float, default=60.0, help="seconds per minimisation")
@@ -103,7 +111,7 @@ def main(argv=None) -> int:
     ap.add_argument("--driver", default="cuda", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     try:
-        res = triage(parse_seeds(a.seeds), Path(a.out), a.workers, a.time_per, a.deadline, a.driver,
+        res = triage(a.seeds, Path(a.out), a.workers, a.time_per, a.deadline, a.driver,
                      log=lambda s: print(s, flush=True), version=a.generator)
     except Exception as e:  # noqa: BLE001
         from hw.launcher import GpuUnavailable

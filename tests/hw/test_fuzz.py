@@ -464,3 +464,13 @@ def test_sign_ops_bitwise_applies_per_instruction():
     assert _run_pair(body, snan, 0) == (quiet, quiet)
     assert _run_pair(body, snan, 0, ["sign-ops-bitwise"]) == (flipped, flipped)
     assert _run_pair(body, snan, 0, [f"sign-ops-bitwise@{line}"]) == (quiet, flipped)
+
+
+def test_a_bad_seed_list_is_a_usage_error(capsys, tmp_path):
+    from hw.fuzz.triage import main
+    for arg, words in ((f"@{tmp_path / 'missing.txt'}", "cannot read the seed list"),
+                       ("1-x", "not a seed or seed range: '1-x'")):
+        with pytest.raises(SystemExit) as e:
+            main(["--seeds", arg, "--out", str(tmp_path / "out")])
+        assert e.value.code == 2
+        assert words in capsys.readouterr().err
