@@ -38,15 +38,21 @@ def active(name: str, line: int | None = None) -> bool:
     return name in on or (line is not None and f"{name}@{line}" in on)
 
 
+def _known(name: str) -> bool:
+    """``name`` is a variant, alone or as ``variant@<line>``."""
+    base, at, line = name.partition("@")
+    return base in VARIANTS and (not at or line.isdigit())
+
+
 @contextlib.contextmanager
 def variants(names):
     """Run the enclosed launches (decode and execution) with the named variants on (``name``: everywhere;
     ``name@<line>``: only for the instruction on that PTX line -- ptxas decides such lowerings per instruction)."""
     names = frozenset(names)
-    unknown = {n for n in names if n.partition("@")[0] not in VARIANTS or (n.partition("@")[1] and not
-                                                                          n.partition("@")[2].isdigit())}
+    unknown = {n for n in names if not _known(n)}
     if unknown:
-        raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+        raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)} "
+                         f"(each also as <variant>@<PTX line>)")
     token = _active.set(names)
     try:
         yield

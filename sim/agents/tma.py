@@ -128,7 +128,7 @@ class TmaEngine(AsyncUnit):
 
     def latency(self, op: TmaOp) -> float:
         """Cycles from the end of ``op``'s occupancy to its completion: the fixed latency, plus the tensor-map
-        extra for tile-mode ops, plus what the timing model adds (first touch of its global lines in DRAM)."""
+        extra for tensor-map ops, plus what the timing model adds (first touch of its global lines in DRAM)."""
         lat = self.params.latency + (self.params.tensor_extra if "tensor_map" in op.extra else 0)
         tm = self.sim.timing
         if tm is not None:

@@ -21,6 +21,8 @@ class AsyncUnit:
         self.queue = simpy.Store(self.env)
         self.in_flight = 0
         self.completed = 0
+        #: the op whose completion callables are running (set by :meth:`guarded`), else None
+        self.completing = None
         self.process = self.env.process(self._serve())
 
     @property

@@ -7,6 +7,8 @@ import pkgutil
 
 from .registry import REGISTRY, DecodeInfo, semantics  # noqa: F401
 
+__all__ = ["REGISTRY", "DecodeInfo", "semantics", "load_all"]
+
 
 def load_all() -> None:
     """Import every semantics module of this package (idempotent)."""

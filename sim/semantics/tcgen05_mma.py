@@ -123,7 +123,7 @@ def read_smem_elements(cta, addrs, pipe=None) -> np.ndarray:
     if addrs.elem_bits == 4:
         val = (val >> addrs.shift.reshape(-1).astype(np.uint32)) & np.uint32(0xF)
     if pipe is not None:
-        op = getattr(pipe, "completing", None)
+        op = pipe.completing
         if op is not None:          # an async-proxy read: st.shared data needs fence.proxy.async first
             check_async_read(pipe, cta, np.unique(flat), nb, f"{op.what} (SMEM operand)", op.issued_at)
         if pipe.sim.bus.active:
