@@ -230,7 +230,10 @@ def _first_writer(fn, index, names, pred):
     return None
 
 
-def _note_after(ins, w, what: str, ptxas: str, repro: str, tcsim: str) -> Note:
+def _note_after(ins, w, what: str, ptxas: str, repro: str, tcsim: str) -> Note | None:
+    """The note on ``ins`` reading the result of ``w`` (the writer a check looked for), or None without one."""
+    if w is None:
+        return None
     return Note(ins.loc, f"{ins.full_opcode}: {what} {w.full_opcode} (line {w.loc.line}); the GPU result depends on "
                          f"ptxas: 13.0 {ptxas} (measured on the H100, fuzz reproducer {repro}). {tcsim}")
 
@@ -239,8 +242,6 @@ def _neg_neg_f64(ins, arch, fn, index):
     if not arch.startswith("sm_9") or ins.opcode != "neg" or "f64" not in ins.mods:
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "neg" and "f64" in w.mods)
-    if w is None:
-        return None
     return _note_after(ins, w, "negates the result of", "folds neg(neg(x)) into a copy of x (the SASS keeps one "
                        "DADD -RZ, -R and copies the source for the other), so a signalling NaN comes back "
                        "unquieted where one neg.f64 quiets it", "fuzz_100279_value",
@@ -256,8 +257,6 @@ def _f2i_after_half_f2f(ins, arch, fn, index):
     w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: (
         (w.opcode == "cvt" and len(_types(w)) == 2 and all(t in _HALF for t in _types(w)))
         or (w.opcode in ("min", "max") and any(t in _HALF for t in _types(w)))))
-    if w is None:
-        return None
     return _note_after(ins, w, "converts to an integer the 16-bit float written by", "lets the F2I read the "
                        "register as it was before that instruction (SASS: F2F.F16.BF16.RZ R0, R31.H1 then "
                        "F2I.S16.F16.TRUNC R32, R31.H1; after a min.f16 the F2I also loses its rounding mode)",
@@ -282,8 +281,6 @@ def _float_after_int_range(ins, arch, fn, index):
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: any(
         w.opcode == op and (m is None or m in w.mods) for op, m in _RANGE_FOLDED) and not _writes_float(w))
-    if w is None:
-        return None
     return _note_after(ins, w, "reads as a float the integer result of", "simplifies the float operation with "
                        "the integer's value range (cnot: 0 or 1; add/sub.sat: clamped), as if the bits were that "
                        "number: a cvt of a cnot result folded to 1, a min.f32 and a cvt's .sat dropped",
@@ -305,8 +302,6 @@ def _half_shift_by_ftz_cvt(ins, arch, fn, index):
     if amt is None:
         return None
     w = _first_writer(fn, index, amt, lambda w: w.opcode == "cvt" and "ftz" in w.mods)
-    if w is None:
-        return None
     return _note_after(ins, w, "shifts by the amount written by", "converts the amount again for the 16-bit "
                        "shift, without .ftz (SASS: F2I.U16.CEIL.NTZ beside F2I.FTZ.U32.CEIL.NTZ), so a subnormal "
                        "source shifts by 1", "fuzz_101027_value", "tcsim shifts by the converted register.")
@@ -316,8 +311,6 @@ def _half2_after_tf32(ins, arch, fn, index):
     if not arch.startswith("sm_9") or not any(t in ("f16x2", "bf16x2") for t in _types(ins)):
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and "tf32" in w.mods)
-    if w is None:
-        return None
     return _note_after(ins, w, "reads the tf32 result of", "computes the half-pair operation on the low halves "
                        "only (SASS: HADD2 R26, R20.H0_H0, R23.H0_H0 in the unrolled loop)", "fuzz_1261_value",
                        "tcsim computes both halves.")
@@ -329,8 +322,6 @@ def _guarded_mad_hi_after_carry(ins, arch, fn, index):
     if len(ins.operands) < 4:
         return None
     w = _first_writer(fn, index, ir.reg_names(ins.operands[3]), lambda w: w.opcode in ("addc", "subc", "madc"))
-    if w is None:
-        return None
     return _note_after(ins, w, "is predicated and adds the carry-chain result of", "unrolls the loop around "
                        "them and the predicated IMAD.HI of a later copy reads an addend of another iteration",
                        "fuzz_100755_value", "tcsim executes the PTX in order.")
@@ -341,8 +332,6 @@ def _s16_div_after_f2i(ins, arch, fn, index):
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and len(_types(w)) == 2
                       and _types(w)[0] == "s16" and _types(w)[1] in _FLOAT_TYPES)
-    if w is None:
-        return None
     return _note_after(ins, w, "divides the float-to-s16 result of", "computes the 16-bit division from a copy "
                        "of the conversion that is not the register the PTX names (SASS: two F2I.S16.TRUNC of "
                        "the source in the unrolled loop)", "fuzz_101080_value", "tcsim divides the converted register.")
@@ -358,8 +347,6 @@ def _b64_shift_imm_after_mul(ins, arch, fn, index):
         return None
     w = _first_writer(fn, index, ir.reg_names(ins.operands[1]), lambda w: w.opcode in ("mul", "shl", "mad")
                       and any(isinstance(o, ir.Imm) for o in w.operands[1:]))
-    if w is None:
-        return None
     return _note_after(ins, w, f"shifts by {amt.value} (64 or more) the result of", "merges the shift with the "
                        "constant multiplication or shift before it and returns the product unshifted, not 0", "fuzz_108199_value", "tcsim gives 0 (shl, shr.u) as the PTX ISA says.")
 
@@ -404,8 +391,6 @@ def _guard_from_setp_ftz(ins, arch, fn, index):
         return None
     g = ins.guard[0].name
     w = _setp_ftz_of_guard(ins, fn, index)
-    if w is None:
-        return None
     return _note_after(ins, w, f"is guarded by {g}, written by", "recomputes such a guard with an FSETP without "
                        ".FTZ (SASS: @!P1 FFMA after FSETP.NEU.OR P1 ... without .FTZ), so for a subnormal operand "
                        "the instruction runs or not against the PTX", "fuzz_107537_value",
@@ -418,8 +403,6 @@ def _mma_imm_operand(ins, arch, fn, index):
     names = [n for op in ins.operands[1:3] for n in ir.reg_names(op)]
     w = _first_writer(fn, index, names, lambda w: w.opcode == "mov" and len(w.operands) > 1
                       and isinstance(w.operands[1], ir.Imm))
-    if w is None:
-        return None
     return _note_after(ins, w, "multiplies the constant written by", "folds the constant's sign into a negated "
                        "HMMA operand (SASS: HMMA.1688.F32 R4, R10, -R34, R4) and the H100 result comes out "
                        "negated", "fuzz_108625_value", "tcsim multiplies the register's value.")
@@ -433,8 +416,6 @@ def _sat_cvt_after_int_sign_op(ins, arch, fn, index):
         return None
     w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: w.opcode in ("neg", "abs")
                       and any(t in ("s32", "s64") for t in _types(w)))
-    if w is None:
-        return None
     return _note_after(ins, w, "saturates the result of", "computes the saturation from the operand's range, "
                        "as if the negation could not wrap (SASS: ISETP.LE R25, -0xff selects 0xff), so -(-2^31) "
                        "saturates to 255", "fuzz_106923_value", "tcsim wraps -(-2^31) to -2^31 and saturates that.")
@@ -534,8 +515,6 @@ def _half_int_arith_after_f2i(ins, arch, fn, index):
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and len(_types(w)) == 2
                       and _types(w)[0] in ("s16", "u16") and _types(w)[1] in _FLOAT_TYPES)
-    if w is None:
-        return None
     return _note_after(ins, w, "computes with the float-to-16-bit result of", "feeds the 16-bit arithmetic "
                        "from 32-bit registers whose upper bits are not what the 16-bit values imply (SASS: "
                        "IMAD R13, R3, R0, R12 for a mad.wide.u16; mul.hi.s16 of a cvt.rmi.s16.bf16 result gave "
@@ -555,8 +534,6 @@ def _fp8_mma_after_big_shift(ins, arch, fn, index):
     if w is None:               # through a shfl of such a value
         w = next((x for n in names for s in _reaching_writers(fn, index, n) if s.opcode == "shfl"
                   for x in [_first_writer(fn, s.index, _src_regs(s)[:1], big_shift)] if x is not None), None)
-    if w is None:
-        return None
     return _note_after(ins, w, "multiplies fp8 values that a shift by 32 or more (result 0) wrote:", "constant-folds "
                        "the zero into the fp8-to-f16 unpacking of its mma lowering wrongly (SASS: F2FP.F16.E4M3."
                        "UNPACK_B R9, 1.12e-44 -- the bits 0x8 -- for the upper half of the zero register)",
@@ -568,8 +545,6 @@ def _branch_from_setp_ftz(ins, arch, fn, index):
         return None
     g = ins.guard[0].name
     w = _setp_ftz_of_guard(ins, fn, index)
-    if w is None:
-        return None
     return _note_after(ins, w, f"branches on {g}, written by", "recomputes the branch condition without .FTZ, so "
                        "a subnormal operand takes the other path", "fuzz_207439_value, fuzz_208935_value",
                        "tcsim branches on the predicate the setp wrote.")
@@ -579,8 +554,6 @@ def _logic_after_relu_cvt(ins, arch, fn, index):
     if not arch.startswith("sm_9") or ins.opcode not in ("and", "or", "xor") or "b16" not in ins.mods:
         return None
     w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "cvt" and "relu" in w.mods)
-    if w is None:
-        return None
     return _note_after(ins, w, "combines the result of", "drops the 16-bit logic operation on a cvt.relu result "
                        "(SASS: F2FP.RELU.BF16.F32 then PRMT, no LOP3)", "fuzz_206993_value",
                        "tcsim computes it.")
@@ -609,8 +582,6 @@ def _half_shift_by_cnot(ins, arch, fn, index):
     if amt is None:
         return None
     w = _first_writer(fn, index, amt, lambda w: w.opcode == "cnot")
-    if w is None:
-        return None
     return _note_after(ins, w, "shifts by the amount written by", "computes the 16-bit shift by 0 where the "
                        "cnot gave 1 (SASS: IMAD.MOV.U32 R0, RZ, RZ, RZ; LOP3.LUT R0, R0, 0xffff; SHF.L.U32 R2, "
                        "R29, R0: the amount is the constant 0)", "fuzz_306558_value",
