@@ -197,6 +197,12 @@ def slim(src: Path, dst: Path, keep: int = 300) -> dict:
     return meta
 
 
+def differing_seeds(meta: dict) -> list:
+    """The seeds of a campaign record on which the simulator did not reproduce the GPU (outputs or errors)."""
+    agree = set(meta["sim_agrees"])
+    return sorted(int(s) for s in list(meta["gpu_sha"]) + list(meta["errors"]) if int(s) not in agree)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hw.fuzz.record", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -231,8 +237,7 @@ def main(argv=None) -> int:
     seeds = set(args.seeds) if args.seeds else None
     if args.differing:
         _, meta = load(Path(args.gpu))
-        agree = set(meta["sim_agrees"])
-        differing = {int(s) for s in list(meta["gpu_sha"]) + list(meta["errors"]) if int(s) not in agree}
+        differing = set(differing_seeds(meta))
         seeds = differing if seeds is None else seeds & differing
     found = compare_recording(Path(args.gpu), args.jobs, seeds)
     classes: dict = {}

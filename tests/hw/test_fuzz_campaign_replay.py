@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hw.fuzz.generator import generate
-from hw.fuzz.record import _digest, _h, load
+from hw.fuzz.record import _digest, _h, differing_seeds, load
 from hw.fuzz.runner import run_sim
 
 ROOT = Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign"
@@ -67,8 +67,7 @@ def test_every_disagreement_of_the_latest_campaign_is_explained_or_diagnosed():
     path = max(FILES, key=lambda p: load(p)[1].get("generator", 1))
     z, meta = load(path)
     gv = meta.get("generator", 1)
-    agree = set(meta["sim_agrees"])
-    differing = sorted(int(s) for s in list(meta["gpu_sha"]) + list(meta["errors"]) if int(s) not in agree)
+    differing = differing_seeds(meta)
     assert differing, "the newest campaign has no disagreement to check"
     noted = [s for s in differing if noted_checks(generate(s, version=gv))]
     rest = [s for s in differing if s not in noted]
