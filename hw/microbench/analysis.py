@@ -37,6 +37,8 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     cta = None
     if g in ("ldmatrix", "mma", "loop") and p.get("warps", 1) > 1:
         cta = range(nw)
+    if g == "ws_tile":
+        cta = range(4)                                       # the four consumer warps (not the TMA warp)
     if g == "store_quiet":                                   # [warp, 1, {rep-0 seg 0, seg 1, sums of reps 1..}]
         o = np.asarray(out, dtype=np.float64)[:, 0, :]
         n = C.REPS - 1
@@ -97,6 +99,13 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
         per = _slope(med[0], med[1], *G.STORE_LENGTHS)      # cycles per store per warp (all warps at once)
         nb = 128 * p["vec"]
         v = {"cycles_per_store_per_warp": per, "bytes_per_clk_sm": p["warps"] * nb / per, "fixed": med[0]}
+    elif g == "ws_tile":
+        per = _slope(med[0], med[1], *G.WS_TILE_LENGTHS)     # cycles per tile (CTA-wide: max over the warps)
+        v = {"cycles_per_tile": per, "fixed": med[0] - G.WS_TILE_LENGTHS[0] * per,
+             "sectors_per_clk": 256 / per, "one_tile": med[0]}
+    elif g == "tma_window":
+        v = {name: med[k] for k, (name, _, _) in enumerate(G.TMA_STORE_WINDOWS)}
+        v.update({f"extra_{name}": med[k] - med[0] for k, (name, _, _) in enumerate(G.TMA_STORE_WINDOWS) if k})
     elif g == "tma_issue":
         n0, n1 = G.TMA_ISSUE_LENGTHS
         v = {"per_tma_issue": _slope(med[0], med[1], n0, n1), "expect_tx_plus_one": med[0]}

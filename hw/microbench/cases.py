@@ -124,8 +124,12 @@ def _b_tma(c):
     dt = np.float32 if c.params.get("f32") else np.float16
     t = (np.arange(total * inner, dtype=np.uint32) % 65521).astype(dt).reshape(total, inner)
     tm = TensorMap.tiled(t, box=(rows, inner), swizzle=swz)
-    return _calib_launch(c, G.tma_load(rows * inner * t.itemsize, REPS, advance_rows=rows if adv else 0), nseg=1,
-                         extra=(t, tm))
+    sw = c.params.get("store_warps", 0)
+    if sw not in (0, 4):
+        raise ValueError("store_warps: 4 (128 threads cover one 512-byte row of stores) or 0")
+    extra = (t, tm) + ((np.zeros(G.STORE_STREAM_STORES * 128, dtype=np.float32),) if sw else ())
+    return _calib_launch(c, G.tma_load(rows * inner * t.itemsize, REPS, advance_rows=rows if adv else 0,
+                                       store_warps=sw), nseg=1, warps=1 + sw, extra=extra)
 
 
 def _b_bulk(c):
@@ -193,6 +197,24 @@ def _b_tma_issue(c):
     t = (np.arange(64 * 64, dtype=np.uint32) % 65521).astype(np.float16).reshape(64, 64)
     tm = TensorMap.tiled(t, box=(64, 64), swizzle="128B")
     return _calib_launch(c, G.tma_issue(G.TMA_ISSUE_LENGTHS, REPS), nseg=2, extra=(t, tm))
+
+
+def _b_ws_tile(c):
+    n = REPS * sum(G.WS_TILE_LENGTHS) * 8192 // 4
+    extra = [np.zeros(n, dtype=np.float32), np.float32(WS_A), np.float32(WS_B)]
+    if c.params.get("tma_traffic"):
+        t = (np.arange(64 * 64, dtype=np.uint32) % 65521).astype(np.float16).reshape(64, 64)
+        extra += [t, TensorMap.tiled(t, box=(64, 64), swizzle="128B")]
+    kw = {k: v for k, v in c.params.items() if k in ("arrive", "same_lines", "quiet", "data", "layout", "store")}
+    ptx = G.ws_tile_loop(G.WS_TILE_LENGTHS, REPS, tma_traffic=bool(c.params.get("tma_traffic")), **kw)
+    return _calib_launch(c, ptx, nseg=2, warps=5 if c.params.get("tma_traffic") else 4, extra=extra)
+
+
+def _b_tma_window(c):
+    t = (np.arange(256 * 64, dtype=np.uint32) % 65521).astype(np.float32).reshape(256, 64)
+    tm = TensorMap.tiled(t, box=(32, 64))
+    dst = np.zeros(REPS * len(G.TMA_STORE_WINDOWS) * 8192 // 4, dtype=np.float32)
+    return _calib_launch(c, G.tma_store_window(REPS), nseg=len(G.TMA_STORE_WINDOWS), warps=5, extra=(t, tm, dst))
 
 
 def _b_elem(c):
@@ -362,7 +384,8 @@ BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, 
             "mbarrier": _b_mbar, "ldmatrix": _b_ldm, "mma": _b_mma, "tma": _b_tma, "bulk": _b_bulk,
             "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
             "code": _b_code, "store": _b_store, "store_quiet": _b_store_quiet, "tma_issue": _b_tma_issue,
-            "elem": _b_elem, "fence": _b_fence, "const": _b_const,
+            "elem": _b_elem, "fence": _b_fence, "const": _b_const, "ws_tile": _b_ws_tile,
+            "tma_window": _b_tma_window,
             "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
 
@@ -435,6 +458,10 @@ def _registry() -> dict:
                        {"swizzle": "none", "rows": 32, "inner": 64, "f32": True, "advance": adv},
                        "one 2D TMA load per rep, f32 box 32 x 64 (8 KB, 256-byte rows, no swizzle: val_ws_scale's "
                        "tile)" + (", each rep the next 32 rows (fresh lines)" if adv else "")))
+        cs.append(Case(f"tma_{'fresh_' if adv else ''}none_32x64f32_stores", "tma", "calibration",
+                       {"swizzle": "none", "rows": 32, "inner": 64, "f32": True, "advance": adv, "store_warps": 4},
+                       f"tma_{'fresh_' if adv else ''}none_32x64f32 while 4 more warps store all the time "
+                       f"(st.global.f32, 512 B apart: val_ws_scale's consumer stores)"))
     for n in (1024, 8192):
         cs.append(Case(f"bulk_fresh_{n}B", "bulk", "calibration", {"bytes": n, "advance": True},
                        f"one cp.async.bulk of {n} B per rep, each rep the next {n} B of the source (fresh lines)"))
@@ -455,6 +482,23 @@ def _registry() -> dict:
         cs.append(Case(f"loop_ldsm_mma_{w}w", "loop", "calibration", {"warps": w},
                        f"pipe_gemm's consumer k-tile loop (4 x (5 ldmatrix.x4 + 8 mma.sync)) on SMEM data, {w} "
                        f"warp(s), {KTILES} k-tiles per segment"))
+    cs.append(Case("tma_store_window", "tma_window", "calibration",
+                   note="lane 0 times a 2D TMA load (val_ws_scale's 8 KB f32 tile, L2-warm) while 4 warps store "
+                        "one ws tile (256 sectors) never / just before / with / ~150 / ~300 clk after it"))
+    cs.append(Case("ws_tile", "ws_tile", "calibration", note=f"val_ws_scale's consumer work alone: 4 warps, per "
+                   f"8 KB tile 16 x (ld.shared, mul, add, st.global.f32) per thread + mbarrier.arrive, "
+                   f"{G.WS_TILE_LENGTHS} tiles per segment"))
+    cs.append(Case("ws_tile_tma", "ws_tile", "calibration", {"tma_traffic": True},
+                   "ws_tile beside a fifth warp streaming 8 KB TMA loads into SMEM (val_ws_scale's producer traffic)"))
+    cs.append(Case("ws_tile_noarrive", "ws_tile", "calibration", {"arrive": False},
+                   "ws_tile without the mbarrier.arrive after each tile"))
+    cs.append(Case("ws_tile_same", "ws_tile", "calibration", {"same_lines": True},
+                   "ws_tile with every tile storing to the same 8 KB (lines the kernel has already written)"))
+    for tag, extra, what in (("", {}, ""), ("_reg", {"data": "reg"}, ", storing a register (no ld.shared/mul/add)"),
+                             ("_contig", {"layout": "contig"}, ", warp w storing lines 16w.. (128 B apart)"),
+                             ("_nostore", {"store": False}, ", summing instead of storing")):
+        cs.append(Case(f"ws_tile_quiet{tag}", "ws_tile", "calibration", {"quiet": True, **extra},
+                       f"ws_tile, each rep starting after ~1000 clk without stores (an empty store path){what}"))
     cs.append(Case("loop_ldsm_mma_4w_tma", "loop", "calibration", {"warps": 4, "tma_traffic": True},
                    "loop_ldsm_mma_4w beside a fifth warp streaming 8 KB TMA loads into SMEM (pipe_gemm's producer "
                    "traffic)"))

@@ -18,7 +18,9 @@ between warps), ``tma_latency`` / ``tma_tensor_extra`` / ``tma_bytes_per_clk`` (
 copies of 256 B - 128 KiB: fixed latency + tensor-map extra + bytes / bandwidth), ``tma_fresh_extra`` and
 ``tlb_miss_latency`` (fresh-line copies, then the cold first rep of every copy), ``mma_sync_operand_read`` (pipe_gemm's consumer k-tile loop,
 ``loop_ldsm_mma_1w/4w``: the write-after-read wait of an ldmatrix for the mma.sync still reading its
-destination).
+destination), ``gmem_store_clk_per_sector`` (4 warps storing), ``tma_store_request_share`` /
+``tma_store_request_after`` (TMA loads behind the SM's store backlog: tma_store_window, tma_*_stores), then the
+once-per-segment parameters (fences, constant caches, branches, run-time-trip loops).
 """
 from __future__ import annotations
 
@@ -35,7 +37,10 @@ _NONE = "/nonexistent/measured.json"      # fit from the table's estimates, neve
 
 
 def _src(meta, names) -> str:
-    return f"hw/microbench {', '.join(names)} ({meta.get('gpu')}, {meta['date'][:10]})"
+    """The source of a parameter: its cases, the GPU and the latest date they were recorded (merged cases carry
+    their own)."""
+    date = max((meta["cases"].get(n, {}).get("recorded") or {}).get("date") or meta["date"] for n in names)
+    return f"hw/microbench {', '.join(names)} ({meta.get('gpu')}, {date[:10]})"
 
 
 def simulate(names, cfg) -> dict:
@@ -140,7 +145,8 @@ def fit(meta: dict, log=print) -> dict:
         "blocked in try_wait issues again, fitted to the simulated ping-pong (round trip / 2)", "one_way")
 
     # TMA engine: warm = overhead + tma_latency (+ tma_tensor_extra) + bytes / tma_bytes_per_clk
-    names = [n for n, c in C.CASES.items() if c.group in ("tma", "bulk") and not c.params.get("advance")]
+    names = [n for n, c in C.CASES.items() if c.group in ("tma", "bulk") and not c.params.get("advance")
+             and not c.params.get("store_warps")]
     keys = ("tma_latency", "tma_tensor_extra", "tma_bytes_per_clk")
     x = gn_fit(meta, cfg(), names, "warm", dict(zip(keys, (300.0, 30.0, 100.0))),
                dict(zip(keys, (20.0, 20.0, 10.0))), iters=3)
@@ -152,13 +158,13 @@ def fit(meta: dict, log=print) -> dict:
     # used) give the fresh-line extra; then the cold first rep of every copy up to 16 KB (also the first touch of
     # the buffer's page) gives the TLB miss
     names = [n for n, c in C.CASES.items() if c.group in ("tma", "bulk") and c.params.get("advance")
-             and n in meta["cases"]]
+             and not c.params.get("store_warps") and n in meta["cases"]]
     x = gn_fit(meta, cfg(), names, "warm", {"tma_fresh_extra": 150.0}, {"tma_fresh_extra": 30.0})
     put({"tma_fresh_extra": round(x["tma_fresh_extra"], 1)}, names, "reps 1-8 of the fresh-line TMA / bulk "
         "copies (each rep loads lines the kernel has not touched; host-written, in L2): least squares of the "
         "extra latency of a load touching new lines over the simulated kernels", "warm")
-    names = [n for n, c in C.CASES.items() if c.group in ("tma", "bulk") and _meas_bytes(meta, n) <= 16384
-             and n in meta["cases"]]
+    names = [n for n, c in C.CASES.items() if c.group in ("tma", "bulk") and not c.params.get("store_warps")
+             and n in meta["cases"] and _meas_bytes(meta, n) <= 16384]
     x = gn_fit(meta, cfg(), names, "cold", {"tlb_miss_latency": 120.0}, {"tlb_miss_latency": 30.0})
     put({"tlb_miss_latency": round(x["tlb_miss_latency"], 1)}, names, "cold first rep of the TMA / bulk copies "
         "up to 16 KB (larger ones overlap the first touch with the transfer, not modelled): least squares of the "
@@ -186,6 +192,13 @@ def fit(meta: dict, log=print) -> dict:
         put({"gmem_store_clk_per_sector": round(float(np.mean(per)), 3)}, names, "4 warps of independent coalesced "
             "stores (st.global.u32 / v2.f32): cycles per store per warp / sectors stored by the 4 warps = "
             + " / ".join(f"{x:.3f}" for x in per) + " clk per 32-byte sector; the mean")
+
+    # TMA loads behind the store path: the load waits tma_store_request_share x the store backlog
+    # tma_store_request_after cycles into it.  The delay is linear in the share, so for each candidate moment the
+    # least-squares share comes from two simulations; the moment with the smallest residual wins.
+    r = fit_tma_store_requests(meta, cfg())
+    if r is not None:
+        put(r[0], r[1], r[2])
 
     def residual(pname: str, case: str, keys, start: dict, how: str) -> None:
         """A parameter the timed segment(s) of ``case`` pay exactly once: simulate with the ``start`` values and
@@ -229,6 +242,56 @@ def fit(meta: dict, log=print) -> dict:
              "32 / 1024 / 2048 B chunks): each execution of a loop ptxas unrolls behind a trip-count dispatch adds "
              "this once (the mean residual over the three sizes; the per-iteration cost is not fitted)")
     return out
+
+
+#: the moments (cycles after a TMA load is served) tried for tma_store_request_after
+TMA_STORE_MOMENTS = (40, 50, 60, 70, 80)
+
+
+def _tma_store_targets(meta) -> tuple:
+    """(labels, measured) of the store-interference fit: tma_store_window's extra cycles of a load per store
+    window, and the warm loads beside a saturated store path."""
+    win = meta["cases"]["tma_store_window"]["values"]
+    labels = [f"tma_store_window {k}" for k in win if k.startswith("extra_")]
+    meas = [win[k] for k in win if k.startswith("extra_")]
+    for n in ("tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"):
+        labels.append(f"{n} warm")
+        meas.append(meta["cases"][n]["values"]["warm"])
+    return labels, np.array(meas, dtype=np.float64)
+
+
+def _tma_store_sim(cfg) -> np.ndarray:
+    sim = simulate(["tma_store_window", "tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"], cfg)
+    win = sim["tma_store_window"]
+    return np.array([win[k] for k in win if k.startswith("extra_")]
+                    + [sim[n]["warm"] for n in ("tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores")])
+
+
+def fit_tma_store_requests(meta, cfg) -> tuple | None:
+    """(values, case names, note) of the fit of ``tma_store_request_share`` and ``tma_store_request_after`` on
+    ``cfg`` (the config with every earlier fit), or None when the record lacks its cases."""
+    names = ["tma_store_window", "tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"]
+    if not all(n in meta["cases"] for n in names):
+        return None
+    labels, meas = _tma_store_targets(meta)
+    best = None
+    for after in TMA_STORE_MOMENTS:
+        s0 = _tma_store_sim(cfg.with_overrides({"tma_store_request_share": 1.0, "tma_store_request_after": after}))
+        s1 = _tma_store_sim(cfg.with_overrides({"tma_store_request_share": 2.0, "tma_store_request_after": after}))
+        slope = s1 - s0                                      # per unit of share (s0 is at share 1)
+        share = 1.0 + float(slope @ (meas - s0) / (slope @ slope))
+        rms = float(np.sqrt(np.mean((s0 + (share - 1.0) * slope - meas) ** 2)))
+        if best is None or rms < best[0]:
+            best = (rms, after, share)
+    rms, after, share = best
+    values = {"tma_store_request_share": round(share, 2), "tma_store_request_after": float(after)}
+    fitted = _tma_store_sim(cfg.with_overrides(values))
+    note = (f"a TMA load waits share x the SM's store backlog `after` cycles after it is served: for each `after` "
+            f"in {TMA_STORE_MOMENTS} the least-squares share over tma_store_window's extra cycles per store window "
+            f"and the warm loads beside a saturated store path (tma_*_stores); the smallest residual wins (rms "
+            f"{rms:.0f} clk); simulated vs measured: "
+            + "; ".join(f"{lab} {f:.0f} vs {m:.0f}" for lab, f, m in zip(labels, fitted, meas)))
+    return values, names, note
 
 
 def _meas_bytes(meta, n) -> int:

@@ -98,6 +98,14 @@ def rep(text: str, n: int) -> str:
     return "".join(text for _ in range(n))
 
 
+def clock_chain(reg: str, fmas: int) -> str:
+    """A dependent chain of ``fmas`` ``fma.rn.f32`` (4 clk each; multiplier %f1, addend %f2) into ``reg`` that
+    starts from a fresh ``%clock64`` read (%rd28): ptxas can neither hoist it out of a loop as invariant nor
+    start it before this point -- a delay, or a pause that lets the store path drain."""
+    return (f"\tmov.u64 \t%rd28, %clock64;\n\tcvt.rn.f32.u64 \t{reg}, %rd28;\n"
+            + rep(f"\tfma.rn.f32 \t{reg}, {reg}, %f1, %f2;\n", fmas))
+
+
 # ------------------------------------------------------------------------------------------- ALU chains
 #: op -> (setup, one step of the dependent chain, the register holding the chain value, its fold into %r8)
 ALU_OPS = {
@@ -348,10 +356,13 @@ TMA_SETUP = """	mov.u32 	%r20, mbar;
 """
 
 
-def tma_load(box_bytes: int, reps: int, advance_rows: int = 0) -> str:
+def tma_load(box_bytes: int, reps: int, advance_rows: int = 0, store_warps: int = 0) -> str:
     """Lane 0 of the single warp: arrive.expect_tx + one 2D tensor load of the whole box, then the warp polls
     the mbarrier; one load per segment.  Rep 0 is cold (first touch of the lines and of their page), later reps
-    find the tile in L2 (with ``advance_rows`` every rep loads the next box: lines never touched)."""
+    find the tile in L2 (with ``advance_rows`` every rep loads the next box: lines never touched).
+    ``store_warps``: warps 1.. of the CTA store all the while (:data:`STORE_STREAM_STORES` coalesced
+    st.global.f32 per thread, 512 bytes apart as val_ws_scale's consumers write): the loads beside a busy store
+    path."""
     setup = TMA_SETUP
     body = f"""	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	%rd11, [%r20], {box_bytes};
 	@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes 	[%r22], [%rd10, {{%r23, %r23}}], [%r20];
@@ -367,9 +378,99 @@ $L_tw:
     if advance_rows:
         setup += "\tmov.u32 \t%r25, 0;\n"
         body = body.replace("{%r23, %r23}", "{%r23, %r25}")
-    return timed_kernel("mb_tma_load", [(body, after)], reps=reps, setup=setup,
-                        params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
+    params = ",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]"
+    decls = "\t.shared .align 1024 .b8 sbuf[32768];\n\t.shared .align 8 .b64 mbar;"
+    if not store_warps:
+        return timed_kernel("mb_tma_load", [(body, after)], reps=reps, setup=setup, params=params, decls=decls)
+    setup = setup.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
+    setup += """	setp.ne.u32 	%p6, %r3, 0;
+	@%p6 bra 	$L_stores;
+"""
+    post = f"""	bra.uni 	$L_stores_end;
+$L_stores:
+	ld.param.u64 	%rd30, [dst_ptr];
+	cvta.to.global.u64 	%rd30, %rd30;
+	sub.u32 	%r30, %r1, 32;
+	mul.wide.u32 	%rd31, %r30, 4;
+	add.s64 	%rd30, %rd30, %rd31;
+	mov.b32 	%f30, %r30;
+	mov.u32 	%r31, 0;
+$L_store_next:
+	st.global.f32 	[%rd30], %f30;
+	add.s64 	%rd30, %rd30, 512;
+	add.u32 	%r31, %r31, 1;
+	setp.lt.u32 	%p7, %r31, {STORE_STREAM_STORES};
+	@%p7 bra 	$L_store_next;
+	ret;
+$L_stores_end:
+"""
+    return timed_kernel("mb_tma_load_stores", [(body, after)], reps=reps, setup=setup, post=post,
+                        params=params + ",\n\t.param .u64 dst_ptr", decls=decls)
+
+
+#: segments of tma_store_window: (name, stores issued just before the load, cycles of FMA chain before the
+#: stores that start with the load or None for no stores during it)
+TMA_STORE_WINDOWS = (("alone", False, None), ("after_burst", True, None), ("with_burst", False, 0),
+                     ("burst_at_75", False, 76), ("burst_at_150", False, 152), ("burst_at_225", False, 224),
+                     ("burst_at_300", False, 300), ("burst_at_400", False, 400))
+
+
+def tma_store_window(reps: int) -> str:
+    """When do global stores slow a TMA load down?  Warp 0, lane 0 times one 2D TMA load (f32 box 32 x 64, 8 KB,
+    val_ws_scale's tile, L2-warm) per segment while warps 1-4 (128 threads) store one ws tile (16 coalesced
+    st.global.f32 per thread, 512 B apart: 256 sectors) at a chosen moment (:data:`TMA_STORE_WINDOWS`): never;
+    just before the load (issued before a CTA barrier that the load follows: still draining when it starts);
+    together with it; or after a dependent FMA chain of 75 .. 400 cycles.  Between segments every warp runs
+    ~1000 cycles of FMAs (the store path drains) and a CTA barrier starts the next segment together."""
+    setup = TMA_SETUP.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
+    setup += """	setp.ne.u32 	%p6, %r3, 0;              // the store warps
+	ld.param.u64 	%rd30, [dst_ptr];
+	cvta.to.global.u64 	%rd30, %rd30;
+	sub.u32 	%r30, %r1, 32;
+	mul.wide.u32 	%rd31, %r30, 4;
+	add.s64 	%rd30, %rd30, %rd31;
+	mov.b32 	%f30, %r30;
+	ld.global.f32 	%f1, [%rd2+16];                // 0.5
+	ld.global.f32 	%f2, [%rd2+20];                // 0.25
+"""
+    lab = Lab()
+    quiet = clock_chain("%f22", QUIET_FMAS) + "\tmov.b32 \t%r13, %f22;\n\txor.b32 \t%r8, %r8, %r13;\n"
+
+    def burst(data="%f30"):
+        out = "".join(f"\tst.global.f32 \t[%rd30+{512 * i}], {data};\n" for i in range(16))
+        return out + "\tadd.s64 \t%rd30, %rd30, 8192;\n"
+
+    tma = """	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	%rd11, [%r20], 8192;
+	@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes 	[%r22], [%rd10, {{%r23, %r23}}], [%r20];
+{w}:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p3, [%r20], %r21;
+	@!%p3 bra 	{w};
+	xor.b32 	%r21, %r21, 1;
+	ld.shared.u32 	%r24, [%r22];
+	xor.b32 	%r8, %r8, %r24;
+"""
+    segs = []
+    for k, (name, before, delay) in enumerate(TMA_STORE_WINDOWS):
+        st, end = lab("st"), lab("end")
+        store_part = ""
+        if delay is not None:
+            # the stores carry the chain's result, so ptxas cannot hoist them above it
+            store_part = (clock_chain("%f23", delay // 4) + burst("%f23")) if delay else burst()
+        body = f"\t@%p6 bra \t{st};\n{tma.format(w=lab('tw'))}\tbra.uni \t{end};\n{st}:\n{store_part}{end}:\n"
+        nxt = TMA_STORE_WINDOWS[(k + 1) % len(TMA_STORE_WINDOWS)]
+        after = quiet + "\tbar.sync \t0;\n"
+        if nxt[1]:                       # the next segment's load starts right after a burst: the warps meet
+            b = lab("b")                 # again once the store warps have issued it
+            after += f"\t@!%p6 bra \t{b};\n{burst()}{b}:\n\tbar.sync \t0;\n"
+        segs.append((body, after))
+    return timed_kernel("mb_tma_store_window", segs, reps=reps, setup=setup, pre=quiet + "\tbar.sync \t0;\n",
+                        params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128],\n\t.param .u64 dst_ptr",
                         decls="\t.shared .align 1024 .b8 sbuf[32768];\n\t.shared .align 8 .b64 mbar;")
+
+
+#: stores per thread of the store warps beside tma_load(store_warps=...): 4 warps x 32 lanes x 4 B x 768 = 384 KB,
+#: ~13000 clk at the H100's ~1.07 clk per sector (the 9 timed loads take ~6000)
+STORE_STREAM_STORES = 768
 
 
 def bulk_copy(nbytes: int, reps: int, advance: bool = False) -> str:
@@ -511,9 +612,18 @@ $L_fill:
     if not tma_traffic:
         return timed_kernel("mb_ldsm_mma_loop", segs, reps=reps, setup=setup, pre="\tbar.sync \t0;\n",
                             decls="\t.shared .align 1024 .b8 sbuf[16384];")
-    # tma_traffic: a fifth warp (lane 0) streams 8 KB TMA tile loads into two other SMEM buffers, one after the
-    # other, while the four consumer warps (named barrier 1) run the loop: the SMEM write traffic of pipe_gemm's
-    # producer beside its consumer loop
+    setup, post = _with_tma_traffic(setup)
+    return timed_kernel("mb_ldsm_mma_loop_tma", segs, reps=reps, setup=setup, pre="\tbar.sync \t1, 128;\n",
+                        post=post, params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
+                        decls="\t.shared .align 1024 .b8 sbuf[16384];\n\t.shared .align 1024 .b8 sbuf2[16384];"
+                              "\n\t.shared .align 8 .b64 mbar;")
+
+
+def _with_tma_traffic(setup: str) -> tuple:
+    """(setup, post) of a kernel whose warps 0-3 run the timed segments (named barrier 1, 128 threads, instead of
+    ``setup``'s ``bar.sync 0``) while a fifth warp (lane 0) streams :data:`TMA_TRAFFIC_LOADS` 8 KB TMA tile loads
+    into two other SMEM buffers (``sbuf2``), one after the other: the traffic of a TMA producer beside its
+    consumers.  The kernel declares ``sbuf2`` (16 KB), ``mbar`` and the parameter ``tmap``."""
     setup = setup.replace("\tbar.sync \t0;\n", """	mov.u32 	%r40, mbar;
 	setp.eq.u32 	%p9, %r1, 0;
 	@%p9 mbarrier.init.shared::cta.b64 	[%r40], 1;
@@ -550,10 +660,96 @@ $L_tma_exit:
 	ret;
 $L_tma_end:
 """
-    return timed_kernel("mb_ldsm_mma_loop_tma", segs, reps=reps, setup=setup, pre="\tbar.sync \t1, 128;\n",
-                        post=post, params=",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
-                        decls="\t.shared .align 1024 .b8 sbuf[16384];\n\t.shared .align 1024 .b8 sbuf2[16384];"
-                              "\n\t.shared .align 8 .b64 mbar;")
+    return setup, post
+
+
+WS_TILE_LENGTHS = (1, 4)      # tiles per segment of the ws consumer-tile case
+QUIET_FMAS = 256              # dependent FMAs (4 clk each) before a quiet ws_tile rep: the store path drains
+
+
+def ws_tile_loop(lengths: tuple, reps: int, tma_traffic: bool = False, arrive: bool = True,
+                 same_lines: bool = False, quiet: bool = False, data: str = "lds", layout: str = "rows",
+                 store: bool = True) -> str:
+    """val_ws_scale's consumer work on one 8 KB tile, alone (no TMA into the tile, no wait): 4 warps, thread c
+    runs ``for i < 16: dst[4c + 512 i] = smem[4c + 512 i] * a + b`` (ld.shared.f32, mul.rn, add.rn,
+    st.global.f32) as a loop of constant trip count, which ptxas unrolls as in the kernel, then arrives on a
+    128-count mbarrier; ``n`` tiles per segment, each to the next 8 KB of ``dst`` (host-written lines, as the
+    kernel's Y).  A bar.sync starts the warps together each rep.  ``tma_traffic``: beside a fifth warp streaming
+    8 KB TMA loads (the kernel's producer traffic while its consumers work).  ``arrive=False``: without the
+    mbarrier.arrive (does a release arrive wait for the stores?); ``same_lines``: every tile rewrites the same
+    8 KB (lines already written by the kernel).  ``quiet``: before each rep's segments a dependent chain of
+    :data:`QUIET_FMAS` FMAs (~1000 clk) lets the stores of the previous rep drain, so each segment starts with
+    an empty store path (as a consumer tile does in the kernel).  ``data="reg"``: store a register instead of
+    the loaded, scaled value (no ld.shared / mul / add); ``layout="contig"``: warp w stores lines 16w..16w+15
+    of the tile (lane-contiguous 128 B per store) instead of every fourth 128 B; ``store=False``: sum the
+    values instead of storing them (the segment ends with a use of the sum)."""
+    lab = Lab()
+    setup = """	mov.u32 	%r14, sbuf;
+	mov.u32 	%r15, ebar;
+	setp.eq.u32 	%p9, %r1, 0;
+	@%p9 mbarrier.init.shared::cta.b64 	[%r15], 128;
+	cvt.rn.f32.u32 	%f10, %r1;
+	shl.b32 	%r11, %r1, 2;
+	setp.ge.u32 	%p3, %r1, 128;
+	@%p3 bra 	$L_filled;              // threads 0-127 fill the tile
+$L_fill:
+	add.u32 	%r12, %r14, %r11;
+	st.shared.f32 	[%r12], %f10;
+	add.u32 	%r11, %r11, 512;
+	setp.lt.u32 	%p3, %r11, 8192;
+	@%p3 bra 	$L_fill;
+$L_filled:
+	ld.param.f32 	%f1, [a];
+	ld.param.f32 	%f2, [b];
+	ld.param.u64 	%rd10, [dst_ptr];
+	cvta.to.global.u64 	%rd10, %rd10;
+	and.b32 	%r21, %r1, 127;
+	shl.b32 	%r21, %r21, 2;                 // 4c
+	cvt.u64.u32 	%rd12, %r21;
+	add.s64 	%rd10, %rd10, %rd12;          // &dst[c] of rep 0
+	add.u32 	%r16, %r14, %r21;             // &smem[c]
+	bar.sync 	0;
+"""
+
+    work = "" if data == "reg" else ("\tld.shared.f32 \t%f3, [%r22];\n\tmul.rn.f32 \t%f4, %f3, %f1;\n"
+                                     "\tadd.rn.f32 \t%f5, %f4, %f2;\n")
+    work += ("\tst.global.f32 \t[%rd11], " + ("%f10" if data == "reg" else "%f5") + ";\n") if store else \
+        "\tadd.f32 \t%f21, %f21, %f5;\n"
+    step = 128 if layout == "contig" else 512
+    if layout == "contig":        # warp w: bytes 2048 w + 4 lane + 128 i of the tile
+        setup = setup.replace("\tshl.b32 \t%r21, %r21, 2;                 // 4c\n\tcvt.u64.u32 \t%rd12, %r21;\n",
+                              "\tshl.b32 \t%r21, %r21, 2;                 // 4c\n\tshr.u32 \t%r24, %r21, 7;\n"
+                              "\tmul.lo.u32 \t%r24, %r24, 1920;\n\tadd.u32 \t%r24, %r24, %r21;\n"
+                              "\tcvt.u64.u32 \t%rd12, %r24;\n")
+    if not store:
+        setup += "\tmov.f32 \t%f21, 0f00000000;\n"
+
+    def tile():
+        e = lab("elem")
+        return f"""	mov.u32 	%r22, %r16;
+	mov.u64 	%rd11, %rd10;
+	mov.u32 	%r23, 0;
+{e}:
+{work}	add.u32 	%r22, %r22, 512;
+	add.u64 	%rd11, %rd11, {step};
+	add.u32 	%r23, %r23, 1;
+	setp.lt.u32 	%p5, %r23, 16;
+	@%p5 bra 	{e};
+""" + ("\tmbarrier.arrive.shared::cta.b64 \t_, [%r15];\n" if arrive else "") \
+            + ("" if same_lines else "\tadd.s64 \t%rd10, %rd10, 8192;\n")
+    fold = "" if store else "\tmov.b32 \t%r13, %f21;\n\txor.b32 \t%r8, %r8, %r13;\n"
+    segs = ["".join(tile() for _ in range(n)) + fold for n in lengths]
+    params = ",\n\t.param .u64 dst_ptr,\n\t.param .f32 a,\n\t.param .f32 b"
+    pre = "\tbar.sync \t0;\n"
+    if quiet:
+        pre = clock_chain("%f22", QUIET_FMAS) + "\tmov.b32 \t%r13, %f22;\n\txor.b32 \t%r8, %r8, %r13;\n" + pre
+    decls = "\t.shared .align 1024 .b8 sbuf[8192];\n\t.shared .align 8 .b64 ebar;"
+    if not tma_traffic:
+        return timed_kernel("mb_ws_tile", segs, reps=reps, setup=setup, pre=pre, params=params, decls=decls)
+    setup, post = _with_tma_traffic(setup)
+    return timed_kernel("mb_ws_tile_tma", segs, reps=reps, setup=setup, pre="\tbar.sync \t1, 128;\n", post=post,
+                        params=params + ",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",
+                        decls=decls + "\n\t.shared .align 1024 .b8 sbuf2[16384];\n\t.shared .align 8 .b64 mbar;")
 
 
 RING_STAGES = 3

@@ -2,10 +2,12 @@
 
 A validation case gives one number per CTA (exit - entry).  To see *which* part of a kernel a model misses, a
 timeline copy of the kernel stores ``{event id, %clock64}`` at named points (after a wait succeeded, after an
-issue, before a release...) from every thread into a per-thread event buffer, one extra last kernel parameter.
-The same copy runs on the GPU and in tcsim (whose ``%clock64`` is its cycle count), so the two timelines compare
-event by event.  Each stamp is four instructions (a clock read, an id move, one ``st.global.v2.u64``, a pointer
-add) placed outside the inner loops, so it shifts the kernel by a few cycles per event, the same way on both.
+issue, before a release...) from lane 0 of every warp into a per-thread event buffer, one extra last kernel
+parameter.  The same copy runs on the GPU and in tcsim (whose ``%clock64`` is its cycle count), so the two
+timelines compare event by event.  Each stamp is four instructions (a clock read, an id move, one
+``st.global.v2.u64`` in lane 0 only, a pointer add) placed outside the inner loops, so it shifts the kernel by a
+few cycles per event, the same way on both.  (Stamps stored from every thread -- 512 bytes per warp and event --
+loaded the H100's store path enough to slow a store-heavy consumer by half; lane 0 alone stores 16 bytes.)
 
     python -m hw.microbench.timeline record --backend gpu|sim --out DIR [--case GLOB ...]
     python -m hw.microbench.timeline show DIR [--sim DIR] [--case GLOB ...]
@@ -99,8 +101,10 @@ def _norm(s: str) -> str:
 
 def instrument_events(ptx: str, kernel: str, marks) -> str:
     """A copy of ``ptx`` whose entry ``kernel`` takes one extra last parameter ``__tl_buf`` (u64 pointer to
-    ``SLOTS`` x 16 bytes per thread) and stores {mark index, %clock64} at every mark.  The stamps start after the
-    first ``%clock64`` read of the kernel (its entry clock)."""
+    ``SLOTS`` x 16 bytes per thread) and, in lane 0 of every warp, stores {mark index, %clock64} at every mark
+    (the other lanes read the clock and move their pointer but store nothing: one 16-byte store per warp and
+    mark, so the stamps barely load the kernel's own store path).  The stamps start after the first
+    ``%clock64`` read of the kernel (its entry clock)."""
     m = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(", ptx)
     if not m:
         raise ValueError(f"no .entry {kernel} in the PTX")
@@ -109,8 +113,9 @@ def instrument_events(ptx: str, kernel: str, marks) -> str:
     lines = body.split("\n")
     out, placed, found = [], False, [0] * len(marks)
     stamp = ("\tmov.u64 \t%__tl_c, %clock64;\n\tmov.u64 \t%__tl_i, {k};\n"
-             "\tst.global.v2.u64 \t[%__tl_p], {{%__tl_i, %__tl_c}};\n\tadd.s64 \t%__tl_p, %__tl_p, 16;")
+             "\t@%__tl_l st.global.v2.u64 \t[%__tl_p], {{%__tl_i, %__tl_c}};\n\tadd.s64 \t%__tl_p, %__tl_p, 16;")
     pro = ("\t.reg .b64 \t%__tl_c, %__tl_i, %__tl_p, %__tl_q;\n\t.reg .b32 \t%__tl_a, %__tl_b, %__tl_d;\n"
+           "\t.reg .pred \t%__tl_l;\n\tmov.u32 \t%__tl_a, %laneid;\n\tsetp.eq.u32 \t%__tl_l, %__tl_a, 0;\n"
            "\tmov.u32 \t%__tl_a, %tid.x;\n\tmov.u32 \t%__tl_b, %ctaid.x;\n\tmov.u32 \t%__tl_d, %ntid.x;\n"
            "\tmad.lo.u32 \t%__tl_a, %__tl_b, %__tl_d, %__tl_a;\n\tld.param.u64 \t%__tl_p, [__tl_buf];\n"
            "\tcvta.to.global.u64 \t%__tl_p, %__tl_p;\n"

@@ -90,6 +90,7 @@ class TmaEngine(AsyncUnit):
         self.bytes_moved = 0
         self.busy_cycles = 0
         self.last_done = 0.0
+        self.last_op: TmaOp | None = None
         super().__init__(sim, params)
 
     @property
@@ -137,9 +138,20 @@ class TmaEngine(AsyncUnit):
 
     def _complete(self, op: TmaOp, occ: int):
         # completions stay in issue order (an op never overtakes an earlier one of the same engine)
-        done = max(self.env.now + occ + self.latency(op), self.last_done)
+        start = self.env.now
+        done = max(start + occ + self.latency(op), self.last_done)
         self.last_done = done
+        prev, self.last_op = self.last_op, op
         yield self.env.timeout(done - self.env.now)
+        tm = self.sim.timing
+        if tm is not None:
+            # (sm_90a) its requests queued behind the SM's global stores (known only now)
+            extra = tm.tma_store_delay(op, self.cta, start)
+            if extra > 0:
+                self.last_done = max(self.last_done, done + extra)
+                yield self.env.timeout(extra)
+            if prev is not None and not prev.done.triggered:
+                yield prev.done             # a delayed earlier op still completes first
         payload = self.guarded(op, op.read)
         if self.sim.error is not None:
             return

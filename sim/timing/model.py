@@ -30,7 +30,10 @@ Issue rules (per CTA = per SM; a CTA is assumed to have its SM to itself):
   or ``gmem_cold_latency`` when not (``gmem_cold_latency`` > 0);
 * global stores (``gmem_store_clk_per_sector`` > 0, sm_90a) drain in issue order through the SM's store path, one
   32-byte sector per ``gmem_store_clk_per_sector``; a warp issues a store at most every
-  ``gmem_store_warp_interval`` and none while the backlog exceeds ``gmem_store_queue_cycles``;
+  ``gmem_store_warp_interval`` and none while the backlog exceeds ``gmem_store_queue_cycles``; a TMA load
+  (``tma_store_request_share`` > 0) completes ``tma_store_request_share`` x the store backlog
+  ``tma_store_request_after`` cycles into it later: its requests leave the SM behind those stores
+  (:meth:`TimingModel.tma_store_delay`);
 * a tensor-map TMA op holds the issuing warp ``tma_issue_cycles``, ``fence.mbarrier_init`` /
   ``fence.proxy.async`` ``fence_mbarrier_init_cycles`` / ``fence_proxy_async_cycles``
   (:mod:`sim.timing.classes`).
@@ -66,7 +69,7 @@ Async units (TMA engine, tensor pipe, cp.async) take their parameters from the s
 from __future__ import annotations
 
 import math
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from dataclasses import replace
 
 import numpy as np
@@ -90,8 +93,8 @@ class SmState:
     """Issue and unit state of one SM (one CTA): when each scheduler, each sub-partition unit and the SMEM and
     global-memory ports are free next."""
 
-    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "l1", "calendar",
-                 "const_lines", "const_blocks", "param_lines", "targets")
+    __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "store_log", "l1",
+                 "calendar", "const_lines", "const_blocks", "param_lines", "targets")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -99,6 +102,7 @@ class SmState:
         self.smem_free = 0.0
         self.gmem_free = 0.0
         self.store_free = 0.0           # when the SM's global-store path has drained what was issued so far
+        self.store_log: deque = deque()  # recent (issue cycle, drained cycle) of global stores (TMA sharing)
         self.l1: set = set()            # global lines held in this SM's L1 (loads that allocate there)
         self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
         self.const_lines = OrderedDict()  # 64-byte constant lines in the SM's small constant cache (LRU)
@@ -147,6 +151,7 @@ class TimingModel:
         self.war_read = float(cfg.mma_sync_operand_read)
         self._war_dsts = [tuple(n for n in p.dsts if n not in p.srcs) for p in self.plans]
         self.store_path = float(cfg.gmem_store_clk_per_sector) > 0
+        self.tma_store_sharing = self.store_path and cfg.tma_store_request_share > 0
         self.branch_taken = float(cfg.branch_taken_cycles)
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
@@ -439,6 +444,8 @@ class TimingModel:
                 occ = sectors * cfg.gmem_store_clk_per_sector
                 start = max(now, sm.store_free)
                 sm.store_free = start + occ
+                if self.tma_store_sharing:
+                    _log_store(sm.store_log, issue, start + occ)
                 # the per-warp store rate counts from the store's issue, not from when its data is ready
                 ctx.warp.timing.store_next = issue + cfg.gmem_store_warp_interval
                 self.busy["gmem"] += occ
@@ -517,6 +524,24 @@ class TimingModel:
         if cfg.gmem_cold_latency > 0 and not all(self._resident(ln * line) for ln in new):
             extra += cfg.gmem_cold_latency - cfg.gmem_fresh_latency
         return extra
+
+    def tma_store_delay(self, op, cta, start: float) -> float:
+        """sm_90a (``tma_store_request_share`` > 0): cycles a TMA load served from ``start`` loses to the SM's global
+        stores.  Its requests leave the SM ``tma_store_request_after`` cycles after ``start``, behind the stores
+        waiting in the store path then: it completes ``tma_store_request_share`` x that backlog later (H100
+        tma_store_window: stores issued with the load delay it by about twice their drain time, stores issued
+        ~75 clk later hardly; tma_*_stores: beside a saturated store path, ~270 clk of backlog, a load takes
+        twice as long).  Asked at the load's completion, when every store issued by then is known.
+
+        Not modelled: stores issued ~300 clk into a 490-clk load (while its data arrives) add ~48 clk on the
+        H100 (ones at 225 or 400 nothing), and stores issued just before a load, across a CTA barrier, only ~50
+        (this model: ~190)."""
+        if not self.tma_store_sharing or op.kind != "load":
+            return 0.0
+        t = start + self.cfg.tma_store_request_after
+        # the store path is a FIFO: the last store issued by t is the last one drained
+        drained = max((d for i, d in self.sm(cta).store_log if i <= t), default=t)
+        return self.cfg.tma_store_request_share * max(0.0, drained - t)
 
     def _page_miss(self, lines, line: int) -> float:
         """``tlb_miss_latency`` when any of the global ``lines`` lies in a page no access has touched yet."""
@@ -753,6 +778,17 @@ def _tma_lines(op, line: int):
     for first, last in zip((base // line).tolist(), ((base + n - 1) // line).tolist()):
         out.update(range(first, last + 1))
     return out
+
+
+_STORE_LOG_KEEP = 4096   # cycles of store history kept for TimingModel.tma_store_delay
+
+
+def _log_store(log: deque, issue: float, drained: float) -> None:
+    """Append a global store's (issue cycle, cycle the store path has drained it) and drop stores drained long
+    before this one was issued."""
+    log.append((issue, drained))
+    while log and log[0][1] < issue - _STORE_LOG_KEEP:
+        log.popleft()
 
 
 def _waits(ins) -> bool:

@@ -186,6 +186,8 @@ SM_100A: dict = {
                                                                  "loads (not measured on B200)"),
     "gmem_store_warp_interval": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
     "gmem_store_queue_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
+    "tma_store_request_share": P(0, "factor", "E", TM_B200, "not measured on B200 (off)"),
+    "tma_store_request_after": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
     # tensor rates (peak, dense, per SM)
     "tc_peak_f16": P(8192, "FLOP/clk/SM", "M", SEMI, "f16/bf16 -> f32 (measured 99.5%)"),
     "tc_peak_tf32": P(4096, "FLOP/clk/SM", "D", TM_B200, "half the f16 rate (K=8 at the same N/2 interval)"),
@@ -316,6 +318,13 @@ SM_90A: dict = {
     "gmem_store_warp_interval": P(5.7, "clk", "M", MB_H100,
                                   "gmem_store_u32_1w: one warp issues a coalesced st.global.u32 every 5.7 clk at "
                                   "most (4 sectors; the SM rate alone would allow 4.3)"),
+    "tma_store_request_share": P(1.9, "factor", "E", MB_H100,
+                                 "tma_store_window, tma_*_stores: a TMA load is delayed by this many times the "
+                                 "backlog of the SM's store path when its requests go out (stores issued with the "
+                                 "load: +232 clk; beside a saturated store path, ~270 clk of backlog: +516)"),
+    "tma_store_request_after": P(60, "clk", "E", MB_H100, "tma_store_window: the load's requests go out this long "
+                                                           "after it is served (stores issued ~75 clk after the "
+                                                           "load: +6)"),
     "gmem_store_queue_cycles": P(270, "clk", "E", MB_H100,
                                  "gmem_store_v2_4w: a warp's store waits once the SM's store backlog exceeds this "
                                  "many cycles of draining (4 warps issue 16 v2 stores each in ~290 clk, 512 "

@@ -45,7 +45,9 @@ def sim_out(name):
 def test_case_list_covers_the_calibration_and_validation_sets():
     groups = {c.group for c in CALIB}
     assert groups == {"clock", "alu", "smem", "gmem", "bar_sync", "mbarrier", "ldmatrix", "mma", "tma", "bulk",
-                      "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence", "const", "store_quiet"}
+                      "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence", "const", "store_quiet",
+                      "ws_tile", "tma_window"}
+    assert {c.params.get("store_warps", 0) for c in CALIB if c.group == "tma"} == {0, 4}
     assert {c.params["warps"] for c in CALIB if c.group == "loop"} == {1, 4}
     assert {c.params.get("tma_traffic", False) for c in CALIB if c.group == "loop"} == {False, True}
     assert {c.params["bytes"] for c in CALIB if c.group == "ring"} == {32, 1024, 2048}
@@ -381,3 +383,16 @@ def test_case_on_the_gpu(name):
         assert entry["cycles"] > 0
     else:
         assert 1 <= entry["values"]["latency"] < 200
+
+
+@pytest.mark.parametrize("name", ["ws_tile", "ws_tile_quiet_reg"])
+def test_ws_tile_writes_the_scaled_tile(name):
+    """The consumer-tile case does val_ws_scale's work: every word of every tile it stores is smem * a + b, where
+    thread t filled SMEM words t, t + 128, ... with float(t) (the register variant stores float(t) itself)."""
+    from sim.launch import run_launch
+    launch = C.CASES[name].build()
+    dst = np.asarray(run_launch(launch).outputs[2], dtype=np.float32)
+    word = np.arange(dst.size) % 128
+    val = word.astype(np.float32)
+    want = val if name.endswith("_reg") else val * np.float32(C.WS_A) + np.float32(C.WS_B)
+    assert np.array_equal(dst, want)

@@ -319,3 +319,83 @@ $L_tgt:
     first, second = int(res.outputs[0][0]), int(res.outputs[0][1])
     assert second >= H100.branch_taken_cycles
     assert first - second == pytest.approx(H100.branch_cold_target_cycles, abs=2)
+
+
+# ---------------------------------------------------------------------------------------- TMA behind stores
+TMA_STORES_BODY = """
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r3, %r1, 5;
+  and.b32 %r4, %r1, 31;
+  mov.u32 %r20, mbar;
+  mov.u32 %r22, sbuf;
+  mov.b64 %rd12, tmap;
+  cvta.param.u64 %rd13, %rd12;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r20], 1;
+  fence.mbarrier_init.release.cluster;
+  fence.proxy.async.shared::cta;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd5, %rd1, %rd6;
+  add.s64 %rd5, %rd5, 64;
+  bar.sync 0;
+  setp.ne.u32 %p3, %r3, 0;
+  @%p3 bra $L_st;
+  mov.u32 %r23, 0;
+  mov.u64 %rd10, %clock64;
+  @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r20], 8192;
+  @%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r22], [%rd13, {{%r23, %r23}}], [%r20];
+$L_w:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r20], 0;
+  @!%p2 bra $L_w;
+  mov.u64 %rd11, %clock64;
+  @%p1 st.global.u64 [%rd1], %rd10;
+  @%p1 st.global.u64 [%rd1+8], %rd11;
+  ret;
+$L_st:
+{delay}{stores}
+  ret;
+"""
+
+
+def _tma_beside_stores(nstores: int, delay: int = 0, cfg=H100) -> int:
+    """Cycles from warp 0's TMA issue (8 KB) to its completion seen by the warp, while warps 1-4 issue ``nstores``
+    coalesced st.global.u32 each (4 sectors a store; one warp alone cannot outpace the store path)
+    ``delay`` FMAs (4 clk each) after the CTA barrier."""
+    from isa.tensormap import TensorMap
+    from timing_kernels import kernel
+    chain = ("  mov.f32 %f1, 0f3F800000;\n" + "  fma.rn.f32 %f1, %f1, %f1, %f1;\n" * delay
+             + "  mov.b32 %r5, %f1;\n") if delay else ""
+    stores = "\n".join(f"  st.global.u32 [%rd5+{640 * k}], {'%r5' if delay else '%r1'};" for k in range(nstores))
+    body = TMA_STORES_BODY.format(delay=chain, stores=stores)
+    text = kernel(PROLOGUE + body, "sm_90a", shared="  .shared .align 1024 .b8 sbuf[8192];\n"
+                                                    "  .shared .align 8 .b64 mbar;")
+    text = text.replace(".param .u64 out)", ".param .u64 out, .param .align 64 .b8 tmap[128])")
+    t = np.zeros((64, 64), dtype=np.float16)
+    out = np.zeros(16 + nstores * 80, dtype=np.uint64)
+    launch = Launch(ptx=text, kernel="k", block=(160, 1, 1),
+                    args=[out, TensorMap.tiled(t, box=(64, 64), swizzle="128B")])
+    res = run_launch(launch, timing=cfg)
+    return int(res.outputs[0][1]) - int(res.outputs[0][0])
+
+
+def test_a_tma_load_waits_behind_stores_issued_with_it():
+    alone = _tma_beside_stores(0)
+    with_stores = _tma_beside_stores(16)          # 4 x 16 x 4 = 256 sectors, ~270 clk of drain, issued with it
+    assert with_stores - alone > 100
+    # the delay is the share times the store backlog when the requests go out: linear in the share
+    double = _tma_beside_stores(16, cfg=H100.with_overrides(
+        {"tma_store_request_share": 2 * H100.tma_store_request_share}))
+    assert double - alone == pytest.approx(2 * (with_stores - alone), rel=0.1)
+
+
+def test_stores_issued_after_the_requests_left_do_not_delay_a_tma_load():
+    alone = _tma_beside_stores(0)
+    late = _tma_beside_stores(16, delay=int(H100.tma_store_request_after) // 4 + 40)
+    assert late - alone == pytest.approx(0, abs=3)
+
+
+def test_b200_tma_loads_ignore_the_store_backlog():
+    b200ish = H100.with_overrides({"tma_store_request_share": 0})
+    assert _tma_beside_stores(16, cfg=b200ish) == pytest.approx(_tma_beside_stores(0, cfg=b200ish), abs=3)
+    from sim.timing.params import arch_config
+    assert arch_config("sm_100a").tma_store_request_share == 0
