@@ -388,13 +388,7 @@ $L_tw:
 """
     post = f"""	bra.uni 	$L_stores_end;
 $L_stores:
-	ld.param.u64 	%rd30, [dst_ptr];
-	cvta.to.global.u64 	%rd30, %rd30;
-	sub.u32 	%r30, %r1, 32;
-	mul.wide.u32 	%rd31, %r30, 4;
-	add.s64 	%rd30, %rd30, %rd31;
-	mov.b32 	%f30, %r30;
-	mov.u32 	%r31, 0;
+{STORE_WARP_SETUP}	mov.u32 	%r31, 0;
 $L_store_next:
 	st.global.f32 	[%rd30], %f30;
 	add.s64 	%rd30, %rd30, 512;
@@ -406,6 +400,17 @@ $L_stores_end:
 """
     return timed_kernel("mb_tma_load_stores", [(body, after)], reps=reps, setup=setup, post=post,
                         params=params + ",\n\t.param .u64 dst_ptr", decls=decls)
+
+
+#: the store warps (1-4) of a kernel beside a TMA warp: %rd30 = &dst[tid - 32] (4-byte words, so the 128 threads
+#: of one store cover a 512-byte row), %f30 = the word they store
+STORE_WARP_SETUP = """	ld.param.u64 	%rd30, [dst_ptr];
+	cvta.to.global.u64 	%rd30, %rd30;
+	sub.u32 	%r30, %r1, 32;
+	mul.wide.u32 	%rd31, %r30, 4;
+	add.s64 	%rd30, %rd30, %rd31;
+	mov.b32 	%f30, %r30;
+"""
 
 
 #: segments of tma_store_window: (name, stores issued just before the load, cycles of FMA chain before the
@@ -423,14 +428,7 @@ def tma_store_window(reps: int) -> str:
     together with it; or after a dependent FMA chain of 75 .. 400 cycles.  Between segments every warp runs
     ~1000 cycles of FMAs (the store path drains) and a CTA barrier starts the next segment together."""
     setup = TMA_SETUP.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
-    setup += """	setp.ne.u32 	%p6, %r3, 0;              // the store warps
-	ld.param.u64 	%rd30, [dst_ptr];
-	cvta.to.global.u64 	%rd30, %rd30;
-	sub.u32 	%r30, %r1, 32;
-	mul.wide.u32 	%rd31, %r30, 4;
-	add.s64 	%rd30, %rd30, %rd31;
-	mov.b32 	%f30, %r30;
-	ld.global.f32 	%f1, [%rd2+16];                // 0.5
+    setup += "\tsetp.ne.u32 \t%p6, %r3, 0;              // the store warps\n" + STORE_WARP_SETUP + """	ld.global.f32 	%f1, [%rd2+16];                // 0.5
 	ld.global.f32 	%f2, [%rd2+20];                // 0.25
 """
     lab = Lab()

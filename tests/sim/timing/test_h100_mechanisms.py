@@ -82,9 +82,9 @@ def test_b200_stores_do_not_stall_issue():
     assert int(res.outputs[0][1]) - int(res.outputs[0][0]) < 64 * H100.gmem_store_warp_interval
 
 
-TMA_BODY = """
-  mov.u32 %r1, %tid.x;
-  mov.u32 %r20, mbar;
+#: thread 0 initialises the mbarrier ``mbar`` (%r20) and fences it for the async proxy; %r22 = sbuf, %rd13 = the
+#: tensor map ``tmap``, %p1 = thread 0
+TMA_INIT = """  mov.u32 %r20, mbar;
   mov.u32 %r22, sbuf;
   mov.b64 %rd12, tmap;
   cvta.param.u64 %rd13, %rd12;
@@ -92,7 +92,11 @@ TMA_BODY = """
   @%p1 mbarrier.init.shared::cta.b64 [%r20], 1;
   fence.mbarrier_init.release.cluster;
   fence.proxy.async.shared::cta;
-  bar.sync 0;
+"""
+
+TMA_BODY = """
+  mov.u32 %r1, %tid.x;
+""" + TMA_INIT + """  bar.sync 0;
   mov.u32 %r23, 0;
   mov.u64 %rd10, %clock64;
   @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r20], {nbytes};
@@ -325,16 +329,7 @@ $L_tgt:
 TMA_STORES_BODY = """
   mov.u32 %r1, %tid.x;
   shr.u32 %r3, %r1, 5;
-  and.b32 %r4, %r1, 31;
-  mov.u32 %r20, mbar;
-  mov.u32 %r22, sbuf;
-  mov.b64 %rd12, tmap;
-  cvta.param.u64 %rd13, %rd12;
-  setp.eq.u32 %p1, %r1, 0;
-  @%p1 mbarrier.init.shared::cta.b64 [%r20], 1;
-  fence.mbarrier_init.release.cluster;
-  fence.proxy.async.shared::cta;
-  mul.wide.u32 %rd6, %r1, 4;
+""" + TMA_INIT + """  mul.wide.u32 %rd6, %r1, 4;
   add.s64 %rd5, %rd1, %rd6;
   add.s64 %rd5, %rd5, 64;
   bar.sync 0;
