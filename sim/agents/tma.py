@@ -15,7 +15,10 @@ each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; ban
 ``latency`` cycles after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with
 the timing model on an op whose global source lines are touched for the first time adds the DRAM latency over
 L2's, :meth:`sim.timing.model.TimingModel.tma_extra_latency`), so a copy of ``n`` bytes issued to an idle
-engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  A
+engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  On
+sm_90a with timing on, a load whose requests queue behind the SM's global stores completes later still
+(:meth:`sim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries ``store_wait``, the
+cycles, and the timing report's ``delays`` the totals).  A
 multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
 extra engine time).  With the simulation's timing model on, the numbers come from the arch config of the
 program's target (``tma_latency``, ``tma_bytes_per_clk``: :func:`sim.timing.model.tma_params`); with timing off
@@ -91,6 +94,8 @@ class TmaEngine(AsyncUnit):
         self.busy_cycles = 0
         self.last_done = 0.0
         self.last_op: TmaOp | None = None
+        self.store_wait_cycles = 0.0      # (timing, sm_90a) cycles loads waited behind the SM's global stores
+        self.store_wait_ops = 0
         super().__init__(sim, params)
 
     @property
@@ -149,6 +154,9 @@ class TmaEngine(AsyncUnit):
             extra = tm.tma_store_delay(op, self.cta, start)
             if extra > 0:
                 self.last_done = max(self.last_done, done + extra)
+                self.store_wait_cycles += extra
+                self.store_wait_ops += 1
+                op.extra["store_wait"] = extra
                 yield self.env.timeout(extra)
             if prev is not None and not prev.done.triggered:
                 yield prev.done             # a delayed earlier op still completes first
@@ -161,8 +169,9 @@ class TmaEngine(AsyncUnit):
             return
         self.retire()
         self.bytes_moved += op.nbytes
+        waited = {"store_wait": op.extra["store_wait"]} if "store_wait" in op.extra else {}
         self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
-                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
+                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc, **waited)
         op.done.succeed()
 
     # ------------------------------------------------------------------------------------------ events

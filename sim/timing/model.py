@@ -656,7 +656,12 @@ class TimingModel:
         tensor = {"flops": int(total), "by_kind": dict(flops), "mma_sync_flops": int(self.mma_sync_flops),
                   "achieved_per_sm": total / (cap * nsm), "peak_per_sm": peak,
                   "fraction": (peak_cycles / (cap * nsm)) if peak_cycles else 0.0}
-        return TimingReport(cfg.arch, cycles, float(cfg.sm_clock_mhz), warps, units, tensor)
+        delays = {}
+        waited = [t for t in tmas if t.store_wait_ops]
+        if waited:
+            delays["TMA load behind global stores"] = {"cycles": float(sum(t.store_wait_cycles for t in waited)),
+                                                       "ops": int(sum(t.store_wait_ops for t in waited))}
+        return TimingReport(cfg.arch, cycles, float(cfg.sm_clock_mhz), warps, units, tensor, delays)
 
 
 def unrolled_loop_control(body, labels: dict) -> list:

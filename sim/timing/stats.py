@@ -59,10 +59,11 @@ class TimingReport:
     warps: list = field(default_factory=list)       # dicts: cta, warp, issued, stalls {category: {detail: cycles}}
     units: dict = field(default_factory=dict)       # name -> {'busy': cycles, 'capacity': cycles, 'utilisation'}
     tensor: dict = field(default_factory=dict)      # flops, achieved / peak FLOP per clk per SM, fraction
+    delays: dict = field(default_factory=dict)      # cause -> {'cycles': total, 'ops': async ops delayed}
 
     def to_dict(self) -> dict:
         return {"arch": self.arch, "cycles": self.cycles, "clock_mhz": self.clock_mhz, "warps": self.warps,
-                "units": self.units, "tensor": self.tensor}
+                "units": self.units, "tensor": self.tensor, "delays": self.delays}
 
     def stalls_of(self, cta, warp: int) -> dict:
         """{category: {detail: cycles}} of one warp (``cta`` a ctaid tuple)."""
@@ -89,6 +90,8 @@ class TimingReport:
         busy = [f"{n} {100 * u['utilisation']:.1f}%" for n, u in sorted(self.units.items()) if u["busy"]]
         if busy:
             lines.append("  unit utilisation: " + ", ".join(busy))
+        for cause, d in sorted(self.delays.items()):
+            lines.append(f"  async delay: {d['ops']} op(s) {cause}, {d['cycles']:,.0f} cycles in all")
         tot = self.total_stalls()
         if tot:
             lines.append("  stalls (warp-cycles): " + ", ".join(f"{c} {n:,}" for c, n in

@@ -394,3 +394,27 @@ def test_b200_tma_loads_ignore_the_store_backlog():
     assert _tma_beside_stores(16, cfg=b200ish) == pytest.approx(_tma_beside_stores(0, cfg=b200ish), abs=3)
     from sim.timing.params import arch_config
     assert arch_config("sm_100a").tma_store_request_share == 0
+
+
+def test_the_report_names_tma_loads_delayed_behind_stores():
+    """A kernel author sees why a TMA load was slow: the timing report's delays and the summary line count the
+    loads that waited behind global stores and their cycles; a load alone reports none."""
+    from isa.tensormap import TensorMap
+    from timing_kernels import kernel
+    stores = "\n".join(f"  st.global.u32 [%rd5+{640 * k}], %r1;" for k in range(16))
+
+    def report(nstores):
+        body = TMA_STORES_BODY.format(delay="", stores=stores if nstores else "")
+        text = kernel(PROLOGUE + body, "sm_90a", shared="  .shared .align 1024 .b8 sbuf[8192];\n"
+                                                        "  .shared .align 8 .b64 mbar;")
+        text = text.replace(".param .u64 out)", ".param .u64 out, .param .align 64 .b8 tmap[128])")
+        t = np.zeros((64, 64), dtype=np.float16)
+        launch = Launch(ptx=text, kernel="k", block=(160, 1, 1),
+                        args=[np.zeros(16 + 16 * 80, np.uint64), TensorMap.tiled(t, box=(64, 64), swizzle="128B")])
+        return run_launch(launch, timing=True).timing
+    alone, behind = report(0), report(16)
+    assert alone.delays == {}
+    d = behind.delays["TMA load behind global stores"]
+    assert d["ops"] == 1 and d["cycles"] > 100
+    assert any("async delay: 1 op(s) TMA load behind global stores" in ln for ln in behind.summary_lines())
+    assert behind.to_dict()["delays"] == behind.delays
