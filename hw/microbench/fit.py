@@ -18,9 +18,9 @@ between warps), ``tma_latency`` / ``tma_tensor_extra`` / ``tma_bytes_per_clk`` (
 copies of 256 B - 128 KiB: fixed latency + tensor-map extra + bytes / bandwidth), ``tma_fresh_extra`` and
 ``tlb_miss_latency`` (fresh-line copies, then the cold first rep of every copy), ``mma_sync_operand_read`` (pipe_gemm's consumer k-tile loop,
 ``loop_ldsm_mma_1w/4w``: the write-after-read wait of an ldmatrix for the mma.sync still reading its
-destination), ``gmem_store_clk_per_sector`` (4 warps storing), ``tma_store_request_share`` /
-``tma_store_request_after`` (TMA loads behind the SM's store backlog: tma_store_window, tma_*_stores), then the
-once-per-segment parameters (fences, constant caches, branches, run-time-trip loops).
+destination), ``gmem_store_clk_per_sector`` (4 warps storing), the once-per-segment parameters (fences,
+constant caches, branches, run-time-trip loops), and last ``tma_store_request_share`` / ``tma_store_request_after``
+(TMA loads behind the SM's store backlog: tma_store_window, tma_*_stores; their kernels pay everything above).
 """
 from __future__ import annotations
 
@@ -193,13 +193,6 @@ def fit(meta: dict, log=print) -> dict:
             "stores (st.global.u32 / v2.f32): cycles per store per warp / sectors stored by the 4 warps = "
             + " / ".join(f"{x:.3f}" for x in per) + " clk per 32-byte sector; the mean")
 
-    # TMA loads behind the store path: the load waits tma_store_request_share x the store backlog
-    # tma_store_request_after cycles into it.  The delay is linear in the share, so for each candidate moment the
-    # least-squares share comes from two simulations; the moment with the smallest residual wins.
-    r = fit_tma_store_requests(meta, cfg())
-    if r is not None:
-        put(r[0], r[1], r[2])
-
     def residual(pname: str, case: str, keys, start: dict, how: str) -> None:
         """A parameter the timed segment(s) of ``case`` pay exactly once: simulate with the ``start`` values and
         shift ``pname`` by the mean residual of ``keys`` (the least-squares value)."""
@@ -241,6 +234,14 @@ def fit(meta: dict, log=print) -> dict:
              {"runtime_loop_cycles": 150.0}, "bulk_pipeline's per-chunk consumer loop alone (run-time trip count; "
              "32 / 1024 / 2048 B chunks): each execution of a loop ptxas unrolls behind a trip-count dispatch adds "
              "this once (the mean residual over the three sizes; the per-iteration cost is not fitted)")
+
+    # TMA loads behind the store path, last: its kernels also pay the branches, fences and loops fitted above.
+    # The load waits tma_store_request_share x the store backlog tma_store_request_after cycles into it; the delay
+    # is linear in the share, so for each candidate moment the least-squares share comes from two simulations,
+    # and the moment with the smallest residual wins.
+    r = fit_tma_store_requests(meta, cfg())
+    if r is not None:
+        put(r[0], r[1], r[2])
     return out
 
 
@@ -248,32 +249,31 @@ def fit(meta: dict, log=print) -> dict:
 TMA_STORE_MOMENTS = (40, 50, 60, 70, 80)
 
 
-def _tma_store_targets(meta) -> tuple:
-    """(labels, measured) of the store-interference fit: tma_store_window's extra cycles of a load per store
-    window, and the warm loads beside a saturated store path."""
-    win = meta["cases"]["tma_store_window"]["values"]
-    labels = [f"tma_store_window {k}" for k in win if k.startswith("extra_")]
-    meas = [win[k] for k in win if k.startswith("extra_")]
-    for n in ("tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"):
-        labels.append(f"{n} warm")
-        meas.append(meta["cases"][n]["values"]["warm"])
-    return labels, np.array(meas, dtype=np.float64)
+#: the cases of the store-interference fit
+TMA_STORE_CASES = ("tma_store_window", "tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores")
+
+
+def _tma_store_vector(values: dict) -> tuple:
+    """(labels, values) the store-interference fit compares, from ``{case: derived values}`` (recorded or
+    simulated): tma_store_window's extra cycles of a load per store window, and the warm loads beside a saturated
+    store path."""
+    win = values["tma_store_window"]
+    keys = [k for k in win if k.startswith("extra_")]
+    labels = [f"tma_store_window {k}" for k in keys] + [f"{n} warm" for n in TMA_STORE_CASES[1:]]
+    vals = [win[k] for k in keys] + [values[n]["warm"] for n in TMA_STORE_CASES[1:]]
+    return labels, np.array(vals, dtype=np.float64)
 
 
 def _tma_store_sim(cfg) -> np.ndarray:
-    sim = simulate(["tma_store_window", "tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"], cfg)
-    win = sim["tma_store_window"]
-    return np.array([win[k] for k in win if k.startswith("extra_")]
-                    + [sim[n]["warm"] for n in ("tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores")])
+    return _tma_store_vector(simulate(TMA_STORE_CASES, cfg))[1]
 
 
 def fit_tma_store_requests(meta, cfg) -> tuple | None:
     """(values, case names, note) of the fit of ``tma_store_request_share`` and ``tma_store_request_after`` on
     ``cfg`` (the config with every earlier fit), or None when the record lacks its cases."""
-    names = ["tma_store_window", "tma_none_32x64f32_stores", "tma_fresh_none_32x64f32_stores"]
-    if not all(n in meta["cases"] for n in names):
+    if not all(n in meta["cases"] for n in TMA_STORE_CASES):
         return None
-    labels, meas = _tma_store_targets(meta)
+    labels, meas = _tma_store_vector({n: meta["cases"][n]["values"] for n in TMA_STORE_CASES})
     best = None
     for after in TMA_STORE_MOMENTS:
         s0 = _tma_store_sim(cfg.with_overrides({"tma_store_request_share": 1.0, "tma_store_request_after": after}))
@@ -291,7 +291,7 @@ def fit_tma_store_requests(meta, cfg) -> tuple | None:
             f"and the warm loads beside a saturated store path (tma_*_stores); the smallest residual wins (rms "
             f"{rms:.0f} clk); simulated vs measured: "
             + "; ".join(f"{lab} {f:.0f} vs {m:.0f}" for lab, f, m in zip(labels, fitted, meas)))
-    return values, names, note
+    return values, list(TMA_STORE_CASES), note
 
 
 def _meas_bytes(meta, n) -> int:

@@ -356,6 +356,16 @@ TMA_SETUP = """	mov.u32 	%r20, mbar;
 """
 
 
+#: TMA_SETUP for a CTA of several warps: thread 0 alone initialises the mbarrier (%p6)
+TMA_SETUP_CTA = TMA_SETUP.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
+
+
+def quiet_pause(reg: str = "%f22") -> str:
+    """:data:`QUIET_FMAS` FMAs (~1000 clk) through :func:`clock_chain`, folded into the sink: the store path
+    drains before what follows."""
+    return clock_chain(reg, QUIET_FMAS) + f"\tmov.b32 \t%r13, {reg};\n\txor.b32 \t%r8, %r8, %r13;\n"
+
+
 def tma_load(box_bytes: int, reps: int, advance_rows: int = 0, store_warps: int = 0) -> str:
     """Lane 0 of the single warp: arrive.expect_tx + one 2D tensor load of the whole box, then the warp polls
     the mbarrier; one load per segment.  Rep 0 is cold (first touch of the lines and of their page), later reps
@@ -363,7 +373,7 @@ def tma_load(box_bytes: int, reps: int, advance_rows: int = 0, store_warps: int 
     ``store_warps``: warps 1.. of the CTA store all the while (:data:`STORE_STREAM_STORES` coalesced
     st.global.f32 per thread, 512 bytes apart as val_ws_scale's consumers write): the loads beside a busy store
     path."""
-    setup = TMA_SETUP
+    setup = TMA_SETUP_CTA if store_warps else TMA_SETUP
     body = f"""	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 	%rd11, [%r20], {box_bytes};
 	@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes 	[%r22], [%rd10, {{%r23, %r23}}], [%r20];
 $L_tw:
@@ -382,7 +392,6 @@ $L_tw:
     decls = "\t.shared .align 1024 .b8 sbuf[32768];\n\t.shared .align 8 .b64 mbar;"
     if not store_warps:
         return timed_kernel("mb_tma_load", [(body, after)], reps=reps, setup=setup, params=params, decls=decls)
-    setup = setup.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
     setup += """	setp.ne.u32 	%p6, %r3, 0;
 	@%p6 bra 	$L_stores;
 """
@@ -427,12 +436,12 @@ def tma_store_window(reps: int) -> str:
     just before the load (issued before a CTA barrier that the load follows: still draining when it starts);
     together with it; or after a dependent FMA chain of 75 .. 400 cycles.  Between segments every warp runs
     ~1000 cycles of FMAs (the store path drains) and a CTA barrier starts the next segment together."""
-    setup = TMA_SETUP.replace("\t@%p1 mbarrier.init", "\tsetp.eq.u32 \t%p6, %r1, 0;\n\t@%p6 mbarrier.init", 1)
+    setup = TMA_SETUP_CTA
     setup += "\tsetp.ne.u32 \t%p6, %r3, 0;              // the store warps\n" + STORE_WARP_SETUP + """	ld.global.f32 	%f1, [%rd2+16];                // 0.5
 	ld.global.f32 	%f2, [%rd2+20];                // 0.25
 """
     lab = Lab()
-    quiet = clock_chain("%f22", QUIET_FMAS) + "\tmov.b32 \t%r13, %f22;\n\txor.b32 \t%r8, %r8, %r13;\n"
+    quiet = quiet_pause()
 
     def burst(data="%f30"):
         out = "".join(f"\tst.global.f32 \t[%rd30+{512 * i}], {data};\n" for i in range(16))
@@ -740,10 +749,12 @@ $L_filled:
     params = ",\n\t.param .u64 dst_ptr,\n\t.param .f32 a,\n\t.param .f32 b"
     pre = "\tbar.sync \t0;\n"
     if quiet:
-        pre = clock_chain("%f22", QUIET_FMAS) + "\tmov.b32 \t%r13, %f22;\n\txor.b32 \t%r8, %r8, %r13;\n" + pre
+        pre = quiet_pause() + pre
     decls = "\t.shared .align 1024 .b8 sbuf[8192];\n\t.shared .align 8 .b64 ebar;"
     if not tma_traffic:
         return timed_kernel("mb_ws_tile", segs, reps=reps, setup=setup, pre=pre, params=params, decls=decls)
+    if quiet:
+        raise ValueError("ws_tile_loop: quiet and tma_traffic do not combine (the TMA variant syncs on barrier 1)")
     setup, post = _with_tma_traffic(setup)
     return timed_kernel("mb_ws_tile_tma", segs, reps=reps, setup=setup, pre="\tbar.sync \t1, 128;\n", post=post,
                         params=params + ",\n\t.param .u64 tensor_ptr,\n\t.param .align 64 .b8 tmap[128]",

@@ -529,13 +529,13 @@ class TimingModel:
         """sm_90a (``tma_store_request_share`` > 0): cycles a TMA load served from ``start`` loses to the SM's global
         stores.  Its requests leave the SM ``tma_store_request_after`` cycles after ``start``, behind the stores
         waiting in the store path then: it completes ``tma_store_request_share`` x that backlog later (H100
-        tma_store_window: stores issued with the load delay it by about twice their drain time, stores issued
-        ~75 clk later hardly; tma_*_stores: beside a saturated store path, ~270 clk of backlog, a load takes
+        tma_store_window: stores issued with the load delay it by about their drain time, stores issued 150 clk
+        or more later hardly; tma_*_stores: beside a saturated store path, ~270 clk of backlog, a load takes
         twice as long).  Asked at the load's completion, when every store issued by then is known.
 
-        Not modelled: stores issued ~300 clk into a 490-clk load (while its data arrives) add ~48 clk on the
-        H100 (ones at 225 or 400 nothing), and stores issued just before a load, across a CTA barrier, only ~50
-        (this model: ~190)."""
+        Where the H100 differs (tests/golden/timing_h100/README.md, third round): stores issued just before a
+        load, across a CTA barrier, add ~50 clk there (this model, with the fitted parameters: ~190); stores
+        ~300 clk into a 490-clk load, while its data arrives, ~61 (here 0)."""
         if not self.tma_store_sharing or op.kind != "load":
             return 0.0
         t = start + self.cfg.tma_store_request_after
