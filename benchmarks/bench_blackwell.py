@@ -19,17 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sim.launch import run_launch  # noqa: E402
+from tcsim.launch import run_launch  # noqa: E402
 
 
 def bench_nvfp4(k: int, stages: int):
-    from examples import nvfp4_gemm as ex
+    from tcsim.examples import nvfp4_gemm as ex
     launch = ex.make_launch(seed=0, k=k, stages=stages)
     return launch, ex, k // ex.K_STEP
 
 
 def bench_gemm_async():
-    from examples import gemm_async as ex
+    from tcsim.examples import gemm_async as ex
     launch = ex.make_launch()
     a, _, _ = ex.operands(launch)
     return launch, ex, a.shape[1] // ex.K_MMA

@@ -20,7 +20,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sim.launch import Launch, run_launch  # noqa: E402
+from tcsim.launch import Launch, run_launch  # noqa: E402
 
 
 def bench_gemm_tiled(shared: Path):
@@ -66,7 +66,7 @@ def bench_alu_loop(shared: Path):
 
 
 def bench_tma_gemm():
-    from examples import tma_mma_gemm as ex
+    from tcsim.examples import tma_mma_gemm as ex
     launch = ex.make_launch()
     res = run_launch(launch)
     ok, _ = ex.check(res, launch)

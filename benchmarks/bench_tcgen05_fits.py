@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from isa.descriptors import InstrDescriptor  # noqa: E402
-from sim.launch import Launch, run_launch  # noqa: E402
+from tcsim.isa.descriptors import InstrDescriptor  # noqa: E402
+from tcsim.launch import Launch, run_launch  # noqa: E402
 
 #: (M, cta_group) shapes of the published fits
 SHAPES = ((64, 1), (128, 1), (128, 2), (256, 2))
@@ -161,7 +161,7 @@ $L_end:
 
 def measure(m: int, n: int, ss: bool, cta_group: int, count: int = 1, timing=True, **run_kw) -> int:
     """Cycles lane 0 of the issuing warp measured with %clock64 around ``count`` MMAs + commit + wait
-    (``run_kw``: more :func:`sim.launch.run_launch` arguments, e.g. ``tensor_pipe_params``)."""
+    (``run_kw``: more :func:`tcsim.launch.run_launch` arguments, e.g. ``tensor_pipe_params``)."""
     idesc = InstrDescriptor.for_kind("f16", m, n, "f16", "f16", "f32").encode()
     out = np.zeros(1, dtype=np.uint64)
     launch = Launch(ptx=fit_kernel_ptx(m, n, ss, cta_group, count), kernel="tcgen05_fit",

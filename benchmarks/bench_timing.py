@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sim.launch import run_launch  # noqa: E402
+from tcsim.launch import run_launch  # noqa: E402
 
 KERNELS = ("mma_gemm", "tma_mma_gemm", "gemm_async", "cta_pair_gemm", "nvfp4_gemm")
 

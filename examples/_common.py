@@ -1,4 +1,4 @@
-"""Shared command-line driver for the examples: ``python -m examples.<name> [--seed N] [--trace F]``."""
+"""Shared command-line driver for the examples: ``python -m tcsim.examples.<name> [--seed N] [--trace F]``."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ def ptx_path(name: str) -> Path:
 
 
 def example_main(mod, argv=None) -> int:
-    from sim.cli import _run_module
+    from tcsim.cli import _run_module
 
     ap = argparse.ArgumentParser(prog=f"python -m {mod.__name__}", description=getattr(mod, "DESCRIPTION", ""))
     ap.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
@@ -22,7 +22,7 @@ def example_main(mod, argv=None) -> int:
     ap.add_argument("--trace", default=None)
     ap.add_argument("--max-instructions", type=int, default=None)
     args = ap.parse_args(argv)
-    from isa.errors import TcsimError
+    from tcsim.isa.errors import TcsimError
     try:
         return _run_module(mod, args)
     except TcsimError as e:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import LaunchError
-from sim.launch import Launch
+from tcsim.isa.errors import LaunchError
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("bulk-copy pipeline: 2 warps, 3 SMEM stages, producer cp.async.bulk + full/empty mbarriers, "
                "consumer out = 3*in + 1 (u32)")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import LaunchError
-from sim.launch import Launch
+from tcsim.isa.errors import LaunchError
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("DSMEM ring: each CTA of a cluster reads its right neighbour's SMEM, writes its left neighbour's and "
                "arrives on the left neighbour's mbarrier; cluster barriers around it")

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.descriptors import InstrDescriptor
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 # the operands, the bit-exact oracle chained over K and the comparison are gemm_async's (same argument layout)
-from examples.gemm_async import (DTYPES, K_MMA, K_STAGE, _values, compare, float64_product,  # noqa: F401
+from tcsim.examples.gemm_async import (DTYPES, K_MMA, K_STAGE, _values, compare, float64_product,  # noqa: F401
                                  operands, reference)
 
 DESCRIPTION = ("CTA-pair GEMM (sm_100a, cta_group::2): 2-CTA cluster, pair TMEM alloc, each CTA TMA-loads its A/B "

@@ -7,12 +7,12 @@ passed as B^T (N rows of K, K-major).  Per K stage the kernel TMA-loads a 128B-s
 an N x 64 tile of B^T, then issues four K=16 ``tcgen05.mma.cta_group::1.kind::f16`` into TMEM columns
 [256, 256+N) of a 512-column allocation (see ``gemm_async.ptx`` for every step).  The default is the seed's
 shape, M = N = 128, K = 3 x 64.  Launch arguments: A, B^T, D (the output), the tensor maps of A and B^T, the
-32-bit instruction descriptor (built here with :class:`isa.descriptors.InstrDescriptor`; the kernel reads M
+32-bit instruction descriptor (built here with :class:`tcsim.isa.descriptors.InstrDescriptor`; the kernel reads M
 and N out of it) and the number of K stages.
 
 Checked two ways, both computed from the input arrays (never from simulator state):
 
-1. Bit for bit against the tensor-core numerics oracle (:mod:`sim.numerics.tensor_core`, ``tc_params('sm_100a',
+1. Bit for bit against the tensor-core numerics oracle (:mod:`tcsim.numerics.tensor_core`, ``tc_params('sm_100a',
    'tcgen05', fmt, kind='f16')``), applied the way the kernel chains its instructions: D starts from +0 and each
    K=16 MMA takes the previous D as its accumulator.
 2. Against an independent float64 numpy product of the decoded inputs: with ``values='int'`` (small integers:
@@ -24,11 +24,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from isa.descriptors import InstrDescriptor
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("tcgen05 gemm_async (sm_100a): 4 warps, D[128,128] f32 = A[128,192] f16 @ B[192,128] f16; TMA "
                "(128B swizzle, expect_tx) -> SMEM, one thread issues 12 K=16 tcgen05.mma into TMEM columns "
@@ -102,7 +102,7 @@ def operands(launch: Launch):
 
 def reference(launch: Launch) -> np.ndarray:
     """Bit-exact expected D (f32): the numerics oracle chained over K in 16-wide MMAs from D = +0, as issued."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     a, bt, fmt = operands(launch)
     a_bits = np.ascontiguousarray(a).view(np.uint16)
@@ -162,7 +162,7 @@ def check(result, launch):
 def demo_summary(result, launch) -> list[str]:
     """The decoded result, for ``tcsim demo``: the descriptors the kernel used, where D lived in TMEM, and the
     corners of D next to the float64 product."""
-    from isa.descriptors import SmemDescriptor
+    from tcsim.isa.descriptors import SmemDescriptor
 
     a, bt, fmt = operands(launch)
     m, k = a.shape

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.launch import Launch
+from tcsim.launch import Launch
 from ._common import example_main, ptx_path
 
 DESCRIPTION = "seed gemm: one warp, 16x8x16 f16 mma.sync with f32 accumulate (D = A@B + beta*C)"
@@ -26,7 +26,7 @@ def make_launch(beta: int = 1, seed: int = 0) -> Launch:
 
 def reference(launch: Launch) -> np.ndarray:
     """Bit-exact expected D from the numerics model."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     a, b, c, _, beta = launch.args
     c_used = c if beta else np.zeros_like(c)

@@ -14,7 +14,7 @@ chunk arrays, D, the tensor maps of A and B^T, k_iters and stages.
 
 Checked two ways, both computed from the input arrays (never from simulator state):
 
-1. Bit for bit against the tensor-core numerics oracle: :func:`sim.numerics.tensor_core.mma_block_scaled` with
+1. Bit for bit against the tensor-core numerics oracle: :func:`tcsim.numerics.tensor_core.mma_block_scaled` with
    ``tc_params('sm_100a', 'tcgen05', 'e2m1', kind='mxf4nvf4')``, scale block 16, ue4m3, chained over the K steps
    exactly as the kernel issues them (D = +0, then each K=64 MMA takes the previous f32 D as its accumulator),
    then rounded to f16 (round to nearest even, as ``cvt.rn.f16x2.f32``).
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.descriptors import InstrDescriptorBlockScaled
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.descriptors import InstrDescriptorBlockScaled
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("nvfp4 warp-specialized GEMM (sm_100a): 6 warps (TMA / MMA / 4 epilogue), N-stage mbarrier "
                "pipeline, e2m1 A/B + ue4m3 32x4x4 scale factors via tcgen05.cp.32x128b.warpx4, "
@@ -177,7 +177,7 @@ def operands(launch: Launch):
 
 def reference_f32(launch: Launch) -> np.ndarray:
     """Bit-exact f32 accumulator: the oracle chained over K in 64-wide block-scaled MMAs from D = +0, as issued."""
-    from sim.numerics.tensor_core import mma_block_scaled, tc_params
+    from tcsim.numerics.tensor_core import mma_block_scaled, tc_params
 
     a, bt, sfa, sfb = operands(launch)
     params = tc_params("sm_100a", "tcgen05", "e2m1", kind="mxf4nvf4")
@@ -265,7 +265,7 @@ def check(result, launch):
 
 
 def demo_summary(result, launch) -> list[str]:
-    from isa.descriptors import SmemDescriptor
+    from tcsim.isa.descriptors import SmemDescriptor
 
     got = result.outputs[4]
     ref = float64_product(launch)

@@ -9,7 +9,7 @@ with enable-input-d) or A @ B (``accumulate=False``).  Launch arguments: A^T (16
 bf16), C, D (the output), the tensor maps of A^T and B^T, and ``acc_in``.
 
 The seed calls 0xC1 the "kind word"; :func:`kind_word_report` decodes it with
-:class:`isa.descriptors.InstrDescriptor` -- as a PTX instruction descriptor it is not valid (M 0, N 0, reserved
+:class:`tcsim.isa.descriptors.InstrDescriptor` -- as a PTX instruction descriptor it is not valid (M 0, N 0, reserved
 bit 6) -- and shows the descriptor the kernel really uses, 0x04208490; ``check`` prints both.
 
 Checked like ``gemm_async``, from the input arrays only: bit for bit against the numerics oracle
@@ -21,11 +21,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from isa.descriptors import InstrDescriptor
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("tcgen05.mma walkthrough (sm_100a): one 64x128x16 bf16 MMA, f32 accumulator in TMEM (layout F), "
                "collector::a::fill, A MN-major / B K-major via SMEM descriptors, C in via tcgen05.st, D out via "
@@ -84,7 +84,7 @@ def operands(launch: Launch):
 
 def reference(launch: Launch) -> np.ndarray:
     """Bit-exact expected D: the numerics oracle for one K=16 block with C (or +0) as the accumulator input."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     a, b, c = operands(launch)
     c_bits = np.zeros((M, N), np.uint32) if c is None else np.ascontiguousarray(c).view(np.uint32)

@@ -17,7 +17,7 @@ unordered).
 
 Checked from the input arrays only (never from simulator state):
 
-1. Bit for bit against the tensor-core numerics oracle (:mod:`sim.numerics.tensor_core`, ``tc_params('sm_100a',
+1. Bit for bit against the tensor-core numerics oracle (:mod:`tcsim.numerics.tensor_core`, ``tc_params('sm_100a',
    'tcgen05', 'bf16', kind='f16')``) applied in numpy to the gathered rows (OOB rows zero) the way the kernel
    chains its MMAs -- D from +0, one K=16 MMA after the other -- then rounded to bf16 (round to nearest even, as
    ``cvt.rn.bf16x2.f32``) or kept f32, and scattered with numpy masking into the initial ``out``.
@@ -26,7 +26,7 @@ Checked from the input arrays only (never from simulator state):
    a bf16 ulp for a bf16 output) of ``(X[gather_idx] @ W)`` -- a misplaced row, column, K slice or index would
    exceed it.
 
-Run: ``python -m examples.tma_gather_mma_scatter [--backend sim|gpu|both] [--seed N]`` (the default launch, two
+Run: ``python -m tcsim.examples.tma_gather_mma_scatter [--backend sim|gpu|both] [--seed N]`` (the default launch, two
 CTAs of 128 rows, N = 128, K = 256 through a 3-slot ring, permuted gather and scatter indices, as in the
 tutorial's test); ``tcsim run examples/tma_gather_mma_scatter.py`` runs the same.  The GPU back end needs an
 sm_100a GPU (gather4/scatter4 and tcgen05 do not exist on an H100).
@@ -36,11 +36,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from isa.descriptors import InstrDescriptor
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("fused gather-matmul-scatter (sm_100a): out[scatter_idx] = X[gather_idx] @ W -- gather4 TMA loads into "
                "a multi-buffered mbarrier ring, tcgen05.mma kind::f16 into TMEM, tcgen05.ld epilogue, scatter4 "
@@ -181,7 +181,7 @@ def gathered_rows(x: np.ndarray, gidx: np.ndarray) -> np.ndarray:
 def product_oracle(launch: Launch) -> np.ndarray:
     """The f32 accumulator, bit-exact: the numerics oracle on the gathered rows, chained over K in 16-wide MMAs from
     D = +0 as the kernel issues them (rows x N, f32)."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     x, wt, _, gidx, _ = operands(launch)
     a_bits = np.ascontiguousarray(gathered_rows(x, gidx)).view(np.uint16)

@@ -19,7 +19,7 @@ swizzle=...)`` with the swizzle Triton's default NVMMA layout picks for a ``[BLO
 / 128B for 32 / 64 / >= 128-byte rows), a row wider than the swizzle span being split into several boxes (column
 chunks) as Triton does.
 
-Run: ``python -m examples.tma_gather_scatter [--backend sim|gpu|both] [--quick] [--seed N]`` (the full sweep
+Run: ``python -m tcsim.examples.tma_gather_scatter [--backend sim|gpu|both] [--quick] [--seed N]`` (the full sweep
 takes a few seconds on the simulator; ``--quick`` runs one case per kind, dtype and shape).  The GPU back end
 needs an sm_100a GPU: on an H100 (sm_90) it says so and exits 2.  ``tcsim run examples/tma_gather_scatter.py``
 runs one representative gather (:func:`make_launch`).
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import ptx_path
+from tcsim.examples._common import ptx_path
 
 DESCRIPTION = ("TMA gather4 / scatter4 (sm_100a): T[x_offsets, y:y+BLOCK_Y] <-> a [BLOCK_X, BLOCK_Y] tile, "
                "out-of-bounds rows/columns zero-filled (gather) or dropped (scatter), the Triton tutorial sweep")
@@ -195,13 +195,13 @@ def check(result, launch):
 def gpu_problem(info: dict | None = None) -> str | None:
     """None when the GPU back end can run sm_100a here, else a one-line reason naming the gather4/scatter4
     requirement (an H100 is sm_90: it has no .tile::gather4 / .tile::scatter4).  ``info`` is
-    :func:`hw.launcher.probe`'s description of the GPU; without it the GPU is probed (in a child process)."""
-    from hw.launcher import GpuUnavailable, check_target
+    :func:`tcsim.hw.launcher.probe`'s description of the GPU; without it the GPU is probed (in a child process)."""
+    from tcsim.hw.launcher import GpuUnavailable, check_target
 
     if info is None:
         import multiprocessing as mp
 
-        from hw.launcher import _driver, probe
+        from tcsim.hw.launcher import _driver, probe
 
         try:
             _driver()                           # one line when cuda-python is missing
@@ -220,8 +220,8 @@ def gpu_problem(info: dict | None = None) -> str | None:
 
 def run_sweep(cases, backend: str = "sim", seed: int = 0, out=None) -> int:
     """Run every case on the simulator and/or the GPU; print one line per case; 0 if all pass."""
-    from sim.cli import compare_outputs
-    from sim.launch import run_launch
+    from tcsim.cli import compare_outputs
+    from tcsim.launch import run_launch
 
     out = sys.stdout if out is None else out
 
@@ -230,7 +230,7 @@ def run_sweep(cases, backend: str = "sim", seed: int = 0, out=None) -> int:
         if problem is not None:
             print(f"[gpu] {problem}", file=out)
             return 2
-        from hw.launcher import run_on_gpu
+        from tcsim.hw.launcher import run_on_gpu
     failed = []
     for case in cases:
         launch = make_case(case, seed)
@@ -261,14 +261,14 @@ def run_sweep(cases, backend: str = "sim", seed: int = 0, out=None) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m examples.tma_gather_scatter", description=DESCRIPTION)
+    ap = argparse.ArgumentParser(prog="python -m tcsim.examples.tma_gather_scatter", description=DESCRIPTION)
     ap.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                     help="sim, the real GPU (sm_100a only), or both compared bit for bit")
     ap.add_argument("--seed", type=int, default=0, help="data seed")
     ap.add_argument("--quick", action="store_true", help="16 representative cases instead of the 56 of the sweep")
     ap.add_argument("--kind", choices=["gather", "scatter"], default=None, help="only one of the two sweeps")
     args = ap.parse_args(argv)
-    from isa.errors import TcsimError
+    from tcsim.isa.errors import TcsimError
 
     cases = quick_sweep() if args.quick else sweep()
     if args.kind:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.tensormap import TensorMap
-from sim.launch import Launch
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch
 # absolute import: `tcsim run examples/<name>.py` loads this file by path, outside the examples package
-from examples._common import example_main, ptx_path
+from tcsim.examples._common import example_main, ptx_path
 
 DESCRIPTION = ("TMA-fed CTA gemm: 4 warps, C[64,64] f32 = A[64,64] f16 @ B[64,64] f16 via 128B-swizzled TMA "
                "tile loads, one mbarrier, ldmatrix.x4 and mma.sync m16n8k16")
@@ -47,7 +47,7 @@ def operands(launch: Launch) -> tuple:
 
 def reference(launch: Launch) -> np.ndarray:
     """Bit-exact expected C: the numerics model chained over K in 16-wide steps, like the kernel."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     a, bt = operands(launch)
     a_bits = a.view(np.uint16)

@@ -3,9 +3,9 @@
     tcsim diff LAUNCH.py [--points all|L1,L2,...] [--against gpu|golden:PATH|sim[:SEED]] [--ring N]
                          [--seed N] [--save PATH] [--save-sim PATH]
 
-Both sides run the same instrumented PTX (:mod:`isa.instrument`); the report (:mod:`hw.diff`) lists the
+Both sides run the same instrumented PTX (:mod:`tcsim.isa.instrument`); the report (:mod:`tcsim.hw.diff`) lists the
 output buffers and the per-warp register-value sequences that differ.  ``--against gpu`` (the default) runs
-on GPU 0 through :mod:`hw.launcher`; ``golden:PATH`` compares with a run saved earlier by ``--save`` (e.g.
+on GPU 0 through :mod:`tcsim.hw.launcher`; ``golden:PATH`` compares with a run saved earlier by ``--save`` (e.g.
 on a machine with a GPU); ``sim:SEED`` compares with the simulator under another scheduler seed.
 
 Exit status: 0 bit-identical, 1 different (or a diagnostic), 2 no GPU here / bad usage.
@@ -47,8 +47,8 @@ def _parse_points(s: str):
 
 
 def cmd_diff(args) -> int:
-    from isa.errors import TcsimError
-    from sim.cli import _get_launch, _load_launch_module
+    from tcsim.isa.errors import TcsimError
+    from tcsim.cli import _get_launch, _load_launch_module
 
     from .diff import diff_runs
     from .launcher import GpuUnavailable, gpu_available

@@ -1,7 +1,7 @@
 """Compare two traced runs of the same instrumented launch (simulator vs GPU, vs a golden file, or two
 simulator runs): outputs bit for bit, per-warp register-value sequences bit for bit.
 
-What is compared, and how (see :mod:`isa.instrument` for the value classes):
+What is compared, and how (see :mod:`tcsim.isa.instrument` for the value classes):
 
 * **Outputs**: every array argument, bit for bit; the first differing element (multi-index, both values
   and their bits) and the number of differing elements are reported per buffer.
@@ -14,7 +14,7 @@ What is compared, and how (see :mod:`isa.instrument` for the value classes):
     at the same offset from the same relocation anchor (``A_ptr+256``, ``shared full_bar+8``) on both sides:
     buffers and variables live at different addresses on different back ends;
   - ``approx`` values (``.approx`` instruction results) that differ are listed separately with their ulp
-    distance (:func:`sim.numerics.approx.ulp_distance`) and make the runs *not* identical;
+    distance (:func:`tcsim.numerics.approx.ulp_distance`) and make the runs *not* identical;
   - ``poll`` values (``mbarrier.try_wait``/``test_wait`` results): how often a wait polls is timing, so a run
     of consecutive records of the same poll point collapses to its last record before comparing;
   - ``timing`` (``%clock``/``%globaltimer``-derived), ``hwid`` (``%smid``/``%warpid``...) and ``opaque``
@@ -196,7 +196,7 @@ def _anchor_name(layout, k) -> str:
 
 
 def _ulp(fmt: str, a: int, b: int) -> int:
-    from sim.numerics.approx import ulp_distance
+    from tcsim.numerics.approx import ulp_distance
 
     if fmt in ("f16x2", "bf16x2"):
         base = fmt[:-2]
@@ -222,7 +222,7 @@ def _point_label(layout, pid):
 
 
 def diff_runs(a, b, max_mismatches_per_warp: int = 1) -> DiffReport:
-    """Compare two :class:`hw.trace.TracedRun` s of the same instrumented launch."""
+    """Compare two :class:`tcsim.hw.trace.TracedRun` s of the same instrumented launch."""
     la, lb = a.layout, b.layout
     if la.fingerprint != lb.fingerprint:
         raise ValueError("the two runs were instrumented differently (different PTX, points or ring size); "

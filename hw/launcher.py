@@ -1,9 +1,9 @@
-"""Run a :class:`sim.launch.Launch` on a real GPU through the CUDA driver API (cuda-python).
+"""Run a :class:`tcsim.launch.Launch` on a real GPU through the CUDA driver API (cuda-python).
 
 The same launch description as the simulator: the PTX text is JIT-loaded with ``cuModuleLoadDataEx``;
 array arguments become device buffers; scalars are packed at the offsets tcsim's own parameter layout
 computes; tensor maps are encoded with ``cuTensorMapEncodeTiled`` from the same
-:class:`isa.tensormap.TensorMap` description the simulator decodes; the launch goes through
+:class:`tcsim.isa.tensormap.TensorMap` description the simulator decodes; the launch goes through
 ``cuLaunchKernelEx`` with the cluster-dimension attribute and the dynamic-SMEM attribute.
 
 Each launch runs in a **child process** (multiprocessing, spawn): a sticky CUDA error (trap, illegal
@@ -137,7 +137,7 @@ def _child(launch, conn, stage_limit):
 
 
 def _execute(launch, stage_limit=None):
-    from sim.machine import layout_program as lay
+    from tcsim.machine import layout_program as lay
 
     d = _driver()
     info = probe()
@@ -171,7 +171,7 @@ def _execute(launch, stage_limit=None):
     image = np.zeros(max(layout["param_size"], 8), dtype=np.uint8)
     dptrs = {}
     outputs_spec = []
-    from sim.launch import encode_scalar
+    from tcsim.launch import encode_scalar
     args = list(launch.args)
     if len(args) != len(fn.params):
         raise GpuUnavailable(f"kernel {fn.name} takes {len(fn.params)} parameters, launch passes {len(args)}")
@@ -247,7 +247,7 @@ def _encode_tensormap(d, tm, dptrs) -> bytes:
         global_address=int(dptrs[id(arr)][0]))
     if not strides:
         # rank 1 has no strides, but cuda-python turns an empty list into a NULL pointer, which
-        # cuTensorMapEncodeTiled refuses with CUDA_ERROR_INVALID_VALUE (python -m hw.probes.tensormap_rank1 on an
+        # cuTensorMapEncodeTiled refuses with CUDA_ERROR_INVALID_VALUE (python -m calib.probes.tensormap_rank1 on an
         # H100); the driver reads none of the array, so one row-sized entry stands in
         strides = (-(-int(dims[0]) * tm.esize // 16) * 16,)
     tmap = _check(d.cuTensorMapEncodeTiled(

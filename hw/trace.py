@@ -1,8 +1,8 @@
-"""Traced runs on either back end, and the decoder of the trace buffer written by :mod:`isa.instrument`.
+"""Traced runs on either back end, and the decoder of the trace buffer written by :mod:`tcsim.isa.instrument`.
 
 ``run_traced(launch, backend='sim'|'gpu', points='all', ring_records=256) -> TracedRun`` instruments the
 launch's PTX, appends a zero-filled trace buffer as the last argument, runs it (simulator:
-:func:`sim.launch.run_launch`; GPU: :func:`hw.launcher.run_on_gpu`) and decodes the buffer.  Both back ends
+:func:`tcsim.launch.run_launch`; GPU: :func:`tcsim.hw.launcher.run_on_gpu`) and decodes the buffer.  Both back ends
 execute the *same* instrumented PTX (the simulator runs ``activemask``, ``atom``, ``shfl.sync`` and
 ``%clock64`` like any other instruction), so the records are comparable one for one.
 A :class:`TracedRun` unpacks as ``outputs, traces``; ``traces`` holds one :class:`WarpTrace` per warp
@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isa.errors import TcsimError
-from isa.instrument import (DEST_BYTES, RECORD_HEADER_BYTES, WARP, TraceLayout, instrument)
+from tcsim.isa.errors import TcsimError
+from tcsim.isa.instrument import (DEST_BYTES, RECORD_HEADER_BYTES, WARP, TraceLayout, instrument)
 
 __all__ = ["TraceRecord", "WarpTrace", "TracedRun", "TraceDecodeError", "GpuRunError", "decode_trace",
            "run_traced", "traced_launch"]
@@ -198,7 +198,7 @@ def _jsonable(d: dict) -> dict:
 
 def traced_launch(launch, points="all", ring_records: int = 256):
     """(instrumented Launch with the zero trace buffer appended, TraceLayout, trace buffer)."""
-    from sim.launch import Launch
+    from tcsim.launch import Launch
 
     text, name = launch.ptx_text()
     new_text, layout = instrument(text, name, kernel=launch.kernel, points=points, ring_records=ring_records)
@@ -213,20 +213,20 @@ def run_traced(launch, backend: str = "sim", points="all", ring_records: int = 2
                timeout: float = 120.0) -> TracedRun:
     """Instrument ``launch``, run it on ``backend`` ('sim' or 'gpu') and decode the trace.
 
-    Raises :class:`hw.launcher.GpuUnavailable` when the GPU back end cannot run here, :class:`GpuRunError`
+    Raises :class:`tcsim.hw.launcher.GpuUnavailable` when the GPU back end cannot run here, :class:`GpuRunError`
     when the kernel faults on the GPU, and the simulator's diagnostics as usual."""
     tl, layout, _ = traced_launch(launch, points, ring_records)
     arg_bytes = [int(a.nbytes) if isinstance(a, np.ndarray) else None for a in launch.args]
     info = {}
     if backend == "sim":
-        from sim.launch import run_launch
+        from tcsim.launch import run_launch
 
         res = run_launch(tl, seed=seed)
         outs = list(res.outputs)
         device = "tcsim" + (f" (seed {seed})" if seed is not None else "")
         info = {"stats": dict(res.stats)}
     elif backend == "gpu":
-        from hw.launcher import run_on_gpu
+        from tcsim.hw.launcher import run_on_gpu
 
         g = run_on_gpu(tl, timeout=timeout)
         if g.error is not None:

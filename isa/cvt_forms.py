@@ -1,9 +1,9 @@
 """Float-to-float cvt forms that ptxas accepts -- GENERATED, do not edit.
 
-Regenerate with ``python -m isa.gen_cvt_forms`` (Build cuda_13.0.r13.0/compiler.36424714_0; 2000 candidate forms per target).
+Regenerate with ``python -m tcsim.isa.gen_cvt_forms`` (Build cuda_13.0.r13.0/compiler.36424714_0; 2000 candidate forms per target).
 ``ACCEPTED[target]`` holds the forms ptxas assembles for that target; every other combination of the
 same types and modifiers is rejected by ptxas.  Keys are ``dst.src:`` followed by the sorted modifiers
-(:func:`isa.gen_cvt_forms.key`).
+(:func:`tcsim.isa.gen_cvt_forms.key`).
 """
 
 ACCEPTED = {

@@ -6,7 +6,7 @@ notation); tcgen05.md "Shared-memory matrix descriptor" / "Instruction descripto
 
 Everything here is pure: no machine state.  Each descriptor class has ``encode() -> int``, ``decode(int)`` and
 ``describe() -> str``; ``decode`` never rejects a value (every bit pattern has a field reading) -- the checks
-that a value is *legal* for an instruction live in :mod:`isa.tcgen05_rules`, because descriptors are register
+that a value is *legal* for an instruction live in :mod:`tcsim.isa.tcgen05_rules`, because descriptors are register
 values known only at execution time.
 
 Shared-memory matrix descriptor (64-bit)::
@@ -37,12 +37,12 @@ MN          32/64/128    ``start + mb%W + (mb//W)*LBO + (k%8)*W + (k//8)*SBO``  
 MN          128B/32B at  ``start + mb%128 + (mb//128)*LBO + (k%4)*128 + (k//4)*SBO``  (?)     128 B atom  4-K group
 ==========  ===========  =================================================================  ==========  ==========
 
-then the swizzle of :mod:`isa.swizzle` is applied to the *absolute* address (``none``; W=32 ``32B``;
+then the swizzle of :mod:`tcsim.isa.swizzle` is applied to the *absolute* address (``none``; W=32 ``32B``;
 W=64 ``64B``; W=128 ``128B``; mode 1 ``128B_atom_32B`` = CuTe ``Swizzle<2,5,2>``).  This is an inferred model
 (tcgen05_layouts.md marks it (?)): advancing K inside a swizzle atom works by adding bytes to the start field,
 as CUTLASS and DeepGEMM do.  The mode-1 (tf32 MN-major) atom of 4 K-rows x 128 B follows CUTLASS
 ``Layout_MN_SW128_32B_Atom`` (?).  A non-zero base offset and the absolute LBO mode are not modelled
-(:class:`isa.errors.UnsupportedError` / :class:`isa.errors.VerifyError` from the rules module).
+(:class:`tcsim.isa.errors.UnsupportedError` / :class:`tcsim.isa.errors.VerifyError` from the rules module).
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ class SmemDescriptor:
 
     @property
     def swizzle_fn(self) -> str:
-        """The :mod:`isa.swizzle` mode name of this descriptor's swizzle."""
+        """The :mod:`tcsim.isa.swizzle` mode name of this descriptor's swizzle."""
         return SWIZZLE_FN[self.swizzle]
 
 

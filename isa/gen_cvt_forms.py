@@ -1,6 +1,6 @@
 """Regenerate ``isa/cvt_forms.py``: which float-to-float ``cvt`` modifier combinations ptxas accepts.
 
-``python -m isa.gen_cvt_forms`` assembles one tiny kernel per candidate form (destination f16/bf16/f32/f64/tf32,
+``python -m tcsim.isa.gen_cvt_forms`` assembles one tiny kernel per candidate form (destination f16/bf16/f32/f64/tf32,
 source f16/bf16/f32/f64, every rounding modifier or none, with and without ``.ftz``, and ``.sat``/``.satfinite``/
 ``.relu`` combinations) with ``ptxas`` for each target in :data:`TARGETS`, and writes the accepted forms.
 tcsim's cvt decoder consults that table so that it accepts exactly what ptxas accepts; a rejection lists the
@@ -61,10 +61,10 @@ def main() -> int:
             table[target] = {key(d, s, mods): msg for (d, s, mods), msg in zip(cands, msgs)}
     lines = ['"""Float-to-float cvt forms that ptxas accepts -- GENERATED, do not edit.',
              "",
-             f"Regenerate with ``python -m isa.gen_cvt_forms`` ({version}; {len(cands)} candidate forms per target).",
+             f"Regenerate with ``python -m tcsim.isa.gen_cvt_forms`` ({version}; {len(cands)} candidate forms per target).",
              "``ACCEPTED[target]`` holds the forms ptxas assembles for that target; every other combination of the",
              "same types and modifiers is rejected by ptxas.  Keys are ``dst.src:`` followed by the sorted modifiers",
-             "(:func:`isa.gen_cvt_forms.key`).",
+             "(:func:`tcsim.isa.gen_cvt_forms.key`).",
              '"""', "", "ACCEPTED = {"]
     base_target = next(iter(table))
     base = {k for k, v in table[base_target].items() if v is None}

@@ -1,4 +1,4 @@
-"""The typed intermediate representation produced by :mod:`isa.parser`.
+"""The typed intermediate representation produced by :mod:`tcsim.isa.parser`.
 
 A :class:`Module` holds :class:`Function` s (``.entry`` kernels and ``.func`` s) and module-scope variables.
 A function body is a flat list of :class:`Instruction` s; labels map to instruction indices.  Registers

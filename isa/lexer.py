@@ -19,7 +19,7 @@ punctuation
 
 Comments (``//`` to end of line, ``/* ... */`` possibly spanning lines) and white space are dropped.
 Lexical errors (a character that cannot start a token, an unterminated comment or string, a malformed
-numeric literal such as ``0f3F80``) raise :class:`~isa.errors.PtxSyntaxError` at the exact position.
+numeric literal such as ``0f3F80``) raise :class:`~tcsim.isa.errors.PtxSyntaxError` at the exact position.
 
 Not supported: line continuations and the C preprocessor (``#include``/``#define`` lines are rejected,
 as ptxas without ``-E``-style preprocessing would).

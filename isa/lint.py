@@ -3,7 +3,7 @@
 tcsim executes such instructions with a definite rule (documented where they are implemented) but the GPU may
 disagree when ptxas lowers the same PTX differently -- the user should know before trusting either.  Each note
 names the file, line and column, what is ambiguous and what tcsim does.  ``tcsim check`` prints them (they are
-not errors), and :func:`sim.launch.run_launch` attaches them to ``Result.notes``.
+not errors), and :func:`tcsim.launch.run_launch` attaches them to ``Result.notes``.
 
 Covered:
 * ``mma.sync`` whose destination registers overlap its A/B registers when ptxas splits the instruction into
@@ -12,12 +12,12 @@ Covered:
   fuzz_1091_value).  tcsim reads every source before writing the destination.
 * a predicated ``testp`` for sm_90: ptxas 13.0 drops the guard, so the GPU writes the destination predicate in
   every lane (found by the fuzzer, confirmed by the probe group guarded_pred).  tcsim follows the PTX ISA.
-* ptxas 13.0 miscompilations found by the fuzzer's generator version 1 (hw/fuzz/generator.py V2_AVOIDS), each
+* ptxas 13.0 miscompilations found by the fuzzer's generator version 1 (calib/fuzz/generator.py V2_AVOIDS), each
   with its minimised reproducer in tests/fuzz_regressions: a predicated ``set`` with an .f32 destination,
   ``abs``/``neg.s16`` of -32768, a self-accumulating ``mad.hi``, a 64-bit shift by a register last written by
   a float instruction, ``abs.f16x2``/``bf16x2`` of an f32 result.
 * ptxas 13.0 miscompilations found by the H100 campaigns of generator versions 2 and 3 (each check's name in
-  :data:`CHECKS` is the generator's name for the construct, hw/fuzz/generator.py V3_AVOIDS / V4_AVOIDS; each
+  :data:`CHECKS` is the generator's name for the construct, calib/fuzz/generator.py V3_AVOIDS / V4_AVOIDS; each
   note names its minimised reproducers, whose SASS shows the lowering): folded ``neg(neg(x))``, integer
   conversions reading a 16-bit float from before its conversion, float operations folded with an integer's value
   range, 16-bit shifts and branches/guards recomputed without FTZ, half-pair arithmetic on a tf32 result,
@@ -25,7 +25,7 @@ Covered:
   ``copysign(x, x)``, min/max of a copy, mma operands from immediates or zeroed fp8 registers, saturation and
   carries after integer abs/neg, predicated instructions moved past a write of their guard, per-copy NaN order
   of f64 operations in unrolled loops, lop3 with a repeated source, logic on a cvt.relu result.
-* found by the H100 campaign of generator version 4 (hw/fuzz/generator.py V5_AVOIDS): saturating add/sub of a
+* found by the H100 campaign of generator version 4 (calib/fuzz/generator.py V5_AVOIDS): saturating add/sub of a
   wrapping add/sub sharing a source, 16-bit shifts by a cnot result, a conditionally executed mad.hi in a loop
   that writes its addend first, an f64 operation in a loop that changes one of its two sources (peeled copy).
   "Last written by" follows straight-line code and loop back edges (:func:`_reaching_writers`).
@@ -76,7 +76,7 @@ def _guarded_testp(ins: ir.Instruction, arch: str, fn, index):
     g, neg = ins.guard
     return Note(ins.loc, f"{'@!' if neg else '@'}{g} {ins.full_opcode}: ptxas 13.0 drops the guard of a predicated "
                          f"testp for {arch} (measured on the H100: the destination predicate is written in every "
-                         "lane, guard true or false; hw/probes group guarded_pred). tcsim follows the PTX ISA and "
+                         "lane, guard true or false; calib/probes group guarded_pred). tcsim follows the PTX ISA and "
                          "writes only the lanes whose guard is true. Compute testp unguarded and combine it with "
                          "the guard explicitly (and.pred / selp) to get the same result on both.")
 
@@ -632,7 +632,7 @@ def _f64_nan_order_one_carried(ins, arch, fn, index):
 
 
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
-#: (hw/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
+#: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
     "mma-alias": _mma_alias, "testp-guard": _guarded_testp, "set-f32-guard": _guarded_set_f32,
     "s16-sign-op": _s16_sign_op, "mad-hi-self": _mad_hi_self, "b64-shift-by-float": _b64_shift_by_float,

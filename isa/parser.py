@@ -1,11 +1,11 @@
-"""PTX parser: PTX text -> :class:`isa.ir.Module`.
+"""PTX parser: PTX text -> :class:`tcsim.isa.ir.Module`.
 
 Public API::
 
     parse(text, source_name="<string>") -> Module
     parse_file(path) -> Module            # source_name is the path as given
 
-Every problem in the input raises :class:`~isa.errors.PtxSyntaxError` carrying the exact 1-based line and
+Every problem in the input raises :class:`~tcsim.isa.errors.PtxSyntaxError` carrying the exact 1-based line and
 column of the offending token and the full text of its line; no other exception escapes for bad input.
 
 What it accepts (PTX ISA 9.x as written by nvcc 13, Triton 3.x / LLVM NVPTX, CuTe DSL, and by hand):
@@ -24,7 +24,7 @@ What it accepts (PTX ISA 9.x as written by nvcc 13, Triton 3.x / LLVM NVPTX, CuT
 * ``{ }`` scopes: registers, variables, ``.param`` s and labels declared in a nested scope are renamed
   ``name@<k>`` (k numbers the nested scopes of one function from 1 in source order) and references resolve
   to the innermost declaration;
-* instructions with guards, dotted qualifiers and every operand form of :mod:`isa.ir`; constant
+* instructions with guards, dotted qualifiers and every operand form of :mod:`tcsim.isa.ir`; constant
   expressions with C operators and precedence (64-bit, signed unless a ``U`` suffix / too-large literal
   makes them unsigned) are folded into ``Imm``.
 
@@ -1401,9 +1401,9 @@ class _Parser:
 
 
 def parse(text: str, source_name: str = "<string>") -> Module:
-    """Parse PTX source text into a :class:`~isa.ir.Module`.
+    """Parse PTX source text into a :class:`~tcsim.isa.ir.Module`.
 
-    Raises :class:`~isa.errors.PtxSyntaxError` (with the exact line/column and line text) for any
+    Raises :class:`~tcsim.isa.errors.PtxSyntaxError` (with the exact line/column and line text) for any
     malformed or unsupported input.
     """
     if not isinstance(text, str):

@@ -13,9 +13,9 @@ Two stages, because descriptors are register values:
 * **dynamic** (execution time, :func:`check_idesc`, :func:`check_smem_desc`): the values of the instruction and
   shared-memory descriptors.  Raised from a semantics function, the engine adds line, CTA, warp and lanes.
 
-Every rejection is a :class:`isa.errors.VerifyError` whose message ends with ``[rule <name>]`` (the names are
+Every rejection is a :class:`tcsim.isa.errors.VerifyError` whose message ends with ``[rule <name>]`` (the names are
 the keys of :data:`RULES`), so a test -- or a user -- can tell which rule fired.  A form that is legal PTX but
-that tcsim does not execute is an :class:`isa.errors.UnsupportedError` instead.
+that tcsim does not execute is an :class:`tcsim.isa.errors.UnsupportedError` instead.
 
 The kind-word rules of the walkthrough seed (its 13-rule ladder) were each checked against ``ptxas -arch=sm_100a``
 (CUDA 13.0).  Where the seed and ptxas disagree, ptxas wins (it is the reference for what is legal PTX):

@@ -25,7 +25,7 @@ offset   size    field
 74       u8      rank (1..5)
 75       u8      data type (CUtensorMapDataType enum, :data:`DATA_TYPES`)
 76       u8      interleave (0 none, 1 16B, 2 32B)
-77       u8      swizzle (CUtensorMapSwizzle enum, :data:`isa.swizzle.SWIZZLE_MODES`)
+77       u8      swizzle (CUtensorMapSwizzle enum, :data:`tcsim.isa.swizzle.SWIZZLE_MODES`)
 78       u8      L2 promotion (0 none, 1 64B, 2 128B, 3 256B)
 79       u8      OOB fill (0 zero = FLOAT_OOB_FILL_NONE, 1 nan = NAN_REQUEST_ZERO_FMA)
 80..119          reserved (0)
@@ -34,7 +34,7 @@ offset   size    field
 126      u16     reserved (0)
 =======  ======  ==============================================================================
 
-Validity rules (:meth:`TensorMap.validate`, each raising :class:`isa.errors.LaunchError` naming the rule):
+Validity rules (:meth:`TensorMap.validate`, each raising :class:`tcsim.isa.errors.LaunchError` naming the rule):
 rank 1..5 (>= 3 when interleaved); global address 16-byte aligned (32 for INTERLEAVE_32B and the two ALIGN16B
 packed types); global dims 1..2^32 (ALIGN16B types: dim 0 a multiple of 128; 16U4_ALIGN8B: dim 0 even); global
 strides a multiple of 16 (32 for INTERLEAVE_32B / ALIGN16B types) and < 2^40; box dims 1..256, without
@@ -436,7 +436,7 @@ class TensorMap:
         return tm.validate()
 
     def encode_for_sim(self, gmem, by_id: dict, name: str = "tensor map") -> bytes:
-        """The 128 bytes passed as the kernel parameter (called by ``sim.launch.prepare_arguments``).
+        """The 128 bytes passed as the kernel parameter (called by ``tcsim.launch.prepare_arguments``).
 
         With an ``array``: the global address becomes the device address of the launch argument that *is*
         that array (``by_id[id(array)]``), or of the launch argument it is a view into (found on the view's

@@ -12,8 +12,8 @@ from collections import deque
 import numpy as np
 import simpy
 
-from isa import ir
-from isa.errors import VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import VerifyError
 
 
 class AsyncGroups:

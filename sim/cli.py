@@ -12,7 +12,7 @@
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
-:class:`sim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
+:class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
 returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
 """
 from __future__ import annotations
@@ -23,18 +23,33 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from isa.errors import TcsimError
+from tcsim.isa.errors import TcsimError
 
 #: ``tcsim demo --kernel NAME`` -> example module; the first entry is the default
 DEMO_KERNELS = {
-    "gemm_async": "examples.gemm_async",                   # tcgen05 (sm_100a) warpgroup GEMM, TMEM accumulator
-    "mma_gemm": "examples.mma_gemm",                       # the seed gemm: one warp, 16x8x16 mma.sync (sm_90a)
-    "tcgen05_walkthrough": "examples.tcgen05_walkthrough",
-    "tma_mma_gemm": "examples.tma_mma_gemm",
-    "bulk_pipeline": "examples.bulk_pipeline",
+    "gemm_async": "tcsim.examples.gemm_async",                   # tcgen05 (sm_100a) warpgroup GEMM, TMEM accumulator
+    "mma_gemm": "tcsim.examples.mma_gemm",                       # the seed gemm: one warp, 16x8x16 mma.sync (sm_90a)
+    "tcgen05_walkthrough": "tcsim.examples.tcgen05_walkthrough",
+    "tma_mma_gemm": "tcsim.examples.tma_mma_gemm",
+    "bulk_pipeline": "tcsim.examples.bulk_pipeline",
 }
 DEMO_DEFAULT = "gemm_async"
 DEMO_MODULE = DEMO_KERNELS[DEMO_DEFAULT]
+
+
+def _installed_module_name(p: Path) -> str | None:
+    """The ``tcsim.*`` name of a file of the installed package (``examples/gemm_async.py`` of the checkout is
+    ``tcsim.examples.gemm_async``), so it is imported once, under the name its own imports use."""
+    import tcsim
+    for sub in ("examples", "isa", "hw", None):
+        pkg = importlib.import_module(f"tcsim.{sub}") if sub else tcsim
+        for d in getattr(pkg, "__path__", ()):
+            try:
+                rel = p.relative_to(Path(d).resolve())
+            except ValueError:
+                continue
+            return ".".join([pkg.__name__, *rel.with_suffix("").parts])
+    return None
 
 
 def _load_launch_module(path: str):
@@ -42,6 +57,9 @@ def _load_launch_module(path: str):
     p = Path(path)
     if p.suffix == ".py" and p.is_file():
         p = p.resolve()
+        name = _installed_module_name(p)
+        if name is not None:
+            return importlib.import_module(name)
         parts = [p.stem]
         root = p.parent
         while (root / "__init__.py").exists():
@@ -106,7 +124,7 @@ def _run_sim(mod, launch, args):
 
 
 def _run_gpu(mod, launch):
-    from hw.launcher import run_on_gpu
+    from tcsim.hw.launcher import run_on_gpu
 
     res = run_on_gpu(launch)
     if not res.ok:
@@ -147,7 +165,7 @@ def _run_module(mod, args) -> int:
     if backend == "sim":
         ok, _ = _run_sim(mod, launch, args)
         return 0 if ok else 1
-    from hw.launcher import GpuUnavailable
+    from tcsim.hw.launcher import GpuUnavailable
     try:
         if backend == "gpu":
             ok, _ = _run_gpu(mod, launch)
@@ -193,7 +211,7 @@ def cmd_run(args) -> int:
 
 def check_ptx_text(text: str, name: str) -> list:
     """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute."""
-    from isa.parser import parse
+    from tcsim.isa.parser import parse
     from .engine import decode_function
 
     try:
@@ -210,8 +228,8 @@ def check_ptx_text(text: str, name: str) -> list:
 
 def ptx_notes(text: str, name: str) -> list:
     """Notes (isa/lint.py) on instructions whose GPU result depends on how ptxas lowers them."""
-    from isa.lint import notes
-    from isa.parser import parse
+    from tcsim.isa.lint import notes
+    from tcsim.isa.parser import parse
 
     return notes(parse(text, name))
 
@@ -271,7 +289,7 @@ def main(argv=None) -> int:
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
     p.set_defaults(fn=cmd_run)
-    from hw.cli_diff import add_parser as add_diff_parser
+    from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")

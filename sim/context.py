@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
 from .proxy_fence import GenericWrites

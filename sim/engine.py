@@ -7,7 +7,7 @@
 * Async agents (TMA engine, tensor pipe...) are processes too; semantics give them work, the engine decides
   when it lands.
 * Timing: with ``timing=False`` every warp-instruction takes one cycle; with ``timing=True`` (or an
-  :class:`sim.timing.params.ArchConfig`) the timing model of the program's target (:mod:`sim.timing.model`)
+  :class:`tcsim.timing.params.ArchConfig`) the timing model of the program's target (:mod:`tcsim.timing.model`)
   decides when each warp-instruction issues -- scoreboard, scheduler issue slots, unit occupancy, memory
   latency, wake-up latency -- and the async units take their parameters from the same config.  Semantics are
   the same either way: timing changes *when*, never *what*.
@@ -25,8 +25,8 @@ import time
 import numpy as np
 import simpy
 
-from isa import ir
-from isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
+from tcsim.isa import ir
+from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
 from . import memory as M
 from .context import ExecContext, lanes_str
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
@@ -197,7 +197,7 @@ class Simulation:
         return cfg
 
     def timing_report(self):
-        """The :class:`sim.timing.stats.TimingReport` of the run so far (None with timing off)."""
+        """The :class:`tcsim.timing.stats.TimingReport` of the run so far (None with timing off)."""
         return self.timing.report() if self.timing is not None else None
 
     def wake(self, warp: Warp) -> None:

@@ -6,7 +6,7 @@ dynamic SMEM size and the arguments, in kernel-parameter order:
 * a ``numpy.ndarray`` for a pointer parameter (``.u64``/``.b64``/``.s64``): copied into a device buffer; the
   result carries the buffer's final contents with the same dtype and shape;
 * a Python/numpy scalar for a scalar parameter (range-checked against the parameter's type);
-* a tensor map (``isa.tensormap.TensorMap``) for a 128-byte ``.param .align 64 .b8 name[128]`` parameter;
+* a tensor map (``tcsim.isa.tensormap.TensorMap``) for a 128-byte ``.param .align 64 .b8 name[128]`` parameter;
   its tensor is one of the array arguments (matched by identity) or an array of its own;
 * ``bytes`` for any ``.b8`` array parameter (copied verbatim);
 * :class:`Pointer` ``(array)``: the array's device address, for a 64-bit scalar parameter or a ``.b8`` array
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isa import ir
-from isa.errors import LaunchError
+from tcsim.isa import ir
+from tcsim.isa.errors import LaunchError
 from .memory import GlobalMemory
 from .ptxtypes import SIZE, view_dtype
 
@@ -62,7 +62,7 @@ class Launch:
     def module(self) -> ir.Module:
         if isinstance(self.ptx, ir.Module):
             return self.ptx
-        from isa.parser import parse
+        from tcsim.isa.parser import parse
         text, name = self.ptx_text()
         return parse(text, name)
 
@@ -352,7 +352,7 @@ class Prepared:
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
                  "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": sim.timing is not None}
-        from isa.lint import notes
+        from tcsim.isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
                       simulation=sim, notes=notes(self.module), timing=sim.timing_report())
 
@@ -363,9 +363,9 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` replace the async units' default timing.
 
     ``timing``: False (default) -- every warp-instruction takes one cycle (fast; what functional tests use);
-    True -- the cycle-approximate model of the kernel's ``.target`` (:mod:`sim.timing`), or an
-    :class:`sim.timing.params.ArchConfig` to run under.  With timing on, ``Result.timing`` holds the
-    :class:`sim.timing.stats.TimingReport` (per-warp stalls, unit utilisation, tensor throughput).  Results of a
+    True -- the cycle-approximate model of the kernel's ``.target`` (:mod:`tcsim.timing`), or an
+    :class:`tcsim.timing.params.ArchConfig` to run under.  With timing on, ``Result.timing`` holds the
+    :class:`tcsim.timing.stats.TimingReport` (per-warp stalls, unit utilisation, tensor throughput).  Results of a
     race-free kernel are the same either way."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
                     timing=timing, **unit_params)

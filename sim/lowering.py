@@ -3,7 +3,7 @@
 The PTX ISA leaves a few results open (the NaN an ``abs``/``neg`` returns, which NaN a two-NaN f64 operation
 returns), and ptxas picks SASS whose answer differs from one program to the next.  tcsim executes one definite
 rule (documented at each semantics function); a *variant* is the other rule the GPU is known to follow under a
-different lowering.  Variants are off in normal runs.  The differential tools (hw/fuzz/explain.py) turn them on
+different lowering.  Variants are off in normal runs.  The differential tools (calib/fuzz/explain.py) turn them on
 to *verify* an explanation: a mismatch is explained only when the simulator, with a named variant, reproduces
 the GPU's output bit for bit.
 

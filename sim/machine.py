@@ -1,7 +1,7 @@
 """Machine state: the loaded program, clusters of CTAs, warps with per-lane registers.
 
 Nothing in here executes instructions: semantics (``sim/semantics``) act on this state through
-:class:`sim.context.ExecContext`, and the engine (``sim/engine.py``) decides when.
+:class:`tcsim.context.ExecContext`, and the engine (``sim/engine.py``) decides when.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import ir
-from isa.errors import LaunchError, MemoryFault, SyncError
+from tcsim.isa import ir
+from tcsim.isa.errors import LaunchError, MemoryFault, SyncError
 from .memory import FlatMemory, GlobalMemory, shared_address
 from .mbarrier_state import MBarrier
 from .ptxtypes import container, size_of

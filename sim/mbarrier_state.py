@@ -9,7 +9,7 @@ Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1).
 """
 from __future__ import annotations
 
-from isa.errors import SyncError
+from tcsim.isa.errors import SyncError
 
 MAX_COUNT = (1 << 20) - 1
 

@@ -19,7 +19,7 @@ import bisect
 
 import numpy as np
 
-from isa.errors import MemoryFault
+from tcsim.isa.errors import MemoryFault
 
 GLOBAL_BASE = 0x7F00_0000_0000
 GLOBAL_ALIGN = 256

@@ -12,7 +12,7 @@ written through the generic proxy since the last proxy fence that covers them, a
 the instruction (pc) and cycle of the last such write.  A proxy fence executed by any thread of the CTA clears
 the CTA's bitmap (a ``.shared::cluster`` fence: every CTA of the cluster); an async-proxy write (a TMA load)
 clears the bytes it writes.  An async-proxy read that finds bytes still marked stops the run with a
-:class:`~isa.errors.SyncError` naming the write and the reader.
+:class:`~tcsim.isa.errors.SyncError` naming the write and the reader.
 
 The check is conservative in one direction only: a fence by *any* thread clears the marks, even a thread that
 is not ordered after the writer, so some missing fences go unreported, but a properly fenced kernel is never
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import SyncError
+from tcsim.isa.errors import SyncError
 
 GRANULE = 16
 

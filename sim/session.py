@@ -10,7 +10,7 @@
     >>> Session(launch, timing=True).timing()   # cycle-approximate: stall breakdown so far
 
 Everything here reads state; nothing mutates the simulation except stepping.  Errors in the kernel
-propagate as :class:`isa.errors.TcsimError` with their location, so ``pdb.post_mortem`` lands in the
+propagate as :class:`tcsim.isa.errors.TcsimError` with their location, so ``pdb.post_mortem`` lands in the
 semantics function that raised.
 """
 from __future__ import annotations
@@ -140,7 +140,7 @@ class Session:
         return {off: mb.describe() for off, mb in sorted(self._cta(cta).mbarriers.items())}
 
     def timing(self):
-        """The :class:`sim.timing.stats.TimingReport` so far (stalls, utilisation), None with timing off."""
+        """The :class:`tcsim.timing.stats.TimingReport` so far (stalls, utilisation), None with timing off."""
         return self.sim.timing_report()
 
     def scoreboard(self, warp: int = 0, cta=0) -> dict:

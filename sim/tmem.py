@@ -27,7 +27,7 @@ import numpy as np
 
 from dataclasses import dataclass, field
 
-from isa.errors import MemoryFault, SyncError
+from tcsim.isa.errors import MemoryFault, SyncError
 
 LANES = 128
 COLUMNS = 512

@@ -5,7 +5,7 @@
     are left out).  A PTX example that the real assembler refuses would make every simulator result built on
     it meaningless.
 (b) A table of small invalid programs, each a one-line mutation of a valid kernel: ptxas rejects every one of
-    them, and so must ``isa.parser.parse``, with :class:`isa.errors.PtxSyntaxError`.  The valid kernel itself
+    them, and so must ``tcsim.isa.parser.parse``, with :class:`tcsim.isa.errors.PtxSyntaxError`.  The valid kernel itself
     is a control that both accept.
 
 ptxas runs go through a thread pool once per session; without ptxas on PATH the ptxas halves skip cleanly
@@ -201,7 +201,7 @@ def test_control_snippet_accepted_by_ptxas(snippet_results):
 
 
 def test_control_snippet_accepted_by_parser():
-    from isa.parser import parse
+    from tcsim.isa.parser import parse
 
     mod = parse(VALID, "valid_control.ptx")
     assert list(mod.kernels) == ["k"] and len(mod.kernel("k").body) == 8
@@ -209,8 +209,8 @@ def test_control_snippet_accepted_by_parser():
 
 @pytest.mark.parametrize("name", sorted(INVALID))
 def test_invalid_snippet_rejected_by_ptxas_and_parser(name, request):
-    from isa.errors import PtxSyntaxError
-    from isa.parser import parse
+    from tcsim.isa.errors import PtxSyntaxError
+    from tcsim.isa.parser import parse
 
     text = INVALID[name]
     if PTXAS is not None:

@@ -61,7 +61,7 @@ class AsyncCopyUnit(AsyncUnit):
     @classmethod
     def of(cls, ctx) -> "AsyncCopyUnit":
         """The unit of the executing CTA, created on first use with the simulation's ``async_copy_params``
-        attribute if set (e.g. on ``sim.launch.Prepared(...).sim`` before running), else the timing model's (timing on)
+        attribute if set (e.g. on ``tcsim.launch.Prepared(...).sim`` before running), else the timing model's (timing on)
         or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta
         return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, unit_params(sim, "async_copy_params",

@@ -20,8 +20,8 @@ One pipe serves every issuing thread of its CTA (pair), in one order, so a commi
 -- arrives after every op issued before it by *any* thread; the PTX guarantee (ops of the committing thread)
 is a subset of that.
 
-Timing: with the simulation's timing model on (``sim.timing``, the default of ``tcsim run``), the arch config of
-the program's target decides (:class:`sim.timing.tensor.TensorPipeTiming`: SMEM operand feed, compute N/2 or N/4,
+Timing: with the simulation's timing model on (``tcsim.timing``, the default of ``tcsim run``), the arch config of
+the program's target decides (:class:`tcsim.timing.tensor.TensorPipeTiming`: SMEM operand feed, compute N/2 or N/4,
 fixed latency from the published B200 fits).  Otherwise -- timing off, or a ``tensor_pipe_params`` attribute on
 the simulation (a :class:`TensorPipeParams`, which always wins) -- the fixed-parameter model: ops are served in
 FIFO order, each occupying the pipe for its issue interval (MMA: ``N * mma_cycles_per_n``; cp:
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from isa.errors import SyncError, VerifyError
+from tcsim.isa.errors import SyncError, VerifyError
 
 from .unit import AsyncUnit, unit_params
 

@@ -14,14 +14,14 @@ Timing (every number is a field of :class:`TmaParams`): the engine serves ops in
 each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes
 ``latency`` cycles after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with
 the timing model on an op whose global source lines are touched for the first time adds the DRAM latency over
-L2's, :meth:`sim.timing.model.TimingModel.tma_extra_latency`), so a copy of ``n`` bytes issued to an idle
+L2's, :meth:`tcsim.timing.model.TimingModel.tma_extra_latency`), so a copy of ``n`` bytes issued to an idle
 engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  On
 sm_90a with timing on, a load whose requests queue behind the SM's global stores completes later still
-(:meth:`sim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries ``store_wait``, the
+(:meth:`tcsim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries ``store_wait``, the
 cycles, and the timing report's ``delays`` the totals).  A
 multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
 extra engine time).  With the simulation's timing model on, the numbers come from the arch config of the
-program's target (``tma_latency``, ``tma_bytes_per_clk``: :func:`sim.timing.model.tma_params`); with timing off
+program's target (``tma_latency``, ``tma_bytes_per_clk``: :func:`tcsim.timing.model.tma_params`); with timing off
 from :data:`DEFAULT_PARAMS`; an explicit ``tma_params`` attribute on the simulation wins over both.  At
 completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
 ``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  The
@@ -105,7 +105,7 @@ class TmaEngine(AsyncUnit):
     @classmethod
     def of(cls, ctx, cta=None) -> "TmaEngine":
         """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's
-        ``tma_params`` attribute if it has one (e.g. set on ``sim.launch.Prepared(...).sim`` before running), else
+        ``tma_params`` attribute if it has one (e.g. set on ``tcsim.launch.Prepared(...).sim`` before running), else
         the timing model's (timing on) or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta if cta is None else cta
         return ctx.engine.agent("tma", lambda sim: cls(sim, cta, unit_params(sim, "tma_params", DEFAULT_PARAMS)),

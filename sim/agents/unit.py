@@ -3,14 +3,14 @@
 DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store.  A unit serves the ops
 submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
 :meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
-callables -- and turns a :class:`isa.errors.TcsimError` into a simulation failure located at the issuing
+callables -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
 instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
 """
 from __future__ import annotations
 
 import simpy
 
-from isa.errors import TcsimError
+from tcsim.isa.errors import TcsimError
 
 
 class AsyncUnit:
@@ -40,7 +40,7 @@ class AsyncUnit:
 
     def guarded(self, op, fn):
         """``fn()``; a TcsimError fails the simulation (located at ``op.loc``) and returns None.  While ``fn`` runs,
-        ``self.completing`` is ``op`` (readers of shared memory report it: :mod:`sim.proxy_fence`)."""
+        ``self.completing`` is ``op`` (readers of shared memory report it: :mod:`tcsim.proxy_fence`)."""
         self.completing = op
         try:
             return fn()
@@ -59,7 +59,7 @@ class AsyncUnit:
 
 def unit_params(sim, attr: str, default):
     """The timing parameters of an async unit: the simulation's explicit ``attr`` (e.g. ``tma_params``) if set,
-    else the timing model's for that unit when timing is on (:meth:`sim.timing.model.TimingModel.unit_params`),
+    else the timing model's for that unit when timing is on (:meth:`tcsim.timing.model.TimingModel.unit_params`),
     else ``default`` (the timing-off model)."""
     explicit = getattr(sim, attr, None)
     if explicit is not None:

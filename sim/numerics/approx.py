@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.formats import decode, encode
+from tcsim.isa.formats import decode, encode
 
 __all__ = [
     "APPROX_MODEL", "PTX_ERROR_BOUNDS", "ex2_approx", "lg2_approx", "rcp_approx", "sqrt_approx",

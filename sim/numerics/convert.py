@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.formats import FORMATS, decode, encode, round_scaled
+from tcsim.isa.formats import FORMATS, decode, encode, round_scaled
 
 __all__ = ["cvt", "cvt_pair", "INT_TYPES", "FLOAT_TYPES"]
 
@@ -203,7 +203,7 @@ def _tf32_rna(u, satfinite):
     gets half an ulp (0x1000) added to its magnitude before the 13 low bits are cleared (ties away from zero,
     overflow to Inf), a NaN is truncated (0x7F800001 becomes +Inf, 0x7FFFFFFF 0x7FFFE000); .satfinite then steps
     a result with an all-ones exponent down by one ulp (Inf -> MAX_NORM 0x7F7FE000, and a NaN to another NaN:
-    0x7FC00000 -> 0x7FBFE000).  Measured over specials and random patterns (hw/probes group
+    0x7FC00000 -> 0x7FBFE000).  Measured over specials and random patterns (calib/probes group
     cvt_float) and by the fuzzer (tests/fuzz_regressions)."""
     u = u.astype(np.uint64)
     sign = u & np.uint64(0x80000000)
@@ -242,7 +242,7 @@ def _float_to_float(dst, src, u, rnd, ftz, sat, relu, satfinite):
     if ftz and dst == "f32" and src == "f64":
         # IEEE tininess *after* rounding (to 24 bits, exponent unbounded): an f64 just below 2**-126 that rounds
         # up to 2**-126 stays the smallest normal; one that is exactly a 24-bit number below it (even when
-        # rn's tie-to-even would reach 2**-126 in the bounded format) flushes (H100, hw/probes cvt_float)
+        # rn's tie-to-even would reach 2**-126 in the bounded format) flushes (H100, calib/probes cvt_float)
         out = np.where(_tiny_after_rounding_f32(v, r), out & np.uint64(0x80000000), out)
     isn = np.isnan(v)
     if isn.any() and not relu:
@@ -357,7 +357,7 @@ def cvt(dst, src, bits, rnd=None, ftz=False, sat=False, relu=False, satfinite=Fa
         v = decode("f32", u)
         out = encode("tf32", v, rnd, satfinite).astype(np.uint64)
         # .rn/.rz (.relu): a NaN gives the canonical tf32 NaN 0x7FFFE000, whatever its sign and payload
-        # (H100, hw/probes group cvt_float)
+        # (H100, calib/probes group cvt_float)
         out = _post("tf32", out, relu=relu).astype(np.uint64)
         return np.where(np.isnan(v), np.uint64(0x7FFFE000), out).astype(np.uint32)
 

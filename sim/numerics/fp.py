@@ -11,7 +11,7 @@ How exactness is obtained (no double rounding anywhere):
   * f16 / bf16 / f32: operands are exactly representable in float64.  add/sub/fma use the
     error-free TwoSum on float64 (the product of two f32 significands, 48 bits, is exact in
     float64), giving the exact result as hi + lo; that pair is turned into an integer significand
-    with two guard bits and a sticky bit and rounded once by `isa.formats.round_scaled`.
+    with two guard bits and a sticky bit and rounded once by `tcsim.isa.formats.round_scaled`.
     div and sqrt use exact uint64 integer division / integer square root with a sticky bit.
   * f64: rn add/sub/mul/div/sqrt are the host's IEEE float64 operations (correctly rounded).
     Directed modes use TwoSum / Dekker TwoProd to get the exact error and step one ulp.
@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from isa.formats import FORMATS, decode, encode, f64_parts, round_scaled
+from tcsim.isa.formats import FORMATS, decode, encode, f64_parts, round_scaled
 
 __all__ = [
     "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "fmin", "fmax", "fabs", "fneg",

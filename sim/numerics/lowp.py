@@ -32,7 +32,7 @@ Per-format notes (all encodings are the raw codes, one element per array entry):
 Not supported here (fail loudly): bits set above the format's width (e.g. a 6-bit code with its two
 top container bits set raises ValueError; only tf32 ignores bits by definition, and ue4m3 ignores
 its sign bit); packed containers other than the fp4 nibble pairs of `unpack_e2m1`; integer formats
-(s8/u8 are plain integers, see `sim.numerics.tensor_core.mma_int`).
+(s8/u8 are plain integers, see `tcsim.numerics.tensor_core.mma_int`).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Instruction semantics, one module per PTX opcode family; importing this package registers them all.
 
-Every module in this package registers its decoders with :data:`sim.semantics.registry.REGISTRY` at import.
+Every module in this package registers its decoders with :data:`tcsim.semantics.registry.REGISTRY` at import.
 """
 import importlib
 import pkgutil

@@ -18,7 +18,7 @@ Decode-time rules: cp-size is an immediate 4, 8 or 16 (``.cg``: 16 only); a pred
 ignore-src, an integer one src-size; ``.L2::cache_hint`` requires the 64-bit cache-policy operand (read and
 ignored), the prefetch-size qualifiers are hints.
 
-Execution (issue half here, completion in :class:`sim.agents.async_copy.AsyncCopyUnit`): every executing lane
+Execution (issue half here, completion in :class:`tcsim.agents.async_copy.AsyncCopyUnit`): every executing lane
 copies cp-size bytes to ``[dst]`` in the CTA's shared memory; the first ``src-size`` of them come from global
 ``[src]`` (all cp-size without a src-size; none with ignore-src true), the rest are zeros.  At issue: ``dst``
 must be a .shared::cta address of this CTA, aligned to cp-size, inside SMEM; src-size must not exceed cp-size;
@@ -35,7 +35,7 @@ cp.async the thread issued before it has completed; without ``.noinc`` the pendi
 one at issue, so the net effect on the phase's count is nil (PTX); with ``.noinc`` the init count must
 include these arrivals.
 
-Not supported: nothing else exists in this family (the bulk forms are :mod:`sim.semantics.bulk_copy`).
+Not supported: nothing else exists in this family (the bulk forms are :mod:`tcsim.semantics.bulk_copy`).
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from isa import ir
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run

@@ -19,7 +19,7 @@ Forms::
 Semantics (PTX pseudo-code): ``inc(r, s) = r >= s ? 0 : r + 1``, ``dec(r, s) = (r == 0 || r > s) ? s : r - 1``,
 ``cas(r, s, t) = r == s ? t : r``, ``exch(r, s) = s``; integer add wraps.  Lanes of one instruction that hit
 the same address are applied one after the other in lane order, each atomically; each lane's ``d`` is the
-value it saw.  Floating-point add rounds to nearest even through :func:`sim.numerics.fp.fadd` (bit-exact):
+value it saw.  Floating-point add rounds to nearest even through :func:`tcsim.numerics.fp.fadd` (bit-exact):
 ``.f32`` on global memory flushes subnormal inputs and results to sign-preserving zero, as the PTX states for
 the current implementation; on shared memory it keeps subnormals (both seen on an H100, sm_90a, which also
 returns the unflushed old value in ``d``).  ``.f16/.bf16`` (``.noftz``) keep
@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
 from .. import memory as M
 from ..numerics import fp
 from ..ptxtypes import UINT, size_of, view_dtype

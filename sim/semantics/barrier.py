@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
 from ..context import lanes_str
 from .registry import semantics
 

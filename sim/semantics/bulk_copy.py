@@ -5,7 +5,7 @@ PTX ISA 9.1 §9.7.9.25.4.1 (cp.async.bulk), §9.7.9.25.4.3 (cp.async.bulk.prefet
 (cp.async.bulk.commit_group), §9.7.9.25.6.2 (cp.async.bulk.wait_group); tma.md §1 and §5.
 
 Every executing lane issues its own copy (kernels normally predicate the instruction to one elected lane).
-The issue half (here) reads the operands, checks them and submits a :class:`sim.agents.tma.TmaOp` to the
+The issue half (here) reads the operands, checks them and submits a :class:`tcsim.agents.tma.TmaOp` to the
 CTA's TMA engine; the engine performs the completion half (moves the bytes, complete-tx / group completion)
 at its completion time.
 
@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run

@@ -6,7 +6,7 @@ PTX ISA 9.1 §9.7.9.25.5.1 (restrictions on tensor copies), §9.7.9.25.5.2 (cp.a
 mode bounding box), §5.5.7 (swizzling modes); tma.md §2-§4.
 
 Forms executed (``.tile`` is the default load mode and may be omitted; ``.tile::gather4`` / ``.tile::scatter4``
-are described in :mod:`sim.semantics.bulk_tensor_gather`):
+are described in :mod:`tcsim.semantics.bulk_tensor_gather`):
 
 * loads ``cp.async.bulk.tensor.{1..5}d.{shared::cta|shared::cluster}.global{.tile}.mbarrier::complete_tx::bytes
   {.multicast::cluster}{.cta_group::1|2}{.L2::cache_hint} [dstMem], [tensorMap, {c0, ...}], [mbar]{, ctaMask}{, policy}``
@@ -25,9 +25,9 @@ are described in :mod:`sim.semantics.bulk_tensor_gather`):
   [tensorMap, {col, row0, row1, row2, row3}], [srcMem]{, policy}`` and
   ``cp.async.bulk.prefetch.tensor.2d.L2.global.tile::gather4{.L2::cache_hint} [tensorMap, {col, row0..row3}]``
   (sm_100a; PTX ISA §5.5.3.4): the same issue/completion machinery with the four-row geometry, map rules and
-  run-time faults of :mod:`sim.semantics.bulk_tensor_gather`.
+  run-time faults of :mod:`tcsim.semantics.bulk_tensor_gather`.
 
-The tensor-map operand is the generic address of the 128-byte map (tcsim's encoding, :mod:`isa.tensormap`)
+The tensor-map operand is the generic address of the 128-byte map (tcsim's encoding, :mod:`tcsim.isa.tensormap`)
 in ``.param``, ``.const`` or ``.global`` memory: a register holding the *generic* address (from ``cvta.param``
 as nvcc and Triton emit; a raw ``.param`` offset in a register is read as a generic address and faults) or the
 name of a ``.global`` variable (a ``.param`` / ``.const`` / ``.shared`` name is rejected at decode, as ptxas
@@ -37,7 +37,7 @@ made to the map after the issue do not affect the copy).
 Model of one box (tma.md §2): ``n_i = ceil(boxDim[i] / elementStrides[i])`` (dim-0 element stride ignored
 without interleave); box element ``(x_0..x_{r-1})`` is global element ``c_i + x_i * elementStrides[i]``; the
 SMEM image is dense with dim 0 fastest, and image byte ``k`` lands at SMEM address ``swizzle(dstMem + k)``
-(swizzle on absolute addresses, :mod:`isa.swizzle`).  Loads fill out-of-bounds elements with zeros (or, with
+(swizzle on absolute addresses, :mod:`tcsim.isa.swizzle`).  Loads fill out-of-bounds elements with zeros (or, with
 ``oob_fill='nan'``, the NaN pattern of :data:`OOB_NAN_BITS`) and perform complete-tx(``esize * prod n_i``) —
 the full box, even when it is partly or wholly out of bounds — once per destination CTA.  Stores and
 reductions skip out-of-bounds elements.
@@ -48,7 +48,7 @@ CTA (multicast: the same offset in every destination).  ``.cta_group::2``: the m
 destination CTA or its pair peer; with multicast each destination's complete-tx goes to the pair member whose
 rank parity equals that of the CTA holding ``mbar``.
 
-Measured on an H100 (tests/golden/tma_h100, recorded with ``bash hw/tma_device_run.sh``): a tile-mode copy (load,
+Measured on an H100 (tests/golden/tma_h100, recorded with ``bash calib/tma_device_run.sh``): a tile-mode copy (load,
 store or reduction) whose dim-0 start coordinate is not on a 16-byte boundary of the row (``c0 * esize % 16``)
 is an illegal instruction -> MemoryFault; the NaN fill is 0x7FF7 in every 16-bit half (:data:`OOB_NAN_BITS`);
 a TFLOAT32 / TFLOAT32_FTZ load rounds each element to tf32, to nearest even (:func:`tf32_image`); reduce-add
@@ -77,10 +77,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
-from isa.swizzle import SWIZZLE_SPAN, swizzle
-from isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
+from tcsim.isa import ir
+from tcsim.isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.swizzle import SWIZZLE_SPAN, swizzle
+from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
 from .. import memory as M
 from ..agents.tma import TmaEngine
 from . import bulk_tensor_gather as rows4
@@ -111,7 +111,7 @@ INNER_COORD_ALIGN = 16
 
 def tf32_image(u: np.ndarray) -> np.ndarray:
     """What a TFLOAT32 / TFLOAT32_FTZ tensor load writes for f32 elements ``u`` (uint32): each rounded to tf32 to
-    nearest even exactly as ``cvt.rn.tf32.f32`` (:func:`sim.numerics.convert.cvt`): subnormals kept (no flush,
+    nearest even exactly as ``cvt.rn.tf32.f32`` (:func:`tcsim.numerics.convert.cvt`): subnormals kept (no flush,
     even for _FTZ), every NaN :data:`TF32_NAN`.  Measured on an H100 (dtype_tfloat32, dtype_tfloat32_ftz: 384
     elements incl. a tie, subnormals, infinities and NaNs)."""
     return np.asarray(cvt("tf32", "f32", np.asarray(u, dtype=np.uint32), rnd="rn")).astype(np.uint32)
@@ -362,7 +362,7 @@ def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
     """What every tensor instruction checks of the map it read at issue: a layout tcsim executes; a rank equal to
     the instruction's ``.Nd`` (PTX ISA §9.7.9.25.5.2: ``.dim`` is the dimensionality of the tensor the map
     describes; on an H100 a mismatch in either direction is CUDA_ERROR_ILLEGAL_INSTRUCTION); the map rules of the
-    four-row modes (:func:`sim.semantics.bulk_tensor_gather.check_map`)."""
+    four-row modes (:func:`tcsim.semantics.bulk_tensor_gather.check_map`)."""
     _check_supported_map(tm, lane)
     dim = f["dim"]
     if tm.rank != dim:

@@ -9,7 +9,7 @@ tutorial "Native TMA Gather and Scatter" (shared/seeds/003) for what the hardwar
 This module holds only what differs from tile mode -- the geometry of the four boxes, the map rule and the
 column check.  The issue/completion halves (SMEM image, swizzle, multicast, ``.cta_group``,
 complete-tx, bulk async-groups, the TMA engine and the observation bus) are tile mode's, in
-:mod:`sim.semantics.bulk_tensor`, which calls :func:`check_map` and :func:`plan` for these modes.
+:mod:`tcsim.semantics.bulk_tensor`, which calls :func:`check_map` and :func:`plan` for these modes.
 
 Model (PTX §5.5.3.4, §5.5.3.4.1):
 
@@ -28,7 +28,7 @@ Model (PTX §5.5.3.4, §5.5.3.4.1):
   expects ``BLOCK_X * BLOCK_Y * esize`` for BLOCK_X / 4 instructions).
 
 Faults (raised at issue, located at the instruction; the common ones are checked by
-:mod:`sim.semantics.bulk_tensor` for every mode):
+:mod:`tcsim.semantics.bulk_tensor` for every mode):
 
 * the column's byte offset ``col * esize`` not a multiple of 16 -> :class:`MemoryFault`: the GPU checks this at
   run time and stops the kernel with an illegal instruction (CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal
@@ -62,8 +62,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import MemoryFault, VerifyError
-from isa.tensormap import ROWS4, TensorMap
+from tcsim.isa.errors import MemoryFault, VerifyError
+from tcsim.isa.tensormap import ROWS4, TensorMap
 
 #: the load modes of this module
 MODES = ("tile::gather4", "tile::scatter4")

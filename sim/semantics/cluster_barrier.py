@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
 from ..context import lanes_str
 from .registry import semantics
 

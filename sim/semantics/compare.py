@@ -6,7 +6,7 @@ PTX ISA 9.1 §9.7.6 (comparison and selection instructions: §9.7.6.1 set, §9.7
 Comparison operators (§9.7.6, tables "Operators for signed integer, unsigned integer, bit-size and
 floating-point types"): signed ``eq ne lt le gt ge``; unsigned also ``lo ls hi hs``; bit-size ``eq ne``;
 floating point ``eq ne lt le gt ge`` (ordered: false on NaN), ``equ neu ltu leu gtu geu`` (unordered: true
-on NaN), ``num``, ``nan``.  Floating-point comparisons come from :func:`sim.numerics.fp.fcompare`.
+on NaN), ``num``, ``nan``.  Floating-point comparisons come from :func:`tcsim.numerics.fp.fcompare`.
 
 ``setp`` writes ``p = BoolOp(t, c)`` and ``q = BoolOp(!t, c)``; for packed ``.f16x2/.bf16x2`` the low
 half's result goes to ``p`` and the high half's to ``q`` (not a complement).  ``set`` writes all ones
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.errors import VerifyError
-from sim.numerics.fp import fcompare, packed2
+from tcsim.isa.errors import VerifyError
+from tcsim.numerics.fp import fcompare, packed2
 from .misc_alu import Mods, bool_op, check_count, check_dst, check_src, split_pred_pair
 from .registry import semantics
 
@@ -124,7 +124,7 @@ def decode_setp(ins, info):
         t = fn(ctx, a, b)
         cv = ctx.read_pred(c) if c is not None else None
         # q is written before p: with p and q the same register (PTX leaves that open) the H100 keeps p
-        # (hw/probes group setp_alias, every comparison and type probed)
+        # (calib/probes group setp_alias, every comparison and type probed)
         if packed:
             t_lo, t_hi = t
             if q is not None:

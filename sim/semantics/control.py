@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
 from .registry import semantics
 
 

@@ -1,8 +1,8 @@
 """Conversions: cvt (every scalar and packed form tcsim's numerics know) and cvt.pack.sat.
 
 PTX ISA 9.1 §9.7.9.21 cvt and §9.7.9.22 cvt.pack.  The conversion arithmetic (rounding, saturation,
-.relu/.satfinite, NaN handling, packed element order) is :func:`sim.numerics.convert.cvt` /
-:func:`sim.numerics.convert.cvt_pair`; this module picks the form, validates it once at decode time by
+.relu/.satfinite, NaN handling, packed element order) is :func:`tcsim.numerics.convert.cvt` /
+:func:`tcsim.numerics.convert.cvt_pair`; this module picks the form, validates it once at decode time by
 asking those functions (a ValueError there becomes a VerifyError naming the rule), and moves register bits.
 
 Register rules (§6.4.2, "Operand Size Exceeding Instruction-Type Size"): cvt accepts source and
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import cvt_forms
-from isa.errors import UnsupportedError, VerifyError
-from isa.gen_cvt_forms import key as cvt_key
-from sim.numerics import convert as numcvt
+from tcsim.isa import cvt_forms
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.gen_cvt_forms import key as cvt_key
+from tcsim.numerics import convert as numcvt
 from ..ptxtypes import view_dtype
 from .misc_alu import Mods, check_count, check_dst, check_src, type_size
 from .registry import semantics

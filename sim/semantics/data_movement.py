@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import UnsupportedError, VerifyError
 from .. import memory as M
 from ..ptxtypes import SIZE, UINT, size_of, view_dtype
 from .registry import semantics

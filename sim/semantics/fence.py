@@ -4,7 +4,7 @@ PTX ISA 9.1 §9.7.13.4 (membar / fence) and the memory consistency model (§8).
 
 tcsim executes every memory access in program order against one sequentially consistent memory, so fences
 have no functional effect; a generic->async proxy fence (fence.proxy.async{.shared::cta|.shared::cluster},
-fence.proxy.async::generic) does clear the marks :mod:`sim.proxy_fence` keeps of unfenced generic-proxy SMEM
+fence.proxy.async::generic) does clear the marks :mod:`tcsim.proxy_fence` keeps of unfenced generic-proxy SMEM
 writes that an async-proxy reader must not see.  They are not dropped: each executed fence emits a ``sync`` event
 ``op='fence'`` with fields ``fence`` (the fence kind: 'thread' for fence.sc / fence.acq_rel /
 fence.acquire / fence.release; 'proxy' for fence.proxy.*; 'mbarrier_init' for fence.mbarrier_init; 'membar'
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import UnsupportedError, VerifyError
 from ..proxy_fence import fence_proxy_async
 from .registry import semantics
 

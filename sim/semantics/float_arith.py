@@ -2,8 +2,8 @@
 copysign testp, on .f32 .f64 .f16 .f16x2 .bf16 .bf16x2 and the sm_100 packed .f32x2.
 
 PTX ISA 9.1 §9.7.3 (floating-point instructions) and §9.7.4 (half-precision floating-point instructions).
-All bit-exact arithmetic comes from :mod:`sim.numerics.fp` (correctly rounded IEEE operations on raw bit
-patterns) and :mod:`sim.numerics.approx` (the ``.approx`` functions); this module only decodes and checks
+All bit-exact arithmetic comes from :mod:`tcsim.numerics.fp` (correctly rounded IEEE operations on raw bit
+patterns) and :mod:`tcsim.numerics.approx` (the ``.approx`` functions); this module only decodes and checks
 qualifiers (ptxas's rules, with ptxas's wording) and moves bits between registers and those functions.
 
 Qualifier rules enforced at decode (all checked against ptxas 13.0):
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
+from tcsim.isa import ir
 
-from isa.errors import UnsupportedError, VerifyError
-from sim import lowering
-from sim.numerics import fp
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim import lowering
+from tcsim.numerics import fp
 from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
 from .registry import semantics
 
@@ -146,7 +146,7 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     source whose textually last definition comes first goes first; registers never written before -- loaded in
     the prologue -- in declaration order), immediates last, and folds ``sub a, imm`` into ``add a, -imm`` with
     the immediate's sign bit flipped (a register's negation leaves a NaN's sign alone).  Established on the H100
-    with ptxas 13.0 from the SASS of the probe kernels (``hw/probes`` group f64_nan: every operand order and
+    with ptxas 13.0 from the SASS of the probe kernels (``calib/probes`` group f64_nan: every operand order and
     permutation) and of the fuzz reproducers; the definition order explains 133 of 300 recorded fuzz programs
     with f64 NaN mismatches that declaration order alone left unexplained (tests/golden/fuzz_campaign)."""
     order = {name: i for i, name in enumerate(info.function.regs)}
@@ -170,7 +170,7 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
 
 
 def _widen_half(bits: np.ndarray, t: str) -> np.ndarray:
-    from isa.formats import decode, encode
+    from tcsim.isa.formats import decode, encode
     return encode("f32", decode(t, bits))   # exact: every f16/bf16 value is an f32 value
 
 
@@ -258,7 +258,7 @@ def decode_fma(ins, info):
 # ============================================================================================ div rcp sqrt
 def _approx_module(ins):
     try:
-        from sim.numerics import approx
+        from tcsim.numerics import approx
     except ImportError:
         raise UnsupportedError(f"{ins.full_opcode}: the approximate-function numerics (sim/numerics/approx.py) "
                                "are not available", ins.loc) from None
@@ -321,8 +321,8 @@ def div_approx_f32(rcp, a: np.ndarray, b: np.ndarray, ftz: bool, full: bool) -> 
     .ftz: flushing both; measured identical, bit for bit, to ``mul.rn.ftz(a, rcp.approx.ftz(b))`` on an H100).
     Without .ftz a subnormal b is first scaled (a and b times 2**24) so that the quotient is finite, as the GPU
     does; .full also scales a and b by 1/4 when |b| >= 2**126, where .approx returns 0 (1/b underflows).
-    The reciprocal comes from sim.numerics.approx, whose accuracy model is documented there."""
-    from isa.formats import decode
+    The reciprocal comes from tcsim.numerics.approx, whose accuracy model is documented there."""
+    from tcsim.isa.formats import decode
     bv = np.abs(decode("f32", b))
     if full:
         big = bv >= DIV_FULL_SCALE_THRESHOLD
@@ -396,7 +396,7 @@ _APPROX_TYPES = {
 def decode_approx(ins, info):
     """PTX ISA 9.1 §9.7.3.13 rsqrt, §9.7.3.14 sin, §9.7.3.15 cos, §9.7.3.16 lg2, §9.7.3.17 ex2,
     §9.7.3.18 tanh and the half-precision §9.7.4.12 ex2 / §9.7.4.13 tanh: ``.approx`` only
-    (values from sim.numerics.approx)."""
+    (values from tcsim.numerics.approx)."""
     name = ins.opcode
     m = Mods(ins)
     approx = m.flag("approx")
@@ -486,7 +486,7 @@ def _sign_op_nan(fmt, x, r, is_abs, bitwise=False):
             sign = np.uint64(1 << 63)
             return np.where(isnan, u & ~sign if is_abs else u ^ sign, r).astype(np.uint64)
         return np.where(isnan, u | np.uint64(0x0008000000000000), r).astype(np.uint64)
-    from isa.formats import FORMATS
+    from tcsim.isa.formats import FORMATS
     f = FORMATS[fmt]
     mag = x.astype(np.uint64) & np.uint64((1 << (f.bits - 1)) - 1)
     isnan = mag > np.uint64(f.inf_code)
@@ -535,7 +535,7 @@ def decode_min_max(ins, info):
     if (not three and not (nan or xorsign or ftz) and t in ("f16", "f32", "f64")
             and isinstance(srcs[0], ir.Reg) and srcs[0] == srcs[1]):
         # min/max of a register with itself: ptxas folds it to a move, so a NaN passes through unchanged
-        # (payload, sign, even a signalling NaN) -- measured on the H100 (hw/probes group f64_nan and
+        # (payload, sign, even a signalling NaN) -- measured on the H100 (calib/probes group f64_nan and
         # small_float_nan); bf16, .ftz, .NaN and .xorsign forms are not folded.
         def run_same(ctx):
             write_bits(ctx, d, t, read_bits(ctx, srcs[0], t))

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
+from tcsim.isa import ir
 
-from isa.errors import VerifyError
+from tcsim.isa.errors import VerifyError
 from ..ptxtypes import view_dtype
 from .misc_alu import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src, from_pyints,
                        require_arch, to_pyints)
@@ -597,7 +597,7 @@ def decode_fns(ins, info):
 
 
 #: fns with offset INT_MIN (|offset| not representable): the H100 returns 0 whatever the mask and base
-#: (hw/probes group fns_shift_reg: register and immediate offsets, bases 0..31, >= 32 and 0xFFFFFFFF)
+#: (calib/probes group fns_shift_reg: register and immediate offsets, bases 0..31, >= 32 and 0xFFFFFFFF)
 FNS_INT_MIN_OFFSET = -(1 << 31)
 
 
@@ -643,7 +643,7 @@ def decode_bfe(ins, info):
     """PTX ISA 9.1 §9.7.1.19 bfe: extract ``len = c & 0xff`` bits from position ``b & 0xff``, zero- or
     sign-extended (the sign is the field's top bit inside the word).
 
-    Measured on the H100 (ptxas 13.0; ``hw/probes`` groups bitfield_reg/bitfield_imm): the 32-bit forms reduce
+    Measured on the H100 (ptxas 13.0; ``calib/probes`` groups bitfield_reg/bitfield_imm): the 32-bit forms reduce
     position and length modulo 256 as the ISA says, but the 64-bit forms use the whole .u32 operands (a value
     >= 64 acts as 64); ``bfe.s32`` with an *immediate* position >= 32 and an immediate non-zero length gives
     0xFFFFFFFF whatever a (ptxas folds it so; with either operand in a register the ISA's a[31] fill holds)."""
@@ -690,7 +690,7 @@ def decode_bfi(ins, info):
     ``bfi.b32`` with an immediate position that is not a multiple of 8 and an immediate length: ptxas emits a
     bit-mask instruction that takes the length modulo 32, so a field running past bit 31 with a length >= 32
     inserts ``len % 32`` bits (length 32 inserts nothing).  Byte-aligned positions, register operands and every
-    ``bfi.b64`` follow the ISA.  Measured on the H100 for every position 0..31 and 21 lengths (``hw/probes``
+    ``bfi.b64`` follow the ISA.  Measured on the H100 for every position 0..31 and 21 lengths (``calib/probes``
     group bfi_imm_sweep)."""
     m = Mods(ins)
     t = m.type(("b32", "b64"))

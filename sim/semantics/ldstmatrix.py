@@ -11,7 +11,7 @@ Supported forms:
 Thread ``8m + r`` supplies the start address of row ``r`` of matrix ``m`` (m < num); the other threads'
 addresses are ignored (sm_80+ behaviour).  A row is 8 b16 values = 16 contiguous bytes and must be 16-byte
 aligned (MemoryFault otherwise).  Register ``m`` of thread T holds ``M_m[T/4][2(T%4) .. +1]`` (low half
-first), or with ``.trans`` ``M_m[2(T%4) .. +1][T/4]`` (the maps of :func:`isa.fragments.ldmatrix_layout`).
+first), or with ``.trans`` ``M_m[2(T%4) .. +1][T/4]`` (the maps of :func:`tcsim.isa.fragments.ldmatrix_layout`).
 Without a state space the address is generic and must fall in this CTA's shared window (MemoryFault
 otherwise).  The accesses go through ``ctx.load`` / ``ctx.store`` (weak shared-memory accesses, one 16-byte
 row per supplying lane), so the observation bus and race detector see them with op ``ldmatrix`` /
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import fragments as FR
-from isa import ir
-from isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa import fragments as FR
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
 from .. import memory as M
 from ..ptxtypes import SIZE
 from .registry import semantics

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import VerifyError
 from .misc_alu import Mods, bool_op, check_count, check_dst, check_operands, check_src, require_arch
 from .registry import semantics
 
@@ -136,7 +136,7 @@ def decode_shift(ins, info):
     width clamp to the width.
 
     16-bit forms with an *immediate* amount: ptxas keeps only the immediate's low 16 bits (measured on the H100
-    with ptxas 13.0, ``hw/probes`` group shift_imm: ``shl.b16 d, a, 0x10000`` returns a, ``0x10001`` shifts by
+    with ptxas 13.0, ``calib/probes`` group shift_imm: ``shl.b16 d, a, 0x10000`` returns a, ``0x10001`` shifts by
     one); register amounts clamp as the ISA says."""
     m = Mods(ins)
     allowed = ("b16", "b32", "b64") if ins.opcode == "shl" else \

@@ -5,11 +5,11 @@ PTX ISA 9.1 §9.7.13.15 (mbarrier): §9.7.13.15.1 contents, §9.7.13.15.4 phase 
 arrive-on, §9.7.13.15.6 expect-tx, §9.7.13.15.7 complete-tx, §9.7.13.15.9 init, §9.7.13.15.10 inval,
 §9.7.13.15.11 expect_tx, §9.7.13.15.12 complete_tx, §9.7.13.15.13 arrive, §9.7.13.15.14 arrive_drop,
 §9.7.13.15.16 test_wait/try_wait, §9.7.13.15.17 pending_count.  The object model (phase, pending, expected,
-tx-count) lives in :mod:`sim.mbarrier_state`; this module decodes the instructions, resolves addresses and
+tx-count) lives in :mod:`tcsim.mbarrier_state`; this module decodes the instructions, resolves addresses and
 applies the primitive operations per executing lane, in lane order.
 
 Addressing.  ``.shared`` / ``.shared::cta`` take a 32-bit shared address of the executing CTA (its rank bits
-must be the CTA's own, see :mod:`sim.memory`); ``.shared::cluster`` takes a cluster address whose rank bits
+must be the CTA's own, see :mod:`tcsim.memory`); ``.shared::cluster`` takes a cluster address whose rank bits
 select the CTA (``mapa``); without a state space the address is generic and must fall in the shared window
 (it may name another CTA of the cluster, e.g. ``mapa.u64``).  init, inval, test_wait, try_wait and
 pending_count-producing arrives must target the executing CTA; a barrier in another CTA only accepts arrive /
@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..mbarrier_state import MAX_COUNT
 from .registry import semantics

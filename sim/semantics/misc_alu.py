@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import UnsupportedError, VerifyError
 from ..ptxtypes import SIZE
 
 INT_TYPES = ("u16", "u32", "u64", "s16", "s32", "s64")
@@ -28,7 +28,7 @@ HALF_TYPES = ("f16", "f16x2", "bf16", "bf16x2")
 ROUNDING = ("rn", "rz", "rm", "rp")
 INT_ROUNDING = ("rni", "rzi", "rmi", "rpi")
 
-#: extra sizes of packed types that ``sim.ptxtypes`` does not know
+#: extra sizes of packed types that ``tcsim.ptxtypes`` does not know
 _EXTRA_SIZE = {"u16x2": 4, "s16x2": 4, "f32x2": 8, "e2m1x2": 1, "e2m3x2": 2, "e3m2x2": 2, "ue8m0x2": 2,
                "pred": 0}
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from isa import ir
-from isa.errors import TcsimError, UnsupportedError
+from tcsim.isa import ir
+from tcsim.isa.errors import TcsimError, UnsupportedError
 
 
 @dataclass

@@ -12,7 +12,7 @@ Forms executed::
     tcgen05.shift.cta_group::{1,2}.down [taddr];
 
 Both are issued by one thread (every executing lane issues its own op) into the CTA's (pair's) tensor pipe
-(:mod:`sim.agents.tensor_pipe`), in order with tcgen05.mma: the pipe is strictly in issue order, which is at
+(:mod:`tcsim.agents.tensor_pipe`), in order with tcgen05.mma: the pipe is strictly in issue order, which is at
 least the ordering PTX guarantees (cp -> mma, shift -> mma, shift -> cp.4x256b, mma -> shift); pairs PTX leaves
 unordered also execute in issue order here.
 
@@ -36,7 +36,7 @@ last row is not a source and lane L0 keeps its contents (the implicit 31x256b sh
 tcgen05.cp.4x256b refills lanes 0/32/64/96).  That the shift stays inside one subpartition and that the vacated
 row keeps its old value are inferred (?).  ``.cta_group::2`` shifts both CTAs.
 
-Checked at issue: the descriptor (:func:`isa.tcgen05_rules.check_smem_desc`), the source inside SMEM
+Checked at issue: the descriptor (:func:`tcsim.isa.tcgen05_rules.check_smem_desc`), the source inside SMEM
 (MemoryFault), the destination cells allocated (MemoryFault), shift's lane alignment (VerifyError, rule
 shift-lane).  The allocation is checked again at completion (a dealloc racing the copy is a fault).
 
@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa.descriptors import operand_addresses
-from isa.tcgen05_rules import check_smem_desc, check_uniform_cta_group, parse_cp, parse_shift, reject
+from tcsim.isa.descriptors import operand_addresses
+from tcsim.isa.tcgen05_rules import check_smem_desc, check_uniform_cta_group, parse_cp, parse_shift, reject
 from ..agents.tensor_pipe import PipeOp, TensorPipe
 from ..tmem import tmem_of
 from .bulk_copy import issuer

@@ -5,7 +5,7 @@ PTX ISA 9.1 §9.7.16.1 (Tensor Memory), §9.7.16.2.3 (data-movement shapes and t
 §9.7.16.5 (issue granularity), §9.7.16.6 (tcgen05 memory-consistency model), §9.7.16.7.1 (tcgen05.alloc,
 tcgen05.dealloc, tcgen05.relinquish_alloc_permit), §9.7.16.8.3 (tcgen05.ld), §9.7.16.8.4 (tcgen05.st),
 §9.7.16.8.5 (tcgen05.wait), §9.7.16.11.1 (tcgen05.fence).  Facts: /work/shared/reference/tcgen05.md (a), (f)
-and tcgen05_layouts.md (d).  The TMEM state and allocator live in :mod:`sim.tmem`; ``tcgen05.mma / commit /
+and tcgen05_layouts.md (d).  The TMEM state and allocator live in :mod:`tcsim.tmem`; ``tcgen05.mma / commit /
 cp / shift`` are decoded by ``tcgen05_mma.py`` (this module only claims the sub-operations listed in
 :data:`SUBOPS`, keyed on the first qualifier).
 
@@ -58,11 +58,11 @@ Asynchrony (tcgen05.md (f), "simulator rule of thumb")
 ------------------------------------------------------
 ``tcgen05.ld`` completes at issue: its registers get the values then (true register dependences are honoured,
 so reading them is fine); ``wait::ld`` therefore never blocks.  ``tcgen05.st`` is *delayed*: its cells are staged
-(:class:`sim.tmem.PendingStore`) and land in TMEM ``st_latency`` cycles after issue (a placeholder of
+(:class:`tcsim.tmem.PendingStore`) and land in TMEM ``st_latency`` cycles after issue (a placeholder of
 :class:`LdStParams`; a simulation may carry a ``tcgen05_params`` attribute to override it).  ``wait::st``
 blocks the warp until all of its stores have landed.  So a kernel that does ``st`` then ``mma`` / ``ld``
 without ``wait::st`` really sees stale TMEM; a ``tcgen05.ld`` that reads cells of a store still in flight also
-records a warning in ``sim.warnings``.
+records a warning in ``tcsim.warnings``.
 
 Exit checks (a CTA-exit hook registered once per simulation)
 ------------------------------------------------------------
@@ -70,7 +70,7 @@ Columns still allocated when the CTA's last thread exits: SyncError "tcgen05.all
 listing the columns and where they were allocated.  A CTA that allocated but never executed
 ``relinquish_alloc_permit``: PTX does not require the relinquish (tcgen05.md (a) states only that
 everything allocated must be freed before exit, and that relinquish forbids later allocs), so this is legal
-and recorded as a warning ("alloc with no relinquish at exit") in ``sim.warnings`` (a list created on first
+and recorded as a warning ("alloc with no relinquish at exit") in ``tcsim.warnings`` (a list created on first
 use).
 
 Unsupported (UnsupportedError at load): ``tcgen05.ld.red`` (sm_101a/sm_103 family only; not on sm_100a) and any
@@ -82,8 +82,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, SyncError, TcsimError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, SyncError, TcsimError, UnsupportedError, VerifyError
 from .. import memory as M
 from ..context import lanes_str
 from ..machine import WARP

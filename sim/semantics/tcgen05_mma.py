@@ -15,13 +15,13 @@ Forms executed (qualifiers in any order, as ptxas accepts them)::
         [mbar]{, ctaMask};
 
 Issue half (this module, the issuing thread; every executing lane issues its own MMA): the qualifiers were
-checked at decode by :func:`isa.tcgen05_rules.parse_mma`; at issue the instruction descriptor and the SMEM
-descriptors are decoded and checked (:func:`isa.tcgen05_rules.check_idesc`, ``check_smem_desc``), the operand
-geometry is computed (SMEM byte address of every element through :func:`isa.descriptors.operand_addresses`; TMEM
+checked at decode by :func:`tcsim.isa.tcgen05_rules.parse_mma`; at issue the instruction descriptor and the SMEM
+descriptors are decoded and checked (:func:`tcsim.isa.tcgen05_rules.check_idesc`, ``check_smem_desc``), the operand
+geometry is computed (SMEM byte address of every element through :func:`tcsim.isa.descriptors.operand_addresses`; TMEM
 lanes/columns of D, A, SFA, SFB), SMEM ranges and TMEM allocations are checked, and a
-:class:`sim.agents.tensor_pipe.PipeOp` is submitted to the CTA's (pair's) tensor pipe.  Completion half (the
+:class:`tcsim.agents.tensor_pipe.PipeOp` is submitted to the CTA's (pair's) tensor pipe.  Completion half (the
 op's ``complete``, run by the pipe at completion time): read A, B (and C, SFA, SFB) from SMEM / TMEM *then*,
-compute D with the bit-exact tensor-core model (:mod:`sim.numerics.tensor_core`: ``mma_float`` /
+compute D with the bit-exact tensor-core model (:mod:`tcsim.numerics.tensor_core`: ``mma_float`` /
 ``mma_block_scaled`` / ``mma_int`` with ``tc_params('sm_100a', 'tcgen05', fmt, kind=...)``), write D into TMEM.
 
 Operands:
@@ -68,9 +68,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa.descriptors import CONTAINER_BITS, operand_addresses
-from isa.errors import MemoryFault, SyncError, UnsupportedError
-from isa.tcgen05_rules import (MmaForm, check_idesc, check_smem_desc, check_uniform_cta_group, parse_commit,
+from tcsim.isa.descriptors import CONTAINER_BITS, operand_addresses
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError
+from tcsim.isa.tcgen05_rules import (MmaForm, check_idesc, check_smem_desc, check_uniform_cta_group, parse_commit,
                                parse_mma, reject)
 from ..proxy_fence import check_async_read
 from .. import memory as M

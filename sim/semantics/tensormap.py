@@ -1,7 +1,7 @@
 """Tensor maps edited and published by the kernel: tensormap.replace, tensormap.cp_fenceproxy.
 
 PTX ISA 9.1 "tensormap.replace" and "tensormap.cp_fenceproxy" (data movement instructions, sm_90a / sm_100a);
-the acquire side, ``fence.proxy.tensormap::generic.acquire``, lives in :mod:`sim.semantics.fence`.  This is how
+the acquire side, ``fence.proxy.tensormap::generic.acquire``, lives in :mod:`tcsim.semantics.fence`.  This is how
 Triton's ``tl.make_tensor_descriptor`` builds a CUtensorMap on the device: zero 128 bytes of SMEM, one
 ``tensormap.replace`` per field, ``tensormap.cp_fenceproxy`` to a global scratch slot, ``fence.proxy.tensormap
 ::generic.acquire`` on that slot, then ``cp.async.bulk.tensor`` through it.
@@ -26,7 +26,7 @@ the five enum-like fields take an immediate within the field's range (``elemtype
 
 Execution: ``tensormap.replace`` is a per-thread read-modify-write of the 128-byte object at ``addr`` (64-byte
 aligned, MemoryFault otherwise) through ``ctx.load`` / ``ctx.store`` (op ``tensormap.replace``), translating
-the field into tcsim's encoding with :func:`isa.tensormap.replace_field` (which also writes the encoding's
+the field into tcsim's encoding with :func:`tcsim.isa.tensormap.replace_field` (which also writes the encoding's
 header, so zero-filled bytes become a map).  Register values the PTX ISA does not allow (a rank code above 4,
 a box size outside 1..256, a global size of 0, an element stride outside 1..8) raise VerifyError when
 executed; what tcsim's encoding cannot hold (``global_stride`` ord 4, which ptxas accepts although a map has
@@ -38,7 +38,7 @@ uses it decodes and validates it.
 it together); each distinct (dst, src) pair of the active lanes is copied once, 128 bytes from the CTA's
 shared memory to global memory (both 64-byte aligned), then a release fence of the tensormap proxy at the
 given scope is emitted as a ``sync`` event (``fence='proxy'``, ``proxy='tensormap::generic'``, as
-:mod:`sim.semantics.fence` does), so the race detector sees the publication.  tcsim's memory is sequentially
+:mod:`tcsim.semantics.fence` does), so the race detector sees the publication.  tcsim's memory is sequentially
 consistent, so the fence has no further functional effect.
 
 Not supported: nothing else exists in these families on sm_100a (``.im2col`` maps have no replace fields).
@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import MemoryFault, UnsupportedError, VerifyError
-from isa.tensormap import ALIGN as TMAP_ALIGN, MAX_ORD, REPLACE_FIELDS, SIZE as TMAP_SIZE, replace_field
+from tcsim.isa import ir
+from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, MAX_ORD, REPLACE_FIELDS, SIZE as TMAP_SIZE, replace_field
 from .fence import SCOPES
 from .registry import semantics
 

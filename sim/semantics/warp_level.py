@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import ir
-from isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa import ir
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
 from ..numerics import fp
 from .registry import semantics
 

@@ -11,8 +11,8 @@ Supported forms (all ``.row.col``; A is M x K row-major, B is K x N column-major
 * ``m16n8k16 / m16n8k32 {.satfinite}.s32.{s8,u8}.{s8,u8}.s32`` (4, 2, 1, 4 / 4, 4, 2, 4)
 
 Execution: the fragments of A, B and C are gathered into dense bit matrices with the closed-form maps of
-:mod:`isa.fragments` (PTX ISA §9.7.14.5.7-10), the product is computed by the pure tensor-core model
-:mod:`sim.numerics.tensor_core` (``mma_float`` with ``tc_params(arch, 'mma.sync', atype)``, or ``mma_int``),
+:mod:`tcsim.isa.fragments` (PTX ISA §9.7.14.5.7-10), the product is computed by the pure tensor-core model
+:mod:`tcsim.numerics.tensor_core` (``mma_float`` with ``tc_params(arch, 'mma.sync', atype)``, or ``mma_int``),
 and D is scattered back.  PTX leaves the float accumulation order, rounding and subnormal handling
 unspecified; the model's documented choice (fused block, truncating alignment, per-arch table) is used.
 The arch is the module's target (the engine's ``arch``, sm_90* -> 'sm_90a', sm_100*/sm_103* -> 'sm_100a').
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import fragments as FR
-from isa import ir
-from isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa import fragments as FR
+from tcsim.isa import ir
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
 from ..numerics.tensor_core import mma_float, mma_int, tc_params
 from ..ptxtypes import SIZE
 from .registry import semantics

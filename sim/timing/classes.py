@@ -1,10 +1,10 @@
 """Instruction classes: what one PTX instruction costs a warp, decided once per instruction at load time.
 
-:func:`plan_instruction` turns an :class:`isa.ir.Instruction` into an :class:`InstrPlan`: the registers it reads
+:func:`plan_instruction` turns an :class:`tcsim.isa.ir.Instruction` into an :class:`InstrPlan`: the registers it reads
 and writes (for the scoreboard), its class and the sub-partition unit it occupies, how many cycles a warp-
 instruction keeps that unit busy (32 lanes / the unit's lanes per clock per sub-partition), the latency until its
 results may be read, and -- for memory instructions -- which state space and operand decide the cost at run time
-(bank conflicts, first touch of a global line).  Numbers come from an :class:`sim.timing.params.ArchConfig`.
+(bank conflicts, first touch of a global line).  Numbers come from an :class:`tcsim.timing.params.ArchConfig`.
 
 Classes (per-SM lane throughput from the config, divided by the schedulers per SM):
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from isa import ir
-from isa.instrument import APPROX_OPCODES
+from tcsim.isa import ir
+from tcsim.isa.instrument import APPROX_OPCODES
 
 #: opcodes whose first operand, when a register, is read, not written
 _NO_DEST = ir.NO_REG_DEST

@@ -8,11 +8,11 @@ Issue rules (per CTA = per SM; a CTA is assumed to have its SM to itself):
 
 * warp ``w`` issues on scheduler ``w % schedulers_per_sm``; a scheduler issues at most one instruction per cycle;
 * an instruction issues once every register it reads or writes is past its producer's latency (the scoreboard,
-  :class:`sim.timing.scoreboard.Scoreboard`) and the sub-partition unit it needs is free (units are busy for
-  ``32 / lanes-per-clock`` cycles per warp-instruction, :mod:`sim.timing.classes`);
+  :class:`tcsim.timing.scoreboard.Scoreboard`) and the sub-partition unit it needs is free (units are busy for
+  ``32 / lanes-per-clock`` cycles per warp-instruction, :mod:`tcsim.timing.classes`);
 * a warp may issue its next instruction ``issue_cycles`` later (1; ``tcgen05.mma`` 12);
 * shared-memory requests take one cycle of the CTA's SMEM port per wavefront (bank conflicts:
-  :func:`sim.timing.smem.smem_wavefronts`; ldmatrix: one 128-byte phase per matrix, conflicts among its rows) and
+  :func:`tcsim.timing.smem.smem_wavefronts`; ldmatrix: one 128-byte phase per matrix, conflicts among its rows) and
   complete ``smem_latency`` (ldmatrix: ``ldmatrix_latency``) plus ``smem_conflict_cycles`` per wavefront after
   the first; ``ld.shared::cluster`` on a peer CTA costs ``dsmem_remote_latency`` instead, on the own CTA
   ``dsmem_own_extra`` more;
@@ -36,7 +36,7 @@ Issue rules (per CTA = per SM; a CTA is assumed to have its SM to itself):
   (:meth:`TimingModel.tma_store_delay`);
 * a tensor-map TMA op holds the issuing warp ``tma_issue_cycles``, ``fence.mbarrier_init`` /
   ``fence.proxy.async`` ``fence_mbarrier_init_cycles`` / ``fence_proxy_async_cycles``
-  (:mod:`sim.timing.classes`).
+  (:mod:`tcsim.timing.classes`).
 
 **Dataflow issue** (``dataflow_issue``; sm_90a): PTX is not what the hardware issues -- ptxas hoists
 independent instructions and unrolls counted loops -- so with it on an instruction does not hold the warp until
@@ -48,12 +48,12 @@ branch, compare and induction adds -- costs nothing, as ptxas unrolls it (:func:
 a straight-line loop with a run-time (register) bound has free control too and costs ``runtime_loop_cycles``
 once per execution, when the warp's last lane leaves it (:func:`runtime_loops`; ptxas unrolls it behind a trip-count
 dispatch); barriers, mbarrier and fence operations, async copies, clock reads and exits
-wait until every earlier instruction of the warp has started (:attr:`sim.timing.classes.InstrPlan.order`);
+wait until every earlier instruction of the warp has started (:attr:`tcsim.timing.classes.InstrPlan.order`);
 registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
 values do not change.
 
 **SASS-timed loops** (``sass_timed_loops``; sm_90a): a counted mma.sync loop whose SASS is recorded
-(:mod:`sim.timing.sass`, ``python -m hw.sass_facts``) is timed by the steady static schedule of the SASS block ptxas
+(:mod:`tcsim.timing.sass`, ``python -m calib.sass_facts``) is timed by the steady static schedule of the SASS block ptxas
 unrolled it into (stall counts and scoreboard waits, with this config's latencies): its PTX instructions are free and
 each execution of the loop costs that schedule -- ptxas's register reuse (a serial LDSM -> HMMA -> LDSM chain or
 not) decides a GEMM's k-tile and the PTX does not show it.
@@ -64,7 +64,7 @@ register (other than one that also reads it) does not issue before then (pipe_ge
 ldmatrix waits for the previous k-step's mma.sync reading its fragment registers).
 
 Async units (TMA engine, tensor pipe, cp.async) take their parameters from the same config
-(:meth:`unit_params`, :class:`sim.timing.tensor.TensorPipeTiming`).
+(:meth:`unit_params`, :class:`tcsim.timing.tensor.TensorPipeTiming`).
 """
 from __future__ import annotations
 
@@ -74,8 +74,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from isa import ir
-from isa.errors import TcsimError
+from tcsim.isa import ir
+from tcsim.isa.errors import TcsimError
 from .. import memory as M
 from .classes import plan_instruction
 from .params import ArchConfig
@@ -124,7 +124,7 @@ class TimingModel:
                 self._free(pc)
         #: exit pc -> (head pc, back-edge pc, cycles the warp pays when its last lane leaves the loop)
         self.rt_exits: dict = {}
-        # counted mma.sync loops whose SASS is known (sim.timing.sass, hw/sass_facts.py): ptxas's schedule of the
+        # counted mma.sync loops whose SASS is known (sim.timing.sass, calib/sass_facts.py): ptxas's schedule of the
         # unrolled loop, which the PTX does not show (its register reuse), replaces the loop's PTX timing: the
         # loop's instructions are free and each execution of the loop costs its SASS block's steady schedule
         if self.dataflow and cfg.sass_timed_loops:
@@ -139,7 +139,7 @@ class TimingModel:
                 self.rt_exits[b] = (h, b, steady_cycles(instrs, lat))
         # loops with a run-time trip count (ptxas unrolls them too, behind a trip-count dispatch and remainder
         # checks): their control is free and each completed execution of the loop costs the warp
-        # runtime_loop_cycles (hw/microbench elem_loop)
+        # runtime_loop_cycles (calib/microbench elem_loop)
         if self.dataflow and cfg.runtime_loop_cycles > 0:
             for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
                 for pc in ctrl:
@@ -227,7 +227,7 @@ class TimingModel:
             return free, "issue slot", f"scheduler {wt.sub}"
         if self.store_path and p.cls == "mem" and not p.dsts and p.space == "global" and p.addr_index == 0:
             # the global-store path: a warp's stores issue gmem_store_warp_interval apart at most, and none
-            # while the SM's backlog is over gmem_store_queue_cycles (hw/microbench gmem_store_*)
+            # while the SM's backlog is over gmem_store_queue_cycles (calib/microbench gmem_store_*)
             ready = max(wt.store_next, sm.store_free - self.cfg.gmem_store_queue_cycles)
             if ready > now:
                 return ready, "unit", "global store queue"
@@ -426,7 +426,7 @@ class TimingModel:
                 new = 0          # a store (or red) is written into L2 (write-back); HBM traffic is not modelled
             first = cfg.dram_latency
             if new and cfg.gmem_cold_latency > 0:
-                # a first touch of a line the host's copy left in L2 (hw/microbench gmem_chase_fresh_*) or of one
+                # a first touch of a line the host's copy left in L2 (calib/microbench gmem_chase_fresh_*) or of one
                 # no longer there (gmem_chase_cold: the front of a buffer larger than L2)
                 resident = all(self._resident(ln * line) for ln in fresh)
                 first = (cfg.gmem_fresh_latency if resident else cfg.gmem_cold_latency) + self._page_miss(fresh, line)
@@ -517,7 +517,7 @@ class TimingModel:
         cfg = self.cfg
         if cfg.tma_fresh_extra <= 0:
             return cfg.dram_latency - cfg.l2_latency
-        # lines the kernel has not touched yet (hw/microbench tma_fresh_* / bulk_fresh_*), a first touch of their
+        # lines the kernel has not touched yet (calib/microbench tma_fresh_* / bulk_fresh_*), a first touch of their
         # page (the cold first rep of every tma_* / bulk_* case), lines no longer in L2 (buffers past its size)
         line = int(cfg.gmem_line_bytes)
         extra = cfg.tma_fresh_extra + self._page_miss(new, line)

@@ -6,7 +6,7 @@ note says how), ``E`` estimate (not public; the note says what it rests on).  Cl
 clock domain (the SM clock, ``sm_clock_mhz``), and memory-side figures are converted into SM cycles here.
 
 The H100 (sm_90a) values below are starting points; the values measured and fitted on the H100 calibration
-kernels of ``hw/microbench`` (``python -m hw.microbench fit``, hw/microbench/fit.py) replace them from one place,
+kernels of ``calib/microbench`` (``python -m calib.microbench fit``, calib/microbench/fit.py) replace them from one place,
 the JSON file :data:`MEASURED_H100` (``{"name": {"value": v, "source": "...", "note": "..."}}``; see
 :func:`load_measured`), which :func:`arch_config` applies on top of the table below.  A test checks that every
 parameter has a unit and a source.
@@ -17,11 +17,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from isa.errors import LaunchError
+from tcsim.isa.errors import LaunchError
 
-REPO = Path(__file__).resolve().parents[2]
-#: where H100 measurements (hw/microbench) override sm_90a estimates
-MEASURED_H100 = REPO / "tests" / "golden" / "timing_h100" / "measured.json"
+#: where H100 measurements override sm_90a estimates: package data, written by ``python -m calib.microbench fit``
+MEASURED_H100 = Path(__file__).resolve().parent / "data" / "measured_h100.json"
 
 KINDS = {"M": "measured", "S": "vendor specification", "D": "derived", "E": "estimate"}
 
@@ -36,7 +35,7 @@ CUDA_SMEM = "CUDA C++ Programming Guide, 'Shared Memory' (compute capability 5.x
 H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 4 SM sub-partitions, one warp scheduler each"
 JIA = "Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking, arXiv 1804.06826"
 TM_H100_HERE = "timing.md: measured here on H100 SXM (64x64 fp16 2D TMA load, 128B swizzle, ~565 clk to mbarrier)"
-MB_H100 = "hw/microbench on the H100 (tests/golden/timing_h100)"
+MB_H100 = "calib/microbench on the H100 (tests/golden/timing_h100)"
 
 
 @dataclass(frozen=True)
@@ -204,7 +203,7 @@ SM_90A: dict = {
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "S", H100_WP),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue: instructions of a warp whose start is "
                                                          "still in the future before the warp stops issuing"),
-    "mma_sync_operand_read": P(34.5, "clk", "M", "hw/microbench loop_ldsm_mma_1w/4w (fit.py; measured.json)",
+    "mma_sync_operand_read": P(34.5, "clk", "M", "calib/microbench loop_ldsm_mma_1w/4w (fit.py; measured.json)",
                                "write-after-read on mma.sync operands: an instruction overwriting a register that "
                                "an earlier in-flight mma.sync reads waits until that mma has read it, this long "
                                "after the mma's start.  Fitted on the k-tile loop (H100 429 / 440 clk per k-tile "
@@ -212,9 +211,9 @@ SM_90A: dict = {
                                "value): an effective value above mma_sync_latency, standing in for ptxas's tighter "
                                "fragment-register reuse (SASS: LDSM -> 2 HMMA -> LDSM), which the PTX does not show"),
     "sass_timed_loops": P(1, "bool", "E", "sim/timing/sass.py", "1: a counted mma.sync loop whose SASS is recorded "
-                          "(hw/sass_facts.py) costs the steady static schedule of its SASS block instead of its "
+                          "(calib/sass_facts.py) costs the steady static schedule of its SASS block instead of its "
                           "PTX timing (mechanism, no parameter of its own)"),
-    "dataflow_issue": P(1, "bool", "E", "hw/microbench val_ws_scale_* and val_mma_gemm (mechanism, not fitted)",
+    "dataflow_issue": P(1, "bool", "E", "calib/microbench val_ws_scale_* and val_mma_gemm (mechanism, not fitted)",
                         "1: the hardware issues SASS, in which ptxas has hoisted independent loads and unrolled "
                         "fixed-trip loops, not PTX in program order: a non-ordering instruction starts once its "
                         "operands are ready while the warp issues on; barriers, mbarrier/fence ops, async copies, "
@@ -287,7 +286,7 @@ SM_90A: dict = {
     "tma_bytes_per_clk": P(128, "B/clk/SM", "E", TM_H100, "SMEM write port"),
     "tma_tensor_extra": P(0, "clk", "E", TM_H100, "extra latency of a tensor-map op over a bulk copy"),
     "tma_dram_first_touch": P(1, "bool", "M", TM_H100, "a TMA / bulk load touching a global line for the first "
-                                                       "time adds dram_latency - l2_latency (hw/microbench tma_* "
+                                                       "time adds dram_latency - l2_latency (calib/microbench tma_* "
                                                        "and bulk_*: the cold first rep is ~300 clk slower)"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_H100, "LDGSTS unit occupancy per instruction"),
     "fence_mbarrier_init_cycles": P(62, "clk", "M", MB_H100,
@@ -367,7 +366,7 @@ class ArchConfig:
         for name, v in values.items():
             if name not in params:
                 raise LaunchError(f"{source}: the {self.arch} timing config has no parameter {name!r}",
-                                  expected="a name of sim/timing/params.py (python -m hw.microbench params)")
+                                  expected="a name of sim/timing/params.py (python -m calib.microbench params)")
             if isinstance(v, dict) and "value" not in v:
                 raise LaunchError(f"{source}: the override of {name!r} has no 'value'",
                                   expected='{"value": number, "source": "..."}')
@@ -398,7 +397,7 @@ def load_measured(path: Path = MEASURED_H100) -> dict:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise LaunchError(f"timing measurements {path} cannot be read: {e}",
-                          expected="the JSON written by python -m hw.microbench fit") from None
+                          expected="the JSON written by python -m calib.microbench fit") from None
     if not isinstance(data, dict):
         raise LaunchError(f"timing measurements {path} are not a JSON object of parameter overrides")
     return {k: (v if isinstance(v, dict) else {"value": v, "source": str(path)}) for k, v in data.items()}

@@ -1,4 +1,4 @@
-"""SASS control bits and the static schedule they give (sm_90), for the timing model and hw/sass_schedule.py.
+"""SASS control bits and the static schedule they give (sm_90), for the timing model and calib/sass_schedule.py.
 
 Every sm_90 SASS instruction carries control bits (the top 21 bits of its second 64-bit word): a stall count (cycles
 before the warp issues its next instruction), a yield bit, a write and a read scoreboard barrier it sets (for
@@ -7,7 +7,7 @@ dependences (HMMA, ALU) are resolved by the compiler through stall counts.  So o
 SASS is, to first order, the sum of its stall counts plus the waits on barriers released ``latency`` cycles after
 the variable-latency instruction that set them -- a schedule the PTX does not show.
 
-``SASS_FACTS`` (tests/golden/timing_h100/sass_facts.json, written by ``python -m hw.sass_facts``) holds, per kernel
+``SASS_FACTS`` (package data tcsim/timing/data/sass_facts_h100.json, written by ``python -m calib.sass_facts``) holds, per kernel
 (keyed by :func:`kernel_fingerprint`), the SASS of its counted mma.sync loops that ptxas unrolls whole: the timing
 model charges such a loop the static schedule of its SASS instead of timing its PTX.
 """
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-SASS_FACTS = Path(__file__).resolve().parents[2] / "tests" / "golden" / "timing_h100" / "sass_facts.json"
+SASS_FACTS = Path(__file__).resolve().parent / "data" / "sass_facts_h100.json"
 _FACTS_CACHE: dict = {}
 
 _INS = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")

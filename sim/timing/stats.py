@@ -1,6 +1,6 @@
 """Timing statistics: per-warp stall breakdown, unit utilisation, achieved vs peak tensor throughput.
 
-Collected by :class:`sim.timing.model.TimingModel` while the simulation runs (no prints in components: the
+Collected by :class:`tcsim.timing.model.TimingModel` while the simulation runs (no prints in components: the
 report is built at the end) and returned as a :class:`TimingReport` on ``Result.timing``.
 
 Stall categories (cycles a warp wanted to issue but could not, or was blocked):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from isa.errors import TcsimError
-from isa.ptxas import assemble
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import TcsimError
+from tcsim.isa.ptxas import assemble
+from tcsim.launch import Launch, run_launch
 
 
 def run_checked(mod, launch: Launch, **run_kw):

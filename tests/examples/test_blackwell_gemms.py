@@ -18,16 +18,16 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled
-from isa.errors import TcsimError
-from sim.agents.tensor_pipe import TensorPipeParams
-from sim.agents.tma import TmaParams
-from sim.cli import main
+from tcsim.isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled
+from tcsim.isa.errors import TcsimError
+from tcsim.agents.tensor_pipe import TensorPipeParams
+from tcsim.agents.tma import TmaParams
+from tcsim.cli import main
 from kernel_checks import fails_or_diagnosed, mutation_is_caught, run_checked
-from sim.launch import run_launch
+from tcsim.launch import run_launch
 
-import examples.cta_pair_gemm as pair
-import examples.nvfp4_gemm as nvfp4
+import tcsim.examples.cta_pair_gemm as pair
+import tcsim.examples.nvfp4_gemm as nvfp4
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
@@ -111,7 +111,7 @@ def test_nvfp4_instruction_descriptor_and_tensor_maps():
 def test_nvfp4_reference_is_the_k64_chain():
     """Chaining K=64 MMAs equals the oracle's own block chaining over the whole K (its block is 64); the result
     is far from zero and near the float64 product."""
-    from sim.numerics.tensor_core import mma_block_scaled, tc_params
+    from tcsim.numerics.tensor_core import mma_block_scaled, tc_params
 
     launch = nvfp4.make_launch(seed=2, k=256)
     a, bt, sfa, sfb = nvfp4.operands(launch)

@@ -5,10 +5,10 @@ import re
 import numpy as np
 import pytest
 
-from examples import cluster_exchange as ce
-from isa.errors import LaunchError, VerifyError
-from isa.ptxas import assemble
-from sim.launch import run_launch
+from tcsim.examples import cluster_exchange as ce
+from tcsim.isa.errors import LaunchError, VerifyError
+from tcsim.isa.ptxas import assemble
+from tcsim.launch import run_launch
 from kernel_checks import fails_or_diagnosed, run_checked, with_ptx
 
 

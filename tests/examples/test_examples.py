@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isa.errors import TcsimError
-from sim.cli import main
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import TcsimError
+from tcsim.cli import main
+from tcsim.launch import Launch, run_launch
 
-import examples.bulk_pipeline as bulk_pipeline
-import examples.mma_gemm as mma_gemm
-import examples.tma_mma_gemm as tma_mma_gemm
+import tcsim.examples.bulk_pipeline as bulk_pipeline
+import tcsim.examples.mma_gemm as mma_gemm
+import tcsim.examples.tma_mma_gemm as tma_mma_gemm
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (0, 1, 2)
@@ -167,7 +167,7 @@ def test_tcsim_run_mma_gemm_file(capsys):
 @pytest.mark.parametrize("name", ["mma_gemm", "tma_mma_gemm", "bulk_pipeline"])
 def test_python_m_example(name, capsys):
     mod = {"mma_gemm": mma_gemm, "tma_mma_gemm": tma_mma_gemm, "bulk_pipeline": bulk_pipeline}[name]
-    from examples._common import example_main
+    from tcsim.examples._common import example_main
     assert example_main(mod, ["--seed", "2"]) == 0
     assert "PASS" in capsys.readouterr().out
 
@@ -189,7 +189,7 @@ _GPU_CASES = [
 @pytest.mark.parametrize("name,make", _GPU_CASES)
 def test_example_matches_gpu(name, make):
     """Same launch on the GPU back end: passes the example's check and is byte-identical to the simulator."""
-    hw = pytest.importorskip("hw.launcher")
+    hw = pytest.importorskip("tcsim.hw.launcher")
     ok, why = hw.gpu_available()
     if not ok:
         pytest.skip(why)

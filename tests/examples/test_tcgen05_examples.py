@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isa.descriptors import InstrDescriptor
-from sim.cli import main
-from isa.ptxas import PTXAS
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.cli import main
+from tcsim.isa.ptxas import PTXAS
 from kernel_checks import assert_assembles, mutation_is_caught, run_checked
-from sim.launch import run_launch
+from tcsim.launch import run_launch
 
-import examples.gemm_async as gemm_async
-import examples.tcgen05_walkthrough as walkthrough
+import tcsim.examples.gemm_async as gemm_async
+import tcsim.examples.tcgen05_walkthrough as walkthrough
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
@@ -94,7 +94,7 @@ def test_gemm_async_default_is_the_seed_shape():
 def test_gemm_async_reference_is_the_k16_chain():
     """The reference chains K=16 MMAs; the oracle's own block chaining (K = 192 in one call) must agree, the
     result must be near the float64 product and not trivially zero."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     launch = gemm_async.make_launch(seed=2, dtype="bf16")
     a, bt, fmt = gemm_async.operands(launch)
@@ -178,7 +178,7 @@ def test_walkthrough_instruction_descriptor_and_seed_kind_word(capsys):
     assert "0xC1" in report and "M 0, N 0" in report and "not a valid descriptor" in report
     assert "idesc 0x04208490: instruction descriptor {M 64, N 128, D f32, A bf16, B bf16, A MN-major, B K-major}" \
         in report
-    from examples._common import example_main
+    from tcsim.examples._common import example_main
     assert example_main(walkthrough, ["--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "PASS" in out and "seed kind word 0xC1" in out
@@ -230,10 +230,10 @@ def test_demo_keeps_the_former_kernel(capsys):
 
 def test_demo_gpu_backend_on_a_non_blackwell_gpu_is_one_line(monkeypatch, capsys):
     """On an H100 the launcher refuses sm_100a PTX (hw.launcher.check_target); demo prints that one line."""
-    import hw.launcher as L
+    import tcsim.hw.launcher as L
 
     def on_h100(launch, **kw):
-        from isa.parser import parse
+        from tcsim.isa.parser import parse
         text = launch.ptx.read_text() if isinstance(launch.ptx, Path) else launch.ptx
         L.check_target(parse(text, "demo").arch, (9, 0), "NVIDIA H100 80GB HBM3")
         raise AssertionError("check_target accepted sm_100a on sm_90")
@@ -253,7 +253,7 @@ def test_demo_gpu_backend_on_a_non_blackwell_gpu_is_one_line(monkeypatch, capsys
 def test_new_example_on_gpu(mod, make):
     """On an sm_100 GPU: the check passes and the output is byte-identical to the simulator's.  On any other GPU
     the back end must refuse with GpuUnavailable naming sm_100a."""
-    hw = pytest.importorskip("hw.launcher")
+    hw = pytest.importorskip("tcsim.hw.launcher")
     ok, why = hw.gpu_available()
     if not ok:
         pytest.skip(why)

@@ -16,13 +16,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault
-from isa.ptxas import PTXAS
-from sim.agents.tensor_pipe import TensorPipeParams
-from sim.agents.tma import TmaParams
-from sim.launch import run_launch
+from tcsim.isa.errors import MemoryFault
+from tcsim.isa.ptxas import PTXAS
+from tcsim.agents.tensor_pipe import TensorPipeParams
+from tcsim.agents.tma import TmaParams
+from tcsim.launch import run_launch
 
-import examples.tma_gather_mma_scatter as fused
+import tcsim.examples.tma_gather_mma_scatter as fused
 from kernel_checks import assert_assembles, mutation_is_caught, run_checked
 
 VARIANTS = sorted(fused.VARIANTS)
@@ -87,7 +87,7 @@ def test_references_are_not_vacuous():
 def test_reference_is_the_k16_chain_per_tile():
     """The reference chains K=16 MMAs over the whole gathered matrix; the oracle's own block chaining (all of K in
     one call) agrees, and so does the oracle applied per 128 x BN tile as the CTAs compute it."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     launch = fused.make_launch(seed=2, variant="n128_bn64_k3_ring2_dup")
     x, wt, _, gidx, _ = fused.operands(launch)
@@ -143,7 +143,7 @@ def test_ptxas_accepts_the_kernel_for_sm_100a():
 
 
 def test_tcsim_check_and_the_kernels_ingredients():
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
     text = fused.PTX.read_text()
     assert check_ptx_text(text, str(fused.PTX)) == []
     for needle in (".tile::gather4.mbarrier::complete_tx::bytes", ".tile::scatter4.bulk_group",
@@ -227,7 +227,7 @@ def test_make_launch_rejects_what_the_kernel_cannot_do(bad):
 
 # ------------------------------------------------------------------------------------------------ drivers
 def test_command_line_runs_and_checks_the_default(capsys):
-    from examples._common import example_main
+    from tcsim.examples._common import example_main
     assert example_main(fused, ["--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "[sim] PASS: out[scatter_idx] = X[gather_idx] @ W (256 rows, N = 128, K = 256, bf16 out)" in out

@@ -12,11 +12,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault
-from sim.agents.tma import TmaParams
-from sim.launch import run_launch
+from tcsim.isa.errors import MemoryFault
+from tcsim.agents.tma import TmaParams
+from tcsim.launch import run_launch
 
-import examples.tma_gather_scatter as gs
+import tcsim.examples.tma_gather_scatter as gs
 from kernel_checks import assert_assembles, fails_or_diagnosed, mutation_is_caught, run_checked
 
 SWEEP = gs.sweep()
@@ -71,7 +71,7 @@ def test_example_ptx_assembles_for_sm_100a_and_tcsim_decodes_it():
     assert ".target sm_100a" in text
     assert text.count("tile::gather4") >= 1 and text.count("tile::scatter4") >= 1
     assert_assembles(text, "sm_100a")
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
     assert check_ptx_text(text, str(gs.PTX)) == []
 
 
@@ -141,7 +141,7 @@ def test_command_line_quick_sweep(capsys):
 
 
 def test_tcsim_run_runs_the_representative_case(capsys):
-    from sim.cli import main
+    from tcsim.cli import main
     assert main(["run", str(gs.PTX.with_suffix(".py"))]) == 0
     assert "[sim] PASS: gather_bf16_x128_y128_off1000" in capsys.readouterr().out
 

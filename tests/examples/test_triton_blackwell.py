@@ -8,7 +8,7 @@ How a launch is built from them (:func:`triton_args`), exactly as ``triton/backe
 
 * a host ``TensorDescriptor`` argument becomes (CUtensorMap, shape..., strides...): the map is what
   ``cuTensorMapEncodeTiled`` gets from ``fill_tma_descriptor_tiled`` -- data type from ``tensordesc_meta
-  .elem_type`` (Triton's device numbering = PTX ``.elemtype``, :data:`isa.tensormap.PTX_ELEMTYPES`), box =
+  .elem_type`` (Triton's device numbering = PTX ``.elemtype``, :data:`tcsim.isa.tensormap.PTX_ELEMTYPES`), box =
   ``block_size`` (the inner dimension already clamped to the swizzle span by Triton), swizzle =
   ``tensordesc_meta.swizzle`` (CUtensorMapSwizzle), element strides 1, no interleave, L2 promotion 128B, OOB
   fill NONE (zeros) for ``padding="zero"``; shape is passed as i32 and strides as i64 element counts;
@@ -18,7 +18,7 @@ How a launch is built from them (:func:`triton_args`), exactly as ``triton/backe
 
 References, all computed from the inputs with numpy (never from simulator state):
 
-* matmuls: bit for bit against the tcgen05 numerics oracle (:func:`sim.numerics.tensor_core.mma_float`,
+* matmuls: bit for bit against the tcgen05 numerics oracle (:func:`tcsim.numerics.tensor_core.mma_float`,
   ``tc_params('sm_100a', 'tcgen05', fmt, kind=...)``) chained over K exactly as the kernels issue their MMAs:
   the PTX issues four ``tcgen05.mma.cta_group::1.kind::f16`` (K = 16 each) per 64-wide K block, or four
   ``.kind::tf32`` (K = 8 each) per 32-wide K block, the SMEM descriptors advancing through K in order (checked
@@ -34,7 +34,7 @@ References, all computed from the inputs with numpy (never from simulator state)
 
 The last section runs the CuTe DSL fixture (``tests/fixtures/triton/cute_dsl/``, CUTLASS Python DSL 4.8.1, also
 compiled without a GPU): a 2-stage TMA -> tcgen05 GEMM whose tensors arrive as byte-array parameters
-(:class:`sim.launch.Pointer`, :class:`sim.launch.Struct`).
+(:class:`tcsim.launch.Pointer`, :class:`tcsim.launch.Struct`).
 """
 from __future__ import annotations
 
@@ -46,15 +46,15 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.descriptors import InstrDescriptor
-from isa.parser import parse_file
-from isa.swizzle import SWIZZLE_NAMES
-from isa.tensormap import PTX_ELEMTYPES, TensorMap
-from sim.agents.tensor_pipe import TensorPipeParams
-from sim.agents.tma import TmaParams
-from sim.cli import main as tcsim_main
-from isa.ptxas import PTXAS, assemble
-from sim.launch import Launch, Pointer, Prepared, Struct, run_launch
+from tcsim.isa.descriptors import InstrDescriptor
+from tcsim.isa.parser import parse_file
+from tcsim.isa.swizzle import SWIZZLE_NAMES
+from tcsim.isa.tensormap import PTX_ELEMTYPES, TensorMap
+from tcsim.agents.tensor_pipe import TensorPipeParams
+from tcsim.agents.tma import TmaParams
+from tcsim.cli import main as tcsim_main
+from tcsim.isa.ptxas import PTXAS, assemble
+from tcsim.launch import Launch, Pointer, Prepared, Struct, run_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "triton"
@@ -136,7 +136,7 @@ def tma_written(launch: Launch, index: int, like: np.ndarray) -> np.ndarray:
 def chained_mma(a: np.ndarray, b: np.ndarray, fmt: str, block_k: int = 64) -> np.ndarray:
     """D (f32) = A[M,K] @ B[K,N] as the kernels issue it: tcgen05.mma steps of K_MMA[kind] in K order from +0,
     K zero-padded to a multiple of the kernel's BLOCK_K."""
-    from sim.numerics.tensor_core import mma_float, tc_params
+    from tcsim.numerics.tensor_core import mma_float, tc_params
 
     kind = "tf32" if fmt == "tf32" else "f16"
     step = K_MMA[kind]
@@ -214,7 +214,7 @@ def test_mma_chain_structure(name, fmt, n, b_major, per_block):
     (a constant), they come in groups of ``per_block`` per BLOCK_K (BLOCK_K / K_MMA), and within a group the A
     descriptors advance 2, 4, 6 in the start-address field (16-byte units: 32 bytes of K per MMA, in K order),
     found by following the definitions in program order."""
-    from isa import ir
+    from tcsim.isa import ir
     kind = "tf32" if fmt == "tf32" else "f16"
     body = module(name).kernel(name).body
     defs, offsets, idescs = {}, [], set()
@@ -331,7 +331,7 @@ def _schedule_case(name, rng):
 @pytest.mark.parametrize("name", ["tma_matmul_bf16", "ws_matmul_f16", "cp_async_matmul_tf32"])
 def test_schedule_independent(name):
     """Same bytes under other scheduler seeds and TMA / tensor-pipe / cp.async timings (DESIGN.md principle 5)."""
-    from sim.agents.async_copy import AsyncCopyParams
+    from tcsim.agents.async_copy import AsyncCopyParams
     make, output, check = _schedule_case(name, np.random.default_rng(3))
     outs = []
     for seed, tma, pipe, acp in ((None, None, None, None),
@@ -355,7 +355,7 @@ def test_schedule_independent(name):
 ])
 def test_negative_controls(old, new, why):
     """The comparison is discriminating: a one-token mutation of the Triton PTX must be caught."""
-    from isa.parser import parse
+    from tcsim.isa.parser import parse
     text = ptx_path("tma_matmul_bf16").read_text()
     assert text.count(old) == 1
     rng = np.random.default_rng(9)
@@ -471,7 +471,7 @@ def test_cute_gemm_bf16():
 
 def test_cute_gemm_dynamic_smem_is_exact():
     """The recorded dynamic SMEM size is what the kernel touches: one byte less and the last TMA box faults."""
-    from isa.errors import MemoryFault
+    from tcsim.isa.errors import MemoryFault
     m = cute_meta()
     a = np.zeros((m["shapes"]["M"], m["shapes"]["K"]), ml_dtypes.bfloat16)
     b = np.zeros((m["shapes"]["N"], m["shapes"]["K"]), ml_dtypes.bfloat16)
@@ -484,7 +484,7 @@ def test_cute_gemm_dynamic_smem_is_exact():
 def test_pointer_and_struct_parameters():
     """Pointer / Struct arguments (sim/launch.py): a pointer in a .b8[8] parameter, and a CuTe-style dynamic
     tensor {ptr, i32 shape, i64 stride} packed with C alignment (the i64 at offset 16)."""
-    from isa.errors import LaunchError
+    from tcsim.isa.errors import LaunchError
     ptx = """.version 8.8
 .target sm_100a
 .address_size 64

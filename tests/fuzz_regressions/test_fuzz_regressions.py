@@ -1,12 +1,12 @@
-"""Replay the differential-fuzzing reproducers saved here (``python -m hw.fuzz --backend gpu``): each ``.ptx`` +
+"""Replay the differential-fuzzing reproducers saved here (``python -m calib.fuzz --backend gpu``): each ``.ptx`` +
 ``.json`` pair is run on the simulator with its saved input and compared bit for bit with its saved GPU output.
 
 A record's ``status`` says what to expect: ``"open"`` -- the simulator still disagrees with the GPU (a known
 finding, described in ``finding``; strict xfail, so the day the simulator is fixed the test XPASSes and asks
 for the status to become ``"fixed"``); ``"fixed"`` -- it must agree; ``"diagnosed"`` -- the GPU result depends on
-how ptxas lowers the PTX (the ISA leaves it open, or ptxas miscompiles it), and tcsim must say so: ``isa.lint``
+how ptxas lowers the PTX (the ISA leaves it open, or ptxas miscompiles it), and tcsim must say so: ``tcsim.isa.lint``
 reports a note at the offending instruction; ``"explained"`` -- the PTX ISA leaves the result open and the
-lowering variant named in ``explained_by`` (sim/lowering.py, hw/fuzz/explain.py) reproduces the GPU output.  ``gpu_output_source`` says whether the GPU
+lowering variant named in ``explained_by`` (sim/lowering.py, calib/fuzz/explain.py) reproduces the GPU output.  ``gpu_output_source`` says whether the GPU
 bits were read back from the minimised program itself (``measured``) or taken from the fuzz run's exact data
 point for that instruction (``derived``).  ``category`` ``"aliasing"`` marks register aliasings PTX leaves open
 (the generator avoids them now).  Each reproducer must also pass ``tcsim check`` and be schedule-independent.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hw.fuzz.runner import field_diffs, load_reproducer, replay_on_sim
+from calib.fuzz.runner import field_diffs, load_reproducer, replay_on_sim
 
 HERE = Path(__file__).resolve().parent
 RECORDS = sorted(HERE.glob("*.json"))
@@ -47,7 +47,7 @@ def test_simulator_matches_saved_gpu_output(path):
 
 @pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
 def test_reproducer_is_valid_and_schedule_independent(path):
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
 
     rec = load_reproducer(path)
     assert not check_ptx_text(rec["ptx"], path.name)
@@ -66,7 +66,7 @@ def test_there_are_reproducers():
 @pytest.mark.parametrize("path", [p for p in RECORDS if load_reproducer(p).get("status") == "diagnosed"],
                          ids=lambda p: p.stem)
 def test_diagnosed_findings_are_noted(path):
-    from sim.cli import ptx_notes
+    from tcsim.cli import ptx_notes
 
     rec = load_reproducer(path)
     notes = ptx_notes(rec["ptx"], path.name)
@@ -80,7 +80,7 @@ def test_diagnosed_findings_are_noted(path):
 def test_explained_findings_reproduce(path):
     """A result the PTX ISA leaves open: tcsim's default rule differs from this GPU output, and the named lowering
     variant (sim/lowering.py) reproduces it bit for bit."""
-    from hw.fuzz.explain import explain_record
+    from calib.fuzz.explain import explain_record
 
     rec = load_reproducer(path)
     assert replay_on_sim(rec).output != rec["gpu_output"]

@@ -1,9 +1,9 @@
-"""Scalar-instruction truth from the H100, replayed on the simulator (hw/probes/alu_probe.py, alu_ops.py).
+"""Scalar-instruction truth from the H100, replayed on the simulator (calib/probes/alu_probe.py, alu_ops.py).
 
 Each probe group is one kernel that runs a list of single PTX instructions over hundreds or thousands of operand
 vectors (NaN payloads and signs, operand orders, out-of-range bit-field and shift operands, every float-to-float
 cvt form ptxas accepts, directed-rounding division...).  Its GPU outputs are committed under
-``tests/golden/alu_probe`` (``python -m hw.probes.alu_probe device`` + ``install``); here the same PTX runs on
+``tests/golden/alu_probe`` (``python -m calib.probes.alu_probe device`` + ``install``); here the same PTX runs on
 the simulator and every output column must be bit-identical.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from hw.probes.alu_ops import groups
-from isa.ptxas import PTXAS, assemble
-from hw.probes.alu_probe import GOLDEN, diff_report, load_golden, probe_ptx, simulate
+from calib.probes.alu_ops import groups
+from tcsim.isa.ptxas import PTXAS, assemble
+from calib.probes.alu_probe import GOLDEN, diff_report, load_golden, probe_ptx, simulate
 
 GROUPS = sorted(groups())
 
@@ -34,8 +34,8 @@ def test_simulator_matches_h100(name):
     if miscompiled:
         from dataclasses import replace
 
-        from isa.lint import notes
-        from isa.parser import parse
+        from tcsim.isa.lint import notes
+        from tcsim.isa.parser import parse
         as_compiled = simulate(replace(g, ops=[replace(op, text=op.compiled_as or op.text) for op in g.ops]))
         for k in miscompiled:
             assert (gpu[k] == as_compiled[k]).all(), f"{g.ops[k].text}: the H100 is not explained by " \

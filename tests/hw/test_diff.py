@@ -1,4 +1,4 @@
-"""hw.diff and ``tcsim diff``: identical runs are clean; a modified input is reported at the right element
+"""tcsim.hw.diff and ``tcsim diff``: identical runs are clean; a modified input is reported at the right element
 and record; addresses relocate against the anchors; .approx differences are reported with their ulp
 distance; polls collapse; clocks are reported, never asserted.  The GPU comparison (marked gpu) skips
 cleanly without a GPU."""
@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.launch import Launch
-from hw.cli_diff import add_parser
-from hw.diff import diff_runs
-from hw.trace import run_traced
+from tcsim.launch import Launch
+from tcsim.hw.cli_diff import add_parser
+from tcsim.hw.diff import diff_runs
+from tcsim.hw.trace import run_traced
 
-import examples.bulk_pipeline as bulk_pipeline
-import examples.mma_gemm as mma_gemm
-import examples.tma_mma_gemm as tma_mma_gemm
+import tcsim.examples.bulk_pipeline as bulk_pipeline
+import tcsim.examples.mma_gemm as mma_gemm
+import tcsim.examples.tma_mma_gemm as tma_mma_gemm
 
 ROOT = Path(__file__).resolve().parents[2]
 HDR = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -256,7 +256,7 @@ def test_cli_points_and_usage_errors(capsys):
 
 
 def test_cli_without_gpu_says_so_in_one_line(capsys):
-    from hw.launcher import gpu_available
+    from tcsim.hw.launcher import gpu_available
 
     ok, _ = gpu_available()
     if ok:
@@ -271,7 +271,7 @@ def test_cli_without_gpu_says_so_in_one_line(capsys):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["mma_gemm", "tma_mma_gemm", "bulk_pipeline"])
 def test_examples_traced_on_gpu_match_the_simulator(name):
-    hw = pytest.importorskip("hw.launcher")
+    hw = pytest.importorskip("tcsim.hw.launcher")
     ok, why = hw.gpu_available()
     if not ok:
         pytest.skip(why)
@@ -289,7 +289,7 @@ GOLDEN = ROOT / "tests" / "hw" / "golden_h100"
 
 def _against_golden(name, launch):
     """The simulator's traced run and the H100 run saved in tests/hw/golden_h100 (see its README)."""
-    from hw.trace import TracedRun
+    from tcsim.hw.trace import TracedRun
 
     gold = TracedRun.load(GOLDEN / f"{name}.npz")
     sim = run_traced(launch, ring_records=gold.layout.ring_records)

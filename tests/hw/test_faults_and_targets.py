@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw import faults
-from hw.launcher import GpuUnavailable, check_target, gpu_available, target_capability
-from isa.errors import VerifyError
-from sim.launch import Launch, run_launch
+from calib import faults
+from tcsim.hw.launcher import GpuUnavailable, check_target, gpu_available, target_capability
+from tcsim.isa.errors import VerifyError
+from tcsim.launch import Launch, run_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "faults.json"
@@ -48,9 +48,9 @@ def test_target_rules():
 
 def test_recorded_gpu_faults_match_simulator_diagnoses():
     if not GOLDEN.exists():
-        pytest.skip("no recorded GPU faults yet (python -m hw.faults --out tests/golden/faults.json on a GPU)")
+        pytest.skip("no recorded GPU faults yet (python -m calib.faults --out tests/golden/faults.json on a GPU)")
     rec = json.loads(GOLDEN.read_text())
-    assert rec["meta"]["command"].startswith("python -m hw.faults")
+    assert rec["meta"]["command"].startswith("python -m calib.faults")
     for case, row in rec["cases"].items():
         kind, _ = faults.simulate(faults.make_launch(case))
         assert kind == row["sim_kind"] == EXPECTED_SIM[case][0]
@@ -72,8 +72,8 @@ def test_gpu_faults_are_reported_and_process_survives(gpu):
         assert r.gpu_error and r.gpu_error.startswith("CUDA_ERROR_"), r
         assert r.sim_kind == EXPECTED_SIM[case][0]
     # this process keeps working: a good launch after four faulting ones
-    from examples import mma_gemm
-    from hw.launcher import run_on_gpu
+    from tcsim.examples import mma_gemm
+    from tcsim.hw.launcher import run_on_gpu
     launch = mma_gemm.make_launch()
     res = run_on_gpu(launch)
     assert res.ok and mma_gemm.check(res, launch)[0]
@@ -81,7 +81,7 @@ def test_gpu_faults_are_reported_and_process_survives(gpu):
 
 @pytest.mark.gpu
 def test_tcgen05_kernel_needs_sm100a(gpu):
-    from hw.launcher import run_on_gpu, probe
+    from tcsim.hw.launcher import run_on_gpu, probe
     if tuple(probe()["cc"]) == (10, 0):
         pytest.skip("a Blackwell GPU: the tcgen05 path runs for real")
     ptx = ROOT / "tests" / "fixtures" / "nvcc" / "tcgen05_mma.sm_100a.ptx"

@@ -1,4 +1,4 @@
-"""hw.fuzz: the differential fuzzer of random race-free PTX programs.
+"""calib.fuzz: the differential fuzzer of random race-free PTX programs.
 
 * the generator is deterministic per seed and its programs are valid: ptxas (-arch=sm_90a) and ``tcsim check``
   accept 200 of them (one multi-entry module, as the GPU batch loads them);
@@ -19,9 +19,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from hw.fuzz.generator import If, Ins, Loop, Program, Round, generate, module_header
-from hw.fuzz.minimize import minimize, node_ids
-from hw.fuzz.runner import (SIM_SEEDS, GpuBatch, SimPool, compare, fuzz, load_reproducer, replay_on_sim,
+from calib.fuzz.generator import If, Ins, Loop, Program, Round, generate, module_header
+from calib.fuzz.minimize import minimize, node_ids
+from calib.fuzz.runner import (SIM_SEEDS, GpuBatch, SimPool, compare, fuzz, load_reproducer, replay_on_sim,
                             run_sim)
 
 PTXAS = shutil.which("ptxas")
@@ -64,7 +64,7 @@ def test_generator_covers_the_subset():
 
 @needs_ptxas
 def test_200_programs_pass_ptxas_and_tcsim_check(tmp_path):
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
 
     progs = [generate(s) for s in range(200)]
     text = _module(progs)
@@ -75,7 +75,7 @@ def test_200_programs_pass_ptxas_and_tcsim_check(tmp_path):
 
 
 def test_tcsim_check_without_ptxas():
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
 
     errors = check_ptx_text(_module([generate(s) for s in range(1000, 1040)]), "fuzz40.ptx")
     assert not errors, "\n".join(str(e) for e in errors[:10])
@@ -100,7 +100,7 @@ def test_outputs_dump_every_register_and_follow_the_inputs():
     assert out.ok
     got = np.frombuffer(out.output, np.uint8).reshape(p.nthreads, -1)
     want = p.input_buffer()[:got.size].reshape(p.nthreads, -1)
-    from hw.fuzz.generator import OFFP
+    from calib.fuzz.generator import OFFP
     assert np.array_equal(got[:, :OFFP], want[:, :OFFP])
     assert np.array_equal(got[:, OFFP:OFFP + 4], want[:, OFFP:OFFP + 4])
 
@@ -215,7 +215,7 @@ def test_planted_bug_is_found_minimised_and_saved(tmp_path):
 
 @pytest.mark.gpu
 def test_programs_agree_with_the_gpu():
-    from hw.launcher import GpuUnavailable, gpu_available
+    from tcsim.hw.launcher import GpuUnavailable, gpu_available
 
     ok, why = gpu_available()
     if not ok:
@@ -239,9 +239,9 @@ def test_sim_seeds_constant():
 
 
 def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_path):
-    """hw.fuzz.record: hashes for every program, whole outputs only where the simulator disagrees (a planted
+    """calib.fuzz.record: hashes for every program, whole outputs only where the simulator disagrees (a planted
     mul.hi bug in the stand-in driver), and the offline compare finds exactly those programs again."""
-    from hw.fuzz.record import compare_recording, load, record, slim
+    from calib.fuzz.record import compare_recording, load, record, slim
 
     f = tmp_path / "rec.npz"
     meta = record(0, 24, f, gpu_workers=1, driver="fake-mulhi", jobs=1, log=lambda s: None)
@@ -257,7 +257,7 @@ def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_pat
 
 
 def test_triage_minimises_each_seed_in_parallel_workers(tmp_path):
-    from hw.fuzz.triage import parse_seeds, triage
+    from calib.fuzz.triage import parse_seeds, triage
 
     assert parse_seeds("3-5,9") == [3, 4, 5, 9]
     # (programs of version 2, whose first mul.hi of seeds < 200 all reach the output; triage takes the version)
@@ -277,9 +277,9 @@ def test_triage_minimises_each_seed_in_parallel_workers(tmp_path):
 # ------------------------------------------------------------------------------------------- generator versions
 
 def test_version_3_programs_carry_no_note_of_its_checks():
-    from hw.fuzz.generator import V3_LINT_CHECKS
-    from isa.lint import CHECKS, notes
-    from isa.parser import parse
+    from calib.fuzz.generator import V3_LINT_CHECKS
+    from tcsim.isa.lint import CHECKS, notes
+    from tcsim.isa.parser import parse
 
     assert set(V3_LINT_CHECKS) <= set(CHECKS)
     noted_before = 0
@@ -293,9 +293,9 @@ def test_versions_differ_only_where_version_3_redraws():
     # version 3 draws the same program as version 2 where that has nothing to avoid
     same = [s for s in range(200000, 200040) if generate(s, version=3).render() == generate(s, version=2).render()]
     assert same
-    from isa.lint import notes
-    from isa.parser import parse
-    from hw.fuzz.generator import V3_LINT_CHECKS
+    from tcsim.isa.lint import notes
+    from tcsim.isa.parser import parse
+    from calib.fuzz.generator import V3_LINT_CHECKS
     for s in same:
         assert not notes(parse(generate(s, version=2).render()), checks=V3_LINT_CHECKS)
 
@@ -309,9 +309,9 @@ def test_generate_returns_a_fresh_program_each_time():
 
 
 def test_version_4_programs_carry_no_note_of_its_checks():
-    from hw.fuzz.generator import V4_LINT_CHECKS
-    from isa.lint import CHECKS, notes
-    from isa.parser import parse
+    from calib.fuzz.generator import V4_LINT_CHECKS
+    from tcsim.isa.lint import CHECKS, notes
+    from tcsim.isa.parser import parse
 
     assert set(V4_LINT_CHECKS) < set(CHECKS)
     for s in range(300000, 300030):
@@ -319,9 +319,9 @@ def test_version_4_programs_carry_no_note_of_its_checks():
 
 
 def test_version_5_programs_carry_no_note_at_all():
-    from hw.fuzz.generator import V5_AVOIDS, V5_LINT_CHECKS
-    from isa.lint import CHECKS, notes
-    from isa.parser import parse
+    from calib.fuzz.generator import V5_AVOIDS, V5_LINT_CHECKS
+    from tcsim.isa.lint import CHECKS, notes
+    from tcsim.isa.parser import parse
 
     assert set(V5_LINT_CHECKS) == set(CHECKS)
     for s in range(400000, 400030):
@@ -359,8 +359,8 @@ _F64_PAIR = """
 
 
 def _run_pair(body, x, y, variants=()):
-    from sim import lowering
-    from sim.launch import Launch, run_launch
+    from tcsim import lowering
+    from tcsim.launch import Launch, run_launch
 
     buf = np.array([x, y, 0, 0], dtype=np.uint64).view(np.uint8)
     with lowering.variants(variants):
@@ -385,7 +385,7 @@ def test_f64_nan_swap_applies_per_instruction():
 
 
 def test_per_instruction_swaps_leave_one_or_two_instructions_out_or_in():
-    from hw.fuzz.explain import f64_nan_lines, per_instruction_swaps
+    from calib.fuzz.explain import f64_nan_lines, per_instruction_swaps
 
     text = "\n".join(["add.f64 %rd1, %rd2, %rd3;", "mul.rz.f64 %rd1, %rd2, %rd3;", "neg.f64 %rd1, %rd2;",
                       "@%p0 fma.rn.f64 %rd1, %rd2, %rd3, %rd4;", "add.f64 %rd1, %rd2, 0d3FF0000000000000;"])
@@ -450,7 +450,7 @@ def test_per_instruction_swaps_leave_one_or_two_instructions_out_or_in():
      None),                                                        # the source unchanged: neg-into-immediate
 ])
 def test_dataflow_rewrites(name, before, after):
-    from hw.fuzz.explain import as_compiled
+    from calib.fuzz.explain import as_compiled
 
     assert as_compiled(before, [name]) == after
 
@@ -467,7 +467,7 @@ def test_sign_ops_bitwise_applies_per_instruction():
 
 
 def test_a_bad_seed_list_is_a_usage_error(capsys, tmp_path):
-    from hw.fuzz.triage import main
+    from calib.fuzz.triage import main
     for arg, words in ((f"@{tmp_path / 'missing.txt'}", "cannot read the seed list"),
                        ("1-x", "not a seed or seed range: '1-x'")):
         with pytest.raises(SystemExit) as e:

@@ -1,10 +1,10 @@
-"""H100 fuzz campaigns replayed on the simulator (tests/golden/fuzz_campaign, made by ``python -m hw.fuzz.record``).
+"""H100 fuzz campaigns replayed on the simulator (tests/golden/fuzz_campaign, made by ``python -m calib.fuzz.record``).
 
 Each recording holds a 128-bit hash of the GPU output of every program of a campaign and the list of programs
 the simulator agreed with when it was recorded.  CI replays a deterministic sample of those and requires the
 simulator's output to hash to the GPU's: real-hardware truth guarding every change.  Programs the simulator
 still disagrees with are the campaign's open findings (README in that folder); their GPU outputs, where kept,
-let ``python -m hw.fuzz.record compare`` and ``python -m hw.fuzz.derive`` work on them without a GPU.
+let ``python -m calib.fuzz.record compare`` and ``python -m calib.fuzz.derive`` work on them without a GPU.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hw.fuzz.generator import generate
-from hw.fuzz.record import _digest, _h, differing_seeds, load
-from hw.fuzz.runner import run_sim
+from calib.fuzz.generator import generate
+from calib.fuzz.record import _digest, _h, differing_seeds, load
+from calib.fuzz.runner import run_sim
 
 ROOT = Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign"
 FILES = sorted(ROOT.glob("h100_*seeds_*.npz"))         # every generator version
@@ -54,7 +54,7 @@ def test_simulator_matches_h100_on_a_sample(path):
         out = run_sim(generate(s, version=meta.get("generator", 1)))
         if not out.ok or _h(out.output) != meta["gpu_sha"][str(s)]:
             bad.append(s)
-    assert not bad, f"the simulator no longer matches the H100 on programs {bad[:10]} (python -m hw.fuzz.record " \
+    assert not bad, f"the simulator no longer matches the H100 on programs {bad[:10]} (python -m calib.fuzz.record " \
                     f"compare --gpu {path} --seeds {bad[0]}-{bad[0]} shows the fields)"
 
 
@@ -62,8 +62,8 @@ def test_every_disagreement_of_the_latest_campaign_is_explained_or_diagnosed():
     """Issue 3's bar: each program of the newest campaign that the simulator disagrees with is reproduced bit for
     bit by a verified explanation (``diagnosed:``) or carries the isa/lint.py note of a ptxas miscompilation
     diagnosed from its SASS (``noted:``).  A sample of 40 of them (all the noted ones first) keeps this quick;
-    ``python -m hw.fuzz.record compare --gpu FILE --differing`` checks all of them."""
-    from hw.fuzz.record import compare_recording, noted_checks
+    ``python -m calib.fuzz.record compare --gpu FILE --differing`` checks all of them."""
+    from calib.fuzz.record import compare_recording, noted_checks
     path = max(FILES, key=lambda p: load(p)[1].get("generator", 1))
     z, meta = load(path)
     gv = meta.get("generator", 1)

@@ -1,6 +1,6 @@
 """Real-hardware truth on every CI run: each ``tests/golden/<case>/`` was recorded on a GPU by
-``python -m hw.golden regen``; here its launch is rebuilt from ``meta.json``, simulated, and every output is
-required to be bit-identical to the GPU's (``hw.golden.replay_case``).  No GPU is needed."""
+``python -m calib.golden regen``; here its launch is rebuilt from ``meta.json``, simulated, and every output is
+required to be bit-identical to the GPU's (``calib.golden.replay_case``).  No GPU is needed."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from hw.golden import CASES, GOLDEN_ROOT, META, OUTPUTS, GoldenMismatch, golden_dirs, load_case, replay_case
+from calib.golden import CASES, GOLDEN_ROOT, META, OUTPUTS, GoldenMismatch, golden_dirs, load_case, replay_case
 
 DIRS = golden_dirs()
 REQUIRED = ("case", "factory", "kwargs", "seed", "gpu", "driver_version", "compute_capability", "date", "command",
@@ -17,7 +17,7 @@ REQUIRED = ("case", "factory", "kwargs", "seed", "gpu", "driver_version", "compu
 
 
 def test_every_registered_case_has_golden_data():
-    assert {d.name for d in DIRS} == set(CASES), "run `python -m hw.golden regen` on a GPU for the missing cases"
+    assert {d.name for d in DIRS} == set(CASES), "run `python -m calib.golden regen` on a GPU for the missing cases"
 
 
 @pytest.mark.parametrize("d", DIRS, ids=lambda d: d.name)
@@ -32,7 +32,7 @@ def test_meta_records_provenance(d):
     assert not missing
     assert meta["case"] == d.name
     assert meta["factory"] == CASES[d.name].factory and meta["kwargs"] == CASES[d.name].kwargs
-    assert meta["command"].startswith("python -m hw.golden regen")
+    assert meta["command"].startswith("python -m calib.golden regen")
     assert "H100" in meta["gpu"] and meta["compute_capability"] == "9.0"
     assert [int(i) for i in meta["outputs"]] == list(CASES[d.name].outputs)
 

@@ -1,4 +1,4 @@
-"""hw/microbench on the simulator (no GPU needed): every case builds and runs, the timed segments have the
+"""calib/microbench on the simulator (no GPU needed): every case builds and runs, the timed segments have the
 structure they must have (a dependent chain of n instructions takes at least n cycles and longer chains take
 longer), the measured instructions really ran (sink values computed here from the chain's arithmetic), the
 validation kernels are correct, the example instrumentation leaves the examples' outputs unchanged, the
@@ -13,11 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from hw.microbench import analysis as A
-from hw.microbench import cases as C
-from hw.microbench import ptxgen as G
-from hw.microbench import record as R
-from sim.launch import Launch, run_launch
+from calib.microbench import analysis as A
+from calib.microbench import cases as C
+from calib.microbench import ptxgen as G
+from calib.microbench import record as R
+from tcsim.launch import Launch, run_launch
 
 ROOT = R.ROOT
 CALIB = [c for c in C.CASES.values() if c.kind == "calibration"]
@@ -301,7 +301,7 @@ def test_record_install_and_sim_commands_end_to_end(tmp_path):
     # provenance
     before, before_arrays = R.load(tmp_path / "golden")
     rec2 = tmp_path / "rec2"
-    R.record(R.select(["alu_add_s32"]), rec2, "sim", 1, 1, "python -m hw.microbench record --case alu_add_s32")
+    R.record(R.select(["alu_add_s32"]), rec2, "sim", 1, 1, "python -m calib.microbench record --case alu_add_s32")
     m2, _ = R.load(rec2)
     m2.update(backend="gpu", gpu="test")
     (rec2 / R.META).write_text(json.dumps(m2))
@@ -328,7 +328,7 @@ def test_record_install_and_sim_commands_end_to_end(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "hw.microbench", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "calib.microbench", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
 
 
@@ -371,7 +371,7 @@ def test_ptx_command_prints_the_kernel():
 @pytest.mark.parametrize("name", ["mma_f16_latency", "smem_conflict_1way", "val_pipe_gemm_3stage",
                                   "val_ws_scale_2stage", "val_tma_mma_gemm"])
 def test_case_on_the_gpu(name):
-    hw = pytest.importorskip("hw.launcher")
+    hw = pytest.importorskip("tcsim.hw.launcher")
     ok, why = hw.gpu_available()
     if not ok:
         pytest.skip(why)
@@ -389,7 +389,7 @@ def test_case_on_the_gpu(name):
 def test_ws_tile_writes_the_scaled_tile(name):
     """The consumer-tile case does val_ws_scale's work: every word of every tile it stores is smem * a + b, where
     thread t filled SMEM words t, t + 128, ... with float(t) (the register variant stores float(t) itself)."""
-    from sim.launch import run_launch
+    from tcsim.launch import run_launch
     launch = C.CASES[name].build()
     dst = np.asarray(run_launch(launch).outputs[2], dtype=np.float32)
     word = np.arange(dst.size) % 128

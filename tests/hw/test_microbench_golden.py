@@ -1,5 +1,5 @@
 """Integrity of the H100 timing golden data (``tests/golden/timing_h100``, recorded by
-``bash hw/microbench_device_run.sh`` and installed with ``python -m hw.microbench install``).
+``bash calib/microbench_device_run.sh`` and installed with ``python -m calib.microbench install``).
 
 The record must belong to the current kernels: every registered case is recorded, and the SHA-256 of its PTX
 and of its input arrays matches what the case builds now -- changing a kernel (or its inputs) without
@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hw.microbench import analysis as A
-from hw.microbench import cases as C
-from hw.microbench import record as R
+from calib.microbench import analysis as A
+from calib.microbench import cases as C
+from calib.microbench import record as R
 
 GOLDEN = R.GOLDEN
 HAVE = (GOLDEN / R.META).exists() and (GOLDEN / R.DATA).exists()
 pytestmark = pytest.mark.skipif(not HAVE, reason=f"{GOLDEN} does not exist yet: run bash "
-                                "hw/microbench_device_run.sh $OUT on an H100, then python -m hw.microbench install")
+                                "calib/microbench_device_run.sh $OUT on an H100, then python -m calib.microbench install")
 META, ARRAYS = R.load(GOLDEN) if HAVE else ({"cases": {}}, {})
 
 
@@ -27,7 +27,7 @@ def test_provenance():
     assert META["backend"] == "gpu"
     assert "H100" in META["gpu"] and META["compute_capability"] == "9.0"
     assert META["driver_version"] and META["date"]
-    assert META["command"].startswith("python -m hw.microbench record")
+    assert META["command"].startswith("python -m calib.microbench record")
     assert META["reps"] == C.REPS and tuple(META["chain"]) == C.CHAIN
     for f in (R.META, R.DATA):
         assert (GOLDEN / f).stat().st_size < 2 << 20
@@ -44,7 +44,7 @@ def test_record_matches_the_current_kernel(name):
     case = C.CASES[name]
     launch = case.build()
     assert e["ptx_sha256"] == R.ptx_sha(case), (f"the PTX of {name} changed since the H100 record: re-record "
-                                                "(bash hw/microbench_device_run.sh) and install")
+                                                "(bash calib/microbench_device_run.sh) and install")
     assert e["inputs_sha256"] == R.input_digests(case, launch), f"the inputs of {name} changed: re-record"
     assert e["status"] == "ok", (e["status"], e.get("detail"))
 
@@ -110,8 +110,8 @@ def test_every_timed_chain_was_in_its_timed_region(name):
 
 
 def test_direct_params_are_sm90a_parameters_with_the_recorded_values(tmp_path):
-    """``python -m hw.microbench params`` writes names sim/timing knows (a typo would raise KeyError there)."""
-    from sim.timing.params import arch_config
+    """``python -m calib.microbench params`` writes names sim/timing knows (a typo would raise KeyError there)."""
+    from tcsim.timing.params import arch_config
     p = A.direct_params(META)
     f = tmp_path / "measured.json"
     f.write_text(__import__("json").dumps(p))

@@ -1,9 +1,9 @@
 """mma.sync numerics against the H100 (tests/golden/mma_sync_numerics, README there).
 
-The GPU results were recorded by ``hw/probes/device_run.sh`` (``python -m hw.probes.mma_probe device``) and
-reduced by ``python -m hw.probes.mma_probe analyze``.  Inputs are never stored for the random campaigns: they
-are regenerated from the seed (``hw.probes.mma_inputs.gen_chunk``), their SHA-256 checked against the
-device's, and ``sim.numerics.tensor_core.mma_float`` with ``tc_params('sm_90a', 'mma.sync', fmt)`` must
+The GPU results were recorded by ``calib/probes/device_run.sh`` (``python -m calib.probes.mma_probe device``) and
+reduced by ``python -m calib.probes.mma_probe analyze``.  Inputs are never stored for the random campaigns: they
+are regenerated from the seed (``calib.probes.mma_inputs.gen_chunk``), their SHA-256 checked against the
+device's, and ``tcsim.numerics.tensor_core.mma_float`` with ``tc_params('sm_90a', 'mma.sync', fmt)`` must
 reproduce the GPU bit for bit on
 
 * the CI subsample (the first cases of every campaign; GPU outputs stored as ``gpu ^ estimate``);
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw.probes import mma_inputs as MI
-from hw.probes.mma_ptx import FLOAT_PAIRS, INT_PAIRS, probe_launch, probe_ptx, ptx_path
-from sim.numerics.tensor_core import mma_float, mma_int, tc_params
+from calib.probes import mma_inputs as MI
+from calib.probes.mma_ptx import FLOAT_PAIRS, INT_PAIRS, probe_launch, probe_ptx, ptx_path
+from tcsim.numerics.tensor_core import mma_float, mma_int, tc_params
 
 GOLD = Path(__file__).resolve().parents[1] / "golden" / "mma_sync_numerics"
 SUMMARY = json.loads((GOLD / "summary.json").read_text())
@@ -68,7 +68,7 @@ def test_summary_covers_every_pair_with_100k_cases():
 
 def test_probe_ptx_files_are_the_generated_ones():
     for pair in {**FLOAT_PAIRS, **INT_PAIRS}.values():
-        assert ptx_path(pair).read_text() == probe_ptx(pair), f"run `python -m hw.probes.mma_probe write-ptx`"
+        assert ptx_path(pair).read_text() == probe_ptx(pair), f"run `python -m calib.probes.mma_probe write-ptx`"
 
 
 def test_inputs_regenerate_from_the_seed(chunk0):
@@ -91,7 +91,7 @@ def test_ci_subsample_bit_exact(chunk0):
 
 def test_probe_kernel_on_the_simulator(chunk0):
     """The same PTX the H100 ran, on the simulator, over the first 64 cases: fragment maps + mma.sync + model."""
-    from sim.launch import run_launch
+    from tcsim.launch import run_launch
 
     name, pair, a, bt, c = chunk0
     n = 64
@@ -193,7 +193,7 @@ def test_settled_question(pairs, test, bits):
 # ------------------------------------------------------------------------------------------ integers
 @pytest.mark.parametrize("name", list(INT_PAIRS))
 def test_integer_forms_wrap_or_clamp(name):
-    from hw.probes.mma_probe import int_random
+    from calib.probes.mma_probe import int_random
 
     pair = INT_PAIRS[name]
     signed = pair.ab == "s8"

@@ -1,14 +1,14 @@
-"""The recorded SASS facts (tests/golden/timing_h100/sass_facts.json, hw/sass_facts.py) belong to the current
+"""The recorded SASS facts (sim/timing/data/sass_facts_h100.json, calib/sass_facts.py) belong to the current
 kernels, and the timing model charges a SASS-timed loop the steady static schedule of its SASS block."""
 import json
 import shutil
 
 import pytest
 
-from hw.microbench import cases as C
-from isa.parser import parse
-from sim.timing.sass import SASS_FACTS, default_latencies, kernel_fingerprint, load_loops, steady_cycles
-from sim.timing.params import arch_config
+from calib.microbench import cases as C
+from tcsim.isa.parser import parse
+from tcsim.timing.sass import SASS_FACTS, default_latencies, kernel_fingerprint, load_loops, steady_cycles
+from tcsim.timing.params import arch_config
 
 TABLE = json.loads(SASS_FACTS.read_text())
 
@@ -40,7 +40,7 @@ def test_a_kernel_without_facts_has_no_sass_timed_loops():
 
 @pytest.mark.skipif(not (shutil.which("ptxas") and shutil.which("nvdisasm")), reason="needs ptxas and nvdisasm")
 def test_extractor_reproduces_the_recorded_facts():
-    from hw.sass_facts import facts
+    from calib.sass_facts import facts
     launch = C.CASES["val_pipe_gemm_3stage"].build()
     f = facts(launch.ptx_text()[0], launch.kernel)
     rec = TABLE[f["fingerprint"]]["loops"]

@@ -1,4 +1,4 @@
-"""The static SASS schedule (hw/sass_schedule.py) on saved ptxas 13.0 listings: it explains what the PTX-level
+"""The static SASS schedule (calib/sass_schedule.py) on saved ptxas 13.0 listings: it explains what the PTX-level
 timing model cannot -- the same ldmatrix + mma.sync k-tile loop costs 429 clk per k-tile on the H100 in
 loop_ldsm_mma_1w and ~690 (static) in val_pipe_gemm_*, because ptxas allocates the B fragments differently."""
 import json
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw.microbench import timeline as T
-from hw.microbench.record import GOLDEN
-from hw.sass_schedule import clock_regions, parse_listing, static_cycles
+from calib.microbench import timeline as T
+from calib.microbench.record import GOLDEN
+from calib.sass_schedule import clock_regions, parse_listing, static_cycles
 
 SASS = GOLDEN / "sass"
 META = json.loads((GOLDEN / "meta.json").read_text())

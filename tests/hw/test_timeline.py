@@ -1,4 +1,4 @@
-"""Event timelines of the validation kernels (hw/microbench/timeline.py) and their H100 golden record
+"""Event timelines of the validation kernels (calib/microbench/timeline.py) and their H100 golden record
 (tests/golden/timing_h100/timelines/): the instrumentation finds every mark, the record belongs to the current
 instrumented kernels, and the simulator walks each warp through the same events as the H100 did."""
 import json
@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from hw.microbench import cases as C
-from hw.microbench import timeline as T
-from hw.microbench.record import GOLDEN
+from calib.microbench import cases as C
+from calib.microbench import timeline as T
+from calib.microbench.record import GOLDEN
 
 TL = GOLDEN / "timelines"
 META = json.loads((TL / "timelines.json").read_text())

@@ -1,6 +1,6 @@
 """tcsim's sm_90a timing model against the H100 record in tests/golden/timing_h100 (issue 6).
 
-* the fitted parameters (tests/golden/timing_h100/measured.json, written by ``python -m hw.microbench fit``) each
+* the fitted parameters (sim/timing/data/measured_h100.json, written by ``python -m calib.microbench fit``) each
   name a known sm_90a parameter and the calibration case(s) they come from;
 * the calibration kernels, simulated with the sm_90a config, reproduce a representative subset of the recorded
   values within the tolerance stated per case;
@@ -15,9 +15,9 @@ import json
 import numpy as np
 import pytest
 
-from hw.microbench import cases as C
-from hw.microbench.record import GOLDEN, META as META_NAME, run_case
-from sim.timing.params import MEASURED_H100, SM_90A, arch_config
+from calib.microbench import cases as C
+from calib.microbench.record import GOLDEN, META as META_NAME, run_case
+from tcsim.timing.params import MEASURED_H100, SM_90A, arch_config
 
 META = json.loads((GOLDEN / META_NAME).read_text())
 MEASURED = json.loads(MEASURED_H100.read_text())
@@ -30,8 +30,8 @@ def test_every_fitted_parameter_is_known_and_sourced():
         assert name in SM_90A, name
         assert isinstance(entry["value"], (int, float)), name
         src = entry["source"]
-        assert src.startswith("hw/microbench "), (name, src)
-        cases = src[len("hw/microbench "):].split(" (")[0].split(", ")
+        assert src.startswith("calib/microbench "), (name, src)
+        cases = src[len("calib/microbench "):].split(" (")[0].split(", ")
         assert cases and all(c in C.CASES and C.CASES[c].kind == "calibration" for c in cases), (name, cases)
         assert entry.get("note"), name
         assert cfg.param(name).value == entry["value"] and cfg.param(name).kind == "M"
@@ -79,7 +79,7 @@ CALIBRATION = [
     ("bulk_65536B", "warm", 0.03),
     ("dsmem_chase", "ld_shared_cluster_peer", 0.02),
     ("dsmem_chase", "ld_shared_cluster_own", 0.03),
-    # the cases the validation timelines asked for (hw/microbench/timeline.py; tests/golden/timing_h100/README.md)
+    # the cases the validation timelines asked for (calib/microbench/timeline.py; tests/golden/timing_h100/README.md)
     ("gmem_chase_fresh_128", "latency", 0.02),     # first touch of a host-written line (in L2)
     ("gmem_chase_fresh_8192", "latency", 0.06),    # 382 vs 399 at 128-B stride; tcsim has one value
     ("gmem_chase_cold", "latency", 0.02),          # first touch of a line no longer in L2

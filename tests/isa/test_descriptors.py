@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa.descriptors import (InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor, decode_idesc,
+from tcsim.isa.descriptors import (InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor, decode_idesc,
                              operand_addresses, type_code)
 
 

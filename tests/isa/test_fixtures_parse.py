@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from isa import ir
-from isa.parser import parse, parse_file
+from tcsim.isa import ir
+from tcsim.isa.parser import parse, parse_file
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

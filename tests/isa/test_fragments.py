@@ -3,7 +3,7 @@ independently, in the "for ai where ..." style of PTX ISA §9.7.14.5.7-10) and a
 import numpy as np
 import pytest
 
-from isa import fragments as FR
+from tcsim.isa import fragments as FR
 
 
 def _gt(lane):

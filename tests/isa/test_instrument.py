@@ -1,4 +1,4 @@
-"""isa.instrument (PTX -> PTX trace rewriter) and hw.trace (decoder, traced runs) on the simulator.
+"""tcsim.isa.instrument (PTX -> PTX trace rewriter) and hw.trace (decoder, traced runs) on the simulator.
 
 The instrumented PTX of the examples and of the nvcc sm_90a fixtures must pass ptxas; the instrumented
 run must produce the same outputs as the plain run; decoded records are checked against hand-computed values,
@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isa.errors import LaunchError, TcsimError
-from isa.instrument import TRACE_PARAM, InstrumentError, TraceLayout, instrument
-from isa.parser import parse
-from sim.launch import Launch, run_launch
-from hw.trace import TracedRun, decode_trace, run_traced, traced_launch
+from tcsim.isa.errors import LaunchError, TcsimError
+from tcsim.isa.instrument import TRACE_PARAM, InstrumentError, TraceLayout, instrument
+from tcsim.isa.parser import parse
+from tcsim.launch import Launch, run_launch
+from tcsim.hw.trace import TracedRun, decode_trace, run_traced, traced_launch
 
-import examples.bulk_pipeline as bulk_pipeline
-import examples.mma_gemm as mma_gemm
-import examples.tma_mma_gemm as tma_mma_gemm
+import tcsim.examples.bulk_pipeline as bulk_pipeline
+import tcsim.examples.mma_gemm as mma_gemm
+import tcsim.examples.tma_mma_gemm as tma_mma_gemm
 
 ROOT = Path(__file__).resolve().parents[2]
 PTXAS = shutil.which("ptxas")
@@ -241,7 +241,7 @@ def test_divergent_if_else_masks():
 def test_divergent_masks_recorded_on_an_h100():
     """The same instrumented kernel on an H100 (tests/hw/golden_h100): the same lane groups (it ran the
     if-side first), values identical lane by lane."""
-    from hw.diff import diff_runs
+    from tcsim.hw.diff import diff_runs
 
     gold = TracedRun.load(ROOT / "tests/hw/golden_h100/divergent.npz")
     run = run_traced(Launch(ptx=DIVERGENT, block=(32, 1, 1), args=[np.zeros(32, np.uint32)]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.cli import ptx_notes
+from tcsim.cli import ptx_notes
 
 
 def _kernel(body: str, arch: str = "sm_90a") -> str:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from isa.errors import PtxSyntaxError
-from isa.parser import parse
+from tcsim.isa.errors import PtxSyntaxError
+from tcsim.isa.parser import parse
 
 H = [".version 9.0", ".target sm_100a"]          # lines 1-2
 K = [".visible .entry k()", "{"]                 # lines 3-4 (body '{' is line 4, col 1)
@@ -142,8 +142,8 @@ def test_missing_semicolon_before_closing_brace_or_label():
 
 def test_non_ascii_is_rejected_even_in_a_comment():
     """ptxas: 'Unexpected non-ASCII character' -- also inside // comments."""
-    from isa.errors import PtxSyntaxError
-    from isa.parser import parse
+    from tcsim.isa.errors import PtxSyntaxError
+    from tcsim.isa.parser import parse
 
     text = ".version 8.5\n.target sm_90a\n.address_size 64\n// caf\u00e9\n.visible .entry k()\n{\n\tret;\n}\n"
     with pytest.raises(PtxSyntaxError) as e:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from isa.errors import PtxSyntaxError
-from isa.parser import parse
+from tcsim.isa.errors import PtxSyntaxError
+from tcsim.isa.parser import parse
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = Path("/work/shared/bench")

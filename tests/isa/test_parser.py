@@ -8,10 +8,10 @@ import struct
 
 import pytest
 
-from isa.errors import PtxSyntaxError, SourceLoc
-from isa.ir import (Address, Imm, LabelRef, Not, ParenList, PredPair, Reg, Sink, SpecialReg, Sym,
+from tcsim.isa.errors import PtxSyntaxError, SourceLoc
+from tcsim.isa.ir import (Address, Imm, LabelRef, Not, ParenList, PredPair, Reg, Sink, SpecialReg, Sym,
                     Vector)
-from isa.parser import SPECIAL_REGISTERS, parse, parse_file
+from tcsim.isa.parser import SPECIAL_REGISTERS, parse, parse_file
 
 HDR = ".version 9.0\n.target sm_100a\n.address_size 64\n"
 BENCH = "/work/shared/bench"

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from isa.swizzle import (SWIZZLE_GRANULE, SWIZZLE_MODES, SWIZZLE_PERIOD, check_mode, pattern_table, swizzle,
+from tcsim.isa.swizzle import (SWIZZLE_GRANULE, SWIZZLE_MODES, SWIZZLE_PERIOD, check_mode, pattern_table, swizzle,
                          swizzled_offsets, unswizzle)
 
 MODES = list(SWIZZLE_MODES)

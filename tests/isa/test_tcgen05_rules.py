@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor
-from isa.errors import UnsupportedError, VerifyError
-from isa.parser import parse
-from isa.tcgen05_rules import (RULES, KindWord, check_idesc, check_smem_desc, legal_n, parse_cp, parse_mma)
-from sim.engine import decode_function
+from tcsim.isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.parser import parse
+from tcsim.isa.tcgen05_rules import (RULES, KindWord, check_idesc, check_smem_desc, legal_n, parse_cp, parse_mma)
+from tcsim.engine import decode_function
 
 PTXAS = shutil.which("ptxas")
 

@@ -5,9 +5,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.errors import LaunchError, MemoryFault
-from isa.tensormap import DATA_TYPES, LAYOUT, MAGIC, TensorMap
-from sim.memory import GlobalMemory
+from tcsim.isa.errors import LaunchError, MemoryFault
+from tcsim.isa.tensormap import DATA_TYPES, LAYOUT, MAGIC, TensorMap
+from tcsim.memory import GlobalMemory
 
 
 def tmap(**kw):
@@ -174,7 +174,7 @@ def test_encode_for_sim_names_the_parameter():
 
 # ------------------------------------------------------------------------------------- tensormap.replace
 def test_replace_field_builds_a_map_from_zeros():
-    from isa.tensormap import replace_field
+    from tcsim.isa.tensormap import replace_field
     raw = bytes(128)
     for field, val, o in [("global_address", 0x2000, None), ("rank", 2, None), ("box_dim", 32, 0), ("box_dim", 4, 1),
                           ("box_dim", 2, 2), ("global_dim", 100, 0), ("global_dim", 7, 1), ("global_dim", 3, 2),
@@ -197,14 +197,14 @@ def test_replace_field_builds_a_map_from_zeros():
                                         (12, "TFLOAT32_FTZ"), (13, "16U4_ALIGN8B"), (14, "16U4_ALIGN16B"),
                                         (15, "16U6_ALIGN16B")])
 def test_replace_elemtype_uses_ptx_numbering(code, name):
-    from isa.tensormap import replace_field
+    from tcsim.isa.tensormap import replace_field
     raw = replace_field(bytes(128), "elemtype", code)
     assert raw[LAYOUT["dtype"][0]] == DATA_TYPES[name].enum
 
 
 def test_replace_swizzle_mode_and_atomicity_compose():
-    from isa.errors import UnsupportedError
-    from isa.tensormap import replace_field
+    from tcsim.isa.errors import UnsupportedError
+    from tcsim.isa.tensormap import replace_field
     off = LAYOUT["swizzle"][0]
     raw = replace_field(bytes(128), "swizzle_mode", 3)
     assert raw[off] == 3
@@ -225,7 +225,7 @@ def test_replace_swizzle_mode_and_atomicity_compose():
     ("box_dim", 1, 5, "ord 5 is out of range"),
 ])
 def test_replace_field_value_rules(field, val, o, msg):
-    from isa.errors import VerifyError
-    from isa.tensormap import replace_field
+    from tcsim.isa.errors import VerifyError
+    from tcsim.isa.tensormap import replace_field
     with pytest.raises(VerifyError, match=msg):
         replace_field(bytes(128), field, val, o)

@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from sim.numerics import approx as ap
+from tcsim.numerics import approx as ap
 
 # numpy references cast NaN/Inf/out-of-range values on purpose (the special cases under test)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

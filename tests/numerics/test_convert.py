@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.formats import decode
-from sim.numerics.convert import cvt, cvt_pair
+from tcsim.isa.formats import decode
+from tcsim.numerics.convert import cvt, cvt_pair
 
 # numpy references cast NaN/Inf/out-of-range values on purpose (the special cases under test)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.formats import FORMATS, decode, encode, round_scaled
+from tcsim.isa.formats import FORMATS, decode, encode, round_scaled
 
 # numpy references cast NaN/Inf/out-of-range values on purpose (the special cases under test)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

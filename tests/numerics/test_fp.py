@@ -1,7 +1,7 @@
 """sim/numerics/fp.py against an independent slow reference built on fractions.Fraction.
 
 The reference (`ref_round`) rounds an exact rational to the target format from first principles
-(IEEE 754-2019 §4.3); it shares no code with the implementation except `isa.formats.decode`,
+(IEEE 754-2019 §4.3); it shares no code with the implementation except `tcsim.isa.formats.decode`,
 which test_formats.py checks exhaustively against numpy / ml_dtypes.
 Every op is checked in every rounding mode on thousands of inputs: uniform random bit patterns
 (covering subnormals, +-0, +-Inf, NaN and every exponent), near-cancellation pairs, operands whose
@@ -13,8 +13,8 @@ from fractions import Fraction as Fr
 import numpy as np
 import pytest
 
-from isa.formats import decode
-from sim.numerics import fp
+from tcsim.isa.formats import decode
+from tcsim.numerics import fp
 
 PARAMS = {  # precision p (with hidden bit), emin, emax, bits
     "f16": (11, -14, 15, 16),
@@ -855,7 +855,7 @@ def test_div_f64_directed_rounding_with_a_dividend_near_dbl_max():
     give the correctly rounded quotient, checked with exact rationals."""
     from fractions import Fraction
 
-    from sim.numerics.fp import fdiv
+    from tcsim.numerics.fp import fdiv
 
     rng = np.random.default_rng(11)
     a = np.full(64, 0x7FEFFFFFFFFFFFFF, np.uint64) ^ (rng.integers(0, 2, 64).astype(np.uint64) << np.uint64(63))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim.numerics.lowp import FORMATS, decode, lowp_format, to_float64, unpack_e2m1
+from tcsim.numerics.lowp import FORMATS, decode, lowp_format, to_float64, unpack_e2m1
 
 # format -> (numpy dtype used by the oracle, number of codes)
 ORACLE = {

@@ -62,8 +62,8 @@ import pytest
 if __name__ == "__main__":                                   # script mode: import sim from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sim.numerics.lowp import lowp_format, to_float64         # noqa: E402
-from sim.numerics.tensor_core import mma_block_scaled, mma_float, tc_params  # noqa: E402
+from tcsim.numerics.lowp import lowp_format, to_float64         # noqa: E402
+from tcsim.numerics.tensor_core import mma_block_scaled, mma_float, tc_params  # noqa: E402
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden" / "mmasim_oracle"
 DEFAULT_CASES = 2000          # per variant in the CI-default test

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sim.numerics import tensor_core as tc
-from sim.numerics.tensor_core import (TensorCoreParams, effective_e_floor, mma_block_scaled,
+from tcsim.numerics import tensor_core as tc
+from tcsim.numerics.tensor_core import (TensorCoreParams, effective_e_floor, mma_block_scaled,
                                       mma_float, mma_int, provisional_reason, tc_params)
 
 # ================================================================================================

@@ -5,10 +5,10 @@ before waiting (stale) and by the events the waits record."""
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault, UnsupportedError, VerifyError
-from sim.agents.async_copy import AsyncCopyParams
-from isa.ptxas import assemble
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.agents.async_copy import AsyncCopyParams
+from tcsim.isa.ptxas import assemble
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 9.0\n.target sm_100a\n.address_size 64\n"
 SENTINEL = 0xA5

@@ -6,9 +6,9 @@ sim/semantics/mbarrier.py for completion.
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
-from sim.observe import EventRecorder
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
+from tcsim.observe import EventRecorder
 
 HEAD = """
 .version 8.6
@@ -99,7 +99,7 @@ def test_1d_result_independent_of_schedule(seed):
 
 @pytest.mark.parametrize("latency, bpc", [(0, 1 << 20), (300, 4)])
 def test_1d_result_independent_of_tma_timing(latency, bpc):
-    from sim.agents.tma import TmaParams
+    from tcsim.agents.tma import TmaParams
     src = np.arange(256, dtype=np.uint32) * 3
     out = np.zeros(256, np.uint32)
     res = run_launch(Launch(ptx=PRODCONS, args=[src, out, np.zeros(128, np.uint32)], block=(64, 1, 1)),

@@ -11,9 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault, UnsupportedError, VerifyError
-from isa.tensormap import TensorMap
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch, run_launch
 
 HEAD = """
 .version 8.6
@@ -447,7 +447,7 @@ def test_reduce_type_not_allowed():
 def test_reduce_add_ieee_specials_without_numpy_warnings(ptype, dtype):
     """Overflow rounds to infinity and inf + -inf is NaN (IEEE 754 round-to-nearest); numpy must not warn."""
     import warnings
-    from sim.semantics.bulk_tensor import reduce_elements
+    from tcsim.semantics.bulk_tensor import reduce_elements
     big = float(ml_dtypes.finfo(dtype).max)
     old = np.array([big, np.inf, -big, 1.0], np.float32).astype(dtype)
     src = np.array([big, -np.inf, -big, 2.0], np.float32).astype(dtype)
@@ -490,7 +490,7 @@ def test_fault_map_in_shared_memory():
 
 def test_fault_not_a_tensor_map():
     ptx = load_kernel(2)
-    from sim.memory import PARAM_WINDOW           # tmap is the kernel's first parameter: generic param address + 0
+    from tcsim.memory import PARAM_WINDOW           # tmap is the kernel's first parameter: generic param address + 0
     with pytest.raises(MemoryFault, match=f"the tensor map at 0x{PARAM_WINDOW:x} \\(lane 0\\) is not valid: the 128 "
                                           "bytes used as a tensor map do not hold one"):
         run_launch(Launch(ptx=ptx, block=(1, 1, 1), args=[bytes(128), 64, 0, 0, 0]))
@@ -498,7 +498,7 @@ def test_fault_not_a_tensor_map():
 
 def test_fault_map_breaking_a_driver_rule():
     # bytes edited after encoding (as tensormap.replace could): 256-byte rows under 128B swizzle
-    from isa.tensormap import LAYOUT
+    from tcsim.isa.tensormap import LAYOUT
     A = np.zeros((16, 64), np.float32)
     tm = TensorMap.tiled(A, (4, 32), swizzle="128B")
     tm.array = None
@@ -590,8 +590,8 @@ def test_decode_diagnostics(form, err, msg):
 def test_tensor_map_operand_must_be_a_generic_address(decl, operand, space):
     """PTX ISA §9.7.9.25.5.2: tensorMap is the generic address of the map; ptxas 13.0 rejects the name of a
     .param / .const / .shared variable ("State space mismatch"), and so does tcsim, at decode, located."""
-    from isa.ptxas import assemble
-    from sim.cli import check_ptx_text
+    from tcsim.isa.ptxas import assemble
+    from tcsim.cli import check_ptx_text
     ptx = HEAD + decl + f"""
 .visible .entry k(.param .align 64 .b8 tmap[128])
 {{
@@ -659,7 +659,7 @@ def test_nvcc_tma_mbarrier_fixture(arch):
 
 
 # ---------------------------------------------------------------------------------------------- H100-measured rules
-# (tests/golden/tma_h100: the first H100 record of hw/tma_cases.py settled these)
+# (tests/golden/tma_h100: the first H100 record of calib/tma_cases.py settled these)
 @pytest.mark.parametrize("dtype, c0", [(np.float32, 1), (np.float32, -3), (np.uint16, 4), (np.uint8, 8),
                                        (np.float64, 1)])
 def test_tile_load_whose_c0_is_not_on_a_16_byte_boundary_faults(dtype, c0):
@@ -699,8 +699,8 @@ def test_tf32_load_rounds_to_nearest_even_and_canonicalises_nan():
 
 
 def test_tf32_image_agrees_with_the_harness_float_model_on_random_bits():
-    from hw.tma_cases import model_tf32
-    from sim.semantics.bulk_tensor import tf32_image
+    from calib.tma_cases import model_tf32
+    from tcsim.semantics.bulk_tensor import tf32_image
     rng = np.random.default_rng(7)
     u = rng.integers(0, 1 << 32, 3000, dtype=np.uint64).astype(np.uint32)
     u[::7] &= np.uint32(0x807FFFFF)                      # subnormals
@@ -718,7 +718,7 @@ def test_oob_nan_fill_is_0x7ff7_in_every_16_bit_half_for_every_float_type():
 
 
 def test_reduce_add_f64_keeps_a_nan_operand_unquieted():
-    from sim.semantics.bulk_tensor import reduce_elements
+    from tcsim.semantics.bulk_tensor import reduce_elements
     old = np.array([0x7FF0000000000001, 0x3FF0000000000000, 0x7FF4000000000000, 0x4000000000000000], np.uint64)
     src = np.array([0x3FF0000000000000, 0xFFF0000000000002, 0x7FF8000000000003, 0x4000000000000000], np.uint64)
     got = reduce_elements("add", "f64", old.view(np.uint8).reshape(4, 8), src.view(np.uint8).reshape(4, 8))
@@ -746,7 +746,7 @@ def test_reduce_add_runs_for_float64_and_float32_ftz_maps():
 
 
 def reduce_ftz_bits(a, b):
-    from sim.semantics.bulk_tensor import reduce_elements
+    from tcsim.semantics.bulk_tensor import reduce_elements
     r = reduce_elements("add", "f32.ftz", np.array([a], np.uint32).view(np.uint8).reshape(1, 4),
                         np.array([b], np.uint32).view(np.uint8).reshape(1, 4))
     return int(r.view(np.uint32).reshape(-1)[0])

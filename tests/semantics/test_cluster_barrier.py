@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from isa.errors import DeadlockError, SyncError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import DeadlockError, SyncError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
 

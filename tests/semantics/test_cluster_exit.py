@@ -6,8 +6,8 @@ is a located MemoryFault naming the exited CTA, and the same kernel with the clu
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import MemoryFault
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.6\n.target sm_90a\n.address_size 64\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa.errors import VerifyError
+from tcsim.isa.errors import VerifyError
 from test_integer import (N, decode_error, f32_bits, f32_values, flush_f32, half_bits, half_values,
                           needs_ptxas, ptxas_accepts, rand_bits, run_body)
 

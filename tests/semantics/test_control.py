@@ -4,9 +4,9 @@ specialization emits to dispatch worker warps (`brx.idx %r, JTI0_0;`) and to reb
 import numpy as np
 import pytest
 
-from isa.errors import SyncError, UnsupportedError, VerifyError
-from isa.ptxas import assemble
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa.ptxas import assemble
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 9.0\n.target sm_100a\n.address_size 64\n"
 

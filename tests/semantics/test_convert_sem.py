@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.errors import UnsupportedError, VerifyError
 from test_float_arith import encode_exact, round_ref
 from test_integer import (check, decode_error, f32_bits, f32_values, flush_f32, half_bits, half_values, lanes,
                           needs_ptxas, ptxas_accepts, rand_bits, run_body, sx)

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from isa.errors import UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.5\n.target sm_100a\n.address_size 64\n"
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.errors import UnsupportedError, VerifyError
 from test_integer import (N, decode_error, f32_bits, f32_values, flush_f32, half_bits, half_values, needs_ptxas,
                           ptxas_accepts, run_body)
 
@@ -523,7 +523,7 @@ def test_f64_two_nan_priority_follows_definition_order():
     """ptxas orders commutative f64 sources by when their values were defined; the H100 returns the second SASS
     operand's NaN.  %rd1 is declared first but redefined after %rd2 was loaded, so it goes second and wins."""
     import numpy as np
-    from sim.launch import Launch, run_launch
+    from tcsim.launch import Launch, run_launch
 
     ptx = """.version 8.5
 .target sm_90a

@@ -16,8 +16,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from isa.errors import UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 N = 64                      # two warps
 ARCH = "sm_100a"
@@ -104,8 +104,8 @@ def run_body(body: str, inputs: dict, outputs: dict, values: dict, decls: str = 
 
 def decode_error(line: str, decls: str = "", arch: str = ARCH):
     """Load a kernel holding one instruction; returns the TcsimError raised (or None)."""
-    from sim.engine import load_program
-    from isa.parser import parse
+    from tcsim.engine import load_program
+    from tcsim.isa.parser import parse
     ptx = (f".version 8.8\n.target {arch}\n.address_size 64\n.visible .entry k()\n{{\n"
            "  .reg .b32 %r<10>; .reg .pred %p<8>; .reg .f32 %f<8>; .reg .b64 %rd<8>; .reg .b16 %h<8>;\n"
            "  .reg .f64 %fd<8>; .reg .u32 %u<4>; .reg .s32 %s<4>; .reg .u16 %uh<4>; .reg .f16 %hf<4>;\n"
@@ -242,7 +242,7 @@ def test_arith_every_integer_type(t):
 
 def test_division_by_zero_and_overflow_constants():
     """x/0 and x%0 are all ones for every type (the GPU's answer); INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0."""
-    from sim.semantics.integer import DIV_BY_ZERO_BITS, REM_BY_ZERO_BITS
+    from tcsim.semantics.integer import DIV_BY_ZERO_BITS, REM_BY_ZERO_BITS
     assert DIV_BY_ZERO_BITS == REM_BY_ZERO_BITS == -1
     a = np.array([0, 5, 0x80000000, 0xFFFFFFFF] * 16, dtype=np.uint32)
     b = np.array([0, 0, 0xFFFFFFFF, 0] * 16, dtype=np.uint32)
@@ -702,7 +702,7 @@ def test_alu_kernels_bit_exact_on_gpu():
     avoid the cases PTX leaves undefined, e.g. fns with base > 31, and cvt.tf32 of NaN, whose GPU result
     sim.numerics does not model yet.)"""
     try:
-        from hw.launcher import GpuUnavailable, gpu_available, run_on_gpu
+        from tcsim.hw.launcher import GpuUnavailable, gpu_available, run_on_gpu
     except ImportError as e:
         pytest.skip(f"GPU back end unavailable: {e}")
     ok, why = gpu_available()

@@ -7,9 +7,9 @@ register m of thread T = {M_m[T/4][2(T%4)], M_m[T/4][2(T%4)+1]}, .trans = the sa
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
-from sim.numerics.tensor_core import mma_float, tc_params
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
+from tcsim.numerics.tensor_core import mma_float, tc_params
 
 SMEM_ROWS = 64          # 64 rows of 16 bytes
 

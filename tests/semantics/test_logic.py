@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa.errors import VerifyError
+from tcsim.isa.errors import VerifyError
 from test_integer import N, check, decode_error, lanes, needs_ptxas, ptxas_accepts, rand_bits, run_body, sx
 
 

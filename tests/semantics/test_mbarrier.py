@@ -3,8 +3,8 @@ arrive in a cluster, blocking try_wait, deadlock and misuse diagnostics."""
 import numpy as np
 import pytest
 
-from isa.errors import DeadlockError, MemoryFault, SyncError, UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import DeadlockError, MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.5\n.target {arch}\n.address_size 64\n"
 
@@ -358,8 +358,8 @@ def test_sync_events_are_emitted():
 
 
 def test_cp_async_mbarrier_arrive_is_reported_unsupported_at_load():
-    from isa.parser import parse
-    from sim.engine import decode_function
+    from tcsim.isa.parser import parse
+    from tcsim.engine import decode_function
     mod = parse(kernel("  cp.async.mbarrier.arrive.noinc.shared.b64 [bar];\n"), "t.ptx")
     errors = []
     decode_function(mod, mod.kernel(), errors)

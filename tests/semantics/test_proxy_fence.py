@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isa.errors import SyncError
+from tcsim.isa.errors import SyncError
 from test_bulk_copy import kernel, run
 
 # 64 threads each write 8 bytes of buf (FILL), then FENCE, then the barrier; thread 0 then stores buf to dst

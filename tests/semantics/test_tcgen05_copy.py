@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa.descriptors import InstrDescriptorBlockScaled
-from isa.errors import MemoryFault, VerifyError
-from sim.numerics.tensor_core import mma_block_scaled, tc_params
+from tcsim.isa.descriptors import InstrDescriptorBlockScaled
+from tcsim.isa.errors import MemoryFault, VerifyError
+from tcsim.numerics.tensor_core import mma_block_scaled, tc_params
 from test_tcgen05_mma import (arg, check_ptxas, desc, kernel, model_addr, operands, place, read_d, run, strides,
                               tmem_at)
 
@@ -231,7 +231,7 @@ SMEM_DESC = desc(0, 16, 128, "none")
 
 
 def run_commit(commit: str, cluster=2):
-    from sim.launch import Launch, run_launch
+    from tcsim.launch import Launch, run_launch
     ptx = commit_kernel(commit)
     check_ptxas(ptx)
     return run_launch(Launch(ptx=ptx, grid=(cluster, 1, 1), cluster=(cluster, 1, 1), block=(32, 1, 1),
@@ -254,7 +254,7 @@ def test_commit_generic_address():
 
 
 def test_commit_to_uninitialised_mbarrier_is_a_sync_error():
-    from isa.errors import SyncError
+    from tcsim.isa.errors import SyncError
     with pytest.raises(SyncError) as e:
         run_commit("  sub.u32 %r20, %r11, 8;\n"
                    "  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r20];")

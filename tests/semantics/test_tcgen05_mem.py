@@ -11,8 +11,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from isa.errors import DeadlockError, MemoryFault, SyncError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import DeadlockError, MemoryFault, SyncError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 PTXAS = shutil.which("ptxas")
 HEAD = ".version 8.7\n.target sm_100a\n.address_size 64\n"
@@ -455,7 +455,7 @@ def test_missing_relinquish_is_a_warning_not_an_error():
 
 
 def test_alloc_address_store_and_tmem_accesses_are_on_the_bus():
-    from sim.observe import EventRecorder
+    from tcsim.observe import EventRecorder
     text = kernel("  tcgen05.alloc.cta_group::1.sync.aligned.b32 [taddr+4], 32;\n  ld.shared.b32 %r0, [taddr+4];\n"
                   "  tcgen05.st.sync.aligned.32x32b.x1.b32 [%r0], {%r382};\n  tcgen05.wait::st.sync.aligned;\n"
                   "  tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r1}, [%r0];\n"
@@ -487,7 +487,7 @@ def test_exited_lanes_break_a_warp_collective():
 
 
 def test_fences_emit_sync_events():
-    from sim.observe import EventRecorder
+    from tcsim.observe import EventRecorder
     text = kernel("  tcgen05.fence::before_thread_sync;\n  bar.sync 0;\n  tcgen05.fence::after_thread_sync;\n")
     assert_ptxas(text)
     rec = EventRecorder(kinds=("sync",))
@@ -664,7 +664,7 @@ def test_tcgen05_needs_an_sm100_target():
 
 
 def test_ld_red_is_unsupported():
-    from isa.errors import UnsupportedError
+    from tcsim.isa.errors import UnsupportedError
     text = kernel("  tcgen05.ld.red.sync.aligned.32x32b.x2.min.u32 {%r0, %r1}, %r2, [%r384];\n")
     with pytest.raises(UnsupportedError, match=r"tcgen05.ld.red is not supported"):
         run_launch(Launch(ptx=text, block=(32, 1, 1), args=[np.zeros(32 * 256, np.uint32)]))

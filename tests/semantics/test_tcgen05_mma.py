@@ -22,10 +22,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor
-from isa.errors import MemoryFault, SyncError, VerifyError
-from sim.launch import Launch, run_launch
-from sim.numerics.tensor_core import mma_block_scaled, mma_float, mma_int, tc_params
+from tcsim.isa.descriptors import InstrDescriptor, InstrDescriptorBlockScaled, SmemDescriptor
+from tcsim.isa.errors import MemoryFault, SyncError, VerifyError
+from tcsim.launch import Launch, run_launch
+from tcsim.numerics.tensor_core import mma_block_scaled, mma_float, mma_int, tc_params
 
 PTXAS = shutil.which("ptxas")
 _PTXAS_OK: dict = {}
@@ -817,7 +817,7 @@ def test_race_free_kernel_is_schedule_independent(seed):
 def test_pipe_latency_parameters():
     """Completion = issue + N*mma_cycles_per_n + mma_latency: changing the latency moves the end of the kernel by
     exactly the difference (the commit's arrive is the critical path)."""
-    from sim.agents.tensor_pipe import TensorPipeParams
+    from tcsim.agents.tensor_pipe import TensorPipeParams
     rng = np.random.default_rng(24)
     M, N, K = 128, 64, 16
     A, B, img, da, db = operands("f16", "f16", "f16", M, N, K, "K", "K", "none", "none", rng)

@@ -5,10 +5,10 @@ through it; every field, the value rules and the decode-time rules (the same PTX
 import numpy as np
 import pytest
 
-from isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
-from isa.tensormap import TensorMap
-from isa.ptxas import assemble
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.tensormap import TensorMap
+from tcsim.isa.ptxas import assemble
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 9.0\n.target sm_100a\n.address_size 64\n"
 

@@ -16,10 +16,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from isa.errors import DeadlockError, MemoryFault, UnsupportedError, VerifyError
-from isa.ptxas import assemble
-from isa.tensormap import TensorMap
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import DeadlockError, MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.ptxas import assemble
+from tcsim.isa.tensormap import TensorMap
+from tcsim.launch import Launch, run_launch
 from test_bulk_copy import run
 from test_bulk_tensor import HEAD, cluster_kernel, load_kernel, model_smem, model_swizzle, run_load, store_kernel
 from test_tensormap_ops import check_ptxas
@@ -461,6 +461,6 @@ def test_kernels_here_assemble(name):
         pytest.skip("ptxas not on PATH")
     check_ptxas(kernels[name])
     # and tcsim decodes every instruction of it
-    from sim.cli import check_ptx_text
+    from tcsim.cli import check_ptx_text
     assert check_ptx_text(kernels[name], f"{name}.ptx") == []
 

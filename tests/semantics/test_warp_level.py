@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from isa.errors import SyncError, UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.5\n.target {arch}\n.address_size 64\n"
 LANE = np.arange(32)

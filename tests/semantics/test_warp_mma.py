@@ -11,9 +11,9 @@ import zlib
 import numpy as np
 import pytest
 
-from isa.errors import SyncError, UnsupportedError, VerifyError
-from sim.launch import Launch, run_launch
-from sim.numerics.tensor_core import mma_float, mma_int, tc_params
+from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.launch import Launch, run_launch
+from tcsim.numerics.tensor_core import mma_float, mma_int, tc_params
 
 # ---------------------------------------------------------------------------------------- fragment maps
 # mma_sync.md "Fragment maps": element i of lane -> (row, col); g = lane >> 2, t = lane & 3

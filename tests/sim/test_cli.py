@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.cli import main
+from tcsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -58,7 +58,7 @@ def test_run_launch_file_with_trace(tmp_path, capsys):
                 " st.global.u32 [%rd1], %r1;\n ret;\n}\n")
     launch = write(tmp_path, "launch_k.py", textwrap.dedent(f"""
         import numpy as np
-        from sim.launch import Launch
+        from tcsim.launch import Launch
         def make_launch():
             return Launch(ptx={str(ptx)!r}, block=(32, 1, 1), args=[np.zeros(1, np.uint32)])
         def check(result, launch):
@@ -77,7 +77,7 @@ def test_run_reports_failed_check_and_runtime_fault(tmp_path, capsys):
                 " .reg .b64 %rd<2>;\n ld.param.u64 %rd1, [out];\n st.global.u32 [%rd1+64], %r1;\n ret;\n}\n")
     launch = write(tmp_path, "launch_bad.py", textwrap.dedent(f"""
         import numpy as np
-        from sim.launch import Launch
+        from tcsim.launch import Launch
         LAUNCH = Launch(ptx={str(ptx)!r}, args=[np.zeros(1, np.uint32)])
     """))
     assert main(["run", str(launch)]) == 1
@@ -87,7 +87,7 @@ def test_run_reports_failed_check_and_runtime_fault(tmp_path, capsys):
 
 
 def test_demo_runs_and_passes(capsys):
-    pytest.importorskip("sim.numerics.tensor_core")
+    pytest.importorskip("tcsim.numerics.tensor_core")
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "PASS" in out and "bit-exact" in out
@@ -117,7 +117,7 @@ def test_run_reports_deadlock_with_barrier_and_phase(tmp_path, capsys):
     # one thread arrives once on an mbarrier that expects 2 arrivals, then waits for phase 0 forever
     ptx = write(tmp_path, "dead.ptx", DEADLOCK)
     launch = write(tmp_path, "launch_dead.py", textwrap.dedent(f"""
-        from sim.launch import Launch
+        from tcsim.launch import Launch
         LAUNCH = Launch(ptx={str(ptx)!r}, block=(1, 1, 1))
     """))
     assert main(["run", str(launch)]) == 1
@@ -148,7 +148,7 @@ def test_cli_diagnostics_exit_nonzero_with_location(case, tmp_path, capsys):
     ptx = write(tmp_path, f"{case}.ptx", text)
     launch = write(tmp_path, f"launch_{case}.py", textwrap.dedent(f"""
         import numpy as np
-        from sim.launch import Launch
+        from tcsim.launch import Launch
         LAUNCH = Launch(ptx={str(ptx)!r}, args=[{arg}])
     """))
     assert main(["run", str(launch)]) == 1
@@ -160,7 +160,7 @@ def test_cli_diagnostics_exit_nonzero_with_location(case, tmp_path, capsys):
 
 
 def test_compare_outputs_reports_first_difference():
-    from sim.cli import compare_outputs
+    from tcsim.cli import compare_outputs
     a = np.arange(6, dtype=np.float32)
     b = a.copy()
     assert compare_outputs([a, None], [b, None]) == []
@@ -174,7 +174,7 @@ def test_compare_outputs_reports_first_difference():
 
 
 def test_backend_gpu_without_gpu_is_one_line(tmp_path, capsys, monkeypatch):
-    import hw.launcher as L
+    import tcsim.hw.launcher as L
 
     def unavailable(launch, **kw):
         raise L.GpuUnavailable("no usable CUDA driver/GPU here")

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from isa.errors import LaunchError, MemoryFault, PtxSyntaxError, RunawayError, UnsupportedError
-from sim.launch import Launch, run_launch
-from sim.observe import EventRecorder
-from sim.session import Session
+from tcsim.isa.errors import LaunchError, MemoryFault, PtxSyntaxError, RunawayError, UnsupportedError
+from tcsim.launch import Launch, run_launch
+from tcsim.observe import EventRecorder
+from tcsim.session import Session
 
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.agents.tensor_pipe import TensorPipeParams
-from sim.agents.tma import TmaParams
-from sim.launch import Launch, run_launch
-from sim.timing.params import arch_config
+from tcsim.agents.tensor_pipe import TensorPipeParams
+from tcsim.agents.tma import TmaParams
+from tcsim.launch import Launch, run_launch
+from tcsim.timing.params import arch_config
 
 _spec = importlib.util.spec_from_file_location(
     "bench_tcgen05_fits", Path(__file__).resolve().parents[3] / "benchmarks" / "bench_tcgen05_fits.py")

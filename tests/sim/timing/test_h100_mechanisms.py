@@ -4,10 +4,10 @@ run-time trip count.  Each test checks the mechanism against its parameter, not 
 import numpy as np
 import pytest
 
-from isa.parser import parse
-from sim.launch import Launch, run_launch
-from sim.timing.model import runtime_loops, unrolled_loop_control
-from sim.timing.params import arch_config
+from tcsim.isa.parser import parse
+from tcsim.launch import Launch, run_launch
+from tcsim.timing.model import runtime_loops, unrolled_loop_control
+from tcsim.timing.params import arch_config
 
 from timing_kernels import PROLOGUE, run
 
@@ -112,7 +112,7 @@ $L_w:
 
 
 def _tma_gap(n: int) -> int:
-    from isa.tensormap import TensorMap
+    from tcsim.isa.tensormap import TensorMap
     from timing_kernels import kernel
     loads = "\n".join(f"  @%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                       f"[%r22+{8192 * k}], [%rd13, {{%r23, %r23}}], [%r20];" for k in range(n))
@@ -356,7 +356,7 @@ def _tma_beside_stores(nstores: int, delay: int = 0, cfg=H100) -> int:
     """Cycles from warp 0's TMA issue (8 KB) to its completion seen by the warp, while warps 1-4 issue ``nstores``
     coalesced st.global.u32 each (4 sectors a store; one warp alone cannot outpace the store path)
     ``delay`` FMAs (4 clk each) after the CTA barrier."""
-    from isa.tensormap import TensorMap
+    from tcsim.isa.tensormap import TensorMap
     from timing_kernels import kernel
     chain = ("  mov.f32 %f1, 0f3F800000;\n" + "  fma.rn.f32 %f1, %f1, %f1, %f1;\n" * delay
              + "  mov.b32 %r5, %f1;\n") if delay else ""
@@ -392,14 +392,14 @@ def test_stores_issued_after_the_requests_left_do_not_delay_a_tma_load():
 def test_b200_tma_loads_ignore_the_store_backlog():
     b200ish = H100.with_overrides({"tma_store_request_share": 0})
     assert _tma_beside_stores(16, cfg=b200ish) == pytest.approx(_tma_beside_stores(0, cfg=b200ish), abs=3)
-    from sim.timing.params import arch_config
+    from tcsim.timing.params import arch_config
     assert arch_config("sm_100a").tma_store_request_share == 0
 
 
 def test_the_report_names_tma_loads_delayed_behind_stores():
     """A kernel author sees why a TMA load was slow: the timing report's delays and the summary line count the
     loads that waited behind global stores and their cycles; a load alone reports none."""
-    from isa.tensormap import TensorMap
+    from tcsim.isa.tensormap import TensorMap
     from timing_kernels import kernel
     stores = "\n".join(f"  st.global.u32 [%rd5+{640 * k}], %r1;" for k in range(16))
 

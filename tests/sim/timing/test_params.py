@@ -5,9 +5,9 @@ import numbers
 
 import pytest
 
-from isa.errors import LaunchError
+from tcsim.isa.errors import LaunchError
 
-from sim.timing.params import KINDS, SM_90A, SM_100A, arch_config
+from tcsim.timing.params import KINDS, SM_90A, SM_100A, arch_config
 
 TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
 
@@ -50,11 +50,11 @@ def test_target_selects_the_config():
 
 def test_h100_measurements_override_estimates(tmp_path):
     f = tmp_path / "measured.json"
-    f.write_text(json.dumps({"smem_latency": {"value": 31, "source": "hw/microbench smem_latency"},
+    f.write_text(json.dumps({"smem_latency": {"value": 31, "source": "calib/microbench smem_latency"},
                              "mbarrier_wake_latency": 17}))
     cfg = arch_config("sm_90a", measured=f)
     assert cfg.smem_latency == 31 and cfg.param("smem_latency").kind == "M"
-    assert cfg.param("smem_latency").source == "hw/microbench smem_latency"
+    assert cfg.param("smem_latency").source == "calib/microbench smem_latency"
     assert cfg.mbarrier_wake_latency == 17 and cfg.param("mbarrier_wake_latency").source == str(f)
     assert "mbarrier_wake_latency" not in cfg.estimates()
     assert arch_config("sm_90a", measured=tmp_path / "absent.json").smem_latency == SM_90A["smem_latency"].value

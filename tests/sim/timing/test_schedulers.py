@@ -2,9 +2,9 @@
 occupancy by per-SM lane throughput."""
 from collections import Counter
 
-from sim.timing.classes import plan_instruction
-from sim.timing.params import arch_config
-from isa.parser import parse
+from tcsim.timing.classes import plan_instruction
+from tcsim.timing.params import arch_config
+from tcsim.isa.parser import parse
 
 from timing_kernels import PROLOGUE, kernel, run
 

@@ -1,7 +1,7 @@
 """The register scoreboard: a dependent instruction waits for its producer's latency, an independent one does
 not; the stall breakdown names the register and its producer."""
-from sim.timing.params import arch_config
-from sim.timing.scoreboard import Scoreboard
+from tcsim.timing.params import arch_config
+from tcsim.timing.scoreboard import Scoreboard
 
 from timing_kernels import PROLOGUE, run
 

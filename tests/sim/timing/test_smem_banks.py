@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from sim.timing.params import arch_config
-from sim.timing.smem import GlobalLines, smem_wavefronts
+from tcsim.timing.params import arch_config
+from tcsim.timing.smem import GlobalLines, smem_wavefronts
 
 from timing_kernels import PROLOGUE, run
 

@@ -3,7 +3,7 @@ its producer), wake-up latency after an mbarrier phase completes, and the same r
 import io
 import json
 
-from sim.timing.params import arch_config
+from tcsim.timing.params import arch_config
 
 from timing_kernels import kernel, run
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.timing.params import arch_config
+from tcsim.timing.params import arch_config
 
 _spec = importlib.util.spec_from_file_location(
     "bench_tcgen05_fits", Path(__file__).resolve().parents[3] / "benchmarks" / "bench_tcgen05_fits.py")

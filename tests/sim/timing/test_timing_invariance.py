@@ -8,9 +8,9 @@ import pkgutil
 import numpy as np
 import pytest
 
-import examples
-from sim.launch import run_launch
-from sim.observe import EventRecorder
+import tcsim.examples as examples
+from tcsim.launch import run_launch
+from tcsim.observe import EventRecorder
 
 #: every example module with a make_launch (the examples are race-free kernels with a check)
 EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(examples.__path__)
@@ -113,7 +113,7 @@ def test_racy_kernel_reads_what_timing_lets_land():
     """The converse of the invariance: a kernel that reads a TMA destination 100 cycles after the issue without
     waiting sees the data under the 1-cycle model's 10-cycle TMA, and stale SMEM under the sm_100a TMA latency --
     timing decides when the data lands, and the simulation really reads what is there then."""
-    from sim.launch import Launch
+    from tcsim.launch import Launch
     src = np.array([0xC0FFEE, 1, 2, 3], dtype=np.uint32)
 
     def read(timing):

@@ -2,11 +2,11 @@
 import importlib.util
 from pathlib import Path
 
-from examples import gemm_async
-from sim.cli import main
-from sim.launch import run_launch
-from sim.session import Session
-from sim.timing.params import arch_config
+from tcsim.examples import gemm_async
+from tcsim.cli import main
+from tcsim.launch import run_launch
+from tcsim.session import Session
+from tcsim.timing.params import arch_config
 
 from timing_kernels import PROLOGUE, kernel
 
@@ -19,8 +19,8 @@ _spec.loader.exec_module(fits)
 def test_achieved_vs_peak_tensor_throughput():
     cfg = arch_config("sm_100a")
     import numpy as np
-    from isa.descriptors import InstrDescriptor
-    from sim.launch import Launch
+    from tcsim.isa.descriptors import InstrDescriptor
+    from tcsim.launch import Launch
     count, m, n = 12, 128, 256
     out = np.zeros(1, dtype=np.uint64)
     launch = Launch(ptx=fits.fit_kernel_ptx(m, n, False, 1, count), kernel="tcgen05_fit", block=(128, 1, 1),
@@ -41,7 +41,7 @@ def test_achieved_vs_peak_tensor_throughput():
 def test_session_exposes_scoreboard_and_report():
     body = PROLOGUE + "  ld.global.u32 %r1, [%rd1];\n  add.u32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n  ret;\n"
     import numpy as np
-    from sim.launch import Launch
+    from tcsim.launch import Launch
     s = Session(Launch(ptx=kernel(body), kernel="k", args=[np.zeros(4, dtype=np.uint32)]), timing=True)
     s.run(until=lambda s: s._last is not None and s._last.text.startswith("ld.global"))
     pend = s.scoreboard()

@@ -1,8 +1,8 @@
 """Small PTX kernels for the timing tests: one body, a u64 output array, timing on by default."""
 import numpy as np
 
-from sim.launch import Launch, run_launch
-from sim.observe import EventRecorder
+from tcsim.launch import Launch, run_launch
+from tcsim.observe import EventRecorder
 
 
 def kernel(body: str, target: str = "sm_100a", shared: str = "") -> str:

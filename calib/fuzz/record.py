@@ -1,0 +1,261 @@
+"""Record fuzz programs' GPU outputs once, compare the simulator against them offline, as often as needed.
+
+``python -m calib.fuzz.record gpu --seed S --count N --out FILE.npz [--gpu-workers W]`` (on a GPU machine)
+    Runs programs ``S .. S+N-1`` (:func:`calib.fuzz.generator.generate`) on the GPU in batches and stores, for
+    every program, a 128-bit hash of its output buffer (or its CUDA error); with ``--jobs J`` the simulator runs
+    beside it and the whole GPU output (``s<seed>``) is kept for every program where they differ.  10,000
+    programs take about 4 minutes on an H100 machine; the file is a few hundred kilobytes.
+
+``python -m calib.fuzz.record compare --gpu FILE.npz [--jobs J] [--seeds A-B] [--differing] [--out DIR]`` (anywhere)
+    Simulates every recorded program (``--differing``: those the simulator disagreed with when recorded) and
+    compares bit for bit with the recorded GPU bytes (the comparison of ``python -m calib.fuzz --backend gpu``),
+    or with the recorded hash where only that was kept; tries the verified explanations (calib/fuzz/explain.py) on
+    each disagreement, marks those left whose program carries an isa/lint.py note (``noted:<checks>``: a diagnosed
+    ptxas miscompilation), prints the mismatch classes and writes ``DIR/mismatches.json`` and
+    ``DIR/unexplained.txt`` (the seeds neither explained nor noted, for ``python -m calib.fuzz.triage --seeds
+    @DIR/unexplained.txt``).
+
+The generator is deterministic per seed, so the file plus this repository reproduce the campaign exactly; a
+recording made by an older generator is detected (each program's input buffer is hashed into the file).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from .explain import explain_program
+from .generator import VERSION, generate
+from .runner import Outcome, SimPool, ThreadBackends, classify, compare
+from .triage import parse_seeds
+
+
+def _digest(prog) -> str:
+    h = hashlib.sha256(prog.render().encode())
+    h.update(prog.input_buffer().tobytes())
+    return h.hexdigest()[:16]
+
+
+def _h(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()[:32]
+
+
+def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 64, log=print,
+           driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000) -> dict:
+    """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
+    program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
+    a campaign in a few hundred kilobytes."""
+    seeds = list(range(seed, seed + count))
+    chunks = [seeds[i:i + batch] for i in range(0, len(seeds), batch)]
+    per_thread = ThreadBackends(log, driver)
+    backends = per_thread.all
+    backend = per_thread.get
+    pool = SimPool(jobs) if jobs else None
+    t0 = time.time()
+
+    def run(chunk):
+        if time_limit and time.time() - t0 > time_limit:
+            return [], []
+        progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
+        sims = pool.map_async([("seed", (s, VERSION), (None,)) for s in chunk]) if pool else None
+        res = backend().run(progs)
+        return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
+
+    made: dict = {}
+    if pool and pool.pool is not None:      # generating a version-3 program costs a parse: not on the GPU threads
+        made.update(zip(seeds, pool.pool.map(generate, seeds, chunksize=64)))
+        log(f"[record] {len(made)} programs generated, {time.time() - t0:.0f} s")
+    arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
+                        "generator": VERSION}
+    try:
+        with ThreadPoolExecutor(gpu_workers) as ex:
+            for i, (progs, res) in enumerate(ex.map(run, chunks)):
+                for p, (o, sim) in zip(progs, res):
+                    meta["count"] = max(meta["count"], p.seed - seed + 1)
+                    meta["digests"][str(p.seed)] = _digest(p)
+                    if not o.ok:
+                        meta["errors"][str(p.seed)] = o.error
+                        continue
+                    meta["gpu_sha"][str(p.seed)] = _h(o.output)
+                    so = sim[0] if sim is not None else None
+                    if so is not None and so.ok and so.output == o.output:
+                        meta["sim_agrees"].append(p.seed)
+                    elif len(arrays) < keep_limit:
+                        arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
+                if i % 20 == 0:
+                    log(f"[record] {meta['count']} programs, {len(arrays)} kept whole, {time.time() - t0:.0f} s")
+    finally:
+        for b in backends:
+            meta["device"] = meta.get("device") or (b.info or {}).get("name")
+            b.close()
+        if pool:
+            pool.close()
+    meta["wall_s"] = round(time.time() - t0, 1)
+    np.savez_compressed(out, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
+        f"errors, {len(arrays)} outputs kept whole (simulator disagreed) -> {out}")
+    return meta
+
+
+def load(path: Path):
+    z = np.load(path)
+    meta = json.loads(bytes(z["meta"]).decode())
+    return z, meta
+
+
+def _explain_task(args):
+    """(seed, generator version, GPU output bytes or its recorded hash) -> explanation or None."""
+    seed, version, gpu = args
+    prog = generate(seed, version=version)
+    if isinstance(gpu, str):
+        return explain_program(prog, lambda b: _h(b) == gpu)
+    return explain_program(prog, gpu)
+
+
+def noted_checks(prog) -> list:
+    """Names of the isa/lint.py checks that note an instruction of ``prog`` (each a diagnosed ptxas 13.0
+    miscompilation with its minimised reproducer in tests/fuzz_regressions)."""
+    from tcsim.isa.lint import CHECKS, notes
+    from tcsim.isa.parser import parse
+
+    module = parse(prog.render())
+    return [name for name in CHECKS if notes(module, checks=[name])]
+
+
+def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
+    z, meta = load(path)
+    gv = meta.get("generator", 1)
+    all_seeds = range(meta["seed"], meta["seed"] + meta["count"])
+    todo = [s for s in all_seeds if seeds is None or s in seeds]
+    pool = SimPool(jobs)
+    found: list = []
+    explain_todo: list = []
+    t0 = time.time()
+    try:
+        for i in range(0, len(todo), 256):
+            chunk = todo[i:i + 256]
+            res = pool.map_async([("seed", (s, gv), (None,)) for s in chunk]).get()
+            for s, (so, _sched) in zip(chunk, res):
+                prog = generate(s, version=gv)
+                if meta["digests"].get(str(s)) != _digest(prog):
+                    raise SystemExit(f"{path}: program {s} was recorded from a different generator; re-record")
+                key = f"s{s}"
+                if key in z.files:
+                    go = Outcome(output=bytes(z[key]))
+                elif str(s) in meta["errors"]:
+                    go = Outcome(error=meta["errors"][str(s)])
+                elif str(s) in meta["gpu_sha"]:         # only the GPU output's 128-bit hash
+                    sha = meta["gpu_sha"][str(s)]
+                    if so.ok and _h(so.output) == sha:
+                        continue
+                    found.append({"seed": s, "kind": "value", "class": "value:hash",
+                                  "detail": "output differs from the recorded GPU output's hash" if so.ok
+                                  else f"simulator error: {so.error[:300]}"})
+                    if so.ok:
+                        explain_todo.append((len(found) - 1, (s, gv, sha)))
+                    continue
+                else:
+                    continue                            # not run (time limit)
+                m = compare(prog, so, go)
+                if m is not None:
+                    found.append({"seed": s, "kind": m.kind, "class": classify(m), "detail": m.detail[:400]})
+                    if go.ok:
+                        explain_todo.append((len(found) - 1, (s, gv, go.output)))
+            log(f"[compare] {i + len(chunk)}/{len(todo)} programs, {len(found)} mismatches, "
+                f"{time.time() - t0:.0f} s")
+        tasks = [t for _, t in explain_todo]
+        whys = pool.pool.map(_explain_task, tasks, chunksize=1) if pool.pool is not None else \
+            [_explain_task(t) for t in tasks]
+        for (k, _), why in zip(explain_todo, whys):
+            if why:
+                found[k]["class"] = why
+        for f in found:             # not explained: does it carry a note of a diagnosed ptxas miscompilation?
+            if not f["class"].startswith("diagnosed:"):
+                noted = noted_checks(generate(f["seed"], version=gv))
+                if noted:
+                    f["class"] = "noted:" + ",".join(noted)
+        log(f"[compare] {sum(1 for w in whys if w)} of {len(found)} mismatches explained, "
+            f"{sum(1 for f in found if f['class'].startswith('noted:'))} lint-noted, {time.time() - t0:.0f} s")
+    finally:
+        pool.close()
+    return found
+
+
+def slim(src: Path, dst: Path, keep: int = 300) -> dict:
+    """Copy a recording keeping every hash but only the first ``keep`` whole GPU outputs (for committing)."""
+    z, meta = load(src)
+    whole = sorted((k for k in z.files if k.startswith("s")), key=lambda k: int(k[1:]))[:keep]
+    meta = dict(meta, whole_kept=len(whole), whole_dropped=sum(1 for k in z.files if k.startswith("s")) - len(whole))
+    np.savez_compressed(dst, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                        **{k: z[k] for k in whole})
+    return meta
+
+
+def differing_seeds(meta: dict) -> list:
+    """The seeds of a campaign record on which the simulator did not reproduce the GPU (outputs or errors)."""
+    agree = set(meta["sim_agrees"])
+    return sorted(int(s) for s in list(meta["gpu_sha"]) + list(meta["errors"]) if int(s) not in agree)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m calib.fuzz.record", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gpu")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--count", type=int, default=10000)
+    g.add_argument("--out", required=True)
+    g.add_argument("--gpu-workers", type=int, default=4)
+    g.add_argument("--jobs", type=int, default=0, help="simulator processes (outputs kept only where it differs)")
+    g.add_argument("--time-limit", type=float, default=None)
+    sl = sub.add_parser("slim")
+    sl.add_argument("src")
+    sl.add_argument("dst")
+    sl.add_argument("--keep", type=int, default=300)
+    c = sub.add_parser("compare")
+    c.add_argument("--gpu", required=True)
+    c.add_argument("--jobs", type=int, default=2)
+    c.add_argument("--seeds", default=None, type=parse_seeds,
+                   help="A-B (inclusive), a comma-separated list, or @FILE")
+    c.add_argument("--differing", action="store_true",
+                   help="only the programs the simulator disagreed with when the campaign was recorded")
+    c.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.cmd == "slim":
+        meta = slim(Path(args.src), Path(args.dst), args.keep)
+        print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
+        return 0
+    if args.cmd == "gpu":
+        meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
+                      time_limit=args.time_limit)
+        return 0 if not meta["errors"] else 1
+    seeds = set(args.seeds) if args.seeds else None
+    if args.differing:
+        _, meta = load(Path(args.gpu))
+        differing = set(differing_seeds(meta))
+        seeds = differing if seeds is None else seeds & differing
+    found = compare_recording(Path(args.gpu), args.jobs, seeds)
+    classes: dict = {}
+    for f in found:
+        classes[f["class"]] = classes.get(f["class"], 0) + 1
+    for c_, n in sorted(classes.items(), key=lambda kv: -kv[1]):
+        print(f"{n:6d}  {c_}")
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "mismatches.json").write_text(json.dumps(found, indent=1))
+        (Path(args.out) / "unexplained.txt").write_text(",".join(str(f["seed"]) for f in found
+                                                                 if not f["class"].startswith(("diagnosed:", "noted:"))) + "\n")
+    n_expl = sum(1 for f in found if f["class"].startswith("diagnosed:"))
+    n_noted = sum(1 for f in found if f["class"].startswith("noted:"))
+    print(f"{len(found)} mismatches: {n_expl} explained bit for bit, {n_noted} carry a lint note of a diagnosed "
+          f"ptxas miscompilation, {len(found) - n_expl - n_noted} unexplained")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
