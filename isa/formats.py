@@ -86,10 +86,6 @@ class Format:
         return self.kind == "float" and self.elem is None
 
     @property
-    def is_int(self) -> bool:
-        return self.kind in ("sint", "uint")
-
-    @property
     def dtype(self) -> np.dtype:
         """Natural unsigned numpy container of a value of this type."""
         return container_dtype(self.bits)

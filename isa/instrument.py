@@ -148,9 +148,6 @@ class TraceLayout:
     def buffer_bytes(self, grid, block) -> int:
         return self.num_warps(grid, block) * self.region_bytes
 
-    def point_at(self, pid: int) -> PointInfo:
-        return self.points[pid]
-
     def to_dict(self) -> dict:
         return asdict(self)
 

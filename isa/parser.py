@@ -115,7 +115,6 @@ _MASK64 = (1 << 64) - 1
 _MAX_DEPTH = 200
 _MAX_REG_RANGE = 1 << 20
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)")
-_SIMPLE_NAME_RE = re.compile(r"(?:[A-Za-z_][\w$]*|[$%][\w$]+)")
 _MISSING = object()
 
 

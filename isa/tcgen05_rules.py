@@ -44,11 +44,6 @@ from .descriptors import (BLOCK_SCALED_KINDS, CONTAINER_BITS, DENSE_KINDS, SWIZZ
                           SmemDescriptor, TYPE_CODES, decode_idesc)
 from .errors import UnsupportedError, VerifyError
 
-SECTION_MMA = "PTX ISA §9.7.16.10.9"
-SECTION_CP = "PTX ISA §9.7.16.9.2"
-SECTION_SHIFT = "PTX ISA §9.7.16.9.3"
-SECTION_COMMIT = "PTX ISA §9.7.16.12.1"
-
 #: rule name -> one-line description (the verifier's catalogue)
 RULES = {
     "arch": "tcgen05 instructions need an sm_100a/sm_100f/sm_103a-class target (shift: arch-specific 'a' only)",

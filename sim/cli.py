@@ -34,7 +34,6 @@ DEMO_KERNELS = {
     "bulk_pipeline": "tcsim.examples.bulk_pipeline",
 }
 DEMO_DEFAULT = "gemm_async"
-DEMO_MODULE = DEMO_KERNELS[DEMO_DEFAULT]
 
 
 def _installed_module_name(p: Path) -> str | None:

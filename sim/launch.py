@@ -18,7 +18,6 @@ dynamic SMEM size and the arguments, in kernel-parameter order:
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -374,7 +373,3 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     finally:
         prep.close()
     return prep.result()
-
-
-def is_ptx_path(s) -> bool:
-    return isinstance(s, (str, os.PathLike)) and str(s).endswith(".ptx") and "\n" not in str(s)

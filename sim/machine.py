@@ -112,9 +112,6 @@ class Cta:
             mb = self.mbarriers[offset] = MBarrier(self.machine.env, offset)
         return mb
 
-    def alive_threads(self) -> int:
-        return int(sum(int(w.alive.sum()) for w in self.warps))
-
 
 class Cluster:
     def __init__(self, machine, clusterid: tuple, dims: tuple):

@@ -97,10 +97,6 @@ class MBarrier:
         """Parity-form wait: the phase with this parity has completed  (``(phase & 1) != parity``)."""
         return (self.phase & 1) != (int(parity) & 1)
 
-    def token_done(self, token: int) -> bool:
-        """Token-form wait: the phase recorded in ``token`` has completed."""
-        return self.phase > int(token)
-
     def next_phase_event(self):
         ev = self.env.event()
         self._waiters.append(ev)

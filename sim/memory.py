@@ -33,12 +33,6 @@ SHARED_RANK_SHIFT = 24
 SHARED_OFFSET_MASK = (1 << SHARED_RANK_SHIFT) - 1
 
 
-def _fmt_addrs(addrs: np.ndarray, lanes: np.ndarray) -> str:
-    shown = [f"lane {int(l)}: 0x{int(a):x}" for l, a in zip(lanes[:4], addrs[:4])]
-    more = f" (+{len(lanes) - 4} more lanes)" if len(lanes) > 4 else ""
-    return ", ".join(shown) + more
-
-
 class Allocation:
     __slots__ = ("base", "data", "name")
 
@@ -179,7 +173,3 @@ def split_shared(addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def shared_address(rank: int, offset: int) -> int:
     return (rank << SHARED_RANK_SHIFT) | offset
-
-
-def describe_lanes(addrs: np.ndarray, lanes: np.ndarray) -> str:
-    return _fmt_addrs(np.asarray(addrs), np.asarray(lanes))

@@ -260,11 +260,6 @@ def _zero_sign_sum(rnd, sa, sb):
     return np.where(sa == sb, sa, rnd == "rm")
 
 
-def _step(x, up):
-    """nextafter toward +inf where up, toward -inf elsewhere."""
-    return np.where(up, np.nextafter(x, np.inf), np.nextafter(x, -np.inf))
-
-
 def _directed_adjust(hi, lo, rnd):
     """hi = RN(exact), lo = exact - hi (sign only matters): the directed rounding of exact."""
     if rnd == "rn":

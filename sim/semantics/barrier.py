@@ -70,11 +70,6 @@ class _Phase:
         self.waiting = {}          # warp id -> bool[32] lanes suspended on this phase
         self.generation = generation
 
-    def expected_warps(self):
-        if self.count is None:
-            return None
-        return self.count // WARP
-
     def describe(self) -> str:
         cta = self.cta
         if self.count is None:

@@ -22,11 +22,8 @@ from tcsim.isa.errors import UnsupportedError, VerifyError
 from ..ptxtypes import SIZE
 
 INT_TYPES = ("u16", "u32", "u64", "s16", "s32", "s64")
-BIT_TYPES = ("b16", "b32", "b64")
 FLOAT_TYPES = ("f32", "f64")
-HALF_TYPES = ("f16", "f16x2", "bf16", "bf16x2")
 ROUNDING = ("rn", "rz", "rm", "rp")
-INT_ROUNDING = ("rni", "rzi", "rmi", "rpi")
 
 #: extra sizes of packed types that ``tcsim.ptxtypes`` does not know
 _EXTRA_SIZE = {"u16x2": 4, "s16x2": 4, "f32x2": 8, "e2m1x2": 1, "e2m3x2": 2, "e3m2x2": 2, "ue8m0x2": 2,
@@ -238,9 +235,6 @@ def split_pred_pair(ins, op):
 
 
 # --------------------------------------------------------------------------------------------- numerics
-_U64 = np.uint64
-
-
 def to_pyints(a: np.ndarray, signed: bool) -> list:
     """Lane values as Python ints (for exact wide arithmetic)."""
     return [int(x) for x in (a.astype(np.int64) if signed else a.astype(np.uint64))]

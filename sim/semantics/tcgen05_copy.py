@@ -54,9 +54,6 @@ from .bulk_copy import issuer
 from .registry import semantics
 from .tcgen05_mma import check_smem_span, split_taddr, read_smem_elements
 
-SECTION_CP = "PTX ISA §9.7.16.9.2"
-SECTION_SHIFT = "PTX ISA §9.7.16.9.3"
-
 
 def cp_lanes(shape: str, multicast: str | None, rows: int) -> list:
     """Destination lane offsets of each source row: a list over replicas of int arrays (rows,)."""

@@ -42,12 +42,6 @@ class WarpTiming:
         self.pending: list = []           # dataflow issue: starts still in the future (issue order)
         self.store_next = 0.0             # earliest issue of the warp's next global store (store path)
 
-    def by_category(self) -> dict:
-        out: dict = {}
-        for (cat, _), c in self.stalls.items():
-            out[cat] = out.get(cat, 0) + c
-        return out
-
 
 @dataclass
 class TimingReport:
