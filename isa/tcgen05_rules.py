@@ -445,22 +445,25 @@ def parse_mma(ins: ir.Instruction, info=None) -> MmaForm:
                    idx_enable=idx_enable, idx_scale_d=idx_scale_d, idx_zero_col=idx_zero)
 
 
-def check_uniform_cta_group(ins: ir.Instruction, function: ir.Function | None) -> None:
-    """All tcgen05 instructions of a kernel use one .cta_group (ptxas: 'uses single CTA(.cta_group::1) and CTA
-    pair granularity(.cta_group::2) and that is not allowed')."""
-    if function is None:
-        return
+def check_uniform_cta_group(ins: ir.Instruction, function: ir.Function | None) -> int | None:
+    """All tcgen05 instructions of a kernel use one .cta_group (PTX ISA 9.1 §9.7.16.7.1: "All tcgen05
+    instructions within a kernel must specify the same value for the .cta_group qualifier"; ptxas: 'uses single
+    CTA(.cta_group::1) and CTA pair granularity(.cta_group::2) and that is not allowed').  Returns N of ``ins``'s
+    ``.cta_group::N`` (None when it has none, or without a function); a VerifyError naming ``ins`` (its location)
+    and the first instruction of the function that disagrees (its file:line:col)."""
     mine = ins.mod_with_prefix("cta_group::")
-    if mine is None:
-        return
+    if function is None or mine is None:
+        return None if mine is None else int(mine.split("::")[1])
     for other in function.body:
         if other.opcode != "tcgen05":
             continue
         g = other.mod_with_prefix("cta_group::")
         if g is not None and g != mine:
-            raise reject("cta-group-uniform", f"kernel {function.name} mixes .{mine} and .{g} (line "
-                                              f"{other.loc.line}: {other.full_opcode})", ins,
-                         expected="one .cta_group for every tcgen05 instruction of the kernel")
+            raise reject("cta-group-uniform", f"uses .{mine} but {other.full_opcode} at {other.loc} uses .{g}; all "
+                                              f"tcgen05 instructions of kernel {function.name} must use the same "
+                                              f".cta_group", ins,
+                         expected="one .cta_group for every tcgen05 instruction of the kernel, as ptxas requires")
+    return int(mine.split("::")[1])
 
 
 # ---------------------------------------------------------------------------------------------- descriptor values

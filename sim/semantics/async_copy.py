@@ -51,7 +51,6 @@ from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
 from ..proxy_fence import GenericWrites
-from .bulk_copy import is_bulk
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.3.1"
@@ -63,7 +62,7 @@ def thread_groups(ctx, lane: int) -> AsyncGroups:
     return _groups_of(ctx.cta.cp_async_groups, ctx.warp.id, lane)
 
 
-@semantics("cp", when=lambda ins: ins.mods[:1] == ("async",) and not is_bulk(ins))
+@semantics("cp.async")
 def decode_cp_async(ins, info):
     """PTX ISA §9.7.9.25.3 cp.async and its group / mbarrier completion forms."""
     rest = list(ins.mods[1:])

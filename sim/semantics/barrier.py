@@ -284,7 +284,7 @@ def _check_id_imm(op, what):
         raise VerifyError(f"{what}: barrier number must be a .u32 register or immediate, got {op}")
 
 
-@semantics("bar", "barrier", when=lambda ins: not (ins.opcode == "barrier" and ins.mods[:1] == ("cluster",)))
+@semantics("bar", "barrier")
 def decode_bar(ins, info):
     """PTX ISA 9.1 §9.7.13.1 bar{.cta}.{sync,arrive,red} / barrier{.cta}.{sync,arrive,red}{.aligned}, and
     §9.7.13.2 bar.warp.sync."""

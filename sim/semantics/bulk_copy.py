@@ -53,12 +53,6 @@ SECTION = "PTX ISA §9.7.9.25.4.1"
 MBAR = "mbarrier::complete_tx::bytes"
 
 
-def is_bulk(ins) -> bool:
-    """True for the cp{.reduce}.async.bulk family (handled by this module and bulk_tensor.py)."""
-    m = ins.mods
-    return m[:2] == ("async", "bulk") or m[:3] == ("reduce", "async", "bulk")
-
-
 # ---------------------------------------------------------------------------------------------- helpers
 def thread_groups(ctx, lane: int) -> AsyncGroups:
     """The executing thread's bulk async-groups (sim/async_groups.py)."""
@@ -187,7 +181,7 @@ def _need_address(ins, op, what):
 
 
 # ---------------------------------------------------------------------------------------------- decoders
-@semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" not in ins.mods)
+@semantics("cp.async.bulk")
 def decode_bulk(ins, info):
     """PTX ISA §9.7.9.25.4 bulk copy (cp.async.bulk, cp.async.bulk.prefetch) and §9.7.9.25.6 completion
     (cp.async.bulk.commit_group / wait_group).  See the module docstring for the forms."""

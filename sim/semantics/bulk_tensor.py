@@ -88,7 +88,7 @@ from .bulk_tensor_gather import ILLEGAL
 from ..numerics.convert import cvt
 from ..numerics.fp import fadd, fmax, fmin
 from ..proxy_fence import async_write, check_async_read
-from .bulk_copy import (MBAR, check_source_resident, cta_mask_targets, is_bulk, live_mbarrier, new_op, shared_target,
+from .bulk_copy import (MBAR, check_source_resident, cta_mask_targets, live_mbarrier, new_op, shared_target,
                         thread_groups)
 from .registry import semantics
 
@@ -261,7 +261,7 @@ def _count(ins, n):
         raise VerifyError(f"{ins.full_opcode} takes {n} operands here, got {len(ins.operands)}", ins.loc)
 
 
-@semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" in ins.mods)
+@semantics("cp.async.bulk.tensor")
 def decode_bulk_tensor(ins, info):
     """PTX ISA §9.7.9.25.5.2 cp.async.bulk.tensor, §9.7.9.25.5.3 cp.reduce.async.bulk.tensor and
     §9.7.9.25.5.4 cp.async.bulk.prefetch.tensor (tile mode; the four-row modes .tile::gather4 / .tile::scatter4,

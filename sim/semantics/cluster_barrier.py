@@ -114,7 +114,7 @@ def _require_aligned(ctx, what):
                         expected="all non-exited threads of the warp executing the aligned instruction together")
 
 
-@semantics("barrier", when=lambda ins: ins.mods[:1] == ("cluster",))
+@semantics("barrier.cluster")
 def decode_barrier_cluster(ins, info):
     """PTX ISA 9.1 §9.7.13.3 barrier.cluster.arrive{.release|.relaxed}{.aligned} and
     barrier.cluster.wait{.acquire}{.aligned}."""

@@ -68,7 +68,7 @@ def _addr(ins, op, what: str) -> ir.Address:
     return op
 
 
-@semantics("tensormap", when=lambda ins: ins.mods[:1] == ("replace",))
+@semantics("tensormap.replace")
 def decode_replace(ins, info):
     """PTX ISA 9.1 tensormap.replace: replace one field of the 128-byte tensor map at [addr]."""
     what = ins.full_opcode
@@ -142,7 +142,7 @@ def decode_replace(ins, info):
     return run
 
 
-@semantics("tensormap", when=lambda ins: ins.mods[:1] == ("cp_fenceproxy",))
+@semantics("tensormap.cp_fenceproxy")
 def decode_cp_fenceproxy(ins, info):
     """PTX ISA 9.1 tensormap.cp_fenceproxy: copy a tensor map from shared::cta to global memory and release it
     to the tensormap proxy."""
