@@ -43,6 +43,7 @@ from . import ir
 from .descriptors import (BLOCK_SCALED_KINDS, CONTAINER_BITS, DENSE_KINDS, SWIZZLE_REPEAT, SWIZZLE_WIDTH,
                           SmemDescriptor, TYPE_CODES, decode_idesc)
 from .errors import UnsupportedError, VerifyError
+from .forms import FormSpec, QualGroup
 
 SECTION_MMA = "PTX ISA §9.7.16.10.9"
 SECTION_CP = "PTX ISA §9.7.16.9.2"
@@ -739,6 +740,28 @@ def parse_commit(ins: ir.Instruction, info=None) -> CommitForm:
                       multicast=mc)
 
 
-__all__ = ["RULES", "reject", "check_arch", "KindWord", "MmaForm", "MmaShape", "parse_mma", "check_idesc",
+# ---------------------------------------------------------------------------------------------- form specs
+#: the qualifier groups parse_mma / parse_cp / parse_shift / parse_commit accept (``tcsim check --list``)
+_CTA_GROUP_Q = QualGroup("cta_group", ("cta_group::1", "cta_group::2"), required=True)
+MMA_GROUPS = (QualGroup("sp", ("sp",)), QualGroup("ws", ("ws",)), _CTA_GROUP_Q,
+              QualGroup("kind", tuple(f"kind::{k}" for k in _KINDS), required=True),
+              QualGroup("block_scale", ("block_scale",)), QualGroup("scale_vec", tuple(_SCALE_VEC)),
+              QualGroup("ashift", ("ashift",)),
+              QualGroup("collector", tuple(f"collector::{b}::{o}" for b in ("a", "b0", "b1", "b2", "b3")
+                                           for o in ("fill", "use", "lastuse", "discard"))))
+CP_GROUPS = (_CTA_GROUP_Q, QualGroup("shape", tuple(CP_SHAPES), required=True),
+             QualGroup("multicast", CP_MULTICAST), QualGroup("decompress", ("b8x16",)),
+             QualGroup("source format", CP_FORMATS))
+SHIFT_GROUPS = (_CTA_GROUP_Q, QualGroup("down", ("down",), required=True))
+COMMIT_GROUPS = (_CTA_GROUP_Q, QualGroup("completion", ("mbarrier::arrive::one",), required=True),
+                 QualGroup("space", ("shared::cluster",)), QualGroup("multicast", ("multicast::cluster",)),
+                 QualGroup("type", ("b64",), required=True))
+SPECS = (FormSpec("tcgen05.mma", SECTION_MMA, ("mma",), MMA_GROUPS),
+         FormSpec("tcgen05.cp", SECTION_CP, ("cp",), CP_GROUPS),
+         FormSpec("tcgen05.shift", SECTION_SHIFT, ("shift",), SHIFT_GROUPS),
+         FormSpec("tcgen05.commit", SECTION_COMMIT, ("commit",), COMMIT_GROUPS))
+
+
+__all__ = ["RULES", "SPECS", "reject", "check_arch", "KindWord", "MmaForm", "MmaShape", "parse_mma", "check_idesc",
            "check_smem_desc", "check_uniform_cta_group", "legal_m", "legal_n", "K_OF_KIND", "CpForm", "parse_cp",
            "CP_SHAPES", "parse_shift", "CommitForm", "parse_commit"]

@@ -79,6 +79,10 @@ class Registry:
         """The registered family keys, sorted."""
         return sorted(self._table)
 
+    def module_of(self, key: str) -> str:
+        """The semantics module whose decoder executes the family ``key``."""
+        return self._table[key].module
+
     def opcodes(self) -> list[str]:
         return sorted({opcode_of_key(k) for k in self._table})
 
