@@ -1,0 +1,259 @@
+"""isa/forms.py and the isa/*_forms.py parsers: instruction families, form parsing, typed located errors.
+
+* family_of gives every instruction the family of the PTX ISA section that defines it (one key per instruction).
+* Each family moved to isa/ parses a legal instruction into a frozen form and rejects a bad qualifier, a missing
+  operand and a wrong type with a typed error (VerifyError / UnsupportedError) located at the PTX line.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tcsim.isa.atomic_forms import parse_atom
+from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.forms import check_family_key, family_of
+from tcsim.isa.ldstmatrix_forms import parse_matrix
+from tcsim.isa.mbarrier_forms import parse_mbarrier
+from tcsim.isa.parser import parse
+from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
+from tcsim.semantics.registry import DecodeInfo
+
+LINE = 12          # the line of the instruction under test in module()
+
+
+def module(line: str, target: str = "sm_100a") -> str:
+    return f""".version 8.8
+.target {target}
+.address_size 64
+.visible .entry k(.param .u64 pmap)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  .reg .pred %p<4>;
+  .reg .b16 %rs<4>;
+  .reg .f32 %f<4>;
+  .shared .align 8 .b8 smem[1024];
+  {line}
+  ret;
+}}
+"""
+
+
+def instruction(line: str, target: str = "sm_100a"):
+    m = parse(module(line, target), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == LINE)
+    return ins, DecodeInfo(m, fn, target)
+
+
+def rejects(parser, line: str, err, match: str, target: str = "sm_100a"):
+    ins, info = instruction(line, target)
+    with pytest.raises(err, match=match) as e:
+        parser(ins, info)
+    assert e.value.loc is not None and (e.value.loc.file, e.value.loc.line) == ("t.ptx", LINE)
+    assert f"t.ptx:{LINE}:" in str(e.value)
+    return e.value
+
+
+# ---------------------------------------------------------------------------------------------- families
+@pytest.mark.parametrize("text, key", [
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk.tensor"),
+    ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group", "cp.async.bulk.tensor"),
+    ("cp.async.bulk.prefetch.tensor.2d.L2.global", "cp.async.bulk.tensor"),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk"),
+    ("cp.async.bulk.commit_group", "cp.async.bulk"),
+    ("cp.async.ca.shared.global", "cp.async"),
+    ("cp.foo", None),
+    ("tcgen05.mma.cta_group::1.kind::f16", "tcgen05.mma"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b32", "tcgen05.ld"),
+    ("tcgen05.wait::st.sync.aligned", "tcgen05.wait::st"),
+    ("tcgen05.fence::foo", None),
+    ("barrier.cluster.arrive", "barrier.cluster"),
+    ("barrier.sync", "barrier"),
+    ("bar.sync", "bar"),
+    ("cvt.rn.f16x2.f32", "cvt"),
+    ("cvt.pack.sat.s8.s32.b32", "cvt.pack"),
+    ("add.s32", "add:int"),
+    ("add.rn.f32", "add:float"),
+    ("min.bf16x2", "min:float"),
+    ("add.tf32", None),
+    ("mbarrier.try_wait.parity.shared::cta.b64", "mbarrier"),
+    ("ld.global.u32", "ld"),
+])
+def test_family_of_names_the_ptx_instruction(text, key):
+    opcode, *mods = text.split(".")
+    assert family_of(opcode, tuple(mods)) == key
+
+
+@pytest.mark.parametrize("key", ["cp", "tcgen05", "add", "tcgen05.foo", "cp.async.tensor", "add:double"])
+def test_keys_no_instruction_has_are_rejected(key):
+    with pytest.raises(ValueError, match="is not an instruction family"):
+        check_family_key(key)
+
+
+@pytest.mark.parametrize("key", ["ld", "cp.async.bulk", "tcgen05.wait::ld", "add:int", "tensormap"])
+def test_family_keys_accepted(key):
+    check_family_key(key)
+
+
+# ---------------------------------------------------------------------------------------------- mbarrier
+def test_mbarrier_form():
+    ins, _ = instruction("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;")
+    f = parse_mbarrier(ins)
+    assert (f.op, f.parity, f.space, f.sem, f.scope) == ("try_wait", True, "shared::cta", "acquire", "cta")
+    assert (str(f.dst), str(f.addr), str(f.arg), f.hint) == ("%p1", "[%r1]", "%r2", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.op = "arrive"
+    a, _ = instruction("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r1], 256;")
+    g = parse_mbarrier(a)
+    assert (g.op, g.expect_tx, g.sem, g.scope, g.count.value) == ("arrive", True, "release", "cluster", 256)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("mbarrier.arrive.foo.shared::cta.b64 %rd1, [%r1];", UnsupportedError, r"qualifier \.foo of mbarrier\.arrive"),
+    ("mbarrier.init.parity.shared::cta.b64 [%r1], 1;", UnsupportedError, r"qualifier \.parity of mbarrier\.init"),
+    ("mbarrier.init.shared::cta.b64 [%r1];", VerifyError, r"mbarrier\.init takes \[addr\], count"),
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1];", VerifyError, r"needs a txCount operand"),
+    ("mbarrier.init.shared::cta.b32 [%r1], 1;", UnsupportedError, r"qualifier \.b32 of mbarrier\.init"),
+    ("mbarrier.init.shared::cta [%r1], 1;", VerifyError, r"needs the \.b64 type qualifier"),
+    ("mbarrier.init.shared::cta.b64 [%r1], 0;", VerifyError, r"mbarrier\.init count 0 is out of range"),
+    ("mbarrier.try_wait.shared::cluster.b64 %p1, [%r1], %rd2;", VerifyError, r"cannot take a \.shared::cluster"),
+    ("mbarrier.arrive.acquire.cta.shared::cta.b64 %rd1, [%r1];", VerifyError, r"\.acquire is not allowed"),
+])
+def test_mbarrier_rejects(line, err, match):
+    rejects(lambda ins, info: parse_mbarrier(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- tcgen05 ld/st/alloc
+def test_tcgen05_ld_st_forms():
+    ins, info = instruction("tcgen05.ld.sync.aligned.16x256b.x2.pack::16b.b32 {%r1, %r2, %r3, %r4, %r5, %r6, "
+                            "%r7, %r8}, [%r9];")
+    f = parse_ldst(ins, info)
+    assert (f.op, f.shape, f.num, f.pack, f.nregs, f.nlanes) == ("ld", "16x256b", 2, True, 8, 16)
+    assert f.name == "tcgen05.ld.16x256b.x2.pack::16b"
+    st, info = instruction("tcgen05.st.sync.aligned.16x32bx2.x1.b32 [%r9], 8, {%r1};")
+    g = parse_ldst(st, info)
+    assert (g.op, g.half_split, [str(e) for e in g.elems]) == ("st", 8, ["%r1"])
+
+
+def test_tcgen05_alloc_form():
+    ins, info = instruction("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [smem], 64;")
+    f = parse_alloc(ins, info)
+    assert (f.op, f.cta_group, f.has_space, str(f.dst), f.ncols.value) == ("alloc", 2, True, "[smem]", 64)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("tcgen05.ld.sync.aligned.32x32b.x256.b32 {%r1}, [%r2];", UnsupportedError,
+     r"qualifier \.x256 of tcgen05\.ld is not supported"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.x2.b32 {%r1}, [%r2];", VerifyError, r"more than one num qualifier"),
+    ("tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%r1}, [%r2];", VerifyError, r"expects 3 operands"),
+    ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r1}, [%r2];", VerifyError, r"needs a vector of 2 \.b32 registers"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b16 {%r1}, [%r2];", UnsupportedError, r"qualifier \.b16 of tcgen05\.ld"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1 {%r1}, [%r2];", VerifyError, r"\.b32 qualifier is required"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b32 {%rd1}, [%r2];", VerifyError, r"vector element %rd1 is a \.b64 register"),
+    ("tcgen05.ld.red.sync.aligned.32x32b.x2.min.u32 {%r0, %r1}, %r2, [%r3];", UnsupportedError,
+     r"tcgen05\.ld\.red is not supported"),
+])
+def test_tcgen05_ldst_rejects(line, err, match):
+    rejects(parse_ldst, line, err, match)
+
+
+@pytest.mark.parametrize("line, err, match, target", [
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], 96;", VerifyError,
+     r"nCols 96 is not a power of two", "sm_100a"),
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem];", VerifyError,
+     r"expects operands \[dst\], nCols", "sm_100a"),
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b64 [smem], 32;", UnsupportedError,
+     r"qualifier \.b64 of tcgen05\.alloc", "sm_100a"),
+    ("tcgen05.dealloc.sync.aligned.b32 %r1, 32;", VerifyError, r"the \.cta_group qualifier is required", "sm_100a"),
+    ("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %rd1, 32;", VerifyError, r"taddr %rd1 is a \.b64 register",
+     "sm_100a"),
+    ("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;", VerifyError,
+     r"requires an sm_100a-family target, but the module targets sm_90a", "sm_90a"),
+])
+def test_tcgen05_alloc_rejects(line, err, match, target):
+    rejects(parse_alloc, line, err, match, target)
+
+
+# ---------------------------------------------------------------------------------------------- ld/st/movmatrix
+def test_matrix_forms():
+    ins, info = instruction("ldmatrix.sync.aligned.m8n8.x4.trans.shared::cta.b16 {%r1, %r2, %r3, %r4}, [%r5];")
+    f = parse_matrix(ins, info)
+    assert (f.op, f.num, f.trans, f.space, len(f.regs), str(f.addr)) == ("ldmatrix", 4, True, "shared::cta", 4,
+                                                                         "[%r5]")
+    mv, info = instruction("movmatrix.sync.aligned.m8n8.trans.b16 %r1, %r2;")
+    g = parse_matrix(mv, info)
+    assert (g.op, [str(r) for r in g.regs], [str(r) for r in g.src]) == ("movmatrix", ["%r1"], ["%r2"])
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("ldmatrix.sync.aligned.m8n8.x3.b16 {%r1, %r2, %r3}, [%r5];", VerifyError, r"unknown qualifier\(s\) \.x3"),
+    ("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];", UnsupportedError,
+     r"the \.m16n16 form of ldmatrix is not supported"),
+    ("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%r5];", VerifyError, r"stmatrix takes an address \[p\] and a "
+                                                                    r"register vector"),
+    ("ldmatrix.sync.aligned.m8n8.x2.b16 {%r1}, [%r5];", VerifyError, r"operand r has 1 register\(s\), expected 2"),
+    ("ldmatrix.sync.aligned.m8n8.x1.b32 {%r1}, [%r5];", VerifyError, r"ldmatrix \.m8n8 needs the type \.b16"),
+    ("ldmatrix.sync.aligned.m8n8.x1.b16 {%rs1}, [%r5];", VerifyError, r"register %rs1 is \.b16; expected a 32-bit"),
+    ("movmatrix.sync.aligned.m8n8.b16 %r1, %r2;", VerifyError, r"movmatrix requires \.trans"),
+])
+def test_matrix_rejects(line, err, match):
+    rejects(parse_matrix, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- atom / red
+def test_atom_forms():
+    ins, info = instruction("atom.acq_rel.gpu.global.cas.b32 %r1, [%rd1], %r2, %r3;")
+    f = parse_atom(ins, info)
+    assert (f.red, f.sem, f.scope, f.space, f.op, f.type, f.vec) == (False, "acq_rel", "gpu", "global", "cas",
+                                                                     "b32", 1)
+    assert (str(f.dst), str(f.addr), str(f.b), str(f.c)) == ("%r1", "[%rd1]", "%r2", "%r3")
+    red, info = instruction("red.global.add.noftz.v2.f16x2 [%rd1], {%r1, %r2};")
+    g = parse_atom(red, info)
+    assert (g.red, g.op, g.type, g.vec, g.noftz, g.c) == (True, "add", "f16x2", 2, True, None)
+
+
+@pytest.mark.parametrize("line, err, match, target", [
+    ("atom.global.foo.u32 %r1, [%rd1], 1;", VerifyError, r"unexpected qualifier \.foo", "sm_100a"),
+    ("atom.global.cas.b32 %r1, [%rd1], %r2;", VerifyError, r"takes d, \[a\], b, c", "sm_100a"),
+    ("atom.global.inc.s32 %r1, [%rd1], 1;", VerifyError, r"\.inc does not take \.s32", "sm_100a"),
+    ("red.global.cas.b32 [%rd1], %r2;", VerifyError, r"red\.cas does not exist", "sm_100a"),
+    ("atom.global.add.noftz.v2.bf16 {%rs1, %rs2}, [%rd1], {%rs1, %rs2};", VerifyError,
+     r"vector atomics require sm_90 or later", "sm_80"),
+    ("atom.global.exch.b128 %r1, [%rd1], %r2;", UnsupportedError, r"128-bit atomics are not supported", "sm_100a"),
+])
+def test_atom_rejects(line, err, match, target):
+    rejects(parse_atom, line, err, match, target)
+
+
+# ---------------------------------------------------------------------------------------------- bulk tensor
+def test_bulk_tensor_forms():
+    ins, info = instruction("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                            ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;")
+    f = parse_bulk_tensor(ins, info)
+    assert (f.direction, f.dim, f.spaces, f.mode, f.multicast, str(f.mask)) == (
+        "load", 2, ("shared::cluster", "global"), "tile", True, "%rs1")
+    assert f.qualifiers()["spaces"] == ["shared::cluster", "global"] and f.qualifiers()["dim"] == 2
+    st, info = instruction("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.bulk_group [%rd1, {%r2}], [%r1];")
+    g = parse_bulk_tensor(st, info)
+    assert (g.direction, g.reduce, g.redop, str(g.src)) == ("store", True, "max", "[%r1]")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.bulk.tensor.6d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
+     UnsupportedError, r"qualifier \.6d is not supported on tensor copies"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}],"
+     " [%r4];", UnsupportedError, r"load mode \.im2col is not supported"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}];",
+     VerifyError, r"takes 3 operands here, got 2"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
+     VerifyError, r"a \.2d tensor copy takes 2 coordinates, got 1"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [pmap, {%r2, %r3}], [%r4];",
+     VerifyError, r"the tensor map pmap is named as a \.param variable"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.mbarrier::complete_tx::bytes [%rd1, {%r2, %r3}], [%r1];",
+     VerifyError, r"a tensor store/reduce completes through \.bulk_group"),
+])
+def test_bulk_tensor_rejects(line, err, match):
+    rejects(parse_bulk_tensor, line, err, match)
