@@ -37,7 +37,8 @@ ROWS4_NCOORDS = 1 + ROWS4
 SUPPORTED_MODES = ("tile",) + ROWS4_MODES
 
 GROUPS = (QualGroup("reduce", ("reduce",)), QualGroup("prefetch", ("prefetch",)),
-          QualGroup("dim", DIMS, required=True), QualGroup("dst", ("shared::cta", "shared::cluster", "global", "L2"), required=True),
+          QualGroup("dim", DIMS, required=True),
+          QualGroup("dst", ("shared::cta", "shared::cluster", "global", "L2"), required=True),
           QualGroup("src", ("global", "shared::cta"), required=True), QualGroup("redop", REDOPS),
           QualGroup("load_mode", SUPPORTED_MODES), QualGroup("completion", (MBAR, "bulk_group")),
           QualGroup("multicast", ("multicast::cluster",)), QualGroup("cta_group", ("cta_group::1", "cta_group::2")),

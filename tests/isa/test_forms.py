@@ -10,6 +10,7 @@ import dataclasses
 
 import pytest
 
+from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
 from tcsim.isa.atomic_forms import parse_atom
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
 from tcsim.isa.errors import UnsupportedError, VerifyError
@@ -257,3 +258,57 @@ def test_bulk_tensor_forms():
 ])
 def test_bulk_tensor_rejects(line, err, match):
     rejects(parse_bulk_tensor, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- cp.async / bulk copy
+def test_cp_async_forms():
+    ins, info = instruction("cp.async.cg.shared.global.L2::cache_hint [%r1], [%rd1], 16, %r2, %rd2;")
+    f = parse_cp_async(ins, info)
+    assert (f.kind, f.cache, f.cp_size, str(f.src_size), f.ignore, str(f.policy)) == ("copy", "cg", 16, "%r2",
+                                                                                    None, "%rd2")
+    w, info = instruction("cp.async.wait_group 3;")
+    assert (parse_cp_async(w, info).kind, parse_cp_async(w, info).keep) == ("wait_group", 3)
+    a, info = instruction("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%r1];")
+    g = parse_cp_async(a, info)
+    assert (g.kind, g.noinc, g.space) == ("mbarrier_arrive", True, "shared::cta")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.ca.shared.global.L2::512B [%r1], [%rd1], 4;", UnsupportedError, r"qualifier \.L2::512B is not "
+                                                                               r"supported on cp\.async"),
+    ("cp.async.ca.shared.global [%r1], [%rd1];", VerifyError, r"takes \[dst\], \[src\], cp-size"),
+    ("cp.async.cg.shared.global [%r1], [%rd1], 8;", VerifyError, r"cp\.async\.cg copies 16 bytes, got cp-size 8"),
+    ("cp.async.wait_group %r1;", VerifyError, r"takes one integer constant N"),
+    ("cp.async.mbarrier.arrive.shared::cta [%r1];", VerifyError, r"cp\.async\.mbarrier\.arrive needs \.b64"),
+])
+def test_cp_async_rejects(line, err, match):
+    rejects(parse_cp_async, line, err, match)
+
+
+def test_bulk_copy_forms():
+    ins, _ = instruction("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                         "[%r1], [%rd1], 256, [%r2], %rs1;")
+    f = parse_bulk_copy(ins)
+    assert (f.kind, f.dst_space, f.size.value, str(f.mbar), str(f.mask), f.policy) == (
+        "load", "shared::cluster", 256, "[%r2]", "%rs1", None)
+    st, _ = instruction("cp.async.bulk.global.shared::cta.bulk_group.cp_mask [%rd1], [%r1], 64, %rs1;")
+    g = parse_bulk_copy(st)
+    assert (g.kind, str(g.bytemask)) == ("store", "%rs1")
+    w, _ = instruction("cp.async.bulk.wait_group.read 0;")
+    assert (parse_bulk_copy(w).kind, parse_bulk_copy(w).read_only, parse_bulk_copy(w).keep) == ("wait_group", True, 0)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.foo [%r1], [%rd1], 16, [%r2];", UnsupportedError,
+     r"qualifier \.foo is not supported on cp\.async\.bulk"),
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16;", VerifyError,
+     r"takes 4 operands \(4 fixed\), got 3"),
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 24, [%r2];", VerifyError,
+     r"size 24 is not a multiple of 16"),
+    ("cp.async.bulk.shared.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];", VerifyError,
+     r"state space \.shared must be spelled"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 16;", UnsupportedError,
+     r"non-tensor bulk reductions"),
+])
+def test_bulk_copy_rejects(line, err, match):
+    rejects(lambda ins, info: parse_bulk_copy(ins), line, err, match)

@@ -80,6 +80,9 @@ def covered(listing, full_opcode: str) -> bool:
     "mbarrier.arrive.expect_tx.shared::cta.b64",
     "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
     "red.release.gpu.global.add.u32",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "cp.async.bulk.wait_group.read",
+    "cp.async.cg.shared.global.L2::128B",
 ])
 def test_executed_forms_are_listed(listing, form):
     assert covered(listing, form)
@@ -97,6 +100,8 @@ def test_executed_forms_are_listed(listing, form):
     "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8",
     "atom.global.add.b128",
     "tcgen05.fence::sideways",
+    "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.ignore_oob",
+    "cp.async.ca.shared.global.L2::512B",
 ])
 def test_unsupported_forms_are_not_listed(listing, form):
     assert not covered(listing, form)
