@@ -17,6 +17,7 @@ from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
+from tcsim.isa.mma_sync_forms import parse_mma_sync
 from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
 from tcsim.semantics.registry import DecodeInfo
@@ -312,3 +313,31 @@ def test_bulk_copy_forms():
 ])
 def test_bulk_copy_rejects(line, err, match):
     rejects(lambda ins, info: parse_bulk_copy(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- mma.sync
+def test_mma_sync_form():
+    ins, info = instruction("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, "
+                            "{%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};")
+    f = parse_mma_sync(ins, info)
+    assert (f.shape, f.dtype, f.atype, f.btype, f.ctype, f.integer) == ("m16n8k16", "f32", "bf16", "bf16", "f32",
+                                                                        False)
+    assert (len(f.d), len(f.a), len(f.b), len(f.c)) == (4, 4, 2, 4)      # PTX ISA §9.7.14.5.8 register counts
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("mma.sync.aligned.m16n8k16.row.col.foo.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, "
+     "{%r5, %r6}, {%f0, %f1, %f2, %f3};", VerifyError, r"unknown qualifier\(s\) \.foo"),
+    ("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f0, %f1}, {%r1}, {%r5}, {%f0};", UnsupportedError,
+     r"mma shape \.m8n8k4 is not supported"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, {%r5, %r6};",
+     VerifyError, r"mma takes four operands d, a, b, c; got 3"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3}, {%r5, %r6}, "
+     "{%f0, %f1, %f2, %f3};", VerifyError, r"operand a has 3 register\(s\), expected 4"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f16 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, "
+     "{%f0, %f1};", VerifyError, r"\.dtype \(\.f32\) must be the same as \.ctype \(\.f16\)"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%rd1, %r2, %r3, %r4}, {%r5, %r6}, "
+     "{%f0, %f1, %f2, %f3};", VerifyError, r"register %rd1 of operand a is \.b64"),
+])
+def test_mma_sync_rejects(line, err, match):
+    rejects(parse_mma_sync, line, err, match)

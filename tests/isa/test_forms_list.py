@@ -83,6 +83,8 @@ def covered(listing, full_opcode: str) -> bool:
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
     "cp.async.bulk.wait_group.read",
     "cp.async.cg.shared.global.L2::128B",
+    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32",
 ])
 def test_executed_forms_are_listed(listing, form):
     assert covered(listing, form)
@@ -102,6 +104,8 @@ def test_executed_forms_are_listed(listing, form):
     "tcgen05.fence::sideways",
     "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.ignore_oob",
     "cp.async.ca.shared.global.L2::512B",
+    "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32",
+    "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64",
 ])
 def test_unsupported_forms_are_not_listed(listing, form):
     assert not covered(listing, form)
