@@ -20,6 +20,7 @@ from tcsim.isa.mbarrier_forms import parse_mbarrier
 from tcsim.isa.mma_sync_forms import parse_mma_sync
 from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
+from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from tcsim.semantics.registry import DecodeInfo
 
 LINE = 12          # the line of the instruction under test in module()
@@ -341,3 +342,29 @@ def test_mma_sync_form():
 ])
 def test_mma_sync_rejects(line, err, match):
     rejects(parse_mma_sync, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- tensormap
+def test_tensormap_forms():
+    ins, _ = instruction("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r1], 1, %r2;")
+    f = parse_replace(ins)
+    assert (f.field, f.vtype, f.space, f.ordinal, str(f.value)) == ("box_dim", "b32", "shared::cta", 1, "%r2")
+    cp, _ = instruction("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+                        "[%rd1], [%r1], 128;")
+    g = parse_cp_fenceproxy(cp)
+    assert (g.scope, str(g.dst), str(g.src)) == ("gpu", "[%rd1]", "[%r1]")
+
+
+@pytest.mark.parametrize("line, match", [
+    ("tensormap.replace.tile.box_dim.local.b1024.b32 [%r1], 1, %r2;", r"qualifier \.local is not valid"),
+    ("tensormap.replace.tile.box_dim.b1024.b32 [%r1], %r2;", r"takes 3 operands \(\[addr\], ord, new_val\), got 2"),
+    ("tensormap.replace.tile.global_address.b1024.b32 [%r1], %rd2;", r"\.global_address takes a \.b64 new value"),
+    ("tensormap.replace.tile.box_dim.b1024.b32 [%r1], 5, %r2;", r"ord 5 is out of range"),
+    ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd1], [%r1], 64;",
+     r"size 64 must be 128"),
+    ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.sync.aligned [%rd1], [%r1], 128;",
+     r"needs exactly one scope"),
+])
+def test_tensormap_rejects(line, match):
+    parser = parse_replace if ".replace." in line else parse_cp_fenceproxy
+    rejects(lambda ins, info: parser(ins), line, VerifyError, match)
