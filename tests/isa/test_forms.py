@@ -12,8 +12,10 @@ import pytest
 
 from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
 from tcsim.isa.atomic_forms import parse_atom
+from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
 from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.fence_forms import parse_fence, parse_membar
 from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
@@ -368,3 +370,40 @@ def test_tensormap_forms():
 def test_tensormap_rejects(line, match):
     parser = parse_replace if ".replace." in line else parse_cp_fenceproxy
     rejects(lambda ins, info: parser(ins), line, VerifyError, match)
+
+
+# ---------------------------------------------------------------------------------------------- barriers / fences
+def test_barrier_and_fence_forms():
+    ins, _ = instruction("barrier.cta.red.or.pred.aligned %p1, 1, 64, !%p2;")
+    f = parse_bar(ins)
+    assert (f.op, f.aligned, f.a.value, f.b.value, f.rop, str(f.dst), str(f.c)) == ("red", True, 1, 64, "or", "%p1",
+                                                                                  "!%p2")
+    cl, _ = instruction("barrier.cluster.wait.aligned;")
+    assert parse_barrier_cluster(cl) == ClusterBarrierForm("wait", "acquire", True)
+    fe, _ = instruction("fence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;")
+    g = parse_fence(fe)
+    assert g.event_fields() == dict(fence="proxy", sem="acquire", scope="gpu", proxy="tensormap::generic",
+                                    restrict=None)
+    assert str(g.addr) == "[%rd1]"
+    mb, _ = instruction("membar.gl;")
+    assert parse_membar(mb).event_fields() == dict(fence="membar", sem="sc", scope="gpu", proxy=None, restrict=None)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("bar.sync.foo 0;", UnsupportedError, r"qualifier \.foo of bar\.sync is not supported"),
+    ("bar.arrive 1;", VerifyError, r"needs a barrier number and a \(non-zero\) thread count"),
+    ("bar.sync 16;", VerifyError, r"barrier 16 out of range"),
+    ("bar.sync 0, 48;", VerifyError, r"thread count 48 must be a positive multiple of the warp size"),
+    ("barrier.red.popc.pred %r1, 0, %p1;", VerifyError, r"\.popc requires type \.u32"),
+    ("barrier.cluster.arrive.acquire;", VerifyError, r"qualifier \.acquire is not valid on barrier\.cluster\.arrive"),
+    ("barrier.cluster.wait 0;", VerifyError, r"barrier\.cluster\.wait takes no operands"),
+    ("fence.proxy.foo;", UnsupportedError, r"proxy kind \.foo is not supported"),
+    ("fence.release.cluster;", VerifyError, r"fence\.release needs \.sync_restrict::shared::cta"),
+    ("fence.proxy.tensormap::generic.acquire.gpu [%rd1];", VerifyError, r"takes \[addr\], size"),
+    ("membar.gl %r1;", VerifyError, r"membar\.gl takes no operands"),
+])
+def test_barrier_and_fence_rejects(line, err, match):
+    parser = {"bar": parse_bar, "barrier": parse_bar, "fence": parse_fence, "membar": parse_membar}[line.split(".")[0]]
+    if line.startswith("barrier.cluster"):
+        parser = parse_barrier_cluster
+    rejects(lambda ins, info: parser(ins), line, err, match)

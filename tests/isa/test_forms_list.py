@@ -85,6 +85,12 @@ def covered(listing, full_opcode: str) -> bool:
     "cp.async.cg.shared.global.L2::128B",
     "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
     "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32",
+    "barrier.cluster.arrive.release.aligned",
+    "bar.warp.sync",
+    "fence.proxy.async.shared::cta",
+    "fence.mbarrier_init.release.cluster",
+    "membar.gl",
+    "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned",
 ])
 def test_executed_forms_are_listed(listing, form):
     assert covered(listing, form)
@@ -106,6 +112,9 @@ def test_executed_forms_are_listed(listing, form):
     "cp.async.ca.shared.global.L2::512B",
     "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32",
     "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64",
+    "barrier.cluster.sync",
+    "fence.proxy.foo",
+    "tensormap.replace.tile.box_dim.local.b1024.b32",
 ])
 def test_unsupported_forms_are_not_listed(listing, form):
     assert not covered(listing, form)
