@@ -117,9 +117,15 @@ class QualGroup:
     name: str
     values: tuple
     required: bool = False
+    prefixes: tuple = ()        # open-ended alternatives: any qualifier starting with one of these (``L2::``)
+
+    def matches(self, qualifier: str) -> bool:
+        return qualifier in self.values or (bool(self.prefixes) and qualifier.startswith(self.prefixes))
 
     def describe(self) -> str:
-        alts = self.values[0] if len(self.values) == 1 else "{" + "|".join(self.values) + "}"
+        """``.x`` / ``.{a|b}`` (required), ``[.x]`` (optional); a prefix alternative is written ``L2::*``."""
+        names = self.values + tuple(f"{p}*" for p in self.prefixes)
+        alts = names[0] if len(names) == 1 else "{" + "|".join(names) + "}"
         return f".{alts}" if self.required else f"[.{alts}]"
 
 
@@ -151,7 +157,7 @@ class FormSpec:
         used: set = set()
         for m in rest:
             for g in self.groups:
-                if g.name not in used and m in g.values:
+                if g.name not in used and g.matches(m):
                     used.add(g.name)
                     break
             else:
@@ -166,7 +172,7 @@ def split_qualifiers(ins: ir.Instruction, groups: tuple, mods: tuple, family: st
     got: dict = {}
     for m in mods:
         for g in groups:
-            if m in g.values:
+            if g.matches(m):
                 if g.name in got:
                     raise VerifyError(f"{ins.full_opcode}: more than one {g.name} qualifier (.{got[g.name]} and .{m})",
                                       ins.loc)

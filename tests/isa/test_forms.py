@@ -14,6 +14,7 @@ from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
 from tcsim.isa.atomic_forms import parse_atom
 from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
+from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_st
 from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
 from tcsim.isa.forms import check_family_key, family_of
@@ -406,4 +407,36 @@ def test_barrier_and_fence_rejects(line, err, match):
     parser = {"bar": parse_bar, "barrier": parse_bar, "fence": parse_fence, "membar": parse_membar}[line.split(".")[0]]
     if line.startswith("barrier.cluster"):
         parser = parse_barrier_cluster
+    rejects(lambda ins, info: parser(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- data movement
+def test_data_movement_forms():
+    ld, _ = instruction("ld.relaxed.gpu.global.nc.L1::no_allocate.v2.f32 {%f0, %f1}, [%rd1+8];")
+    f = parse_ld(ld)
+    assert (f.op, f.space, f.sem, f.scope, f.vec, f.type, str(f.addr)) == ("ld", "global", "relaxed", "gpu", 2,
+                                                                          "f32", "[%rd1+8]")
+    st, _ = instruction("st.param::func.b32 [smem], %r1;")
+    g = parse_st(st)
+    assert (g.space, str(g.value), str(g.addr)) == ("param", "%r1", "[smem]")
+    mv, _ = instruction("mov.b64 {%r1, %r2}, %rd1;")
+    assert parse_mov(mv).mode == "unpack"
+    cv, _ = instruction("cvta.to.shared.u64 %rd1, %rd2;")
+    assert (parse_cvta(cv).to, parse_cvta(cv).space, parse_cvta(cv).size) == (True, "shared", "u64")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("ld.global.foo.u32 %r1, [%rd1];", UnsupportedError, r"qualifier \.foo of ld is not supported"),
+    ("ld.global.b128 %r1, [%rd1];", UnsupportedError, r"\.b128 accesses are not supported"),
+    ("ld.global.u32 %r1;", VerifyError, r"ld needs a destination and an address \[a\]"),
+    ("ld.global.u32.s32 %r1, [%rd1];", VerifyError, r"names two types \(\.u32 and \.s32\)"),
+    ("st.global.v2.u32 [%rd1], %r1;", VerifyError, r"needs a source vector of 2 values"),
+    ("st.const.u32 [%rd1], %r1;", VerifyError, r"st to \.const is not allowed"),
+    ("mov.u32.u64 %r1, %r2;", VerifyError, r"needs exactly one type"),
+    ("cvta.to.shared %rd1, %rd2;", VerifyError, r"malformed cvta\.to\.shared"),
+    ("mapa.shared::cluster.u32 %r1, %r2;", VerifyError, r"takes 3 operands \(d, a, b\), got 2"),
+])
+def test_data_movement_rejects(line, err, match):
+    parser = {"ld": parse_ld, "st": parse_st, "mov": parse_mov, "cvta": parse_cvta, "mapa": parse_mapa}[
+        line.split(".")[0]]
     rejects(lambda ins, info: parser(ins), line, err, match)
