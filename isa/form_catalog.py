@@ -5,13 +5,14 @@ whose qualifiers are still checked by its decoder in ``tcsim.semantics`` has no 
 from __future__ import annotations
 
 from . import (async_copy_forms, atomic_forms, barrier_forms, bulk_tensor_forms, data_movement_forms, fence_forms,
-               ldstmatrix_forms, mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms)
+               ldstmatrix_forms, mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms,
+               warp_level_forms)
 from .forms import FormSpec, family_of
 
 _ALL = (async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS + (bulk_tensor_forms.SPEC,)
         + data_movement_forms.SPECS + fence_forms.SPECS + ldstmatrix_forms.SPECS
         + (mbarrier_forms.SPEC, mma_sync_forms.SPEC) + tcgen05_mem_forms.SPECS + tcgen05_rules.SPECS
-        + tensormap_forms.SPECS)
+        + tensormap_forms.SPECS + warp_level_forms.SPECS)
 
 
 def _index(specs) -> dict:

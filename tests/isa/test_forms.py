@@ -24,6 +24,7 @@ from tcsim.isa.mma_sync_forms import parse_mma_sync
 from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
 from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
+from tcsim.isa.warp_level_forms import parse_elect, parse_match, parse_redux, parse_shfl, parse_vote
 from tcsim.semantics.registry import DecodeInfo
 
 LINE = 12          # the line of the instruction under test in module()
@@ -440,3 +441,28 @@ def test_data_movement_rejects(line, err, match):
     parser = {"ld": parse_ld, "st": parse_st, "mov": parse_mov, "cvta": parse_cvta, "mapa": parse_mapa}[
         line.split(".")[0]]
     rejects(lambda ins, info: parser(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- warp collectives
+def test_warp_collective_forms():
+    sh, _ = instruction("shfl.sync.bfly.b32 %r1|%p1, %r2, 1, 31, -1;")
+    f = parse_shfl(sh)
+    assert (f.mode, str(f.dst), str(f.pdst), f.b.value, f.membermask.value) == ("bfly", "%r1", "%p1", 1, -1)
+    rd, _ = instruction("redux.sync.max.abs.NaN.f32 %f1, %f2, -1;")
+    g = parse_redux(rd, "sm_100a")
+    assert (g.mode, g.type, g.abs, g.nan) == ("max", "f32", True, True)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("shfl.up.b32 %r1, %r2, 1, 0, -1;", UnsupportedError, r"shfl without \.sync is not supported"),
+    ("shfl.sync.up.b32 %r1, %r2, 1, 0;", VerifyError, r"shfl\.sync takes d\[\|p\], a, b, c, membermask"),
+    ("vote.sync.ballot.pred %r1, %p1, -1;", VerifyError, r"vote\.sync\.ballot requires type \.b32"),
+    ("match.any.sync.b32 %r1|%p1, %r2, -1;", VerifyError, r"only match\.all\.sync has a predicate destination"),
+    ("redux.sync.and.u32 %r1, %r2, -1;", VerifyError, r"redux\.sync\.and does not take \.u32"),
+    ("redux.sync.max.f32 %f1, %f2, -1;", VerifyError, r"requires sm_100a or later \(target sm_90a\)"),
+    ("elect.sync.foo %r1|%p1, -1;", VerifyError, r"expected elect\.sync"),
+])
+def test_warp_collective_rejects(line, err, match):
+    parser = {"shfl": parse_shfl, "vote": parse_vote, "match": parse_match, "elect": parse_elect,
+              "redux": lambda ins: parse_redux(ins, "sm_90a")}[line.split(".")[0]]
+    rejects(lambda ins, info: parser(ins), line, err, match, target="sm_90a")

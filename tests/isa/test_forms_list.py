@@ -96,6 +96,9 @@ def covered(listing, full_opcode: str) -> bool:
     "ld.global.nc.L1::no_allocate.v4.f32",
     "st.relaxed.cluster.shared::cluster.u32",
     "mov.b64",
+    "shfl.sync.idx.b32",
+    "redux.sync.min.NaN.f32",
+    "elect.sync",
 ])
 def test_executed_forms_are_listed(listing, form):
     assert covered(listing, form)
@@ -122,6 +125,8 @@ def test_executed_forms_are_listed(listing, form):
     "tensormap.replace.tile.box_dim.local.b1024.b32",
     "ld.global.b128",
     "ld.global.u32.unified.foo",
+    "shfl.sync.rotate.b32",
+    "vote.sync.ballot.b64",
 ])
 def test_unsupported_forms_are_not_listed(listing, form):
     assert not covered(listing, form)
