@@ -31,7 +31,7 @@ from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim.isa.gen_cvt_forms import key as cvt_key
 from tcsim.numerics import convert as numcvt
 from ..ptxtypes import view_dtype
-from .misc_alu import Mods, check_count, check_dst, check_src, type_size
+from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_src, type_size
 from .registry import semantics
 
 INT = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")

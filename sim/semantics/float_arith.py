@@ -31,7 +31,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim import lowering
 from tcsim.numerics import fp
-from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
+from tcsim.isa.operand_rules import ROUNDING, Mods, check_count, check_dst, check_operands, check_src, require_arch
 from .registry import semantics
 
 SCALAR = ("f32", "f64", "f16", "bf16")

@@ -27,8 +27,9 @@ from tcsim.isa import ir
 
 from tcsim.isa.errors import VerifyError
 from ..ptxtypes import view_dtype
-from .misc_alu import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src, from_pyints,
-                       require_arch, to_pyints)
+from tcsim.isa.operand_rules import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src,
+                                     require_arch)
+from .misc_alu import from_pyints, to_pyints
 from .registry import semantics
 
 #: name of the per-warp CC.CF array (bool[32]) in ``warp.__dict__``

@@ -21,6 +21,7 @@ from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
 from tcsim.isa.mma_sync_forms import parse_mma_sync
+from tcsim.isa.operand_rules import INT_TYPES, ROUNDING, Mods, check_operands
 from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
 from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
@@ -466,3 +467,30 @@ def test_warp_collective_rejects(line, err, match):
     parser = {"shfl": parse_shfl, "vote": parse_vote, "match": parse_match, "elect": parse_elect,
               "redux": lambda ins: parse_redux(ins, "sm_90a")}[line.split(".")[0]]
     rejects(lambda ins, info: parser(ins), line, err, match, target="sm_90a")
+
+
+# ---------------------------------------------------------------------------------------------- ALU operand rules
+def test_alu_qualifier_and_operand_rules():
+    ins, info = instruction("add.sat.s32 %r1, %r2, 7;")
+    m = Mods(ins)
+    assert (m.flag("sat"), m.type(INT_TYPES)) == (True, "s32")
+    m.done()
+    check_operands(ins, info, "s32", ("s32", "s32"))            # §6.4.1: .b32/.s32/.u32 registers agree
+
+
+@pytest.mark.parametrize("line, check, match", [
+    ("add.sat.sat.s32 %r1, %r2, 7;", lambda ins, info: Mods(ins).flag("sat"),
+     r"Duplicate modifier '\.sat' for instruction 'add'"),
+    ("add.rn.rz.f32 %f1, %f2, %f3;", lambda ins, info: Mods(ins).one_of(ROUNDING, "rounding modifier"),
+     r"Conflicting rounding modifiers '\.rn', '\.rz'"),
+    ("add.s32 %r1, %r2, %rd3;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"%rd3 is a \.b64 register, the operand is \.s32"),
+    ("add.s32 %r1, %r2, 1.5;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"floating-point constant .* used as a \.s32 operand"),
+    ("add.s32 %r1, %r2;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"add\.s32 takes 3 operands, got 2"),
+    ("add.s32 %r1, %tid.x, 1;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"Special register argument not allowed"),
+])
+def test_alu_rules_reject(line, check, match):
+    rejects(check, line, VerifyError, match)
