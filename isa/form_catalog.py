@@ -4,10 +4,12 @@ whose qualifiers are still checked by its decoder in ``tcsim.semantics`` has no 
 """
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from . import (async_copy_forms, atomic_forms, barrier_forms, bulk_tensor_forms, data_movement_forms, fence_forms,
                ldstmatrix_forms, mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms,
                warp_level_forms)
-from .forms import FormSpec, family_of
+from .forms import FormSpec, check_family_key, family_of
 
 _ALL = (async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS + (bulk_tensor_forms.SPEC,)
         + data_movement_forms.SPECS + fence_forms.SPECS + ldstmatrix_forms.SPECS
@@ -18,14 +20,15 @@ _ALL = (async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS + (bul
 def _index(specs) -> dict:
     out: dict = {}
     for s in specs:
+        check_family_key(s.key)
         if s.key in out:
             raise ValueError(f"two form specs for the family {s.key!r}")
         out[s.key] = s
     return out
 
 
-#: family key -> its FormSpec (read-only by convention; built once at import)
-SPECS = _index(_ALL)
+#: family key -> its FormSpec (a read-only mapping, built once at import)
+SPECS = MappingProxyType(_index(_ALL))
 
 
 def spec_of(key: str) -> FormSpec | None:

@@ -150,3 +150,12 @@ def test_every_example_instruction_is_listed(listing, path):
 def test_list_keeps_the_plain_opcodes(listing):
     assert {"ld", "st", "mov", "bra", "cvta", "mbarrier", "cp.async.bulk.tensor", "tcgen05.mma", "add:int",
             "add:float"} <= set(listing)
+
+
+def test_every_declared_form_is_executed():
+    """A FormSpec describes a family a decoder executes: every spec key is a registered family."""
+    from tcsim.isa.form_catalog import SPECS
+    from tcsim.semantics import REGISTRY, load_all
+
+    load_all()
+    assert set(SPECS) <= set(REGISTRY.families())
