@@ -494,3 +494,19 @@ def test_alu_qualifier_and_operand_rules():
 ])
 def test_alu_rules_reject(line, check, match):
     rejects(check, line, VerifyError, match)
+
+
+# ---------------------------------------------------------------------------------------------- one cta_group rule
+def test_one_cta_group_rule_for_alloc_and_mma():
+    """tcgen05.alloc (isa/tcgen05_mem_forms) and tcgen05.mma (isa/tcgen05_rules) share one check: PTX ISA 9.1
+    §9.7.16.7.1, every tcgen05 instruction of a kernel uses the same .cta_group."""
+    from tcsim.engine import decode_function
+
+    text = module("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], 32;\n"
+                  "  tcgen05.mma.cta_group::2.kind::f16 [%r1], %rd1, %rd2, %r3, %p1;")
+    m = parse(text, "t.ptx")
+    with pytest.raises(VerifyError, match=r"uses \.cta_group::1 but tcgen05\.mma\.cta_group::2\.kind::f16 at "
+                                          r"t\.ptx:13:\d+ uses \.cta_group::2; all tcgen05 instructions of kernel k "
+                                          r"must use the same \.cta_group \[rule cta-group-uniform\]") as e:
+        decode_function(m, m.kernel())
+    assert e.value.loc.line == LINE
