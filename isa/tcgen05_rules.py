@@ -43,6 +43,7 @@ from . import ir
 from .descriptors import (BLOCK_SCALED_KINDS, CONTAINER_BITS, DENSE_KINDS, SWIZZLE_REPEAT, SWIZZLE_WIDTH,
                           SmemDescriptor, TYPE_CODES, decode_idesc)
 from .errors import UnsupportedError, VerifyError
+from .forms import FormSpec, QualGroup
 
 #: rule name -> one-line description (the verifier's catalogue)
 RULES = {
@@ -440,22 +441,25 @@ def parse_mma(ins: ir.Instruction, info=None) -> MmaForm:
                    idx_enable=idx_enable, idx_scale_d=idx_scale_d, idx_zero_col=idx_zero)
 
 
-def check_uniform_cta_group(ins: ir.Instruction, function: ir.Function | None) -> None:
-    """All tcgen05 instructions of a kernel use one .cta_group (ptxas: 'uses single CTA(.cta_group::1) and CTA
-    pair granularity(.cta_group::2) and that is not allowed')."""
-    if function is None:
-        return
+def check_uniform_cta_group(ins: ir.Instruction, function: ir.Function | None) -> int | None:
+    """All tcgen05 instructions of a kernel use one .cta_group (PTX ISA 9.1 §9.7.16.7.1: "All tcgen05
+    instructions within a kernel must specify the same value for the .cta_group qualifier"; ptxas: 'uses single
+    CTA(.cta_group::1) and CTA pair granularity(.cta_group::2) and that is not allowed').  Returns N of ``ins``'s
+    ``.cta_group::N`` (None when it has none, or without a function); a VerifyError naming ``ins`` (its location)
+    and the first instruction of the function that disagrees (its file:line:col)."""
     mine = ins.mod_with_prefix("cta_group::")
-    if mine is None:
-        return
+    if function is None or mine is None:
+        return None if mine is None else int(mine.split("::")[1])
     for other in function.body:
         if other.opcode != "tcgen05":
             continue
         g = other.mod_with_prefix("cta_group::")
         if g is not None and g != mine:
-            raise reject("cta-group-uniform", f"kernel {function.name} mixes .{mine} and .{g} (line "
-                                              f"{other.loc.line}: {other.full_opcode})", ins,
-                         expected="one .cta_group for every tcgen05 instruction of the kernel")
+            raise reject("cta-group-uniform", f"uses .{mine} but {other.full_opcode} at {other.loc} uses .{g}; all "
+                                              f"tcgen05 instructions of kernel {function.name} must use the same "
+                                              f".cta_group", ins,
+                         expected="one .cta_group for every tcgen05 instruction of the kernel, as ptxas requires")
+    return int(mine.split("::")[1])
 
 
 # ---------------------------------------------------------------------------------------------- descriptor values
@@ -731,6 +735,28 @@ def parse_commit(ins: ir.Instruction, info=None) -> CommitForm:
                       multicast=mc)
 
 
-__all__ = ["RULES", "reject", "check_arch", "KindWord", "MmaForm", "MmaShape", "parse_mma", "check_idesc",
+# ---------------------------------------------------------------------------------------------- form specs
+#: the qualifier groups parse_mma / parse_cp / parse_shift / parse_commit accept (``tcsim check --list``)
+_CTA_GROUP_Q = QualGroup("cta_group", ("cta_group::1", "cta_group::2"), required=True)
+MMA_GROUPS = (QualGroup("sp", ("sp",)), QualGroup("ws", ("ws",)), _CTA_GROUP_Q,
+              QualGroup("kind", tuple(f"kind::{k}" for k in _KINDS), required=True),
+              QualGroup("block_scale", ("block_scale",)), QualGroup("scale_vec", tuple(_SCALE_VEC)),
+              QualGroup("ashift", ("ashift",)),
+              QualGroup("collector", tuple(f"collector::{b}::{o}" for b in ("a", "b0", "b1", "b2", "b3")
+                                           for o in ("fill", "use", "lastuse", "discard"))))
+CP_GROUPS = (_CTA_GROUP_Q, QualGroup("shape", tuple(CP_SHAPES), required=True),
+             QualGroup("multicast", CP_MULTICAST), QualGroup("decompress", ("b8x16",)),
+             QualGroup("source format", CP_FORMATS))
+SHIFT_GROUPS = (_CTA_GROUP_Q, QualGroup("down", ("down",), required=True))
+COMMIT_GROUPS = (_CTA_GROUP_Q, QualGroup("completion", ("mbarrier::arrive::one",), required=True),
+                 QualGroup("space", ("shared::cluster",)), QualGroup("multicast", ("multicast::cluster",)),
+                 QualGroup("type", ("b64",), required=True))
+SPECS = (FormSpec("tcgen05.mma", SECTION_MMA, ("mma",), MMA_GROUPS),
+         FormSpec("tcgen05.cp", SECTION_CP, ("cp",), CP_GROUPS),
+         FormSpec("tcgen05.shift", SECTION_SHIFT, ("shift",), SHIFT_GROUPS),
+         FormSpec("tcgen05.commit", SECTION_COMMIT, ("commit",), COMMIT_GROUPS))
+
+
+__all__ = ["RULES", "SPECS", "reject", "check_arch", "KindWord", "MmaForm", "MmaShape", "parse_mma", "check_idesc",
            "check_smem_desc", "check_uniform_cta_group", "legal_m", "legal_n", "K_OF_KIND", "CpForm", "parse_cp",
            "CP_SHAPES", "parse_shift", "CommitForm", "parse_commit"]

@@ -12,9 +12,6 @@ from collections import deque
 import numpy as np
 import simpy
 
-from tcsim.isa import ir
-from tcsim.isa.errors import VerifyError
-
 
 class AsyncGroups:
     __slots__ = ("open", "groups")
@@ -49,16 +46,6 @@ def thread_groups(table: dict, warp_id: int, lane: int) -> AsyncGroups:
 
 
 # ---------------------------------------------------------------------------------- the shared commit / wait runs
-def group_count(ins) -> int:
-    """The N of ``...wait_group N``: one non-negative integer constant (VerifyError otherwise)."""
-    if len(ins.operands) != 1 or not (isinstance(ins.operands[0], ir.Imm) and ins.operands[0].kind == "int"):
-        raise VerifyError(f"{ins.full_opcode} takes one integer constant N", ins.loc)
-    n = int(ins.operands[0].value)
-    if n < 0:
-        raise VerifyError(f"{ins.full_opcode}: N = {n} must be non-negative", ins.loc)
-    return n
-
-
 def commit_run(groups_of, sync: str):
     """The run function of a commit_group: seal each executing thread's open ops (``groups_of(ctx, lane)``) into
     a new group, possibly empty, and report the sync event ``sync``."""

@@ -5,7 +5,7 @@
                                                   mma_gemm: the former default, the Hopper mma.sync seed)
     tcsim check FILE.ptx [...]                    parse + decode every instruction; exit 1 on anything tcsim
                                                   cannot execute (each reported with file:line:col)
-    tcsim check --list                            list the opcodes tcsim implements
+    tcsim check --list                            list the instruction forms tcsim executes
     tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary (with
               [--backend sim|gpu|both]            the timing model's cycles, tensor throughput, utilisation
               [--no-timing]                       and top stalls; --no-timing: the 1-cycle model)
@@ -233,12 +233,25 @@ def ptx_notes(text: str, name: str) -> list:
     return notes(parse(text, name))
 
 
+def list_forms() -> list[str]:
+    """One line per instruction family tcsim executes: the family key and, where ``isa/`` declares the family's
+    form, its qualifier groups (``.{a|b}`` one of, ``[.x]`` optional) and PTX ISA section."""
+    from tcsim.isa.form_catalog import spec_of
+    from .semantics import REGISTRY, load_all
+
+    load_all()
+    lines = []
+    for key in REGISTRY.families():
+        spec = spec_of(key)
+        lines.append(spec.describe() if spec is not None else
+                     f"{key}  (qualifiers checked by {REGISTRY.module_of(key)})")
+    return lines
+
+
 def cmd_check(args) -> int:
     if args.list:
-        from .semantics import REGISTRY, load_all
-
-        load_all()
-        print(" ".join(REGISTRY.opcodes()))
+        for line in list_forms():
+            print(line)
         return 0
     if not args.files:
         print("tcsim check: give one or more .ptx files (or --list)", file=sys.stderr)
@@ -292,7 +305,7 @@ def main(argv=None) -> int:
     add_diff_parser(sub)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")
-    p.add_argument("--list", action="store_true", help="list supported opcodes")
+    p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")
     p.set_defaults(fn=cmd_check)
     args = ap.parse_args(argv)
     try:

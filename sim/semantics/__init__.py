@@ -5,9 +5,9 @@ Every module in this package registers its decoders with :data:`tcsim.semantics.
 import importlib
 import pkgutil
 
-from .registry import REGISTRY, DecodeInfo, semantics  # noqa: F401
+from .registry import REGISTRY, DecodeInfo, DecoderOverlap, semantics  # noqa: F401
 
-__all__ = ["REGISTRY", "DecodeInfo", "semantics", "load_all"]
+__all__ = ["REGISTRY", "DecodeInfo", "DecoderOverlap", "semantics", "load_all"]
 
 
 def load_all() -> None:

@@ -35,7 +35,8 @@ cp.async the thread issued before it has completed; without ``.noinc`` the pendi
 one at issue, so the net effect on the phase's count is nil (PTX); with ``.noinc`` the init count must
 include these arrivals.
 
-Not supported: nothing else exists in this family (the bulk forms are :mod:`tcsim.semantics.bulk_copy`).
+Not supported: nothing else exists in this family (the bulk forms are :mod:`tcsim.semantics.bulk_copy`).  The
+forms are parsed and checked in :mod:`tcsim.isa.async_copy_forms`.
 """
 from __future__ import annotations
 
@@ -43,19 +44,15 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.async_copy_forms import SECTION_CP_ASYNC as SECTION, parse_cp_async
+from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
-from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
+from ..async_groups import AsyncGroups, commit_run, wait_run
 from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
 from ..proxy_fence import GenericWrites
-from .bulk_copy import is_bulk
 from .registry import semantics
-
-SECTION = "PTX ISA §9.7.9.25.3.1"
-_PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
 
 
 def thread_groups(ctx, lane: int) -> AsyncGroups:
@@ -63,67 +60,23 @@ def thread_groups(ctx, lane: int) -> AsyncGroups:
     return _groups_of(ctx.cta.cp_async_groups, ctx.warp.id, lane)
 
 
-@semantics("cp", when=lambda ins: ins.mods[:1] == ("async",) and not is_bulk(ins))
+@semantics("cp.async")
 def decode_cp_async(ins, info):
     """PTX ISA §9.7.9.25.3 cp.async and its group / mbarrier completion forms."""
-    rest = list(ins.mods[1:])
-    if rest == ["commit_group"]:
-        return _decode_commit(ins)
-    if rest[:1] == ["wait_group"] and len(rest) == 1:
-        return _decode_wait(ins)
-    if rest == ["wait_all"]:
-        return _decode_wait(ins, wait_all=True)
-    if rest[:2] == ["mbarrier", "arrive"]:
-        return _decode_mbarrier_arrive(ins, rest[2:])
-    return _decode_copy(ins, rest, info)
+    f = parse_cp_async(ins, info)
+    if f.kind == "commit_group":
+        return commit_run(thread_groups, "cp.async.commit_group")
+    if f.kind in ("wait_group", "wait_all"):
+        return _decode_wait(f.keep, wait_all=f.kind == "wait_all")
+    if f.kind == "mbarrier_arrive":
+        return _decode_mbarrier_arrive(ins, f)
+    return _decode_copy(ins, f)
 
 
-def _decode_copy(ins, rest, info):
+def _decode_copy(ins, f):
+    """PTX ISA §9.7.9.25.3.1 cp.async (form: tcsim.isa.async_copy_forms)."""
     what = ins.full_opcode
-    if not rest or rest[0] not in ("ca", "cg"):
-        raise VerifyError(f"{what}: cp.async needs the cache operator .ca or .cg", ins.loc,
-                          expected="cp.async.{ca|cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}")
-    cache = rest[0]
-    flags = rest[1:]
-    if flags[:2] not in (["shared", "global"], ["shared::cta", "global"]):
-        raise VerifyError(f"{what}: cp.async copies .shared{{::cta}}.global (destination, then source)", ins.loc)
-    hint = False
-    for m in flags[2:]:
-        if m == "L2::cache_hint":
-            hint = True
-        elif m not in _PREFETCH:
-            raise UnsupportedError(f"{what}: qualifier .{m} is not supported on cp.async", ins.loc,
-                                   expected=".L2::cache_hint and .L2::64B/.L2::128B/.L2::256B")
-    ops = list(ins.operands)
-    if len(ops) < 3:
-        raise VerifyError(f"{what} takes [dst], [src], cp-size{{, src-size | ignore-src}}{{, cache-policy}}",
-                          ins.loc)
-    policy = None
-    if hint:
-        if len(ops) < 4:
-            raise VerifyError(f"{what}: .L2::cache_hint needs a cache-policy operand", ins.loc)
-        policy = ops.pop()
-    if len(ops) > 4:
-        raise VerifyError(f"{what}: too many operands", ins.loc)
-    dst, src, size_op = ops[:3]
-    for op, name in ((dst, "[dst]"), (src, "[src]")):
-        if not isinstance(op, ir.Address) or op.coords is not None:
-            raise VerifyError(f"{what}: {name} must be a memory address, got {op}", ins.loc)
-    if not isinstance(size_op, ir.Imm) or size_op.kind != "int" or int(size_op.value) not in (4, 8, 16):
-        raise VerifyError(f"{what}: cp-size must be the constant 4, 8 or 16, got {size_op}", ins.loc)
-    cp_size = int(size_op.value)
-    if cache == "cg" and cp_size != 16:
-        raise VerifyError(f"{what}: cp.async.cg copies 16 bytes, got cp-size {cp_size}", ins.loc)
-    src_size = ignore = None
-    if len(ops) == 4:
-        extra = ops[3]
-        if isinstance(extra, ir.Not) or (isinstance(extra, ir.Reg) and info.reg_type(extra) == "pred"):
-            ignore = extra
-        elif isinstance(extra, (ir.Reg, ir.Imm)):
-            src_size = extra
-        else:
-            raise VerifyError(f"{what}: the 4th operand must be src-size (.u32) or ignore-src (a predicate)",
-                              ins.loc)
+    dst, src, cp_size, src_size, ignore, policy = f.dst, f.src, f.cp_size, f.src_size, f.ignore, f.policy
 
     def run(ctx):
         lanes = ctx.lane_ids()
@@ -195,41 +148,17 @@ def _decode_copy(ins, rest, info):
     return run
 
 
-def _decode_commit(ins):
-    """PTX ISA §9.7.9.25.3.2 cp.async.commit_group: close each thread's open group (possibly empty)."""
-    if ins.operands:
-        raise VerifyError("cp.async.commit_group takes no operands", ins.loc)
-    return commit_run(thread_groups, "cp.async.commit_group")
-
-
-def _decode_wait(ins, wait_all: bool = False):
+def _decode_wait(keep: int, wait_all: bool = False):
     """PTX ISA §9.7.9.25.3.3 cp.async.wait_group N / wait_all: wait until at most N of the thread's most recent
     groups are pending (wait_all: commit, then wait for every group)."""
-    if wait_all:
-        if ins.operands:
-            raise VerifyError("cp.async.wait_all takes no operands", ins.loc)
-        keep = 0
-    else:
-        keep = group_count(ins)
     name = "cp.async.wait_all" if wait_all else f"cp.async.wait_group {keep}"
     return wait_run(thread_groups, keep, name, "cp.async instruction(s)", "cp.async.wait_group",
                     commit_first=wait_all, all=wait_all)
 
 
-def _decode_mbarrier_arrive(ins, rest):
+def _decode_mbarrier_arrive(ins, f):
     what = ins.full_opcode
-    noinc = "noinc" in rest
-    rest = [m for m in rest if m != "noinc"]
-    if "b64" not in rest:
-        raise VerifyError(f"{what}: cp.async.mbarrier.arrive needs .b64", ins.loc)
-    rest.remove("b64")
-    if rest not in ([], ["shared"], ["shared::cta"]):
-        raise VerifyError(f"{what}: qualifier .{rest[0]} is not valid on cp.async.mbarrier.arrive", ins.loc,
-                          expected="cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [addr]")
-    space = "shared::cta" if rest else "generic"
-    if len(ins.operands) != 1 or not isinstance(ins.operands[0], ir.Address):
-        raise VerifyError(f"{what} takes one operand [addr]", ins.loc)
-    addr_op = ins.operands[0]
+    noinc, space, addr_op = f.noinc, f.space, f.addr
     from .mbarrier import describe, resolve_targets
 
     def run(ctx):

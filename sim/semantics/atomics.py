@@ -32,110 +32,22 @@ consistent simulator; they are recorded in a ``sync`` event ``op='atom'`` / ``'r
 The L2 cache-policy operand is read and ignored.
 
 Not supported (UnsupportedError at load): ``.b128`` cas/exch, ``red.async`` (mbarrier-completed remote
-reductions), ``.mmio``.  Vector forms on a non-global address fault at run time (MemoryFault).
+reductions), ``.mmio``.  Vector forms on a non-global address fault at run time (MemoryFault).  The forms are
+parsed and checked in :mod:`tcsim.isa.atomic_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.errors import MemoryFault
+from tcsim.isa.atomic_forms import SPACES, AtomForm, parse_atom
 from .. import memory as M
 from ..numerics import fp
 from ..ptxtypes import UINT, size_of, view_dtype
 from .registry import semantics
 
-SEMS = ("relaxed", "acquire", "release", "acq_rel")
-SCOPES = ("cta", "cluster", "gpu", "sys")
-SPACES = {"global": "global", "shared": "shared::cta", "shared::cta": "shared::cta",
-          "shared::cluster": "shared::cluster"}
-OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
-TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2",
-         "b128")
-HALF = ("f16", "bf16", "f16x2", "bf16x2")
-
-_SCALAR_OK = {
-    "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
-    "cas": ("b16", "b32", "b64"), "exch": ("b32", "b64"),
-    "add": ("u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2"),
-    "inc": ("u32",), "dec": ("u32",),
-    "min": ("u32", "s32", "u64", "s64"), "max": ("u32", "s32", "u64", "s64"),
-}
-_VECTOR_OK = {"f32": (("add",), (2, 4)), "f16": (("add", "min", "max"), (2, 4, 8)),
-              "bf16": (("add", "min", "max"), (2, 4, 8)), "f16x2": (("add", "min", "max"), (2, 4)),
-              "bf16x2": (("add", "min", "max"), (2, 4))}
-
-
-def _arch_num(arch: str) -> int:
-    digits = "".join(ch for ch in arch[3:] if ch.isdigit())
-    return int(digits) if digits else 0
-
-
-class _Form:
-    __slots__ = ("red", "sem", "scope", "space", "op", "type", "vec", "noftz", "hint")
-
-
-def _parse(ins, info) -> _Form:
-    f = _Form()
-    f.red = ins.opcode == "red"
-    f.sem = f.scope = f.space = f.op = f.type = None
-    f.vec, f.noftz, f.hint = 1, False, False
-    name = ins.full_opcode
-    for m in ins.mods:
-        if m in SEMS and f.sem is None:
-            f.sem = m
-        elif m in SCOPES and f.scope is None:
-            f.scope = m
-        elif m in SPACES and f.space is None:
-            f.space = m
-        elif m in OPS and f.op is None:
-            f.op = m
-        elif m in TYPES and f.type is None:
-            f.type = m
-        elif m in ("v2", "v4", "v8") and f.vec == 1:
-            f.vec = int(m[1:])
-        elif m == "noftz":
-            f.noftz = True
-        elif m == "L2::cache_hint":
-            f.hint = True
-        elif m in ("async", "mmio") or m.startswith("mbarrier::"):
-            raise UnsupportedError(f"{name}: .{m} forms of {ins.opcode} are not supported")
-        else:
-            raise VerifyError(f"{name}: unexpected qualifier .{m}",
-                              expected=f"{ins.opcode}{{.sem}}{{.scope}}{{.space}}.op.type (PTX ISA §9.7.13.5)")
-    if f.op is None or f.type is None:
-        raise VerifyError(f"{name} needs an operation and a type")
-    if f.type == "b128":
-        raise UnsupportedError(f"{name}: 128-bit atomics are not supported")
-    if f.red and f.op in ("cas", "exch"):
-        raise VerifyError(f"red.{f.op} does not exist", expected="atom.cas / atom.exch")
-    if f.red and f.sem in ("acquire", "acq_rel"):
-        raise VerifyError(f"{name}: red allows only .relaxed or .release")
-    if f.vec > 1:
-        ok = _VECTOR_OK.get(f.type)
-        if ok is None or f.op not in ok[0] or f.vec not in ok[1]:
-            raise VerifyError(f"{name}: vector .v{f.vec} {f.op} on .{f.type} is not a valid atomic form",
-                              expected=".v2/.v4 .add.f32; .v2/.v4/.v8 add/min/max .f16/.bf16; "
-                                       ".v2/.v4 add/min/max .f16x2/.bf16x2")
-        if f.space not in (None, "global"):
-            raise VerifyError(f"{name}: vector atomics exist only for .global (or generic) addresses")
-        if _arch_num(info.arch) < 90:
-            raise VerifyError(f"{name}: vector atomics require sm_90 or later")
-    elif f.type not in _SCALAR_OK[f.op]:
-        raise VerifyError(f"{name}: .{f.op} does not take .{f.type}",
-                          expected="/".join("." + t for t in _SCALAR_OK[f.op]))
-    if f.type in HALF and not f.noftz:
-        raise VerifyError(f"{name}: {f.op} on .{f.type} requires .noftz")
-    if f.noftz and f.type not in HALF:
-        raise VerifyError(f"{name}: .noftz only applies to .f16/.bf16/.f16x2/.bf16x2")
-    if f.hint and f.space not in (None, "global"):
-        raise VerifyError(f"{name}: .L2::cache_hint is only supported on global addresses")
-    if f.type in ("bf16", "bf16x2") and _arch_num(info.arch) < 90:
-        raise VerifyError(f"{name}: bf16 atomics require sm_90 or later")
-    return f
-
-
-def _apply(f: _Form, old: np.ndarray, b: np.ndarray, c, is_global: np.ndarray) -> np.ndarray:
+def _apply(f: AtomForm, old: np.ndarray, b: np.ndarray, c, is_global: np.ndarray) -> np.ndarray:
     """New memory value(s) for one round: ``old``/``b``/``c`` are (n, vec) raw-bit arrays, ``is_global`` (n,)."""
     op, typ = f.op, f.type
     dt = old.dtype
@@ -200,32 +112,10 @@ def _is_global(space: str, addrs: np.ndarray) -> np.ndarray:
 @semantics("atom", "red")
 def decode_atom(ins, info):
     """PTX ISA 9.1 §9.7.13.5 atom / §9.7.13.6 red: atomic read-modify-write (see module docstring)."""
-    f = _parse(ins, info)
+    f = parse_atom(ins, info)
     ops = list(ins.operands)
     name = ins.full_opcode
-    if f.red:
-        dst = ir.Sink()
-        if len(ops) not in (2, 3) or (len(ops) == 3 and not f.hint):
-            raise VerifyError(f"{name} takes [a], b" + (", cache-policy" if f.hint else ""))
-        addr, bop = ops[0], ops[1]
-        cop = None
-    else:
-        nreq = 4 if f.op == "cas" else 3
-        if len(ops) not in (nreq, nreq + 1) or (len(ops) == nreq + 1 and not f.hint):
-            raise VerifyError(f"{name} takes d, [a], b" + (", c" if f.op == "cas" else "")
-                              + (", cache-policy" if f.hint else ""))
-        dst, addr, bop = ops[0], ops[1], ops[2]
-        cop = ops[3] if f.op == "cas" else None
-    if f.hint and len(ops) == (2 if f.red else (4 if f.op == "cas" else 3)):
-        raise VerifyError(f"{name}: .L2::cache_hint needs a cache-policy operand")
-    if not isinstance(addr, ir.Address) or addr.coords is not None:
-        raise VerifyError(f"{name}: the memory operand must be an address [a]")
-    if f.vec > 1:
-        for o, what in ((bop, "source"), (dst, "destination")):
-            if isinstance(o, ir.Sink) and what == "destination":
-                continue
-            if not isinstance(o, ir.Vector) or len(o.elems) != f.vec:
-                raise VerifyError(f"{name}: the {what} must be a vector of {f.vec} registers")
+    dst, addr, bop, cop = f.dst, f.addr, f.b, f.c
     typ = f.type
     es = size_of(typ)
     nbytes = es * f.vec

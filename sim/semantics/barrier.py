@@ -33,19 +33,18 @@ Memory ordering guarantees of the barriers have no extra functional effect here 
 consistent); every arrival and completion is reported as a ``sync`` event (``bar.arrive``,
 ``bar.release``, ``bar.warp.sync``) for the race detector.
 
-Not supported: nothing of the PTX 9.1 syntax is left out.
+Not supported: nothing of the PTX 9.1 syntax is left out.  The forms are parsed and checked in
+:mod:`tcsim.isa.barrier_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa import ir
-from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa.barrier_forms import NUM_BARRIERS, WARP, parse_bar
+from tcsim.isa.errors import SyncError
 from ..context import lanes_str
 from .registry import semantics
 
-WARP = 32
-NUM_BARRIERS = 16
 
 
 class _Phase:
@@ -251,9 +250,6 @@ def _agent(ctx) -> NamedBarriers:
 
 
 # ----------------------------------------------------------------------------------------------- decoding
-_MODS = {"cta", "sync", "arrive", "red", "aligned", "popc", "and", "or", "u32", "pred"}
-
-
 def _uniform(ctx, op, what) -> int:
     v = ctx.read(op, "u32")[ctx.mask]
     u = np.unique(v)
@@ -263,77 +259,14 @@ def _uniform(ctx, op, what) -> int:
     return int(u[0])
 
 
-def _check_count_imm(op, what):
-    if isinstance(op, ir.Imm):
-        if op.kind != "int" or op.value <= 0 or op.value % WARP:
-            raise VerifyError(f"{what}: thread count {op} must be a positive multiple of the warp size (32)")
-    elif not isinstance(op, ir.Reg):
-        raise VerifyError(f"{what}: thread count must be a .u32 register or immediate, got {op}")
-
-
-def _check_id_imm(op, what):
-    if isinstance(op, ir.Imm):
-        if op.kind != "int" or not 0 <= op.value < NUM_BARRIERS:
-            raise VerifyError(f"{what}: barrier {op} out of range", expected="a barrier number 0..15")
-    elif not isinstance(op, ir.Reg):
-        raise VerifyError(f"{what}: barrier number must be a .u32 register or immediate, got {op}")
-
-
-@semantics("bar", "barrier", when=lambda ins: not (ins.opcode == "barrier" and ins.mods[:1] == ("cluster",)))
+@semantics("bar", "barrier")
 def decode_bar(ins, info):
     """PTX ISA 9.1 §9.7.13.1 bar{.cta}.{sync,arrive,red} / barrier{.cta}.{sync,arrive,red}{.aligned}, and
     §9.7.13.2 bar.warp.sync."""
-    mods = list(ins.mods)
-    if ins.opcode == "bar" and mods[:2] == ["warp", "sync"]:
-        return _decode_warp_sync(ins)
-    if mods and mods[0] == "cta":
-        mods = mods[1:]
-    if not mods:
-        raise VerifyError(f"{ins.full_opcode} needs .sync, .arrive or .red")
-    op = mods[0]
-    rest = mods[1:]
-    aligned = ins.opcode == "bar"
-    for m in rest:
-        if m not in _MODS or m in ("cta", "sync", "arrive", "red"):
-            raise UnsupportedError(f"qualifier .{m} of {ins.opcode}.{op} is not supported",
-                                   expected="PTX ISA §9.7.13.1 syntax")
-    if "aligned" in rest:
-        if ins.opcode == "bar":
-            raise VerifyError("bar takes no .aligned qualifier (bar is already aligned)")
-        aligned = True
-    what = ins.full_opcode
-    ops = ins.operands
-    if op == "sync" or op == "arrive":
-        if any(m in rest for m in ("popc", "and", "or", "u32", "pred")):
-            raise VerifyError(f"{what}: reduction qualifiers are only valid with .red")
-        if op == "arrive" and len(ops) != 2:
-            raise VerifyError(f"{what} needs a barrier number and a (non-zero) thread count: a, b")
-        if op == "sync" and len(ops) not in (1, 2):
-            raise VerifyError(f"{what} takes a{{, b}}")
-        _check_id_imm(ops[0], what)
-        if len(ops) == 2:
-            _check_count_imm(ops[1], what)
-        return _make(ins, what, op, ops[0], ops[1] if len(ops) == 2 else None, aligned)
-    if op == "red":
-        red_ops = [m for m in rest if m in ("popc", "and", "or")]
-        if len(red_ops) != 1:
-            raise VerifyError(f"{what} needs exactly one of .popc, .and, .or")
-        rop = red_ops[0]
-        want = "u32" if rop == "popc" else "pred"
-        if want not in rest or ("u32" in rest and "pred" in rest):
-            raise VerifyError(f"{what}: .{rop} requires type .{want}")
-        if len(ops) not in (3, 4):
-            raise VerifyError(f"{what} takes d, a{{, b}}, {{!}}c")
-        dst, a = ops[0], ops[1]
-        b = ops[2] if len(ops) == 4 else None
-        c = ops[-1]
-        if not isinstance(c, (ir.Reg, ir.Not, ir.Imm)):
-            raise VerifyError(f"{what}: the reduced operand must be a predicate or its complement")
-        _check_id_imm(a, what)
-        if b is not None:
-            _check_count_imm(b, what)
-        return _make(ins, what, "red", a, b, aligned, dst=dst, cop=c, rop=rop)
-    raise UnsupportedError(f"{what} is not supported", expected="bar/barrier .sync, .arrive, .red, bar.warp.sync")
+    f = parse_bar(ins)
+    if f.op == "warp_sync":
+        return _decode_warp_sync(ins, f.a)
+    return _make(ins, ins.full_opcode, f.op, f.a, f.b, f.aligned, dst=f.dst, cop=f.c, rop=f.rop)
 
 
 def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
@@ -381,13 +314,8 @@ def _require_warp_aligned(ctx, what):
                         expected="an aligned barrier executed by all non-exited threads of the warp")
 
 
-def _decode_warp_sync(ins):
+def _decode_warp_sync(ins, mop):
     """PTX ISA 9.1 §9.7.13.2 bar.warp.sync membermask."""
-    if len(ins.mods) != 2:
-        raise UnsupportedError(f"{ins.full_opcode} is not supported", expected="bar.warp.sync membermask")
-    if len(ins.operands) != 1:
-        raise VerifyError("bar.warp.sync takes one operand: membermask")
-    mop = ins.operands[0]
 
     def run(ctx):
         lanes = ctx.mask.copy()

@@ -33,30 +33,21 @@ CTA itself, an mbarrier in a different CTA than the destination, a ctaMask selec
 the cluster.  An uninitialised/invalidated mbarrier is a :class:`SyncError`.
 
 Not supported (UnsupportedError at decode): ``.ignore_oob`` (PTX 9.2), ``cp.reduce.async.bulk`` (non-tensor
-reductions), and any other qualifier.
+reductions), and any other qualifier.  The forms are parsed and checked in :mod:`tcsim.isa.async_copy_forms`.
 """
 from __future__ import annotations
 
 
 import numpy as np
 
-from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
+from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
-from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
+from ..async_groups import AsyncGroups, commit_run, wait_run
 from ..async_groups import thread_groups as _groups_of
 from ..proxy_fence import async_write, check_async_read
 from .registry import semantics
-
-SECTION = "PTX ISA §9.7.9.25.4.1"
-MBAR = "mbarrier::complete_tx::bytes"
-
-
-def is_bulk(ins) -> bool:
-    """True for the cp{.reduce}.async.bulk family (handled by this module and bulk_tensor.py)."""
-    m = ins.mods
-    return m[:2] == ("async", "bulk") or m[:3] == ("reduce", "async", "bulk")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -170,105 +161,23 @@ def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
     return data
 
 
-def _decode_operands_policy(ins, n_fixed, extras):
-    """Split the operand list: ``n_fixed`` required operands, then the named optional ones in order."""
-    ops = ins.operands
-    want = n_fixed + len(extras)
-    if len(ops) != want:
-        names = ", ".join(extras)
-        raise VerifyError(f"{ins.full_opcode} takes {want} operands ({n_fixed} fixed"
-                          f"{', then ' + names if names else ''}), got {len(ops)}", ins.loc)
-    return ops[:n_fixed], dict(zip(extras, ops[n_fixed:]))
-
-
-def _need_address(ins, op, what):
-    if not isinstance(op, ir.Address) or op.coords is not None:
-        raise VerifyError(f"{ins.full_opcode}: operand {what} must be a memory address [a], got {op}", ins.loc)
-
-
 # ---------------------------------------------------------------------------------------------- decoders
-@semantics("cp", when=lambda ins: is_bulk(ins) and "tensor" not in ins.mods)
+@semantics("cp.async.bulk")
 def decode_bulk(ins, info):
     """PTX ISA §9.7.9.25.4 bulk copy (cp.async.bulk, cp.async.bulk.prefetch) and §9.7.9.25.6 completion
     (cp.async.bulk.commit_group / wait_group).  See the module docstring for the forms."""
-    mods = ins.mods
-    if mods[0] == "reduce":
-        raise UnsupportedError(f"{ins.full_opcode}: non-tensor bulk reductions (cp.reduce.async.bulk, PTX ISA "
-                               f"§9.7.9.25.4.2) are not supported by tcsim yet", ins.loc)
-    rest = mods[2:]
-    if rest == ("commit_group",):
-        return _decode_commit(ins)
-    if rest[:1] == ("wait_group",):
-        return _decode_wait(ins, rest[1:])
-    if rest[:1] == ("prefetch",):
-        return _decode_prefetch(ins, rest[1:])
-    return _decode_copy(ins, rest)
-
-
-def _check_static_size(ins, size_op):
-    """ptxas rejects an immediate size that is not a multiple of 16 (`expected to be multiple of 16`)."""
-    if isinstance(size_op, ir.Imm) and size_op.kind == "int" and int(size_op.value) % 16:
-        raise VerifyError(f"{ins.full_opcode}: size {size_op.value} is not a multiple of 16",
-                          ins.loc, expected="a size that is a multiple of 16 bytes (PTX ISA §9.7.9.25.4.1)")
-
-
-def _decode_copy(ins, rest):
-    spaces = [m for m in rest if m in ("shared::cta", "shared::cluster", "global", "shared")]
-    if "shared" in spaces:
-        raise VerifyError(f"{ins.full_opcode}: state space .shared must be spelled .shared::cta or "
-                          f".shared::cluster for cp.async.bulk", ins.loc)
-    if len(spaces) != 2:
-        raise VerifyError(f"{ins.full_opcode}: cp.async.bulk needs a destination and a source state space "
-                          f"(e.g. .shared::cta.global)", ins.loc)
-    dst_space, src_space = spaces
-    flags = [m for m in rest if m not in spaces]
-    allowed = {"ignore_oob", MBAR, "bulk_group", "multicast::cluster", "L2::cache_hint", "cp_mask"}
-    for f in flags:
-        if f not in allowed:
-            raise UnsupportedError(f"{ins.full_opcode}: qualifier .{f} is not supported on cp.async.bulk", ins.loc)
-    if "ignore_oob" in flags:
-        raise UnsupportedError(f"{ins.full_opcode}: .ignore_oob (PTX ISA 9.2) is not supported by tcsim yet",
-                               ins.loc)
-    hint = "L2::cache_hint" in flags
-    direction = (dst_space, src_space)
-    if direction in (("shared::cta", "global"), ("shared::cluster", "global")):
-        if MBAR not in flags or "bulk_group" in flags or "cp_mask" in flags:
-            raise VerifyError(f"{ins.full_opcode}: a global -> shared copy completes through "
-                              f".mbarrier::complete_tx::bytes (and has no .bulk_group/.cp_mask)", ins.loc)
-        mc = "multicast::cluster" in flags
-        if mc and dst_space != "shared::cluster":
-            raise VerifyError(f"{ins.full_opcode}: .multicast::cluster needs the .shared::cluster destination",
-                              ins.loc)
-        extras = (["ctaMask"] if mc else []) + (["policy"] if hint else [])
-        (dst, src, size, mbar), opt = _decode_operands_policy(ins, 4, extras)
-        _check_static_size(ins, size)
-        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
-            _need_address(ins, op, w)
-        return _make_load(ins, dst_space, dst, src, size, mbar, opt.get("ctaMask"), opt.get("policy"))
-    if direction == ("shared::cluster", "shared::cta"):
-        if MBAR not in flags or set(flags) - {MBAR}:
-            raise VerifyError(f"{ins.full_opcode}: the shared::cta -> shared::cluster copy takes only "
-                              f".mbarrier::complete_tx::bytes", ins.loc)
-        (dst, src, size, mbar), _ = _decode_operands_policy(ins, 4, [])
-        _check_static_size(ins, size)
-        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]"), (mbar, "[mbar]")):
-            _need_address(ins, op, w)
-        return _make_s2s(ins, dst, src, size, mbar)
-    if direction == ("global", "shared::cta"):
-        if "bulk_group" not in flags or MBAR in flags or "multicast::cluster" in flags:
-            raise VerifyError(f"{ins.full_opcode}: a shared::cta -> global copy completes through .bulk_group",
-                              ins.loc)
-        cpm = "cp_mask" in flags
-        extras = (["policy"] if hint else []) + (["byteMask"] if cpm else [])
-        (dst, src, size), opt = _decode_operands_policy(ins, 3, extras)
-        _check_static_size(ins, size)
-        for op, w in ((dst, "[dstMem]"), (src, "[srcMem]")):
-            _need_address(ins, op, w)
-        return _make_store(ins, dst, src, size, opt.get("byteMask"), opt.get("policy"))
-    raise UnsupportedError(f"{ins.full_opcode}: copy direction .{dst_space}.{src_space} does not exist for "
-                           f"cp.async.bulk", ins.loc,
-                           expected="shared::cta.global, shared::cluster.global, shared::cluster.shared::cta or "
-                                    "global.shared::cta")
+    f = parse_bulk_copy(ins)
+    if f.kind == "commit_group":
+        return commit_run(thread_groups, "bulk.commit_group")
+    if f.kind == "wait_group":
+        return _decode_wait(f.keep, f.read_only)
+    if f.kind == "prefetch":
+        return _decode_prefetch(ins, f)
+    if f.kind == "load":
+        return _make_load(ins, f.dst_space, f.dst, f.src, f.size, f.mbar, f.mask, f.policy)
+    if f.kind == "s2s":
+        return _make_s2s(ins, f.dst, f.src, f.size, f.mbar)
+    return _make_store(ins, f.dst, f.src, f.size, f.bytemask, f.policy)
 
 
 def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy_op):
@@ -420,15 +329,9 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
     return run
 
 
-def _decode_prefetch(ins, rest):
-    flags = set(rest)
-    if not {"L2", "global"} <= flags or flags - {"L2", "global", "L2::cache_hint"}:
-        raise UnsupportedError(f"{ins.full_opcode}: expected cp.async.bulk.prefetch.L2.global{{.L2::cache_hint}}",
-                               ins.loc)
-    hint = "L2::cache_hint" in flags
-    (src, size), opt = _decode_operands_policy(ins, 2, ["policy"] if hint else [])
-    _need_address(ins, src, "[srcMem]")
-    policy = opt.get("policy")
+def _decode_prefetch(ins, f):
+    """PTX ISA §9.7.9.25.4.3 cp.async.bulk.prefetch (form: tcsim.isa.async_copy_forms)."""
+    src, size, policy = f.src, f.size, f.policy
     section = "PTX ISA §9.7.9.25.4.3"
 
     def run(ctx):
@@ -448,22 +351,9 @@ def _decode_prefetch(ins, rest):
     return run
 
 
-def _decode_commit(ins):
-    """PTX ISA §9.7.9.25.6.1 cp.async.bulk.commit_group: seal each thread's uncommitted bulk_group ops into a new
-    group."""
-    if ins.operands:
-        raise VerifyError("cp.async.bulk.commit_group takes no operands", ins.loc)
-    return commit_run(thread_groups, "bulk.commit_group")
-
-
-def _decode_wait(ins, rest):
+def _decode_wait(keep: int, read_only: bool):
     """PTX ISA §9.7.9.25.6.2 cp.async.bulk.wait_group{.read} N: wait until at most N of the thread's most recent
     bulk async-groups are pending (``.read``: until the older groups' sources have been read)."""
-    if rest not in ((), ("read",)):
-        raise UnsupportedError(f"{ins.full_opcode}: qualifiers {'.'.join(rest)} are not supported "
-                               f"(expected cp.async.bulk.wait_group{{.read}} N)", ins.loc)
-    read_only = rest == ("read",)
-    keep = group_count(ins)
     name = f"cp.async.bulk.wait_group{'.read' if read_only else ''} {keep}"
     return wait_run(thread_groups, keep, name, "bulk async operation(s)", "bulk.wait_group",
                     event="read_done" if read_only else "done", read=read_only)

@@ -62,15 +62,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcsim.isa.bulk_tensor_forms import ROWS4_MODES as MODES, ROWS4_SECTION as MODES_SECTION
 from tcsim.isa.errors import MemoryFault, VerifyError
 from tcsim.isa.tensormap import ROWS4, TensorMap
 
-#: the load modes of this module
-MODES = ("tile::gather4", "tile::scatter4")
 #: ``{col, row0, row1, row2, row3}``, as the diagnostics name them
 COORD_NAMES = ("column coordinate col",) + tuple(f"row coordinate row{k}" for k in range(ROWS4))
 NCOORDS = len(COORD_NAMES)
-MODES_SECTION = "PTX ISA §5.5.3.4"
 #: how a fault the GPU reports as an illegal instruction is worded (also used by :mod:`.bulk_tensor`)
 ILLEGAL = "the GPU stops the kernel with an illegal instruction (CUDA_ERROR_ILLEGAL_INSTRUCTION)"
 

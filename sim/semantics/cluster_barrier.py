@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa.barrier_forms import parse_barrier_cluster
+from tcsim.isa.errors import SyncError
 from ..context import lanes_str
 from .registry import semantics
 
@@ -114,30 +115,12 @@ def _require_aligned(ctx, what):
                         expected="all non-exited threads of the warp executing the aligned instruction together")
 
 
-@semantics("barrier", when=lambda ins: ins.mods[:1] == ("cluster",))
+@semantics("barrier.cluster")
 def decode_barrier_cluster(ins, info):
     """PTX ISA 9.1 §9.7.13.3 barrier.cluster.arrive{.release|.relaxed}{.aligned} and
     barrier.cluster.wait{.acquire}{.aligned}."""
-    mods = ins.mods[1:]
-    if not mods or mods[0] not in ("arrive", "wait"):
-        raise UnsupportedError(f"{ins.full_opcode} is not supported",
-                               expected="barrier.cluster.arrive or barrier.cluster.wait")
-    op = mods[0]
-    sem = None
-    aligned = False
-    allowed = ("release", "relaxed") if op == "arrive" else ("acquire",)
-    for m in mods[1:]:
-        if m == "aligned":
-            aligned = True
-        elif m in allowed and sem is None:
-            sem = m
-        else:
-            raise VerifyError(f"qualifier .{m} is not valid on barrier.cluster.{op}",
-                              expected="barrier.cluster.arrive{.release|.relaxed}{.aligned} / "
-                                       "barrier.cluster.wait{.acquire}{.aligned}")
-    if ins.operands:
-        raise VerifyError(f"barrier.cluster.{op} takes no operands")
-    sem = sem or ("release" if op == "arrive" else "acquire")
+    f = parse_barrier_cluster(ins)
+    op, sem, aligned = f.op, f.sem, f.aligned
     what = ins.full_opcode
 
     if op == "arrive":

@@ -20,7 +20,8 @@ import numpy as np
 
 from tcsim.isa.errors import VerifyError
 from tcsim.numerics.fp import fcompare, packed2
-from .misc_alu import Mods, bool_op, check_count, check_dst, check_src, split_pred_pair
+from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_src, split_pred_pair
+from .misc_alu import bool_op
 from .registry import semantics
 
 SIGNED_OPS = ("eq", "ne", "lt", "le", "gt", "ge")

@@ -31,7 +31,7 @@ from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim.isa.gen_cvt_forms import key as cvt_key
 from tcsim.numerics import convert as numcvt
 from ..ptxtypes import view_dtype
-from .misc_alu import Mods, check_count, check_dst, check_src, type_size
+from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_src, type_size
 from .registry import semantics
 
 INT = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
@@ -84,7 +84,7 @@ def _verify(ins, fn, *args, **kw):
         raise VerifyError(f"Illegal form of instruction 'cvt': {msg}", ins.loc) from None
 
 
-@semantics("cvt", when=lambda ins: "pack" not in ins.mods)
+@semantics("cvt")
 def decode_cvt(ins, info):
     """PTX ISA 9.1 §9.7.9.21 cvt: convert between integer, floating-point and packed low-precision types
     (rounding ``.rni .rzi .rmi .rpi`` / ``.rn .rz .rm .rp .rna``, ``.ftz .sat .relu .satfinite``)."""
@@ -185,7 +185,7 @@ def _check_target(ins, info, dst, src, rnd, satfinite, relu) -> None:
 _PACK_WIDTH = {"u16": 16, "s16": 16, "u8": 8, "s8": 8, "u4": 4, "s4": 4, "u2": 2, "s2": 2}
 
 
-@semantics("cvt", when=lambda ins: "pack" in ins.mods)
+@semantics("cvt.pack")
 def decode_cvt_pack(ins, info):
     """PTX ISA 9.1 §9.7.9.22 cvt.pack: saturate two .s32 values to a narrow integer type and pack them,
     a in the upper and b in the lower element; the 8/4/2-bit forms shift c left by twice the element width

@@ -6,54 +6,19 @@ every access is otherwise executed in program order by the issuing warp.  Cache 
 (``.ca .cg .cs .lu .cv .nc``, ``.L1::*``, ``.L2::*``) have no functional effect and are accepted.
 
 Not supported (diagnostic at load): ``.b128`` loads/stores, ``ld.global.nc`` of texture handles, ``.unified``.
+The forms are parsed and checked in :mod:`tcsim.isa.data_movement_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.data_movement_forms import (parse_cvta, parse_getctarank, parse_isspacep, parse_ld, parse_mapa,
+                                           parse_mov, parse_prefetch, parse_st)
+from tcsim.isa.errors import VerifyError
 from .. import memory as M
-from ..ptxtypes import SIZE, UINT, size_of, view_dtype
+from ..ptxtypes import UINT, size_of, view_dtype
 from .registry import semantics
-
-SPACES = {"global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry",
-          "param::func", "const"}
-SEMS = {"weak", "volatile", "relaxed", "acquire", "release", "mmio"}
-SCOPES = {"cta", "cluster", "gpu", "sys"}
-HINTS_PREFIX = ("L1::", "L2::", "level::")
-CACHE_OPS = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt"}
-TYPES = set(SIZE) - {"pred"}
-
-
-def parse_memop(ins, allow_sem=True):
-    """Split ld/st qualifiers into (space, sem, scope, vec, type); reject unknown ones."""
-    space, sem, scope, vec, typ = "generic", None, None, 1, None
-    for m in ins.mods:
-        if m in SPACES:
-            space = m
-        elif m in SEMS:
-            sem = m
-        elif m in SCOPES:
-            scope = m
-        elif m in ("v2", "v4", "v8"):
-            vec = int(m[1:])
-        elif m in TYPES:
-            if typ is not None:
-                raise VerifyError(f"{ins.full_opcode} names two types (.{typ} and .{m})", ins.loc)
-            typ = m
-        elif m in CACHE_OPS or m.startswith(HINTS_PREFIX) or m in ("unified",):
-            if m == "unified":
-                raise UnsupportedError(".unified loads are not supported", ins.loc)
-        elif m == "b128":
-            raise UnsupportedError(".b128 accesses are not supported", ins.loc)
-        else:
-            raise UnsupportedError(f"qualifier .{m} of {ins.opcode} is not supported", ins.loc)
-    if typ is None:
-        raise VerifyError(f"{ins.full_opcode} has no type qualifier", ins.loc)
-    if space.startswith("param::"):
-        space = "param"
-    return space, sem, scope, vec, typ
 
 
 def _space_for(space):
@@ -74,12 +39,8 @@ def _is_local_param(ctx, op):
 @semantics("ld", "ldu")
 def decode_ld(ins, info):
     """PTX ISA §9.7.9.8 ld / §9.7.9.9 ldu: load a scalar or vector from a state space."""
-    space, sem, scope, vec, typ = parse_memop(ins)
-    if len(ins.operands) < 2 or not isinstance(ins.operands[1], ir.Address):
-        raise VerifyError(f"{ins.opcode} needs a destination and an address [a]", ins.loc)
-    dst, src = ins.operands[0], ins.operands[1]
-    if vec > 1 and not (isinstance(dst, ir.Vector) and len(dst.elems) == vec):
-        raise VerifyError(f"{ins.full_opcode} needs a destination vector of {vec} registers", ins.loc)
+    f = parse_ld(ins)
+    space, vec, typ, dst, src = f.space, f.vec, f.type, f.value, f.addr
     es = size_of(typ)
     nbytes = es * vec
     sp = _space_for(space)
@@ -110,14 +71,8 @@ def _write_sized(ctx, dst, bits, typ, signed):
 @semantics("st")
 def decode_st(ins, info):
     """PTX ISA §9.7.9.10 st: store a scalar or vector to a state space."""
-    space, sem, scope, vec, typ = parse_memop(ins)
-    if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.Address):
-        raise VerifyError("st needs an address [a] and a source", ins.loc)
-    dst, src = ins.operands
-    if space in ("const",):
-        raise VerifyError("st to .const is not allowed", ins.loc)
-    if vec > 1 and not (isinstance(src, ir.Vector) and len(src.elems) == vec):
-        raise VerifyError(f"{ins.full_opcode} needs a source vector of {vec} values", ins.loc)
+    f = parse_st(ins)
+    space, vec, typ, dst, src = f.space, f.vec, f.type, f.addr, f.value
     es = size_of(typ)
     sp = _space_for(space)
 
@@ -139,19 +94,14 @@ def decode_st(ins, info):
 def decode_mov(ins, info):
     """PTX ISA §9.7.9.1 mov: copy a register, immediate, special register or symbol address; pack/unpack
     vectors (``mov.b64 %rd, {%r1, %r2}`` / ``mov.b64 {%r1, %r2}, %rd``), element 0 in the low bits."""
-    if len(ins.operands) != 2:
-        raise VerifyError("mov takes a destination and a source", ins.loc)
-    types = [m for m in ins.mods if m in TYPES or m == "pred"]
-    if len(types) != 1:
-        raise VerifyError(f"{ins.full_opcode} needs exactly one type", ins.loc)
-    typ = types[0]
-    dst, src = ins.operands
-    if typ == "pred":
+    f = parse_mov(ins)
+    typ, dst, src = f.type, f.dst, f.src
+    if f.mode == "pred":
         def run(ctx):
             ctx.write_pred(dst, ctx.read_pred(src))
         return run
     size = size_of(typ)
-    if isinstance(src, ir.Vector) and len(src.elems) > 1:          # pack
+    if f.mode == "pack":
         n = len(src.elems)
         esz = size // n
         etype = f"b{8 * esz}"
@@ -162,7 +112,7 @@ def decode_mov(ins, info):
                 acc |= ctx.read(e, etype).astype(np.uint64) << np.uint64(8 * esz * i)
             ctx.write(dst, f"b{8 * size}", acc.astype(UINT[size]))
         return run
-    if isinstance(dst, ir.Vector) and len(dst.elems) > 1:          # unpack
+    if f.mode == "unpack":
         n = len(dst.elems)
         esz = size // n
         etype = f"b{8 * esz}"
@@ -182,16 +132,11 @@ def decode_mov(ins, info):
 @semantics("cvta")
 def decode_cvta(ins, info):
     """PTX ISA §9.7.9.19 cvta: convert between generic and state-space addresses (see sim/memory.py)."""
-    to = "to" in ins.mods
-    spaces = [m for m in ins.mods if m in ("global", "shared", "shared::cta", "shared::cluster", "local",
-                                           "param", "const")]
-    sizes = [m for m in ins.mods if m in ("u32", "u64")]
-    if len(spaces) != 1 or len(sizes) != 1 or len(ins.operands) != 2:
-        raise VerifyError(f"malformed {ins.full_opcode}", ins.loc)
-    space, size = spaces[0], sizes[0]
+    f = parse_cvta(ins)
+    to, space, size = f.to, f.space, f.size
     base = {"shared": M.SHARED_WINDOW, "shared::cta": M.SHARED_WINDOW, "shared::cluster": M.SHARED_WINDOW,
             "local": M.LOCAL_WINDOW, "global": 0, "param": M.PARAM_WINDOW, "const": M.CONST_WINDOW}[space]
-    dst, src = ins.operands
+    dst, src = f.dst, f.src
 
     def run(ctx):
         a = ctx.read(src, size).astype(np.uint64)
@@ -207,8 +152,8 @@ def decode_cvta(ins, info):
 @semantics("isspacep")
 def decode_isspacep(ins, info):
     """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window."""
-    space = ins.mods[0] if ins.mods else None
-    dst, src = ins.operands
+    f = parse_isspacep(ins)
+    space, dst, src = f.space, f.dst, f.src
 
     def run(ctx):
         a = ctx.read(src, "u64").astype(np.uint64)
@@ -236,9 +181,8 @@ def decode_mapa(ins, info):
 
     ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.
     """
-    shared = "shared::cluster" in ins.mods
-    size = "u64" if "u64" in ins.mods else "u32"
-    dst, src, rank = ins.operands
+    f = parse_mapa(ins)
+    shared, size, dst, src, rank = f.space is not None, f.size, f.dst, f.src, f.rank
 
     def run(ctx):
         a = ctx.read(src, size).astype(np.uint64)
@@ -259,9 +203,8 @@ def decode_mapa(ins, info):
 @semantics("getctarank")
 def decode_getctarank(ins, info):
     """PTX ISA §9.7.9.24 getctarank: cluster rank of the CTA owning a shared address."""
-    shared = "shared::cluster" in ins.mods
-    size = "u64" if "u64" in ins.mods else "u32"
-    dst, src = ins.operands
+    f = parse_getctarank(ins)
+    shared, size, dst, src = f.space is not None, f.size, f.dst, f.src
 
     def run(ctx):
         a = ctx.read(src, size).astype(np.uint64)
@@ -276,9 +219,7 @@ def decode_getctarank(ins, info):
 def decode_prefetch(ins, info):
     """PTX ISA §9.7.9.15 prefetch/prefetchu (incl. prefetch.tensormap): a cache hint with no architectural
     effect.  tcsim still evaluates the address so a bad operand is reported."""
-    if not ins.operands or not isinstance(ins.operands[0], ir.Address):
-        raise VerifyError(f"{ins.full_opcode} needs an address operand", ins.loc)
-    op = ins.operands[0]
+    op = parse_prefetch(ins)
 
     def run(ctx):
         ctx.address(op)

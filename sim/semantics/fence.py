@@ -27,18 +27,17 @@ Accepted forms::
     membar.{cta|gl|sys}      (membar.gl = fence.sc.gpu, membar.sys = fence.sc.sys, membar.cta = fence.sc.cta)
     membar.proxy.alias       (legacy spelling of fence.proxy.alias)
 
-Anything else is rejected at load time with the offending qualifier named.
+Anything else is rejected at load time with the offending qualifier named (the forms are parsed and checked in
+:mod:`tcsim.isa.fence_forms`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa import ir
-from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.errors import VerifyError
+from tcsim.isa.fence_forms import parse_fence, parse_membar
 from ..proxy_fence import fence_proxy_async
 from .registry import semantics
-
-SCOPES = ("cta", "cluster", "gpu", "sys")
 
 
 def _emit_run(fields: dict, addr_op=None, size_op=None):
@@ -63,109 +62,13 @@ def _emit_run(fields: dict, addr_op=None, size_op=None):
 
 @semantics("fence")
 def decode_fence(ins, info):
-    """PTX ISA 9.1 §9.7.13.4 fence (thread fences, fence.mbarrier_init, fence.proxy.*)."""
-    mods = list(ins.mods)
-    what = ins.full_opcode
-    if not mods:
-        raise VerifyError("fence needs a scope", expected="fence{.sem}.scope")
-    if mods[0] == "proxy":
-        return _decode_proxy(ins, mods[1:], what)
-    if mods[0] in ("mbarrier_init",):
-        if mods[1:] != ["release", "cluster"]:
-            raise VerifyError(f"{what}: fence.mbarrier_init only exists as fence.mbarrier_init.release.cluster")
-        if ins.operands:
-            raise VerifyError(f"{what} takes no operands")
-        return _emit_run(dict(fence="mbarrier_init", sem="release", scope="cluster", proxy=None, restrict=None))
-    sem = "acq_rel"
-    restrict = None
-    rest = mods
-    if rest and rest[0] in ("sc", "acq_rel", "acquire", "release"):
-        sem = rest[0]
-        rest = rest[1:]
-    if rest and rest[0].startswith("sync_restrict::"):
-        restrict = rest[0][len("sync_restrict::"):]
-        rest = rest[1:]
-    if len(rest) != 1 or rest[0] not in SCOPES:
-        raise UnsupportedError(f"{what} is not a fence form tcsim knows",
-                               expected="fence{.sc|.acq_rel}.{cta|cluster|gpu|sys}")
-    scope = rest[0]
-    if sem in ("acquire", "release"):
-        want = "shared::cluster" if sem == "acquire" else "shared::cta"
-        if restrict is None:
-            raise VerifyError(f"{what}: fence.{sem} needs .sync_restrict::{want}")
-        if restrict != want or scope != "cluster":
-            raise VerifyError(f"{what}: fence.{sem} is only defined as fence.{sem}.sync_restrict::{want}.cluster")
-    elif restrict is not None:
-        raise VerifyError(f"{what}: .sync_restrict is only valid with .acquire / .release")
-    if ins.operands:
-        raise VerifyError(f"{what} takes no operands")
-    return _emit_run(dict(fence="thread", sem=sem, scope=scope, proxy=None, restrict=restrict))
-
-
-def _decode_proxy(ins, rest, what):
-    """fence.proxy.{alias|async{.global|.shared::cta|.shared::cluster}}, fence.proxy.tensormap::generic.*,
-    fence.proxy.async::generic.*"""
-    if not rest:
-        raise VerifyError(f"{what} needs a proxy kind")
-    kind = rest[0]
-    if kind in ("alias", "async"):
-        proxy = kind
-        tail = rest[1:]
-        if kind == "async" and tail and tail[0] in ("global", "shared::cta", "shared::cluster", "shared"):
-            proxy = "async." + ("shared::cta" if tail[0] == "shared" else tail[0])
-            tail = tail[1:]
-        if tail:
-            raise UnsupportedError(f"{what}: qualifier .{tail[0]} is not supported",
-                                   expected="fence.proxy.async{.global|.shared::cta|.shared::cluster} or "
-                                            "fence.proxy.alias")
-        if ins.operands:
-            raise VerifyError(f"{what} takes no operands")
-        return _emit_run(dict(fence="proxy", sem="acq_rel", scope=None, proxy=proxy, restrict=None))
-    if kind in ("tensormap::generic", "async::generic"):
-        tail = rest[1:]
-        if not tail or tail[0] not in ("acquire", "release"):
-            raise VerifyError(f"{what}: needs .acquire or .release")
-        sem = tail[0]
-        tail = tail[1:]
-        restrict = None
-        if tail and tail[0].startswith("sync_restrict::"):
-            restrict = tail[0][len("sync_restrict::"):]
-            tail = tail[1:]
-        if len(tail) != 1 or tail[0] not in SCOPES:
-            raise VerifyError(f"{what}: needs a scope .cta/.cluster/.gpu/.sys")
-        scope = tail[0]
-        if kind == "async::generic":
-            want = "shared::cluster" if sem == "acquire" else "shared::cta"
-            if restrict != want or scope != "cluster":
-                raise VerifyError(f"{what}: fence.proxy.async::generic.{sem} is only defined as "
-                                  f".sync_restrict::{want}.cluster")
-        elif restrict is not None:
-            raise VerifyError(f"{what}: .sync_restrict is not valid on fence.proxy.tensormap::generic")
-        fields = dict(fence="proxy", sem=sem, scope=scope, proxy=kind, restrict=restrict)
-        if kind == "tensormap::generic" and sem == "acquire":
-            if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.Address):
-                raise VerifyError(f"{what} takes [addr], size")
-            size = ins.operands[1]
-            if isinstance(size, ir.Imm) and size.value != 128:
-                raise VerifyError(f"{what}: size operand {size} must be 128")
-            return _emit_run(fields, ins.operands[0], size)
-        if ins.operands:
-            raise VerifyError(f"{what} takes no operands")
-        return _emit_run(fields)
-    raise UnsupportedError(f"{what}: proxy kind .{kind} is not supported",
-                           expected="alias, async{.global,.shared::cta,.shared::cluster}, tensormap::generic, "
-                                    "async::generic")
+    """PTX ISA 9.1 §9.7.13.4 fence (thread fences, fence.mbarrier_init, fence.proxy.*); form:
+    :mod:`tcsim.isa.fence_forms`."""
+    f = parse_fence(ins)
+    return _emit_run(f.event_fields(), f.addr, f.size)
 
 
 @semantics("membar")
 def decode_membar(ins, info):
     """PTX ISA 9.1 §9.7.13.4 membar.{cta,gl,sys} (fence.sc at cta/gpu/sys scope) and membar.proxy.alias."""
-    mods = list(ins.mods)
-    if ins.operands:
-        raise VerifyError(f"{ins.full_opcode} takes no operands")
-    if mods == ["proxy", "alias"]:
-        return _emit_run(dict(fence="proxy", sem="acq_rel", scope=None, proxy="alias", restrict=None))
-    scope = {"cta": "cta", "gl": "gpu", "sys": "sys"}.get(mods[0]) if len(mods) == 1 else None
-    if scope is None:
-        raise UnsupportedError(f"{ins.full_opcode} is not supported", expected="membar.{cta|gl|sys}")
-    return _emit_run(dict(fence="membar", sem="sc", scope=scope, proxy=None, restrict=None))
+    return _emit_run(parse_membar(ins).event_fields())

@@ -31,7 +31,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import UnsupportedError, VerifyError
 from tcsim import lowering
 from tcsim.numerics import fp
-from .misc_alu import Mods, ROUNDING, check_count, check_dst, check_operands, check_src, require_arch
+from tcsim.isa.operand_rules import ROUNDING, Mods, check_count, check_dst, check_operands, check_src, require_arch
 from .registry import semantics
 
 SCALAR = ("f32", "f64", "f16", "bf16")
@@ -41,10 +41,6 @@ _FLOAT_Q = set(ALL_FLOAT)
 _CONTAINER = {"f32": "b32", "f64": "b64", "f16": "b16", "bf16": "b16", "f16x2": "b32", "bf16x2": "b32",
               "f32x2": "b64"}
 _SIGN = {"f32": 0x80000000, "f64": 0x8000000000000000, "f16": 0x8000, "bf16": 0x8000}
-
-
-def _is_float_form(ins) -> bool:
-    return any(m in _FLOAT_Q for m in ins.mods)
 
 
 def _elem(t: str) -> str:
@@ -109,7 +105,7 @@ def _common(ins, info, m: Mods, allowed=ALL_FLOAT, *, rnd_required=False, rnd_al
 
 
 # ============================================================================================ add sub mul
-@semantics("add", "sub", "mul", when=_is_float_form)
+@semantics("add:float", "sub:float", "mul:float")
 def decode_add_sub_mul(ins, info):
     """PTX ISA 9.1 §9.7.3.1 add, §9.7.3.2 sub, §9.7.3.3 mul (f32/f64/f32x2, ``.rnd .ftz .sat``) and
     §9.7.4.1-3 (f16/bf16 and packed x2, ``.rn``); mixed ``add/sub.f32.{f16,bf16}`` (§9.7.3.1)."""
@@ -197,7 +193,7 @@ def _decode_mixed(ins, info, m: Mods, ts):
 
 # ============================================================================================ fma / mad
 @semantics("fma")
-@semantics("mad", when=_is_float_form)
+@semantics("mad:float")
 def decode_fma(ins, info):
     """PTX ISA 9.1 §9.7.3.5 fma, §9.7.3.6 mad (= fma with a required rounding modifier on sm_20+),
     §9.7.4.4 fma (half precision, ``.relu``), mixed ``fma.rnd.f32.{f16,bf16}``."""
@@ -276,7 +272,7 @@ def _approx_fn(ins, *names):
                            f"{', '.join(names)}", ins.loc)
 
 
-@semantics("div", when=_is_float_form)
+@semantics("div:float")
 def decode_div(ins, info):
     """PTX ISA 9.1 §9.7.3.8 div (floating point): ``div.approx{.ftz}.f32``, ``div.full{.ftz}.f32``,
     ``div.rnd{.ftz}.f32``, ``div.rnd.f64``."""
@@ -450,7 +446,7 @@ def decode_approx(ins, info):
 
 
 # ============================================================================================ abs neg min max
-@semantics("abs", "neg", when=_is_float_form)
+@semantics("abs:float", "neg:float")
 def decode_abs_neg(ins, info):
     """PTX ISA 9.1 §9.7.3.6 abs / §9.7.3.7 neg (f32 ``.ftz``, f64) and §9.7.4.6 / §9.7.4.7 (f16 f16x2
     ``.ftz``, bf16 bf16x2): sign-bit operations; NaN inputs give the GPU's NaN (see _sign_op_nan)."""
@@ -497,7 +493,7 @@ def _sign_op_nan(fmt, x, r, is_abs, bitwise=False):
     return np.where(isnan, np.uint64(fp.canonical_nan(fmt)), np.asarray(r).astype(np.uint64)).astype(x.dtype)
 
 
-@semantics("min", "max", when=_is_float_form)
+@semantics("min:float", "max:float")
 def decode_min_max(ins, info):
     """PTX ISA 9.1 §9.7.3.10 min / §9.7.3.11 max (``.ftz .NaN .xorsign.abs``; three-input f32 form with
     ``.abs`` on sm_100) and §9.7.4.8 / §9.7.4.9 (half precision)."""

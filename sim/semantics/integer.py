@@ -27,8 +27,9 @@ from tcsim.isa import ir
 
 from tcsim.isa.errors import VerifyError
 from ..ptxtypes import view_dtype
-from .misc_alu import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src, from_pyints,
-                       require_arch, to_pyints)
+from tcsim.isa.operand_rules import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src,
+                                     require_arch)
+from .misc_alu import from_pyints, to_pyints
 from .registry import semantics
 
 #: name of the per-warp CC.CF array (bool[32]) in ``warp.__dict__``
@@ -37,14 +38,9 @@ CARRY_FLAG = "ptx_cc_carry"
 DIV_BY_ZERO_BITS = -1
 REM_BY_ZERO_BITS = -1
 
-_FLOAT_Q = ("f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "f32x2", "tf32")
 _WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
 _BITS = {"u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "b32": 32, "b64": 64,
          "u16x2": 32, "s16x2": 32, "b16": 16}
-
-
-def _is_int_form(ins) -> bool:
-    return not any(m in _FLOAT_Q for m in ins.mods)
 
 
 def _nbits(t: str) -> int:
@@ -123,7 +119,7 @@ def _packed16(a: np.ndarray, b: np.ndarray, fn, signed: bool) -> np.ndarray:
 
 
 # ============================================================================================ add / sub
-@semantics("add", "sub", when=_is_int_form)
+@semantics("add:int", "sub:int")
 def decode_add_sub(ins, info):
     """PTX ISA 9.1 §9.7.1.1 add, §9.7.1.2 sub (``.sat`` for .s32; packed ``add.{u16x2,s16x2}``),
     §9.7.2.1 add.cc, §9.7.2.3 sub.cc (carry-out to CC.CF)."""
@@ -229,7 +225,7 @@ def _product(x: np.ndarray, y: np.ndarray, t: str, mode: str):
     return [(p * q) >> 64 for p, q in zip(xs, ys)]
 
 
-@semantics("mul", when=_is_int_form)
+@semantics("mul:int")
 def decode_mul(ins, info):
     """PTX ISA 9.1 §9.7.1.3 mul (integer): ``.lo`` / ``.hi`` / ``.wide`` (16- and 32-bit types only)."""
     m = Mods(ins)
@@ -251,7 +247,7 @@ def decode_mul(ins, info):
     return run
 
 
-@semantics("mad", when=_is_int_form)
+@semantics("mad:int")
 def decode_mad(ins, info):
     """PTX ISA 9.1 §9.7.1.4 mad (integer; ``mad.hi.sat.s32``), §9.7.2.5 mad.cc and §9.7.2.6 madc
     (carry-in/carry-out through CC.CF; 32/64-bit types, .lo/.hi)."""
@@ -424,7 +420,7 @@ def _divrem(x: np.ndarray, y: np.ndarray, t: str):
     return q & mask, r & mask
 
 
-@semantics("div", when=_is_int_form)
+@semantics("div:int")
 @semantics("rem")
 def decode_div_rem(ins, info):
     """PTX ISA 9.1 §9.7.1.8 div (integer, truncating toward zero), §9.7.1.9 rem (sign of the dividend).
@@ -443,7 +439,7 @@ def decode_div_rem(ins, info):
 
 
 # ============================================================================================ abs / neg / min / max
-@semantics("abs", "neg", when=_is_int_form)
+@semantics("abs:int", "neg:int")
 def decode_abs_neg(ins, info):
     """PTX ISA 9.1 §9.7.1.10 abs, §9.7.1.11 neg (signed integers; INT_MIN maps to itself)."""
     m = Mods(ins)
@@ -466,7 +462,7 @@ def decode_abs_neg(ins, info):
     return run
 
 
-@semantics("min", "max", when=_is_int_form)
+@semantics("min:int", "max:int")
 def decode_min_max(ins, info):
     """PTX ISA 9.1 §9.7.1.12 min, §9.7.1.13 max (integer; packed .u16x2/.s16x2 and ``.relu`` for
     .s32/.s16x2: negative results become 0)."""

@@ -20,6 +20,7 @@ row per supplying lane), so the observation bus and race detector see them with 
 Not supported (UnsupportedError at decode, naming the form): the sm_100a ``ldmatrix .m16n16`` /
 ``.m8n16`` ``.b8`` forms, the ``.b8x16.b6x16_p32`` / ``.b8x16.b4x16_p64`` decompressing loads, and
 ``stmatrix .m16n8.b8`` -- the PTX ISA gives their thread maps only as figures, which tcsim has not pinned.
+The forms are parsed and checked in :mod:`tcsim.isa.ldstmatrix_forms`.
 """
 from __future__ import annotations
 
@@ -27,75 +28,11 @@ import numpy as np
 
 from tcsim.isa import fragments as FR
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.errors import MemoryFault
+from tcsim.isa.ldstmatrix_forms import parse_matrix
 from .. import memory as M
-from ..ptxtypes import SIZE
 from .registry import semantics
 from .warp_mma import read_regs, require_full_warp
-
-_NUMS = {"x1": 1, "x2": 2, "x4": 4}
-_SPACES = {"shared": "shared::cta", "shared::cta": "shared::cta"}
-_B8_FORMS = ("m16n16", "m8n16", "m16n8", "b8", "b8x16", "b6x16_p32", "b4x16_p64")
-
-
-def _parse(ins, opname: str, need_num: bool):
-    """(num, trans, space) of an ld/st/movmatrix; Verify/UnsupportedError on anything else."""
-    full = ins.full_opcode
-    mods = list(ins.mods)
-    for m in mods:
-        if m in _B8_FORMS:
-            raise UnsupportedError(f"{full}: the .{m} form of {opname} is not supported by tcsim (its thread "
-                                   f"map is given only as a figure in the PTX ISA)", ins.loc,
-                                   expected=f"{opname}.sync.aligned.m8n8{'.x1/.x2/.x4' if need_num else ''}"
-                                            f"{'{.trans}' if need_num else '.trans'}.b16")
-    if "sync" not in mods or "aligned" not in mods:
-        raise VerifyError(f"{full}: {opname} requires the .sync and .aligned qualifiers", ins.loc)
-    if "m8n8" not in mods:
-        raise VerifyError(f"{full}: {opname} needs the shape qualifier .m8n8", ins.loc)
-    if "b16" not in mods:
-        raise VerifyError(f"{full}: {opname} .m8n8 needs the type .b16", ins.loc)
-    nums = [m for m in mods if m in _NUMS]
-    spaces = [m for m in mods if m.startswith("shared")]
-    trans = "trans" in mods
-    known = {"sync", "aligned", "m8n8", "b16", "trans"} | set(_NUMS) | set(_SPACES)
-    extra = [m for m in mods if m not in known]
-    if extra:
-        if any(m.startswith("shared") for m in extra):
-            raise VerifyError(f"{full}: {opname} takes .shared or .shared::cta, not "
-                              + ", ".join("." + m for m in extra), ins.loc)
-        raise VerifyError(f"{full}: unknown qualifier(s) " + ", ".join("." + m for m in extra), ins.loc)
-    if len(spaces) > 1:
-        raise VerifyError(f"{full}: more than one state space", ins.loc)
-    space = _SPACES[spaces[0]] if spaces else None
-    if need_num:
-        if len(nums) != 1:
-            raise VerifyError(f"{full}: {opname} needs exactly one of .x1, .x2, .x4", ins.loc)
-        num = _NUMS[nums[0]]
-    else:
-        if nums:
-            raise VerifyError(f"{full}: {opname} takes no .x1/.x2/.x4 qualifier", ins.loc)
-        num = 1
-    return num, trans, space
-
-
-def _regs(op, n: int, what: str, full: str, info, loc) -> tuple:
-    if isinstance(op, ir.Vector):
-        elems = op.elems
-    elif n == 1 and isinstance(op, ir.Reg):
-        elems = (op,)
-    else:
-        raise VerifyError(f"{full}: operand {what} must be a vector of {n} .b32 register(s), got {op}", loc)
-    if len(elems) != n:
-        raise VerifyError(f"{full}: operand {what} has {len(elems)} register(s), expected {n}", loc,
-                          expected=f"a vector of {n} 32-bit registers")
-    for e in elems:
-        if not isinstance(e, ir.Reg):
-            raise VerifyError(f"{full}: element {e} of operand {what} is not a register", loc)
-        t = info.reg_type(e)
-        if t is not None and (t == "pred" or SIZE.get(t) != 4):
-            raise VerifyError(f"{full}: register {e} is .{t}; expected a 32-bit register", loc)
-    return tuple(elems)
-
 
 def _row_addresses(ctx, addr_op, space, suppliers, what):
     """Per-lane row addresses (uint64[32]) in state space ``'shared::cta'``; generic ones are translated."""
@@ -115,11 +52,8 @@ def _row_addresses(ctx, addr_op, space, suppliers, what):
 def decode_ldmatrix(ins: ir.Instruction, info):
     """PTX ISA 9.1 §9.7.14.5.15 ldmatrix (warp-collective load of 8x8 b16 matrices from shared memory)."""
     full = ins.full_opcode
-    num, trans, space = _parse(ins, "ldmatrix", need_num=True)
-    if len(ins.operands) != 2 or not isinstance(ins.operands[1], ir.Address):
-        raise VerifyError(f"{full}: ldmatrix takes a register vector and an address [p]", ins.loc)
-    dst = _regs(ins.operands[0], num, "r", full, info, ins.loc)
-    addr_op = ins.operands[1]
+    f = parse_matrix(ins, info)
+    num, trans, space, dst, addr_op = f.num, f.trans, f.space, f.regs, f.addr
     layout = FR.ldmatrix_layout(num, trans)
     suppliers = FR.ldmatrix_row_suppliers(num) >= 0
 
@@ -139,11 +73,8 @@ def decode_ldmatrix(ins: ir.Instruction, info):
 def decode_stmatrix(ins: ir.Instruction, info):
     """PTX ISA 9.1 §9.7.14.5.16 stmatrix (warp-collective store of 8x8 b16 matrices to shared memory)."""
     full = ins.full_opcode
-    num, trans, space = _parse(ins, "stmatrix", need_num=True)
-    if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.Address):
-        raise VerifyError(f"{full}: stmatrix takes an address [p] and a register vector", ins.loc)
-    src = _regs(ins.operands[1], num, "r", full, info, ins.loc)
-    addr_op = ins.operands[0]
+    f = parse_matrix(ins, info)
+    num, trans, space, src, addr_op = f.num, f.trans, f.space, f.regs, f.addr
     layout = FR.ldmatrix_layout(num, trans)
     suppliers = FR.ldmatrix_row_suppliers(num) >= 0
 
@@ -162,15 +93,8 @@ def decode_stmatrix(ins: ir.Instruction, info):
 def decode_movmatrix(ins: ir.Instruction, info):
     """PTX ISA 9.1 §9.7.14.5.17 movmatrix (transpose an 8x8 b16 matrix held in the ldmatrix layout)."""
     full = ins.full_opcode
-    num, trans, space = _parse(ins, "movmatrix", need_num=False)
-    if space is not None:
-        raise VerifyError(f"{full}: movmatrix takes no state space", ins.loc)
-    if not trans:
-        raise VerifyError(f"{full}: movmatrix requires .trans", ins.loc)
-    if len(ins.operands) != 2:
-        raise VerifyError(f"{full}: movmatrix takes a destination d and a source a", ins.loc)
-    d = _regs(ins.operands[0], 1, "d", full, info, ins.loc)
-    a = _regs(ins.operands[1], 1, "a", full, info, ins.loc)
+    f = parse_matrix(ins, info)
+    d, a = f.regs, f.src
     src_l, dst_l = FR.ldmatrix_layout(1, False), FR.ldmatrix_layout(1, True)
 
     def run(ctx):

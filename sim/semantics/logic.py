@@ -18,7 +18,8 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import VerifyError
-from .misc_alu import Mods, bool_op, check_count, check_dst, check_operands, check_src, require_arch
+from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_operands, check_src, require_arch
+from .misc_alu import bool_op
 from .registry import semantics
 
 _U = {"b16": np.uint16, "b32": np.uint32, "b64": np.uint64, "u16": np.uint16, "u32": np.uint32,

@@ -39,23 +39,19 @@ detector.  Every operation emits a ``sync`` event (``mbarrier.init``, ``mbarrier
 phase additionally emits ``mbarrier.phase``.
 
 Not supported (UnsupportedError at load): ``cp.async.mbarrier.arrive{.noinc}`` is not decoded here (it needs
-the Ampere cp.async model); qualifiers not listed in the PTX syntax are rejected by name.
+the Ampere cp.async model); qualifiers not listed in the PTX syntax are rejected by name.  The qualifiers and
+operands are parsed and checked in :mod:`tcsim.isa.mbarrier_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.errors import MemoryFault, SyncError
+from tcsim.isa.mbarrier_forms import MbarrierForm, parse_mbarrier
 from .. import memory as M
 from ..mbarrier_state import MAX_COUNT
 from .registry import semantics
-
-OPS = ("init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait",
-       "pending_count")
-SPACES = ("shared", "shared::cta", "shared::cluster")
-SEMS = ("release", "relaxed", "acquire")
-SCOPES = ("cta", "cluster")
 
 # --------------------------------------------------------------------------------------- state token
 _TOKEN_TAG = 0xA
@@ -123,95 +119,12 @@ def describe(mb, cta) -> str:
 
 
 # --------------------------------------------------------------------------------------- decode helpers
-class _Form:
-    __slots__ = ("op", "sem", "scope", "space", "expect_tx", "no_complete", "parity", "name")
-
-
-def _parse(ins) -> _Form:
-    mods = ins.mods
-    if not mods or mods[0] not in OPS:
-        raise UnsupportedError(f"{ins.full_opcode} is not an mbarrier instruction tcsim knows",
-                               expected="mbarrier." + "/".join(OPS))
-    f = _Form()
-    f.op, f.sem, f.scope, f.space = mods[0], None, None, None
-    f.expect_tx = f.no_complete = f.parity = False
-    f.name = ins.full_opcode
-    has_type = False
-    for m in mods[1:]:
-        if m in SEMS:
-            if f.sem is not None:
-                raise VerifyError(f"{ins.full_opcode} names two memory semantics")
-            f.sem = m
-        elif m in SCOPES:
-            if f.scope is not None:
-                raise VerifyError(f"{ins.full_opcode} names two scopes")
-            f.scope = m
-        elif m in SPACES:
-            if f.space is not None:
-                raise VerifyError(f"{ins.full_opcode} names two state spaces")
-            f.space = m
-        elif m == "b64":
-            has_type = True
-        elif m == "expect_tx" and f.op in ("arrive", "arrive_drop"):
-            f.expect_tx = True
-        elif m == "noComplete" and f.op in ("arrive", "arrive_drop"):
-            f.no_complete = True
-        elif m == "parity" and f.op in ("test_wait", "try_wait"):
-            f.parity = True
-        else:
-            raise UnsupportedError(f"qualifier .{m} of mbarrier.{f.op} is not supported",
-                                   expected=f"the qualifiers of mbarrier.{f.op} in PTX ISA §9.7.13.15")
-    if not has_type:
-        raise VerifyError(f"{ins.full_opcode} needs the .b64 type qualifier")
-    if (f.sem is None) != (f.scope is None):
-        raise VerifyError(f"{ins.full_opcode}: .sem and .scope qualifiers must be given together",
-                          expected="e.g. .release.cluster or neither")
-    allowed_sem = {"arrive": ("release", "relaxed"), "arrive_drop": ("release", "relaxed"),
-                   "test_wait": ("acquire", "relaxed"), "try_wait": ("acquire", "relaxed"),
-                   "expect_tx": ("relaxed",), "complete_tx": ("relaxed",)}.get(f.op, ())
-    if f.sem is not None and f.sem not in allowed_sem:
-        raise VerifyError(f"{ins.full_opcode}: .{f.sem} is not allowed on mbarrier.{f.op}",
-                          expected=("one of " + ", ".join("." + s for s in allowed_sem)) if allowed_sem
-                          else "no memory-semantics qualifier")
-    if f.no_complete:
-        if f.expect_tx:
-            raise VerifyError(f"{ins.full_opcode}: .noComplete cannot be combined with .expect_tx")
-        if f.sem not in (None, "release") or f.scope not in (None, "cta"):
-            raise VerifyError(f"{ins.full_opcode}: .noComplete allows only .release.cta")
-    if f.space == "shared::cluster" and f.op in ("init", "inval", "test_wait", "try_wait"):
-        raise VerifyError(f"mbarrier.{f.op} cannot take a .shared::cluster address; it must be executed "
-                          f"by the barrier's own CTA", expected=".shared::cta or a generic address")
-    if f.space is not None and f.op == "pending_count":
-        raise VerifyError("mbarrier.pending_count takes no state space")
-    if f.sem is None and f.op in ("arrive", "arrive_drop"):
-        f.sem, f.scope = "release", "cta"
-    elif f.sem is None and f.op in ("test_wait", "try_wait"):
-        f.sem, f.scope = "acquire", "cta"
-    elif f.sem is None and f.op in ("expect_tx", "complete_tx"):
-        f.sem, f.scope = "relaxed", "cta"
-    return f
-
-
-def _space(f: _Form) -> str:
+def _space(f: MbarrierForm) -> str:
     if f.space in ("shared", "shared::cta"):
         return "shared::cta"
     if f.space == "shared::cluster":
         return "shared::cluster"
     return "generic"
-
-
-def _addr_operand(op, what):
-    if not isinstance(op, ir.Address) or op.coords is not None:
-        raise VerifyError(f"{what}: the mbarrier operand must be an address [a]")
-    return op
-
-
-def _check_imm_range(op, lo, hi, what):
-    if isinstance(op, ir.Imm):
-        if op.kind != "int" or not lo <= int(op.value) <= hi:
-            raise VerifyError(f"{what} {op} is out of range", expected=f"an integer in [{lo}, {hi}]")
-    elif not isinstance(op, (ir.Reg, ir.Sym)):
-        raise VerifyError(f"{what} must be a .u32 register or immediate, got {op}")
 
 
 def _read_u32(ctx, op) -> np.ndarray:
@@ -247,7 +160,7 @@ def _phase_done_event(ctx, cta, mb, before_phase, lane):
 def decode_mbarrier(ins, info):
     """PTX ISA 9.1 §9.7.13.15 mbarrier (init §.9, inval §.10, expect_tx §.11, complete_tx §.12, arrive §.13,
     arrive_drop §.14, test_wait/try_wait §.16, pending_count §.17)."""
-    f = _parse(ins)
+    f = parse_mbarrier(ins)
     ops = ins.operands
     builder = {"init": _dec_init, "inval": _dec_inval, "arrive": _dec_arrive, "arrive_drop": _dec_arrive,
                "expect_tx": _dec_tx, "complete_tx": _dec_tx, "test_wait": _dec_wait, "try_wait": _dec_wait,
@@ -257,11 +170,7 @@ def decode_mbarrier(ins, info):
 
 def _dec_init(f, ops, ins):
     """§9.7.13.15.9 mbarrier.init{.shared{::cta}}.b64 [addr], count."""
-    if len(ops) != 2:
-        raise VerifyError("mbarrier.init takes [addr], count")
-    addr = _addr_operand(ops[0], "mbarrier.init")
-    _check_imm_range(ops[1], 1, MAX_COUNT, "mbarrier.init count")
-    cnt_op = ops[1]
+    addr, cnt_op = f.addr, f.count
     space = _space(f)
 
     def run(ctx):
@@ -295,9 +204,7 @@ def _dec_init(f, ops, ins):
 
 def _dec_inval(f, ops, ins):
     """§9.7.13.15.10 mbarrier.inval{.shared{::cta}}.b64 [addr]."""
-    if len(ops) != 1:
-        raise VerifyError("mbarrier.inval takes [addr]")
-    addr = _addr_operand(ops[0], "mbarrier.inval")
+    addr = f.addr
     space = _space(f)
 
     def run(ctx):
@@ -323,25 +230,7 @@ def _dec_arrive(f, ops, ins):
     and §9.7.13.15.14 mbarrier.arrive_drop (same forms; the count is also removed from the expected count)."""
     drop = f.op == "arrive_drop"
     what = f"mbarrier.{f.op}"
-    if len(ops) not in (2, 3):
-        raise VerifyError(f"{what} takes state, [addr]{{, count}}")
-    dst = ops[0]
-    addr = _addr_operand(ops[1], what)
-    extra = ops[2] if len(ops) == 3 else None
-    if not isinstance(dst, (ir.Reg, ir.Sink)):
-        raise VerifyError(f"{what}: the state destination must be a .b64 register or _")
-    if f.space == "shared::cluster" and not isinstance(dst, ir.Sink):
-        raise VerifyError(f"{what} on a .shared::cluster address cannot return a state; use the sink _",
-                          expected=f"{what}.shared::cluster.b64 _, [addr]")
-    if f.expect_tx and extra is None:
-        raise VerifyError(f"{what}.expect_tx needs a txCount operand")
-    if f.no_complete and extra is None:
-        raise VerifyError(f"{what}.noComplete needs a count operand")
-    if extra is not None:
-        if f.expect_tx:
-            _check_imm_range(extra, 0, MAX_COUNT, "txCount")
-        else:
-            _check_imm_range(extra, 1, MAX_COUNT, "arrive count")
+    dst, addr, extra = f.dst, f.addr, f.count
     space = _space(f)
     sink = isinstance(dst, ir.Sink)
 
@@ -385,11 +274,7 @@ def _dec_tx(f, ops, ins):
     """§9.7.13.15.11 mbarrier.expect_tx / §9.7.13.15.12 mbarrier.complete_tx{.relaxed.scope}{.space}.b64
     [addr], txCount."""
     what = f"mbarrier.{f.op}"
-    if len(ops) != 2:
-        raise VerifyError(f"{what} takes [addr], txCount")
-    addr = _addr_operand(ops[0], what)
-    _check_imm_range(ops[1], 0, MAX_COUNT, "txCount")
-    tx_op = ops[1]
+    addr, tx_op = f.addr, f.count
     space = _space(f)
     complete = f.op == "complete_tx"
 
@@ -417,20 +302,7 @@ def _dec_wait(f, ops, ins):
     waitComplete, [addr], state|phaseParity{, suspendTimeHint}."""
     what = f.name
     blocking = f.op == "try_wait"
-    nmax = 4 if blocking else 3
-    if len(ops) not in (3, nmax) or (not blocking and len(ops) != 3):
-        raise VerifyError(f"{what} takes waitComplete, [addr], {'phaseParity' if f.parity else 'state'}"
-                          + (", {suspendTimeHint}" if blocking else ""))
-    dst = ops[0]
-    if not isinstance(dst, (ir.Reg, ir.Sink)):
-        raise VerifyError(f"{what}: waitComplete must be a predicate register")
-    addr = _addr_operand(ops[1], what)
-    arg = ops[2]
-    hint = ops[3] if len(ops) == 4 else None
-    if f.parity:
-        _check_imm_range(arg, 0, 0xFFFFFFFF, "phaseParity")
-    elif isinstance(arg, ir.Imm):
-        raise VerifyError(f"{what}: the state operand must be the .b64 register returned by an arrive")
+    dst, addr, arg, hint = f.dst, f.addr, f.arg, f.hint
     space = _space(f)
     form = f"{f.op}{'.parity' if f.parity else ''}"
 
@@ -499,9 +371,7 @@ def _releaser(ctx, dst, mask, mb, cta, f):
 def _dec_pending(f, ops, ins):
     """§9.7.13.15.17 mbarrier.pending_count.b64 count, state: the pending count before the .noComplete
     arrive that produced ``state``."""
-    if len(ops) != 2:
-        raise VerifyError("mbarrier.pending_count takes count, state")
-    dst, src = ops
+    dst, src = f.dst, f.src
 
     def run(ctx):
         lanes = ctx.lane_ids()

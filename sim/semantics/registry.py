@@ -1,17 +1,21 @@
-"""The decode table: opcode -> decoders, each turning one IR instruction into an executable closure.
+"""The decode table: instruction family -> decoder, each turning one IR instruction into an executable closure.
 
-A semantics module registers a *decoder* per opcode family::
+A semantics module registers a *decoder* per instruction family (:mod:`tcsim.isa.forms`)::
 
-    @semantics("add", "sub")
+    @semantics("add:int", "sub:int")
     def decode_add(ins: Instruction, info: DecodeInfo) -> Callable[[ExecContext], None]:
-        ...validate qualifiers/operands once (raise VerifyError / UnsupportedError)...
+        form = parse_...(ins, info)       # isa/: qualifiers and operands, typed located errors
         def run(ctx): ...
         return run
 
+The key of an instruction is computed in ``isa/`` (:func:`tcsim.isa.forms.family_of`: the full opcode --
+``cp.async.bulk.tensor``, ``tcgen05.mma``, ``barrier.cluster`` -- or the opcode and its type class --
+``add:int`` / ``add:float``), so exactly one decoder can match an instruction.  Registering a key that no
+instruction can have, or a key that is already registered, raises :class:`DecoderOverlap` when the module is
+imported.
+
 Decoding happens once per instruction when a kernel is loaded, so ``tcsim check`` can report every
-instruction tcsim cannot execute, with its file:line:col, without running anything.  Several decoders may
-register the same opcode with a ``when`` predicate on the qualifiers (e.g. ``cp.async.bulk.tensor`` vs
-``cp.async.bulk``); the first whose predicate accepts the instruction wins.
+instruction tcsim cannot execute, with its file:line:col, without running anything.
 """
 from __future__ import annotations
 
@@ -20,6 +24,11 @@ from typing import Callable
 
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError, UnsupportedError
+from tcsim.isa.forms import check_family_key, family_of, opcode_of_key
+
+
+class DecoderOverlap(ValueError):
+    """Two decoders registered for instructions that can coincide, or a decoder for a key no instruction has."""
 
 
 @dataclass
@@ -42,46 +51,67 @@ class DecodeInfo:
         return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Entry:
     decoder: Callable
-    when: Callable | None
     module: str
 
 
 class Registry:
     def __init__(self):
-        self._table: dict[str, list[_Entry]] = {}
+        self._table: dict[str, _Entry] = {}
 
-    def register(self, opcodes, decoder, when=None) -> None:
-        for op in opcodes:
-            self._table.setdefault(op, []).append(_Entry(decoder, when, decoder.__module__))
+    def register(self, keys, decoder) -> None:
+        """Register ``decoder`` for the families ``keys``; DecoderOverlap when a key is taken or not a family."""
+        for key in keys:
+            try:
+                check_family_key(key)
+            except ValueError as e:
+                raise DecoderOverlap(f"{decoder.__module__}.{decoder.__qualname__}: {e}") from None
+            old = self._table.get(key)
+            if old is not None:
+                raise DecoderOverlap(f"{decoder.__module__}.{decoder.__qualname__} and {old.module}."
+                                     f"{old.decoder.__qualname__} are both registered for the instruction family "
+                                     f"{key!r}")
+            self._table[key] = _Entry(decoder, decoder.__module__)
 
-    def opcodes(self) -> list[str]:
+    def families(self) -> list[str]:
+        """The registered family keys, sorted."""
         return sorted(self._table)
 
+    def module_of(self, key: str) -> str:
+        """The semantics module whose decoder executes the family ``key``."""
+        return self._table[key].module
+
+    def opcodes(self) -> list[str]:
+        return sorted({opcode_of_key(k) for k in self._table})
+
+    def decoder_of(self, ins: ir.Instruction) -> Callable | None:
+        key = family_of(ins.opcode, ins.mods)
+        e = self._table.get(key) if key is not None else None
+        return None if e is None else e.decoder
+
     def decode(self, ins: ir.Instruction, info: DecodeInfo) -> Callable:
-        entries = self._table.get(ins.opcode)
-        if not entries:
-            raise UnsupportedError(f"instruction {ins.full_opcode} is not supported by tcsim", ins.loc,
-                                   expected="an instruction tcsim implements (see `tcsim check --list`)")
-        for e in entries:
-            if e.when is None or e.when(ins):
-                try:
-                    return e.decoder(ins, info)
-                except TcsimError as err:
-                    raise err.with_context(loc=ins.loc)
-        raise UnsupportedError(f"form {ins.full_opcode} is not supported by tcsim", ins.loc)
+        decoder = self.decoder_of(ins)
+        if decoder is None:
+            if ins.opcode not in self.opcodes():
+                raise UnsupportedError(f"instruction {ins.full_opcode} is not supported by tcsim", ins.loc,
+                                       expected="an instruction tcsim implements (see `tcsim check --list`)")
+            raise UnsupportedError(f"form {ins.full_opcode} is not supported by tcsim", ins.loc)
+        try:
+            return decoder(ins, info)
+        except TcsimError as err:
+            raise err.with_context(loc=ins.loc)
 
 
 REGISTRY = Registry()
 
 
-def semantics(*opcodes: str, when: Callable | None = None):
-    """Register the decorated decoder for ``opcodes`` (see module docstring)."""
+def semantics(*keys: str):
+    """Register the decorated decoder for the instruction families ``keys`` (see module docstring)."""
 
     def deco(fn):
-        REGISTRY.register(opcodes, fn, when)
+        REGISTRY.register(keys, fn)
         return fn
 
     return deco

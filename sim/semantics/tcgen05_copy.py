@@ -96,7 +96,7 @@ def decompress(rows: np.ndarray, fmt: str | None) -> np.ndarray:
     return out.reshape(R, nb)
 
 
-@semantics("tcgen05", when=lambda ins: ins.mods[:1] == ("cp",))
+@semantics("tcgen05.cp")
 def decode_cp(ins, info):
     """PTX ISA §9.7.16.9.2 tcgen05.cp.cta_group::N.shape{.multicast}{.dst_fmt.src_fmt} [taddr], s-desc (module
     docstring)."""
@@ -149,7 +149,7 @@ def decode_cp(ins, info):
     return run
 
 
-@semantics("tcgen05", when=lambda ins: ins.mods[:1] == ("shift",))
+@semantics("tcgen05.shift")
 def decode_shift(ins, info):
     """PTX ISA §9.7.16.9.3 tcgen05.shift.cta_group::N.down [taddr] (module docstring)."""
     cg = parse_shift(ins, info)

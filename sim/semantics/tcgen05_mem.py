@@ -6,8 +6,8 @@ PTX ISA 9.1 §9.7.16.1 (Tensor Memory), §9.7.16.2.3 (data-movement shapes and t
 tcgen05.dealloc, tcgen05.relinquish_alloc_permit), §9.7.16.8.3 (tcgen05.ld), §9.7.16.8.4 (tcgen05.st),
 §9.7.16.8.5 (tcgen05.wait), §9.7.16.11.1 (tcgen05.fence).  Facts: /work/shared/reference/tcgen05.md (a), (f)
 and tcgen05_layouts.md (d).  The TMEM state and allocator live in :mod:`tcsim.tmem`; ``tcgen05.mma / commit /
-cp / shift`` are decoded by ``tcgen05_mma.py`` (this module only claims the sub-operations listed in
-:data:`SUBOPS`, keyed on the first qualifier).
+cp / shift`` are decoded by ``tcgen05_mma.py`` (this module registers the families ``tcgen05.<op>`` of the
+sub-operations in :data:`tcsim.isa.tcgen05_mem_forms.SUBOPS`, whose forms that module parses and checks).
 
 Forms
 -----
@@ -83,27 +83,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, TcsimError, UnsupportedError, VerifyError
+from tcsim.isa.errors import MemoryFault, SyncError, TcsimError
+from tcsim.isa.tcgen05_mem_forms import (ALLOC_OPS, LDST_OPS, SHAPES, SUBOPS, WAIT_OPS, parse_alloc, parse_fence,
+                                         parse_ldst, parse_wait)
 from .. import memory as M
 from ..context import lanes_str
 from ..machine import WARP
-from ..ptxtypes import size_of
 from ..tmem import PendingStore, make_taddr, split_taddr, tmem_of
 from .registry import semantics
-
-ALLOC_OPS = ("alloc", "dealloc", "relinquish_alloc_permit")
-LDST_OPS = ("ld", "st")
-WAIT_OPS = ("wait::ld", "wait::st")
-FENCE_OPS = ("fence::before_thread_sync", "fence::after_thread_sync")
-SUBOPS = ALLOC_OPS + LDST_OPS + WAIT_OPS + FENCE_OPS
-
-#: shape -> (TMEM lanes touched, registers per unit of .num)
-SHAPES = {"32x32b": (32, 1), "16x64b": (16, 1), "16x128b": (16, 2), "16x256b": (16, 4), "16x32bx2": (16, 1)}
-NUMS = {f"x{n}": n for n in (1, 2, 4, 8, 16, 32, 64, 128)}
-MAX_REGS = 128
-TCGEN05_ARCHS = ("sm_100a", "sm_100f", "sm_101a", "sm_101f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
-#: ops that carry .cta_group and therefore take part in the one-cta_group-per-function rule
-CTA_GROUP_OPS = ("alloc", "dealloc", "relinquish_alloc_permit", "mma", "cp", "shift", "commit")
 
 
 @dataclass(frozen=True)
@@ -114,11 +101,6 @@ class LdStParams:
 
 
 DEFAULT_PARAMS = LdStParams()
-
-
-def _mine(ins) -> bool:
-    m0 = ins.mods[0] if ins.mods else ""
-    return m0 in SUBOPS or m0.startswith("fence::") or m0.startswith("wait::")
 
 
 # ------------------------------------------------------------------------------------------- register maps
@@ -147,64 +129,6 @@ def ldst_map(shape: str, num: int, off: int = 0, pack: bool = False) -> tuple[np
 
 
 # ------------------------------------------------------------------------------------------- decode helpers
-def _fail(ins, msg: str, expected: str | None = None, cls=VerifyError):
-    raise cls(f"{ins.full_opcode}: {msg}", expected=expected)
-
-
-def _check_arch(ins, info) -> None:
-    if info.arch not in TCGEN05_ARCHS:
-        raise VerifyError(f"{ins.full_opcode} requires an sm_100a-family target, but the module targets "
-                          f"{info.arch}", expected=".target sm_100a (or sm_100f/sm_103a/sm_110a...)")
-
-
-def _split_mods(ins, allowed: dict) -> dict:
-    """Classify ins.mods[1:] into the groups of ``allowed`` (group -> set of qualifiers); each group at most
-    once; unknown qualifiers are UnsupportedError (ptxas-style order independence)."""
-    got: dict = {}
-    for m in ins.mods[1:]:
-        for group, names in allowed.items():
-            if m in names:
-                if group in got:
-                    raise VerifyError(f"{ins.full_opcode}: more than one {group} qualifier "
-                                  f"(.{got[group]} and .{m})")
-                got[group] = m
-                break
-        else:
-            raise UnsupportedError(f"qualifier .{m} of tcgen05.{ins.mods[0]} is not supported",
-                                   expected=f"the qualifiers of tcgen05.{ins.mods[0]} in PTX ISA §9.7.16")
-    return got
-
-
-def _cta_group_of(ins) -> str | None:
-    return ins.mod_with_prefix("cta_group::")
-
-
-def check_uniform_cta_group(ins, info) -> int:
-    """The one ``.cta_group`` of every tcgen05 instruction of the function (PTX ISA §9.7.16.7.1: "All tcgen05
-    instructions within a kernel must specify the same value for the .cta_group qualifier"); VerifyError naming
-    ``ins`` and the first instruction that disagrees with it.  Returns 1 or 2.  Shared with tcgen05_mma.py."""
-    mine = _cta_group_of(ins)
-    cache = info.__dict__.setdefault("_tcgen05_cta_groups", None)
-    if cache is None:
-        cache = [(i, _cta_group_of(i)) for i in info.function.body
-                 if i.opcode == "tcgen05" and i.mods and i.mods[0] in CTA_GROUP_OPS and _cta_group_of(i)]
-        info.__dict__["_tcgen05_cta_groups"] = cache
-    for other, grp in cache:
-        if grp != mine:
-            raise VerifyError(f"{ins.full_opcode} uses .{mine} but {other.full_opcode} at {other.loc} uses "
-                              f".{grp}; all tcgen05 instructions of function {info.function.name} must use the "
-                              f"same .cta_group", expected="one .cta_group for the whole function, as ptxas requires")
-    return int(mine.split("::")[1])
-
-
-def _reg32(ins, info, op, what: str) -> None:
-    if not isinstance(op, ir.Reg):
-        raise VerifyError(f"{ins.full_opcode}: {what} {op} must be a 32-bit register")
-    t = info.reg_type(op)
-    if t is not None and (t == "pred" or size_of(t) != 4):
-        raise VerifyError(f"{ins.full_opcode}: {what} {op} is a .{t} register", expected="a 32-bit register")
-
-
 # ------------------------------------------------------------------------------------------- run-time helpers
 def _collective(ctx, what: str) -> bool:
     """.sync.aligned warp-collective entry check; False when no lane executes (uniformly false guard)."""
@@ -342,77 +266,27 @@ def _peer_of(ctx, what: str):
 
 
 # ------------------------------------------------------------------------------------------- decoders
-@semantics("tcgen05", when=_mine)
+@semantics(*(f"tcgen05.{op}" for op in SUBOPS))
 def decode_tcgen05_mem(ins: ir.Instruction, info):
     """tcgen05 TMEM sub-operations (PTX ISA 9.1 §9.7.16.7.1, §9.7.16.8.3-5, §9.7.16.11.1); see module doc."""
-    _check_arch(ins, info)
     op = ins.mods[0]
     if op in ALLOC_OPS:
-        return _decode_alloc_family(ins, info, op)
+        return _decode_alloc_family(ins, info)
     if op in LDST_OPS:
-        return _decode_ldst(ins, info, op)
+        return _decode_ldst(ins, info)
     if op in WAIT_OPS:
-        return _decode_wait(ins, op)
-    if op in FENCE_OPS:
-        return _decode_fence(ins, op)
-    raise UnsupportedError(f"tcgen05.{op} is not supported by tcsim",
-                           expected="tcgen05." + "/".join(SUBOPS) + " (mma/cp/shift/commit: tcgen05_mma)")
-
+        return _decode_wait(ins, info)
+    return _decode_fence(ins, info)
 
 # ---------------------------------------------------------------------------------- alloc / dealloc / relinquish
-def _decode_alloc_family(ins, info, op):
-    """tcgen05.alloc / dealloc / relinquish_alloc_permit (PTX ISA 9.1 §9.7.16.7.1)."""
-    allowed = {"cta_group": {"cta_group::1", "cta_group::2"}, "sync": {"sync"}, "aligned": {"aligned"}}
-    if op == "alloc":
-        allowed["space"] = {"shared::cta"}
-    if op != "relinquish_alloc_permit":
-        allowed["type"] = {"b32"}
-    got = _split_mods(ins, allowed)
-    for need in allowed:
-        if need not in got and need != "space":
-            raise VerifyError(f"{ins.full_opcode}: the .{'b32' if need == 'type' else need} qualifier is required",
-                              expected=f"tcgen05.{op}.cta_group::N.sync.aligned"
-                                       + (".b32" if op != "relinquish_alloc_permit" else ""))
-    group = check_uniform_cta_group(ins, info)
-    ops = ins.operands
-    if op == "alloc":
-        if len(ops) != 2 or not isinstance(ops[0], ir.Address) or ops[0].coords is not None:
-            _fail(ins, "expects operands [dst], nCols")
-        dst = ops[0]
-        if isinstance(dst.base, ir.Reg):
-            t = info.reg_type(dst.base)
-            if t is not None and size_of(t) not in (4, 8):
-                _fail(ins, f"address register {dst.base} is .{t}")
-            if "space" not in got and t is not None and size_of(t) != 8:
-                _fail(ins, f"a generic address needs a 64-bit register, not .{t} {dst.base}")
-        _check_ncols_operand(ins, info, ops[1], power_of_two=True)
-        return _run_alloc(ins, dst, ops[1], "space" in got, group)
-    if op == "dealloc":
-        if len(ops) != 2 or isinstance(ops[0], ir.Address):
-            _fail(ins, "expects operands taddr, nCols")
-        if not isinstance(ops[0], ir.Imm):
-            _reg32(ins, info, ops[0], "taddr")
-        _check_ncols_operand(ins, info, ops[1], power_of_two=False)
-        return _run_dealloc(ins, ops[0], ops[1], group)
-    if ops:
-        _fail(ins, "takes no operands")
-    return _run_relinquish(ins, group)
-
-
-def _check_ncols_operand(ins, info, op, power_of_two: bool) -> None:
-    if isinstance(op, ir.Imm):
-        if op.kind != "int":
-            _fail(ins, f"nCols {op} must be an integer")
-        n = int(op.value)
-        if power_of_two:     # ptxas: alloc immediates must be a power of two in [32, 512]
-            if n < 32 or n > 512:
-                _fail(ins, f"nCols {n} is out of range", expected="a power of two in [32, 512]")
-            if n & (n - 1):
-                _fail(ins, f"nCols {n} is not a power of two", expected="a power of two in [32, 512]")
-        elif n % 32 or n <= 0:   # ptxas: dealloc immediates must be a multiple of 32
-            _fail(ins, f"nCols {n} is not a positive multiple of 32", expected="a power of two in [32, 512]")
-    else:
-        _reg32(ins, info, op, "nCols")
+def _decode_alloc_family(ins, info):
+    """tcgen05.alloc / dealloc / relinquish_alloc_permit (PTX ISA 9.1 §9.7.16.7.1); form: isa/tcgen05_mem_forms."""
+    f = parse_alloc(ins, info)
+    if f.op == "alloc":
+        return _run_alloc(ins, f.dst, f.ncols, f.has_space, f.cta_group)
+    if f.op == "dealloc":
+        return _run_dealloc(ins, f.taddr, f.ncols, f.cta_group)
+    return _run_relinquish(ins, f.cta_group)
 
 
 def _dst_offset(ctx, dst: ir.Address, has_space: bool) -> int:
@@ -628,61 +502,13 @@ def _run_relinquish(ins, group):
 
 
 # ---------------------------------------------------------------------------------- ld / st
-def _decode_ldst(ins, info, op):
-    """tcgen05.ld / tcgen05.st (PTX ISA 9.1 §9.7.16.8.3, §9.7.16.8.4; maps: tcgen05_layouts.md (d))."""
-    if op == "ld" and "red" in ins.mods:
-        raise UnsupportedError(f"{ins.full_opcode}: tcgen05.ld.red is not supported (it exists only on the "
-                               f"sm_101a/sm_103 family, not on sm_100a)")
-    packname = "pack::16b" if op == "ld" else "unpack::16b"
-    allowed = {"sync": {"sync"}, "aligned": {"aligned"}, "shape": set(SHAPES), "num": set(NUMS),
-               "pack": {packname}, "type": {"b32"}}
-    got = _split_mods(ins, allowed)
-    # ptxas requires .sync, the shape, .num and .b32; it accepts a missing .aligned (treated as aligned).
-    for need, text in (("sync", ".sync"), ("shape", "a shape (.32x32b/.16x64b/.16x128b/.16x256b/.16x32bx2)"),
-                       ("num", "a .num (.x1 ... .x128)"), ("type", ".b32")):
-        if need not in got:
-            raise VerifyError(f"{ins.full_opcode}: {text} qualifier is required",
-                              expected=f"tcgen05.{op}.sync.aligned.shape.num.b32")
-    shape, num, pack = got["shape"], NUMS[got["num"]], "pack" in got
-    nregs = num * SHAPES[shape][1]
-    if nregs > MAX_REGS:
-        raise VerifyError(f"{ins.full_opcode}: .{got['num']} is not allowed with shape .{shape} ({nregs} registers)",
-                          expected=f"at most {MAX_REGS // SHAPES[shape][1]} for .{shape} (128 registers)")
-    ops = list(ins.operands)
-    split = shape == "16x32bx2"
-    nops = 3 if split else 2
-    if len(ops) != nops:
-        _fail(ins, f"expects {nops} operands" + (" (the 16x32bx2 shape takes the immHalfSplitoff immediate)"
-                                                 if split else ""))
-    if op == "ld":
-        vec, addr = ops[0], ops[1]
-        off_op = ops[2] if split else None
-    else:
-        addr = ops[0]
-        off_op = ops[1] if split else None
-        vec = ops[-1]
-    if not isinstance(addr, ir.Address) or addr.coords is not None or not isinstance(addr.base, ir.Reg):
-        _fail(ins, f"the TMEM address {addr} must be [reg] or [reg+imm] with a 32-bit register")
-    _reg32(ins, info, addr.base, "TMEM address register")
-    off = 0
-    if split:
-        if not isinstance(off_op, ir.Imm) or off_op.kind != "int":
-            _fail(ins, f"immHalfSplitoff {off_op} must be an integer immediate")
-        off = int(off_op.value)
-    elems = vec.elems if isinstance(vec, ir.Vector) else None
-    if elems is None:
-        _fail(ins, f"needs a vector of {nregs} .b32 registers, got {vec}",
-              expected=f"{{...}} with {nregs} registers for .{shape}.{got['num']}")
-    if len(elems) != nregs:
-        _fail(ins, f"needs a vector of {nregs} .b32 registers for .{shape}.{got['num']}, got {len(elems)}",
-              expected=f"exactly {nregs} registers")
-    for e in elems:
-        _reg32(ins, info, e, "vector element")
-    lane_off, col_off, _ = ldst_map(shape, num, off, pack)
-    nlanes = SHAPES[shape][0]
-    name = f"tcgen05.{op}.{shape}.{got['num']}" + (f".{packname}" if pack else "")
-    spec = _LdSt(name, shape, nlanes, lane_off, col_off, pack, elems, addr, ins.loc)
-    return spec.run_ld if op == "ld" else spec.run_st
+def _decode_ldst(ins, info):
+    """tcgen05.ld / tcgen05.st (PTX ISA 9.1 §9.7.16.8.3, §9.7.16.8.4; maps: tcgen05_layouts.md (d)); form:
+    isa/tcgen05_mem_forms."""
+    f = parse_ldst(ins, info)
+    lane_off, col_off, _ = ldst_map(f.shape, f.num, f.half_split, f.pack)
+    spec = _LdSt(f.name, f.shape, f.nlanes, lane_off, col_off, f.pack, f.elems, f.addr, ins.loc)
+    return spec.run_ld if f.op == "ld" else spec.run_st
 
 
 class _LdSt:
@@ -775,13 +601,9 @@ class _LdSt:
 
 
 # ---------------------------------------------------------------------------------- wait / fence
-def _decode_wait(ins, op):
-    """tcgen05.wait::ld / wait::st (PTX ISA 9.1 §9.7.16.8.5)."""
-    got = _split_mods(ins, {"sync": {"sync"}, "aligned": {"aligned"}})
-    if len(got) != 2:
-        raise VerifyError(f"{ins.full_opcode}: .sync.aligned is required", expected=f"tcgen05.{op}.sync.aligned")
-    if ins.operands:
-        _fail(ins, "takes no operands")
+def _decode_wait(ins, info):
+    """tcgen05.wait::ld / wait::st (PTX ISA 9.1 §9.7.16.8.5); form: isa/tcgen05_mem_forms."""
+    op = parse_wait(ins, info)
     name = f"tcgen05.{op}"
 
     def run(ctx):
@@ -803,14 +625,9 @@ def _decode_wait(ins, op):
     return run
 
 
-def _decode_fence(ins, op):
+def _decode_fence(ins, info):
     """tcgen05.fence::before_thread_sync / after_thread_sync (PTX ISA 9.1 §9.7.16.11.1)."""
-    if len(ins.mods) != 1:
-        raise VerifyError(f"{ins.full_opcode}: tcgen05.fence takes no other qualifier",
-                          expected=f"tcgen05.{op}")
-    if ins.operands:
-        _fail(ins, "takes no operands")
-    kind = op.split("::")[1]
+    kind = parse_fence(ins, info)
     meaning = ("orders this thread's prior async tcgen05 operations before its subsequent tcgen05 and "
                "execution-ordering operations" if kind == "before_thread_sync" else
                "orders this thread's subsequent async tcgen05 operations after its prior tcgen05 and "

@@ -254,7 +254,7 @@ def _sf_values(tmem, rows_idx: np.ndarray, col0: int, byte0: int, nsf: int, subp
     return vals[0].astype(np.uint8)
 
 
-@semantics("tcgen05", when=lambda ins: ins.mods[:1] == ("mma",))
+@semantics("tcgen05.mma")
 def decode_mma(ins, info):
     """PTX ISA §9.7.16.10.9.1 tcgen05.mma (and §9.7.16.10.9.3 .ws; §9.7.16.10.9.2 .sp is rejected): see the module
     docstring for the forms and the model."""
@@ -470,7 +470,7 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
 
 
 # ---------------------------------------------------------------------------------------------- commit
-@semantics("tcgen05", when=lambda ins: ins.mods[:1] == ("commit",))
+@semantics("tcgen05.commit")
 def decode_commit(ins, info):
     """PTX ISA §9.7.16.12.1 tcgen05.commit.cta_group::N.mbarrier::arrive::one{.shared::cluster}
     {.multicast::cluster}.b64 [mbar]{, ctaMask}: one arrive (count 1) on the mbarrier(s) once every tcgen05

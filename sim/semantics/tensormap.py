@@ -41,83 +41,24 @@ given scope is emitted as a ``sync`` event (``fence='proxy'``, ``proxy='tensorma
 :mod:`tcsim.semantics.fence` does), so the race detector sees the publication.  tcsim's memory is sequentially
 consistent, so the fence has no further functional effect.
 
-Not supported: nothing else exists in these families on sm_100a (``.im2col`` maps have no replace fields).
+Not supported: nothing else exists in these families on sm_100a (``.im2col`` maps have no replace fields).  The
+forms are parsed and checked in :mod:`tcsim.isa.tensormap_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, UnsupportedError, VerifyError
-from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, MAX_ORD, REPLACE_FIELDS, SIZE as TMAP_SIZE, replace_field
-from .fence import SCOPES
+from tcsim.isa.errors import MemoryFault, UnsupportedError
+from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, replace_field
+from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from .registry import semantics
 
-_SPACES = {"global": "global", "shared::cta": "shared::cta"}
 
-
-def _imm(ins, op, what: str) -> int:
-    if not isinstance(op, ir.Imm) or op.kind != "int":
-        raise VerifyError(f"{ins.full_opcode}: {what} must be an integer constant, got {op}", ins.loc)
-    return int(op.value)
-
-
-def _addr(ins, op, what: str) -> ir.Address:
-    if not isinstance(op, ir.Address) or op.coords is not None:
-        raise VerifyError(f"{ins.full_opcode}: {what} must be a memory address [a], got {op}", ins.loc)
-    return op
-
-
-@semantics("tensormap", when=lambda ins: ins.mods[:1] == ("replace",))
+@semantics("tensormap.replace")
 def decode_replace(ins, info):
     """PTX ISA 9.1 tensormap.replace: replace one field of the 128-byte tensor map at [addr]."""
-    what = ins.full_opcode
-    mods = list(ins.mods[1:])
-    if "tile" not in mods:
-        raise VerifyError(f"{what}: tensormap.replace needs the mode qualifier .tile", ins.loc)
-    mods.remove("tile")
-    fields = [m for m in mods if m in REPLACE_FIELDS]
-    if len(fields) != 1:
-        raise VerifyError(f"{what}: tensormap.replace names {'no' if not fields else 'more than one'} field",
-                          ins.loc, expected=f"one of {', '.join('.' + f for f in REPLACE_FIELDS)}")
-    field = fields[0]
-    takes_ord, vtype, imm_only, ncodes = REPLACE_FIELDS[field]
-    space = "generic"
-    rest = [m for m in mods if m != field]
-    for m in list(rest):
-        if m in _SPACES:
-            space = _SPACES[m]
-            rest.remove(m)
-    if "b1024" not in rest:
-        raise VerifyError(f"{what}: tensormap.replace needs .b1024 (the size of a tensor map)", ins.loc)
-    rest.remove("b1024")
-    types = [m for m in rest if m in ("b32", "b64")]
-    if types != [vtype]:
-        raise VerifyError(f"{what}: .{field} takes a .{vtype} new value", ins.loc,
-                          expected=f"tensormap.replace.tile.{field}{{.space}}.b1024.{vtype}")
-    rest.remove(vtype)
-    if rest:
-        raise VerifyError(f"{what}: qualifier .{rest[0]} is not valid on tensormap.replace", ins.loc,
-                          expected="state space .global or .shared::cta (or none, for a generic address)")
-    ops = ins.operands
-    n = 3 if takes_ord else 2
-    if len(ops) != n:
-        raise VerifyError(f"{what} takes {n} operands ([addr], {'ord, ' if takes_ord else ''}new_val), got "
-                          f"{len(ops)}", ins.loc)
-    addr_op = _addr(ins, ops[0], "the tensor-map operand")
-    ordinal = None
-    if takes_ord:
-        ordinal = _imm(ins, ops[1], "ord")
-        if not 0 <= ordinal <= MAX_ORD:
-            raise VerifyError(f"{what}: ord {ordinal} is out of range", ins.loc, expected=f"0..{MAX_ORD}")
-    val_op = ops[-1]
-    if imm_only:
-        v = _imm(ins, val_op, f"the new .{field} value")
-        if not 0 <= v < ncodes:
-            raise VerifyError(f"{what}: new value {v} is out of range for .{field}", ins.loc,
-                              expected=f"0..{ncodes - 1}")
-    elif not isinstance(val_op, (ir.Reg, ir.Imm)):
-        raise VerifyError(f"{what}: new_val must be a register or an immediate, got {val_op}", ins.loc)
+    f = parse_replace(ins)
+    field, vtype, space, addr_op, ordinal, val_op = f.field, f.vtype, f.space, f.addr, f.ordinal, f.value
     rtype = "u64" if vtype == "b64" else "u32"
 
     def run(ctx):
@@ -142,34 +83,13 @@ def decode_replace(ins, info):
     return run
 
 
-@semantics("tensormap", when=lambda ins: ins.mods[:1] == ("cp_fenceproxy",))
+@semantics("tensormap.cp_fenceproxy")
 def decode_cp_fenceproxy(ins, info):
     """PTX ISA 9.1 tensormap.cp_fenceproxy: copy a tensor map from shared::cta to global memory and release it
     to the tensormap proxy."""
     what = ins.full_opcode
-    mods = list(ins.mods[1:])
-    need = [("global", "the destination space .global"), ("shared::cta", "the source space .shared::cta"),
-            ("tensormap::generic", ".tensormap::generic"), ("release", ".release"), ("sync", ".sync"),
-            ("aligned", ".aligned")]
-    for m, name in need:
-        if m not in mods:
-            raise VerifyError(f"{what}: tensormap.cp_fenceproxy needs {name}", ins.loc,
-                              expected="tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release"
-                                       ".{cta|cluster|gpu|sys}.sync.aligned")
-        mods.remove(m)
-    if mods[:1] and mods[0] in SCOPES and len(mods) == 1:
-        scope = mods[0]
-    else:
-        raise VerifyError(f"{what}: tensormap.cp_fenceproxy needs exactly one scope .cta/.cluster/.gpu/.sys"
-                          + (f" (found .{mods[0]})" if mods and mods[0] not in SCOPES else ""), ins.loc)
-    ops = ins.operands
-    if len(ops) != 3:
-        raise VerifyError(f"{what} takes [dst], [src], size; got {len(ops)} operands", ins.loc)
-    dst_op = _addr(ins, ops[0], "[dst]")
-    src_op = _addr(ins, ops[1], "[src]")
-    size = _imm(ins, ops[2], "the size")
-    if size != TMAP_SIZE:
-        raise VerifyError(f"{what}: size {size} must be {TMAP_SIZE} (a tensor map)", ins.loc)
+    f = parse_cp_fenceproxy(ins)
+    scope, dst_op, src_op = f.scope, f.dst, f.src
 
     def run(ctx):
         if not ctx.mask.any():

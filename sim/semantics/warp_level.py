@@ -20,14 +20,16 @@ deterministic; an H100 picked lane 0 for 0xffffffff and lane 4 for 0xf0f0f0f0). 
 instruction, including lanes whose guard predicate is false).
 
 Not supported: the non-``.sync`` forms of shfl and vote (removed for sm_70+; UnsupportedError at load);
-redux.sync ``.f32`` outside sm_100a-class targets (VerifyError).
+redux.sync ``.f32`` outside sm_100a-class targets (VerifyError).  The forms are parsed and checked in
+:mod:`tcsim.isa.warp_level_forms`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa import ir
-from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from tcsim.isa.errors import SyncError
+from tcsim.isa.warp_level_forms import (parse_activemask, parse_elect, parse_match, parse_redux, parse_shfl,
+                                        parse_vote)
 from ..numerics import fp
 from .registry import semantics
 
@@ -66,28 +68,12 @@ def _group_value(ctx, masks):
     return {int(m): unpack(int(m)) & execm for m in np.unique(masks[ctx.mask])}
 
 
-def _sync_required(ins, what):
-    if "sync" not in ins.mods:
-        raise UnsupportedError(f"{ins.full_opcode}: {what} without .sync is not supported for sm_70 and later",
-                               expected=f"{what}.sync")
-
-
 # ----------------------------------------------------------------------------------------------- shfl
 @semantics("shfl")
 def decode_shfl(ins, info):
     """PTX ISA 9.1 §9.7.9.6 shfl.sync.{up,down,bfly,idx}.b32 d[|p], a, b, c, membermask."""
-    _sync_required(ins, "shfl")
-    modes = [m for m in ins.mods if m in ("up", "down", "bfly", "idx")]
-    others = [m for m in ins.mods if m not in ("up", "down", "bfly", "idx", "sync", "b32")]
-    if len(modes) != 1 or others or "b32" not in ins.mods:
-        raise VerifyError(f"{ins.full_opcode}: expected shfl.sync.{{up|down|bfly|idx}}.b32")
-    mode = modes[0]
-    if len(ins.operands) != 5:
-        raise VerifyError("shfl.sync takes d[|p], a, b, c, membermask")
-    dst, a, b, c, mop = ins.operands
-    pdst = None
-    if isinstance(dst, ir.PredPair):
-        dst, pdst = dst.first, dst.second
+    f = parse_shfl(ins)
+    mode, dst, pdst, a, b, c, mop = f.mode, f.dst, f.pdst, f.a, f.b, f.c, f.membermask
     what = ins.full_opcode
     lane = np.arange(WARP, dtype=np.int64)
 
@@ -127,18 +113,8 @@ def decode_shfl(ins, info):
 def decode_vote(ins, info):
     """PTX ISA 9.1 §9.7.13.6 vote.sync.{all,any,uni}.pred d, {!}a, membermask; vote.sync.ballot.b32 d, {!}a,
     membermask."""
-    _sync_required(ins, "vote")
-    modes = [m for m in ins.mods if m in ("all", "any", "uni", "ballot")]
-    if len(modes) != 1:
-        raise VerifyError(f"{ins.full_opcode}: expected one of .all .any .uni .ballot")
-    mode = modes[0]
-    want = "b32" if mode == "ballot" else "pred"
-    rest = [m for m in ins.mods if m not in (mode, "sync")]
-    if rest != [want]:
-        raise VerifyError(f"{ins.full_opcode}: vote.sync.{mode} requires type .{want}")
-    if len(ins.operands) != 3:
-        raise VerifyError("vote.sync takes d, {!}a, membermask")
-    dst, a, mop = ins.operands
+    f = parse_vote(ins)
+    mode, dst, a, mop = f.mode, f.dst, f.a, f.membermask
     what = ins.full_opcode
 
     def run(ctx):
@@ -169,12 +145,8 @@ def decode_vote(ins, info):
 @semantics("elect")
 def decode_elect(ins, info):
     """PTX ISA 9.1 §9.7.13.14 elect.sync d|p, membermask (d may be the sink _)."""
-    if list(ins.mods) != ["sync"]:
-        raise VerifyError(f"{ins.full_opcode}: expected elect.sync")
-    if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.PredPair):
-        raise VerifyError("elect.sync takes d|p, membermask")
-    pair, mop = ins.operands
-    d, p = pair.first, pair.second
+    f = parse_elect(ins)
+    d, p, mop = f.dst, f.pdst, f.membermask
     what = "elect.sync"
 
     def run(ctx):
@@ -195,9 +167,7 @@ def decode_elect(ins, info):
 @semantics("activemask")
 def decode_activemask(ins, info):
     """PTX ISA 9.1 §9.7.13.9 activemask.b32 d."""
-    if list(ins.mods) != ["b32"] or len(ins.operands) != 1:
-        raise VerifyError("expected activemask.b32 d")
-    dst = ins.operands[0]
+    dst = parse_activemask(ins).dst
 
     def run(ctx):
         if not ctx.mask.any():
@@ -212,20 +182,8 @@ def decode_activemask(ins, info):
 def decode_match(ins, info):
     """PTX ISA 9.1 §9.7.13.7 match.any.sync.type d, a, membermask; match.all.sync.type d[|p], a, membermask
     (.type = .b32, .b64)."""
-    mods = set(ins.mods)
-    kinds = mods & {"any", "all"}
-    types = mods & {"b32", "b64"}
-    if len(kinds) != 1 or len(types) != 1 or "sync" not in mods or len(mods) != 3:
-        raise VerifyError(f"{ins.full_opcode}: expected match.{{any|all}}.sync.{{b32|b64}}")
-    kind, typ = kinds.pop(), types.pop()
-    if len(ins.operands) != 3:
-        raise VerifyError("match.sync takes d, a, membermask")
-    dst, a, mop = ins.operands
-    pdst = None
-    if isinstance(dst, ir.PredPair):
-        if kind != "all":
-            raise VerifyError("only match.all.sync has a predicate destination")
-        dst, pdst = dst.first, dst.second
+    f = parse_match(ins)
+    kind, typ, dst, pdst, a, mop = f.mode, f.type, f.dst, f.pdst, f.a, f.membermask
     what = ins.full_opcode
 
     def run(ctx):
@@ -253,51 +211,14 @@ def decode_match(ins, info):
 
 
 # ----------------------------------------------------------------------------------------------- redux
-_INT_OPS = {"add": ("u32", "s32"), "min": ("u32", "s32"), "max": ("u32", "s32"),
-            "and": ("b32",), "or": ("b32",), "xor": ("b32",)}
-
-
-def _arch_has_f32_redux(arch: str) -> bool:
-    try:
-        n = int("".join(ch for ch in arch[3:] if ch.isdigit()))
-    except ValueError:
-        return False
-    return n >= 100 and arch[-1] in "af"
-
-
 @semantics("redux")
 def decode_redux(ins, info):
     """PTX ISA 9.1 §9.7.13.8 redux.sync.op.type dst, src, membermask (add/min/max .u32/.s32, and/or/xor
     .b32; sm_100a: min/max{.abs}{.NaN}.f32)."""
-    mods = list(ins.mods)
-    if not mods or mods[0] != "sync":
-        raise VerifyError(f"{ins.full_opcode}: expected redux.sync.op.type")
-    rest = mods[1:]
-    ops = [m for m in rest if m in _INT_OPS]
-    if len(ops) != 1:
-        raise VerifyError(f"{ins.full_opcode}: expected one reduction operation")
-    op = ops[0]
-    flags = [m for m in rest if m in ("abs", "NaN")]
-    types = [m for m in rest if m in ("u32", "s32", "b32", "f32")]
-    if len(types) != 1 or len(rest) != 1 + len(flags) + 1:
-        raise VerifyError(f"{ins.full_opcode}: unexpected qualifiers")
-    typ = types[0]
-    if typ == "f32":
-        if op not in ("min", "max"):
-            raise VerifyError(f"redux.sync.{op}.f32 does not exist", expected="redux.sync.{min|max}.f32")
-        if not _arch_has_f32_redux(info.arch):
-            raise VerifyError(f"redux.sync.{op}.f32 requires sm_100a or later (target {info.arch})")
-    else:
-        if flags:
-            raise VerifyError(f"{ins.full_opcode}: .abs / .NaN only apply to .f32")
-        if typ not in _INT_OPS[op]:
-            raise VerifyError(f"redux.sync.{op} does not take .{typ}",
-                              expected="/".join("." + t for t in _INT_OPS[op]))
-    if len(ins.operands) != 3:
-        raise VerifyError("redux.sync takes dst, src, membermask")
-    dst, src, mop = ins.operands
+    f = parse_redux(ins, info.arch)
+    op, typ, dst, src, mop = f.mode, f.type, f.dst, f.a, f.membermask
     what = ins.full_opcode
-    use_abs, use_nan = "abs" in flags, "NaN" in flags
+    use_abs, use_nan = f.abs, f.nan
 
     def reduce(vals: np.ndarray):
         if typ == "f32":

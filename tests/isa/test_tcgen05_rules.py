@@ -187,8 +187,9 @@ REJECTED = [
      "tcgen05.mma.cta_group::1.kind::f16.foo: unknown qualifier .foo [rule unknown-qualifier]"),
     (f"{MMA}.kind::f16 {D}, %p1;\n  tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64 [%r1];",
      "sm_100a", "cta-group-uniform",
-     "tcgen05.mma.cta_group::1.kind::f16: kernel k mixes .cta_group::1 and .cta_group::2 (line 11: "
-     "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64) [rule cta-group-uniform]"),
+     "tcgen05.mma.cta_group::1.kind::f16: uses .cta_group::1 but "
+     "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64 at t.ptx:11:3 uses .cta_group::2; all "
+     "tcgen05 instructions of kernel k must use the same .cta_group [rule cta-group-uniform]"),
     ("tcgen05.cp.cta_group::1.64x128b [%r1], %rd1;", "sm_100a", "cp-shape",
      "tcgen05.cp.cta_group::1.64x128b: shape .64x128b requires a multicast qualifier [rule cp-shape]"),
     ("tcgen05.cp.cta_group::1.32x128b.warpx2::01_23 [%r1], %rd1;", "sm_100a", "cp-shape",

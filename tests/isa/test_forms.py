@@ -1,0 +1,512 @@
+"""isa/forms.py and the isa/*_forms.py parsers: instruction families, form parsing, typed located errors.
+
+* family_of gives every instruction the family of the PTX ISA section that defines it (one key per instruction).
+* Each family moved to isa/ parses a legal instruction into a frozen form and rejects a bad qualifier, a missing
+  operand and a wrong type with a typed error (VerifyError / UnsupportedError) located at the PTX line.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
+from tcsim.isa.atomic_forms import parse_atom
+from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
+from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
+from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_st
+from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.fence_forms import parse_fence, parse_membar
+from tcsim.isa.forms import check_family_key, family_of
+from tcsim.isa.ldstmatrix_forms import parse_matrix
+from tcsim.isa.mbarrier_forms import parse_mbarrier
+from tcsim.isa.mma_sync_forms import parse_mma_sync
+from tcsim.isa.operand_rules import INT_TYPES, ROUNDING, Mods, check_operands
+from tcsim.isa.parser import parse
+from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
+from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
+from tcsim.isa.warp_level_forms import parse_elect, parse_match, parse_redux, parse_shfl, parse_vote
+from tcsim.semantics.registry import DecodeInfo
+
+LINE = 12          # the line of the instruction under test in module()
+
+
+def module(line: str, target: str = "sm_100a") -> str:
+    return f""".version 8.8
+.target {target}
+.address_size 64
+.visible .entry k(.param .u64 pmap)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  .reg .pred %p<4>;
+  .reg .b16 %rs<4>;
+  .reg .f32 %f<4>;
+  .shared .align 8 .b8 smem[1024];
+  {line}
+  ret;
+}}
+"""
+
+
+def instruction(line: str, target: str = "sm_100a"):
+    m = parse(module(line, target), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == LINE)
+    return ins, DecodeInfo(m, fn, target)
+
+
+def rejects(parser, line: str, err, match: str, target: str = "sm_100a"):
+    ins, info = instruction(line, target)
+    with pytest.raises(err, match=match) as e:
+        parser(ins, info)
+    assert e.value.loc is not None and (e.value.loc.file, e.value.loc.line) == ("t.ptx", LINE)
+    assert f"t.ptx:{LINE}:" in str(e.value)
+    return e.value
+
+
+# ---------------------------------------------------------------------------------------------- families
+@pytest.mark.parametrize("text, key", [
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk.tensor"),
+    ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group", "cp.async.bulk.tensor"),
+    ("cp.async.bulk.prefetch.tensor.2d.L2.global", "cp.async.bulk.tensor"),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", "cp.async.bulk"),
+    ("cp.async.bulk.commit_group", "cp.async.bulk"),
+    ("cp.async.ca.shared.global", "cp.async"),
+    ("cp.foo", None),
+    ("tcgen05.mma.cta_group::1.kind::f16", "tcgen05.mma"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b32", "tcgen05.ld"),
+    ("tcgen05.wait::st.sync.aligned", "tcgen05.wait::st"),
+    ("tcgen05.fence::foo", None),
+    ("barrier.cluster.arrive", "barrier.cluster"),
+    ("barrier.sync", "barrier"),
+    ("bar.sync", "bar"),
+    ("cvt.rn.f16x2.f32", "cvt"),
+    ("cvt.pack.sat.s8.s32.b32", "cvt.pack"),
+    ("add.s32", "add:int"),
+    ("add.rn.f32", "add:float"),
+    ("min.bf16x2", "min:float"),
+    ("add.tf32", None),
+    ("mbarrier.try_wait.parity.shared::cta.b64", "mbarrier"),
+    ("ld.global.u32", "ld"),
+])
+def test_family_of_names_the_ptx_instruction(text, key):
+    opcode, *mods = text.split(".")
+    assert family_of(opcode, tuple(mods)) == key
+
+
+@pytest.mark.parametrize("key", ["cp", "tcgen05", "add", "tcgen05.foo", "cp.async.tensor", "add:double"])
+def test_keys_no_instruction_has_are_rejected(key):
+    with pytest.raises(ValueError, match="is not an instruction family"):
+        check_family_key(key)
+
+
+@pytest.mark.parametrize("key", ["ld", "cp.async.bulk", "tcgen05.wait::ld", "add:int", "tensormap"])
+def test_family_keys_accepted(key):
+    check_family_key(key)
+
+
+# ---------------------------------------------------------------------------------------------- mbarrier
+def test_mbarrier_form():
+    ins, _ = instruction("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;")
+    f = parse_mbarrier(ins)
+    assert (f.op, f.parity, f.space, f.sem, f.scope) == ("try_wait", True, "shared::cta", "acquire", "cta")
+    assert (str(f.dst), str(f.addr), str(f.arg), f.hint) == ("%p1", "[%r1]", "%r2", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.op = "arrive"
+    a, _ = instruction("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r1], 256;")
+    g = parse_mbarrier(a)
+    assert (g.op, g.expect_tx, g.sem, g.scope, g.count.value) == ("arrive", True, "release", "cluster", 256)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("mbarrier.arrive.foo.shared::cta.b64 %rd1, [%r1];", UnsupportedError, r"qualifier \.foo of mbarrier\.arrive"),
+    ("mbarrier.init.parity.shared::cta.b64 [%r1], 1;", UnsupportedError, r"qualifier \.parity of mbarrier\.init"),
+    ("mbarrier.init.shared::cta.b64 [%r1];", VerifyError, r"mbarrier\.init takes \[addr\], count"),
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r1];", VerifyError, r"needs a txCount operand"),
+    ("mbarrier.init.shared::cta.b32 [%r1], 1;", UnsupportedError, r"qualifier \.b32 of mbarrier\.init"),
+    ("mbarrier.init.shared::cta [%r1], 1;", VerifyError, r"needs the \.b64 type qualifier"),
+    ("mbarrier.init.shared::cta.b64 [%r1], 0;", VerifyError, r"mbarrier\.init count 0 is out of range"),
+    ("mbarrier.try_wait.shared::cluster.b64 %p1, [%r1], %rd2;", VerifyError, r"cannot take a \.shared::cluster"),
+    ("mbarrier.arrive.acquire.cta.shared::cta.b64 %rd1, [%r1];", VerifyError, r"\.acquire is not allowed"),
+])
+def test_mbarrier_rejects(line, err, match):
+    rejects(lambda ins, info: parse_mbarrier(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- tcgen05 ld/st/alloc
+def test_tcgen05_ld_st_forms():
+    ins, info = instruction("tcgen05.ld.sync.aligned.16x256b.x2.pack::16b.b32 {%r1, %r2, %r3, %r4, %r5, %r6, "
+                            "%r7, %r8}, [%r9];")
+    f = parse_ldst(ins, info)
+    assert (f.op, f.shape, f.num, f.pack, f.nregs, f.nlanes) == ("ld", "16x256b", 2, True, 8, 16)
+    assert f.name == "tcgen05.ld.16x256b.x2.pack::16b"
+    st, info = instruction("tcgen05.st.sync.aligned.16x32bx2.x1.b32 [%r9], 8, {%r1};")
+    g = parse_ldst(st, info)
+    assert (g.op, g.half_split, [str(e) for e in g.elems]) == ("st", 8, ["%r1"])
+
+
+def test_tcgen05_alloc_form():
+    ins, info = instruction("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [smem], 64;")
+    f = parse_alloc(ins, info)
+    assert (f.op, f.cta_group, f.has_space, str(f.dst), f.ncols.value) == ("alloc", 2, True, "[smem]", 64)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("tcgen05.ld.sync.aligned.32x32b.x256.b32 {%r1}, [%r2];", UnsupportedError,
+     r"qualifier \.x256 of tcgen05\.ld is not supported"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.x2.b32 {%r1}, [%r2];", VerifyError, r"more than one num qualifier"),
+    ("tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%r1}, [%r2];", VerifyError, r"expects 3 operands"),
+    ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r1}, [%r2];", VerifyError, r"needs a vector of 2 \.b32 registers"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b16 {%r1}, [%r2];", UnsupportedError, r"qualifier \.b16 of tcgen05\.ld"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1 {%r1}, [%r2];", VerifyError, r"\.b32 qualifier is required"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.b32 {%rd1}, [%r2];", VerifyError, r"vector element %rd1 is a \.b64 register"),
+    ("tcgen05.ld.red.sync.aligned.32x32b.x2.min.u32 {%r0, %r1}, %r2, [%r3];", UnsupportedError,
+     r"tcgen05\.ld\.red is not supported"),
+])
+def test_tcgen05_ldst_rejects(line, err, match):
+    rejects(parse_ldst, line, err, match)
+
+
+@pytest.mark.parametrize("line, err, match, target", [
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], 96;", VerifyError,
+     r"nCols 96 is not a power of two", "sm_100a"),
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem];", VerifyError,
+     r"expects operands \[dst\], nCols", "sm_100a"),
+    ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b64 [smem], 32;", UnsupportedError,
+     r"qualifier \.b64 of tcgen05\.alloc", "sm_100a"),
+    ("tcgen05.dealloc.sync.aligned.b32 %r1, 32;", VerifyError, r"the \.cta_group qualifier is required", "sm_100a"),
+    ("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %rd1, 32;", VerifyError, r"taddr %rd1 is a \.b64 register",
+     "sm_100a"),
+    ("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;", VerifyError,
+     r"requires an sm_100a-family target, but the module targets sm_90a", "sm_90a"),
+])
+def test_tcgen05_alloc_rejects(line, err, match, target):
+    rejects(parse_alloc, line, err, match, target)
+
+
+# ---------------------------------------------------------------------------------------------- ld/st/movmatrix
+def test_matrix_forms():
+    ins, info = instruction("ldmatrix.sync.aligned.m8n8.x4.trans.shared::cta.b16 {%r1, %r2, %r3, %r4}, [%r5];")
+    f = parse_matrix(ins, info)
+    assert (f.op, f.num, f.trans, f.space, len(f.regs), str(f.addr)) == ("ldmatrix", 4, True, "shared::cta", 4,
+                                                                         "[%r5]")
+    mv, info = instruction("movmatrix.sync.aligned.m8n8.trans.b16 %r1, %r2;")
+    g = parse_matrix(mv, info)
+    assert (g.op, [str(r) for r in g.regs], [str(r) for r in g.src]) == ("movmatrix", ["%r1"], ["%r2"])
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("ldmatrix.sync.aligned.m8n8.x3.b16 {%r1, %r2, %r3}, [%r5];", VerifyError, r"unknown qualifier\(s\) \.x3"),
+    ("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];", UnsupportedError,
+     r"the \.m16n16 form of ldmatrix is not supported"),
+    ("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%r5];", VerifyError, r"stmatrix takes an address \[p\] and a "
+                                                                    r"register vector"),
+    ("ldmatrix.sync.aligned.m8n8.x2.b16 {%r1}, [%r5];", VerifyError, r"operand r has 1 register\(s\), expected 2"),
+    ("ldmatrix.sync.aligned.m8n8.x1.b32 {%r1}, [%r5];", VerifyError, r"ldmatrix \.m8n8 needs the type \.b16"),
+    ("ldmatrix.sync.aligned.m8n8.x1.b16 {%rs1}, [%r5];", VerifyError, r"register %rs1 is \.b16; expected a 32-bit"),
+    ("movmatrix.sync.aligned.m8n8.b16 %r1, %r2;", VerifyError, r"movmatrix requires \.trans"),
+])
+def test_matrix_rejects(line, err, match):
+    rejects(parse_matrix, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- atom / red
+def test_atom_forms():
+    ins, info = instruction("atom.acq_rel.gpu.global.cas.b32 %r1, [%rd1], %r2, %r3;")
+    f = parse_atom(ins, info)
+    assert (f.red, f.sem, f.scope, f.space, f.op, f.type, f.vec) == (False, "acq_rel", "gpu", "global", "cas",
+                                                                     "b32", 1)
+    assert (str(f.dst), str(f.addr), str(f.b), str(f.c)) == ("%r1", "[%rd1]", "%r2", "%r3")
+    red, info = instruction("red.global.add.noftz.v2.f16x2 [%rd1], {%r1, %r2};")
+    g = parse_atom(red, info)
+    assert (g.red, g.op, g.type, g.vec, g.noftz, g.c) == (True, "add", "f16x2", 2, True, None)
+
+
+@pytest.mark.parametrize("line, err, match, target", [
+    ("atom.global.foo.u32 %r1, [%rd1], 1;", VerifyError, r"unexpected qualifier \.foo", "sm_100a"),
+    ("atom.global.cas.b32 %r1, [%rd1], %r2;", VerifyError, r"takes d, \[a\], b, c", "sm_100a"),
+    ("atom.global.inc.s32 %r1, [%rd1], 1;", VerifyError, r"\.inc does not take \.s32", "sm_100a"),
+    ("red.global.cas.b32 [%rd1], %r2;", VerifyError, r"red\.cas does not exist", "sm_100a"),
+    ("atom.global.add.noftz.v2.bf16 {%rs1, %rs2}, [%rd1], {%rs1, %rs2};", VerifyError,
+     r"vector atomics require sm_90 or later", "sm_80"),
+    ("atom.global.exch.b128 %r1, [%rd1], %r2;", UnsupportedError, r"128-bit atomics are not supported", "sm_100a"),
+])
+def test_atom_rejects(line, err, match, target):
+    rejects(parse_atom, line, err, match, target)
+
+
+# ---------------------------------------------------------------------------------------------- bulk tensor
+def test_bulk_tensor_forms():
+    ins, info = instruction("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                            ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;")
+    f = parse_bulk_tensor(ins, info)
+    assert (f.direction, f.dim, f.spaces, f.mode, f.multicast, str(f.mask)) == (
+        "load", 2, ("shared::cluster", "global"), "tile", True, "%rs1")
+    assert f.qualifiers()["spaces"] == ["shared::cluster", "global"] and f.qualifiers()["dim"] == 2
+    st, info = instruction("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.bulk_group [%rd1, {%r2}], [%r1];")
+    g = parse_bulk_tensor(st, info)
+    assert (g.direction, g.reduce, g.redop, str(g.src)) == ("store", True, "max", "[%r1]")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.bulk.tensor.6d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
+     UnsupportedError, r"qualifier \.6d is not supported on tensor copies"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}],"
+     " [%r4];", UnsupportedError, r"load mode \.im2col is not supported"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}];",
+     VerifyError, r"takes 3 operands here, got 2"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
+     VerifyError, r"a \.2d tensor copy takes 2 coordinates, got 1"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [pmap, {%r2, %r3}], [%r4];",
+     VerifyError, r"the tensor map pmap is named as a \.param variable"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.mbarrier::complete_tx::bytes [%rd1, {%r2, %r3}], [%r1];",
+     VerifyError, r"a tensor store/reduce completes through \.bulk_group"),
+])
+def test_bulk_tensor_rejects(line, err, match):
+    rejects(parse_bulk_tensor, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- cp.async / bulk copy
+def test_cp_async_forms():
+    ins, info = instruction("cp.async.cg.shared.global.L2::cache_hint [%r1], [%rd1], 16, %r2, %rd2;")
+    f = parse_cp_async(ins, info)
+    assert (f.kind, f.cache, f.cp_size, str(f.src_size), f.ignore, str(f.policy)) == ("copy", "cg", 16, "%r2",
+                                                                                    None, "%rd2")
+    w, info = instruction("cp.async.wait_group 3;")
+    assert (parse_cp_async(w, info).kind, parse_cp_async(w, info).keep) == ("wait_group", 3)
+    a, info = instruction("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%r1];")
+    g = parse_cp_async(a, info)
+    assert (g.kind, g.noinc, g.space) == ("mbarrier_arrive", True, "shared::cta")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.ca.shared.global.L2::512B [%r1], [%rd1], 4;", UnsupportedError, r"qualifier \.L2::512B is not "
+                                                                               r"supported on cp\.async"),
+    ("cp.async.ca.shared.global [%r1], [%rd1];", VerifyError, r"takes \[dst\], \[src\], cp-size"),
+    ("cp.async.cg.shared.global [%r1], [%rd1], 8;", VerifyError, r"cp\.async\.cg copies 16 bytes, got cp-size 8"),
+    ("cp.async.wait_group %r1;", VerifyError, r"takes one integer constant N"),
+    ("cp.async.mbarrier.arrive.shared::cta [%r1];", VerifyError, r"cp\.async\.mbarrier\.arrive needs \.b64"),
+])
+def test_cp_async_rejects(line, err, match):
+    rejects(parse_cp_async, line, err, match)
+
+
+def test_bulk_copy_forms():
+    ins, _ = instruction("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                         "[%r1], [%rd1], 256, [%r2], %rs1;")
+    f = parse_bulk_copy(ins)
+    assert (f.kind, f.dst_space, f.size.value, str(f.mbar), str(f.mask), f.policy) == (
+        "load", "shared::cluster", 256, "[%r2]", "%rs1", None)
+    st, _ = instruction("cp.async.bulk.global.shared::cta.bulk_group.cp_mask [%rd1], [%r1], 64, %rs1;")
+    g = parse_bulk_copy(st)
+    assert (g.kind, str(g.bytemask)) == ("store", "%rs1")
+    w, _ = instruction("cp.async.bulk.wait_group.read 0;")
+    assert (parse_bulk_copy(w).kind, parse_bulk_copy(w).read_only, parse_bulk_copy(w).keep) == ("wait_group", True, 0)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.foo [%r1], [%rd1], 16, [%r2];", UnsupportedError,
+     r"qualifier \.foo is not supported on cp\.async\.bulk"),
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16;", VerifyError,
+     r"takes 4 operands \(4 fixed\), got 3"),
+    ("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 24, [%r2];", VerifyError,
+     r"size 24 is not a multiple of 16"),
+    ("cp.async.bulk.shared.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];", VerifyError,
+     r"state space \.shared must be spelled"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 16;", UnsupportedError,
+     r"non-tensor bulk reductions"),
+])
+def test_bulk_copy_rejects(line, err, match):
+    rejects(lambda ins, info: parse_bulk_copy(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- mma.sync
+def test_mma_sync_form():
+    ins, info = instruction("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, "
+                            "{%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f0, %f1, %f2, %f3};")
+    f = parse_mma_sync(ins, info)
+    assert (f.shape, f.dtype, f.atype, f.btype, f.ctype, f.integer) == ("m16n8k16", "f32", "bf16", "bf16", "f32",
+                                                                        False)
+    assert (len(f.d), len(f.a), len(f.b), len(f.c)) == (4, 4, 2, 4)      # PTX ISA §9.7.14.5.8 register counts
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("mma.sync.aligned.m16n8k16.row.col.foo.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, "
+     "{%r5, %r6}, {%f0, %f1, %f2, %f3};", VerifyError, r"unknown qualifier\(s\) \.foo"),
+    ("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f0, %f1}, {%r1}, {%r5}, {%f0};", UnsupportedError,
+     r"mma shape \.m8n8k4 is not supported"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, {%r5, %r6};",
+     VerifyError, r"mma takes four operands d, a, b, c; got 3"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3}, {%r5, %r6}, "
+     "{%f0, %f1, %f2, %f3};", VerifyError, r"operand a has 3 register\(s\), expected 4"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f16 {%f0, %f1, %f2, %f3}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, "
+     "{%f0, %f1};", VerifyError, r"\.dtype \(\.f32\) must be the same as \.ctype \(\.f16\)"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%rd1, %r2, %r3, %r4}, {%r5, %r6}, "
+     "{%f0, %f1, %f2, %f3};", VerifyError, r"register %rd1 of operand a is \.b64"),
+])
+def test_mma_sync_rejects(line, err, match):
+    rejects(parse_mma_sync, line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- tensormap
+def test_tensormap_forms():
+    ins, _ = instruction("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r1], 1, %r2;")
+    f = parse_replace(ins)
+    assert (f.field, f.vtype, f.space, f.ordinal, str(f.value)) == ("box_dim", "b32", "shared::cta", 1, "%r2")
+    cp, _ = instruction("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+                        "[%rd1], [%r1], 128;")
+    g = parse_cp_fenceproxy(cp)
+    assert (g.scope, str(g.dst), str(g.src)) == ("gpu", "[%rd1]", "[%r1]")
+
+
+@pytest.mark.parametrize("line, match", [
+    ("tensormap.replace.tile.box_dim.local.b1024.b32 [%r1], 1, %r2;", r"qualifier \.local is not valid"),
+    ("tensormap.replace.tile.box_dim.b1024.b32 [%r1], %r2;", r"takes 3 operands \(\[addr\], ord, new_val\), got 2"),
+    ("tensormap.replace.tile.global_address.b1024.b32 [%r1], %rd2;", r"\.global_address takes a \.b64 new value"),
+    ("tensormap.replace.tile.box_dim.b1024.b32 [%r1], 5, %r2;", r"ord 5 is out of range"),
+    ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd1], [%r1], 64;",
+     r"size 64 must be 128"),
+    ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.sync.aligned [%rd1], [%r1], 128;",
+     r"needs exactly one scope"),
+])
+def test_tensormap_rejects(line, match):
+    parser = parse_replace if ".replace." in line else parse_cp_fenceproxy
+    rejects(lambda ins, info: parser(ins), line, VerifyError, match)
+
+
+# ---------------------------------------------------------------------------------------------- barriers / fences
+def test_barrier_and_fence_forms():
+    ins, _ = instruction("barrier.cta.red.or.pred.aligned %p1, 1, 64, !%p2;")
+    f = parse_bar(ins)
+    assert (f.op, f.aligned, f.a.value, f.b.value, f.rop, str(f.dst), str(f.c)) == ("red", True, 1, 64, "or", "%p1",
+                                                                                  "!%p2")
+    cl, _ = instruction("barrier.cluster.wait.aligned;")
+    assert parse_barrier_cluster(cl) == ClusterBarrierForm("wait", "acquire", True)
+    fe, _ = instruction("fence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;")
+    g = parse_fence(fe)
+    assert g.event_fields() == dict(fence="proxy", sem="acquire", scope="gpu", proxy="tensormap::generic",
+                                    restrict=None)
+    assert str(g.addr) == "[%rd1]"
+    mb, _ = instruction("membar.gl;")
+    assert parse_membar(mb).event_fields() == dict(fence="membar", sem="sc", scope="gpu", proxy=None, restrict=None)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("bar.sync.foo 0;", UnsupportedError, r"qualifier \.foo of bar\.sync is not supported"),
+    ("bar.arrive 1;", VerifyError, r"needs a barrier number and a \(non-zero\) thread count"),
+    ("bar.sync 16;", VerifyError, r"barrier 16 out of range"),
+    ("bar.sync 0, 48;", VerifyError, r"thread count 48 must be a positive multiple of the warp size"),
+    ("barrier.red.popc.pred %r1, 0, %p1;", VerifyError, r"\.popc requires type \.u32"),
+    ("barrier.cluster.arrive.acquire;", VerifyError, r"qualifier \.acquire is not valid on barrier\.cluster\.arrive"),
+    ("barrier.cluster.wait 0;", VerifyError, r"barrier\.cluster\.wait takes no operands"),
+    ("fence.proxy.foo;", UnsupportedError, r"proxy kind \.foo is not supported"),
+    ("fence.release.cluster;", VerifyError, r"fence\.release needs \.sync_restrict::shared::cta"),
+    ("fence.proxy.tensormap::generic.acquire.gpu [%rd1];", VerifyError, r"takes \[addr\], size"),
+    ("membar.gl %r1;", VerifyError, r"membar\.gl takes no operands"),
+])
+def test_barrier_and_fence_rejects(line, err, match):
+    parser = {"bar": parse_bar, "barrier": parse_bar, "fence": parse_fence, "membar": parse_membar}[line.split(".")[0]]
+    if line.startswith("barrier.cluster"):
+        parser = parse_barrier_cluster
+    rejects(lambda ins, info: parser(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- data movement
+def test_data_movement_forms():
+    ld, _ = instruction("ld.relaxed.gpu.global.nc.L1::no_allocate.v2.f32 {%f0, %f1}, [%rd1+8];")
+    f = parse_ld(ld)
+    assert (f.op, f.space, f.sem, f.scope, f.vec, f.type, str(f.addr)) == ("ld", "global", "relaxed", "gpu", 2,
+                                                                          "f32", "[%rd1+8]")
+    st, _ = instruction("st.param::func.b32 [smem], %r1;")
+    g = parse_st(st)
+    assert (g.space, str(g.value), str(g.addr)) == ("param", "%r1", "[smem]")
+    mv, _ = instruction("mov.b64 {%r1, %r2}, %rd1;")
+    assert parse_mov(mv).mode == "unpack"
+    cv, _ = instruction("cvta.to.shared.u64 %rd1, %rd2;")
+    assert (parse_cvta(cv).to, parse_cvta(cv).space, parse_cvta(cv).size) == (True, "shared", "u64")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("ld.global.foo.u32 %r1, [%rd1];", UnsupportedError, r"qualifier \.foo of ld is not supported"),
+    ("ld.global.b128 %r1, [%rd1];", UnsupportedError, r"\.b128 accesses are not supported"),
+    ("ld.global.u32 %r1;", VerifyError, r"ld needs a destination and an address \[a\]"),
+    ("ld.global.u32.s32 %r1, [%rd1];", VerifyError, r"names two types \(\.u32 and \.s32\)"),
+    ("st.global.v2.u32 [%rd1], %r1;", VerifyError, r"needs a source vector of 2 values"),
+    ("st.const.u32 [%rd1], %r1;", VerifyError, r"st to \.const is not allowed"),
+    ("mov.u32.u64 %r1, %r2;", VerifyError, r"needs exactly one type"),
+    ("cvta.to.shared %rd1, %rd2;", VerifyError, r"malformed cvta\.to\.shared"),
+    ("mapa.shared::cluster.u32 %r1, %r2;", VerifyError, r"takes 3 operands \(d, a, b\), got 2"),
+])
+def test_data_movement_rejects(line, err, match):
+    parser = {"ld": parse_ld, "st": parse_st, "mov": parse_mov, "cvta": parse_cvta, "mapa": parse_mapa}[
+        line.split(".")[0]]
+    rejects(lambda ins, info: parser(ins), line, err, match)
+
+
+# ---------------------------------------------------------------------------------------------- warp collectives
+def test_warp_collective_forms():
+    sh, _ = instruction("shfl.sync.bfly.b32 %r1|%p1, %r2, 1, 31, -1;")
+    f = parse_shfl(sh)
+    assert (f.mode, str(f.dst), str(f.pdst), f.b.value, f.membermask.value) == ("bfly", "%r1", "%p1", 1, -1)
+    rd, _ = instruction("redux.sync.max.abs.NaN.f32 %f1, %f2, -1;")
+    g = parse_redux(rd, "sm_100a")
+    assert (g.mode, g.type, g.abs, g.nan) == ("max", "f32", True, True)
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("shfl.up.b32 %r1, %r2, 1, 0, -1;", UnsupportedError, r"shfl without \.sync is not supported"),
+    ("shfl.sync.up.b32 %r1, %r2, 1, 0;", VerifyError, r"shfl\.sync takes d\[\|p\], a, b, c, membermask"),
+    ("vote.sync.ballot.pred %r1, %p1, -1;", VerifyError, r"vote\.sync\.ballot requires type \.b32"),
+    ("match.any.sync.b32 %r1|%p1, %r2, -1;", VerifyError, r"only match\.all\.sync has a predicate destination"),
+    ("redux.sync.and.u32 %r1, %r2, -1;", VerifyError, r"redux\.sync\.and does not take \.u32"),
+    ("redux.sync.max.f32 %f1, %f2, -1;", VerifyError, r"requires sm_100a or later \(target sm_90a\)"),
+    ("elect.sync.foo %r1|%p1, -1;", VerifyError, r"expected elect\.sync"),
+])
+def test_warp_collective_rejects(line, err, match):
+    parser = {"shfl": parse_shfl, "vote": parse_vote, "match": parse_match, "elect": parse_elect,
+              "redux": lambda ins: parse_redux(ins, "sm_90a")}[line.split(".")[0]]
+    rejects(lambda ins, info: parser(ins), line, err, match, target="sm_90a")
+
+
+# ---------------------------------------------------------------------------------------------- ALU operand rules
+def test_alu_qualifier_and_operand_rules():
+    ins, info = instruction("add.sat.s32 %r1, %r2, 7;")
+    m = Mods(ins)
+    assert (m.flag("sat"), m.type(INT_TYPES)) == (True, "s32")
+    m.done()
+    check_operands(ins, info, "s32", ("s32", "s32"))            # §6.4.1: .b32/.s32/.u32 registers agree
+
+
+@pytest.mark.parametrize("line, check, match", [
+    ("add.sat.sat.s32 %r1, %r2, 7;", lambda ins, info: Mods(ins).flag("sat"),
+     r"Duplicate modifier '\.sat' for instruction 'add'"),
+    ("add.rn.rz.f32 %f1, %f2, %f3;", lambda ins, info: Mods(ins).one_of(ROUNDING, "rounding modifier"),
+     r"Conflicting rounding modifiers '\.rn', '\.rz'"),
+    ("add.s32 %r1, %r2, %rd3;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"%rd3 is a \.b64 register, the operand is \.s32"),
+    ("add.s32 %r1, %r2, 1.5;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"floating-point constant .* used as a \.s32 operand"),
+    ("add.s32 %r1, %r2;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"add\.s32 takes 3 operands, got 2"),
+    ("add.s32 %r1, %tid.x, 1;", lambda ins, info: check_operands(ins, info, "s32", ("s32", "s32")),
+     r"Special register argument not allowed"),
+])
+def test_alu_rules_reject(line, check, match):
+    rejects(check, line, VerifyError, match)
+
+
+# ---------------------------------------------------------------------------------------------- one cta_group rule
+def test_one_cta_group_rule_for_alloc_and_mma():
+    """tcgen05.alloc (isa/tcgen05_mem_forms) and tcgen05.mma (isa/tcgen05_rules) share one check: PTX ISA 9.1
+    §9.7.16.7.1, every tcgen05 instruction of a kernel uses the same .cta_group."""
+    from tcsim.engine import decode_function
+
+    text = module("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], 32;\n"
+                  "  tcgen05.mma.cta_group::2.kind::f16 [%r1], %rd1, %rd2, %r3, %p1;")
+    m = parse(text, "t.ptx")
+    with pytest.raises(VerifyError, match=r"uses \.cta_group::1 but tcgen05\.mma\.cta_group::2\.kind::f16 at "
+                                          r"t\.ptx:13:\d+ uses \.cta_group::2; all tcgen05 instructions of kernel k "
+                                          r"must use the same \.cta_group \[rule cta-group-uniform\]") as e:
+        decode_function(m, m.kernel())
+    assert e.value.loc.line == LINE
