@@ -751,6 +751,12 @@ SHIFT_GROUPS = (_CTA_GROUP_Q, QualGroup("down", ("down",), required=True))
 COMMIT_GROUPS = (_CTA_GROUP_Q, QualGroup("completion", ("mbarrier::arrive::one",), required=True),
                  QualGroup("space", ("shared::cluster",)), QualGroup("multicast", ("multicast::cluster",)),
                  QualGroup("type", ("b64",), required=True))
+#: the PTX ISA sections of the tcgen05 forms declared here
+SECTION_MMA = "PTX ISA §9.7.16.10.9"
+SECTION_CP = "PTX ISA §9.7.16.9.2"
+SECTION_SHIFT = "PTX ISA §9.7.16.9.3"
+SECTION_COMMIT = "PTX ISA §9.7.16.12.1"
+
 SPECS = (FormSpec("tcgen05.mma", SECTION_MMA, ("mma",), MMA_GROUPS),
          FormSpec("tcgen05.cp", SECTION_CP, ("cp",), CP_GROUPS),
          FormSpec("tcgen05.shift", SECTION_SHIFT, ("shift",), SHIFT_GROUPS),
