@@ -82,7 +82,7 @@ class TmaCase:
 @dataclass
 class CaseMap(TensorMap):
     """A :class:`TensorMap` whose global address is the launch buffer of ``array`` plus ``byte_offset`` on both
-    back ends (hw.launcher calls :meth:`to_driver_args`, the simulator :meth:`encode_for_sim`), built without
+    back ends (tcsim.hw.launcher calls :meth:`to_driver_args`, the simulator :meth:`encode_for_sim`), built without
     validation so that maps the driver must refuse can be passed too."""
 
     byte_offset: int = 0
