@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from calib import pipeline as P
-from calib.pipeline import META, RecordError as CliError, sha256
+from calib.pipeline import META, RecordError as CliError
 
 from . import analysis as A
 from . import cases as C

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tcsim.isa.swizzle import SWIZZLE_SPAN
 from tcsim.isa.tensormap import DATA_TYPES, TensorMap
 
-from .layout import (KERNEL, NT, OUT_FILL, SENTINEL, STATUS, MapSpec, Op, _esize, _targets, _UINT, box_geometry,
-                     place)
+from .layout import KERNEL, NT, OUT_FILL, SENTINEL, STATUS, MapSpec, Op, _esize, _targets, _UINT
 from .ptx import kernel_ptx
 
 

@@ -3,7 +3,7 @@ them.  PTX ISA §9.7.9.25 (cp.async.bulk.tensor), §9.7.9.25.4.2 (cp.reduce.asyn
 (cp.async.bulk), §9.7.13.15 (mbarrier)."""
 from __future__ import annotations
 
-from .layout import HEAD, KERNEL, MARKER, NT, STATUS, WAIT_CYCLES, Op, _targets
+from .layout import HEAD, KERNEL, MARKER, NT, STATUS, WAIT_CYCLES, Op
 
 #: the generator the kernel's first line names: its place when tests/golden/tma_h100 was recorded.  The line is
 #: part of the PTX whose SHA-256 the record holds for every case, so it changes only with a re-record on a GPU.
