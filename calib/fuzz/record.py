@@ -205,6 +205,14 @@ def differing_seeds(meta: dict) -> list:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except P.RecordError as e:            # a file that is no campaign record: one line, no traceback
+        print(f"calib.fuzz.record: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m calib.fuzz.record", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -265,6 +265,14 @@ def main(argv=None) -> int:
         p.add_argument("--group", action="append", default=None)
     args = ap.parse_args(argv)
     names = args.group or list(groups())
+    try:
+        return _run_command(args, names, argv)
+    except (P.RecordError, ValueError, OSError) as e:     # an unusable record folder: one line, no traceback
+        print(f"calib.probes.alu_probe: {e}", file=sys.stderr)
+        return 2
+
+
+def _run_command(args, names, argv) -> int:
     if args.cmd == "device":
         return device_main(Path(args.out), Path(args.sass) if args.sass else None, names,
                            sys.argv[1:] if argv is None else argv)
