@@ -68,6 +68,10 @@ RENAMED = (
 )
 
 
+#: the files of hw/ that stayed there (the GPU back end, tcsim.hw)
+BACKEND_FILES = ("__init__.py", "launcher.py", "trace.py", "diff.py", "cli_diff.py")
+
+
 class RecordError(ValueError):
     """A record folder or file that cannot be used: one line saying why (CLIs print it instead of a traceback)."""
 
@@ -91,9 +95,23 @@ def current_command(command: str) -> str:
     for i, w in enumerate(words):
         if i and words[i - 1] == "-m":
             words[i] = current_name(w)
-        elif w.startswith("hw/"):                     # a device script: hw/X.sh -> calib/X.sh
-            words[i] = "calib/" + w[3:]
+        elif w.startswith("hw/"):
+            words[i] = current_path(w)
     return " ".join(words)
+
+
+def current_path(path: str) -> str:
+    """Today's path of a campaign file that a golden file names by its place in ``hw/`` then: a module as
+    :func:`current_name` says (``hw/tma_cases.py`` -> ``calib/tma/``), any other file of a campaign moved as it
+    was (``hw/probes/alu_device_run.sh`` -> ``calib/probes/alu_device_run.sh``); a file of the GPU back end
+    (``hw/launcher.py``, still there) is left as it is."""
+    if not path.startswith("hw/") or path[3:] in BACKEND_FILES:
+        return path
+    if path.endswith(".py"):
+        mod = current_name(path[:-3].replace("/", "."))
+        new = mod.replace(".", "/")
+        return new + ".py" if (ROOT / (new + ".py")).is_file() else new + "/"
+    return "calib/" + path[3:]
 
 
 def resolve(factory: str):

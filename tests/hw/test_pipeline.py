@@ -39,6 +39,8 @@ def test_recorded_names_read_with_todays():
         == "bash calib/probes/alu_device_run.sh (python -m calib.probes.alu_probe device --out DIR)"
     assert P.current_command("hw/microbench smem_conflict_1way (H100, 2026-11-23)") == \
         "calib/microbench smem_conflict_1way (H100, 2026-11-23)"
+    assert P.current_path("hw/tma_cases.py") == "calib/tma/" and P.current_path("hw/golden.py") == "calib/golden.py"
+    assert P.current_path("hw/launcher.py") == "hw/launcher.py"                 # the back end stayed
     assert P.resolve("examples.mma_gemm:make_launch").__module__ == "tcsim.examples.mma_gemm"
     with pytest.raises(ValueError, match="module:function"):
         P.resolve("tcsim.examples.mma_gemm")
