@@ -8,12 +8,12 @@ next to tcsim's diagnosis (tests/golden/faults.json).
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
+from calib.pipeline import command_line, execute, utc_now, write_json
 from tcsim.isa.errors import TcsimError
 from tcsim.launch import Launch, run_launch
 
@@ -79,10 +79,9 @@ def fault_report(launch: Launch, case: str = "", gpu: bool = True) -> FaultRepor
     kind, msg = simulate(launch)
     gpu_error = None
     if gpu:
-        from tcsim.hw.launcher import GpuUnavailable, run_on_gpu
+        from tcsim.hw.launcher import GpuUnavailable
         try:
-            res = run_on_gpu(launch)
-            gpu_error = res.error
+            gpu_error = execute(launch, "gpu").error
         except GpuUnavailable as e:
             gpu_error = f"unavailable: {e}"
     else:
@@ -95,7 +94,8 @@ def main(argv=None) -> int:
     import argparse
     from tcsim.hw.launcher import gpu_available, probe
 
-    ap = argparse.ArgumentParser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m calib.faults")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     ok, why = gpu_available()
@@ -104,13 +104,12 @@ def main(argv=None) -> int:
         r = fault_report(make_launch(case), case, gpu=ok)
         print(r)
         rows[case] = {"gpu_error": r.gpu_error, "sim_kind": r.sim_kind, "sim_message": r.sim_message}
-    meta = {"gpu": why, "command": "python -m calib.faults --out tests/golden/faults.json"}
+    meta = {"gpu": why, "command": command_line("calib.faults", argv), "date": utc_now()}
     if ok:
         info = probe()
         meta.update(name=info["name"], cc=list(info["cc"]), driver=info["driver"])
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "cases": rows}, f, indent=1)
+        write_json(args.out, {"meta": meta, "cases": rows})
     return 0
 
 

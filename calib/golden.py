@@ -19,20 +19,15 @@ the test does, with a report.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import hashlib
-import importlib
-import json
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN_ROOT = ROOT / "tests" / "golden"
-META = "meta.json"
+from . import pipeline as P
+from .pipeline import GOLDEN_ROOT, META, sha256
+
 OUTPUTS = "outputs.npz"
 
 
@@ -52,11 +47,9 @@ class Case:
 
 
 def build_launch(factory: str, kwargs: dict):
-    mod_name, _, fn_name = factory.partition(":")
-    if not fn_name:
-        raise ValueError(f"factory must be 'module:function', got {factory!r}")
-    fn = getattr(importlib.import_module(mod_name), fn_name)
-    return fn(**kwargs)
+    """``factory(**kwargs)``; a factory recorded under an earlier module name is read with today's
+    (:func:`calib.pipeline.current_name`: the golden meta.json files name ``examples.*``)."""
+    return P.resolve(factory)(**kwargs)
 
 
 def _registry() -> dict:
@@ -84,15 +77,6 @@ CASES = _registry()
 
 
 # ------------------------------------------------------------------------------------------------ digests
-def sha256(x) -> str:
-    if isinstance(x, np.ndarray):
-        h = hashlib.sha256()
-        h.update(f"{x.dtype.str}{list(x.shape)}".encode())
-        h.update(np.ascontiguousarray(x).tobytes())
-        return h.hexdigest()
-    return hashlib.sha256(x if isinstance(x, bytes) else str(x).encode()).hexdigest()
-
-
 def ptx_digest(launch) -> str:
     return sha256(launch.ptx_text()[0].encode())
 
@@ -107,13 +91,11 @@ def input_digests(launch) -> dict:
 
 # ------------------------------------------------------------------------------------------------ regen
 def regen_case(case: Case, root: Path, command: str) -> dict:
-    from tcsim.hw.launcher import run_on_gpu
-
     launch = case.build()
     inputs = input_digests(launch)
-    res = run_on_gpu(launch)
+    res = P.execute(launch, "gpu")
     if not res.ok:
-        raise RuntimeError(f"{case.name}: the GPU run failed: {res.error}: {res.error_detail}")
+        raise RuntimeError(f"{case.name}: the GPU run failed: {res.error}: {res.detail}")
     arrays = array_args(launch)
     bad = [i for i in case.outputs if i not in arrays]
     if bad:
@@ -121,7 +103,6 @@ def regen_case(case: Case, root: Path, command: str) -> dict:
     outs = {f"arg{i}": np.asarray(res.outputs[i]) for i in case.outputs}
     post = {str(i): sha256(np.asarray(res.outputs[i]).reshape(arrays[i].shape).astype(arrays[i].dtype, copy=False))
             for i in arrays if i not in case.outputs}
-    cc = res.compute_capability
     meta = {
         "case": case.name,
         "note": case.note,
@@ -137,17 +118,10 @@ def regen_case(case: Case, root: Path, command: str) -> dict:
                              "shape": list(outs[f"arg{i}"].shape), "sha256": sha256(outs[f"arg{i}"])}
                     for i in case.outputs},
         "other_args_after_run_sha256": post,
-        "gpu": res.device,
-        "driver_version": res.driver,
-        "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": command,
+        **P.provenance(command, res),
         "elapsed_ms": res.elapsed_ms,
     }
-    d = root / case.name
-    d.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(d / OUTPUTS, **outs)
-    (d / META).write_text(json.dumps(meta, indent=1) + "\n")
+    P.write_record(root / case.name, meta, outs, OUTPUTS)
     return meta
 
 
@@ -157,10 +131,7 @@ class GoldenMismatch(AssertionError):
 
 
 def load_case(d: Path):
-    meta = json.loads((d / META).read_text())
-    with np.load(d / OUTPUTS) as z:
-        outs = {k: z[k] for k in z.files}
-    return meta, outs
+    return P.load_record(d, OUTPUTS)
 
 
 def replay_case(d: Path, seed: int | None = 0) -> str:
@@ -170,13 +141,11 @@ def replay_case(d: Path, seed: int | None = 0) -> str:
 
     meta, outs = load_case(d)
     launch = build_launch(meta["factory"], meta["kwargs"])
-    if ptx_digest(launch) != meta["ptx_sha256"]:
-        raise GoldenMismatch(f"{meta['case']}: the PTX of {meta['factory']} changed since the golden data was "
-                             f"recorded; re-run `python -m calib.golden regen --case {meta['case']}` on a GPU")
-    now = input_digests(launch)
-    if now != meta["inputs_sha256"]:
-        raise GoldenMismatch(f"{meta['case']}: {meta['factory']}(**{meta['kwargs']}) no longer builds the same "
-                             f"input arrays (SHA-256 {now} != {meta['inputs_sha256']}); regenerate the golden data")
+    stale = P.check_fresh(f"{meta['case']} ({meta['factory']}(**{meta['kwargs']}))",
+                          {"PTX": meta["ptx_sha256"], "input arrays": meta["inputs_sha256"]},
+                          {"PTX": ptx_digest(launch), "input arrays": input_digests(launch)})
+    if stale:
+        raise GoldenMismatch(f"{stale} (`python -m calib.golden regen --case {meta['case']}` on a GPU)")
     result = run_launch(launch, seed=seed)
     for i, spec in meta["outputs"].items():
         want = outs[spec["key"]]
@@ -184,13 +153,12 @@ def replay_case(d: Path, seed: int | None = 0) -> str:
         if got.dtype.str != spec["dtype"] or list(got.shape) != spec["shape"]:
             raise GoldenMismatch(f"{meta['case']}: output arg{i} is {got.dtype}{list(got.shape)}, the GPU's "
                                  f"{spec['dtype']}{spec['shape']}")
-        gb, wb = got.view(np.uint8).reshape(got.shape + (-1,)), want.view(np.uint8).reshape(want.shape + (-1,))
-        if not np.array_equal(gb, wb):
-            diff = np.argwhere((gb != wb).any(axis=-1))
-            idx = tuple(int(x) for x in diff[0])
-            raise GoldenMismatch(f"{meta['case']}: output arg{i} differs from the {meta['gpu']} in {len(diff)} of "
+        diff = P.first_difference(got, want)
+        if diff is not None:
+            n, idx = diff
+            raise GoldenMismatch(f"{meta['case']}: output arg{i} differs from the {meta['gpu']} in {n} of "
                                  f"{got.size} elements; first at {list(idx)}: simulator {got[idx]!r} "
-                                 f"({_hex(got[idx])}), GPU {want[idx]!r} ({_hex(want[idx])})")
+                                 f"({P.hex_bits(got[idx])}), GPU {want[idx]!r} ({P.hex_bits(want[idx])})")
     arrays = array_args(launch)
     for i, h in meta["other_args_after_run_sha256"].items():
         got = np.asarray(result.outputs[int(i)]).reshape(arrays[int(i)].shape)
@@ -198,11 +166,6 @@ def replay_case(d: Path, seed: int | None = 0) -> str:
             raise GoldenMismatch(f"{meta['case']}: argument {i} (not an output) after the simulated run differs "
                                  f"from the GPU's")
     return f"{meta['case']}: bit-identical to {meta['gpu']} ({sum(outs[k].size for k in outs)} elements)"
-
-
-def _hex(v) -> str:
-    a = np.asarray(v)
-    return "0x" + a.tobytes()[::-1].hex()
 
 
 def golden_dirs(root: Path = GOLDEN_ROOT) -> list:
@@ -240,7 +203,7 @@ def main(argv=None) -> int:
         return rc
     from tcsim.hw.launcher import GpuUnavailable
 
-    command = "python -m calib.golden " + " ".join(shlex.quote(a) for a in argv)
+    command = P.command_line("calib.golden", argv)
     try:
         for name in args.case or list(CASES):
             meta = regen_case(CASES[name], args.root, command)

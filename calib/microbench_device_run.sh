@@ -5,7 +5,8 @@
 # cuobjdump, when present).  MB_BACKEND=sim makes a dry run of the whole script on the simulator (no GPU).
 #
 #   bash calib/microbench_device_run.sh "$OUT" [--case GLOB ...]   # python deps (numpy, simpy, ml_dtypes,
-#                                                               # cuda-python) importable (PYTHONPATH)
+#                                      # cuda-python) importable (PYTHONPATH); tcsim is installed from this
+#                                      # checkout (calib/device_setup.sh)
 #
 # Leaves $OUT/timing/{meta.json,timings.npz,log.txt,sass.tgz} (sass.tgz: every kernel's SASS listing).
 # Afterwards, on any machine:
@@ -20,7 +21,7 @@ if [ -z "$OUTDIR" ]; then echo "usage: bash calib/microbench_device_run.sh OUTDI
 shift || true
 mkdir -p "$OUTDIR/timing" || exit 2
 D=$(cd "$OUTDIR/timing" && pwd)
-cd "$(dirname "$0")/.." || exit 2
+source "$(dirname "$0")/device_setup.sh"
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm --format=csv 2>&1

@@ -22,7 +22,12 @@ from pathlib import Path
 from tcsim.isa import ir, ptxas
 from tcsim.isa.parser import parse
 from tcsim.timing.model import unrolled_loop_control
-from tcsim.timing.sass import SASS_FACTS, kernel_fingerprint, parse_listing, steady_cycles
+from tcsim.timing.sass import kernel_fingerprint, parse_listing, steady_cycles
+
+from .pipeline import PACKAGE_DATA
+
+#: the SASS facts tcsim.timing.sass reads (package data), in this checkout: ``record`` writes them here
+SASS_FACTS = PACKAGE_DATA / "sass_facts_h100.json"
 
 _LINE = re.compile(r'//## File ".*", line (\d+)')
 _ADDR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/")

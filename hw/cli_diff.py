@@ -9,17 +9,23 @@ on GPU 0 through :mod:`tcsim.hw.launcher`; ``golden:PATH`` compares with a run s
 on a machine with a GPU); ``sim:SEED`` compares with the simulator under another scheduler seed.
 
 Exit status: 0 bit-identical, 1 different (or a diagnostic), 2 no GPU here / bad usage.
+
+The command line that registers ``diff`` (:func:`tcsim.cli.main`) passes how it turns a launch file into a launch,
+so this module never imports the CLI that imports it.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
-__all__ = ["add_parser", "cmd_diff", "main"]
+__all__ = ["add_parser", "cmd_diff"]
 
 
-def add_parser(subparsers):
-    """Register the ``diff`` subcommand on an argparse ``subparsers`` object (``fn=cmd_diff``)."""
+def add_parser(subparsers, load_launch):
+    """Register the ``diff`` subcommand on an argparse ``subparsers`` object (``fn=cmd_diff``).
+    ``load_launch(spec)``: the :class:`tcsim.launch.Launch` of a launch file or module name (raising
+    FileNotFoundError, ModuleNotFoundError or AttributeError for one that is not there or defines no launch)."""
     p = subparsers.add_parser("diff", help="run a launch traced on the simulator and on the GPU (or a golden "
                                            "file) and compare outputs and register values bit for bit",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -33,7 +39,7 @@ def add_parser(subparsers):
     p.add_argument("--save", metavar="PATH", help="save the other side's traced run (.npz) for golden: use")
     p.add_argument("--save-sim", metavar="PATH", help="save the simulator's traced run (.npz)")
     p.add_argument("--max-items", type=int, default=8, help="how many differences to list per section")
-    p.set_defaults(fn=cmd_diff)
+    p.set_defaults(fn=functools.partial(cmd_diff, load_launch=load_launch))
     return p
 
 
@@ -46,9 +52,8 @@ def _parse_points(s: str):
         raise argparse.ArgumentTypeError(f"--points must be 'all' or comma-separated line numbers, got {s!r}")
 
 
-def cmd_diff(args) -> int:
+def cmd_diff(args, load_launch) -> int:
     from tcsim.isa.errors import TcsimError
-    from tcsim.cli import _get_launch, _load_launch_module
 
     from .diff import diff_runs
     from .launcher import GpuUnavailable, gpu_available
@@ -64,8 +69,7 @@ def cmd_diff(args) -> int:
         print(f"tcsim diff: --against must be gpu, golden:PATH or sim[:SEED], got {against!r}", file=sys.stderr)
         return 2
     try:
-        mod = _load_launch_module(args.launch)
-        launch = _get_launch(mod)
+        launch = load_launch(args.launch)
     except (FileNotFoundError, ModuleNotFoundError, AttributeError) as e:
         print(f"tcsim diff: {e}", file=sys.stderr)
         return 2
@@ -115,15 +119,3 @@ def cmd_diff(args) -> int:
     if args.save_sim:
         print(f"saved the simulator run to {args.save_sim}")
     return 0 if rep.identical else 1
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="tcsim")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    add_parser(sub)
-    args = ap.parse_args(argv)
-    return args.fn(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main(["diff"] + sys.argv[1:] if sys.argv[1:2] != ["diff"] else sys.argv[1:]))

@@ -88,6 +88,11 @@ def _get_launch(mod):
     raise AttributeError(f"{mod.__name__} defines neither make_launch() nor LAUNCH")
 
 
+def _launch_of(spec: str):
+    """The launch of a launch file or module name (``tcsim diff`` builds its launch with this)."""
+    return _get_launch(_load_launch_module(spec))
+
+
 def summary(result) -> str:
     s = result.stats
     wall = max(s["wall_s"], 1e-9)
@@ -302,7 +307,7 @@ def main(argv=None) -> int:
     run_opts(p)
     p.set_defaults(fn=cmd_run)
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
-    add_diff_parser(sub)
+    add_diff_parser(sub, _launch_of)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Differential-fuzzing work for one GPU-machine call, run from the repository root; results in $OUT.
+# Differential-fuzzing work for one GPU-machine call, from a copy of the repository (tcsim is installed from it:
+# calib/device_setup.sh); results in $OUT.
 #
 #   bash calib/fuzz/device_run.sh triage GEN:WORKERS:SEEDS [GEN:WORKERS:SEEDS ...]
 #       Minimise recorded findings (python -m calib.fuzz.triage), one triage per argument, all at once: generator
@@ -17,6 +18,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the results folder}"
+source "$(dirname "$0")/../device_setup.sh"
 W=/tmp/tcsim_fuzz_device
 rm -rf "$W"; mkdir -p "$W"
 command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calib import pipeline as P
+
 from .explain import explain_program
 from .generator import VERSION, generate
 from .runner import Outcome, SimPool, ThreadBackends, classify, compare
@@ -43,11 +45,12 @@ def _digest(prog) -> str:
 
 
 def _h(b: bytes) -> str:
-    return hashlib.sha256(b).hexdigest()[:32]
+    return P.sha256(b)[:32]
 
 
 def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 64, log=print,
-           driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000) -> dict:
+           driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000,
+           command: str = "") -> dict:
     """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
     program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
     a campaign in a few hundred kilobytes."""
@@ -72,7 +75,7 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         made.update(zip(seeds, pool.pool.map(generate, seeds, chunksize=64)))
         log(f"[record] {len(made)} programs generated, {time.time() - t0:.0f} s")
     arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
-                        "generator": VERSION}
+                        "generator": VERSION, **P.provenance(command)}
     try:
         with ThreadPoolExecutor(gpu_workers) as ex:
             for i, (progs, res) in enumerate(ex.map(run, chunks)):
@@ -97,16 +100,15 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         if pool:
             pool.close()
     meta["wall_s"] = round(time.time() - t0, 1)
-    np.savez_compressed(out, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    P.write_packed(out, meta, arrays)
     log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
         f"errors, {len(arrays)} outputs kept whole (simulator disagreed) -> {out}")
     return meta
 
 
 def load(path: Path):
-    z = np.load(path)
-    meta = json.loads(bytes(z["meta"]).decode())
-    return z, meta
+    """(the open .npz, its meta) of a campaign record."""
+    return P.load_packed(path)
 
 
 def _explain_task(args):
@@ -192,8 +194,7 @@ def slim(src: Path, dst: Path, keep: int = 300) -> dict:
     z, meta = load(src)
     whole = sorted((k for k in z.files if k.startswith("s")), key=lambda k: int(k[1:]))[:keep]
     meta = dict(meta, whole_kept=len(whole), whole_dropped=sum(1 for k in z.files if k.startswith("s")) - len(whole))
-    np.savez_compressed(dst, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                        **{k: z[k] for k in whole})
+    P.write_packed(dst, meta, {k: z[k] for k in whole})
     return meta
 
 
@@ -204,6 +205,15 @@ def differing_seeds(meta: dict) -> list:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except P.RecordError as e:            # a file that is no campaign record: one line, no traceback
+        print(f"calib.fuzz.record: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m calib.fuzz.record", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gpu")
@@ -232,7 +242,7 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "gpu":
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
-                      time_limit=args.time_limit)
+                      time_limit=args.time_limit, command=P.command_line("calib.fuzz.record", argv))
         return 0 if not meta["errors"] else 1
     seeds = set(args.seeds) if args.seeds else None
     if args.differing:

@@ -14,7 +14,7 @@
     python -m calib.microbench sim [--gpu DIR] [--case GLOB ...] [--timing]   # simulated vs measured
     python -m calib.microbench show [--gpu DIR]
     python -m calib.microbench params [--gpu DIR] [--out FILE]   # sm_90a parameters the record gives directly
-    python -m calib.microbench fit [--gpu DIR] [--out FILE]      # + the fitted ones (fit.py) -> measured.json
+    python -m calib.microbench fit [--gpu DIR] [--out FILE|-]    # + the fitted ones (fit.py) -> sim/timing/data/measured_h100.json
 
 On the GPU machine: ``bash calib/microbench_device_run.sh "$OUT"``.  tests/golden/timing_h100/README.md holds the
 recorded values and what they settle.

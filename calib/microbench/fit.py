@@ -32,6 +32,7 @@ import numpy as np
 from . import analysis as A
 from . import cases as C
 from . import ptxgen as G
+from .run import run_case
 
 _NONE = "/nonexistent/measured.json"      # fit from the table's estimates, never from an earlier fit file
 
@@ -45,7 +46,6 @@ def _src(meta, names) -> str:
 
 def simulate(names, cfg) -> dict:
     """{case: derived values} of the calibration cases ``names`` simulated under the timing config ``cfg``."""
-    from .record import run_case
     out = {}
     for n in names:
         e, _ = run_case(C.CASES[n], "sim", 1, timing=cfg)

@@ -3,32 +3,25 @@ simulator with it.  ``python -m calib.microbench --help``; see ``calib/microbenc
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import fnmatch
 import json
-import re
-import shlex
-import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from calib.golden import sha256
-from tcsim.isa import ptxas
+from calib import pipeline as P
+from calib.pipeline import META, RecordError as CliError
 
 from . import analysis as A
 from . import cases as C
+from .run import ptx_sha, run_case, sass_listing
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden" / "timing_h100"
-META, DATA = "meta.json", "timings.npz"
-
-
-class CliError(Exception):
-    """Bad command-line input: printed as one line."""
+GOLDEN = P.GOLDEN_ROOT / "timing_h100"
+DATA = "timings.npz"
+#: the sm_90a timing parameters sim/timing applies (package data of tcsim.timing), written by ``fit``
+MEASURED = P.PACKAGE_DATA / "measured_h100.json"
 
 
 def select(globs) -> list:
@@ -43,116 +36,15 @@ def select(globs) -> list:
     return out
 
 
-def ptx_sha(case) -> str:
-    return sha256(case.ptx().encode())
-
-
-def input_digests(case, launch) -> dict:
-    skip = {0} if case.kind == "calibration" else {C.clk_index(case, launch)}
-    return {str(i): sha256(a) for i, a in enumerate(launch.args) if isinstance(a, np.ndarray) and i not in skip}
-
-
-# ------------------------------------------------------------------------------------------------ SASS
-def sass_listing(ptx: str) -> str | None:
-    """``cuobjdump -sass`` of what ptxas makes of ``ptx`` for sm_90a; None without ptxas/cuobjdump, "" when
-    ptxas refuses it."""
-    r = ptxas.sass(ptx, "sm_90a")
-    if r is None:
-        return None
-    return r[1] if r[0] else ""
-
-
-def count_sass(listing: str) -> dict:
-    """{mnemonic with modifiers: count} of a SASS listing."""
-    counts: dict = {}
-    for line in listing.splitlines():
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
-        if m:
-            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return counts
-
-
-def timed_regions(listing: str) -> list:
-    """Instructions between the two clock reads of each timed region, in listing order (a region that ptxas
-    emptied -- e.g. a loop-invariant chain hoisted out of the rep loop -- shows up as a short one)."""
-    ins = [ln for ln in listing.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", ln)]
-    at = [i for i, ln in enumerate(ins) if "SR_CLOCKLO" in ln]
-    return [at[k + 1] - at[k] - 1 for k in range(0, len(at) - 1, 2)]
-
-
-def sass_summary(ptx: str) -> dict:
-    """{'sass': opcode counts, 'sass_timed': timed-region sizes}, both None without ptxas/cuobjdump."""
-    listing = sass_listing(ptx)
-    if listing is None:
-        return {"sass": None, "sass_timed": None}
-    if not listing:
-        return {"sass": {"__ptxas_error__": 1}, "sass_timed": None}
-    return {"sass": count_sass(listing), "sass_timed": timed_regions(listing)}
-
-
-# ------------------------------------------------------------------------------------------------ running
-def run_case(case, backend: str, val_runs: int, timing: bool = False) -> tuple:
-    """(meta entry, {npz key: array}) for one case.  ``timing``: on the simulator, use the cycle-approximate
-    model of sim/timing instead of one cycle per instruction."""
-    launch = case.build()
-    entry = {"name": case.name, "group": case.group, "kind": case.kind, "params": case.params, "note": case.note,
-             "ptx_sha256": sha256(launch.ptx_text()[0].encode()), "inputs_sha256": input_digests(case, launch)}
-    runs = 1 if case.kind == "calibration" else val_runs
-    results = []
-    for _ in range(runs):
-        if backend == "gpu":
-            from tcsim.hw.launcher import run_on_gpu
-            res = run_on_gpu(launch, timeout=60)
-            if not res.ok:
-                entry.update(status=res.error, detail=res.error_detail)
-                return entry, {}
-            results.append((res.outputs, res.elapsed_ms))
-        else:
-            from tcsim.launch import run_launch
-            results.append((run_launch(launch, seed=None if timing else 0, timing=timing).outputs, None))
-    entry["status"] = "ok"
-    if backend == "gpu":
-        entry.update(sass_summary(launch.ptx_text()[0]))
-    arrays = {}
-    if case.kind == "calibration":
-        out = np.asarray(results[0][0][0], dtype=np.uint64).reshape(launch.args[0].shape)
-        arrays[case.name] = out
-        entry["shape"] = list(out.shape)
-        entry.update(A.derive(case, out, entry.get("sass")))
-    else:
-        k = C.clk_index(case, launch)
-        clks, checks = [], []
-        for r, (outs, _) in enumerate(results):
-            clk = np.asarray(outs[k], dtype=np.uint64).reshape(-1, 2)
-            per = clk.reshape(launch.grid[0], -1, 2)
-            rel = (per.astype(np.int64) - per[:, :, 0].min(axis=1).astype(np.int64)[:, None, None]).reshape(-1, 2)
-            arrays[f"{case.name}:run{r}"] = rel
-            clks.append(clk)
-            checks.append(C.check_validation(case, launch, outs))
-        entry["elapsed_ms"] = [e for _, e in results]
-        entry["correct"] = [bool(ok) for ok, _ in checks]
-        entry["check"] = checks[0][1]
-        entry.update(A.validation_summary(launch, clks))
-    return entry, arrays
-
-
-def device_info() -> dict:
-    from tcsim.hw.launcher import probe
-    info = probe()
-    return {"gpu": info["name"], "compute_capability": f"{info['cc'][0]}.{info['cc'][1]}",
-            "driver_version": info["driver"]}
-
-
 def record(cases, out: Path, backend: str, jobs: int, val_runs: int, command: str,
            sass_dir: Path | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    meta = {"backend": backend, "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": command, "reps": C.REPS, "chain": list(C.CHAIN), "validation_runs": val_runs}
+    prov = P.provenance(command)
+    meta = {"backend": backend, "date": prov["date"], "command": command, "tcsim_version": prov["tcsim_version"],
+            "reps": C.REPS, "chain": list(C.CHAIN), "validation_runs": val_runs}
     if backend == "gpu":
-        import multiprocessing as mp
-        with mp.get_context("spawn").Pool(1) as pool:
-            meta.update(pool.apply(device_info))
+        meta.update(P.device_info())
     arrays: dict = {}
     entries: dict = {}
 
@@ -167,8 +59,7 @@ def record(cases, out: Path, backend: str, jobs: int, val_runs: int, command: st
     calib = [c for c in cases if c.kind == "calibration"]
     valid = [c for c in cases if c.kind == "validation"]
     if backend == "gpu":
-        with ThreadPoolExecutor(max(1, jobs)) as ex:            # one child process per launch
-            done = list(ex.map(one, calib))
+        done = P.run_all(calib, one, max(1, jobs))              # one child process per launch
         done += [one(c) for c in valid]                         # whole kernels one at a time: nothing beside them
     else:
         done = [one(c) for c in cases]
@@ -186,8 +77,7 @@ def record(cases, out: Path, backend: str, jobs: int, val_runs: int, command: st
             (sass_dir / f"{case.name}.sass").write_text(listing)
     meta["cases"] = entries
     meta["wall_s"] = round(time.time() - t0, 1)
-    np.savez_compressed(out / DATA, **arrays)
-    (out / META).write_text(json.dumps(meta, indent=1) + "\n")
+    P.write_record(out, meta, arrays, DATA)
     bad = [n for n, e in entries.items() if e["status"] != "ok" or not all(e.get("correct", [True]))]
     print(f"recorded {len(entries)} cases in {meta['wall_s']} s -> {out}; not ok: {bad or 'none'}")
     return meta
@@ -207,13 +97,7 @@ def _fmt(v) -> str:
 
 # ------------------------------------------------------------------------------------------------ install
 def load(d: Path) -> tuple:
-    d = Path(d)
-    if not (d / META).is_file() or not (d / DATA).is_file():
-        raise CliError(f"{d} holds no {META} + {DATA} (a `python -m calib.microbench record --out DIR` folder)")
-    meta = json.loads((d / META).read_text())
-    with np.load(d / DATA) as z:
-        arrays = {k: z[k] for k in z.files}
-    return meta, arrays
+    return P.load_record(d, DATA, "a `python -m calib.microbench record --out DIR` folder")
 
 
 def install(src: Path, dest: Path, merge: bool = False) -> None:
@@ -226,9 +110,7 @@ def install(src: Path, dest: Path, merge: bool = False) -> None:
         raise CliError(f"the PTX of {len(stale)} cases changed since this record ({stale[:3]}...); re-record")
     if merge:
         return _merge(src, dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in (META, DATA):
-        shutil.copyfile(src / f, dest / f)
+    P.install_files([(src / f, f) for f in (META, DATA)], dest)
     print(f"installed {len(meta['cases'])} cases ({meta['gpu']}, {meta['date']}) -> {dest}")
 
 
@@ -250,8 +132,7 @@ def _merge(src: Path, dest: Path) -> None:
         old_arrays = {k: v for k, v in old_arrays.items() if k != n and not k.startswith(n + ":run")}
     old_arrays.update({k: v for k, v in arrays.items() if k.split(":run")[0] in meta["cases"]})
     old.setdefault("merged", []).append(dict(prov, cases=names))
-    np.savez_compressed(dest / DATA, **old_arrays)
-    (dest / META).write_text(json.dumps(old, indent=1) + "\n")
+    P.write_record(dest, old, old_arrays, DATA)
     print(f"merged {len(names)} cases ({meta['gpu']}, {meta['date']}) into {dest}: {len(old['cases'])} cases")
 
 
@@ -337,7 +218,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("fit", help="fit the sm_90a timing parameters on the calibration cases (simulating them) "
                        "and write the override file sim/timing applies (sim/timing/data/measured_h100.json)")
     p.add_argument("--gpu", type=Path, default=GOLDEN)
-    p.add_argument("--out", type=Path, default=None, help="write there instead of printing")
+    p.add_argument("--out", default=str(MEASURED), help=f"the file to write (default {MEASURED}); - prints")
     p = sub.add_parser("show", help="print a record's values")
     p.add_argument("--gpu", type=Path, default=GOLDEN)
     args = ap.parse_args(argv)
@@ -354,7 +235,7 @@ def main(argv=None) -> int:
         if args.cmd == "record":
             if args.jobs < 1 or args.val_runs < 1:
                 raise CliError("--jobs and --val-runs must be at least 1")
-            cmd = "python -m calib.microbench " + " ".join(shlex.quote(a) for a in argv)
+            cmd = P.command_line("calib.microbench", argv)
             meta = record(select(args.case), args.out, args.backend, args.jobs, args.val_runs, cmd, args.sass_dir)
             return 0 if all(e["status"] == "ok" for e in meta["cases"].values()) else 1
         if args.cmd == "install":
@@ -367,7 +248,7 @@ def main(argv=None) -> int:
             return show(args.gpu)
         if args.cmd == "fit":
             from .fit import main as fit_main
-            return fit_main(load(args.gpu)[0], args.out)
+            return fit_main(load(args.gpu)[0], None if args.out == "-" else Path(args.out))
         if args.cmd == "params":
             text = json.dumps(A.direct_params(load(args.gpu)[0]), indent=1) + "\n"
             if args.out:

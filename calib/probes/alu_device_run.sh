@@ -1,12 +1,13 @@
 #!/bin/bash
 # One GPU-machine call: the scalar-instruction probe (calib.probes.alu_probe) with the SASS of every probe kernel
-# and of the saved fuzz reproducers, then a differential fuzz campaign.  Run from the repository root with $OUT
-# set (the device tool sets it); arguments: first fuzz seed and program count (default 10000 10000).
+# and of the saved fuzz reproducers, then a differential fuzz campaign.  Run from a copy of the repository (tcsim
+# is installed from it: calib/device_setup.sh) with $OUT set (the device tool sets it); arguments: first fuzz seed and program count (default 10000 10000).
 # Results: $OUT/alu.tgz (alu_*.npz, alu_meta.json, sass/), $OUT/fuzz.tgz (summary.json, minimised reproducers),
 # $OUT/log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the results folder}"
+source "$(dirname "$0")/../device_setup.sh"
 SEED=${1:-10000}
 COUNT=${2:-10000}
 W=/tmp/tcsim_alu

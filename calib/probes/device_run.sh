@@ -1,5 +1,6 @@
 #!/bin/bash
-# One GPU-machine session's worth of hardware truth, run from the repository root:
+# One GPU-machine session's worth of hardware truth, from a copy of the repository (tcsim is installed from it:
+# calib/device_setup.sh):
 #   1. golden outputs of every registered example case   (python -m calib.golden regen -> tests/golden/<case>/)
 #   2. the mma.sync numerics campaign                      (python -m calib.probes.mma_probe device)
 #   3. the SASS ptxas makes of every probe kernel          (what the hardware actually executes)
@@ -9,6 +10,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the results folder}"
+source "$(dirname "$0")/../device_setup.sh"
 W=/tmp/tcsim_hw_truth
 rm -rf "$W"; mkdir -p "$W/numerics" "$W/sass"
 command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH

@@ -22,7 +22,6 @@ Two steps (README in ``tests/golden/mma_sync_numerics``):
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
 import sys
@@ -31,13 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
+from calib import pipeline as P
+
 from . import mma_inputs as MI
 from . import mma_models as MM
 from . import mma_targeted as MT
 from .mma_ptx import FLOAT_PAIRS, INT_PAIRS, probe_launch
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden" / "mma_sync_numerics"
+GOLDEN = P.GOLDEN_ROOT / "mma_sync_numerics"
 N_CASES = 100_000
 CI_CASES = 5000
 MISMATCH_CAP = 600_000
@@ -48,7 +48,7 @@ INT_SEED_CHUNK = 99
 
 
 # ================================================================================================ device
-BASE = "model"             # the variant the GPU outputs are stored relative to (device --base)
+BASE = "model"             # the default variant the GPU outputs are stored relative to (device --base)
 QUICK_CHUNKS = 4           # chunks whose variant agreement the device step reports by itself
 
 
@@ -80,39 +80,27 @@ def int_random(pair, n=INT_RANDOM, seed=MI.MASTER_SEED):
     return a, bt, c.astype(np.uint32)
 
 
-BACKEND = "gpu"
-
-
-def _sim_run(launch):
-    """Dry-run back end (``device --backend sim``): the simulator in place of the GPU."""
-    from tcsim.hw.launcher import GpuResult
-    from tcsim.launch import run_launch
-
-    r = run_launch(launch)
-    return GpuResult(outputs=r.outputs, elapsed_ms=0.0, device="tcsim (dry run)", driver=0,
-                     compute_capability=(9, 0))
-
-
-def _run(pair, a, bt, c, log):
-    from tcsim.hw.launcher import run_on_gpu
-
+def _run(pair, a, bt, c, log, backend: str = "gpu"):
+    """The probe over cases ``a, bt, c`` on ``backend`` (``sim``: the dry run of ``device --backend sim``, the
+    simulator in place of the GPU); a :class:`calib.pipeline.Run`."""
     t0 = time.time()
-    launch = probe_launch(pair, a, bt, c)
-    res = _sim_run(launch) if BACKEND == "sim" else run_on_gpu(launch, timeout=900)
+    res = P.execute(probe_launch(pair, a, bt, c), backend, timeout=900, seed=None)
     if not res.ok:
-        raise RuntimeError(f"{pair.name}: GPU run failed: {res.error}: {res.error_detail}")
+        raise RuntimeError(f"{pair.name}: the {backend} run failed: {res.error}: {res.detail}")
+    if backend == "sim":
+        res.device, res.driver, res.cc, res.elapsed_ms = "tcsim (dry run)", 0, (9, 0), 0.0
     log(f"  {pair.name}: {a.shape[0]} cases on {res.device} in {time.time() - t0:.1f} s "
         f"(kernel {res.elapsed_ms:.2f} ms)")
     return res
 
 
-def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
+def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int, backend: str = "gpu", base: str = BASE,
+                argv=()) -> int:
     import multiprocessing as mp
 
     out.mkdir(parents=True, exist_ok=True)
     log = lambda s: print(s, flush=True)   # noqa: E731
-    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": "python -m calib.probes.mma_probe " + " ".join(sys.argv[1:]),
+    meta = {"date": P.utc_now(), "command": P.command_line("calib.probes.mma_probe", argv),
             "n_cases": n_cases, "chunk": MI.CHUNK, "seed": MI.MASTER_SEED, "pairs": {}}
     nch = n_cases // MI.CHUNK
     ctx = mp.get_context("fork")
@@ -120,7 +108,7 @@ def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
         for name in pairs:
             pair = FLOAT_PAIRS[name]
             t0 = time.time()
-            parts = pool.map(_gen_and_ref, [(name, j, MI.CHUNK, BASE) for j in range(nch)])
+            parts = pool.map(_gen_and_ref, [(name, j, MI.CHUNK, base) for j in range(nch)])
             a = np.concatenate([p[0] for p in parts])
             bt = np.concatenate([p[1] for p in parts])
             c = np.concatenate([p[2] for p in parts])
@@ -129,7 +117,8 @@ def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
             del parts
             ta, tbt, tc, tnames, twhere = MT.pack(pair)
             log(f"{name}: generated {n_cases} cases + {len(tnames)} targeted in {time.time() - t0:.1f} s")
-            res = _run(pair, np.concatenate([a, ta]), np.concatenate([bt, tbt]), np.concatenate([c, tc]), log)
+            res = _run(pair, np.concatenate([a, ta]), np.concatenate([bt, tbt]), np.concatenate([c, tc]), log,
+                       backend)
             D = res.outputs[3]
             d, td = D[:n_cases], D[n_cases:]
             out_sha = [MI.output_digest(d[j * MI.CHUNK:(j + 1) * MI.CHUNK]) for j in range(nch)]
@@ -145,12 +134,12 @@ def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
             np.savez_compressed(
                 out / f"mma_{name}.npz", in_sha=np.array(in_sha), out_sha=np.array(out_sha),
                 mism_idx=bad.astype(np.int32), mism_gpu=d[bad[:, 0], bad[:, 1], bad[:, 2]],
-                mism_total=np.int64(total), base=np.array(BASE), ci_d=d[:ci], tgt_a=ta, tgt_bt=tbt, tgt_c=tc, tgt_d=td,
+                mism_total=np.int64(total), base=np.array(base), ci_d=d[:ci], tgt_a=ta, tgt_bt=tbt, tgt_c=tc, tgt_d=td,
                 tgt_names=np.array(tnames), tgt_where=twhere)
-            meta["pairs"][name] = {"mismatch_vs_base": total, "base": BASE, "elapsed_ms": res.elapsed_ms,
+            meta["pairs"][name] = {"mismatch_vs_base": total, "base": base, "elapsed_ms": res.elapsed_ms,
                                    "quick_agreement": {"elements": nq, "equal": quick}}
-            meta.update(device=res.device, driver=res.driver, compute_capability=list(res.compute_capability))
-            log(f"  {name}: {total} output elements differ from the probe's {BASE} "
+            meta.update(device=res.device, driver=res.driver, compute_capability=list(res.cc))
+            log(f"  {name}: {total} output elements differ from the probe's {base} "
                 f"({total / d.size:.2e} of {d.size})")
             del a, bt, c, ref, D, d
     # integer pairs
@@ -158,7 +147,7 @@ def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
     for name, pair in INT_PAIRS.items():
         ra, rbt, rc = int_random(pair)
         ta, tbt, tc, tnames, twhere = MT.pack(pair)
-        res = _run(pair, np.concatenate([ra, ta]), np.concatenate([rbt, tbt]), np.concatenate([rc, tc]), log)
+        res = _run(pair, np.concatenate([ra, ta]), np.concatenate([rbt, tbt]), np.concatenate([rc, tc]), log, backend)
         D = res.outputs[3]
         ints[f"{name}/rand_d"] = D[:len(ra)]
         ints[f"{name}/tgt_a"], ints[f"{name}/tgt_bt"], ints[f"{name}/tgt_c"] = ta, tbt, tc
@@ -166,12 +155,12 @@ def device_main(out: Path, n_cases: int, ci: int, pairs, workers: int) -> int:
         ints[f"{name}/tgt_names"] = np.array(tnames)
         ints[f"{name}/tgt_where"] = twhere
     np.savez_compressed(out / "mma_int.npz", **ints)
-    (out / "mma_device.json").write_text(json.dumps(meta, indent=1))
+    P.write_json(out / "mma_device.json", meta)
     log("done")
     return 0
 
 
-def targeted_main(out: Path, pairs) -> int:
+def targeted_main(out: Path, pairs, backend: str = "gpu", argv=()) -> int:
     """Only the targeted vectors of ``pairs`` on the GPU -> ``out/targeted_<pair>.npz`` (keys as in the
     device step's ``tgt_*``)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -179,12 +168,12 @@ def targeted_main(out: Path, pairs) -> int:
     for name in pairs:
         pair = FLOAT_PAIRS.get(name) or INT_PAIRS[name]
         ta, tbt, tc, tnames, twhere = MT.pack(pair)
-        res = _run(pair, ta, tbt, tc, log)
+        res = _run(pair, ta, tbt, tc, log, backend)
         np.savez_compressed(out / f"targeted_{name}.npz", tgt_a=ta, tgt_bt=tbt, tgt_c=tc, tgt_d=res.outputs[3],
                             tgt_names=np.array(tnames), tgt_where=twhere,
-                            device=np.array(f"{res.device} driver {res.driver} sm_{res.compute_capability}"),
-                            date=np.array(_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")),
-                            command=np.array("python -m calib.probes.mma_probe " + " ".join(sys.argv[1:])))
+                            device=np.array(f"{res.device} driver {res.driver} sm_{res.cc}"),
+                            date=np.array(P.utc_now()),
+                            command=np.array(P.command_line("calib.probes.mma_probe", argv)))
         for nm, (cs, j) in zip(tnames, twhere):
             log(f"  {name} {nm}: {int(res.outputs[3][cs, j, j]):#x}")
     return 0
@@ -335,7 +324,7 @@ def analyze_main(gpu_dir: Path, out: Path, workers: int, keep_per_variant: int, 
     for key in zi.files:
         tgt_all[key.replace("/tgt_", "/")] = zi[key]
     summary["ci_cases"] = ci_cases
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    P.write_json(out / "summary.json", summary)
     np.savez_compressed(out / "discriminating.npz", **disc_all)
     np.savez_compressed(out / "ci_subsample.npz", **ci_all)
     np.savez_compressed(out / "targeted.npz", **tgt_all)
@@ -408,19 +397,18 @@ def main(argv=None) -> int:
     sub.add_parser("write-ptx", help="rewrite calib/probes/ptx/*.ptx")
     r = sub.add_parser("report", help="markdown agreement tables from summary.json")
     r.add_argument("--summary", type=Path, default=GOLDEN / "summary.json")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
-    global BACKEND, BASE
     if args.cmd == "device":
         if args.cases % MI.CHUNK:
             ap.error(f"--cases must be a multiple of {MI.CHUNK}")
-        BACKEND, BASE = args.backend, args.base
-        return device_main(args.out, args.cases, args.ci, args.pair or list(FLOAT_PAIRS), args.workers)
+        return device_main(args.out, args.cases, args.ci, args.pair or list(FLOAT_PAIRS), args.workers,
+                           args.backend, args.base, argv)
     if args.cmd == "analyze":
         return analyze_main(args.gpu, args.out, args.workers, args.keep_per_variant, args.ci,
                             args.pair or list(FLOAT_PAIRS))
     if args.cmd == "targeted":
-        BACKEND = args.backend
-        return targeted_main(args.out, args.pair)
+        return targeted_main(args.out, args.pair, args.backend, argv)
     if args.cmd == "report":
         print(report_markdown(json.loads(args.summary.read_text())), end="")
         return 0

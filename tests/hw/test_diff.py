@@ -4,7 +4,6 @@ distance; polls collapse; clocks are reported, never asserted.  The GPU comparis
 cleanly without a GPU."""
 from __future__ import annotations
 
-import argparse
 import copy
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from tcsim.launch import Launch
-from tcsim.hw.cli_diff import add_parser
+from tcsim.cli import main as tcsim_main
 from tcsim.hw.diff import diff_runs
 from tcsim.hw.trace import run_traced
 
@@ -216,11 +215,7 @@ def test_different_instrumentation_is_refused():
 
 # ------------------------------------------------------------------------------------------- the CLI
 def _cli(argv):
-    ap = argparse.ArgumentParser(prog="tcsim")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    add_parser(sub)
-    args = ap.parse_args(["diff"] + argv)
-    return args.fn(args)
+    return tcsim_main(["diff"] + argv)
 
 
 def test_cli_against_sim_seed(capsys):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from calib import faults
+from calib.pipeline import current_command
 from tcsim.hw.launcher import GpuUnavailable, check_target, gpu_available, target_capability
 from tcsim.isa.errors import VerifyError
 from tcsim.launch import Launch, run_launch
@@ -50,7 +51,7 @@ def test_recorded_gpu_faults_match_simulator_diagnoses():
     if not GOLDEN.exists():
         pytest.skip("no recorded GPU faults yet (python -m calib.faults --out tests/golden/faults.json on a GPU)")
     rec = json.loads(GOLDEN.read_text())
-    assert rec["meta"]["command"].startswith("python -m calib.faults")
+    assert current_command(rec["meta"]["command"]).startswith("python -m calib.faults")   # recorded as hw.faults
     for case, row in rec["cases"].items():
         kind, _ = faults.simulate(faults.make_launch(case))
         assert kind == row["sim_kind"] == EXPECTED_SIM[case][0]

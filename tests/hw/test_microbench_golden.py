@@ -15,6 +15,8 @@ import pytest
 from calib.microbench import analysis as A
 from calib.microbench import cases as C
 from calib.microbench import record as R
+from calib.microbench import run as RUN
+from calib.pipeline import current_command
 
 GOLDEN = R.GOLDEN
 HAVE = (GOLDEN / R.META).exists() and (GOLDEN / R.DATA).exists()
@@ -27,7 +29,7 @@ def test_provenance():
     assert META["backend"] == "gpu"
     assert "H100" in META["gpu"] and META["compute_capability"] == "9.0"
     assert META["driver_version"] and META["date"]
-    assert META["command"].startswith("python -m calib.microbench record")
+    assert current_command(META["command"]).startswith("python -m calib.microbench record")  # hw.microbench then
     assert META["reps"] == C.REPS and tuple(META["chain"]) == C.CHAIN
     for f in (R.META, R.DATA):
         assert (GOLDEN / f).stat().st_size < 2 << 20
@@ -43,9 +45,9 @@ def test_record_matches_the_current_kernel(name):
     assert e is not None, f"{name} is not recorded"
     case = C.CASES[name]
     launch = case.build()
-    assert e["ptx_sha256"] == R.ptx_sha(case), (f"the PTX of {name} changed since the H100 record: re-record "
+    assert e["ptx_sha256"] == RUN.ptx_sha(case), (f"the PTX of {name} changed since the H100 record: re-record "
                                                 "(bash calib/microbench_device_run.sh) and install")
-    assert e["inputs_sha256"] == R.input_digests(case, launch), f"the inputs of {name} changed: re-record"
+    assert e["inputs_sha256"] == RUN.input_digests(case, launch), f"the inputs of {name} changed: re-record"
     assert e["status"] == "ok", (e["status"], e.get("detail"))
 
 

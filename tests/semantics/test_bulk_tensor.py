@@ -659,7 +659,7 @@ def test_nvcc_tma_mbarrier_fixture(arch):
 
 
 # ---------------------------------------------------------------------------------------------- H100-measured rules
-# (tests/golden/tma_h100: the first H100 record of calib/tma_cases.py settled these)
+# (tests/golden/tma_h100: the first H100 record of calib/tma settled these)
 @pytest.mark.parametrize("dtype, c0", [(np.float32, 1), (np.float32, -3), (np.uint16, 4), (np.uint8, 8),
                                        (np.float64, 1)])
 def test_tile_load_whose_c0_is_not_on_a_16_byte_boundary_faults(dtype, c0):
@@ -699,7 +699,7 @@ def test_tf32_load_rounds_to_nearest_even_and_canonicalises_nan():
 
 
 def test_tf32_image_agrees_with_the_harness_float_model_on_random_bits():
-    from calib.tma_cases import model_tf32
+    from tests.reference.tma_model import model_tf32
     from tcsim.semantics.bulk_tensor import tf32_image
     rng = np.random.default_rng(7)
     u = rng.integers(0, 1 << 32, 3000, dtype=np.uint64).astype(np.uint32)
