@@ -296,7 +296,7 @@ class Simulation:
                     warp.spin = 0
             warp.retired += 1
             self.retired += 1
-            self.lane_instructions += int(mask.sum())
+            self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
                 # ``done``: the cycle the results are readable, where the model times them
                 extra = {} if done is None else {"done": done}

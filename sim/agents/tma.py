@@ -11,21 +11,21 @@ the op's callables decide *what* happens:
 * ``write(payload)`` writes the destination and signals (complete-tx on mbarriers for loads).
 
 Timing (every number is a field of :class:`TmaParams`, a view of the arch config's ``tma_latency``,
-``tma_bytes_per_clk`` and ``tma_tensor_extra``): the engine serves ops in FIFO order (queueing),
-each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes
-``latency`` cycles after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with
-the timing model on an op whose global source lines are touched for the first time adds the DRAM latency over
-L2's, :meth:`tcsim.timing.model.TimingModel.tma_extra_latency`; the functional model adds nothing), so a copy of ``n`` bytes issued to an idle
-engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  On
-sm_90a with timing on, a load whose requests queue behind the SM's global stores completes later still
-(:meth:`tcsim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries ``store_wait``, the
-cycles, and the timing report's ``delays`` the totals).  A
-multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
-extra engine time).  The numbers come from the simulation's arch config: the target's with timing on, the
-functional preset's (:data:`tcsim.timing.params.UNTIMED`) with it off; a launch's ``tma_params`` replace them
-in that config (:meth:`tcsim.timing.params.ArchConfig.with_units`).  At completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
-``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  The
-source read and the completion coincide.
+``tma_bytes_per_clk`` and ``tma_tensor_extra``): the engine serves ops in FIFO order (queueing), each occupying
+it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes ``latency`` cycles
+after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with the timing model on
+an op whose global source lines are touched for the first time adds the DRAM latency over L2's,
+:meth:`tcsim.timing.model.TimingModel.tma_extra_latency`; the functional model adds nothing), so a copy of ``n``
+bytes issued to an idle engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete
+in issue order.  On sm_90a with timing on, a load whose requests queue behind the SM's global stores completes
+later still (:meth:`tcsim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries
+``store_wait``, the cycles, and the timing report's ``delays`` the totals).  A multicast op reads its source once
+and writes every destination CTA at its completion (the fan-out costs no extra engine time).  The numbers come
+from the simulation's arch config: the target's with timing on, the functional preset's
+(:data:`tcsim.timing.params.UNTIMED`) with it off; a launch's ``tma_params`` replace them in that config
+(:meth:`tcsim.timing.params.ArchConfig.with_units`).  At completion the op reads its source (global for loads,
+SMEM for stores: ``read_done``, what ``cp.async.bulk.wait_group.read`` waits for, fires then), writes its
+destination and signals (``done``).  The source read and the completion coincide.
 Because data moves only at those times, a consumer that reads SMEM before waiting on the mbarrier really sees
 stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
 data.
