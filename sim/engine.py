@@ -6,11 +6,14 @@
   blocked on a barrier let their siblings run on, as on Volta+ independent thread scheduling).
 * Async agents (TMA engine, tensor pipe...) are processes too; semantics give them work, the engine decides
   when it lands.
-* Timing: with ``timing=False`` every warp-instruction takes one cycle; with ``timing=True`` (or an
-  :class:`tcsim.timing.params.ArchConfig`) the timing model of the program's target (:mod:`tcsim.timing.model`)
+* Timing is one architecture config (:attr:`Simulation.arch_config`, :func:`tcsim.timing.params.timing_config`):
+  ``timing=True`` gives the config of the program's target, whose timing model (:mod:`tcsim.timing.model`)
   decides when each warp-instruction issues -- scoreboard, scheduler issue slots, unit occupancy, memory
-  latency, wake-up latency -- and the async units take their parameters from the same config.  Semantics are
-  the same either way: timing changes *when*, never *what*.
+  latency, wake-up latency; ``timing=False`` its functional preset (``ArchConfig.untimed()``), whose model
+  (:mod:`tcsim.timing.functional`) issues every warp-instruction in one cycle; or pass an
+  :class:`tcsim.timing.params.ArchConfig`.  The warp process asks that model the same questions either way, and
+  every async unit is constructed with the same config.  Semantics are the same either way: timing changes
+  *when*, never *what*.
 * The schedule is deterministic for a given seed: with ``seed=None`` ties go in creation order; another seed
   adds a reproducible random issue delay of 0..3 cycles so warps interleave differently (race-free kernels must
   give the same results under every seed and timing configuration).
@@ -118,12 +121,18 @@ class Simulation:
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
-        #: the timing model (None: the 1-cycle model)
-        self.timing = None
-        if timing:
-            from .timing.model import TimingModel
-            from .timing.params import ArchConfig, arch_config
-            self.timing = TimingModel(self, timing if isinstance(timing, ArchConfig) else arch_config(self.arch))
+        from .timing.params import timing_config
+        #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
+        #: latencies... with their sources); ``timing`` False gives the functional preset
+        self.arch_config = timing_config(self.arch, timing)
+        if self.arch_config.timed:
+            from .timing.model import TimingModel as Model
+        else:
+            from .timing.functional import FunctionalModel as Model
+        #: the issue model the warps consult (TimingModel, or FunctionalModel: one cycle per warp-instruction)
+        self.timing = Model(self, self.arch_config)
+        #: per pc: the instruction is warp-synchronous (the spin-lock focus slice stops before it)
+        self._syncish = [_is_warp_synchronous(i) for i in program.body]
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -160,8 +169,7 @@ class Simulation:
                                     warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size)
                                     warp.ctx = ExecContext(self, warp)
                                     warp.wake_event = None
-                                    if self.timing is not None:
-                                        self.timing.attach(warp)
+                                    self.timing.attach(warp)
                                     cta.warps.append(warp)
                                     self.warps.append(warp)
         # Launch-order processes: warps of CTA 0 first, then CTA 1...
@@ -183,22 +191,9 @@ class Simulation:
             return 1
         return 1 + self._rng.randrange(4)
 
-    @property
-    def arch_config(self):
-        """The architecture config of the target (sim.timing.params: SM count, clock... with their sources)."""
-        cfg = self.__dict__.get("_arch_config")
-        if cfg is None:
-            if self.timing is not None:
-                cfg = self.timing.cfg
-            else:
-                from .timing.params import arch_config
-                cfg = arch_config(self.arch)
-            self._arch_config = cfg
-        return cfg
-
     def timing_report(self):
         """The :class:`tcsim.timing.stats.TimingReport` of the run so far (None with timing off)."""
-        return self.timing.report() if self.timing is not None else None
+        return self.timing.report()
 
     def wake(self, warp: Warp) -> None:
         ev = warp.wake_event
@@ -206,14 +201,17 @@ class Simulation:
             ev.succeed()
 
     def _warp_process(self, warp: Warp):
+        """One warp: pick the lanes to run, ask the issue model (``self.timing``) whether they may issue now,
+        execute the instruction's semantics, and wait as long as the model says."""
         ctx = warp.ctx
         prog = self.program
         body = prog.body
         decoded = prog.decoded
         nbody = len(body)
-        syncish = prog.__dict__.setdefault("syncish", [_is_warp_synchronous(i) for i in body])
+        syncish = self._syncish
         bus = self.bus
         tm = self.timing
+        stall, prepare, issued = tm.stall, tm.prepare, tm.issued
         env = self.env
         warp.focus = None
         warp.focus_left = 0
@@ -223,11 +221,7 @@ class Simulation:
             if not runnable.any():
                 if not warp.alive.any():
                     return
-                warp.wake_event = self.env.event()
-                if tm is None:
-                    yield warp.wake_event
-                    warp.wake_event = None
-                    continue
+                warp.wake_event = env.event()
                 blocked_at, waits_before = env.now, list(warp.waits)
                 yield warp.wake_event
                 warp.wake_event = None
@@ -256,14 +250,13 @@ class Simulation:
                                 body[-1].loc if body else None, where=warp.label)
                 self._fail(err)
                 return
-            if tm is not None:
-                st = tm.stall(warp, pc, env.now)
-                if st is not None:                      # not yet: retry when the blocking resource frees
-                    warp.focus_left = focus_left
-                    t0 = env.now
-                    yield env.timeout(st[0] - t0)
-                    tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
-                    continue
+            st = stall(warp, pc, env.now)
+            if st is not None:                          # not yet: retry when the blocking resource frees
+                warp.focus_left = focus_left
+                t0 = env.now
+                yield env.timeout(st[0] - t0)
+                tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
+                continue
             ins = body[pc]
             ctx.ins = ins
             ctx.pc = pc
@@ -278,19 +271,17 @@ class Simulation:
             pcs[group] = pc + 1
             if bus.active:
                 ctx.writes = {}
-            if tm is not None:
-                pre = tm.prepare(ctx, pc)
-                nwaits = len(warp.waits)
+            pre = prepare(ctx, pc)
+            nwaits = len(warp.waits)
             try:
                 decoded[pc](ctx)
             except TcsimError as e:
                 e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
                 self._fail(e)
                 return
-            if tm is not None:
-                if len(warp.waits) > nwaits:
-                    tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
-                gap, done = tm.issued(ctx, pc, pre, env.now)
+            if len(warp.waits) > nwaits:
+                tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
+            gap, done = issued(ctx, pc, pre, env.now)
             # Independent thread scheduling: lanes at the lowest PC run first (reconvergence), but a group that
             # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
             # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
@@ -305,19 +296,17 @@ class Simulation:
                     warp.spin = 0
             warp.retired += 1
             self.retired += 1
-            self.lane_instructions += int(mask.sum())
+            self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
-                extra = {} if tm is None else {"done": done}
-                bus.emit("inst", self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                # ``done``: the cycle the results are readable, where the model times them
+                extra = {} if done is None else {"done": done}
+                bus.emit("inst", env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                          text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
                          writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()}, **extra)
                 ctx.writes = None
             if self.retired > self.max_instructions:
                 self._fail(self._runaway())
                 return
-            if tm is None:
-                yield self.env.timeout(self._issue_delay() + ctx.extra_delay)
-                continue
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)

@@ -299,6 +299,7 @@ class Prepared:
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
+        from .timing.params import timing_config
 
         self.launch = launch
         self.module = launch.module()
@@ -317,12 +318,10 @@ class Prepared:
                               cluster=launch.cluster, dynamic_smem=launch.dynamic_smem, seed=seed, bus=self.bus,
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
-                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, timing=timing)
-        # timing parameters of the async units (each unit reads its own when first used; None: the defaults)
-        for name, value in (("tma_params", tma_params), ("tensor_pipe_params", tensor_pipe_params),
-                            ("async_copy_params", async_copy_params)):
-            if value is not None:
-                setattr(self.sim, name, value)
+                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS,
+                              timing=timing_config(self.program.module.arch, timing,
+                                                   [u for u in (tma_params, tensor_pipe_params, async_copy_params)
+                                                    if u is not None]))
 
     def close(self) -> None:
         if self.tracer is not None:
@@ -350,24 +349,25 @@ class Prepared:
                 glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).data.copy()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
-                 "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": sim.timing is not None}
+                 "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
                       simulation=sim, notes=notes(self.module), timing=sim.timing_report())
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=(), timing=False, **unit_params) -> Result:
+               observers=(), timing=False, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
-    ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` replace the async units' default timing.
+    ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
+    units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
 
-    ``timing``: False (default) -- every warp-instruction takes one cycle (fast; what functional tests use);
-    True -- the cycle-approximate model of the kernel's ``.target`` (:mod:`tcsim.timing`), or an
-    :class:`tcsim.timing.params.ArchConfig` to run under.  With timing on, ``Result.timing`` holds the
-    :class:`tcsim.timing.stats.TimingReport` (per-warp stalls, unit utilisation, tensor throughput).  Results of a
-    race-free kernel are the same either way."""
+    ``timing``: False (default) -- the functional preset of the target's config (``ArchConfig.untimed()``): every
+    warp-instruction takes one cycle (fast; what functional tests use); True -- the cycle-approximate model of the
+    kernel's ``.target`` (:mod:`tcsim.timing`); or an :class:`tcsim.timing.params.ArchConfig` to run under.  With
+    timing on, ``Result.timing`` holds the :class:`tcsim.timing.stats.TimingReport` (per-warp stalls, unit
+    utilisation, tensor throughput).  Results of a race-free kernel are the same either way."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, **unit_params)
+                    timing=timing, **units)
     try:
         prep.sim.run()
     finally:

@@ -5,8 +5,9 @@ One :class:`AsyncCopyUnit` per CTA (``AsyncCopyUnit.of(ctx)``), one simpy proces
 submitted :class:`AsyncCopyOp` (all executing lanes of one ``cp.async`` instruction) occupies the unit for
 ``issue_cycles`` and completes ``latency`` cycles later, when its ``complete`` callback moves the bytes (the
 semantics module builds the callback; the issue half has already checked every address).  Ops of one unit
-complete in issue order.  Timing numbers: the arch config's (``l2_latency``, ``cp_async_issue_cycles``) with the
-timing model on, :data:`DEFAULT_PARAMS` with it off; an explicit ``async_copy_params`` attribute wins.
+complete in issue order.  Timing numbers: the simulation's arch config's ``cp_async_latency`` (= ``l2_latency`` in
+the targets' configs) and ``cp_async_issue_cycles`` (:class:`AsyncCopyParams`, a view of them); with timing off the
+functional preset's; a launch's ``async_copy_params`` replace them in that config.
 
 Observation: ``sync`` events ``async.issue`` / ``async.complete`` (``unit='cp.async'``) and the callback's own
 ``mem`` events (source ``lsu``, proxy ``generic``).
@@ -17,18 +18,25 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from .unit import AsyncUnit, unit_params
+from ..timing.params import UNTIMED
+from .unit import AsyncUnit
 
 
 @dataclass(frozen=True)
 class AsyncCopyParams:
-    """Timing of the cp.async path (cycles); the defaults are the timing-off model's."""
+    """Timing of the cp.async path (cycles): a view of the arch config's ``cp_async_*`` parameters
+    (:meth:`from_config`); the defaults are the functional preset's (:data:`tcsim.timing.params.UNTIMED`)."""
 
-    latency: int = 200            # issue -> data in SMEM (a global-memory round trip)
-    issue_cycles: int = 1         # unit occupancy per instruction
+    latency: int = UNTIMED["cp_async_latency"].value           # occupancy end -> data in SMEM
+    issue_cycles: int = UNTIMED["cp_async_issue_cycles"].value  # unit occupancy per instruction
 
+    @classmethod
+    def from_config(cls, cfg) -> "AsyncCopyParams":
+        return cls(latency=int(cfg.cp_async_latency), issue_cycles=int(cfg.cp_async_issue_cycles))
 
-DEFAULT_PARAMS = AsyncCopyParams()
+    def config_values(self) -> dict:
+        """The arch-config parameters these numbers stand for (:meth:`tcsim.timing.params.ArchConfig.with_units`)."""
+        return {"cp_async_latency": self.latency, "cp_async_issue_cycles": self.issue_cycles}
 
 
 @dataclass(eq=False)
@@ -50,9 +58,9 @@ class AsyncCopyOp:
 class AsyncCopyUnit(AsyncUnit):
     """The cp.async unit of one CTA."""
 
-    def __init__(self, sim, cta, params: AsyncCopyParams = DEFAULT_PARAMS):
+    def __init__(self, sim, cta, cfg):
         self.cta = cta
-        super().__init__(sim, params)
+        super().__init__(sim, AsyncCopyParams.from_config(cfg))
 
     @property
     def label(self) -> str:
@@ -60,12 +68,9 @@ class AsyncCopyUnit(AsyncUnit):
 
     @classmethod
     def of(cls, ctx) -> "AsyncCopyUnit":
-        """The unit of the executing CTA, created on first use with the simulation's ``async_copy_params``
-        attribute if set (e.g. on ``tcsim.launch.Prepared(...).sim`` before running), else the timing model's (timing on)
-        or :data:`DEFAULT_PARAMS`."""
+        """The unit of the executing CTA, created on first use with the simulation's arch config."""
         cta = ctx.cta
-        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, unit_params(sim, "async_copy_params",
-                                                                               DEFAULT_PARAMS)), key=cta)
+        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
 
     def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:
         op.done = self.env.event()

@@ -20,14 +20,14 @@ One pipe serves every issuing thread of its CTA (pair), in one order, so a commi
 -- arrives after every op issued before it by *any* thread; the PTX guarantee (ops of the committing thread)
 is a subset of that.
 
-Timing: with the simulation's timing model on (``tcsim.timing``, the default of ``tcsim run``), the arch config of
-the program's target decides (:class:`tcsim.timing.tensor.TensorPipeTiming`: SMEM operand feed, compute N/2 or N/4,
-fixed latency from the published B200 fits).  Otherwise -- timing off, or a ``tensor_pipe_params`` attribute on
-the simulation (a :class:`TensorPipeParams`, which always wins) -- the fixed-parameter model: ops are served in
-FIFO order, each occupying the pipe for its issue interval (MMA: ``N * mma_cycles_per_n``; cp:
-``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA; shift ``shift_cycles``; commit 0) and completing
-``latency`` cycles after that.  Either way completions are in issue order and a commit's arrive happens at the
-completion time of the op before it (plus ``commit_latency``).
+Timing: the simulation's arch config decides, through the pipe's constructor.  With ``tc_fixed_pipe`` 0 (the
+targets' configs, timing on) the fitted model (:class:`tcsim.timing.tensor.TensorPipeTiming`: SMEM operand feed,
+compute N/2 or N/4, fixed latency from the published B200 fits).  With ``tc_fixed_pipe`` 1 -- the functional
+preset (timing off), or a launch given ``tensor_pipe_params`` (a :class:`TensorPipeParams`, the view of the
+``tc_fixed_*`` parameters) -- the fixed-parameter model: ops are served in FIFO order, each occupying the pipe for
+its issue interval (MMA: ``N * mma_cycles_per_n``; cp: ``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA;
+shift ``shift_cycles``; commit 0) and completing ``latency`` cycles after that.  Either way completions are in
+issue order and a commit's arrive happens at the completion time of the op before it (plus ``commit_latency``).
 
 Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
 ``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables add ``mem`` events
@@ -45,25 +45,40 @@ from typing import Callable
 
 from tcsim.isa.errors import SyncError, VerifyError
 
-from .unit import AsyncUnit, unit_params
+from ..timing.params import UNTIMED
+from .unit import AsyncUnit
+
+#: TensorPipeParams field -> the arch-config parameter it is a view of
+_CONFIG_NAMES = {"mma_cycles_per_n": "tc_fixed_mma_cycles_per_n", "mma_min_cycles": "tc_fixed_mma_min_cycles",
+                 "mma_latency": "tc_fixed_mma_latency", "cp_bytes_per_cycle": "tc_fixed_cp_bytes_per_clk",
+                 "cp_latency": "tc_fixed_cp_latency", "shift_cycles": "tc_fixed_shift_cycles",
+                 "shift_latency": "tc_fixed_shift_latency", "commit_latency": "tc_fixed_commit_latency"}
 
 
 @dataclass(frozen=True)
 class TensorPipeParams:
-    """Fixed-parameter timing of the tensor pipe (cycles), used with timing off or when given explicitly; starting
-    values from timing.md "B200"."""
+    """The fixed-parameter tensor-pipe model's numbers (cycles): a view of the arch config's ``tc_fixed_*``
+    parameters (:meth:`from_config`; sources and notes there); the defaults are the functional preset's
+    (:data:`tcsim.timing.params.UNTIMED`).  Given to a launch, they replace those parameters and select the fixed
+    model (``tc_fixed_pipe`` 1)."""
 
-    mma_cycles_per_n: float = 0.5     # MMA issue interval = N * this (timing.md: N/2 for every dtype)
-    mma_min_cycles: int = 4
-    mma_latency: int = 128            # end of issue interval -> completion (timing.md: ~N/2 + 104..170 total)
-    cp_bytes_per_cycle: int = 128     # SMEM feed (timing.md: 128 B/clk/SM)
-    cp_latency: int = 32              # estimate (not public)
-    shift_cycles: int = 4             # estimate (not public)
-    shift_latency: int = 16           # estimate (not public)
-    commit_latency: int = 0           # completion of the previous op -> the mbarrier arrive
+    mma_cycles_per_n: float = UNTIMED["tc_fixed_mma_cycles_per_n"].value   # MMA issue interval = N * this
+    mma_min_cycles: int = UNTIMED["tc_fixed_mma_min_cycles"].value
+    mma_latency: int = UNTIMED["tc_fixed_mma_latency"].value               # end of issue interval -> completion
+    cp_bytes_per_cycle: int = UNTIMED["tc_fixed_cp_bytes_per_clk"].value   # SMEM feed
+    cp_latency: int = UNTIMED["tc_fixed_cp_latency"].value
+    shift_cycles: int = UNTIMED["tc_fixed_shift_cycles"].value
+    shift_latency: int = UNTIMED["tc_fixed_shift_latency"].value
+    commit_latency: int = UNTIMED["tc_fixed_commit_latency"].value         # previous op's completion -> arrive
 
+    @classmethod
+    def from_config(cls, cfg) -> "TensorPipeParams":
+        return cls(**{f: getattr(cfg, name) for f, name in _CONFIG_NAMES.items()})
 
-DEFAULT_PARAMS = TensorPipeParams()
+    def config_values(self) -> dict:
+        """The arch-config parameters these numbers stand for (:meth:`tcsim.timing.params.ArchConfig.with_units`),
+        and the switch to the fixed model."""
+        return {"tc_fixed_pipe": 1, **{name: getattr(self, f) for f, name in _CONFIG_NAMES.items()}}
 
 
 @dataclass(eq=False)
@@ -97,20 +112,20 @@ class PipeOp:
 class TensorPipe(AsyncUnit):
     """The tensor pipe of one CTA (``.cta_group::1``) or one CTA pair (``.cta_group::2``)."""
 
-    def __init__(self, sim, ctas: tuple, params: TensorPipeParams = DEFAULT_PARAMS, arch=None):
+    def __init__(self, sim, ctas: tuple, cfg):
         self.ctas = ctas
         self.last_completion = 0.0
         self.busy_cycles = 0
         #: FLOPs of the completed-or-queued MMAs, by .kind (achieved vs peak throughput)
         self.flops: dict = {}
-        #: the arch-config timing (sim.timing.tensor.TensorPipeTiming), None for the fixed-parameter model
+        #: the fitted timing (sim.timing.tensor.TensorPipeTiming), None for the fixed-parameter model
         self.arch_timing = None
-        if arch is not None:
+        if not cfg.tc_fixed_pipe:
             from ..timing.tensor import TensorPipeTiming
-            self.arch_timing = TensorPipeTiming(arch, len(ctas))
+            self.arch_timing = TensorPipeTiming(cfg, len(ctas))
         #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
         self.collectors: dict = {}
-        super().__init__(sim, params)
+        super().__init__(sim, TensorPipeParams.from_config(cfg))
 
     @property
     def label(self) -> str:
@@ -120,17 +135,10 @@ class TensorPipe(AsyncUnit):
 
     @classmethod
     def of(cls, ctx, cta_group: int, what: str = "tcgen05") -> "TensorPipe":
-        """The pipe serving the executing CTA for ``cta_group`` (created on first use with the simulation's
-        ``tensor_pipe_params`` attribute if it has one, else the timing model's arch config when timing is on)."""
+        """The pipe serving the executing CTA for ``cta_group``, created on first use with the simulation's arch
+        config."""
         ctas = group_ctas(ctx, cta_group, what)
-
-        def make(sim):
-            p = unit_params(sim, "tensor_pipe_params", DEFAULT_PARAMS)
-            if isinstance(p, TensorPipeParams):
-                return cls(sim, ctas, p)
-            return cls(sim, ctas, DEFAULT_PARAMS, arch=p)          # timing on: the arch config
-
-        return ctx.engine.agent("tensor_pipe", make, key=ctas)
+        return ctx.engine.agent("tensor_pipe", lambda sim: cls(sim, ctas, sim.arch_config), key=ctas)
 
     # ------------------------------------------------------------------------------------------ issue
     def timing(self, op: PipeOp) -> tuple[int, int]:
@@ -239,4 +247,4 @@ def group_ctas(ctx, cta_group: int, what: str) -> tuple:
     return pair
 
 
-__all__ = ["TensorPipe", "TensorPipeParams", "DEFAULT_PARAMS", "PipeOp", "group_ctas"]
+__all__ = ["TensorPipe", "TensorPipeParams", "PipeOp", "group_ctas"]

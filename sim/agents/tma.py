@@ -10,25 +10,25 @@ the op's callables decide *what* happens:
 * ``read()`` reads the source bytes (global for loads, SMEM for stores) and returns them;
 * ``write(payload)`` writes the destination and signals (complete-tx on mbarriers for loads).
 
-Timing (every number is a field of :class:`TmaParams`): the engine serves ops in FIFO order (queueing),
-each occupying it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes
-``latency`` cycles after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with
-the timing model on an op whose global source lines are touched for the first time adds the DRAM latency over
-L2's, :meth:`tcsim.timing.model.TimingModel.tma_extra_latency`), so a copy of ``n`` bytes issued to an idle
-engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete in issue order.  On
-sm_90a with timing on, a load whose requests queue behind the SM's global stores completes later still
-(:meth:`tcsim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries ``store_wait``, the
-cycles, and the timing report's ``delays`` the totals).  A
-multicast op reads its source once and writes every destination CTA at its completion (the fan-out costs no
-extra engine time).  With the simulation's timing model on, the numbers come from the arch config of the
-program's target (``tma_latency``, ``tma_bytes_per_clk``: :func:`tcsim.timing.model.tma_params`); with timing off
-from :data:`DEFAULT_PARAMS`; an explicit ``tma_params`` attribute on the simulation wins over both.  At
-completion the op reads its source (global for loads, SMEM for stores: ``read_done``, what
-``cp.async.bulk.wait_group.read`` waits for, fires then), writes its destination and signals (``done``).  The
-source read and the completion coincide.
+Timing (every number is a field of :class:`TmaParams`, a view of the arch config's ``tma_latency``,
+``tma_bytes_per_clk`` and ``tma_tensor_extra``): the engine serves ops in FIFO order (queueing), each occupying
+it for ``ceil(nbytes / bytes_per_cycle)`` cycles (at least 1; bandwidth).  Every op completes ``latency`` cycles
+after its occupancy ends (per-request latency; tensor-map ops add ``tensor_extra``, and with the timing model on
+an op whose global source lines are touched for the first time adds the DRAM latency over L2's,
+:meth:`tcsim.timing.model.TimingModel.tma_extra_latency`; the functional model adds nothing), so a copy of ``n``
+bytes issued to an idle engine completes after ``latency + ceil(n / bytes_per_cycle)`` cycles, and ops complete
+in issue order.  On sm_90a with timing on, a load whose requests queue behind the SM's global stores completes
+later still (:meth:`tcsim.timing.model.TimingModel.tma_store_delay`; its ``async.complete`` event carries
+``store_wait``, the cycles, and the timing report's ``delays`` the totals).  A multicast op reads its source once
+and writes every destination CTA at its completion (the fan-out costs no extra engine time).  The numbers come
+from the simulation's arch config: the target's with timing on, the functional preset's
+(:data:`tcsim.timing.params.UNTIMED`) with it off; a launch's ``tma_params`` replace them in that config
+(:meth:`tcsim.timing.params.ArchConfig.with_units`).  At completion the op reads its source (global for loads,
+SMEM for stores: ``read_done``, what ``cp.async.bulk.wait_group.read`` waits for, fires then), writes its
+destination and signals (``done``).  The source read and the completion coincide.
 Because data moves only at those times, a consumer that reads SMEM before waiting on the mbarrier really sees
 stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
-data.  A simulation may carry a ``tma_params`` attribute (a :class:`TmaParams`) to override the defaults.
+data.
 
 All TMA memory traffic is reported on the observation bus as ``mem`` events with ``agent='tma'`` and
 ``proxy='async'``; complete-tx as ``sync`` events ``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it
@@ -44,19 +44,27 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from .unit import AsyncUnit, unit_params
+from ..timing.params import UNTIMED
+from .unit import AsyncUnit
 
 
 @dataclass(frozen=True)
 class TmaParams:
-    """Timing of the TMA engine (cycles); the defaults are the timing-off model's."""
+    """Timing of the TMA engine (cycles): a view of the arch config's ``tma_*`` parameters
+    (:meth:`from_config`); the defaults are the functional preset's (:data:`tcsim.timing.params.UNTIMED`)."""
 
-    latency: float = 10           # cycles from the end of an op's occupancy to its completion
-    bytes_per_cycle: float = 128  # engine throughput: occupancy = ceil(bytes / bytes_per_cycle)
-    tensor_extra: float = 0       # extra latency of a tensor-map (tile-mode) op over a bulk copy
+    latency: float = UNTIMED["tma_latency"].value        # end of an op's occupancy -> its completion
+    bytes_per_cycle: float = UNTIMED["tma_bytes_per_clk"].value   # occupancy = ceil(bytes / bytes_per_cycle)
+    tensor_extra: float = UNTIMED["tma_tensor_extra"].value     # extra latency of a tensor-map op over a bulk copy
 
+    @classmethod
+    def from_config(cls, cfg) -> "TmaParams":
+        return cls(latency=cfg.tma_latency, bytes_per_cycle=cfg.tma_bytes_per_clk, tensor_extra=cfg.tma_tensor_extra)
 
-DEFAULT_PARAMS = TmaParams()
+    def config_values(self) -> dict:
+        """The arch-config parameters these numbers stand for (:meth:`tcsim.timing.params.ArchConfig.with_units`)."""
+        return {"tma_latency": self.latency, "tma_bytes_per_clk": self.bytes_per_cycle,
+                "tma_tensor_extra": self.tensor_extra}
 
 
 @dataclass(eq=False)
@@ -88,7 +96,7 @@ class TmaOp:
 class TmaEngine(AsyncUnit):
     """The TMA unit of one CTA (``ctx.engine.agent('tma', factory, key=cta)``)."""
 
-    def __init__(self, sim, cta, params: TmaParams = DEFAULT_PARAMS):
+    def __init__(self, sim, cta, cfg):
         self.cta = cta
         self.bytes_moved = 0
         self.busy_cycles = 0
@@ -96,7 +104,7 @@ class TmaEngine(AsyncUnit):
         self.last_op: TmaOp | None = None
         self.store_wait_cycles = 0.0      # (timing, sm_90a) cycles loads waited behind the SM's global stores
         self.store_wait_ops = 0
-        super().__init__(sim, params)
+        super().__init__(sim, TmaParams.from_config(cfg))
 
     @property
     def label(self) -> str:
@@ -104,12 +112,10 @@ class TmaEngine(AsyncUnit):
 
     @classmethod
     def of(cls, ctx, cta=None) -> "TmaEngine":
-        """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's
-        ``tma_params`` attribute if it has one (e.g. set on ``tcsim.launch.Prepared(...).sim`` before running), else
-        the timing model's (timing on) or :data:`DEFAULT_PARAMS`."""
+        """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's arch
+        config."""
         cta = ctx.cta if cta is None else cta
-        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, unit_params(sim, "tma_params", DEFAULT_PARAMS)),
-                                key=cta)
+        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
 
     # ------------------------------------------------------------------------------------------ issue
     def submit(self, op: TmaOp) -> TmaOp:
@@ -136,10 +142,7 @@ class TmaEngine(AsyncUnit):
         """Cycles from the end of ``op``'s occupancy to its completion: the fixed latency, plus the tensor-map
         extra for tensor-map ops, plus what the timing model adds (first touch of its global lines in DRAM)."""
         lat = self.params.latency + (self.params.tensor_extra if "tensor_map" in op.extra else 0)
-        tm = self.sim.timing
-        if tm is not None:
-            lat += tm.tma_extra_latency(op)
-        return lat
+        return lat + self.sim.timing.tma_extra_latency(op)
 
     def _complete(self, op: TmaOp, occ: int):
         # completions stay in issue order (an op never overtakes an earlier one of the same engine)
@@ -148,18 +151,16 @@ class TmaEngine(AsyncUnit):
         self.last_done = done
         prev, self.last_op = self.last_op, op
         yield self.env.timeout(done - self.env.now)
-        tm = self.sim.timing
-        if tm is not None:
-            # (sm_90a) its requests queued behind the SM's global stores (known only now)
-            extra = tm.tma_store_delay(op, self.cta, start)
-            if extra > 0:
-                self.last_done = max(self.last_done, done + extra)
-                self.store_wait_cycles += extra
-                self.store_wait_ops += 1
-                op.extra["store_wait"] = extra
-                yield self.env.timeout(extra)
-            if prev is not None and not prev.done.triggered:
-                yield prev.done             # a delayed earlier op still completes first
+        # (sm_90a, timed) its requests queued behind the SM's global stores (known only now)
+        extra = self.sim.timing.tma_store_delay(op, self.cta, start)
+        if extra > 0:
+            self.last_done = max(self.last_done, done + extra)
+            self.store_wait_cycles += extra
+            self.store_wait_ops += 1
+            op.extra["store_wait"] = extra
+            yield self.env.timeout(extra)
+        if prev is not None and not prev.done.triggered:
+            yield prev.done                 # a delayed earlier op still completes first
         payload = self.guarded(op, op.read)
         if self.sim.error is not None:
             return

@@ -5,6 +5,10 @@ submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.en
 :meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
 callables -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
 instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
+
+DESIGN.md principle 14: a unit is constructed with the simulation's architecture config
+(:attr:`tcsim.engine.Simulation.arch_config`) and builds its ``params`` from it (each unit's ``*Params`` is a view
+of its parameters there, ``Params.from_config``); timing on or off is only which config that is.
 """
 from __future__ import annotations
 
@@ -55,16 +59,3 @@ class AsyncUnit:
     def retire(self) -> None:
         self.in_flight -= 1
         self.completed += 1
-
-
-def unit_params(sim, attr: str, default):
-    """The timing parameters of an async unit: the simulation's explicit ``attr`` (e.g. ``tma_params``) if set,
-    else the timing model's for that unit when timing is on (:meth:`tcsim.timing.model.TimingModel.unit_params`),
-    else ``default`` (the timing-off model)."""
-    explicit = getattr(sim, attr, None)
-    if explicit is not None:
-        return explicit
-    timing = getattr(sim, "timing", None)
-    if timing is not None:
-        return timing.unit_params(attr)
-    return default

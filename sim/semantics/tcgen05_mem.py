@@ -58,8 +58,8 @@ Asynchrony (tcgen05.md (f), "simulator rule of thumb")
 ------------------------------------------------------
 ``tcgen05.ld`` completes at issue: its registers get the values then (true register dependences are honoured,
 so reading them is fine); ``wait::ld`` therefore never blocks.  ``tcgen05.st`` is *delayed*: its cells are staged
-(:class:`tcsim.tmem.PendingStore`) and land in TMEM ``st_latency`` cycles after issue (a placeholder of
-:class:`LdStParams`; a simulation may carry a ``tcgen05_params`` attribute to override it).  ``wait::st``
+(:class:`tcsim.tmem.PendingStore`) and land in TMEM ``tmem_st_land_latency`` cycles after issue (a parameter of
+the simulation's arch config, :mod:`tcsim.timing.params`; this module holds no latency).  ``wait::st``
 blocks the warp until all of its stores have landed.  So a kernel that does ``st`` then ``mma`` / ``ld``
 without ``wait::st`` really sees stale TMEM; a ``tcgen05.ld`` that reads cells of a store still in flight also
 records a warning in ``tcsim.warnings``.
@@ -78,8 +78,6 @@ other tcgen05 sub-operation or qualifier not listed above.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tcsim.isa import ir
@@ -91,16 +89,6 @@ from ..context import lanes_str
 from ..machine import WARP
 from ..tmem import PendingStore, make_taddr, split_taddr, tmem_of
 from .registry import semantics
-
-
-@dataclass(frozen=True)
-class LdStParams:
-    """Placeholder timing of the tcgen05 ld/st path (cycles); the timing issue will replace these numbers."""
-
-    st_latency: int = 32        # cycles from tcgen05.st issue until its cells land in TMEM
-
-
-DEFAULT_PARAMS = LdStParams()
 
 
 # ------------------------------------------------------------------------------------------- register maps
@@ -170,12 +158,13 @@ def warnings_of(sim) -> list:
 
 
 class Tcgen05Tmem:
-    """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer."""
+    """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer (a store
+    lands ``cfg.tmem_st_land_latency`` cycles after issue)."""
 
-    def __init__(self, sim):
+    def __init__(self, sim, cfg):
         self.sim = sim
         self.env = sim.env
-        self.params = getattr(sim, "tcgen05_params", DEFAULT_PARAMS)
+        self.st_latency = cfg.tmem_st_land_latency
         self.rendezvous: dict = {}        # (cluster id, even rank, op) -> {0: [arrivals], 1: [arrivals]}
         self.warned: set = set()
         self.warp_pending: dict = {}      # warp -> its tcgen05.st not yet landed, in issue order
@@ -183,7 +172,7 @@ class Tcgen05Tmem:
 
     @classmethod
     def of(cls, ctx) -> "Tcgen05Tmem":
-        return ctx.engine.agent("tcgen05.tmem", cls)
+        return ctx.engine.agent("tcgen05.tmem", lambda sim: cls(sim, sim.arch_config))
 
     # ---------------------------------------------------------------------------------- exit checks
     def on_cta_exit(self, cta) -> None:
@@ -207,11 +196,11 @@ class Tcgen05Tmem:
         tm = tmem_of(cta)
         st.done = self.env.event()
         st.issued_at = self.env.now
-        st.due = self.env.now + self.params.st_latency
+        st.due = self.env.now + self.st_latency
         tm.stage(st)
         self.emit(cta, "sync", op="async.issue", what=st.what, issuer=st.issuer, issuer_warp=st.warp.id,
                   issuer_pc=st.pc)
-        timer = self.env.timeout(self.params.st_latency)
+        timer = self.env.timeout(self.st_latency)
         timer.callbacks.append(lambda _ev, st=st, cta=cta: self.land(cta, st))
 
     def land(self, cta, st: PendingStore) -> None:

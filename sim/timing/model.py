@@ -63,8 +63,10 @@ registers late, until ``mma_sync_operand_read`` cycles after its start; an instr
 register (other than one that also reads it) does not issue before then (pipe_gemm's consumer loop: each k-step's
 ldmatrix waits for the previous k-step's mma.sync reading its fragment registers).
 
-Async units (TMA engine, tensor pipe, cp.async) take their parameters from the same config
-(:meth:`unit_params`, :class:`tcsim.timing.tensor.TensorPipeTiming`).
+Async units (TMA engine, tensor pipe, cp.async, the tcgen05.st landing) are constructed with the same config and
+build their parameters from it (:mod:`tcsim.timing.params`, :class:`tcsim.timing.tensor.TensorPipeTiming`); the
+TMA engine asks this model for what only it knows (:meth:`tma_extra_latency`, :meth:`tma_store_delay`).  With
+timing off the engine consults :class:`tcsim.timing.functional.FunctionalModel`, which has this interface.
 """
 from __future__ import annotations
 
@@ -112,6 +114,10 @@ class SmState:
 
 
 class TimingModel:
+    """Issue model of a timed config (``timed`` = 1)."""
+
+    timed = True
+
     def __init__(self, sim, cfg: ArchConfig):
         self.sim = sim
         self.cfg = cfg
@@ -176,20 +182,6 @@ class TimingModel:
         if s is None:
             s = self.sms[cta] = SmState(self.nsched)
         return s
-
-    def unit_params(self, attr: str):
-        """Parameters of the async unit named by its Simulation attribute, from the arch config."""
-        cfg = self.cfg
-        if attr == "tma_params":
-            from ..agents.tma import TmaParams
-            return TmaParams(latency=cfg.tma_latency, bytes_per_cycle=cfg.tma_bytes_per_clk,
-                             tensor_extra=cfg.tma_tensor_extra)
-        if attr == "async_copy_params":
-            from ..agents.async_copy import AsyncCopyParams
-            return AsyncCopyParams(latency=int(cfg.l2_latency), issue_cycles=int(cfg.cp_async_issue_cycles))
-        if attr == "tensor_pipe_params":
-            return cfg                  # the tensor pipe's timing is a model of its own (sim.timing.tensor)
-        raise KeyError(attr)
 
     # ------------------------------------------------------------------------------------------ issue rules
     def stall(self, warp, pc: int, now: float):

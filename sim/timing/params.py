@@ -10,6 +10,12 @@ kernels of ``calib/microbench`` (``python -m calib.microbench fit``, calib/micro
 the JSON file :data:`MEASURED_H100` (``{"name": {"value": v, "source": "...", "note": "..."}}``; see
 :func:`load_measured`), which :func:`arch_config` applies on top of the table below.  A test checks that every
 parameter has a unit and a source.
+
+One config times everything (DESIGN.md principle 14): the timing model, and every async unit, which builds its
+parameters from the config it is constructed with (the TMA engine: ``tma_*``; cp.async: ``cp_async_*``; the
+tensor pipe: ``tc_*``; the tcgen05.st landing: ``tmem_st_land_latency``).  Timing off is not a branch but a preset
+of the same config, :meth:`ArchConfig.untimed` (:data:`UNTIMED`: ``timed`` 0 and the async units' fixed numbers);
+:func:`timing_config` picks the config of a launch.
 """
 from __future__ import annotations
 
@@ -36,6 +42,27 @@ H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 4 SM sub-partiti
 JIA = "Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking, arXiv 1804.06826"
 TM_H100_HERE = "timing.md: measured here on H100 SXM (64x64 fp16 2D TMA load, 128B swizzle, ~565 clk to mbarrier)"
 MB_H100 = "calib/microbench on the H100 (tests/golden/timing_h100)"
+TCSIM = "tcsim's model structure (sim/timing/model.py, sim/timing/functional.py)"
+FUNCTIONAL = ("tcsim's functional (timing-off) preset: the fixed numbers its async units have used since they were "
+              "written (the functional tests and recorded traces rest on them)")
+
+
+def _fixed_pipe(src, kind="E"):
+    """The fixed-parameter tensor-pipe model's numbers (``tc_fixed_pipe`` = 1: the functional preset, or a
+    :class:`tcsim.agents.tensor_pipe.TensorPipeParams` given to a launch): FIFO, each op occupying the pipe for
+    its issue interval and completing a fixed latency after it.  Starting values from timing.md "B200"."""
+    return {
+        "tc_fixed_mma_cycles_per_n": P(0.5, "clk/N", kind, src, "MMA issue interval N x this (timing.md: N/2 for "
+                                                               "every dtype)"),
+        "tc_fixed_mma_min_cycles": P(4, "clk", kind, src, "shortest MMA issue interval (not public)"),
+        "tc_fixed_mma_latency": P(128, "clk", kind, src, "end of an MMA's issue interval -> completion (timing.md: "
+                                                         "~N/2 + 104..170 in all)"),
+        "tc_fixed_cp_bytes_per_clk": P(128, "B/clk", kind, src, "tcgen05.cp SMEM feed (timing.md: 128 B/clk/SM)"),
+        "tc_fixed_cp_latency": P(32, "clk", kind, src, "tcgen05.cp latency after its feed (not public)"),
+        "tc_fixed_shift_cycles": P(4, "clk", kind, src, "tcgen05.shift occupancy (not public)"),
+        "tc_fixed_shift_latency": P(16, "clk", kind, src, "tcgen05.shift latency (not public)"),
+        "tc_fixed_commit_latency": P(0, "clk", kind, src, "completion of the op before a commit -> its arrive"),
+    }
 
 
 @dataclass(frozen=True)
@@ -80,7 +107,18 @@ def _tensor_core_fits(fit_1sm, fit_2sm_m256, fit_2sm_m128, src):
         "tc_shift_cycles": P(4, "clk", "E", src, "tcgen05.shift occupancy (not public)"),
         "tc_shift_latency": P(16, "clk", "E", src, "tcgen05.shift latency (not public)"),
         "tmem_ld_latency": P(24, "clk", "E", src, "tcgen05.ld issue -> registers (not public)"),
-        "tmem_st_latency": P(16, "clk", "E", src, "tcgen05.st issue -> TMEM written (not public)"),
+        "tmem_st_latency": P(16, "clk", "E", src, "tcgen05.st issue -> TMEM written (not public): when the issue "
+                                                 "model lets tcgen05.wait::st issue (sim/timing/model.py)"),
+        "tmem_st_land_latency": P(32, "clk", "E", FUNCTIONAL,
+                                  "tcgen05.st issue -> its cells land in TMEM (what tcgen05.wait::st and later "
+                                  "readers wait for; sim/semantics/tcgen05_mem.py): not public, tcsim's value "
+                                  "since the tcgen05 ld/st semantics were written, timing on and off.  It is not "
+                                  "tmem_st_latency, which gates the wait's issue: making the two one changes "
+                                  "timed results (open)"),
+        "tc_fixed_pipe": P(0, "bool", "E", TCSIM, "0: the tensor pipe is timed by the fitted two-stage model "
+                                                  "(sim/timing/tensor.py, the tc_* fits); 1: by the fixed-parameter "
+                                                  "model of the tc_fixed_* numbers"),
+        **_fixed_pipe(TM_B200),
         "tmem_bytes_per_clk_subpartition": P(128, "B/clk", "E", src, "TMEM <-> registers per sub-partition: 32 "
                                                                      "lanes x 32 bit (not public)"),
     }
@@ -94,6 +132,9 @@ SM_100A: dict = {
     "schedulers_per_sm": P(4, "schedulers", "E", H100_WP, "Hopper's 4 sub-partitions, assumed unchanged on "
                                                            "Blackwell; warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "E", H100_WP, "one dispatch per scheduler per clock"),
+    "timed": P(1, "bool", "E", TCSIM, "1: the timing model decides when each warp-instruction issues "
+                                      "(sim/timing/model.py); 0: every warp-instruction takes one cycle (the "
+                                      "functional preset, ArchConfig.untimed)"),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue only (off for B200)"),
     "sass_timed_loops": P(0, "bool", "E", H100_WP, "0: no SASS-timed loops on sm_100a"),
     "mma_sync_operand_read": P(0, "clk", "E", H100_WP, "0: no write-after-read wait on mma.sync operands "
@@ -173,6 +214,8 @@ SM_100A: dict = {
                                                        "time adds dram_latency - l2_latency; kept off for B200, "
                                                        "whose unloaded TMA latency is itself an estimate"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_B200, "LDGSTS unit occupancy per instruction"),
+    "cp_async_latency": P(295, "clk", "D", TM_B200, "= l2_latency: a cp.async (LDGSTS) lands one L2 round trip "
+                                                    "after its occupancy (follows l2_latency: FOLLOWS)"),
     "tma_issue_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
     "fence_mbarrier_init_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
     "fence_proxy_async_cycles": P(1, "clk", "E", TM_B200, "not measured on B200: one issue cycle"),
@@ -201,6 +244,9 @@ SM_90A: dict = {
     "num_sms": P(132, "SMs", "S", TM_H100),
     "schedulers_per_sm": P(4, "schedulers", "S", H100_WP, "warp w issues on scheduler w % 4"),
     "issue_per_scheduler_clk": P(1, "warp-instr/clk", "S", H100_WP),
+    "timed": P(1, "bool", "E", TCSIM, "1: the timing model decides when each warp-instruction issues "
+                                      "(sim/timing/model.py); 0: every warp-instruction takes one cycle (the "
+                                      "functional preset, ArchConfig.untimed)"),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue: instructions of a warp whose start is "
                                                          "still in the future before the warp stops issuing"),
     "mma_sync_operand_read": P(34.5, "clk", "M", "calib/microbench loop_ldsm_mma_1w/4w (fit.py; measured.json)",
@@ -289,6 +335,8 @@ SM_90A: dict = {
                                                        "time adds dram_latency - l2_latency (calib/microbench tma_* "
                                                        "and bulk_*: the cold first rep is ~300 clk slower)"),
     "cp_async_issue_cycles": P(1, "clk", "E", TM_H100, "LDGSTS unit occupancy per instruction"),
+    "cp_async_latency": P(263, "clk", "D", LUO, "= l2_latency: a cp.async (LDGSTS) lands one L2 round trip after "
+                                                "its occupancy (follows l2_latency: FOLLOWS)"),
     "fence_mbarrier_init_cycles": P(62, "clk", "M", MB_H100,
                                     "mbarrier_init_fence_init: mbarrier.init + fence.mbarrier_init.release.cluster "
                                     "(MEMBAR.ALL.CTA) + try_wait takes 110 clk, 62 more than without the fence"),
@@ -339,6 +387,28 @@ SM_90A.update({k: replace(v, kind="E", note="sm_90a has no tcgen05; B200 value k
                for k, v in _tensor_core_fits(104, 138, 146, SEMI).items()})
 
 TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
+
+#: The functional (timing-off) preset, applied over an architecture's config by :meth:`ArchConfig.untimed`: every
+#: warp-instruction takes one cycle (``timed`` 0: :class:`tcsim.timing.functional.FunctionalModel`) and the async
+#: units run on these fixed numbers.  The agents' ``*Params`` views default to them.
+UNTIMED: dict = {
+    "timed": P(0, "bool", "E", FUNCTIONAL, "0: every warp-instruction takes one cycle and a released warp issues at "
+                                           "once (sim/timing/functional.py)"),
+    "tma_latency": P(10, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy"),
+    "tma_bytes_per_clk": P(128, "B/clk/SM", "E", FUNCTIONAL, "TMA engine occupancy = ceil(bytes / this)"),
+    "tma_tensor_extra": P(0, "clk", "E", FUNCTIONAL, "no extra latency for tensor-map ops"),
+    "cp_async_latency": P(200, "clk", "E", FUNCTIONAL, "a cp.async lands this long after its occupancy (a global "
+                                                       "round trip)"),
+    "cp_async_issue_cycles": P(1, "clk", "E", FUNCTIONAL, "cp.async unit occupancy per instruction"),
+    "tc_fixed_pipe": P(1, "bool", "E", FUNCTIONAL, "1: the tensor pipe runs the fixed-parameter model"),
+    **_fixed_pipe(FUNCTIONAL),
+    "tmem_st_land_latency": P(32, "clk", "E", FUNCTIONAL, "tcgen05.st issue -> its cells land in TMEM (the value "
+                                                          "the timing-on configs keep too)"),
+}
+
+#: Derived parameters that follow another one when it is overridden, unless they were overridden themselves
+#: (kind still ``D``): derived name -> the name it equals.
+FOLLOWS = {"cp_async_latency": "l2_latency"}
 ALIASES = {"sm_100": "sm_100a", "sm_100f": "sm_100a", "sm_90": "sm_90a"}
 
 
@@ -375,7 +445,26 @@ class ArchConfig:
                                        source=v.get("source", source), note=v.get("note", params[name].note))
             else:
                 params[name] = replace(params[name], value=v, kind="M", source=source)
+        for dep, base in FOLLOWS.items():
+            if base in values and dep not in values and dep in params and params[dep].kind == "D":
+                params[dep] = replace(params[dep], value=params[base].value)
         return ArchConfig(self.arch, params)
+
+    def untimed(self) -> "ArchConfig":
+        """This architecture's functional preset: :data:`UNTIMED` over this config (SM count, clock... stay)."""
+        params = dict(self.params)
+        params.update(UNTIMED)
+        return ArchConfig(self.arch, params)
+
+    def with_units(self, *units) -> "ArchConfig":
+        """A copy whose async-unit parameters are those of ``units`` (the agents' ``*Params`` views, e.g.
+        :class:`tcsim.agents.tma.TmaParams`; each says which parameters it stands for with ``config_values()``)."""
+        cfg = self
+        for u in units:
+            name = type(u).__name__
+            cfg = cfg.with_overrides({k: {"value": v, "kind": "E", "source": f"{name} given to the launch"}
+                                      for k, v in u.config_values().items()}, source=name)
+        return cfg
 
     def estimates(self) -> list[str]:
         return sorted(k for k, p in self.params.items() if p.is_estimate)
@@ -417,4 +506,18 @@ def arch_config(arch: str | None, measured: Path | None = None) -> ArchConfig:
     return cfg
 
 
-__all__ = ["Param", "ArchConfig", "arch_config", "load_measured", "SM_100A", "SM_90A", "MEASURED_H100", "KINDS"]
+def timing_config(arch: str | None, timing=False, units=()) -> ArchConfig:
+    """The config a simulation of ``arch`` runs under: ``timing`` False -> the functional preset
+    (``arch_config(arch).untimed()``), True -> ``arch_config(arch)``, an :class:`ArchConfig` -> itself; then the
+    parameters of ``units`` (:meth:`ArchConfig.with_units`) replace their unit's."""
+    if isinstance(timing, ArchConfig):
+        cfg = timing
+    elif timing:
+        cfg = arch_config(arch)
+    else:
+        cfg = arch_config(arch).untimed()
+    return cfg.with_units(*units) if units else cfg
+
+
+__all__ = ["Param", "ArchConfig", "arch_config", "timing_config", "load_measured", "UNTIMED", "FOLLOWS", "SM_100A",
+           "SM_90A", "MEASURED_H100", "KINDS"]

@@ -339,10 +339,7 @@ def test_schedule_independent(name):
                                  (2, TmaParams(latency=1, bytes_per_cycle=16), TensorPipeParams(mma_latency=2000),
                                   AsyncCopyParams(latency=1))):
         launch = make()
-        prep = Prepared(launch, seed=seed)
-        for attr, v in (("tma_params", tma), ("tensor_pipe_params", pipe), ("async_copy_params", acp)):
-            if v is not None:
-                setattr(prep.sim, attr, v)
+        prep = Prepared(launch, seed=seed, tma_params=tma, tensor_pipe_params=pipe, async_copy_params=acp)
         prep.sim.run()
         outs.append(output(launch, prep.result()))
     check(outs[0])
