@@ -189,7 +189,7 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
         if alloc is None:
             arr = np.ascontiguousarray(arr_in)
             alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name}){what}")
-            alloc.data[:] = arr.reshape(-1).view(np.uint8)
+            alloc.upload(arr)
             by_id[id(arr_in)] = alloc
         return (alloc, arr_in)
 
@@ -258,7 +258,7 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.init:
             alloc = gmem.allocation_of(addrs[v.name])
-            alloc.data[:v.size_bytes] = np.frombuffer(encode_init(v, addrs), dtype=np.uint8)[:v.size_bytes]
+            alloc.upload(np.frombuffer(encode_init(v, addrs), dtype=np.uint8)[:v.size_bytes])
     return addrs
 
 
@@ -336,7 +336,7 @@ class Prepared:
 
         def contents(b):
             alloc, orig = b
-            return alloc.data[:orig.nbytes].view(orig.dtype).reshape(orig.shape).copy()
+            return alloc.download(orig.nbytes).view(orig.dtype).reshape(orig.shape)
 
         for b in self.buffers:
             if b is None:
@@ -348,7 +348,7 @@ class Prepared:
         glob = {}
         for v in self.module.globals:
             if v.space == "global" and v.name in self.global_symbols:
-                glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).data.copy()
+                glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).download()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
                  "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": sim.timing is not None}

@@ -11,7 +11,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import LaunchError, MemoryFault, SyncError
-from .memory import FlatMemory, GlobalMemory, shared_address
+from .memory import FlatMemory, GlobalMemory, LocalMemory, shared_address
 from .mbarrier_state import MBarrier
 from .ptxtypes import container, size_of
 
@@ -158,7 +158,7 @@ class Warp:
                 for i in range(vec):
                     self.regs[f"{name}.{i}"] = np.zeros(WARP, dtype=container(ptype))
             self.regs[name] = np.zeros(WARP, dtype=container(ptype))
-        self.local = np.zeros((WARP, max(local_size, 0)), dtype=np.uint8) if local_size else None
+        self.local = LocalMemory(WARP, local_size) if local_size else None
         self.ctx = None                # ExecContext, attached by the engine
         self.last_sync = None          # description of the last sync op (for runaway diagnostics)
 

@@ -55,8 +55,7 @@ class Session:
     # -------------------------------------------------------------------------------------- stepping
     def _on_event(self, ev) -> None:
         if ev.kind == "inst":
-            f = ev.fields
-            r = Retired(ev.cycle, ev.cta, f["warp"], f["pc"], f["line"], f["text"], f["mask"], f["writes"])
+            r = Retired(ev.cycle, ev.cta, ev.warp, ev.pc, ev.line, ev.text, ev.mask, dict(ev.writes))
             self._last = r
             self.history.append(r)
             if len(self.history) > self.keep_history:
@@ -131,6 +130,7 @@ class Session:
         return {k: v[lane].item() for k, v in w.regs.items()}
 
     def smem(self, cta=0) -> np.ndarray:
+        """The CTA's shared memory bytes (a read-only view: the debugger inspects, the kernel writes)."""
         return self._cta(cta).smem.data
 
     def mbarrier(self, offset: int, cta=0):

@@ -3,7 +3,7 @@
 DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store.  A unit serves the ops
 submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
 :meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
-callables -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
+callables, which reach memory only through the unit's :class:`~tcsim.agents.port.AgentPort` methods -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
 instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
 """
 from __future__ import annotations
@@ -12,8 +12,12 @@ import simpy
 
 from tcsim.isa.errors import TcsimError
 
+from .port import AgentPort
 
-class AsyncUnit:
+
+class AsyncUnit(AgentPort):
+    """An async hardware unit; its memory accesses and events go through :class:`tcsim.agents.port.AgentPort`."""
+
     def __init__(self, sim, params):
         self.sim = sim
         self.env = sim.env

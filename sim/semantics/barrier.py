@@ -41,6 +41,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from ..agents.port import SyncPort
 from ..context import lanes_str
 from .registry import semantics
 
@@ -103,6 +104,7 @@ class NamedBarriers:
         self.phases = {}           # (cta id(), index) -> _Phase
         self.generations = {}
         self.warp_sync = {}        # warp -> dict(arrived=bool[32], event=..., mask=int)
+        self.port = SyncPort(sim, "barrier", ("op",))     # reports the releases
         sim.exit_hooks.append(self.on_exit)
 
     # ------------------------------------------------------------------ named barriers
@@ -198,9 +200,7 @@ class NamedBarriers:
         nb.arrived = 0
         nb.waiting = []
         nb.event = None
-        if self.sim.bus.active:
-            self.sim.bus.emit("sync", self.sim.env.now, cta.ctaid, "barrier", op="bar.release", barrier=ph.index,
-                              generation=ph.generation, warps=sorted(ph.arrived))
+        self.port.sync("bar.release", cta, barrier=ph.index, generation=ph.generation, warps=sorted(ph.arrived))
         value = None
         if ph.kind == "red":
             value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]

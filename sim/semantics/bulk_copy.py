@@ -46,7 +46,6 @@ from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
 from ..async_groups import thread_groups as _groups_of
-from ..proxy_fence import async_write, check_async_read
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.4.1"
@@ -154,20 +153,17 @@ def check_source_resident(cta, what: str) -> None:
 
 def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
     """Write a contiguous byte image into ``cta``'s SMEM from the TMA (async proxy)."""
-    if cta.exited and cta is not engine.cta:
-        raise MemoryFault(f"TMA write into the shared memory of {cta.label}, which has already exited",
-                          expected="peer CTAs to stay resident until their copies complete")
-    engine.sim.check_mbarrier_overlap(cta, np.asarray([off]), data.size, write=True, who="bulk copy")
-    cta.smem.write_bytes(off, data)
-    async_write(cta, [off], data.size)
-    engine.emit_mem("st", "shared::cluster" if cta is not engine.cta else "shared::cta",
-                    [M.shared_address(cta.rank, off)], data.size, cta)
+    engine.write_smem(cta, [off], np.asarray(data, dtype=np.uint8).reshape(1, -1), who="bulk copy")
 
 
 def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
-    data = engine.sim.gmem.read(np.asarray([addr], dtype=np.uint64), nbytes)[0].copy()
-    engine.emit_mem("ld", "global", [addr], nbytes)
-    return data
+    return engine.read_global([addr], nbytes)[0]
+
+
+def smem_read(engine: TmaEngine, cta, off: int, nbytes: int, what: str, issued: float) -> np.ndarray:
+    """The ``nbytes`` source bytes at ``off`` of ``cta``'s SMEM, read by the TMA (async proxy) for ``what``."""
+    check_source_resident(cta, what)
+    return engine.read_smem(cta, [off], nbytes, reader=what, issued_at=issued)[0]
 
 
 def _decode_operands_policy(ins, n_fixed, extras):
@@ -355,12 +351,8 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
             check_smem_range(dcta, doff, n, "cp.async.bulk destination")
             live_mbarrier(mcta, moff, "cp.async.bulk mbarrier [mbar]", lane)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
-                check_source_resident(scta, what)
-                check_async_read(engine, scta, [soff], n, what, issued)
-                data = scta.smem.read_bytes(soff, n).copy()
-                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
-                return data
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.now):
+                return smem_read(engine, scta, soff, n, what, issued)
 
             def write(data, engine=engine, dcta=dcta, doff=doff, moff=moff, n=n):
                 smem_write(engine, dcta, doff, data)
@@ -399,20 +391,14 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
                 bits = int(bmask[lane])
                 keep = np.tile(np.array([(bits >> b) & 1 for b in range(16)], dtype=bool), n // 16)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
-                check_source_resident(scta, what)
-                check_async_read(engine, scta, [soff], n, what, issued)
-                data = scta.smem.read_bytes(soff, n).copy()
-                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
-                return data
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.now):
+                return smem_read(engine, scta, soff, n, what, issued)
 
             def write(data, engine=engine, d=d, n=n, keep=keep):
-                gm = engine.sim.gmem
-                if keep is not None:
-                    old = gm.read(np.asarray([d], dtype=np.uint64), n)[0]
+                if keep is not None:          # .cp_mask: the bytes a clear mask bit keeps (not traced before)
+                    old = engine.read_global([d], n, traced=False)[0]
                     data = np.where(keep, data, old).astype(np.uint8)
-                gm.write(np.asarray([d], dtype=np.uint64), data.reshape(1, -1))
-                engine.emit_mem("st", "global", [d], n)
+                engine.write_global([d], data.reshape(1, -1))
 
             op = engine.submit(new_op(ctx, lane, "store", n, read, write))
             thread_groups(ctx, lane).open.append(op)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
+from ..agents.port import SyncPort
 from ..context import lanes_str
 from .registry import semantics
 
@@ -65,6 +66,7 @@ class ClusterBarriers:
     def __init__(self, sim):
         self.sim = sim
         self.states = {}
+        self.port = SyncPort(sim, "cluster-barrier", ("op",))     # reports the releases
         sim.exit_hooks.append(self.on_exit)
 
     def state(self, cluster) -> _ClusterState:
@@ -91,9 +93,7 @@ class ClusterBarriers:
         cl.barrier_event = st.event
         cl.barrier_arrived = 0
         cl.barrier_waiting = []
-        if self.sim.bus.active:
-            self.sim.bus.emit("sync", self.sim.env.now, cl.ctas[0].ctaid, "cluster-barrier", op="cluster.release",
-                              cluster=cl.clusterid, phase=done)
+        self.port.sync("cluster.release", cl.ctas[0], cluster=cl.clusterid, phase=done)
         ev.succeed(done)
 
     def on_exit(self, warp, lanes):

@@ -216,7 +216,7 @@ def _vprintf(ctx, params):
         fa = int(fmt_addr[lane])
         fmt = bytearray()
         while True:
-            b = ctx.gmem.read(np.asarray([fa + len(fmt)], dtype=np.uint64), 1)[0, 0]
+            b = ctx.global_bytes(fa + len(fmt), 1)[0]
             if b == 0:
                 break
             fmt.append(int(b))

@@ -141,9 +141,7 @@ def decode_cp(ins, info):
                     words = np.ascontiguousarray(data).view("<u4").astype(np.uint32)   # (R, ncols)
                     cols = c0 + np.arange(ncols)
                     for d in dst:
-                        tm.data[d[:, None], cols[None, :]] = words
-                        if pipe.sim.bus.active:
-                            pipe.emit_mem("st", "tmem", cta, [(int(x) << 16) | int(c) for x in d for c in cols], 4)
+                        pipe.write_tmem(cta, d[:, None], cols[None, :], words)
 
             pipe.submit(PipeOp("cp", what, complete, size=R * nb, ndest=len(ctas), issuer=issuer(ctx, lane),
                                loc=ctx.ins.loc, warp=ctx.warp.id, lane=lane, pc=ctx.pc,
@@ -180,12 +178,9 @@ def decode_shift(ins, info):
                 for cta in ctas:
                     tm = tmem_of(cta)
                     tm.check_allocated(l0, 32, c0, 8, f"{what} at completion")
-                    block = tm.data[l0:l0 + 31, c0:c0 + 8].copy()
-                    tm.data[l0 + 1:l0 + 32, c0:c0 + 8] = block
-                    if pipe.sim.bus.active:
-                        cells = [((l0 + r) << 16) | c for r in range(32) for c in range(c0, c0 + 8)]
-                        pipe.emit_mem("ld", "tmem", cta, cells[:31 * 8], 4)
-                        pipe.emit_mem("st", "tmem", cta, cells[8:], 4)
+                    rows, cols = np.arange(l0, l0 + 31)[:, None], np.arange(c0, c0 + 8)[None, :]
+                    block = pipe.read_tmem(cta, rows, cols)          # lanes l0..l0+30 move down one lane
+                    pipe.write_tmem(cta, rows + 1, cols, block)
 
             pipe.submit(PipeOp("shift", what, complete, issuer=issuer(ctx, lane), loc=ctx.ins.loc, warp=ctx.warp.id,
                                lane=lane, pc=ctx.pc))

@@ -85,6 +85,7 @@ import numpy as np
 from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError, TcsimError, UnsupportedError, VerifyError
 from .. import memory as M
+from ..agents.port import AgentPort
 from ..context import lanes_str
 from ..machine import WARP
 from ..ptxtypes import size_of
@@ -245,8 +246,15 @@ def warnings_of(sim) -> list:
     return sim.warnings
 
 
-class Tcgen05Tmem:
-    """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer."""
+class Tcgen05Tmem(AgentPort):
+    """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer; a store lands
+    through the agent interface (agent 'tcgen05')."""
+
+    agent_name = "tcgen05"
+    proxy = "async"
+    sync_head = ("op",)
+    home = None
+    completing = None
 
     def __init__(self, sim):
         self.sim = sim
@@ -285,8 +293,7 @@ class Tcgen05Tmem:
         st.issued_at = self.env.now
         st.due = self.env.now + self.params.st_latency
         tm.stage(st)
-        self.emit(cta, "sync", op="async.issue", what=st.what, issuer=st.issuer, issuer_warp=st.warp.id,
-                  issuer_pc=st.pc)
+        self.async_issue(st, cta, what=st.what, issuer=st.issuer, issuer_warp=st.warp.id, issuer_pc=st.pc)
         timer = self.env.timeout(self.params.st_latency)
         timer.callbacks.append(lambda _ev, st=st, cta=cta: self.land(cta, st))
 
@@ -294,24 +301,13 @@ class Tcgen05Tmem:
         if st.landed or self.sim.error is not None:
             return
         try:
-            tmem_of(cta).land(st)
+            self.land_tmem_store(cta, st)
         except TcsimError as e:
             e.with_context(loc=st.loc, where=f"tcgen05.st of {st.issuer}, landing at cycle {self.env.now:g}")
             self.sim.fail(e)
             return
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("mem", self.env.now, cta.ctaid, "tcgen05", warp=st.warp.id, pc=st.pc, op="st", space="tmem",
-                     proxy="async", addrs=[make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], size=4,
-                     lanes=[])
-            self.emit(cta, "sync", op="async.complete", what=st.what, issuer=st.issuer, issuer_warp=st.warp.id,
-                      issuer_pc=st.pc)
+        self.async_complete(st, cta, what=st.what, issuer=st.issuer, issuer_warp=st.warp.id, issuer_pc=st.pc)
         st.done.succeed()
-
-    def emit(self, cta, kind: str, **fields) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit(kind, self.env.now, cta.ctaid, "tcgen05", **fields)
 
     def warn_once(self, key, text: str) -> None:
         if key not in self.warned:
@@ -736,20 +732,9 @@ class _LdSt:
                                 f"warning: {self.loc}: {self.name} by {ctx.warp.label} at cycle {ctx.now:g} reads "
                                 f"TMEM cells of a tcgen05.st (issued at {st.loc} by {st.issuer}) that has not "
                                 f"completed; it sees the old values (missing tcgen05.wait::st?)")
-        if self.pack:
-            lo = tm.data[lanes, cols] & np.uint32(0xFFFF)
-            hi = tm.data[lanes, cols + 1] & np.uint32(0xFFFF)
-            vals = lo | (hi << np.uint32(16))
-        else:
-            vals = tm.data[lanes, cols]
+        vals = ctx.tmem_load(lanes, cols, 4 * self.width, pack=self.pack)
         for j, e in enumerate(self.elems):
             ctx.write(e, "b32", vals[:, j])
-        if ctx.bus.active:
-            sel = np.nonzero(m)[0]
-            ctx.bus.emit("mem", ctx.now, ctx.cta.ctaid, "warp", warp=ctx.warp.id, pc=ctx.pc, op="ld", space="tmem",
-                         proxy="async", addrs=[make_taddr(l, c) for l, c in zip(lanes[sel].ravel(),
-                                                                                 cols[sel].ravel())],
-                         size=4 * self.width, lanes=[int(x) for x in np.repeat(sel, self.nreg)])
 
     def run_st(self, ctx):
         got = self._locate(ctx)
