@@ -372,6 +372,39 @@ class ExecContext:
             raise MemoryFault(f"access to the shared memory of {cta.label}, which has already exited",
                               expected="peer CTAs to stay resident (cluster barrier before exit)")
 
+    # ------------------------------------------------------------------------------------------ call parameters
+    def has_call_param(self, name: str) -> bool:
+        return name in self.warp.call_params
+
+    def call_param_load(self, name: str, offset: int, nbytes: int) -> np.ndarray:
+        """(32, nbytes) bytes of the caller-side .param variable ``name`` (PTX ISA §5.1.6.2) from ``offset``;
+        reported as an untraced ``ld`` of space 'param' (the pre-issue-14 trace did not list these)."""
+        rows = self.warp.call_params.read_rows(name, offset, nbytes)
+        if self.bus.active:
+            lanes = self.lane_ids()
+            self._publish_mem("ld", "param", "generic", [offset] * lanes.size, nbytes, lanes, traced=False)
+        return rows
+
+    def call_param_store(self, name: str, offset: int, rows: np.ndarray) -> None:
+        """Write the executing lanes' rows of ``rows`` (32, n) into the caller-side .param variable ``name``."""
+        self.warp.call_params.write_rows(name, offset, rows, self.mask)
+        if self.bus.active:
+            lanes = self.lane_ids()
+            self._publish_mem("st", "param", "generic", [offset] * lanes.size, rows.shape[1], lanes, traced=False)
+
+    # ------------------------------------------------------------------------------------------ warp state
+    def carry_flag(self) -> np.ndarray:
+        """CC.CF of every lane (PTX ISA §9.7.2: the carry of add.cc/sub.cc/mad.cc, read by addc/subc/madc)."""
+        return self.warp.carry
+
+    def set_carry_flag(self, values) -> None:
+        self.warp.carry[self.mask] = np.asarray(values, dtype=bool)[self.mask]
+
+    @property
+    def stdout(self) -> list:
+        """The simulation's printed lines (vprintf appends)."""
+        return self.engine.stdout
+
     # ------------------------------------------------------------------------------------------ TMEM
     @property
     def tmem(self):

@@ -45,10 +45,12 @@ def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
 
 
-def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None) -> list:
-    """Decode every instruction of ``fn``; with ``errors`` given, collect diagnostics instead of raising."""
+def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None,
+                    lowering: frozenset = frozenset()) -> list:
+    """Decode every instruction of ``fn`` (with the ``lowering`` variants on, :mod:`tcsim.lowering`); with
+    ``errors`` given, collect diagnostics instead of raising."""
     load_all()
-    info = DecodeInfo(module, fn, module.arch or "sm_100a")
+    info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering)
     out = []
     for ins in fn.body:
         try:
@@ -62,7 +64,7 @@ def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = No
     return out
 
 
-def load_program(module: ir.Module, kernel: str | None = None) -> Program:
+def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset()) -> Program:
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
@@ -70,7 +72,7 @@ def load_program(module: ir.Module, kernel: str | None = None) -> Program:
     for f in module.functions.values():
         if f is not fn and not f.is_declaration and f.kind == "func":
             pass  # device functions are decoded when called (see control.call)
-    decoded = decode_function(module, fn)
+    decoded = decode_function(module, fn, lowering=lowering)
     lay = layout_program(module, fn)
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=fn.body, decoded=decoded,
@@ -78,7 +80,8 @@ def load_program(module: ir.Module, kernel: str | None = None) -> Program:
                    dynamic_smem_align=lay["dynamic_smem_align"], local_symbols=lay["local_symbols"],
                    local_size=lay["local_size"], param_symbols=lay["param_symbols"], param_size=lay["param_size"],
                    const_symbols=lay["const_symbols"], const_image=const_image.tobytes(),
-                   global_decls=[v for v in module.globals if v.space == "global"])
+                   global_decls=[v for v in module.globals if v.space == "global"],
+                   syncish=[_is_warp_synchronous(i) for i in fn.body])
 
 
 class Simulation:
@@ -118,6 +121,9 @@ class Simulation:
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
+        self.stdout: list[str] = []     # lines the kernel printed (vprintf), in execution order
+        self.warnings: list[str] = []   # legal-but-suspicious findings reported after the run
+        self._arch_config = None        # cache of :attr:`arch_config`
         #: the timing model (None: the 1-cycle model)
         self.timing = None
         if timing:
@@ -186,7 +192,7 @@ class Simulation:
     @property
     def arch_config(self):
         """The architecture config of the target (sim.timing.params: SM count, clock... with their sources)."""
-        cfg = self.__dict__.get("_arch_config")
+        cfg = self._arch_config
         if cfg is None:
             if self.timing is not None:
                 cfg = self.timing.cfg
@@ -211,7 +217,7 @@ class Simulation:
         body = prog.body
         decoded = prog.decoded
         nbody = len(body)
-        syncish = prog.__dict__.setdefault("syncish", [_is_warp_synchronous(i) for i in body])
+        syncish = prog.syncish
         bus = self.bus
         tm = self.timing
         env = self.env

@@ -40,8 +40,11 @@ class Launch:
     dynamic_smem: int = 0
     args: list = field(default_factory=list)
     name: str | None = None           # a label for reports
+    lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
 
     def __post_init__(self):
+        from . import lowering
+        self.lowering = lowering.check(self.lowering)
         self.grid = _dim3(self.grid, "grid")
         self.block = _dim3(self.block, "block")
         self.cluster = _dim3(self.cluster, "cluster")
@@ -303,7 +306,7 @@ class Prepared:
 
         self.launch = launch
         self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel)
+        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
         self.gmem = GlobalMemory()
         self.global_symbols = allocate_globals(self.module, self.gmem)
         image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)
@@ -353,7 +356,7 @@ class Prepared:
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
                  "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": sim.timing is not None}
         from tcsim.isa.lint import notes
-        return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
+        return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
                       simulation=sim, notes=notes(self.module), timing=sim.timing_report())
 
 

@@ -239,6 +239,38 @@ class LocalMemory:
         self._bytes[lanes[:, None], offs[:, None] + np.arange(nbytes)] = rows
 
 
+class CallParams:
+    """The caller-side ``.param`` variables a thread declares for a ``call`` (PTX ISA §5.1.6.2, kernel function
+    parameters in the caller's local .param area), per warp: name -> (32 lanes, 64 bytes), zero until written."""
+
+    SIZE = 64
+
+    def __init__(self):
+        self._vars: dict[str, np.ndarray] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._vars
+
+    def read_rows(self, name: str, offset: int, nbytes: int) -> np.ndarray:
+        """(32, nbytes) bytes of variable ``name`` from ``offset`` (zeros for a variable never written)."""
+        if offset < 0 or offset + nbytes > self.SIZE:
+            raise MemoryFault(f"access of {nbytes} bytes at offset {offset} of call parameter {name}, which is "
+                              f"{self.SIZE} bytes")
+        buf = self._vars.get(name)
+        if buf is None:
+            return np.zeros((32, nbytes), dtype=np.uint8)
+        return buf[:, offset:offset + nbytes].copy()
+
+    def write_rows(self, name: str, offset: int, rows: np.ndarray, mask: np.ndarray) -> None:
+        """Rows of ``rows`` (32, n) into variable ``name`` at ``offset``, for the lanes of ``mask``."""
+        n = rows.shape[1]
+        if offset < 0 or offset + n > self.SIZE:
+            raise MemoryFault(f"access of {n} bytes at offset {offset} of call parameter {name}, which is "
+                              f"{self.SIZE} bytes")
+        buf = self._vars.setdefault(name, np.zeros((32, self.SIZE), dtype=np.uint8))
+        buf[mask, offset:offset + n] = rows[mask]
+
+
 def no_local_memory(nbytes: int, what: str, a) -> MemoryFault:
     """The fault of a local access by a kernel that declares no local memory."""
     offs = np.asarray(a).astype(np.int64)

@@ -18,7 +18,7 @@ which returns True once it has been satisfied.  ``alloc_event`` wraps a single-C
 ``cta_group::2`` semantics register one joint waiter on both TMEMs of a CTA pair (:meth:`add_waiter`).
 
 Stores in flight.  ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written
-into ``data`` only when the store *lands* (:meth:`land`), at ``tcgen05.wait::st`` or when the engine decides
+into ``data`` only when the store *lands* (:meth:`land_store`, through the agent interface), at ``tcgen05.wait::st`` or when the engine decides
 (sim/semantics/tcgen05_mem.py).  Until then ``data`` holds the old values, so a consumer that skips the wait
 (``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM.  :meth:`pending_overlap` lets consumers detect it.
 """
@@ -204,7 +204,7 @@ class TensorMemory:
     def stage(self, st: "PendingStore") -> None:
         self.pending.append(st)
 
-    def land(self, st: "PendingStore") -> None:
+    def land_store(self, st: "PendingStore") -> None:
         """Write a staged store into ``data`` (idempotent).  MemoryFault if its columns were freed meanwhile."""
         if st.landed:
             return

@@ -193,7 +193,7 @@ class AgentPort:
 
     def land_tmem_store(self, cta, st) -> None:
         """A staged ``tcgen05.st`` (:class:`tcsim.tmem.PendingStore`) lands in ``cta``'s TMEM."""
-        tmem_of(cta).land(st)
+        tmem_of(cta).land_store(st)
         if self.sim.bus.active:
             self._publish_mem("st", "tmem", cta, [make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], 4,
                               warp=st.warp.id, pc=st.pc, op_id=st.op_id)

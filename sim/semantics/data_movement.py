@@ -87,8 +87,7 @@ def decode_ld(ins, info):
 
     def run(ctx):
         if _is_local_param(ctx, src):
-            store = ctx.warp.__dict__.setdefault("call_params", {})
-            raw = store.get(src.base.name, np.zeros((32, 8), dtype=np.uint8))[:, src.offset:src.offset + nbytes]
+            raw = ctx.call_param_load(src.base.name, src.offset, nbytes)
         else:
             raw = ctx.load(sp, ctx.address(src), nbytes)
         elems = _split_elems(raw, vec, typ)
@@ -126,9 +125,7 @@ def decode_st(ins, info):
         raw = np.concatenate([np.ascontiguousarray(v).view(UINT[es]).reshape(-1, 1).view(np.uint8)
                               for v in vals], axis=1)
         if space == "param" and _is_local_param(ctx, dst):
-            store = ctx.warp.__dict__.setdefault("call_params", {})
-            buf = store.setdefault(dst.base.name, np.zeros((32, 64), dtype=np.uint8))
-            buf[ctx.mask, dst.offset:dst.offset + raw.shape[1]] = raw[ctx.mask]
+            ctx.call_param_store(dst.base.name, dst.offset, raw)
             return
         ctx.store(sp, ctx.address(dst), raw)
 

@@ -185,13 +185,11 @@ def check_uniform_cta_group(ins, info) -> int:
     instructions within a kernel must specify the same value for the .cta_group qualifier"); VerifyError naming
     ``ins`` and the first instruction that disagrees with it.  Returns 1 or 2.  Shared with tcgen05_mma.py."""
     mine = _cta_group_of(ins)
-    cache = info.__dict__.setdefault("_tcgen05_cta_groups", None)
-    if cache is None:
-        cache = [(i, _cta_group_of(i)) for i in info.function.body
-                 if i.opcode == "tcgen05" and i.mods and i.mods[0] in CTA_GROUP_OPS and _cta_group_of(i)]
-        info.__dict__["_tcgen05_cta_groups"] = cache
-    for other, grp in cache:
-        if grp != mine:
+    for other in info.function.body:     # (a decode-time scan: tcgen05.alloc/dealloc/relinquish are few)
+        if other.opcode != "tcgen05" or not other.mods or other.mods[0] not in CTA_GROUP_OPS:
+            continue
+        grp = _cta_group_of(other)
+        if grp and grp != mine:
             raise VerifyError(f"{ins.full_opcode} uses .{mine} but {other.full_opcode} at {other.loc} uses "
                               f".{grp}; all tcgen05 instructions of function {info.function.name} must use the "
                               f"same .cta_group", expected="one .cta_group for the whole function, as ptxas requires")
@@ -241,8 +239,6 @@ def warp_quadrant(ctx) -> int:
 
 
 def warnings_of(sim) -> list:
-    if not hasattr(sim, "warnings"):
-        sim.warnings = []
     return sim.warnings
 
 
