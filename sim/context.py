@@ -171,6 +171,8 @@ class ExecContext:
 
     def _publish_reg(self, name: str, write: bool, mask=None) -> None:
         m = self.mask if mask is None else mask
+        if not m.any():
+            return
         self.bus.publish(RegAccess(self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, line=self._line(),
                                    reg=name, write=write, lanes=tuple(int(x) for x in np.nonzero(m)[0])))
 

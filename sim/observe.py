@@ -31,8 +31,9 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   ``barrier`` (named barrier id), ``mbarrier`` (SMEM offset of the mbarrier, in ``target_cta`` when the op names
   another CTA's), ``count``, ``phase``, ``op_id``, and ``detail`` (every op-specific field, by name).
 * :class:`AsyncIssue` / :class:`AsyncComplete` (``sync`` with op 'async.issue' / 'async.complete') -- an async op
-  entered / left a unit: ``op_id`` (unique per bus, the same on both halves and on every :class:`MemAccess` the
-  completion performs), ``unit`` (the agent), ``what`` (the PTX opcode), ``warp`` / ``pc`` of the issuer.
+  entered / left a unit: ``op_id`` (unique per bus, the same on both halves and on every :class:`MemAccess` and
+  mbarrier event the completion performs), ``unit`` (the agent), ``what`` (the PTX opcode), ``issuer_warp`` /
+  ``issuer_pc`` / ``line`` of the issuing instruction.
 * :class:`Stall` ``stall`` -- (timing on only) a warp could not issue: ``warp, pc, reason`` (category:
   'dependency', 'unit', 'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'),
   ``detail``, ``cycles``; ``cycle`` is when the stall began.
@@ -184,20 +185,21 @@ class SyncEvent(Event):
              traced=True, typed=None, **detail):
         """The event of sync op ``op`` with op-specific ``detail``; the typed operands are taken from the detail
         fields that name them (``barrier``, ``mbarrier`` / ``addr``, ``target_cta``, ``count``, ``phase``,
-        ``lanes`` / ``lane``); ``typed``: the declared fields of a subclass (e.g. :class:`AsyncIssue`'s)."""
+        ``lanes`` / ``lane``); ``typed``: declared fields given directly (a subclass's, e.g. :class:`AsyncIssue`'s, or a
+        value the record does not show, e.g. the thread count of a ``bar.sync`` without one)."""
         lanes = detail.get("lanes")
         if lanes is None and "lane" in detail and detail["lane"] is not None:
             lanes = (detail["lane"],)
         mb = detail.get("mbarrier", detail.get("addr"))
         bar = detail.get("barrier")
-        return cls(cycle, cta, agent, op=op, warp=warp, pc=pc, line=line,
-                   lanes=None if lanes is None else tuple(int(x) for x in lanes),
-                   barrier=bar if isinstance(bar, int) else None,
-                   mbarrier=mb if isinstance(mb, int) else None,
-                   target_cta=detail.get("target_cta", cta if isinstance(mb, int) else None),
-                   count=detail.get("count") if isinstance(detail.get("count"), int) else None,
-                   phase=detail.get("phase") if isinstance(detail.get("phase"), int) else None,
-                   op_id=op_id, detail=MappingProxyType(dict(detail)), head=head, traced=traced, **(typed or {}))
+        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=None if lanes is None else tuple(int(x) for x in lanes),
+                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb if isinstance(mb, int) else None,
+                  target_cta=detail.get("target_cta", cta if isinstance(mb, int) else None),
+                  count=detail.get("count") if isinstance(detail.get("count"), int) else None,
+                  phase=detail.get("phase") if isinstance(detail.get("phase"), int) else None,
+                  op_id=op_id, detail=MappingProxyType(dict(detail)), head=head, traced=traced)
+        kw.update(typed or {})
+        return cls(cycle, cta, agent, **kw)
 
     @property
     def fields(self) -> dict:

@@ -58,8 +58,7 @@ class AgentPort:
 
     # -------------------------------------------------------------------------------------------- events
     def _op_id(self):
-        op = getattr(self, "completing", None)
-        return None if op is None else op.op_id
+        return None if self.completing is None else self.completing.op_id
 
     def _publish_mem(self, op: str, space: str, cta, addrs, size: int, lanes=(), *, warp=None, pc=None,
                      op_id=None, traced: bool = True) -> None:
@@ -89,8 +88,10 @@ class AgentPort:
         bus = self.sim.bus
         if bus.active:
             c = self.home if cta is None else cta
-            w = getattr(op, "warp", None)
+            w = op.warp
+            line = None if op.loc is None else op.loc.line
             bus.publish(cls.make(self.env.now, c.ctaid, self.agent_name, op_name, op_id=op.op_id, head=self.sync_head,
+                                 line=line,
                                  typed=dict(unit=self.agent_name, what=op.what, issuer_pc=op.pc,
                                             issuer_warp=w if isinstance(w, int) or w is None else w.id),
                                  **detail))

@@ -173,7 +173,7 @@ class NamedBarriers:
             ph.all = ph.all and bool(p.all())
             ph.any = ph.any or bool(p.any())
         ctx.emit_sync("bar.arrive", barrier=index, count=count, form=kind, lanes=[int(x) for x in np.nonzero(lanes)[0]],
-                      generation=ph.generation)
+                      generation=ph.generation, typed=dict(count=full if count is None else count))
         self._warp_check(ph, warp)
         self._mirror(ph)
         self._complete_check(ph)
