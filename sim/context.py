@@ -5,6 +5,15 @@ An :class:`ExecContext` belongs to one warp and is re-pointed at each instructio
 (group AND guard predicate).  Register reads return all 32 lanes (values of inactive lanes are whatever the
 register holds); writes touch only ``ctx.mask`` lanes.  Every memory access and sync event is reported to the
 observation bus here, so the tracer, race detector and debugger see everything and nothing else needs hooks.
+
+This is the warp side of the one door (DESIGN.md principle 13; the agents' side is
+:class:`tcsim.agents.port.AgentPort`): register reads and writes (:class:`tcsim.observe.RegAccess` when an observer
+asks for kind 'reg'), loads and stores of every state space -- global, shared::cta / shared::cluster (DSMEM), local,
+param, const, the caller-side call parameters, TMEM (``tcgen05.ld``) -- as :class:`tcsim.observe.MemAccess`, and sync
+events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  Memory
+arrays are reached only through the memory layer's raw methods (sim/memory.py).  The executing CTA's other state
+is offered as operations (:attr:`rank`, :meth:`is_local`, :meth:`smem_check`, :attr:`tmem`, :meth:`async_groups`,
+:meth:`agent`, :meth:`fail`...) so that semantics need not reach through ``ctx.cta`` / ``ctx.engine``.
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
+from .async_groups import thread_groups
 from .observe import MemAccess, RegAccess, SyncEvent
 from .proxy_fence import GenericWrites
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
@@ -406,6 +416,45 @@ class ExecContext:
     def stdout(self) -> list:
         """The simulation's printed lines (vprintf appends)."""
         return self.engine.stdout
+
+    # ------------------------------------------------------------------------------------------ the executing CTA
+    @property
+    def rank(self) -> int:
+        """The executing CTA's rank in its cluster (%cluster_ctarank; the rank bits of its shared addresses)."""
+        return self.cta.rank
+
+    def is_local(self, cta) -> bool:
+        """``cta`` is the executing CTA (not a peer of its cluster)."""
+        return cta is self.cta
+
+    @property
+    def cta_threads(self) -> int:
+        """Threads of the executing CTA, counted in whole warps (a named barrier's default count)."""
+        return WARP * len(self.cta.warps)
+
+    @property
+    def block_dims(self) -> tuple:
+        """The launch's CTA shape (%ntid)."""
+        return self.engine.block
+
+    def smem_check(self, off: int, nbytes: int, what: str) -> None:
+        """MemoryFault unless ``[off, off + nbytes)`` lies inside the executing CTA's shared memory."""
+        self.cta.smem.check(np.asarray([off]), nbytes, what)
+
+    def async_groups(self, kind: str, lane: int):
+        """The async-group state (:class:`tcsim.async_groups.AsyncGroups`) of thread ``lane`` of this warp for
+        ``kind`` 'bulk' (cp.async.bulk groups, PTX ISA §9.7.9.25.6) or 'cp.async' (§9.7.9.25.3)."""
+        table = self.cta.bulk_groups if kind == "bulk" else self.cta.cp_async_groups
+        return thread_groups(table, self.warp.id, lane)
+
+    # ------------------------------------------------------------------------------------------ agents
+    def agent(self, name: str, factory, key=None):
+        """The simulation's async agent ``name`` (one per ``key``), created by ``factory(sim)`` on first use."""
+        return self.engine.agent(name, factory, key)
+
+    def fail(self, error) -> None:
+        """Stop the simulation with ``error`` (from a callback that runs outside the instruction)."""
+        self.engine.fail(error)
 
     # ------------------------------------------------------------------------------------------ TMEM
     @property

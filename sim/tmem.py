@@ -9,18 +9,18 @@ units of 32 columns; requests are powers of two in [32, 512].  A request that ca
 Leaks (columns still allocated at CTA exit) and double frees are reported as :class:`SyncError`.
 
 The cell array is private; ``data`` is a read-only view, :meth:`read_cells` / :meth:`write_cells` are the raw
-accesses the doors use (sim/memory.py's docstring).  Reads and writes check that every cell lies inside an allocation (``check_allocated``) so a kernel that
-touches TMEM before ``tcgen05.alloc`` or after ``dealloc`` is caught; the warp-quadrant rule of
-``tcgen05.ld/st`` is checked by :meth:`check_quadrant`.
+accesses the doors use (sim/memory.py's docstring). Reads and writes check that every cell lies inside an allocation
+(``check_allocated``) so a kernel that touches TMEM before ``tcgen05.alloc`` or after ``dealloc`` is caught; the
+warp-quadrant rule of ``tcgen05.ld/st`` is checked by :meth:`check_quadrant`.
 
 Waiters.  A blocked allocation is a *waiter*: a callable retried (in arrival order) whenever columns are freed,
 which returns True once it has been satisfied.  ``alloc_event`` wraps a single-CTA request; the
 ``cta_group::2`` semantics register one joint waiter on both TMEMs of a CTA pair (:meth:`add_waiter`).
 
-Stores in flight.  ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written
-into ``data`` only when the store *lands* (:meth:`land_store`, through the agent interface), at ``tcgen05.wait::st`` or when the engine decides
-(sim/semantics/tcgen05_mem.py).  Until then ``data`` holds the old values, so a consumer that skips the wait
-(``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM.  :meth:`pending_overlap` lets consumers detect it.
+Stores in flight. ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written only
+when the store *lands* (:meth:`land_store`, through the agent interface), at ``tcgen05.wait::st`` or when the engine
+decides (sim/semantics/tcgen05_mem.py). Until then ``data`` holds the old values, so a consumer that skips the wait
+(``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM. :meth:`pending_overlap` lets consumers detect it.
 """
 from __future__ import annotations
 

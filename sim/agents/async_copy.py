@@ -73,7 +73,7 @@ class AsyncCopyUnit(AsyncUnit):
         attribute if set (e.g. on ``tcsim.launch.Prepared(...).sim`` before running), else the timing model's (timing on)
         or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta
-        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, unit_params(sim, "async_copy_params",
+        return ctx.agent("cp.async", lambda sim: cls(sim, cta, unit_params(sim, "async_copy_params",
                                                                                DEFAULT_PARAMS)), key=cta)
 
     def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:

@@ -143,7 +143,7 @@ class TensorPipe(AsyncUnit):
                 return cls(sim, ctas, p)
             return cls(sim, ctas, DEFAULT_PARAMS, arch=p)          # timing on: the arch config
 
-        return ctx.engine.agent("tensor_pipe", make, key=ctas)
+        return ctx.agent("tensor_pipe", make, key=ctas)
 
     # ------------------------------------------------------------------------------------------ issue
     def timing(self, op: PipeOp) -> tuple[int, int]:

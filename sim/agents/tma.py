@@ -30,9 +30,10 @@ Because data moves only at those times, a consumer that reads SMEM before waitin
 stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
 data.  A simulation may carry a ``tma_params`` attribute (a :class:`TmaParams`) to override the defaults.
 
-All TMA memory traffic goes through the agent interface (:class:`tcsim.agents.port.AgentPort`) and is reported on the observation bus as ``mem`` events with ``agent='tma'`` and
-``proxy='async'``; complete-tx as ``sync`` events ``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it
-completes a phase), issue/completion as ``async.issue`` / ``async.complete``.
+All TMA memory traffic goes through the agent interface (:class:`tcsim.agents.port.AgentPort`) and is reported on
+the observation bus as ``mem`` events with ``agent='tma'`` and ``proxy='async'``; complete-tx as ``sync`` events
+``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it completes a phase), issue/completion as ``async.issue`` /
+``async.complete``.
 
 Errors found at completion time (an mbarrier invalidated in between, a peer CTA that exited) stop the run with
 the diagnostic located at the issuing instruction.
@@ -87,7 +88,7 @@ class TmaOp:
 
 
 class TmaEngine(AsyncUnit):
-    """The TMA unit of one CTA (``ctx.engine.agent('tma', factory, key=cta)``)."""
+    """The TMA unit of one CTA (``ctx.agent('tma', factory, key=cta)``)."""
 
     agent_name = "tma"
     proxy = "async"
@@ -116,7 +117,7 @@ class TmaEngine(AsyncUnit):
         ``tma_params`` attribute if it has one (e.g. set on ``tcsim.launch.Prepared(...).sim`` before running), else
         the timing model's (timing on) or :data:`DEFAULT_PARAMS`."""
         cta = ctx.cta if cta is None else cta
-        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, unit_params(sim, "tma_params", DEFAULT_PARAMS)),
+        return ctx.agent("tma", lambda sim: cls(sim, cta, unit_params(sim, "tma_params", DEFAULT_PARAMS)),
                                 key=cta)
 
     # ------------------------------------------------------------------------------------------ issue

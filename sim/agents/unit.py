@@ -1,10 +1,11 @@
 """The skeleton every asynchronous hardware unit shares (TMA engine, tensor pipe, cp.async unit).
 
-DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store.  A unit serves the ops
-submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
+DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store. A unit serves the ops submitted
+to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
 :meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
-callables, which reach memory only through the unit's :class:`~tcsim.agents.port.AgentPort` methods -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
-instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
+callables, which reach memory only through the unit's :class:`~tcsim.agents.port.AgentPort` methods -- and turns a
+:class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing instruction and naming the
+unit, and :meth:`AsyncUnit.retire` counts the op done.
 """
 from __future__ import annotations
 

@@ -48,7 +48,6 @@ from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyErr
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
-from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
 from .bulk_copy import is_bulk
 from .registry import semantics
@@ -59,7 +58,7 @@ _PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
 
 def thread_groups(ctx, lane: int) -> AsyncGroups:
     """The executing thread's cp.async groups (sim/async_groups.py)."""
-    return _groups_of(ctx.cta.cp_async_groups, ctx.warp.id, lane)
+    return ctx.async_groups("cp.async", lane)
 
 
 @semantics("cp", when=lambda ins: ins.mods[:1] == ("async",) and not is_bulk(ins))
@@ -226,7 +225,7 @@ def _decode_mbarrier_arrive(ins, rest):
         if lanes.size == 0:
             return
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr_op), lanes):
-            if cta is not ctx.cta:
+            if not ctx.is_local(cta):
                 raise MemoryFault(f"{what}: the mbarrier (lane {lane}) is in {cta.label}, not the executing CTA",
                                   expected="an mbarrier in this CTA's shared memory")
             mb = cta.mbarrier(off)

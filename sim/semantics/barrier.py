@@ -252,7 +252,7 @@ class NamedBarriers:
 
 
 def _agent(ctx) -> NamedBarriers:
-    return ctx.engine.agent("named-barriers", NamedBarriers)
+    return ctx.agent("named-barriers", NamedBarriers)
 
 
 # ----------------------------------------------------------------------------------------------- decoding
@@ -358,8 +358,8 @@ def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
             count = _uniform(ctx, b, "thread count")
             if count <= 0 or count % WARP:
                 raise SyncError(f"{what}: thread count {count} is not a positive multiple of 32")
-            if count > WARP * len(ctx.cta.warps):
-                raise SyncError(f"{what}: thread count {count} exceeds the {WARP * len(ctx.cta.warps)} threads "
+            if count > ctx.cta_threads:
+                raise SyncError(f"{what}: thread count {count} exceeds the {ctx.cta_threads} threads "
                                 f"(rounded to warps) of the CTA; the barrier can never complete")
         pred = ctx.read_pred(cop) if cop is not None else None
         ag = _agent(ctx)

@@ -45,7 +45,6 @@ from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyErr
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, group_count, wait_run
-from ..async_groups import thread_groups as _groups_of
 from .registry import semantics
 
 SECTION = "PTX ISA §9.7.9.25.4.1"
@@ -61,7 +60,7 @@ def is_bulk(ins) -> bool:
 # ---------------------------------------------------------------------------------------------- helpers
 def thread_groups(ctx, lane: int) -> AsyncGroups:
     """The executing thread's bulk async-groups (sim/async_groups.py)."""
-    return _groups_of(ctx.cta.bulk_groups, ctx.warp.id, lane)
+    return ctx.async_groups("bulk", lane)
 
 
 def issuer(ctx, lane: int) -> str:
@@ -83,9 +82,9 @@ def shared_target(ctx, addr: int, space: str, what: str, lane: int):
                           expected="a shared-state-space address (e.g. from mov of a .shared symbol, "
                                    "cvta.to.shared or mapa), not a generic address")
     rank, off = a >> M.SHARED_RANK_SHIFT, a & M.SHARED_OFFSET_MASK
-    if space == "shared::cta" and rank != ctx.cta.rank:
+    if space == "shared::cta" and rank != ctx.rank:
         raise MemoryFault(f"{what} = 0x{a:x} (lane {lane}) is in the shared memory of cluster rank {rank}, but "
-                          f".shared::cta must name the executing CTA (rank {ctx.cta.rank})",
+                          f".shared::cta must name the executing CTA (rank {ctx.rank})",
                           expected="an address in the executing CTA's shared memory")
     return ctx.cluster.cta_by_rank(rank), off
 
@@ -339,7 +338,7 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
             dcta, doff = shared_target(ctx, d, "shared::cluster", "cp.async.bulk destination [dstMem]", lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             mcta, moff = shared_target(ctx, mb, "shared::cluster", "cp.async.bulk mbarrier [mbar]", lane)
-            if dcta is ctx.cta:
+            if ctx.is_local(dcta):
                 raise MemoryFault(f"cp.async.bulk.shared::cluster.shared::cta destination [dstMem] = 0x{d:x} "
                                   f"(lane {lane}) is in the executing CTA",
                                   expected=f"the shared memory of a different CTA of the cluster ({SECTION})")

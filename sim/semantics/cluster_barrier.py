@@ -103,7 +103,7 @@ class ClusterBarriers:
 
 
 def _agent(ctx) -> ClusterBarriers:
-    return ctx.engine.agent("cluster-barriers", ClusterBarriers)
+    return ctx.agent("cluster-barriers", ClusterBarriers)
 
 
 def _require_aligned(ctx, what):
@@ -149,14 +149,14 @@ def decode_barrier_cluster(ins, info):
                 _require_aligned(ctx, what)
             ag = _agent(ctx)
             st = ag.state(ctx.cluster)
-            arr = st.arrived[ctx.cta.rank][ctx.warp.id]
+            arr = st.arrived[ctx.rank][ctx.warp.id]
             twice = arr & lanes
             if twice.any():
                 raise SyncError(f"{what}: {lanes_str(twice)} of {ctx.warp.label} arrive twice at the cluster "
                                 f"barrier in phase {st.phase}",
                                 expected="each thread arrives once, then barrier.cluster.wait, before arriving again")
             arr |= lanes
-            st.arrive_phase[ctx.cta.rank][ctx.warp.id][lanes] = st.phase
+            st.arrive_phase[ctx.rank][ctx.warp.id][lanes] = st.phase
             ctx.emit_sync("cluster.arrive", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]])
             ag.check(st)
 
@@ -170,7 +170,7 @@ def decode_barrier_cluster(ins, info):
             _require_aligned(ctx, what)
         ag = _agent(ctx)
         st = ag.state(ctx.cluster)
-        ph = st.arrive_phase[ctx.cta.rank][ctx.warp.id]
+        ph = st.arrive_phase[ctx.rank][ctx.warp.id]
         none = lanes & (ph < 0)
         if none.any():
             raise SyncError(f"{what}: {lanes_str(none)} of {ctx.warp.label} wait on the cluster barrier without "

@@ -213,7 +213,7 @@ def decode_isspacep(ins, info):
         lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
         if space in ("shared", "shared::cta"):
             r = sh & ((a - np.uint64(M.SHARED_WINDOW)) >> np.uint64(M.SHARED_RANK_SHIFT) ==
-                      np.uint64(ctx.cta.rank))
+                      np.uint64(ctx.rank))
         elif space == "shared::cluster":
             r = sh
         elif space == "local":

@@ -6,12 +6,12 @@ Floating-point forms of the shared opcodes (``add.f32``, ``min.f16x2``...) are i
 module takes an opcode when its type qualifier is an integer type (or when it has no float type, so that
 mistakes are reported here).
 
-The condition code CC.CF of the carry chains is a per-lane flag of each warp, its declared field
-``Warp.carry`` (read and written through :meth:`tcsim.context.ExecContext.carry_flag` / ``set_carry_flag``).  Its hardware meaning (confirmed on an H100, see ``tests/semantics/
-test_integer.py``) is a *carry*: ``add.cc`` sets it to the unsigned carry-out of ``a + b``; ``sub.cc`` computes
-``a + ~b + 1`` and sets it to the carry-out of that sum, i.e. CF = 1 means "no borrow"; ``subc`` computes
-``a + ~b + CF`` (= ``a - b - borrow``).  Pure add chains and pure sub chains therefore give the results the
-PTX ISA describes; a chain that mixes them gives what the GPU gives.
+The condition code CC.CF of the carry chains is a per-lane flag of each warp, its declared field ``Warp.carry``
+(read and written through :meth:`tcsim.context.ExecContext.carry_flag` / ``set_carry_flag``). Its hardware meaning
+(confirmed on an H100, see ``tests/semantics/test_integer.py``) is a *carry*: ``add.cc`` sets it to the unsigned
+carry-out of ``a + b``; ``sub.cc`` computes ``a + ~b + 1`` and sets it to the carry-out of that sum, i.e. CF = 1
+means "no borrow"; ``subc`` computes ``a + ~b + CF`` (= ``a - b - borrow``). Pure add chains and pure sub chains
+therefore give the results the PTX ISA describes; a chain that mixes them gives what the GPU gives.
 
 Division by zero is unspecified in PTX; tcsim returns what an H100 (sm_90a, ptxas 13.0) returns, for every
 integer type (named constants below): the quotient **and** the remainder are all ones (-1 for signed types).

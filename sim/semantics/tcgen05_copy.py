@@ -127,7 +127,7 @@ def decode_cp(ins, info):
             addrs = operand_addresses(desc, R, nb, 8, "K")
             dst = [l0 + r for r in reps]
             lo, hi = min(int(d.min()) for d in dst), max(int(d.max()) for d in dst) + 1
-            ctas = pipe.ctas if form.cta_group == 2 else (ctx.cta,)
+            ctas = pipe.ctas
             for cta in ctas:
                 check_smem_span(cta, addrs, f"{what} source")
                 tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination")
@@ -170,7 +170,7 @@ def decode_shift(ins, info):
             if l0 % 32:
                 raise reject("shift-lane", f"tcgen05.shift [taddr] lane field {l0} (lane {lane}) is not a multiple "
                                            f"of 32", expected="a TMEM address whose lane is 0, 32, 64 or 96")
-            ctas = pipe.ctas if cg == 2 else (ctx.cta,)
+            ctas = pipe.ctas
             for cta in ctas:
                 tmem_of(cta).check_allocated(l0, 32, c0, 8, what)
 

@@ -231,7 +231,7 @@ def _uniform(ctx, values: np.ndarray, what: str) -> int:
 def warp_quadrant(ctx) -> int:
     """Warp index within its warpgroup, ``(linear %tid / 32) % 4``, from the warp's thread ids."""
     w = ctx.warp
-    bx, by, _ = ctx.engine.block
+    bx, by, _ = ctx.block_dims
     i = int(np.nonzero(w.valid)[0][0])
     x, y, z = (int(v) for v in w.tid[i])
     lin = x + y * bx + z * bx * by
@@ -263,7 +263,7 @@ class Tcgen05Tmem(AgentPort):
 
     @classmethod
     def of(cls, ctx) -> "Tcgen05Tmem":
-        return ctx.engine.agent("tcgen05.tmem", cls)
+        return ctx.agent("tcgen05.tmem", cls)
 
     # ---------------------------------------------------------------------------------- exit checks
     def on_cta_exit(self, cta) -> None:
@@ -419,12 +419,12 @@ def _dst_offset(ctx, dst: ir.Address, has_space: bool) -> int:
                               expected="a generic address in the executing CTA's .shared::cta window")
         addr -= M.SHARED_WINDOW
     rank, off = (int(x[0]) for x in M.split_shared(np.asarray([addr], dtype=np.uint64)))
-    if rank != ctx.cta.rank:
+    if rank != ctx.rank:
         raise MemoryFault(f"tcgen05.alloc destination 0x{addr:x} belongs to cluster rank {rank}, not to the "
-                          f"executing CTA (rank {ctx.cta.rank})", expected="a .shared::cta address")
+                          f"executing CTA (rank {ctx.rank})", expected="a .shared::cta address")
     if off % 4:
         raise MemoryFault(f"misaligned tcgen05.alloc destination 0x{addr:x}", expected="a 4-byte aligned address")
-    ctx.cta.smem.check(np.asarray([off]), 4, "tcgen05.alloc destination")
+    ctx.smem_check(off, 4, "tcgen05.alloc destination")
     return off
 
 
@@ -434,7 +434,7 @@ def _write_taddr(ctx, lane_mask: np.ndarray, off: int, col: int, loc) -> None:
     first[int(np.nonzero(lane_mask)[0][0])] = True
     data = np.zeros((WARP, 4), dtype=np.uint8)
     data[:] = np.frombuffer(np.uint32(make_taddr(0, col)).tobytes(), dtype=np.uint8)
-    addrs = np.full(WARP, M.shared_address(ctx.cta.rank, off), dtype=np.uint64)
+    addrs = np.full(WARP, M.shared_address(ctx.rank, off), dtype=np.uint64)
     ctx.store("shared::cta", addrs, data, mask=first, op="tcgen05.alloc")
 
 
@@ -447,7 +447,7 @@ def _release_writer(ctx, lanes, off, loc, what):
             _write_taddr(ctx, lanes, off, col, loc)
             ctx.emit_sync("tcgen05.alloc", col=int(col), granted=True)
         except TcsimError as e:
-            ctx.engine.fail(e.with_context(loc=loc, where=where))
+            ctx.fail(e.with_context(loc=loc, where=where))
     return on_release
 
 
@@ -464,7 +464,7 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
         agent = Tcgen05Tmem.of(ctx)
         ncols = _ncols_value(ctx, ncols_op)
         off = _dst_offset(ctx, dst, has_space)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         _check_request(tm, ncols, what)
         site = f"{ins.loc} by {ctx.warp.label}"
         lanes = ctx.mask.copy()
@@ -484,7 +484,7 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
             return
         # cta_group::2: rendezvous with the peer CTA's warp
         peer = _peer_of(ctx, what)
-        side = ctx.cta.rank & 1
+        side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "alloc")
         ev = ctx.env.event()
         me = dict(ctx=ctx, cta=ctx.cta, ncols=ncols, event=ev, site=site, loc=ins.loc)
@@ -575,14 +575,14 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
         agent = Tcgen05Tmem.of(ctx)
         lane, col = _taddr_value(ctx, taddr_op)
         ncols = _ncols_value(ctx, ncols_op)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         _dealloc_checks(tm, lane, col, ncols, what)
         if group == 1:
             tm.free(col, ncols)
             ctx.emit_sync("tcgen05.dealloc", col=col, ncols=ncols, cta_group=1)
             return
         peer = _peer_of(ctx, what)
-        side = ctx.cta.rank & 1
+        side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "dealloc")
         ev = ctx.env.event()
         me = dict(cta=ctx.cta, col=col, ncols=ncols, event=ev, loc=ins.loc)
@@ -614,7 +614,7 @@ def _run_relinquish(ins, group):
         if not _collective(ctx, what):
             return
         Tcgen05Tmem.of(ctx)
-        tmem_of(ctx.cta).relinquish()
+        ctx.tmem.relinquish()
         ctx.emit_sync("tcgen05.relinquish_alloc_permit", cta_group=group)
     return run
 
@@ -696,7 +696,7 @@ class _LdSt:
         a = ctx.address(self.addr).astype(np.int64) & 0xFFFFFFFF
         taddr = _uniform(ctx, a, "TMEM address")
         lane0, col0 = split_taddr(taddr)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         what = f"{self.name} at TMEM address 0x{taddr:08x}"
         tm.check_bounds(lane0, self.nlanes, col0 + self.col_lo, self.col_hi - self.col_lo + 1, what)
         tm.check_quadrant(warp_quadrant(ctx), lane0, self.nlanes, what)

@@ -329,7 +329,7 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
     else:
         a_desc = check_smem_desc(a_val, "the A descriptor", major=shape.a_major, k_bytes=k * a_bits // 8,
                                  fmt=shape.a_fmt, arch=arch)
-    ctas = pipe.ctas if cg == 2 else (ctx.cta,)
+    ctas = pipe.ctas
     plans = []
     for cta in ctas:
         tmem = tmem_of(cta)

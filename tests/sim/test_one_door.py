@@ -116,6 +116,33 @@ def test_no_dict_stashes_in_the_package():
     assert not found, found
 
 
+#: where observation events are built: the two doors, plus the engine's retire record and the timing model's stall
+EMITTERS = {"context.py": {"publish"}, "agents/port.py": {"publish"}, "engine.py": {"emit"},
+            "timing/model.py": {"emit"}, "observe.py": {"publish"}}
+
+
+def bus_calls(source: str, name: str) -> list[str]:
+    """``bus.publish`` / ``bus.emit`` calls of module ``name`` that are not its allowed ones (:data:`EMITTERS`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("publish", "emit") and node.func.attr not in EMITTERS.get(name, ())):
+            recv = node.func.value
+            if (recv.attr if isinstance(recv, ast.Attribute) else getattr(recv, "id", "")) == "bus":
+                found.append(f"{name}:{node.lineno}: bus.{node.func.attr}")
+    return found
+
+
+def test_events_are_emitted_only_through_the_doors():
+    """Every ``bus.publish`` / ``bus.emit`` call is in sim/context.py or sim/agents/port.py, except the engine's
+    retired-instruction record and the timing model's stall record (and the bus itself)."""
+    snippet = "self.sim.bus.emit('sync', 0, c, 'tma', op='x')\nbus.publish(ev)\nself.emit(cta, 'sync')"
+    assert len(bus_calls(snippet, "semantics/tcgen05_mem.py")) == 2
+    assert bus_calls("ctx.bus.publish(ev)", "context.py") == []
+    found = [v for name, src in _package_modules() for v in bus_calls(src, name)]
+    assert not found, found
+
+
 @pytest.mark.parametrize("make", [
     lambda: FlatMemory(64, "smem").data,
     lambda: GlobalMemory().allocate(64, "buf").data,
