@@ -168,3 +168,120 @@ def test_the_trace_keeps_its_format(streams):
         assert "op_id" not in rec and "line" not in rec or ev.kind == "inst"
         if ev.kind == "mem":
             assert list(rec)[4:] == ["warp", "pc", "op", "space", "proxy", "addrs", "size", "lanes"]
+
+
+# ---------------------------------------------------------------------------------------------- agents the examples
+# do not use: the cp.async unit (generic proxy) and a TMA copy into a peer CTA's shared memory (DSMEM)
+CP_ASYNC = """.version 9.0
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 src, .param .u64 out)
+{
+  .reg .b32 %r<16>; .reg .b64 %rd<16>; .reg .pred %p<4>;
+  .shared .align 16 .b8 buf[512];
+  .shared .align 8 .b64 bar;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r0, %tid.x;
+  mul.lo.u32 %r1, %r0, 16;
+  mov.u32 %r2, buf;
+  add.u32 %r2, %r2, %r1;
+  cvt.u64.u32 %rd5, %r1;
+  add.u64 %rd3, %rd1, %rd5;
+  add.u64 %rd4, %rd2, %rd5;
+  mov.u32 %r12, bar;
+  setp.eq.u32 %p3, %r0, 0;
+  @%p3 mbarrier.init.shared::cta.b64 [%r12], 32;
+  bar.sync 0;
+  cp.async.cg.shared.global [%r2], [%rd3], 16;
+  cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%r12];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r12], 0;
+  @!%p1 bra WAIT;
+  ld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r2];
+  st.global.v4.u32 [%rd4], {%r4, %r5, %r6, %r7};
+  ret;
+}
+"""
+
+DSMEM = """.version 8.6
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
+  .shared .align 128 .b8 buf[64];
+  .shared .align 128 .b8 dstbuf[64];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r4, bar;
+  mov.u32 %r5, buf;
+  mov.u32 %r6, dstbuf;
+  mov.u32 %r9, %cluster_ctarank;
+  ld.param.u64 %rd2, [out];
+  add.u32 %r1, %r9, 100;
+  st.shared.u32 [%r5], %r1;
+  mbarrier.init.shared::cta.b64 [%r4], 1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], 64;
+  fence.proxy.async.shared::cta;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  xor.b32 %r10, %r9, 1;
+  mapa.shared::cluster.u32 %r11, %r6, %r10;
+  mapa.shared::cluster.u32 %r12, %r4, %r10;
+  cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r11], [%r5], 64, [%r12];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r4], 0;
+  @!%p4 bra WAIT;
+  ld.shared.u32 %r7, [%r6];
+  mul.wide.u32 %rd3, %r9, 4;
+  add.u64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r7;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  ret;
+}
+"""
+
+
+def test_cp_async_copies_are_generic_proxy_agent_accesses_linked_to_their_issue():
+    import numpy as np
+    from tcsim.launch import Launch
+
+    src = (np.arange(512) * 7 + 3).astype(np.uint8)
+    rec = EventRecorder(kinds=ALL_KINDS)
+    res = run_launch(Launch(ptx=CP_ASYNC, block=(32, 1, 1), args=[src, np.zeros(512, np.uint8)]), observers=(rec,))
+    assert np.array_equal(res.outputs[1], src)
+    issue = [e for e in rec.events if isinstance(e, AsyncIssue)]
+    assert len(issue) == 1 and issue[0].unit == "lsu" and issue[0].what.startswith("cp.async")
+    mine = [e for e in rec.events if isinstance(e, MemAccess) and e.agent == "lsu"]
+    assert {(e.op, e.space) for e in mine} == {("ld", "global"), ("st", "shared::cta")} and all(
+        e.proxy == "generic" and e.op_id == issue[0].op_id and sorted(e.lanes) == list(range(32)) for e in mine)
+    base = res.simulation.ctas[0].shared_base()
+    st = next(e for e in mine if e.op == "st")
+    assert sorted(st.addrs) == [base + 16 * t for t in range(32)] and st.size == 16
+    done = next(e for e in rec.events if isinstance(e, AsyncComplete))
+    assert done.op_id == issue[0].op_id and done.cycle >= st.cycle
+    # the asynchronous arrive of cp.async.mbarrier.arrive: an lsu event, after the copies landed
+    arrives = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.arrive" and e.agent == "lsu"]
+    assert len(arrives) == 32 and all(e.detail["asynchronous"] and e.cycle >= done.cycle for e in arrives)
+    assert {e.lanes for e in arrives} == {(t,) for t in range(32)}
+
+
+def test_tma_writes_into_a_peer_cta_are_dsmem_accesses_of_that_cta():
+    import numpy as np
+    from tcsim.launch import Launch
+
+    rec = EventRecorder(kinds=ALL_KINDS)
+    res = run_launch(Launch(ptx=DSMEM, grid=(2, 1, 1), block=(1, 1, 1), cluster=(2, 1, 1),
+                            args=[np.zeros(2, np.uint32)]), observers=(rec,))
+    assert list(res.outputs[0]) == [101, 100]
+    ctas = res.simulation.ctas
+    writes = [e for e in rec.events if isinstance(e, MemAccess) and e.agent == "tma" and e.op == "st"]
+    assert len(writes) == 2 and all(e.space == "shared::cluster" and e.size == 64 for e in writes)
+    for e in writes:
+        target = next(c for c in ctas if c.ctaid == e.cta)
+        assert e.addrs[0] >> 24 == target.rank                 # the peer's shared::cluster address
+        issue = next(i for i in rec.events if isinstance(i, AsyncIssue) and i.op_id == e.op_id)
+        assert issue.cta != e.cta                             # issued by the other CTA's TMA engine
+    tx = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.complete_tx"]
+    assert {e.op_id for e in tx} == {e.op_id for e in writes} and all(e.target_cta == e.cta for e in tx)
