@@ -285,8 +285,10 @@ class ObservationBus:
         return next(self._op_ids)
 
     def publish(self, ev: Event) -> None:
-        for fn in self._observers:
-            fn(ev)
+        """Deliver ``ev`` to every observer that selects its kind."""
+        for fn, kinds in zip(self._observers, self._kinds):
+            if kinds is None or ev.kind in kinds:
+                fn(ev)
 
     # -- the two records the engine and the timing model build (their emit sites predate the typed events)
     def emit(self, kind: str, cycle: float, cta: tuple, agent: str, /, **fields) -> None:

@@ -48,12 +48,15 @@ class Session:
         self.history: list[Retired] = []
         self.keep_history = 10_000
         self._prep = Prepared(launch, seed=seed, max_instructions=max_instructions,
-                              observers=(self._on_event,) + tuple(observers), timing=timing)
+                              observers=(self,) + tuple(observers), timing=timing)
         self.sim = self._prep.sim
         self.done = False
 
     # -------------------------------------------------------------------------------------- stepping
-    def _on_event(self, ev) -> None:
+    #: the session observes retired instructions only (so no per-register events are built for it)
+    kinds = ("inst",)
+
+    def on_event(self, ev) -> None:
         if ev.kind == "inst":
             r = Retired(ev.cycle, ev.cta, ev.warp, ev.pc, ev.line, ev.text, ev.mask, dict(ev.writes))
             self._last = r

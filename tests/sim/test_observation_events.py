@@ -15,7 +15,7 @@ import tcsim.examples
 from tcsim.cli import _get_launch
 from tcsim.launch import run_launch
 from tcsim.observe import (AsyncComplete, AsyncIssue, EventRecorder, InstRetired, JsonlTracer, MemAccess,
-                           RegAccess, SyncEvent)
+                           ObservationBus, RegAccess, SyncEvent)
 
 EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(tcsim.examples.__path__) if not m.name.startswith("_"))
 ALL_KINDS = ("inst", "mem", "sync", "reg", "stall")
@@ -285,3 +285,36 @@ def test_tma_writes_into_a_peer_cta_are_dsmem_accesses_of_that_cta():
         assert issue.cta != e.cta                             # issued by the other CTA's TMA engine
     tx = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.complete_tx"]
     assert {e.op_id for e in tx} == {e.op_id for e in writes} and all(e.target_cta == e.cta for e in tx)
+
+
+def test_the_bus_builds_and_delivers_only_what_observers_select():
+    bus = ObservationBus()
+    assert not bus.active and not bus.wants("mem")               # no observer: the doors build nothing
+    insts = EventRecorder(kinds=("inst",))
+    bus.subscribe(insts)
+    assert bus.active and bus.wants("inst") and not bus.wants("reg")
+    seen = []
+    bus.subscribe(seen.append)                                   # a plain callable takes every kind
+    assert bus.wants("reg")
+    bus.unsubscribe(seen.append)
+    assert not bus.wants("reg")
+    # through a run: an observer selecting 'inst' receives only instructions; one taking all sees registers too
+    import numpy as np
+    from tcsim.launch import Launch
+
+    class Only:
+        kinds = ("inst",)
+
+        def __init__(self):
+            self.kinds_seen = set()
+
+        def on_event(self, ev):
+            self.kinds_seen.add(ev.kind)
+
+    only, every = Only(), []
+    src = (np.arange(512) * 7 + 3).astype(np.uint8)
+    run_launch(Launch(ptx=CP_ASYNC, block=(32, 1, 1), args=[src, np.zeros(512, np.uint8)]), observers=(only,))
+    assert only.kinds_seen == {"inst"}
+    run_launch(Launch(ptx=CP_ASYNC, block=(32, 1, 1), args=[src, np.zeros(512, np.uint8)]),
+               observers=(every.append,))
+    assert {e.kind for e in every} == {"inst", "mem", "sync", "reg"}
