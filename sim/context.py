@@ -491,7 +491,8 @@ class ExecContext:
         return rows[0]
 
     # ------------------------------------------------------------------------------------------ control
-    def jump(self, target: int, lanes: np.ndarray) -> None:
+    def jump(self, target, lanes: np.ndarray) -> None:
+        """Set the program counter of ``lanes`` (a lane mask) to ``target`` (one index, or one per selected lane)."""
         self.warp.pc[lanes] = target
 
     def exit_lanes(self, lanes: np.ndarray) -> None:

@@ -50,6 +50,8 @@ def byte_runs(addrs, size: int) -> dict:
 
 
 class AgentPort:
+    """The memory and event door of an async agent (module docstring); mixed into each agent class."""
+
     agent_name: ClassVar[str] = "agent"
     proxy: ClassVar[str] = "async"
     sync_head: ClassVar[tuple] = ("warp", "op")

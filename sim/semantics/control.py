@@ -36,7 +36,7 @@ def decode_bra(ins, info):
     target = info.label_index(ins, ins.operands[0])
 
     def run(ctx):
-        ctx.warp.pc[ctx.mask] = target
+        ctx.jump(target, ctx.mask)
 
     return run
 
@@ -67,7 +67,7 @@ def decode_brx(ins, info):
             raise VerifyError(f"brx.idx index {int(idx[lane])} (lane {lane}) is past the end of {tl.name}, which "
                               f"lists {targets.size} labels (the branch is undefined in PTX)",
                               expected=f"an index 0..{targets.size - 1}")
-        ctx.warp.pc[ctx.mask] = targets[idx[ctx.mask]]
+        ctx.jump(targets[idx[ctx.mask]], ctx.mask)
 
     return run
 
