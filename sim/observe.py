@@ -304,10 +304,12 @@ class JsonlTracer:
 
     The format is the pre-issue-14 one (a later issue redesigns it): each record is ``kind, cycle, cta, agent``
     followed by ``Event.fields``.  To keep it byte-identical the tracer writes only events of the kinds it selects
-    (default inst, mem, sync, stall -- not the newer ``reg``) whose ``traced`` is true: the doors mark the events the
-    old trace did not carry (e.g. the tensor pipe's TMEM reads of the accumulator and scale factors, the host-visible
-    printf buffer read) with ``traced=False``; the other new information (``op_id``, ``line``, typed sync operands)
-    lives in declared fields that ``fields`` does not show."""
+    (default inst, mem, sync, stall -- not the newer ``reg``) whose ``traced`` is true: the doors mark the accesses
+    the old trace did not carry with ``traced=False`` -- the tensor pipe's TMEM reads of the accumulator C and of the
+    block-scale factors, the read half of a masked bulk store (``.cp_mask``) and of a tensor reduction, vprintf's
+    format-string read, the caller-side call-parameter loads and stores; the other new information (``op_id``,
+    ``line``, typed sync operands, an AsyncIssue's ``unit`` / ``issuer_*``) lives in declared fields that ``fields``
+    does not show."""
 
     def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync", "stall")):
         self._own = isinstance(path_or_file, (str, bytes)) or hasattr(path_or_file, "__fspath__")
