@@ -62,7 +62,7 @@ so reading them is fine); ``wait::ld`` therefore never blocks.  ``tcgen05.st`` i
 :class:`LdStParams`; a simulation may carry a ``tcgen05_params`` attribute to override it).  ``wait::st``
 blocks the warp until all of its stores have landed.  So a kernel that does ``st`` then ``mma`` / ``ld``
 without ``wait::st`` really sees stale TMEM; a ``tcgen05.ld`` that reads cells of a store still in flight also
-records a warning in ``tcsim.warnings``.
+records a warning in the simulation's ``warnings``.
 
 Exit checks (a CTA-exit hook registered once per simulation)
 ------------------------------------------------------------
@@ -70,8 +70,7 @@ Columns still allocated when the CTA's last thread exits: SyncError "tcgen05.all
 listing the columns and where they were allocated.  A CTA that allocated but never executed
 ``relinquish_alloc_permit``: PTX does not require the relinquish (tcgen05.md (a) states only that
 everything allocated must be freed before exit, and that relinquish forbids later allocs), so this is legal
-and recorded as a warning ("alloc with no relinquish at exit") in ``tcsim.warnings`` (a list created on first
-use).
+and recorded as a warning ("alloc with no relinquish at exit") in the simulation's ``warnings`` list.
 
 Unsupported (UnsupportedError at load): ``tcgen05.ld.red`` (sm_101a/sm_103 family only; not on sm_100a) and any
 other tcgen05 sub-operation or qualifier not listed above.
