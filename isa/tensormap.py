@@ -467,7 +467,7 @@ class TensorMap:
             if addr is None:
                 copy = np.ascontiguousarray(arr)
                 alloc = gmem.allocate(copy.nbytes, name=f"{name}.tensor")
-                alloc.data[:] = copy.reshape(-1).view(np.uint8)
+                alloc.upload(copy)
                 addr = alloc.base
                 self.sim_allocation = alloc     # lets a caller read back what TMA stores wrote
                 tm = dataclasses.replace(self, global_strides=copy.strides[::-1][1:])

@@ -5,6 +5,15 @@ An :class:`ExecContext` belongs to one warp and is re-pointed at each instructio
 (group AND guard predicate).  Register reads return all 32 lanes (values of inactive lanes are whatever the
 register holds); writes touch only ``ctx.mask`` lanes.  Every memory access and sync event is reported to the
 observation bus here, so the tracer, race detector and debugger see everything and nothing else needs hooks.
+
+This is the warp side of the one door (DESIGN.md principle 13; the agents' side is
+:class:`tcsim.agents.port.AgentPort`): register reads and writes (:class:`tcsim.observe.RegAccess` when an observer
+asks for kind 'reg'), loads and stores of every state space -- global, shared::cta / shared::cluster (DSMEM), local,
+param, const, the caller-side call parameters, TMEM (``tcgen05.ld``) -- as :class:`tcsim.observe.MemAccess`, and sync
+events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  Memory
+arrays are reached only through the memory layer's raw methods (sim/memory.py).  The executing CTA's other state
+is offered as operations (:attr:`rank`, :meth:`is_local`, :meth:`smem_check`, :attr:`tmem`, :meth:`async_groups`,
+:meth:`agent`, :meth:`fail`...) so that semantics need not reach through ``ctx.cta`` / ``ctx.engine``.
 """
 from __future__ import annotations
 
@@ -14,8 +23,11 @@ from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
+from .async_groups import thread_groups
+from .observe import MemAccess, RegAccess, SyncEvent
 from .proxy_fence import GenericWrites
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
+from .tmem import make_taddr, tmem_of
 
 #: special registers of type .pred (PTX ISA 9.1 §10, %is_explicit_cluster: "a predicate ... read-only")
 PRED_SREGS = ("%is_explicit_cluster",)
@@ -84,6 +96,8 @@ class ExecContext:
             bits = self.reg_array(op.name)
             if bits.dtype == np.bool_:
                 raise VerifyError(f"predicate {op.name} used where a .{ptype} value is expected")
+            if self.bus.active and self.bus.wants("reg"):
+                self._publish_reg(op.name, False)
             return to_type(bits, ptype)
         if isinstance(op, ir.Imm):
             b = imm_bits(op.value, op.kind, ptype, op.bits)
@@ -124,6 +138,8 @@ class ExecContext:
         reg[m] = bits[m]
         if self.writes is not None:
             self.writes[op.name] = reg
+        if self.bus.active and self.bus.wants("reg"):
+            self._publish_reg(op.name, True, m)
 
     def write_vector(self, op, ptype: str, values: list, mask=None) -> None:
         elems = op.elems if isinstance(op, ir.Vector) else (op,)
@@ -139,6 +155,8 @@ class ExecContext:
             r = self.reg_array(op.name)
             if r.dtype != np.bool_:
                 raise VerifyError(f"register {op.name} is not a predicate")
+            if self.bus.active and self.bus.wants("reg"):
+                self._publish_reg(op.name, False)
             return r.copy()
         if isinstance(op, ir.Imm) and op.kind == "int":
             return np.full(WARP, bool(op.value))
@@ -158,6 +176,15 @@ class ExecContext:
         r[m] = np.broadcast_to(np.asarray(values, dtype=bool), (WARP,))[m]
         if self.writes is not None:
             self.writes[op.name] = r
+        if self.bus.active and self.bus.wants("reg"):
+            self._publish_reg(op.name, True, m)
+
+    def _publish_reg(self, name: str, write: bool, mask=None) -> None:
+        m = self.mask if mask is None else mask
+        if not m.any():
+            return
+        self.bus.publish(RegAccess(self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, line=self._line(),
+                                   reg=name, write=write, lanes=tuple(int(x) for x in np.nonzero(m)[0])))
 
     # ------------------------------------------------------------------------------------------ special regs
     def special(self, sreg: ir.SpecialReg) -> np.ndarray:
@@ -270,9 +297,7 @@ class ExecContext:
         for sp, sel, sa in self._split(space, a):
             out[lanes[sel]] = self._raw_read(sp, sa, nbytes, lanes[sel])
             if self.bus.active:
-                self.bus.emit("mem", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
-                              space=sp, proxy="generic", addrs=[int(x) for x in sa], size=nbytes,
-                              lanes=[int(x) for x in lanes[sel]])
+                self._publish_mem(op, sp, "generic", sa, nbytes, lanes[sel])
         return out
 
     def store(self, space: str, addrs: np.ndarray, data: np.ndarray, mask=None, align: int | None = None,
@@ -292,9 +317,15 @@ class ExecContext:
         for sp, sel, sa in self._split(space, a):
             self._raw_write(sp, sa, data[lanes[sel]], lanes[sel])
             if self.bus.active:
-                self.bus.emit("mem", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
-                              space=sp, proxy="generic", addrs=[int(x) for x in sa], size=nbytes,
-                              lanes=[int(x) for x in lanes[sel]])
+                self._publish_mem(op, sp, "generic", sa, nbytes, lanes[sel])
+
+    def _publish_mem(self, op, space, proxy, addrs, size, lanes, traced=True) -> None:
+        self.bus.publish(MemAccess(self.now, self.cta.ctaid, "warp", op=op, space=space, proxy=proxy,
+                                   warp=self.warp.id, pc=self.pc, addrs=tuple(int(x) for x in addrs), size=size,
+                                   lanes=tuple(int(x) for x in lanes), line=self._line(), traced=traced))
+
+    def _line(self):
+        return None if self.ins is None or self.ins.loc is None else self.ins.loc.line
 
     def _split(self, space: str, a: np.ndarray):
         if space in ("generic", ""):
@@ -303,7 +334,7 @@ class ExecContext:
 
     def _raw_read(self, space: str, a: np.ndarray, nbytes: int, lanes: np.ndarray) -> np.ndarray:
         if space == "global":
-            return self.gmem.read(a, nbytes)
+            return self.gmem.read_rows(a, nbytes)
         if space.startswith("shared"):
             ranks, offs = self._shared_target(space, a, nbytes)
             out = np.empty((a.size, nbytes), dtype=np.uint8)
@@ -311,21 +342,23 @@ class ExecContext:
                 sel = ranks == r
                 cta = self.cluster.cta_by_rank(int(r))
                 self._check_peer(cta)
-                out[sel] = cta.smem.read(offs[sel], nbytes)
+                out[sel] = cta.smem.read_rows(offs[sel], nbytes)
                 self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=False)
             return out
         if space == "local":
-            return self._local(a, nbytes, lanes)
+            if self.warp.local is None:
+                raise M.no_local_memory(nbytes, "read", a)
+            return self.warp.local.read_rows(lanes, a, nbytes)
         if space == "param":
-            return self._flat(self.engine.param_image, a, nbytes, "kernel parameter space")
+            return M.read_image(self.engine.param_image, a, nbytes, "kernel parameter space")
         if space == "const":
-            return self._flat(self.engine.const_image, a, nbytes, "constant space")
+            return M.read_image(self.engine.const_image, a, nbytes, "constant space")
         raise UnsupportedError(f"loads from state space .{space} are not supported")
 
     def _raw_write(self, space: str, a: np.ndarray, rows: np.ndarray, lanes: np.ndarray) -> None:
         nbytes = rows.shape[1]
         if space == "global":
-            self.gmem.write(a, rows)
+            self.gmem.write_rows(a, rows)
             return
         if space.startswith("shared"):
             ranks, offs = self._shared_target(space, a, nbytes)
@@ -334,16 +367,13 @@ class ExecContext:
                 cta = self.cluster.cta_by_rank(int(r))
                 self._check_peer(cta)
                 self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True)
-                cta.smem.write(offs[sel], rows[sel])
-                GenericWrites.of(cta).record(offs[sel], nbytes, self.pc, self.engine.env.now)
+                cta.smem.write_rows(offs[sel], rows[sel])
+                GenericWrites.of(cta).record(offs[sel], nbytes, self.pc, self.now)
             return
         if space == "local":
-            w = self.warp.local
-            offs = a.astype(np.int64)
-            if w is None or (offs < 0).any() or (offs + nbytes > w.shape[1]).any():
-                raise MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset "
-                                  f"0x{int(offs.max()):x}")
-            w[lanes[:, None], offs[:, None] + np.arange(nbytes)] = rows
+            if self.warp.local is None:
+                raise M.no_local_memory(nbytes, "write", a)
+            self.warp.local.write_rows(lanes, a, rows)
             return
         if space in ("param", "const"):
             raise MemoryFault(f"store to read-only state space .{space}")
@@ -354,25 +384,115 @@ class ExecContext:
             raise MemoryFault(f"access to the shared memory of {cta.label}, which has already exited",
                               expected="peer CTAs to stay resident (cluster barrier before exit)")
 
-    def _local(self, a, nbytes, lanes):
-        w = self.warp.local
-        offs = a.astype(np.int64)
-        if w is None or (offs < 0).any() or (offs + nbytes > w.shape[1]).any():
-            size = 0 if w is None else w.shape[1]
-            raise MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
-                              f"local memory is {size} bytes per thread")
-        return w[lanes[:, None], offs[:, None] + np.arange(nbytes)]
+    # ------------------------------------------------------------------------------------------ call parameters
+    def has_call_param(self, name: str) -> bool:
+        return name in self.warp.call_params
 
-    @staticmethod
-    def _flat(image: np.ndarray, a, nbytes, name):
-        offs = a.astype(np.int64)
-        if (offs < 0).any() or (offs + nbytes > image.size).any():
-            raise MemoryFault(f"out-of-bounds read of {nbytes} bytes at offset 0x{int(offs.max()):x} in {name} "
-                              f"({image.size} bytes)")
-        return image[offs[:, None] + np.arange(nbytes)]
+    def call_param_load(self, name: str, offset: int, nbytes: int) -> np.ndarray:
+        """(32, nbytes) bytes of the caller-side .param variable ``name`` (PTX ISA §5.1.6.2) from ``offset``;
+        reported as an untraced ``ld`` of space 'param' (the pre-issue-14 trace did not list these)."""
+        rows = self.warp.call_params.read_rows(name, offset, nbytes)
+        if self.bus.active:
+            lanes = self.lane_ids()
+            self._publish_mem("ld", "param", "generic", [offset] * lanes.size, nbytes, lanes, traced=False)
+        return rows
+
+    def call_param_store(self, name: str, offset: int, rows: np.ndarray) -> None:
+        """Write the executing lanes' rows of ``rows`` (32, n) into the caller-side .param variable ``name``."""
+        self.warp.call_params.write_rows(name, offset, rows, self.mask)
+        if self.bus.active:
+            lanes = self.lane_ids()
+            self._publish_mem("st", "param", "generic", [offset] * lanes.size, rows.shape[1], lanes, traced=False)
+
+    # ------------------------------------------------------------------------------------------ warp state
+    def carry_flag(self) -> np.ndarray:
+        """CC.CF of every lane (PTX ISA §9.7.2: the carry of add.cc/sub.cc/mad.cc, read by addc/subc/madc)."""
+        return self.warp.carry
+
+    def set_carry_flag(self, values) -> None:
+        self.warp.carry[self.mask] = np.asarray(values, dtype=bool)[self.mask]
+
+    @property
+    def stdout(self) -> list:
+        """The simulation's printed lines (vprintf appends)."""
+        return self.engine.stdout
+
+    # ------------------------------------------------------------------------------------------ the executing CTA
+    @property
+    def rank(self) -> int:
+        """The executing CTA's rank in its cluster (%cluster_ctarank; the rank bits of its shared addresses)."""
+        return self.cta.rank
+
+    def is_local(self, cta) -> bool:
+        """``cta`` is the executing CTA (not a peer of its cluster)."""
+        return cta is self.cta
+
+    @property
+    def cta_threads(self) -> int:
+        """Threads of the executing CTA, counted in whole warps (a named barrier's default count)."""
+        return WARP * len(self.cta.warps)
+
+    @property
+    def block_dims(self) -> tuple:
+        """The launch's CTA shape (%ntid)."""
+        return self.engine.block
+
+    def smem_check(self, off: int, nbytes: int, what: str) -> None:
+        """MemoryFault unless ``[off, off + nbytes)`` lies inside the executing CTA's shared memory."""
+        self.cta.smem.check(np.asarray([off]), nbytes, what)
+
+    def async_groups(self, kind: str, lane: int):
+        """The async-group state (:class:`tcsim.async_groups.AsyncGroups`) of thread ``lane`` of this warp for
+        ``kind`` 'bulk' (cp.async.bulk groups, PTX ISA §9.7.9.25.6) or 'cp.async' (§9.7.9.25.3)."""
+        table = self.cta.bulk_groups if kind == "bulk" else self.cta.cp_async_groups
+        return thread_groups(table, self.warp.id, lane)
+
+    # ------------------------------------------------------------------------------------------ agents
+    def agent(self, name: str, factory, key=None):
+        """The simulation's async agent ``name`` (one per ``key``), created by ``factory(sim)`` on first use."""
+        return self.engine.agent(name, factory, key)
+
+    def fail(self, error) -> None:
+        """Stop the simulation with ``error`` (from a callback that runs outside the instruction)."""
+        self.engine.fail(error)
+
+    # ------------------------------------------------------------------------------------------ TMEM
+    @property
+    def tmem(self):
+        """The executing CTA's Tensor Memory (created on first use)."""
+        return tmem_of(self.cta)
+
+    def tmem_load(self, lanes: np.ndarray, cols: np.ndarray, size: int, pack: bool = False) -> np.ndarray:
+        """``tcgen05.ld`` (PTX ISA 9.1 §9.7.16.8.3): the words of the executing CTA's TMEM cells ``(lanes[t, j],
+        cols[t, j])`` for thread lane ``t`` (shape (32, R)); ``pack`` (``.pack::16b``) joins the low halves of
+        columns ``c`` and ``c + 1``.  Reported as one ``ld`` of ``size`` bytes per register at each executing lane's
+        cells (space 'tmem', proxy 'async')."""
+        tm = self.tmem
+        if pack:
+            lo = tm.read_cells(lanes, cols) & np.uint32(0xFFFF)
+            hi = tm.read_cells(lanes, cols + 1) & np.uint32(0xFFFF)
+            vals = lo | (hi << np.uint32(16))
+        else:
+            vals = tm.read_cells(lanes, cols)
+        if self.bus.active:
+            sel = np.nonzero(self.mask)[0]
+            self._publish_mem("ld", "tmem", "async", [make_taddr(l, c) for l, c in zip(lanes[sel].ravel(),
+                                                                                       cols[sel].ravel())],
+                              size, np.repeat(sel, lanes.shape[1]))
+        return vals
+
+    def global_bytes(self, addr: int, nbytes: int) -> np.ndarray:
+        """``nbytes`` of global memory at ``addr`` read on behalf of the executing lane-0 thread by a system call
+        (``vprintf`` reading its format string); reported untraced (the pre-issue-14 trace did not list it)."""
+        rows = self.gmem.read_rows(np.asarray([addr], dtype=np.uint64), nbytes)
+        if self.bus.active:
+            self._publish_mem("ld", "global", "generic", [addr], nbytes, [int(self.lane_ids()[0])]
+                              if self.mask.any() else [], traced=False)
+        return rows[0]
 
     # ------------------------------------------------------------------------------------------ control
-    def jump(self, target: int, lanes: np.ndarray) -> None:
+    def jump(self, target, lanes: np.ndarray) -> None:
+        """Set the program counter of ``lanes`` (a lane mask) to ``target`` (one index, or one per selected lane)."""
         self.warp.pc[lanes] = target
 
     def exit_lanes(self, lanes: np.ndarray) -> None:
@@ -400,10 +520,17 @@ class ExecContext:
 
     # ------------------------------------------------------------------------------------------ sync events
     def emit_sync(self, op: str, **fields) -> None:
+        """Report sync event ``op`` of the executing warp (``fields``: its op-specific detail, in record order)."""
         if self.bus.active:
-            self.bus.emit("sync", self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, op=op,
-                          **fields)
+            self.bus.publish(SyncEvent.make(self.now, self.cta.ctaid, "warp", op, warp=self.warp.id, pc=self.pc,
+                                            line=self._line(), **fields))
         self.warp.last_sync = op
+
+    def async_port(self, agent: str, sync_head: tuple):
+        """A sync-only agent port (:class:`tcsim.agents.port.SyncPort`) for an effect this instruction schedules
+        for later, e.g. the asynchronous arrive of ``cp.async.mbarrier.arrive`` (agent 'lsu')."""
+        from .agents.port import SyncPort
+        return SyncPort(self.engine, agent, sync_head, self.cta)
 
     def require_converged(self, what: str, membermask: int = 0xFFFFFFFF) -> None:
         """For ``.sync.aligned`` warp-collective instructions: every lane of ``membermask`` that is alive must

@@ -48,10 +48,12 @@ def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
 
 
-def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None) -> list:
-    """Decode every instruction of ``fn``; with ``errors`` given, collect diagnostics instead of raising."""
+def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None,
+                    lowering: frozenset = frozenset()) -> list:
+    """Decode every instruction of ``fn`` (with the ``lowering`` variants on, :mod:`tcsim.lowering`); with
+    ``errors`` given, collect diagnostics instead of raising."""
     load_all()
-    info = DecodeInfo(module, fn, module.arch or "sm_100a")
+    info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering)
     out = []
     for ins in fn.body:
         try:
@@ -65,7 +67,7 @@ def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = No
     return out
 
 
-def load_program(module: ir.Module, kernel: str | None = None) -> Program:
+def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset()) -> Program:
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
@@ -73,7 +75,7 @@ def load_program(module: ir.Module, kernel: str | None = None) -> Program:
     for f in module.functions.values():
         if f is not fn and not f.is_declaration and f.kind == "func":
             pass  # device functions are decoded when called (see control.call)
-    decoded = decode_function(module, fn)
+    decoded = decode_function(module, fn, lowering=lowering)
     lay = layout_program(module, fn)
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=fn.body, decoded=decoded,
@@ -81,7 +83,8 @@ def load_program(module: ir.Module, kernel: str | None = None) -> Program:
                    dynamic_smem_align=lay["dynamic_smem_align"], local_symbols=lay["local_symbols"],
                    local_size=lay["local_size"], param_symbols=lay["param_symbols"], param_size=lay["param_size"],
                    const_symbols=lay["const_symbols"], const_image=const_image.tobytes(),
-                   global_decls=[v for v in module.globals if v.space == "global"])
+                   global_decls=[v for v in module.globals if v.space == "global"],
+                   syncish=[_is_warp_synchronous(i) for i in fn.body])
 
 
 class Simulation:
@@ -121,6 +124,8 @@ class Simulation:
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
+        self.stdout: list[str] = []     # lines the kernel printed (vprintf), in execution order
+        self.warnings: list[str] = []   # legal-but-suspicious findings reported after the run
         from .timing.params import timing_config
         #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
         #: latencies... with their sources); ``timing`` False gives the functional preset
@@ -131,8 +136,6 @@ class Simulation:
             from .timing.functional import FunctionalModel as Model
         #: the issue model the warps consult (TimingModel, or FunctionalModel: one cycle per warp-instruction)
         self.timing = Model(self, self.arch_config)
-        #: per pc: the instruction is warp-synchronous (the spin-lock focus slice stops before it)
-        self._syncish = [_is_warp_synchronous(i) for i in program.body]
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -208,7 +211,7 @@ class Simulation:
         body = prog.body
         decoded = prog.decoded
         nbody = len(body)
-        syncish = self._syncish
+        syncish = prog.syncish
         bus = self.bus
         tm = self.timing
         stall, prepare, issued = tm.stall, tm.prepare, tm.issued

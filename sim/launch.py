@@ -39,8 +39,11 @@ class Launch:
     dynamic_smem: int = 0
     args: list = field(default_factory=list)
     name: str | None = None           # a label for reports
+    lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
 
     def __post_init__(self):
+        from . import lowering
+        self.lowering = lowering.check(self.lowering)
         self.grid = _dim3(self.grid, "grid")
         self.block = _dim3(self.block, "block")
         self.cluster = _dim3(self.cluster, "cluster")
@@ -188,7 +191,7 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
         if alloc is None:
             arr = np.ascontiguousarray(arr_in)
             alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name}){what}")
-            alloc.data[:] = arr.reshape(-1).view(np.uint8)
+            alloc.upload(arr)
             by_id[id(arr_in)] = alloc
         return (alloc, arr_in)
 
@@ -257,7 +260,7 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.init:
             alloc = gmem.allocation_of(addrs[v.name])
-            alloc.data[:v.size_bytes] = np.frombuffer(encode_init(v, addrs), dtype=np.uint8)[:v.size_bytes]
+            alloc.upload(np.frombuffer(encode_init(v, addrs), dtype=np.uint8)[:v.size_bytes])
     return addrs
 
 
@@ -303,7 +306,7 @@ class Prepared:
 
         self.launch = launch
         self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel)
+        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
         self.gmem = GlobalMemory()
         self.global_symbols = allocate_globals(self.module, self.gmem)
         image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)
@@ -334,7 +337,7 @@ class Prepared:
 
         def contents(b):
             alloc, orig = b
-            return alloc.data[:orig.nbytes].view(orig.dtype).reshape(orig.shape).copy()
+            return alloc.download(orig.nbytes).view(orig.dtype).reshape(orig.shape)
 
         for b in self.buffers:
             if b is None:
@@ -346,12 +349,12 @@ class Prepared:
         glob = {}
         for v in self.module.globals:
             if v.space == "global" and v.name in self.global_symbols:
-                glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).data.copy()
+                glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).download()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
                  "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
-        return Result(outputs=outputs, stats=stats, stdout=list(getattr(sim, "stdout", [])), globals=glob,
+        return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
                       simulation=sim, notes=notes(self.module), timing=sim.timing_report())
 
 

@@ -7,6 +7,10 @@ different lowering.  Variants are off in normal runs.  The differential tools (c
 to *verify* an explanation: a mismatch is explained only when the simulator, with a named variant, reproduces
 the GPU's output bit for bit.
 
+The variants are an explicit input of a launch, never ambient state: ``Launch(..., lowering={...})`` (checked by
+:func:`check`) reaches the decoders as :attr:`tcsim.semantics.registry.DecodeInfo.lowering`, and a decoder asks
+:func:`active` at decode time, so the executed instruction carries its lowering.
+
 =====================  ==========================================================================================
 variant                what changes
 =====================  ==========================================================================================
@@ -23,18 +27,12 @@ variant                what changes
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 VARIANTS = ("sign-ops-bitwise", "f64-nan-swap")
 
-_active: contextvars.ContextVar = contextvars.ContextVar("tcsim_lowering_variants", default=frozenset())
 
-
-def active(name: str, line: int | None = None) -> bool:
-    """Is variant ``name`` on (in this context) -- everywhere, or (``name@<line>``) for the instruction on PTX
-    line ``line``?"""
-    on = _active.get()
+def active(on, name: str, line: int | None = None) -> bool:
+    """Is variant ``name`` in the set ``on`` -- everywhere, or (``name@<line>``) for the instruction on PTX line
+    ``line``?"""
     return name in on or (line is not None and f"{name}@{line}" in on)
 
 
@@ -44,17 +42,14 @@ def _known(name: str) -> bool:
     return base in VARIANTS and (not at or line.isdigit())
 
 
-@contextlib.contextmanager
-def variants(names):
-    """Run the enclosed launches (decode and execution) with the named variants on (``name``: everywhere;
-    ``name@<line>``: only for the instruction on that PTX line -- ptxas decides such lowerings per instruction)."""
+def check(names) -> frozenset:
+    """The variant set ``names`` (``name``: everywhere; ``name@<line>``: only for the instruction on that PTX line --
+    ptxas decides such lowerings per instruction); ValueError naming any unknown one."""
+    if isinstance(names, str):
+        names = (names,)
     names = frozenset(names)
     unknown = {n for n in names if not _known(n)}
     if unknown:
         raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)} "
                          f"(each also as <variant>@<PTX line>)")
-    token = _active.set(names)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+    return names

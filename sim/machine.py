@@ -11,7 +11,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import LaunchError, MemoryFault, SyncError
-from .memory import FlatMemory, GlobalMemory, shared_address
+from .memory import CallParams, FlatMemory, GlobalMemory, LocalMemory, shared_address
 from .mbarrier_state import MBarrier
 from .ptxtypes import container, size_of
 
@@ -54,6 +54,7 @@ class Program:
     const_symbols: dict
     const_image: bytes
     global_decls: list                 # module .global variables (allocated per launch)
+    syncish: list                      # per instruction: warp-synchronous (the engine keeps the warp converged)
 
     @property
     def name(self) -> str:
@@ -90,6 +91,7 @@ class Cta:
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
         self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)
+        self.generic_writes = None     # tcsim.proxy_fence.GenericWrites, created on the first generic SMEM write
 
     @property
     def label(self) -> str:
@@ -155,9 +157,13 @@ class Warp:
                 for i in range(vec):
                     self.regs[f"{name}.{i}"] = np.zeros(WARP, dtype=container(ptype))
             self.regs[name] = np.zeros(WARP, dtype=container(ptype))
-        self.local = np.zeros((WARP, max(local_size, 0)), dtype=np.uint8) if local_size else None
+        self.local = LocalMemory(WARP, local_size) if local_size else None
         self.ctx = None                # ExecContext, attached by the engine
         self.last_sync = None          # description of the last sync op (for runaway diagnostics)
+        #: CC.CF, the carry flag of the extended-precision integer chains (PTX ISA §9.7.2), per lane
+        self.carry = np.zeros(WARP, dtype=bool)
+        #: the caller-side .param variables of device-function calls (PTX ISA §5.1.6.2)
+        self.call_params = CallParams()
 
     @property
     def label(self) -> str:

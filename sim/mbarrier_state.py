@@ -38,6 +38,13 @@ class MBarrier:
         self.valid = True
         self._waiters = []   # waiters of an earlier (invalidated) incarnation never see this one
 
+    def add_pending(self, count: int) -> None:
+        """Raise the pending arrival count of the current phase (``cp.async.mbarrier.arrive`` without .noinc,
+        PTX ISA §9.7.9.25.3.4); SyncError past the 2^20-1 limit."""
+        if self.pending + int(count) > MAX_COUNT:
+            raise SyncError(f"pending count of the mbarrier at SMEM offset 0x{self.offset:x} would exceed {MAX_COUNT}")
+        self.pending += int(count)
+
     def inval(self) -> None:
         self.valid = False
 

@@ -12,6 +12,15 @@ Address model (tcsim's choice where the hardware encoding is not public):
   ``LOCAL_WINDOW + offset`` (per thread).  ``cvta`` converts between them.
 
 Memories are plain ``numpy.uint8`` arrays; accesses are vectorised over the lanes of a warp.
+
+The memory layer (this module, :mod:`tcsim.tmem` for TMEM, :mod:`tcsim.mbarrier_state` for mbarrier objects) is the
+only code that touches a memory array (DESIGN.md principle 13, "one door").  Each memory keeps its bytes in a
+private writable array and exposes ``data``, a read-only view of them for inspection (tests, the debugger): a write
+through ``data`` raises ``ValueError``.  Simulated accesses go through the raw methods below (``read_rows`` /
+``write_rows`` / ``read_range`` / ``write_range``), which only the two doors call: the warp's execution context
+(:class:`tcsim.context.ExecContext`) and the agent interface (:class:`tcsim.agents.port.AgentPort`); they emit the
+observation event of every access.  The host side (the launch copying arguments in) uses
+:meth:`Allocation.upload`, the ``cudaMemcpy`` of the simulator.  tests/sim/test_one_door.py enforces this.
 """
 from __future__ import annotations
 
@@ -33,17 +42,39 @@ SHARED_RANK_SHIFT = 24
 SHARED_OFFSET_MASK = (1 << SHARED_RANK_SHIFT) - 1
 
 
-class Allocation:
-    __slots__ = ("base", "data", "name")
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
-    def __init__(self, base: int, data: np.ndarray, name: str):
+
+class Allocation:
+    """One global buffer: ``data`` is a read-only view of its bytes (:meth:`upload` writes them from the host)."""
+
+    __slots__ = ("base", "_bytes", "data", "name")
+
+    def __init__(self, base: int, nbytes: int, name: str):
         self.base = base
-        self.data = data
+        self._bytes = np.zeros(max(int(nbytes), 0), dtype=np.uint8)
+        self.data = _read_only(self._bytes)
         self.name = name
 
     @property
     def end(self) -> int:
-        return self.base + self.data.size
+        return self.base + self._bytes.size
+
+    def upload(self, data, offset: int = 0) -> None:
+        """Host -> device copy (``cudaMemcpy``) of ``data``'s bytes at ``offset`` (before or after a launch, never
+        by the simulated kernel)."""
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if offset < 0 or offset + raw.size > self._bytes.size:
+            raise MemoryFault(f"host copy of {raw.size} bytes at offset {offset} of {self.name}, which is "
+                              f"{self._bytes.size} bytes")
+        self._bytes[offset:offset + raw.size] = raw
+
+    def download(self, nbytes: int | None = None) -> np.ndarray:
+        """Device -> host copy of the first ``nbytes`` bytes (all by default)."""
+        return self._bytes[:self._bytes.size if nbytes is None else int(nbytes)].copy()
 
 
 class GlobalMemory:
@@ -56,7 +87,7 @@ class GlobalMemory:
 
     def allocate(self, nbytes: int, name: str = "buffer", align: int = GLOBAL_ALIGN) -> Allocation:
         base = (self._next + align - 1) // align * align
-        alloc = Allocation(base, np.zeros(max(int(nbytes), 0), dtype=np.uint8), name)
+        alloc = Allocation(base, nbytes, name)
         self._bases.append(base)
         self._allocs.append(alloc)
         self._next = base + max(int(nbytes), 1) + GLOBAL_GUARD
@@ -84,14 +115,14 @@ class GlobalMemory:
         idx = np.searchsorted(bases, addrs, side="right").astype(np.int64) - 1
         ok = idx >= 0
         offs = np.zeros(addrs.shape, dtype=np.int64)
-        sizes = np.asarray([a.data.size for a in self._allocs], dtype=np.int64)
+        sizes = np.asarray([a._bytes.size for a in self._allocs], dtype=np.int64)
         if len(sizes):
             safe = np.where(ok, idx, 0)
             offs = (addrs - bases[safe]).astype(np.int64)
             ok &= (offs + nbytes) <= sizes[safe]
         return idx, offs, ok
 
-    def read(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+    def read_rows(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
         """Bytes at each address: shape (len(addrs), nbytes).  Faults name the first bad lanes."""
         addrs = np.asarray(addrs, dtype=np.uint64)
         out = np.empty((addrs.size, nbytes), dtype=np.uint8)
@@ -104,10 +135,10 @@ class GlobalMemory:
         rng = np.arange(nbytes)
         for i in np.unique(idx):
             sel = idx == i
-            out[sel] = self._allocs[i].data[offs[sel][:, None] + rng]
+            out[sel] = self._allocs[i]._bytes[offs[sel][:, None] + rng]
         return out
 
-    def write(self, addrs: np.ndarray, data: np.ndarray) -> None:
+    def write_rows(self, addrs: np.ndarray, data: np.ndarray) -> None:
         """Write rows of ``data`` (shape (len(addrs), nbytes)) in lane order (later lanes win)."""
         addrs = np.asarray(addrs, dtype=np.uint64)
         nbytes = data.shape[1]
@@ -120,49 +151,136 @@ class GlobalMemory:
         rng = np.arange(nbytes)
         for i in np.unique(idx):
             sel = idx == i
-            self._allocs[i].data[offs[sel][:, None] + rng] = data[sel]
+            self._allocs[i]._bytes[offs[sel][:, None] + rng] = data[sel]
 
 
 class FlatMemory:
-    """A contiguous byte array addressed by offset (one CTA's SMEM, one thread's local memory)."""
+    """A contiguous byte array addressed by offset (one CTA's SMEM); ``data`` is a read-only view of it."""
 
     def __init__(self, size: int, name: str):
-        self.data = np.zeros(int(size), dtype=np.uint8)
+        self._bytes = np.zeros(int(size), dtype=np.uint8)
+        self.data = _read_only(self._bytes)
         self.name = name
 
     @property
     def size(self) -> int:
-        return self.data.size
+        return self._bytes.size
 
     def check(self, offs: np.ndarray, nbytes: int, what: str) -> None:
         offs = np.asarray(offs, dtype=np.int64)
-        bad = (offs < 0) | (offs + nbytes > self.data.size)
+        size = self._bytes.size
+        bad = (offs < 0) | (offs + nbytes > size)
         if bad.any():
             o = int(offs[np.nonzero(bad)[0][0]])
             raise MemoryFault(f"out-of-bounds {self.name} {what} of {nbytes} bytes at offset 0x{o:x}; "
-                              f"{self.name} is {self.data.size} bytes",
-                              expected=f"offsets in [0, {self.data.size - nbytes}]")
+                              f"{self.name} is {size} bytes",
+                              expected=f"offsets in [0, {size - nbytes}]")
 
-    def read(self, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    def read_rows(self, offs: np.ndarray, nbytes: int) -> np.ndarray:
+        """``nbytes`` at each offset: a new array of shape (len(offs), nbytes)."""
         offs = np.asarray(offs, dtype=np.int64)
         self.check(offs, nbytes, "read")
-        return self.data[offs[:, None] + np.arange(nbytes)]
+        return self._bytes[offs[:, None] + np.arange(nbytes)]
 
-    def write(self, offs: np.ndarray, data: np.ndarray) -> None:
+    def write_rows(self, offs: np.ndarray, data: np.ndarray) -> None:
+        """Row ``i`` of ``data`` (shape (len(offs), nbytes)) at ``offs[i]`` (later rows win)."""
         offs = np.asarray(offs, dtype=np.int64)
         nbytes = data.shape[1]
         self.check(offs, nbytes, "write")
-        self.data[offs[:, None] + np.arange(nbytes)] = data
+        self._bytes[offs[:, None] + np.arange(nbytes)] = data
 
-    def read_bytes(self, off: int, nbytes: int) -> np.ndarray:
+    def read_range(self, off: int, nbytes: int) -> np.ndarray:
+        """A copy of the bytes ``[off, off + nbytes)``."""
         self.check(np.asarray([off]), nbytes, "read")
-        return self.data[off:off + nbytes]
+        return self._bytes[off:off + nbytes].copy()
 
-    def write_bytes(self, off: int, data) -> None:
+    def write_range(self, off: int, data) -> None:
         data = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else \
             data.reshape(-1).view(np.uint8)
         self.check(np.asarray([off]), data.size, "write")
-        self.data[off:off + data.size] = data
+        self._bytes[off:off + data.size] = data
+
+
+class LocalMemory:
+    """The local memory of the 32 threads of one warp (PTX ISA §5.1.5): ``size`` bytes per lane; ``data`` is a
+    read-only (32, size) view."""
+
+    def __init__(self, nlanes: int, size: int):
+        self._bytes = np.zeros((nlanes, int(size)), dtype=np.uint8)
+        self.data = _read_only(self._bytes)
+
+    @property
+    def size(self) -> int:
+        return self._bytes.shape[1]
+
+    def _offsets(self, a, nbytes: int, what: str) -> np.ndarray:
+        offs = np.asarray(a).astype(np.int64)
+        if (offs < 0).any() or (offs + nbytes > self.size).any():
+            if what == "read":
+                raise MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
+                                  f"local memory is {self.size} bytes per thread")
+            raise MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset 0x{int(offs.max()):x}")
+        return offs
+
+    def read_rows(self, lanes: np.ndarray, a: np.ndarray, nbytes: int) -> np.ndarray:
+        """``nbytes`` at offset ``a[i]`` of lane ``lanes[i]``'s local memory (rows)."""
+        offs = self._offsets(a, nbytes, "read")
+        return self._bytes[lanes[:, None], offs[:, None] + np.arange(nbytes)]
+
+    def write_rows(self, lanes: np.ndarray, a: np.ndarray, rows: np.ndarray) -> None:
+        nbytes = rows.shape[1]
+        offs = self._offsets(a, nbytes, "write")
+        self._bytes[lanes[:, None], offs[:, None] + np.arange(nbytes)] = rows
+
+
+class CallParams:
+    """The caller-side ``.param`` variables a thread declares for a ``call`` (PTX ISA §5.1.6.2, kernel function
+    parameters in the caller's local .param area), per warp: name -> (32 lanes, 64 bytes), zero until written."""
+
+    SIZE = 64
+
+    def __init__(self):
+        self._vars: dict[str, np.ndarray] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._vars
+
+    def read_rows(self, name: str, offset: int, nbytes: int) -> np.ndarray:
+        """(32, nbytes) bytes of variable ``name`` from ``offset`` (zeros for a variable never written)."""
+        if offset < 0 or offset + nbytes > self.SIZE:
+            raise MemoryFault(f"access of {nbytes} bytes at offset {offset} of call parameter {name}, which is "
+                              f"{self.SIZE} bytes")
+        buf = self._vars.get(name)
+        if buf is None:
+            return np.zeros((32, nbytes), dtype=np.uint8)
+        return buf[:, offset:offset + nbytes].copy()
+
+    def write_rows(self, name: str, offset: int, rows: np.ndarray, mask: np.ndarray) -> None:
+        """Rows of ``rows`` (32, n) into variable ``name`` at ``offset``, for the lanes of ``mask``."""
+        n = rows.shape[1]
+        if offset < 0 or offset + n > self.SIZE:
+            raise MemoryFault(f"access of {n} bytes at offset {offset} of call parameter {name}, which is "
+                              f"{self.SIZE} bytes")
+        buf = self._vars.setdefault(name, np.zeros((32, self.SIZE), dtype=np.uint8))
+        buf[mask, offset:offset + n] = rows[mask]
+
+
+def no_local_memory(nbytes: int, what: str, a) -> MemoryFault:
+    """The fault of a local access by a kernel that declares no local memory."""
+    offs = np.asarray(a).astype(np.int64)
+    if what == "read":
+        return MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
+                           f"local memory is 0 bytes per thread")
+    return MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset 0x{int(offs.max()):x}")
+
+
+def read_image(image: np.ndarray, a, nbytes: int, name: str) -> np.ndarray:
+    """``nbytes`` at each offset of a read-only state-space image (kernel parameters, constant bank)."""
+    offs = np.asarray(a).astype(np.int64)
+    if (offs < 0).any() or (offs + nbytes > image.size).any():
+        raise MemoryFault(f"out-of-bounds read of {nbytes} bytes at offset 0x{int(offs.max()):x} in {name} "
+                          f"({image.size} bytes)")
+    return image[offs[:, None] + np.arange(nbytes)]
 
 
 def split_shared(addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,38 +1,86 @@
 """The observation hook: every retired instruction, memory access and sync event passes through one bus.
 
-Observers (the JSONL tracer here; the race detector and debugger later) subscribe with
-:meth:`ObservationBus.subscribe`.  With no observer the bus is inactive and emitters skip all work: callers
-test ``bus.active`` before building an event.
+DESIGN.md principles 4, 7 and 13.  Events are emitted from two doors only: the warp's execution context
+(:class:`tcsim.context.ExecContext`: register, SMEM/DSMEM, global, local, TMEM accesses and sync events of warps)
+and the agent interface (:class:`tcsim.agents.port.AgentPort`: the TMA engine, tensor pipe, cp.async unit,
+tcgen05 ld/st landing, barrier and cluster-barrier release), plus the engine's retire and the timing model's
+stall records.  Observers (the JSONL tracer here, the debugger in :mod:`tcsim.session`, the timing statistics, the
+race detector and trace visualiser to come) subscribe with :meth:`ObservationBus.subscribe`.  With no observer the
+bus is inactive and the doors skip all work: they test ``bus.active`` (or :meth:`ObservationBus.wants` for the
+per-operand register events) before building an event.
 
-Event kinds and their fields (all carry ``cycle`` -- the simulated SM cycle, ``env.now`` --, ``cta`` as a
-rank-ordered tuple, ``agent``):
+Events are frozen dataclasses, one class per family, with declared fields.  Every event has ``cycle`` (the
+simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it concerns), ``agent`` ('warp',
+'tma', 'tensor_pipe', 'lsu', 'tcgen05', 'barrier', 'cluster-barrier') and ``kind`` (the family name):
 
-* ``inst``  — a warp retired one instruction: ``warp, pc, line, text, mask`` (32-bit active-lane mask),
-  ``writes`` ({register: [lane values as ints]} for the executing lanes).
-* ``mem``   — a memory access: ``op`` ('ld'|'st'|'atom'|'red'), ``space`` ('global'|'shared'|'local'|'param'
-  |'const'|'tmem'), ``proxy`` ('generic'|'async'), ``warp`` (None for async agents), ``pc``, ``addrs`` (list),
-  ``size`` (bytes per address), ``lanes`` (list).
-* ``stall`` — (timing on only) a warp could not issue: ``warp, pc, reason`` (category: 'dependency', 'unit',
-  'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'), ``detail`` (which register,
-  unit or mbarrier), ``cycles``; the event's ``cycle`` is when the stall began.  With timing on, ``inst`` events
-  also carry ``done``: the cycle at which the instruction's results are readable.
-* ``sync``  — a synchronisation event: ``op`` (e.g. 'mbarrier.init', 'mbarrier.arrive', 'mbarrier.complete_tx',
-  'mbarrier.phase', 'bar.arrive', 'bar.release', 'fence', 'async.issue', 'async.complete'), plus op-specific
-  fields.
+* :class:`InstRetired` ``inst`` -- a warp retired one instruction: ``warp, pc, line, text, mask`` (32-bit
+  active-lane mask), ``writes`` ({register: [lane values]}), ``done`` (timing on: when its results are readable).
+* :class:`MemAccess` ``mem`` -- one access to a memory: ``op`` ('ld'|'st'|'atom'|'red'|'ldmatrix'|...),
+  ``space`` ('global'|'shared::cta'|'shared::cluster'|'local'|'param'|'const'|'tmem'), ``proxy``
+  ('generic'|'async'), ``warp`` and ``pc`` (the issuing warp and instruction; None for an agent's own access),
+  ``addrs`` (start address of each range; for TMEM the cell address ``lane << 16 | column``), ``size`` (bytes per
+  range), ``lanes`` (the thread lane of each address, empty for agents), ``line`` (PTX source line of the
+  instruction, None for agents), ``op_id`` (the async op this access completes, linking it to its
+  :class:`AsyncIssue`; None for a warp's synchronous access).  :attr:`MemAccess.is_write`,
+  :meth:`MemAccess.ranges` and :meth:`MemAccess.tmem_cells` give the byte ranges / TMEM lanes x columns.
+* :class:`SyncEvent` ``sync`` -- a synchronisation event: ``op`` (e.g. 'bar.arrive', 'bar.release',
+  'mbarrier.init', 'mbarrier.arrive', 'mbarrier.expect_tx', 'mbarrier.complete_tx', 'mbarrier.phase',
+  'mbarrier.wait' (test_wait / try_wait, ``form``), 'fence', 'tcgen05.fence', 'tcgen05.commit', 'tcgen05.wait',
+  'cp.async.bulk.commit_group', 'cp.async.bulk.wait_group', 'cluster.arrive', 'cluster.wait', 'cluster.release'),
+  ``warp``, ``pc``, ``line``, ``lanes`` (executing lanes where the op has them), the typed operands
+  ``barrier`` (named barrier id), ``mbarrier`` (SMEM offset of the mbarrier, in ``target_cta`` when the op names
+  another CTA's), ``count``, ``phase``, ``op_id``, and ``detail`` (every op-specific field, by name).
+* :class:`AsyncIssue` / :class:`AsyncComplete` (``sync`` with op 'async.issue' / 'async.complete') -- an async op
+  entered / left a unit: ``op_id`` (unique per bus, the same on both halves and on every :class:`MemAccess` and
+  mbarrier event the completion performs), ``unit`` (the agent), ``what`` (the PTX opcode), ``issuer_warp`` /
+  ``issuer_pc`` / ``line`` of the issuing instruction.
+* :class:`Stall` ``stall`` -- (timing on only) a warp could not issue: ``warp, pc, reason`` (category:
+  'dependency', 'unit', 'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'),
+  ``detail``, ``cycles``; ``cycle`` is when the stall began.
+* :class:`RegAccess` ``reg`` -- one register operand read (``write`` False) or written (True) by a warp:
+  ``warp, pc, line, reg, lanes``.  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
+
+``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
+observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer writes exactly those
+records: an event family added since (register accesses) has a kind it does not select, and a sync or mem event the
+old trace did not carry has ``traced=False`` (see :class:`JsonlTracer`).
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import ClassVar, Mapping
+
+_EMPTY: Mapping = MappingProxyType({})
 
 
-@dataclass
+def _jsonable(v):
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (dict, MappingProxyType)):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
+
+
+@dataclass(frozen=True, eq=False)
 class Event:
-    kind: str
+    """What every observation event carries.  ``fields``: the event's legacy trace record (module docstring)."""
+
+    kind: ClassVar[str] = "event"
     cycle: float
     cta: tuple
     agent: str
-    fields: dict = field(default_factory=dict)
+
+    @property
+    def fields(self) -> dict:
+        raise NotImplementedError
+
+    #: False for an event the pre-issue-14 trace did not write (the JSONL tracer skips it)
+    traced: ClassVar[bool] = True
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "cycle": self.cycle, "cta": list(self.cta), "agent": self.agent}
@@ -41,42 +89,227 @@ class Event:
         return d
 
 
-def _jsonable(v):
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    return v
+@dataclass(frozen=True, eq=False)
+class InstRetired(Event):
+    kind: ClassVar[str] = "inst"
+    warp: int = 0
+    pc: int = 0
+    line: int = 0
+    text: str = ""
+    mask: int = 0
+    writes: Mapping = field(default_factory=lambda: _EMPTY)
+    done: float | None = None
+
+    @property
+    def fields(self) -> dict:
+        d = dict(warp=self.warp, pc=self.pc, line=self.line, text=self.text, mask=self.mask,
+                 writes=dict(self.writes))
+        if self.done is not None:
+            d["done"] = self.done
+        return d
+
+
+@dataclass(frozen=True, eq=False)
+class Stall(Event):
+    kind: ClassVar[str] = "stall"
+    warp: int = 0
+    pc: int | None = None
+    reason: str = ""
+    detail: str = ""
+    cycles: float = 0
+
+    @property
+    def fields(self) -> dict:
+        return dict(warp=self.warp, pc=self.pc, reason=self.reason, detail=self.detail, cycles=self.cycles)
+
+
+_WRITES = frozenset(("st", "atom", "red", "stmatrix", "tcgen05.alloc"))
+
+
+@dataclass(frozen=True, eq=False)
+class MemAccess(Event):
+    kind: ClassVar[str] = "mem"
+    op: str = "ld"
+    space: str = "global"
+    proxy: str = "generic"
+    warp: int | None = None
+    pc: int | None = None
+    addrs: tuple = ()
+    size: int = 0
+    lanes: tuple = ()
+    line: int | None = None
+    op_id: int | None = None
+    traced: bool = True
+
+    @property
+    def is_write(self) -> bool:
+        """The access writes memory (atomics and reductions read and write)."""
+        return self.op in _WRITES
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """``[start, end)`` byte ranges (for TMEM: cell addresses, ``size`` bytes of consecutive columns)."""
+        return [(a, a + self.size) for a in self.addrs]
+
+    def tmem_cells(self) -> list[tuple[int, int]]:
+        """(lane, column) of each TMEM cell the access touches (``space == 'tmem'``)."""
+        ncols = max(1, self.size // 4)
+        return [((a >> 16) & 0xFFFF, (a & 0xFFFF) + j) for a in self.addrs for j in range(ncols)]
+
+    @property
+    def fields(self) -> dict:
+        return dict(warp=self.warp, pc=self.pc, op=self.op, space=self.space, proxy=self.proxy,
+                    addrs=list(self.addrs), size=self.size, lanes=list(self.lanes))
+
+
+@dataclass(frozen=True, eq=False)
+class SyncEvent(Event):
+    kind: ClassVar[str] = "sync"
+    op: str = ""
+    warp: int | None = None
+    pc: int | None = None
+    line: int | None = None
+    lanes: tuple | None = None
+    barrier: int | None = None
+    mbarrier: int | None = None
+    target_cta: tuple | None = None
+    count: int | None = None
+    phase: int | None = None
+    op_id: int | None = None
+    detail: Mapping = field(default_factory=lambda: _EMPTY)
+    #: which of warp / pc / op open the legacy record, in order (warp-side events: all three; agents: their own)
+    head: tuple = ("warp", "pc", "op")
+    traced: bool = True
+
+    @classmethod
+    def make(cls, cycle, cta, agent, op, *, warp=None, pc=None, line=None, op_id=None, head=("warp", "pc", "op"),
+             traced=True, typed=None, **detail):
+        """The event of sync op ``op`` with op-specific ``detail``; the typed operands are taken from the detail
+        fields that name them (``barrier``, ``mbarrier`` / ``addr``, ``target_cta``, ``count``, ``phase``,
+        ``lanes`` / ``lane``); ``typed``: declared fields given directly (a subclass's, e.g. :class:`AsyncIssue`'s, or a
+        value the record does not show, e.g. the thread count of a ``bar.sync`` without one)."""
+        lanes = detail.get("lanes")
+        if lanes is None and "lane" in detail and detail["lane"] is not None:
+            lanes = (detail["lane"],)
+        mb = detail.get("mbarrier", detail.get("addr"))
+        bar = detail.get("barrier")
+        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=None if lanes is None else tuple(int(x) for x in lanes),
+                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb if isinstance(mb, int) else None,
+                  target_cta=detail.get("target_cta", cta if isinstance(mb, int) else None),
+                  count=detail.get("count") if isinstance(detail.get("count"), int) else None,
+                  phase=detail.get("phase") if isinstance(detail.get("phase"), int) else None,
+                  op_id=op_id, detail=MappingProxyType(dict(detail)), head=head, traced=traced)
+        kw.update(typed or {})
+        return cls(cycle, cta, agent, **kw)
+
+    @property
+    def fields(self) -> dict:
+        d = {k: getattr(self, k) for k in self.head}
+        d.update(self.detail)
+        return d
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncIssue(SyncEvent):
+    """An async op entered its unit (``op == 'async.issue'``): ``unit`` (the agent serving it), ``what`` (its PTX
+    opcode), ``issuer_warp`` / ``issuer_pc`` (the issuing warp and instruction; ``warp`` is None: an agent acts)."""
+
+    unit: str = ""
+    what: str = ""
+    issuer_warp: int | None = None
+    issuer_pc: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncComplete(SyncEvent):
+    """An async op completed (``op == 'async.complete'``): its effects (the :class:`MemAccess` events with the same
+    ``op_id``) have been applied.  Fields as :class:`AsyncIssue`."""
+
+    unit: str = ""
+    what: str = ""
+    issuer_warp: int | None = None
+    issuer_pc: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RegAccess(Event):
+    kind: ClassVar[str] = "reg"
+    traced: ClassVar[bool] = False
+    warp: int = 0
+    pc: int = 0
+    line: int | None = None
+    reg: str = ""
+    write: bool = False
+    lanes: tuple = ()
+
+    @property
+    def fields(self) -> dict:
+        return dict(warp=self.warp, pc=self.pc, line=self.line, reg=self.reg, write=self.write,
+                    lanes=list(self.lanes))
 
 
 class ObservationBus:
+    """Delivers events to the subscribed observers.  ``active``: someone listens; :meth:`wants` a given kind."""
+
     def __init__(self):
         self._observers: list = []
+        self._kinds: list = []           # per observer: the set of kinds it selects, or None (all)
+        self._wanted: frozenset | None = frozenset()     # union of the selected kinds (None: some observer takes all)
         self.active = False
+        self._op_ids = itertools.count(1)
 
     def subscribe(self, observer) -> None:
-        """``observer`` is a callable taking an :class:`Event` (or an object with ``on_event``)."""
+        """``observer`` is a callable taking an :class:`Event` (or an object with ``on_event``); an observer with a
+        ``kinds`` attribute receives only those kinds."""
         fn = observer.on_event if hasattr(observer, "on_event") else observer
         self._observers.append(fn)
-        self.active = True
+        kinds = getattr(observer, "kinds", None)
+        self._kinds.append(None if kinds is None else frozenset(kinds))
+        self._update()
 
     def unsubscribe(self, observer) -> None:
         fn = observer.on_event if hasattr(observer, "on_event") else observer
-        self._observers.remove(fn)
-        self.active = bool(self._observers)
+        i = self._observers.index(fn)
+        del self._observers[i], self._kinds[i]
+        self._update()
 
+    def _update(self) -> None:
+        self.active = bool(self._observers)
+        self._wanted = None if any(k is None for k in self._kinds) else frozenset().union(*self._kinds)
+
+    def wants(self, kind: str) -> bool:
+        """Some observer selects events of ``kind`` (doors test it before building costly per-operand events)."""
+        return self.active and (self._wanted is None or kind in self._wanted)
+
+    def next_op_id(self) -> int:
+        """A fresh async-op id (unique on this bus): links an :class:`AsyncIssue` to its completion."""
+        return next(self._op_ids)
+
+    def publish(self, ev: Event) -> None:
+        """Deliver ``ev`` to every observer that selects its kind."""
+        for fn, kinds in zip(self._observers, self._kinds):
+            if kinds is None or ev.kind in kinds:
+                fn(ev)
+
+    # -- the two records the engine and the timing model build (their emit sites predate the typed events)
     def emit(self, kind: str, cycle: float, cta: tuple, agent: str, /, **fields) -> None:
+        """Build and publish an :class:`InstRetired` (``kind == 'inst'``) or :class:`Stall` (``'stall'``)."""
         if not self._observers:
             return
-        ev = Event(kind, cycle, cta, agent, fields)
-        for fn in self._observers:
-            fn(ev)
+        cls = {"inst": InstRetired, "stall": Stall}[kind]
+        self.publish(cls(cycle, cta, agent, **fields))
 
 
 class JsonlTracer:
-    """Writes one JSON object per event, one per line (``tcsim run --trace out.jsonl``)."""
+    """Writes one JSON object per event, one per line (``tcsim run --trace out.jsonl``).
+
+    The format is the pre-issue-14 one (a later issue redesigns it): each record is ``kind, cycle, cta, agent``
+    followed by ``Event.fields``.  To keep it byte-identical the tracer writes only events of the kinds it selects
+    (default inst, mem, sync, stall -- not the newer ``reg``) whose ``traced`` is true: the doors mark the accesses
+    the old trace did not carry with ``traced=False`` -- the tensor pipe's TMEM reads of the accumulator C and of the
+    block-scale factors, the read half of a masked bulk store (``.cp_mask``) and of a tensor reduction, vprintf's
+    format-string read, the caller-side call-parameter loads and stores; the other new information (``op_id``,
+    ``line``, typed sync operands, an AsyncIssue's ``unit`` / ``issuer_*``) lives in declared fields that ``fields``
+    does not show."""
 
     def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync", "stall")):
         self._own = isinstance(path_or_file, (str, bytes)) or hasattr(path_or_file, "__fspath__")
@@ -85,7 +318,7 @@ class JsonlTracer:
         self.count = 0
 
     def on_event(self, ev: Event) -> None:
-        if ev.kind in self.kinds:
+        if ev.kind in self.kinds and ev.traced:
             self._f.write(json.dumps(ev.to_json(), separators=(",", ":")) + "\n")
             self.count += 1
 
@@ -107,3 +340,7 @@ class EventRecorder:
 
     def of(self, kind: str, **match) -> list[Event]:
         return [e for e in self.events if e.kind == kind and all(e.fields.get(k) == v for k, v in match.items())]
+
+
+__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
+           "ObservationBus", "JsonlTracer", "EventRecorder"]

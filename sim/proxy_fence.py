@@ -37,10 +37,9 @@ class GenericWrites:
 
     @staticmethod
     def of(cta) -> "GenericWrites":
-        gw = getattr(cta, "generic_writes", None)
-        if gw is None:
-            gw = cta.generic_writes = GenericWrites(cta.smem.size)
-        return gw
+        if cta.generic_writes is None:
+            cta.generic_writes = GenericWrites(cta.smem.size)
+        return cta.generic_writes
 
     def record(self, offs: np.ndarray, nbytes: int, pc: int, cycle: float) -> None:
         """Generic-proxy writes of ``nbytes`` at each CTA-relative offset in ``offs`` (already bounds-checked)."""
@@ -106,20 +105,20 @@ def fence_proxy_async(ctx, proxy: str) -> None:
     else:
         return
     for cta in ctas:
-        gw = getattr(cta, "generic_writes", None)
+        gw = cta.generic_writes
         if gw is not None:
             gw.fence()
 
 
 def async_write(cta, offs, size: int) -> None:
     """Called by an async-proxy writer of ``cta``'s SMEM (TMA loads)."""
-    gw = getattr(cta, "generic_writes", None)
+    gw = cta.generic_writes
     if gw is not None:
         gw.overwritten(offs, size)
 
 
 def check_async_read(engine, cta, offs, size: int, reader: str, issued_at: float) -> None:
     """Called by an async-proxy reader of ``cta``'s SMEM (TMA engine, tensor pipe) when it reads."""
-    gw = getattr(cta, "generic_writes", None)
+    gw = cta.generic_writes
     if gw is not None:
         gw.check(cta, offs, size, reader, issued_at, engine.sim.program)

@@ -48,15 +48,17 @@ class Session:
         self.history: list[Retired] = []
         self.keep_history = 10_000
         self._prep = Prepared(launch, seed=seed, max_instructions=max_instructions,
-                              observers=(self._on_event,) + tuple(observers), timing=timing)
+                              observers=(self,) + tuple(observers), timing=timing)
         self.sim = self._prep.sim
         self.done = False
 
     # -------------------------------------------------------------------------------------- stepping
-    def _on_event(self, ev) -> None:
+    #: the session observes retired instructions only (so no per-register events are built for it)
+    kinds = ("inst",)
+
+    def on_event(self, ev) -> None:
         if ev.kind == "inst":
-            f = ev.fields
-            r = Retired(ev.cycle, ev.cta, f["warp"], f["pc"], f["line"], f["text"], f["mask"], f["writes"])
+            r = Retired(ev.cycle, ev.cta, ev.warp, ev.pc, ev.line, ev.text, ev.mask, dict(ev.writes))
             self._last = r
             self.history.append(r)
             if len(self.history) > self.keep_history:
@@ -131,6 +133,7 @@ class Session:
         return {k: v[lane].item() for k, v in w.regs.items()}
 
     def smem(self, cta=0) -> np.ndarray:
+        """The CTA's shared memory bytes (a read-only view: the debugger inspects, the kernel writes)."""
         return self._cta(cta).smem.data
 
     def mbarrier(self, offset: int, cta=0):

@@ -8,18 +8,19 @@ units of 32 columns; requests are powers of two in [32, 512].  A request that ca
 (``alloc_event``) until a dealloc frees enough columns.  ``relinquish`` forbids later allocations by the CTA.
 Leaks (columns still allocated at CTA exit) and double frees are reported as :class:`SyncError`.
 
-Reads and writes check that every cell lies inside an allocation (``check_allocated``) so a kernel that
-touches TMEM before ``tcgen05.alloc`` or after ``dealloc`` is caught; the warp-quadrant rule of
-``tcgen05.ld/st`` is checked by :meth:`check_quadrant`.
+The cell array is private; ``data`` is a read-only view, :meth:`read_cells` / :meth:`write_cells` are the raw
+accesses the doors use (sim/memory.py's docstring). Reads and writes check that every cell lies inside an allocation
+(``check_allocated``) so a kernel that touches TMEM before ``tcgen05.alloc`` or after ``dealloc`` is caught; the
+warp-quadrant rule of ``tcgen05.ld/st`` is checked by :meth:`check_quadrant`.
 
 Waiters.  A blocked allocation is a *waiter*: a callable retried (in arrival order) whenever columns are freed,
 which returns True once it has been satisfied.  ``alloc_event`` wraps a single-CTA request; the
 ``cta_group::2`` semantics register one joint waiter on both TMEMs of a CTA pair (:meth:`add_waiter`).
 
-Stores in flight.  ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written
-into ``data`` only when the store *lands* (:meth:`land`), at ``tcgen05.wait::st`` or when the engine decides
-(sim/semantics/tcgen05_mem.py).  Until then ``data`` holds the old values, so a consumer that skips the wait
-(``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM.  :meth:`pending_overlap` lets consumers detect it.
+Stores in flight. ``tcgen05.st`` is asynchronous: its cells are staged as a :class:`PendingStore` and written only
+when the store *lands* (:meth:`land_store`, through the agent interface), at ``tcgen05.wait::st`` or when the engine
+decides (sim/semantics/tcgen05_mem.py). Until then ``data`` holds the old values, so a consumer that skips the wait
+(``tcgen05.mma``, ``tcgen05.ld``) really sees stale TMEM. :meth:`pending_overlap` lets consumers detect it.
 """
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ class TensorMemory:
     def __init__(self, env, label: str):
         self.env = env
         self.label = label
-        self.data = np.zeros((LANES, COLUMNS), dtype=np.uint32)
+        self._cells = np.zeros((LANES, COLUMNS), dtype=np.uint32)
+        self.data = self._cells.view()                               # read-only view (inspection)
+        self.data.flags.writeable = False
         self.owner = np.full(COLUMNS // UNIT, -1, dtype=np.int64)   # start column of the owning allocation
         self.allocations: dict[int, int] = {}                       # start column -> ncols
         self.relinquished = False
@@ -187,11 +190,21 @@ class TensorMemory:
                               expected=f"a TMEM address whose lane field is in [{lo}, {lo + 31}] "
                                        f"(warp index % 4 = {warp_in_group})")
 
+    # ------------------------------------------------------------------------------------------ cells (raw access)
+    def read_cells(self, lanes, cols) -> np.ndarray:
+        """Words of the cells ``(lanes, cols)`` (numpy index arrays, broadcast together): a new array.  Only the
+        doors (:class:`tcsim.context.ExecContext`, :class:`tcsim.agents.port.AgentPort`) call it."""
+        return self._cells[lanes, cols]
+
+    def write_cells(self, lanes, cols, values) -> None:
+        """Store ``values`` into the cells ``(lanes, cols)`` (later duplicates win).  Doors only."""
+        self._cells[lanes, cols] = values
+
     # ------------------------------------------------------------------------------------------ stores in flight
     def stage(self, st: "PendingStore") -> None:
         self.pending.append(st)
 
-    def land(self, st: "PendingStore") -> None:
+    def land_store(self, st: "PendingStore") -> None:
         """Write a staged store into ``data`` (idempotent).  MemoryFault if its columns were freed meanwhile."""
         if st.landed:
             return
@@ -203,7 +216,7 @@ class TensorMemory:
             raise MemoryFault(f"{st.what} issued by {st.issuer} at cycle {st.issued_at:g} completed after TMEM "
                               f"columns [{bad[0]}, {bad[0] + UNIT}) of {self.label} were deallocated",
                               expected="tcgen05.wait::st before the columns are deallocated")
-        self.data[st.lanes, st.cols] = st.values
+        self._cells[st.lanes, st.cols] = st.values
 
     def pending_overlap(self, lanes: np.ndarray, cols: np.ndarray) -> list["PendingStore"]:
         """Stores in flight that write any of the cells ``(lanes[i], cols[i])``."""
@@ -241,6 +254,7 @@ class PendingStore:
     warp: object = None
     loc: object = None
     pc: int | None = None
+    op_id: int | None = None    # set at issue (links its observation events)
     issued_at: float = 0.0
     due: float = 0.0
     done: object = None         # simpy event fired when it lands

@@ -66,6 +66,8 @@ def _operands(text: str):
 
 
 class _Recorder:
+    kinds = ("inst",)          # the observation bus delivers (and builds) only retired-instruction records
+
     def __init__(self):
         self.events = []
 

@@ -478,14 +478,12 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
     of most GPU outputs, :func:`calib.fuzz.record.compare_recording`)."""
     same = gpu_out if callable(gpu_out) else (lambda b: b == gpu_out)
     from tcsim.isa.errors import TcsimError
-    from tcsim import lowering
     from tcsim.launch import Launch, run_launch
 
     def reproduces(text, var) -> bool:
         try:
-            with lowering.variants(var):
-                res = run_launch(Launch(ptx=text, kernel=kernel, block=(nthreads, 1, 1),
-                                        args=[inp.copy(), out_template.copy()]))
+            res = run_launch(Launch(ptx=text, kernel=kernel, block=(nthreads, 1, 1),
+                                    args=[inp.copy(), out_template.copy()], lowering=frozenset(var)))
         except TcsimError:
             return False
         return same(res.outputs[1].tobytes())

@@ -9,8 +9,9 @@ complete in issue order.  Timing numbers: the simulation's arch config's ``cp_as
 the targets' configs) and ``cp_async_issue_cycles`` (:class:`AsyncCopyParams`, a view of them); with timing off the
 functional preset's; a launch's ``async_copy_params`` replace them in that config.
 
-Observation: ``sync`` events ``async.issue`` / ``async.complete`` (``unit='cp.async'``) and the callback's own
-``mem`` events (source ``lsu``, proxy ``generic``).
+Observation: ``sync`` events ``async.issue`` / ``async.complete`` (``unit='cp.async'``) and the ``mem`` events of
+the callback's accesses through the agent interface (:class:`tcsim.agents.port.AgentPort`; agent ``lsu``, proxy
+``generic``).
 """
 from __future__ import annotations
 
@@ -50,13 +51,17 @@ class AsyncCopyOp:
     loc: object = None
     warp: int | None = None
     pc: int | None = None
+    op_id: int | None = None
     done: object = None
     issued_at: float = 0.0
     extra: dict = field(default_factory=dict)
 
 
 class AsyncCopyUnit(AsyncUnit):
-    """The cp.async unit of one CTA."""
+    """The cp.async unit of one CTA (its accesses: the generic proxy)."""
+
+    agent_name = "lsu"
+    proxy = "generic"
 
     def __init__(self, sim, cta, cfg):
         self.cta = cta
@@ -66,17 +71,21 @@ class AsyncCopyUnit(AsyncUnit):
     def label(self) -> str:
         return f"cp.async unit of {self.cta.label}"
 
+    @property
+    def home(self):
+        return self.cta
+
     @classmethod
     def of(cls, ctx) -> "AsyncCopyUnit":
         """The unit of the executing CTA, created on first use with the simulation's arch config."""
         cta = ctx.cta
-        return ctx.engine.agent("cp.async", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
+        return ctx.agent("cp.async", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
 
     def submit(self, op: AsyncCopyOp) -> AsyncCopyOp:
         op.done = self.env.event()
         self.enqueue(op)
-        self.emit(op="async.issue", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
-                  issuer_warp=op.warp, issuer_pc=op.pc)
+        self.async_issue(op, unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
+                         issuer_warp=op.warp, issuer_pc=op.pc)
         return op
 
     def _serve(self):
@@ -91,17 +100,6 @@ class AsyncCopyUnit(AsyncUnit):
         if self.sim.error is not None:
             return
         self.retire()
-        self.emit(op="async.complete", unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
-                  issuer_warp=op.warp, issuer_pc=op.pc)
+        self.async_complete(op, unit="cp.async", what=op.what, bytes=op.nbytes, issuer=op.issuer,
+                            issuer_warp=op.warp, issuer_pc=op.pc)
         op.done.succeed()
-
-    def emit(self, **fields) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("sync", self.env.now, self.cta.ctaid, "lsu", warp=None, **fields)
-
-    def emit_mem(self, op: str, space: str, addrs, size: int, lanes=()) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("mem", self.env.now, self.cta.ctaid, "lsu", warp=None, pc=None, op=op, space=space,
-                     proxy="generic", addrs=[int(a) for a in addrs], size=int(size), lanes=[int(x) for x in lanes])

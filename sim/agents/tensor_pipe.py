@@ -30,8 +30,9 @@ shift ``shift_cycles``; commit 0) and completing ``latency`` cycles after that. 
 issue order and a commit's arrive happens at the completion time of the op before it (plus ``commit_latency``).
 
 Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
-``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables add ``mem`` events
-(proxy 'async') for the SMEM and TMEM cells they touch.
+``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables reach SMEM and TMEM
+only through the agent interface (:class:`tcsim.agents.port.AgentPort`), which reports ``mem`` events (proxy
+'async') for the cells they touch.
 
 Errors found at completion (TMEM deallocated in between, an mbarrier invalidated, a collector misuse) stop the
 run with the diagnostic located at the issuing instruction.
@@ -101,6 +102,7 @@ class PipeOp:
     warp: int | None = None
     lane: int | None = None
     pc: int | None = None
+    op_id: int | None = None
     occupancy: int | None = None
     latency: int | None = None
     issued_at: float = 0.0
@@ -111,6 +113,9 @@ class PipeOp:
 
 class TensorPipe(AsyncUnit):
     """The tensor pipe of one CTA (``.cta_group::1``) or one CTA pair (``.cta_group::2``)."""
+
+    agent_name = "tensor_pipe"
+    proxy = "async"
 
     def __init__(self, sim, ctas: tuple, cfg):
         self.ctas = ctas
@@ -133,12 +138,20 @@ class TensorPipe(AsyncUnit):
             return f"tensor pipe of {self.ctas[0].label}"
         return f"tensor pipe of the CTA pair {self.ctas[0].label} / {self.ctas[1].label}"
 
+    @property
+    def home(self):
+        return self.ctas[0]
+
+    def smem_space(self, cta) -> str:
+        """Each CTA of a pair feeds its own SMEM to the pipe: reported as ``shared::cta``."""
+        return "shared::cta"
+
     @classmethod
     def of(cls, ctx, cta_group: int, what: str = "tcgen05") -> "TensorPipe":
         """The pipe serving the executing CTA for ``cta_group``, created on first use with the simulation's arch
         config."""
         ctas = group_ctas(ctx, cta_group, what)
-        return ctx.engine.agent("tensor_pipe", lambda sim: cls(sim, ctas, sim.arch_config), key=ctas)
+        return ctx.agent("tensor_pipe", lambda sim: cls(sim, ctas, sim.arch_config), key=ctas)
 
     # ------------------------------------------------------------------------------------------ issue
     def timing(self, op: PipeOp) -> tuple[int, int]:
@@ -159,8 +172,8 @@ class TensorPipe(AsyncUnit):
             op.latency = lat
         op.done = self.env.event()
         self.enqueue(op)
-        self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
-                  issuer_lane=op.lane, issuer_pc=op.pc)
+        self.async_issue(op, what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
+                         issuer_lane=op.lane, issuer_pc=op.pc)
         return op
 
     # ------------------------------------------------------------------------------------------ service
@@ -190,24 +203,11 @@ class TensorPipe(AsyncUnit):
         if self.sim.error is not None:
             return
         self.retire()
-        self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
-                  issuer_lane=op.lane, issuer_pc=op.pc)
+        self.async_complete(op, what=op.what, op_kind=op.kind, issuer=op.issuer, issuer_warp=op.warp,
+                            issuer_lane=op.lane, issuer_pc=op.pc)
         op.done.succeed()
 
-    # ------------------------------------------------------------------------------------------ events
-    def emit(self, event_kind: str, cta=None, **fields) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            c = self.ctas[0] if cta is None else cta
-            bus.emit(event_kind, self.env.now, c.ctaid, "tensor_pipe", warp=None, **fields)
-
-    def emit_mem(self, op: str, space: str, cta, addrs, size: int) -> None:
-        """A ``mem`` event (proxy 'async') for ``[a, a+size)`` ranges of ``space`` ('shared::cta' or 'tmem') of
-        ``cta``; TMEM addresses are (lane << 16 | column) cell addresses with size 4."""
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("mem", self.env.now, cta.ctaid, "tensor_pipe", warp=None, pc=None, op=op, space=space,
-                     proxy="async", addrs=[int(a) for a in addrs], size=int(size), lanes=[])
+    # ------------------------------------------------------------------------------------------ mbarriers
 
     def arrive(self, cta, offset: int, what: str) -> None:
         """The commit's arrive-on (count 1, cluster scope) on the mbarrier at SMEM ``offset`` of ``cta``."""
@@ -218,13 +218,11 @@ class TensorPipe(AsyncUnit):
                                                                     "tcgen05 operations complete")
         before = mb.phase
         mb.arrive(1)
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("sync", self.env.now, cta.ctaid, "tensor_pipe", warp=None, op="mbarrier.arrive", addr=offset,
-                     count=1, phase=before, what=what, issuer_cta=self.ctas[0].ctaid)
-            if mb.phase != before:
-                bus.emit("sync", self.env.now, cta.ctaid, "tensor_pipe", warp=None, op="mbarrier.phase",
-                         addr=offset, phase=mb.phase)
+        op_id = self._op_id()
+        self.sync("mbarrier.arrive", cta, op_id=op_id, addr=offset, count=1, phase=before, what=what,
+                  issuer_cta=self.ctas[0].ctaid)
+        if mb.phase != before:
+            self.sync("mbarrier.phase", cta, op_id=op_id, addr=offset, phase=mb.phase)
 
 
 def group_ctas(ctx, cta_group: int, what: str) -> tuple:

@@ -30,9 +30,10 @@ Because data moves only at those times, a consumer that reads SMEM before waitin
 stale data, and a kernel that overwrites a store's source before ``wait_group.read`` really stores the new
 data.
 
-All TMA memory traffic is reported on the observation bus as ``mem`` events with ``agent='tma'`` and
-``proxy='async'``; complete-tx as ``sync`` events ``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it
-completes a phase), issue/completion as ``async.issue`` / ``async.complete``.
+All TMA memory traffic goes through the agent interface (:class:`tcsim.agents.port.AgentPort`) and is reported on
+the observation bus as ``mem`` events with ``agent='tma'`` and ``proxy='async'``; complete-tx as ``sync`` events
+``mbarrier.complete_tx`` (plus ``mbarrier.phase`` when it completes a phase), issue/completion as ``async.issue`` /
+``async.complete``.
 
 Errors found at completion time (an mbarrier invalidated in between, a peer CTA that exited) stop the run with
 the diagnostic located at the issuing instruction.
@@ -87,6 +88,7 @@ class TmaOp:
     warp: int | None = None       # issuing warp id, lane and pc (for observers)
     lane: int | None = None
     pc: int | None = None
+    op_id: int | None = None      # set at issue (links its observation events)
     read_done: object = None
     done: object = None
     issued_at: float = 0.0
@@ -94,7 +96,10 @@ class TmaOp:
 
 
 class TmaEngine(AsyncUnit):
-    """The TMA unit of one CTA (``ctx.engine.agent('tma', factory, key=cta)``)."""
+    """The TMA unit of one CTA (``ctx.agent('tma', factory, key=cta)``)."""
+
+    agent_name = "tma"
+    proxy = "async"
 
     def __init__(self, sim, cta, cfg):
         self.cta = cta
@@ -110,20 +115,24 @@ class TmaEngine(AsyncUnit):
     def label(self) -> str:
         return f"TMA engine of {self.cta.label}"
 
+    @property
+    def home(self):
+        return self.cta
+
     @classmethod
     def of(cls, ctx, cta=None) -> "TmaEngine":
         """The engine of ``cta`` (default: the executing CTA), created on first use with the simulation's arch
         config."""
         cta = ctx.cta if cta is None else cta
-        return ctx.engine.agent("tma", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
+        return ctx.agent("tma", lambda sim: cls(sim, cta, sim.arch_config), key=cta)
 
     # ------------------------------------------------------------------------------------------ issue
     def submit(self, op: TmaOp) -> TmaOp:
         op.read_done = self.env.event()
         op.done = self.env.event()
         self.enqueue(op)
-        self.emit("sync", op="async.issue", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
-                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
+        self.async_issue(op, what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
+                         issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc)
         return op
 
     # ------------------------------------------------------------------------------------------ service
@@ -171,33 +180,18 @@ class TmaEngine(AsyncUnit):
         self.retire()
         self.bytes_moved += op.nbytes
         waited = {"store_wait": op.extra["store_wait"]} if "store_wait" in op.extra else {}
-        self.emit("sync", op="async.complete", what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
-                  issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc, **waited)
+        self.async_complete(op, what=op.what, op_kind=op.kind, bytes=op.nbytes, issuer=op.issuer,
+                            issuer_warp=op.warp, issuer_lane=op.lane, issuer_pc=op.pc, **waited)
         op.done.succeed()
 
-    # ------------------------------------------------------------------------------------------ events
-    def emit(self, event_kind: str, **fields) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit(event_kind, self.env.now, self.cta.ctaid, "tma", warp=None, **fields)
-
-    def emit_mem(self, op: str, space: str, addrs, size: int, cta=None) -> None:
-        """A ``mem`` event (proxy 'async') for ranges ``[a, a+size)`` of ``space`` (``cta`` owns shared ones)."""
-        bus = self.sim.bus
-        if bus.active:
-            c = self.cta if cta is None else cta
-            bus.emit("mem", self.env.now, c.ctaid, "tma", warp=None, pc=None, op=op, space=space, proxy="async",
-                     addrs=[int(a) for a in addrs], size=int(size), lanes=[])
-
+    # ------------------------------------------------------------------------------------------ mbarriers
     def complete_tx(self, cta, offset: int, nbytes: int, what: str) -> None:
         """complete-tx(``nbytes``) on the mbarrier at SMEM ``offset`` of ``cta`` (release, cluster scope)."""
         mb = cta.mbarrier(offset)
         before = mb.phase
         completed = mb.complete_tx(nbytes)
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("sync", self.env.now, cta.ctaid, "tma", warp=None, op="mbarrier.complete_tx", addr=offset,
-                     bytes=int(nbytes), tx=mb.tx, phase=before, what=what, issuer_cta=self.cta.ctaid)
-            if completed:
-                bus.emit("sync", self.env.now, cta.ctaid, "tma", warp=None, op="mbarrier.phase", addr=offset,
-                         phase=mb.phase)
+        op_id = self._op_id()
+        self.sync("mbarrier.complete_tx", cta, op_id=op_id, addr=offset, bytes=int(nbytes), tx=mb.tx, phase=before,
+                  what=what, issuer_cta=self.cta.ctaid)
+        if completed:
+            self.sync("mbarrier.phase", cta, op_id=op_id, addr=offset, phase=mb.phase)

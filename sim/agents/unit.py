@@ -1,10 +1,11 @@
 """The skeleton every asynchronous hardware unit shares (TMA engine, tensor pipe, cp.async unit).
 
-DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store.  A unit serves the ops
-submitted to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
+DESIGN.md principle 6: one simpy process per hardware unit, its queue a simpy store. A unit serves the ops submitted
+to it in order (``_serve``, written by each unit); :meth:`AsyncUnit.enqueue` stamps and counts an op,
 :meth:`AsyncUnit.guarded` runs part of an op's completion half -- the semantics' ``complete``/``read``/``write``
-callables -- and turns a :class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing
-instruction and naming the unit, and :meth:`AsyncUnit.retire` counts the op done.
+callables, which reach memory only through the unit's :class:`~tcsim.agents.port.AgentPort` methods -- and turns a
+:class:`tcsim.isa.errors.TcsimError` into a simulation failure located at the issuing instruction and naming the
+unit, and :meth:`AsyncUnit.retire` counts the op done.
 
 DESIGN.md principle 14: a unit is constructed with the simulation's architecture config
 (:attr:`tcsim.engine.Simulation.arch_config`) and builds its ``params`` from it (each unit's ``*Params`` is a view
@@ -16,8 +17,12 @@ import simpy
 
 from tcsim.isa.errors import TcsimError
 
+from .port import AgentPort
 
-class AsyncUnit:
+
+class AsyncUnit(AgentPort):
+    """An async hardware unit; its memory accesses and events go through :class:`tcsim.agents.port.AgentPort`."""
+
     def __init__(self, sim, params):
         self.sim = sim
         self.env = sim.env

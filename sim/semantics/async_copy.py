@@ -49,15 +49,13 @@ from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
 from ..async_groups import AsyncGroups, commit_run, wait_run
-from ..async_groups import thread_groups as _groups_of
 from ..mbarrier_state import MAX_COUNT
-from ..proxy_fence import GenericWrites
 from .registry import semantics
 
 
 def thread_groups(ctx, lane: int) -> AsyncGroups:
     """The executing thread's cp.async groups (sim/async_groups.py)."""
-    return _groups_of(ctx.cta.cp_async_groups, ctx.warp.id, lane)
+    return ctx.async_groups("cp.async", lane)
 
 
 @semantics("cp.async")
@@ -126,19 +124,8 @@ def _decode_copy(ins, f):
         unit = AsyncCopyUnit.of(ctx)
 
         def complete(unit=unit, cta=cta, offs=offs, srcs=srcs, counts=counts, lanes=lanes, pc=ctx.pc):
-            rows = np.zeros((lanes.size, cp_size), dtype=np.uint8)
-            full = counts == cp_size
-            if full.any():
-                rows[full] = unit.sim.gmem.read(srcs[full], cp_size)
-            for i in np.nonzero((counts > 0) & ~full)[0]:
-                rows[i, :counts[i]] = unit.sim.gmem.read(srcs[i:i + 1], int(counts[i]))[0]
-            rd = counts > 0
-            if rd.any():
-                unit.emit_mem("ld", "global", srcs[rd], cp_size, lanes[rd])
-            unit.sim.check_mbarrier_overlap(cta, offs, cp_size, write=True, who="cp.async")
-            cta.smem.write(offs, rows)
-            GenericWrites.of(cta).record(offs, cp_size, pc, unit.env.now)       # cp.async: the generic proxy
-            unit.emit_mem("st", "shared::cta", [M.shared_address(cta.rank, int(o)) for o in offs], cp_size, lanes)
+            rows = unit.read_global(srcs, cp_size, lanes=lanes, counts=counts)     # src-size bytes, zero-filled
+            unit.write_smem(cta, offs, rows, who="cp.async", pc=pc, lanes=lanes)  # the generic proxy
 
         op = unit.submit(AsyncCopyOp(what, cp_size * lanes.size, complete, issuer=ctx.warp.label, loc=ctx.ins.loc,
                                      warp=ctx.warp.id, pc=ctx.pc))
@@ -167,7 +154,7 @@ def _decode_mbarrier_arrive(ins, f):
         if lanes.size == 0:
             return
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr_op), lanes):
-            if cta is not ctx.cta:
+            if not ctx.is_local(cta):
                 raise MemoryFault(f"{what}: the mbarrier (lane {lane}) is in {cta.label}, not the executing CTA",
                                   expected="an mbarrier in this CTA's shared memory")
             mb = cta.mbarrier(off)
@@ -177,27 +164,25 @@ def _decode_mbarrier_arrive(ins, f):
             if not noinc:
                 if mb.pending + 1 > MAX_COUNT:
                     raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
-                mb.pending += 1
+                mb.add_pending(1)
             st = thread_groups(ctx, lane)
             prior = st.pending_all()
             ctx.emit_sync("cp.async.mbarrier.arrive", mbarrier=off, lane=lane, noinc=noinc, waits=len(prior))
-            ctx.env.process(_arrive_later(ctx, cta, mb, off, prior, what, lane, ins.loc))
+            ctx.env.process(_arrive_later(ctx.async_port("lsu", ("warp", "op")), cta, mb, off, prior, what, lane,
+                                          ins.loc))
 
     return run
 
 
-def _arrive_later(ctx, cta, mb, off, prior, what, lane, loc):
+def _arrive_later(port, cta, mb, off, prior, what, lane, loc):
+    """The asynchronous arrive-on of ``cp.async.mbarrier.arrive``, once the thread's prior cp.async completed."""
     if prior:
-        yield simpy.AllOf(ctx.env, prior)
-    engine = ctx.engine
+        yield simpy.AllOf(port.env, prior)
     try:
         before = mb.phase
         mb.arrive(1)
     except SyncError as e:
         e.message = f"{what} (lane {lane}, asynchronous arrive): {e.message}"
-        engine.fail(e.with_context(loc=loc, where=f"{cta.label}, asynchronous arrive of lane {lane}"))
+        port.sim.fail(e.with_context(loc=loc, where=f"{cta.label}, asynchronous arrive of lane {lane}"))
         return
-    bus = engine.bus
-    if bus.active:
-        bus.emit("sync", ctx.env.now, cta.ctaid, "lsu", warp=None, op="mbarrier.arrive", mbarrier=off, lane=lane,
-                 count=1, phase=before, asynchronous=True)
+    port.sync("mbarrier.arrive", cta, mbarrier=off, lane=lane, count=1, phase=before, asynchronous=True)

@@ -42,6 +42,7 @@ import numpy as np
 
 from tcsim.isa.barrier_forms import NUM_BARRIERS, WARP, parse_bar
 from tcsim.isa.errors import SyncError
+from ..agents.port import SyncPort
 from ..context import lanes_str
 from .registry import semantics
 
@@ -97,6 +98,7 @@ class NamedBarriers:
         self.phases = {}           # (cta id(), index) -> _Phase
         self.generations = {}
         self.warp_sync = {}        # warp -> dict(arrived=bool[32], event=..., mask=int)
+        self.port = SyncPort(sim, "barrier", ("op",))     # reports the releases
         sim.exit_hooks.append(self.on_exit)
 
     # ------------------------------------------------------------------ named barriers
@@ -165,7 +167,7 @@ class NamedBarriers:
             ph.all = ph.all and bool(p.all())
             ph.any = ph.any or bool(p.any())
         ctx.emit_sync("bar.arrive", barrier=index, count=count, form=kind, lanes=[int(x) for x in np.nonzero(lanes)[0]],
-                      generation=ph.generation)
+                      generation=ph.generation, typed=dict(count=full if count is None else count))
         self._warp_check(ph, warp)
         self._mirror(ph)
         self._complete_check(ph)
@@ -192,9 +194,7 @@ class NamedBarriers:
         nb.arrived = 0
         nb.waiting = []
         nb.event = None
-        if self.sim.bus.active:
-            self.sim.bus.emit("sync", self.sim.env.now, cta.ctaid, "barrier", op="bar.release", barrier=ph.index,
-                              generation=ph.generation, warps=sorted(ph.arrived))
+        self.port.sync("bar.release", cta, barrier=ph.index, generation=ph.generation, warps=sorted(ph.arrived))
         value = None
         if ph.kind == "red":
             value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]
@@ -246,7 +246,7 @@ class NamedBarriers:
 
 
 def _agent(ctx) -> NamedBarriers:
-    return ctx.engine.agent("named-barriers", NamedBarriers)
+    return ctx.agent("named-barriers", NamedBarriers)
 
 
 # ----------------------------------------------------------------------------------------------- decoding
@@ -286,8 +286,8 @@ def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
             count = _uniform(ctx, b, "thread count")
             if count <= 0 or count % WARP:
                 raise SyncError(f"{what}: thread count {count} is not a positive multiple of 32")
-            if count > WARP * len(ctx.cta.warps):
-                raise SyncError(f"{what}: thread count {count} exceeds the {WARP * len(ctx.cta.warps)} threads "
+            if count > ctx.cta_threads:
+                raise SyncError(f"{what}: thread count {count} exceeds the {ctx.cta_threads} threads "
                                 f"(rounded to warps) of the CTA; the barrier can never complete")
         pred = ctx.read_pred(cop) if cop is not None else None
         ag = _agent(ctx)

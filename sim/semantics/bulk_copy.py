@@ -45,15 +45,13 @@ from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import AsyncGroups, commit_run, wait_run
-from ..async_groups import thread_groups as _groups_of
-from ..proxy_fence import async_write, check_async_read
 from .registry import semantics
 
 
 # ---------------------------------------------------------------------------------------------- helpers
 def thread_groups(ctx, lane: int) -> AsyncGroups:
     """The executing thread's bulk async-groups (sim/async_groups.py)."""
-    return _groups_of(ctx.cta.bulk_groups, ctx.warp.id, lane)
+    return ctx.async_groups("bulk", lane)
 
 
 def issuer(ctx, lane: int) -> str:
@@ -75,9 +73,9 @@ def shared_target(ctx, addr: int, space: str, what: str, lane: int):
                           expected="a shared-state-space address (e.g. from mov of a .shared symbol, "
                                    "cvta.to.shared or mapa), not a generic address")
     rank, off = a >> M.SHARED_RANK_SHIFT, a & M.SHARED_OFFSET_MASK
-    if space == "shared::cta" and rank != ctx.cta.rank:
+    if space == "shared::cta" and rank != ctx.rank:
         raise MemoryFault(f"{what} = 0x{a:x} (lane {lane}) is in the shared memory of cluster rank {rank}, but "
-                          f".shared::cta must name the executing CTA (rank {ctx.cta.rank})",
+                          f".shared::cta must name the executing CTA (rank {ctx.rank})",
                           expected="an address in the executing CTA's shared memory")
     return ctx.cluster.cta_by_rank(rank), off
 
@@ -145,20 +143,17 @@ def check_source_resident(cta, what: str) -> None:
 
 def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
     """Write a contiguous byte image into ``cta``'s SMEM from the TMA (async proxy)."""
-    if cta.exited and cta is not engine.cta:
-        raise MemoryFault(f"TMA write into the shared memory of {cta.label}, which has already exited",
-                          expected="peer CTAs to stay resident until their copies complete")
-    engine.sim.check_mbarrier_overlap(cta, np.asarray([off]), data.size, write=True, who="bulk copy")
-    cta.smem.write_bytes(off, data)
-    async_write(cta, [off], data.size)
-    engine.emit_mem("st", "shared::cluster" if cta is not engine.cta else "shared::cta",
-                    [M.shared_address(cta.rank, off)], data.size, cta)
+    engine.write_smem(cta, [off], np.asarray(data, dtype=np.uint8).reshape(1, -1), who="bulk copy")
 
 
 def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
-    data = engine.sim.gmem.read(np.asarray([addr], dtype=np.uint64), nbytes)[0].copy()
-    engine.emit_mem("ld", "global", [addr], nbytes)
-    return data
+    return engine.read_global([addr], nbytes)[0]
+
+
+def smem_read(engine: TmaEngine, cta, off: int, nbytes: int, what: str, issued: float) -> np.ndarray:
+    """The ``nbytes`` source bytes at ``off`` of ``cta``'s SMEM, read by the TMA (async proxy) for ``what``."""
+    check_source_resident(cta, what)
+    return engine.read_smem(cta, [off], nbytes, reader=what, issued_at=issued)[0]
 
 
 # ---------------------------------------------------------------------------------------------- decoders
@@ -252,7 +247,7 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
             dcta, doff = shared_target(ctx, d, "shared::cluster", "cp.async.bulk destination [dstMem]", lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             mcta, moff = shared_target(ctx, mb, "shared::cluster", "cp.async.bulk mbarrier [mbar]", lane)
-            if dcta is ctx.cta:
+            if ctx.is_local(dcta):
                 raise MemoryFault(f"cp.async.bulk.shared::cluster.shared::cta destination [dstMem] = 0x{d:x} "
                                   f"(lane {lane}) is in the executing CTA",
                                   expected=f"the shared memory of a different CTA of the cluster ({SECTION})")
@@ -264,12 +259,8 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
             check_smem_range(dcta, doff, n, "cp.async.bulk destination")
             live_mbarrier(mcta, moff, "cp.async.bulk mbarrier [mbar]", lane)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
-                check_source_resident(scta, what)
-                check_async_read(engine, scta, [soff], n, what, issued)
-                data = scta.smem.read_bytes(soff, n).copy()
-                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
-                return data
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.now):
+                return smem_read(engine, scta, soff, n, what, issued)
 
             def write(data, engine=engine, dcta=dcta, doff=doff, moff=moff, n=n):
                 smem_write(engine, dcta, doff, data)
@@ -308,20 +299,14 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
                 bits = int(bmask[lane])
                 keep = np.tile(np.array([(bits >> b) & 1 for b in range(16)], dtype=bool), n // 16)
 
-            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.engine.env.now):
-                check_source_resident(scta, what)
-                check_async_read(engine, scta, [soff], n, what, issued)
-                data = scta.smem.read_bytes(soff, n).copy()
-                engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, soff)], n)
-                return data
+            def read(engine=engine, scta=scta, soff=soff, n=n, issued=ctx.now):
+                return smem_read(engine, scta, soff, n, what, issued)
 
             def write(data, engine=engine, d=d, n=n, keep=keep):
-                gm = engine.sim.gmem
-                if keep is not None:
-                    old = gm.read(np.asarray([d], dtype=np.uint64), n)[0]
+                if keep is not None:          # .cp_mask: the bytes a clear mask bit keeps (not traced before)
+                    old = engine.read_global([d], n, traced=False)[0]
                     data = np.where(keep, data, old).astype(np.uint8)
-                gm.write(np.asarray([d], dtype=np.uint64), data.reshape(1, -1))
-                engine.emit_mem("st", "global", [d], n)
+                engine.write_global([d], data.reshape(1, -1))
 
             op = engine.submit(new_op(ctx, lane, "store", n, read, write))
             thread_groups(ctx, lane).open.append(op)

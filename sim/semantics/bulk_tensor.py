@@ -88,7 +88,7 @@ from . import bulk_tensor_gather as rows4
 from .bulk_tensor_gather import ILLEGAL
 from ..numerics.convert import cvt
 from ..numerics.fp import fadd, fmax, fmin
-from ..proxy_fence import async_write, check_async_read
+from ..agents.port import byte_runs
 from .bulk_copy import (check_source_resident, cta_mask_targets, live_mbarrier, new_op, shared_target,
                         thread_groups)
 from .registry import semantics
@@ -147,18 +147,6 @@ def box_geometry(tm: TensorMap, coords, granules: bool = False) -> tuple[np.ndar
     return offs.reshape(-1), inb.reshape(-1)
 
 
-def byte_runs(addrs: np.ndarray, size: int) -> dict:
-    """Group ``[a, a+size)`` ranges into maximal contiguous runs; returns {run length: [run starts]}."""
-    out: dict = {}
-    if addrs.size == 0:
-        return out
-    a = np.unique(np.asarray(addrs, dtype=np.int64))
-    brk = np.nonzero(np.diff(a) != size)[0]
-    starts = np.concatenate([[0], brk + 1])
-    ends = np.concatenate([brk, [a.size - 1]])
-    for s, e in zip(starts, ends):
-        out.setdefault(int((e - s + 1) * size), []).append(int(a[s]))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- decoding
@@ -382,30 +370,17 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 image = np.empty((inb.size, es), dtype=np.uint8)
                 image[:] = fill
                 if gaddrs.size:
-                    data = engine.sim.gmem.read(gaddrs, es)
+                    data = engine.read_global(gaddrs, es, runs=True)
                     if tf32:
                         data = tf32_image(np.ascontiguousarray(data).view(np.uint32)).view(np.uint8).reshape(-1, es)
                     image[inb] = data
-                    if engine.sim.bus.active:
-                        for size, starts in byte_runs(gaddrs, es).items():
-                            engine.emit_mem("ld", "global", starts, size)
                 return image.reshape(-1)
 
             def write(image, engine=engine, targets=targets, signals=signals, pieces=pieces, doff=doff,
                       moff=moff, nbytes=nbytes):
                 rows = image.reshape(-1, 8)
                 for t in targets:
-                    if t.exited and t is not engine.cta:
-                        raise MemoryFault(f"TMA write into the shared memory of {t.label}, which has already "
-                                          f"exited", expected="peer CTAs to stay resident until their copies "
-                                                              "complete")
-                    engine.sim.check_mbarrier_overlap(t, pieces, 8, write=True, who="TMA write")
-                    t.smem.write(pieces, rows)
-                    async_write(t, pieces, 8)
-                    if engine.sim.bus.active:
-                        for size, starts in byte_runs(pieces, 8).items():
-                            engine.emit_mem("st", "shared::cta" if t is engine.cta else "shared::cluster",
-                                            [M.shared_address(t.rank, s) for s in starts], size, t)
+                    engine.write_smem(t, pieces, rows, who="TMA write", runs=True)
                 for s in signals:
                     engine.complete_tx(s, moff, nbytes, what)
 
@@ -519,26 +494,17 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
             gaddrs = _check_global(ctx, tm, offs, inb, lane, "cp.async.bulk.tensor destination")
             es = tm.esize
 
-            def read(engine=engine, scta=scta, pieces=pieces, issued=ctx.engine.env.now):
+            def read(engine=engine, scta=scta, pieces=pieces, issued=ctx.now):
                 check_source_resident(scta, what)
-                check_async_read(engine, scta, pieces, 8, what, issued)
-                rows = scta.smem.read(pieces, 8)
-                if engine.sim.bus.active:
-                    for size, starts in byte_runs(pieces, 8).items():
-                        engine.emit_mem("ld", "shared::cta", [M.shared_address(scta.rank, s) for s in starts], size)
-                return rows.reshape(-1)
+                return engine.read_smem(scta, pieces, 8, reader=what, issued_at=issued, runs=True).reshape(-1)
 
             def write(image, engine=engine, gaddrs=gaddrs, inb=inb, es=es, ptype=ptype):
                 if gaddrs.size == 0:
                     return
                 data = image.reshape(-1, es)[inb]
-                gm = engine.sim.gmem
-                if ptype is not None:
-                    data = reduce_elements(redop, ptype, gm.read(gaddrs, es), data)
-                gm.write(gaddrs, data)
-                if engine.sim.bus.active:
-                    for size, starts in byte_runs(gaddrs, es).items():
-                        engine.emit_mem("red" if ptype else "st", "global", starts, size)
+                if ptype is not None:         # the reduction's read half (reported with its write, as 'red')
+                    data = reduce_elements(redop, ptype, engine.read_global(gaddrs, es, traced=False), data)
+                engine.write_global(gaddrs, data, op="red" if ptype else "st", runs=True)
 
             op = engine.submit(new_op(ctx, lane, "reduce" if redop else "store", nbytes, read, write, coords=c,
                                       tensor_map=tm, mode=f["mode"]))

@@ -24,6 +24,7 @@ import numpy as np
 
 from tcsim.isa.barrier_forms import parse_barrier_cluster
 from tcsim.isa.errors import SyncError
+from ..agents.port import SyncPort
 from ..context import lanes_str
 from .registry import semantics
 
@@ -66,6 +67,7 @@ class ClusterBarriers:
     def __init__(self, sim):
         self.sim = sim
         self.states = {}
+        self.port = SyncPort(sim, "cluster-barrier", ("op",))     # reports the releases
         sim.exit_hooks.append(self.on_exit)
 
     def state(self, cluster) -> _ClusterState:
@@ -92,9 +94,7 @@ class ClusterBarriers:
         cl.barrier_event = st.event
         cl.barrier_arrived = 0
         cl.barrier_waiting = []
-        if self.sim.bus.active:
-            self.sim.bus.emit("sync", self.sim.env.now, cl.ctas[0].ctaid, "cluster-barrier", op="cluster.release",
-                              cluster=cl.clusterid, phase=done)
+        self.port.sync("cluster.release", cl.ctas[0], cluster=cl.clusterid, phase=done)
         ev.succeed(done)
 
     def on_exit(self, warp, lanes):
@@ -104,7 +104,7 @@ class ClusterBarriers:
 
 
 def _agent(ctx) -> ClusterBarriers:
-    return ctx.engine.agent("cluster-barriers", ClusterBarriers)
+    return ctx.agent("cluster-barriers", ClusterBarriers)
 
 
 def _require_aligned(ctx, what):
@@ -132,14 +132,14 @@ def decode_barrier_cluster(ins, info):
                 _require_aligned(ctx, what)
             ag = _agent(ctx)
             st = ag.state(ctx.cluster)
-            arr = st.arrived[ctx.cta.rank][ctx.warp.id]
+            arr = st.arrived[ctx.rank][ctx.warp.id]
             twice = arr & lanes
             if twice.any():
                 raise SyncError(f"{what}: {lanes_str(twice)} of {ctx.warp.label} arrive twice at the cluster "
                                 f"barrier in phase {st.phase}",
                                 expected="each thread arrives once, then barrier.cluster.wait, before arriving again")
             arr |= lanes
-            st.arrive_phase[ctx.cta.rank][ctx.warp.id][lanes] = st.phase
+            st.arrive_phase[ctx.rank][ctx.warp.id][lanes] = st.phase
             ctx.emit_sync("cluster.arrive", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]])
             ag.check(st)
 
@@ -153,7 +153,7 @@ def decode_barrier_cluster(ins, info):
             _require_aligned(ctx, what)
         ag = _agent(ctx)
         st = ag.state(ctx.cluster)
-        ph = st.arrive_phase[ctx.cta.rank][ctx.warp.id]
+        ph = st.arrive_phase[ctx.rank][ctx.warp.id]
         none = lanes & (ph < 0)
         if none.any():
             raise SyncError(f"{what}: {lanes_str(none)} of {ctx.warp.label} wait on the cluster barrier without "

@@ -36,7 +36,7 @@ def decode_bra(ins, info):
     target = info.label_index(ins, ins.operands[0])
 
     def run(ctx):
-        ctx.warp.pc[ctx.mask] = target
+        ctx.jump(target, ctx.mask)
 
     return run
 
@@ -67,7 +67,7 @@ def decode_brx(ins, info):
             raise VerifyError(f"brx.idx index {int(idx[lane])} (lane {lane}) is past the end of {tl.name}, which "
                               f"lists {targets.size} labels (the branch is undefined in PTX)",
                               expected=f"an index 0..{targets.size - 1}")
-        ctx.warp.pc[ctx.mask] = targets[idx[ctx.mask]]
+        ctx.jump(targets[idx[ctx.mask]], ctx.mask)
 
     return run
 
@@ -200,23 +200,21 @@ def decode_call(ins, info):
 
 def _param_value(ctx, op, ptype):
     # vprintf's arguments are call-site .param variables written by st.param: they live in the caller's
-    # local .param area, which tcsim keeps per warp as a dict name -> (32,8) bytes.
-    store = getattr(ctx.warp, "call_params", {})
-    if isinstance(op, ir.Sym) and op.name in store:
-        raw = store[op.name]
-        return raw[:, :8].copy().view(np.uint64).reshape(-1)
+    # local .param area (the warp's declared Warp.call_params).
+    if isinstance(op, ir.Sym) and ctx.has_call_param(op.name):
+        return ctx.call_param_load(op.name, 0, 8).view(np.uint64).reshape(-1)
     return ctx.read(op, ptype)
 
 
 def _vprintf(ctx, params):
     fmt_addr = _param_value(ctx, params[0], "u64")
     arg_addr = _param_value(ctx, params[1], "u64")
-    out = ctx.engine.__dict__.setdefault("stdout", [])
+    out = ctx.stdout
     for lane in np.nonzero(ctx.mask)[0]:
         fa = int(fmt_addr[lane])
         fmt = bytearray()
         while True:
-            b = ctx.gmem.read(np.asarray([fa + len(fmt)], dtype=np.uint64), 1)[0, 0]
+            b = ctx.global_bytes(fa + len(fmt), 1)[0]
             if b == 0:
                 break
             fmt.append(int(b))

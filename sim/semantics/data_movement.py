@@ -48,8 +48,7 @@ def decode_ld(ins, info):
 
     def run(ctx):
         if _is_local_param(ctx, src):
-            store = ctx.warp.__dict__.setdefault("call_params", {})
-            raw = store.get(src.base.name, np.zeros((32, 8), dtype=np.uint8))[:, src.offset:src.offset + nbytes]
+            raw = ctx.call_param_load(src.base.name, src.offset, nbytes)
         else:
             raw = ctx.load(sp, ctx.address(src), nbytes)
         elems = _split_elems(raw, vec, typ)
@@ -81,9 +80,7 @@ def decode_st(ins, info):
         raw = np.concatenate([np.ascontiguousarray(v).view(UINT[es]).reshape(-1, 1).view(np.uint8)
                               for v in vals], axis=1)
         if space == "param" and _is_local_param(ctx, dst):
-            store = ctx.warp.__dict__.setdefault("call_params", {})
-            buf = store.setdefault(dst.base.name, np.zeros((32, 64), dtype=np.uint8))
-            buf[ctx.mask, dst.offset:dst.offset + raw.shape[1]] = raw[ctx.mask]
+            ctx.call_param_store(dst.base.name, dst.offset, raw)
             return
         ctx.store(sp, ctx.address(dst), raw)
 
@@ -161,7 +158,7 @@ def decode_isspacep(ins, info):
         lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
         if space in ("shared", "shared::cta"):
             r = sh & ((a - np.uint64(M.SHARED_WINDOW)) >> np.uint64(M.SHARED_RANK_SHIFT) ==
-                      np.uint64(ctx.cta.rank))
+                      np.uint64(ctx.rank))
         elif space == "shared::cluster":
             r = sh
         elif space == "local":

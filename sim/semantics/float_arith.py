@@ -158,7 +158,7 @@ def sass_nan_priority(info, ins, opcode: str, srcs) -> list:
     if opcode == "sub" and not isinstance(srcs[1], ir.Reg):
         flips[1] = _F64_SIGN
     ra, rb = sorted((0, 1), key=key)
-    if lowering.active("f64-nan-swap", ins.loc.line):
+    if lowering.active(info.lowering, "f64-nan-swap", ins.loc.line):
         ra, rb = rb, ra
     if opcode in ("fma", "mad"):
         return [(rb, flips[rb]), (2, zero), (ra, flips[ra])]
@@ -461,11 +461,11 @@ def decode_abs_neg(ins, info):
     d, a = ins.operands
     fn = fp.fabs if ins.opcode == "abs" else fp.fneg
     is_abs = ins.opcode == "abs"
+    bitwise = lowering.active(info.lowering, "sign-ops-bitwise", ins.loc.line)
 
     def run(ctx):
         x = read_bits(ctx, a, t)
         r = lanewise(fn, t, x, ftz=ftz)
-        bitwise = lowering.active("sign-ops-bitwise", ins.loc.line)
         write_bits(ctx, d, t, lanewise(_sign_op_nan, t, x, r, is_abs=is_abs, bitwise=bitwise))
     return run
 

@@ -6,12 +6,12 @@ Floating-point forms of the shared opcodes (``add.f32``, ``min.f16x2``...) are i
 module takes an opcode when its type qualifier is an integer type (or when it has no float type, so that
 mistakes are reported here).
 
-The condition code CC.CF of the carry chains is a per-lane flag of each warp, kept in
-``warp.__dict__[CARRY_FLAG]``.  Its hardware meaning (confirmed on an H100, see ``tests/semantics/
-test_integer.py``) is a *carry*: ``add.cc`` sets it to the unsigned carry-out of ``a + b``; ``sub.cc`` computes
-``a + ~b + 1`` and sets it to the carry-out of that sum, i.e. CF = 1 means "no borrow"; ``subc`` computes
-``a + ~b + CF`` (= ``a - b - borrow``).  Pure add chains and pure sub chains therefore give the results the
-PTX ISA describes; a chain that mixes them gives what the GPU gives.
+The condition code CC.CF of the carry chains is a per-lane flag of each warp, its declared field ``Warp.carry``
+(read and written through :meth:`tcsim.context.ExecContext.carry_flag` / ``set_carry_flag``). Its hardware meaning
+(confirmed on an H100, see ``tests/semantics/test_integer.py``) is a *carry*: ``add.cc`` sets it to the unsigned
+carry-out of ``a + b``; ``sub.cc`` computes ``a + ~b + 1`` and sets it to the carry-out of that sum, i.e. CF = 1
+means "no borrow"; ``subc`` computes ``a + ~b + CF`` (= ``a - b - borrow``). Pure add chains and pure sub chains
+therefore give the results the PTX ISA describes; a chain that mixes them gives what the GPU gives.
 
 Division by zero is unspecified in PTX; tcsim returns what an H100 (sm_90a, ptxas 13.0) returns, for every
 integer type (named constants below): the quotient **and** the remainder are all ones (-1 for signed types).
@@ -32,8 +32,6 @@ from tcsim.isa.operand_rules import (INT_TYPES, Mods, check_count, check_dst, ch
 from .misc_alu import from_pyints, to_pyints
 from .registry import semantics
 
-#: name of the per-warp CC.CF array (bool[32]) in ``warp.__dict__``
-CARRY_FLAG = "ptx_cc_carry"
 #: x / 0 and x % 0, any integer type: all ones (measured on an H100 for u16 s16 u32 s32 u64 s64)
 DIV_BY_ZERO_BITS = -1
 REM_BY_ZERO_BITS = -1
@@ -78,16 +76,11 @@ def _sat32(v: np.ndarray) -> np.ndarray:
 
 
 def _carry_flag(ctx) -> np.ndarray:
-    d = ctx.warp.__dict__
-    cf = d.get(CARRY_FLAG)
-    if cf is None:
-        cf = d[CARRY_FLAG] = np.zeros(32, dtype=bool)
-    return cf
+    return ctx.carry_flag()
 
 
 def _set_carry(ctx, values) -> None:
-    cf = _carry_flag(ctx)
-    cf[ctx.mask] = np.asarray(values, dtype=bool)[ctx.mask]
+    ctx.set_carry_flag(values)
 
 
 def _add_with_carry(a: np.ndarray, b: np.ndarray, cin: np.ndarray, n: int):

@@ -98,12 +98,12 @@ def resolve_targets(ctx, space: str, addrs: np.ndarray, lanes: np.ndarray) -> li
     out = []
     for lane, r, off, raw in zip(lanes, ranks, offs, a):
         r = int(r)
-        if space == "shared::cta" and r != ctx.cta.rank:
+        if space == "shared::cta" and r != ctx.rank:
             raise MemoryFault(f".shared::cta mbarrier address 0x{int(raw):x} (lane {int(lane)}) belongs to "
-                              f"cluster rank {r}, not to the executing CTA (rank {ctx.cta.rank})",
+                              f"cluster rank {r}, not to the executing CTA (rank {ctx.rank})",
                               expected="a .shared::cluster address (mapa) for another CTA's mbarrier")
         cta = ctx.cluster.cta_by_rank(r)
-        if cta is not ctx.cta and cta.exited:
+        if not ctx.is_local(cta) and cta.exited:
             raise MemoryFault(f"mbarrier operation on {cta.label}, which has already exited",
                               expected="peer CTAs to stay resident (cluster barrier before exit)")
         out.append((int(lane), cta, int(off)))
@@ -180,7 +180,7 @@ def _dec_init(f, ops, ins):
         counts = _read_u32(ctx, cnt_op)
         done = {}
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
-            if cta is not ctx.cta:
+            if not ctx.is_local(cta):
                 raise SyncError(f"mbarrier.init on an mbarrier of {cta.label}; init must be executed by the "
                                 f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
             count = _range_check(int(counts[lane]), 1, MAX_COUNT, "mbarrier.init count", lane)
@@ -212,7 +212,7 @@ def _dec_inval(f, ops, ins):
         if lanes.size == 0:
             return
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
-            if cta is not ctx.cta:
+            if not ctx.is_local(cta):
                 raise SyncError(f"mbarrier.inval on an mbarrier of {cta.label}; inval must be executed by the "
                                 f"barrier's own CTA")
             mb = cta.mbarrier(off, create=False)
@@ -241,7 +241,7 @@ def _dec_arrive(f, ops, ins):
         vals = _read_u32(ctx, extra) if extra is not None else None
         tokens = np.zeros(32, dtype=np.uint64)
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
-            if cta is not ctx.cta and not sink:
+            if not ctx.is_local(cta) and not sink:
                 raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label} (another CTA) cannot return "
                                 f"a state", expected="the sink _ as destination for a remote arrive")
             mb = _live(cta, off, what)
@@ -262,7 +262,7 @@ def _dec_arrive(f, ops, ins):
                 raise SyncError(f"{what}: {e.message} [{describe(mb, cta)}]", expected=e.expected) from None
             tokens[lane] = encode_token(phase, off, pending_before)
             _emit(ctx, "mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, sem=f.sem,
-                  scope=f.scope, remote=cta is not ctx.cta)
+                  scope=f.scope, remote=not ctx.is_local(cta))
             _phase_done_event(ctx, cta, mb, before, lane)
         if not sink:
             ctx.write(dst, "b64", tokens)
@@ -291,7 +291,7 @@ def _dec_tx(f, ops, ins):
                 mb.complete_tx(tx)
             else:
                 mb.expect_tx(tx)
-            _emit(ctx, what, cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope, remote=cta is not ctx.cta)
+            _emit(ctx, what, cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
             _phase_done_event(ctx, cta, mb, before, lane)
 
     return run
@@ -316,7 +316,7 @@ def _dec_wait(f, ops, ins):
         result = np.zeros(32, dtype=bool)
         groups = {}
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
-            if cta is not ctx.cta:
+            if not ctx.is_local(cta):
                 raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label}; waits must be executed by the "
                                 f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
             mb = _live(cta, off, what)

@@ -38,6 +38,8 @@ class DecodeInfo:
     module: ir.Module
     function: ir.Function
     arch: str
+    #: the lowering variants the launch turns on (tcsim.lowering; empty in normal runs)
+    lowering: frozenset = frozenset()
 
     def label_index(self, ins: ir.Instruction, op) -> int:
         if not isinstance(op, (ir.LabelRef, ir.Sym)) or op.name not in self.function.labels:

@@ -124,7 +124,7 @@ def decode_cp(ins, info):
             addrs = operand_addresses(desc, R, nb, 8, "K")
             dst = [l0 + r for r in reps]
             lo, hi = min(int(d.min()) for d in dst), max(int(d.max()) for d in dst) + 1
-            ctas = pipe.ctas if form.cta_group == 2 else (ctx.cta,)
+            ctas = pipe.ctas
             for cta in ctas:
                 check_smem_span(cta, addrs, f"{what} source")
                 tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination")
@@ -138,9 +138,7 @@ def decode_cp(ins, info):
                     words = np.ascontiguousarray(data).view("<u4").astype(np.uint32)   # (R, ncols)
                     cols = c0 + np.arange(ncols)
                     for d in dst:
-                        tm.data[d[:, None], cols[None, :]] = words
-                        if pipe.sim.bus.active:
-                            pipe.emit_mem("st", "tmem", cta, [(int(x) << 16) | int(c) for x in d for c in cols], 4)
+                        pipe.write_tmem(cta, d[:, None], cols[None, :], words)
 
             pipe.submit(PipeOp("cp", what, complete, size=R * nb, ndest=len(ctas), issuer=issuer(ctx, lane),
                                loc=ctx.ins.loc, warp=ctx.warp.id, lane=lane, pc=ctx.pc,
@@ -169,7 +167,7 @@ def decode_shift(ins, info):
             if l0 % 32:
                 raise reject("shift-lane", f"tcgen05.shift [taddr] lane field {l0} (lane {lane}) is not a multiple "
                                            f"of 32", expected="a TMEM address whose lane is 0, 32, 64 or 96")
-            ctas = pipe.ctas if cg == 2 else (ctx.cta,)
+            ctas = pipe.ctas
             for cta in ctas:
                 tmem_of(cta).check_allocated(l0, 32, c0, 8, what)
 
@@ -177,12 +175,9 @@ def decode_shift(ins, info):
                 for cta in ctas:
                     tm = tmem_of(cta)
                     tm.check_allocated(l0, 32, c0, 8, f"{what} at completion")
-                    block = tm.data[l0:l0 + 31, c0:c0 + 8].copy()
-                    tm.data[l0 + 1:l0 + 32, c0:c0 + 8] = block
-                    if pipe.sim.bus.active:
-                        cells = [((l0 + r) << 16) | c for r in range(32) for c in range(c0, c0 + 8)]
-                        pipe.emit_mem("ld", "tmem", cta, cells[:31 * 8], 4)
-                        pipe.emit_mem("st", "tmem", cta, cells[8:], 4)
+                    rows, cols = np.arange(l0, l0 + 31)[:, None], np.arange(c0, c0 + 8)[None, :]
+                    block = pipe.read_tmem(cta, rows, cols)          # lanes l0..l0+30 move down one lane
+                    pipe.write_tmem(cta, rows + 1, cols, block)
 
             pipe.submit(PipeOp("shift", what, complete, issuer=issuer(ctx, lane), loc=ctx.ins.loc, warp=ctx.warp.id,
                                lane=lane, pc=ctx.pc))

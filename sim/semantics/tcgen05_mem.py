@@ -62,7 +62,7 @@ so reading them is fine); ``wait::ld`` therefore never blocks.  ``tcgen05.st`` i
 the simulation's arch config, :mod:`tcsim.timing.params`; this module holds no latency).  ``wait::st``
 blocks the warp until all of its stores have landed.  So a kernel that does ``st`` then ``mma`` / ``ld``
 without ``wait::st`` really sees stale TMEM; a ``tcgen05.ld`` that reads cells of a store still in flight also
-records a warning in ``tcsim.warnings``.
+records a warning in the simulation's ``warnings``.
 
 Exit checks (a CTA-exit hook registered once per simulation)
 ------------------------------------------------------------
@@ -70,8 +70,7 @@ Columns still allocated when the CTA's last thread exits: SyncError "tcgen05.all
 listing the columns and where they were allocated.  A CTA that allocated but never executed
 ``relinquish_alloc_permit``: PTX does not require the relinquish (tcgen05.md (a) states only that
 everything allocated must be freed before exit, and that relinquish forbids later allocs), so this is legal
-and recorded as a warning ("alloc with no relinquish at exit") in ``tcsim.warnings`` (a list created on first
-use).
+and recorded as a warning ("alloc with no relinquish at exit") in the simulation's ``warnings`` list.
 
 Unsupported (UnsupportedError at load): ``tcgen05.ld.red`` (sm_101a/sm_103 family only; not on sm_100a) and any
 other tcgen05 sub-operation or qualifier not listed above.
@@ -85,6 +84,7 @@ from tcsim.isa.errors import MemoryFault, SyncError, TcsimError
 from tcsim.isa.tcgen05_mem_forms import (ALLOC_OPS, LDST_OPS, SHAPES, SUBOPS, WAIT_OPS, parse_alloc, parse_fence,
                                          parse_ldst, parse_wait)
 from .. import memory as M
+from ..agents.port import AgentPort
 from ..context import lanes_str
 from ..machine import WARP
 from ..tmem import PendingStore, make_taddr, split_taddr, tmem_of
@@ -144,7 +144,7 @@ def _uniform(ctx, values: np.ndarray, what: str) -> int:
 def warp_quadrant(ctx) -> int:
     """Warp index within its warpgroup, ``(linear %tid / 32) % 4``, from the warp's thread ids."""
     w = ctx.warp
-    bx, by, _ = ctx.engine.block
+    bx, by, _ = ctx.block_dims
     i = int(np.nonzero(w.valid)[0][0])
     x, y, z = (int(v) for v in w.tid[i])
     lin = x + y * bx + z * bx * by
@@ -152,14 +152,18 @@ def warp_quadrant(ctx) -> int:
 
 
 def warnings_of(sim) -> list:
-    if not hasattr(sim, "warnings"):
-        sim.warnings = []
     return sim.warnings
 
 
-class Tcgen05Tmem:
+class Tcgen05Tmem(AgentPort):
     """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer (a store
-    lands ``cfg.tmem_st_land_latency`` cycles after issue)."""
+    lands ``cfg.tmem_st_land_latency`` cycles after issue, through the agent interface, agent 'tcgen05')."""
+
+    agent_name = "tcgen05"
+    proxy = "async"
+    sync_head = ("op",)
+    home = None
+    completing = None
 
     def __init__(self, sim, cfg):
         self.sim = sim
@@ -172,7 +176,7 @@ class Tcgen05Tmem:
 
     @classmethod
     def of(cls, ctx) -> "Tcgen05Tmem":
-        return ctx.engine.agent("tcgen05.tmem", lambda sim: cls(sim, sim.arch_config))
+        return ctx.agent("tcgen05.tmem", lambda sim: cls(sim, sim.arch_config))
 
     # ---------------------------------------------------------------------------------- exit checks
     def on_cta_exit(self, cta) -> None:
@@ -198,8 +202,7 @@ class Tcgen05Tmem:
         st.issued_at = self.env.now
         st.due = self.env.now + self.st_latency
         tm.stage(st)
-        self.emit(cta, "sync", op="async.issue", what=st.what, issuer=st.issuer, issuer_warp=st.warp.id,
-                  issuer_pc=st.pc)
+        self.async_issue(st, cta, what=st.what, issuer=st.issuer, issuer_warp=st.warp.id, issuer_pc=st.pc)
         timer = self.env.timeout(self.st_latency)
         timer.callbacks.append(lambda _ev, st=st, cta=cta: self.land(cta, st))
 
@@ -207,24 +210,13 @@ class Tcgen05Tmem:
         if st.landed or self.sim.error is not None:
             return
         try:
-            tmem_of(cta).land(st)
+            self.land_tmem_store(cta, st)
         except TcsimError as e:
             e.with_context(loc=st.loc, where=f"tcgen05.st of {st.issuer}, landing at cycle {self.env.now:g}")
             self.sim.fail(e)
             return
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit("mem", self.env.now, cta.ctaid, "tcgen05", warp=st.warp.id, pc=st.pc, op="st", space="tmem",
-                     proxy="async", addrs=[make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], size=4,
-                     lanes=[])
-            self.emit(cta, "sync", op="async.complete", what=st.what, issuer=st.issuer, issuer_warp=st.warp.id,
-                      issuer_pc=st.pc)
+        self.async_complete(st, cta, what=st.what, issuer=st.issuer, issuer_warp=st.warp.id, issuer_pc=st.pc)
         st.done.succeed()
-
-    def emit(self, cta, kind: str, **fields) -> None:
-        bus = self.sim.bus
-        if bus.active:
-            bus.emit(kind, self.env.now, cta.ctaid, "tcgen05", **fields)
 
     def warn_once(self, key, text: str) -> None:
         if key not in self.warned:
@@ -290,12 +282,12 @@ def _dst_offset(ctx, dst: ir.Address, has_space: bool) -> int:
                               expected="a generic address in the executing CTA's .shared::cta window")
         addr -= M.SHARED_WINDOW
     rank, off = (int(x[0]) for x in M.split_shared(np.asarray([addr], dtype=np.uint64)))
-    if rank != ctx.cta.rank:
+    if rank != ctx.rank:
         raise MemoryFault(f"tcgen05.alloc destination 0x{addr:x} belongs to cluster rank {rank}, not to the "
-                          f"executing CTA (rank {ctx.cta.rank})", expected="a .shared::cta address")
+                          f"executing CTA (rank {ctx.rank})", expected="a .shared::cta address")
     if off % 4:
         raise MemoryFault(f"misaligned tcgen05.alloc destination 0x{addr:x}", expected="a 4-byte aligned address")
-    ctx.cta.smem.check(np.asarray([off]), 4, "tcgen05.alloc destination")
+    ctx.smem_check(off, 4, "tcgen05.alloc destination")
     return off
 
 
@@ -305,7 +297,7 @@ def _write_taddr(ctx, lane_mask: np.ndarray, off: int, col: int, loc) -> None:
     first[int(np.nonzero(lane_mask)[0][0])] = True
     data = np.zeros((WARP, 4), dtype=np.uint8)
     data[:] = np.frombuffer(np.uint32(make_taddr(0, col)).tobytes(), dtype=np.uint8)
-    addrs = np.full(WARP, M.shared_address(ctx.cta.rank, off), dtype=np.uint64)
+    addrs = np.full(WARP, M.shared_address(ctx.rank, off), dtype=np.uint64)
     ctx.store("shared::cta", addrs, data, mask=first, op="tcgen05.alloc")
 
 
@@ -318,7 +310,7 @@ def _release_writer(ctx, lanes, off, loc, what):
             _write_taddr(ctx, lanes, off, col, loc)
             ctx.emit_sync("tcgen05.alloc", col=int(col), granted=True)
         except TcsimError as e:
-            ctx.engine.fail(e.with_context(loc=loc, where=where))
+            ctx.fail(e.with_context(loc=loc, where=where))
     return on_release
 
 
@@ -335,7 +327,7 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
         agent = Tcgen05Tmem.of(ctx)
         ncols = _ncols_value(ctx, ncols_op)
         off = _dst_offset(ctx, dst, has_space)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         _check_request(tm, ncols, what)
         site = f"{ins.loc} by {ctx.warp.label}"
         lanes = ctx.mask.copy()
@@ -355,7 +347,7 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
             return
         # cta_group::2: rendezvous with the peer CTA's warp
         peer = _peer_of(ctx, what)
-        side = ctx.cta.rank & 1
+        side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "alloc")
         ev = ctx.env.event()
         me = dict(ctx=ctx, cta=ctx.cta, ncols=ncols, event=ev, site=site, loc=ins.loc)
@@ -446,14 +438,14 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
         agent = Tcgen05Tmem.of(ctx)
         lane, col = _taddr_value(ctx, taddr_op)
         ncols = _ncols_value(ctx, ncols_op)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         _dealloc_checks(tm, lane, col, ncols, what)
         if group == 1:
             tm.free(col, ncols)
             ctx.emit_sync("tcgen05.dealloc", col=col, ncols=ncols, cta_group=1)
             return
         peer = _peer_of(ctx, what)
-        side = ctx.cta.rank & 1
+        side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "dealloc")
         ev = ctx.env.event()
         me = dict(cta=ctx.cta, col=col, ncols=ncols, event=ev, loc=ins.loc)
@@ -485,7 +477,7 @@ def _run_relinquish(ins, group):
         if not _collective(ctx, what):
             return
         Tcgen05Tmem.of(ctx)
-        tmem_of(ctx.cta).relinquish()
+        ctx.tmem.relinquish()
         ctx.emit_sync("tcgen05.relinquish_alloc_permit", cta_group=group)
     return run
 
@@ -519,7 +511,7 @@ class _LdSt:
         a = ctx.address(self.addr).astype(np.int64) & 0xFFFFFFFF
         taddr = _uniform(ctx, a, "TMEM address")
         lane0, col0 = split_taddr(taddr)
-        tm = tmem_of(ctx.cta)
+        tm = ctx.tmem
         what = f"{self.name} at TMEM address 0x{taddr:08x}"
         tm.check_bounds(lane0, self.nlanes, col0 + self.col_lo, self.col_hi - self.col_lo + 1, what)
         tm.check_quadrant(warp_quadrant(ctx), lane0, self.nlanes, what)
@@ -551,20 +543,9 @@ class _LdSt:
                                 f"warning: {self.loc}: {self.name} by {ctx.warp.label} at cycle {ctx.now:g} reads "
                                 f"TMEM cells of a tcgen05.st (issued at {st.loc} by {st.issuer}) that has not "
                                 f"completed; it sees the old values (missing tcgen05.wait::st?)")
-        if self.pack:
-            lo = tm.data[lanes, cols] & np.uint32(0xFFFF)
-            hi = tm.data[lanes, cols + 1] & np.uint32(0xFFFF)
-            vals = lo | (hi << np.uint32(16))
-        else:
-            vals = tm.data[lanes, cols]
+        vals = ctx.tmem_load(lanes, cols, 4 * self.width, pack=self.pack)
         for j, e in enumerate(self.elems):
             ctx.write(e, "b32", vals[:, j])
-        if ctx.bus.active:
-            sel = np.nonzero(m)[0]
-            ctx.bus.emit("mem", ctx.now, ctx.cta.ctaid, "warp", warp=ctx.warp.id, pc=ctx.pc, op="ld", space="tmem",
-                         proxy="async", addrs=[make_taddr(l, c) for l, c in zip(lanes[sel].ravel(),
-                                                                                 cols[sel].ravel())],
-                         size=4 * self.width, lanes=[int(x) for x in np.repeat(sel, self.nreg)])
 
     def run_st(self, ctx):
         got = self._locate(ctx)

@@ -72,7 +72,6 @@ from tcsim.isa.descriptors import CONTAINER_BITS, operand_addresses
 from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError
 from tcsim.isa.tcgen05_rules import (MmaForm, check_idesc, check_smem_desc, check_uniform_cta_group, parse_commit,
                                parse_mma, reject)
-from ..proxy_fence import check_async_read
 from .. import memory as M
 from ..agents.tensor_pipe import PipeOp, TensorPipe
 from ..numerics.tensor_core import mma_block_scaled, mma_float, mma_int, tc_params
@@ -112,32 +111,32 @@ def negate(codes: np.ndarray, fmt: str) -> np.ndarray:
     return codes ^ codes.dtype.type(SIGN_BIT[fmt])
 
 
-def read_smem_elements(cta, addrs, pipe=None) -> np.ndarray:
-    """Container values (uint32 array, shape of ``addrs.byte``) of the elements at ``addrs`` in ``cta``'s SMEM."""
+def read_smem_elements(cta, addrs, pipe) -> np.ndarray:
+    """Container values (uint32 array, shape of ``addrs.byte``) of the elements at ``addrs`` in ``cta``'s SMEM, read
+    by the tensor ``pipe`` (async proxy: st.shared data needs fence.proxy.async first) for the op it completes."""
     nb = addrs.nbytes_each
     flat = addrs.byte.reshape(-1)
-    raw = cta.smem.read(flat, nb).astype(np.uint32)           # (n, nb)
+    op = pipe.completing
+    reader = None if op is None else f"{op.what} (SMEM operand)"
+    raw = pipe.read_smem(cta, flat, nb, reader=reader, issued_at=0.0 if op is None else op.issued_at,
+                         unique=True).astype(np.uint32)           # (n, nb)
     val = np.zeros(flat.size, dtype=np.uint32)
     for i in range(nb):
         val |= raw[:, i] << np.uint32(8 * i)
     if addrs.elem_bits == 4:
         val = (val >> addrs.shift.reshape(-1).astype(np.uint32)) & np.uint32(0xF)
-    if pipe is not None:
-        op = pipe.completing
-        if op is not None:          # an async-proxy read: st.shared data needs fence.proxy.async first
-            check_async_read(pipe, cta, np.unique(flat), nb, f"{op.what} (SMEM operand)", op.issued_at)
-        if pipe.sim.bus.active:
-            pipe.emit_mem("ld", "shared::cta", cta, np.unique(flat + M.shared_address(cta.rank, 0)), nb)
     return val.reshape(addrs.byte.shape)
 
 
-def read_tmem_elements(tmem, lanes: np.ndarray, col0: int, k: int, bits: int) -> np.ndarray:
+def read_tmem_elements(pipe, cta, lanes: np.ndarray, col0: int, k: int, bits: int) -> np.ndarray:
     """Containers of a TMEM-resident operand: row i at lane ``lanes[i]``, element kk at column
-    ``col0 + kk*bits//32``, bit ``(kk*bits) % 32`` (tcgen05_layouts.md (c) "A in TMEM")."""
+    ``col0 + kk*bits//32``, bit ``(kk*bits) % 32`` (tcgen05_layouts.md (c) "A in TMEM"), read by ``pipe``."""
     kk = np.arange(k)
     cols = col0 + (kk * bits) // 32
     sh = ((kk * bits) % 32).astype(np.uint32)
-    words = tmem.data[lanes[:, None], cols[None, :]]
+    ncols = k * bits // 32
+    cells = [(int(l), c) for l in lanes for c in range(col0, col0 + ncols)]
+    words = pipe.read_tmem(cta, lanes[:, None], cols[None, :], cells=cells)
     return (words >> sh[None, :]) & np.uint32((1 << bits) - 1)
 
 
@@ -205,13 +204,14 @@ def check_smem_span(cta, addrs, what: str) -> None:
                                                                            "the CTA's shared memory")
 
 
-def _read_c(tmem, parts, d_col, d_fmt, enable: bool, scale_d: int):
-    """C per part (uint16 / uint32 bits), zeros when enable-input-d is false; scale-input-d applied."""
+def _read_c(pipe, cta, parts, d_col, d_fmt, enable: bool, scale_d: int):
+    """C per part (uint16 / uint32 bits), zeros when enable-input-d is false; scale-input-d applied.  (The
+    accumulator read was not in the pre-issue-14 trace: ``traced=False``.)"""
     out = []
     for p in parts:
         cols = d_col + np.arange(p.j1 - p.j0)
         if enable:
-            w = tmem.data[p.lanes[:, None], cols[None, :]]
+            w = pipe.read_tmem(cta, p.lanes[:, None], cols[None, :], traced=False)
             c = (w & np.uint32(0xFFFF)).astype(np.uint16) if d_fmt == "f16" else w.copy()
             if scale_d:
                 c = _scale_c(c, d_fmt, scale_d)
@@ -234,14 +234,14 @@ def _scale_c(c, d_fmt, s):
     return np.where(np.isnan(x), c, back.view(c.dtype)).astype(c.dtype)
 
 
-def _sf_values(tmem, rows_idx: np.ndarray, col0: int, byte0: int, nsf: int, subparts, what: str) -> np.ndarray:
+def _sf_values(pipe, cta, rows_idx: np.ndarray, col0: int, byte0: int, nsf: int, subparts, what: str) -> np.ndarray:
     """Scale factors (len(rows_idx), nsf) uint8 from TMEM: row r at lanes (r%32)+32p (p in subparts), column
-    col0 + r//32, byte byte0+s; replicas must agree."""
+    col0 + r//32, byte byte0+s; replicas must agree.  (Not in the pre-issue-14 trace: ``traced=False``.)"""
     lanes = rows_idx % 32
     cols = col0 + rows_idx // 32
     vals = []
     for p in subparts:
-        w = tmem.data[lanes + 32 * p, cols]
+        w = pipe.read_tmem(cta, lanes + 32 * p, cols, traced=False)
         vals.append(np.stack([(w >> np.uint32(8 * (byte0 + s))) & np.uint32(0xFF) for s in range(nsf)], axis=1))
     for p, v in zip(subparts[1:], vals[1:]):
         if not np.array_equal(v, vals[0]):
@@ -329,7 +329,7 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
     else:
         a_desc = check_smem_desc(a_val, "the A descriptor", major=shape.a_major, k_bytes=k * a_bits // 8,
                                  fmt=shape.a_fmt, arch=arch)
-    ctas = pipe.ctas if cg == 2 else (ctx.cta,)
+    ctas = pipe.ctas
     plans = []
     for cta in ctas:
         tmem = tmem_of(cta)
@@ -422,17 +422,15 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
             a = container_to_code(kind, shape.a_fmt, read_smem_elements(pl.cta, pl.a_addrs, pipe))
             a_parts = [a] * len(pl.parts)
         else:
-            a_parts = [container_to_code(kind, shape.a_fmt, read_tmem_elements(pl.tmem, p.lanes, a_col, k, a_bits))
-                       for p in pl.parts]
-            if pipe.sim.bus.active:
-                cells = [(int(l) << 16) | c for p in pl.parts for l in p.lanes
-                         for c in range(a_col, a_col + k * a_bits // 32)]
-                pipe.emit_mem("ld", "tmem", pl.cta, cells, 4)
+            rows_of = [p.lanes.size for p in pl.parts]
+            words = read_tmem_elements(pipe, pl.cta, np.concatenate([p.lanes for p in pl.parts]), a_col, k, a_bits)
+            a_parts = [container_to_code(kind, shape.a_fmt, w)
+                       for w in np.split(words, np.cumsum(rows_of)[:-1], axis=0)]
         if not form.ws:
             a_parts = _collect(pipe, "a", v, coll_op, a_key, a_parts, what, line)
         if shape.negate_a:
             a_parts = [negate(x, shape.a_fmt) for x in a_parts]
-        cs = _read_c(pl.tmem, pl.parts, d_col, shape.d_fmt, enable, scale_d)
+        cs = _read_c(pipe, pl.cta, pl.parts, d_col, shape.d_fmt, enable, scale_d)
         outs = []
         for p, a, c in zip(pl.parts, a_parts, cs):
             b = Bt[:, p.j0:p.j1]
@@ -441,10 +439,10 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
             elif form.block_scale:
                 sfa_col, sfb_col = sf
                 nsf = form.nsf
-                sfa = _sf_values(pl.tmem, np.arange(pl.rows), sfa_col, shape.sfa_id, nsf, (0, 1, 2, 3),
+                sfa = _sf_values(pipe, pl.cta, np.arange(pl.rows), sfa_col, shape.sfa_id, nsf, (0, 1, 2, 3),
                                  f"{what} SFA")
                 subs = tuple(sorted(set(int(x) for x in p.lanes // 32)))
-                sfb = _sf_values(pl.tmem, np.arange(p.j1 - p.j0), sfb_col, shape.sfb_id, nsf, subs, f"{what} SFB")
+                sfb = _sf_values(pipe, pl.cta, np.arange(p.j1 - p.j0), sfb_col, shape.sfb_id, nsf, subs, f"{what} SFB")
                 d = mma_block_scaled(a, b, c, sfa, np.ascontiguousarray(sfb.T), shape.a_fmt, shape.b_fmt,
                                      shape.scale_fmt, form.scale_block, params)
             else:
@@ -464,9 +462,8 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
             if keep is not None:
                 sel = keep[ln]
                 ln, d = ln[sel], d[sel]
-            pl.tmem.data[ln[:, None], cols[None, :]] = d
-            if pipe.sim.bus.active and ln.size:
-                pipe.emit_mem("st", "tmem", pl.cta, [(int(l) << 16) | int(c) for l in ln for c in cols], 4)
+            if ln.size:
+                pipe.write_tmem(pl.cta, ln[:, None], cols[None, :], d)
 
 
 # ---------------------------------------------------------------------------------------------- commit

@@ -359,12 +359,11 @@ _F64_PAIR = """
 
 
 def _run_pair(body, x, y, variants=()):
-    from tcsim import lowering
     from tcsim.launch import Launch, run_launch
 
     buf = np.array([x, y, 0, 0], dtype=np.uint64).view(np.uint8)
-    with lowering.variants(variants):
-        r = run_launch(Launch(ptx=_F64_PAIR.format(body=body), kernel="k", block=(1, 1, 1), args=[buf]))
+    r = run_launch(Launch(ptx=_F64_PAIR.format(body=body), kernel="k", block=(1, 1, 1), args=[buf],
+                          lowering=frozenset(variants)))
     out = r.outputs[0].view(np.uint64)
     return int(out[2]), int(out[3])
 

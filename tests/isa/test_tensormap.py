@@ -146,7 +146,7 @@ def test_encode_for_sim_resolves_arrays():
     a = np.zeros((32, 16), dtype=np.float32)          # owns its memory: views of it have .base == a
     a[:] = np.arange(32 * 16).reshape(32, 16)
     alloc = gmem.allocate(a.nbytes, "arg0")
-    alloc.data[:] = a.reshape(-1).view(np.uint8)
+    alloc.upload(a)
     by_id = {id(a): alloc}
     # the argument itself
     t = TensorMap.decode(TensorMap.tiled(a, (8, 8)).encode_for_sim(gmem, by_id, "p"))

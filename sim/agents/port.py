@@ -1,0 +1,225 @@
+"""The agent interface: the one door through which asynchronous agents reach memory and report sync events.
+
+DESIGN.md principles 4 and 13.  The warp side has :class:`tcsim.context.ExecContext`; the agents -- the TMA engine,
+the tensor pipe, the cp.async unit (:class:`tcsim.agents.unit.AsyncUnit`), the tcgen05.st landing, the barrier and
+cluster-barrier release -- have :class:`AgentPort`.  Every SMEM, DSMEM, global and TMEM access an agent performs
+(the completion half of an async op: PTX ISA 9.1 §9.7.9.25 bulk and tensor copies, §9.7.9.25.3 cp.async,
+§9.7.16 tcgen05) goes through a method here that
+
+1. applies the memory-model bookkeeping of the access (an async-proxy read of SMEM checks for unfenced generic
+   writes and an async-proxy write clears them, PTX ISA §8.6 / :mod:`tcsim.proxy_fence`; a generic-proxy write is
+   recorded; a write over a live mbarrier or into an exited peer CTA faults),
+2. performs it through the memory layer's raw methods (sim/memory.py, sim/tmem.py), and
+3. publishes one :class:`tcsim.observe.MemAccess` (when the bus is active) carrying the op id of the async op being
+   completed (``self.completing``), so an observer links the access to the op's :class:`~tcsim.observe.AsyncIssue`.
+
+Sync events go through :meth:`AgentPort.sync`, :meth:`AgentPort.async_issue` and :meth:`AgentPort.async_complete`.
+
+A class using the port provides ``sim`` (the engine), ``env``, ``home`` (the CTA its events name by default) and
+``completing`` (the op whose completion runs, or None), and sets the class attributes ``agent_name`` (the events'
+``agent``), ``proxy`` ('async' for the TMA engine and tensor pipe, 'generic' for cp.async) and ``sync_head`` (which
+of warp / pc / op open its sync records in the legacy trace format, :class:`tcsim.observe.SyncEvent`).
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from tcsim.isa.errors import MemoryFault
+
+from .. import memory as M
+from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
+from ..proxy_fence import GenericWrites, async_write, check_async_read
+from ..tmem import make_taddr, tmem_of
+
+
+def byte_runs(addrs, size: int) -> dict:
+    """Group ``[a, a+size)`` ranges into maximal contiguous runs; returns {run length: [run starts]}."""
+    out: dict = {}
+    addrs = np.asarray(addrs)
+    if addrs.size == 0:
+        return out
+    a = np.unique(addrs.astype(np.int64))
+    brk = np.nonzero(np.diff(a) != size)[0]
+    starts = np.concatenate([[0], brk + 1])
+    ends = np.concatenate([brk, [a.size - 1]])
+    for s, e in zip(starts, ends):
+        out.setdefault(int((e - s + 1) * size), []).append(int(a[s]))
+    return out
+
+
+class AgentPort:
+    """The memory and event door of an async agent (module docstring); mixed into each agent class."""
+
+    agent_name: ClassVar[str] = "agent"
+    proxy: ClassVar[str] = "async"
+    sync_head: ClassVar[tuple] = ("warp", "op")
+    #: how a write into an exited peer CTA's SMEM names the writer
+    writer_name: ClassVar[str] = "TMA"
+
+    # -------------------------------------------------------------------------------------------- events
+    def _op_id(self):
+        return None if self.completing is None else self.completing.op_id
+
+    def _publish_mem(self, op: str, space: str, cta, addrs, size: int, lanes=(), *, warp=None, pc=None,
+                     op_id=None, traced: bool = True) -> None:
+        self.sim.bus.publish(MemAccess(self.env.now, cta.ctaid, self.agent_name, op=op, space=space,
+                                       proxy=self.proxy, warp=warp, pc=pc, addrs=tuple(int(a) for a in addrs),
+                                       size=int(size), lanes=tuple(int(x) for x in lanes),
+                                       op_id=self._op_id() if op_id is None else op_id, traced=traced))
+
+    def _publish_ranges(self, op, space, cta, offsets, size, lanes, runs, traced, base=0):
+        """One event for ``size``-byte ranges at ``offsets`` (+``base``), or (``runs``) one per run length of the
+        maximal contiguous runs they form."""
+        if runs:
+            for n, starts in byte_runs(offsets, size).items():
+                self._publish_mem(op, space, cta, [base + s for s in starts], n, traced=traced)
+        else:
+            self._publish_mem(op, space, cta, [base + int(a) for a in offsets], size, lanes, traced=traced)
+
+    def sync(self, op: str, cta=None, *, op_id=None, traced: bool = True, **detail) -> None:
+        """Publish sync event ``op`` (``detail``: its op-specific fields, in record order) about ``cta``."""
+        bus = self.sim.bus
+        if bus.active:
+            c = self.home if cta is None else cta
+            bus.publish(SyncEvent.make(self.env.now, c.ctaid, self.agent_name, op, op_id=op_id,
+                                       head=self.sync_head, traced=traced, **detail))
+
+    def _async_event(self, cls, op_name, op, cta, detail):
+        bus = self.sim.bus
+        if bus.active:
+            c = self.home if cta is None else cta
+            w = op.warp
+            line = None if op.loc is None else op.loc.line
+            bus.publish(cls.make(self.env.now, c.ctaid, self.agent_name, op_name, op_id=op.op_id, head=self.sync_head,
+                                 line=line,
+                                 typed=dict(unit=self.agent_name, what=op.what, issuer_pc=op.pc,
+                                            issuer_warp=w if isinstance(w, int) or w is None else w.id),
+                                 **detail))
+
+    def async_issue(self, op, cta=None, **detail) -> None:
+        """``op`` entered this unit: give it its op id and publish an :class:`AsyncIssue`."""
+        op.op_id = self.sim.bus.next_op_id()
+        self._async_event(AsyncIssue, "async.issue", op, cta, detail)
+
+    def async_complete(self, op, cta=None, **detail) -> None:
+        self._async_event(AsyncComplete, "async.complete", op, cta, detail)
+
+    # -------------------------------------------------------------------------------------------- SMEM / DSMEM
+    def smem_space(self, cta) -> str:
+        """The state space an access to ``cta``'s SMEM is reported in: its own CTA's or a peer's (DSMEM)."""
+        return "shared::cta" if cta is self.home else "shared::cluster"
+
+    def read_smem(self, cta, offs, nbytes: int, *, reader: str | None = None, issued_at: float = 0.0,
+                  runs: bool = False, unique: bool = False) -> np.ndarray:
+        """``nbytes`` at each CTA-relative offset of ``cta``'s SMEM (rows, shape (len(offs), nbytes)).  An
+        async-proxy ``reader`` (named for the diagnostic, issued at ``issued_at``) must not see unfenced
+        generic-proxy writes.  The event lists each offset (``unique``: each distinct one; ``runs``: contiguous
+        runs)."""
+        offs = np.asarray(offs, dtype=np.int64).reshape(-1)
+        if reader is not None:
+            check_async_read(self, cta, np.unique(offs) if unique else offs, nbytes, reader, issued_at)
+        rows = cta.smem.read_rows(offs, nbytes)
+        if self.sim.bus.active and offs.size:
+            self._publish_ranges("ld", self.smem_space(cta), cta, np.unique(offs) if unique else offs, nbytes, (),
+                                 runs, True, base=M.shared_address(cta.rank, 0))
+        return rows
+
+    def write_smem(self, cta, offs, rows: np.ndarray, *, who: str, pc: int | None = None, lanes=(),
+                   runs: bool = False) -> None:
+        """Row ``i`` of ``rows`` into ``cta``'s SMEM at offset ``offs[i]``.  ``who`` names the writer if it
+        overwrites a live mbarrier; ``pc`` is the issuing instruction (recorded for a generic-proxy write)."""
+        offs = np.asarray(offs, dtype=np.int64).reshape(-1)
+        nbytes = rows.shape[1]
+        if cta.exited and cta is not self.home:
+            raise MemoryFault(f"{self.writer_name} write into the shared memory of {cta.label}, which has already "
+                              f"exited", expected="peer CTAs to stay resident until their copies complete")
+        self.sim.check_mbarrier_overlap(cta, offs, nbytes, write=True, who=who)
+        cta.smem.write_rows(offs, rows)
+        if self.proxy == "async":
+            async_write(cta, offs, nbytes)
+        else:
+            GenericWrites.of(cta).record(offs, nbytes, pc, self.env.now)
+        if self.sim.bus.active and offs.size:
+            self._publish_ranges("st", self.smem_space(cta), cta, offs, nbytes, lanes, runs, True,
+                                 base=M.shared_address(cta.rank, 0))
+
+    # -------------------------------------------------------------------------------------------- global
+    def read_global(self, addrs, nbytes: int, *, lanes=(), counts=None, runs: bool = False,
+                    traced: bool = True) -> np.ndarray:
+        """``nbytes`` at each global address (rows).  ``counts``: read only ``counts[i] <= nbytes`` bytes of row
+        ``i`` and zero-fill the rest (cp.async src-size; rows with count 0 read nothing)."""
+        addrs = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        gm = self.sim.gmem
+        if counts is None:
+            rows = gm.read_rows(addrs, nbytes)
+            read = np.ones(addrs.size, dtype=bool)
+        else:
+            counts = np.asarray(counts)
+            rows = np.zeros((addrs.size, nbytes), dtype=np.uint8)
+            full = counts == nbytes
+            if full.any():
+                rows[full] = gm.read_rows(addrs[full], nbytes)
+            for i in np.nonzero((counts > 0) & ~full)[0]:
+                rows[i, :counts[i]] = gm.read_rows(addrs[i:i + 1], int(counts[i]))[0]
+            read = counts > 0
+        if self.sim.bus.active and read.any():
+            lanes = np.asarray(lanes, dtype=np.int64)
+            self._publish_ranges("ld", "global", self.home, addrs[read], nbytes, lanes[read] if lanes.size else (),
+                                 runs, traced)
+        return rows
+
+    def write_global(self, addrs, rows: np.ndarray, *, op: str = "st", runs: bool = False) -> None:
+        """Row ``i`` of ``rows`` at global address ``addrs[i]`` (``op``: 'st', or 'red' for a reduction's
+        read-modify-write)."""
+        addrs = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        self.sim.gmem.write_rows(addrs, rows)
+        if self.sim.bus.active and addrs.size:
+            self._publish_ranges(op, "global", self.home, addrs, rows.shape[1], (), runs, True)
+
+    # -------------------------------------------------------------------------------------------- TMEM
+    def read_tmem(self, cta, lanes, cols, *, cells=None, traced: bool = True) -> np.ndarray:
+        """Words of ``cta``'s TMEM cells ``(lanes, cols)`` (index arrays, broadcast together).  The event lists
+        ``cells`` (``(lane, column)`` pairs) if given, else every cell read, row-major."""
+        tm = tmem_of(cta)
+        words = tm.read_cells(lanes, cols)
+        if self.sim.bus.active:
+            self._publish_tmem("ld", cta, lanes, cols, cells, traced)
+        return words
+
+    def write_tmem(self, cta, lanes, cols, values) -> None:
+        """Store ``values`` into ``cta``'s TMEM cells ``(lanes, cols)``."""
+        tmem_of(cta).write_cells(lanes, cols, values)
+        if self.sim.bus.active:
+            self._publish_tmem("st", cta, lanes, cols, None, True)
+
+    def land_tmem_store(self, cta, st) -> None:
+        """A staged ``tcgen05.st`` (:class:`tcsim.tmem.PendingStore`) lands in ``cta``'s TMEM."""
+        tmem_of(cta).land_store(st)
+        if self.sim.bus.active:
+            self._publish_mem("st", "tmem", cta, [make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], 4,
+                              warp=st.warp.id, pc=st.pc, op_id=st.op_id)
+
+    def _publish_tmem(self, op, cta, lanes, cols, cells, traced):
+        if cells is None:
+            ll, cc = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
+            cells = zip(ll.ravel(), cc.ravel())
+        self._publish_mem(op, "tmem", cta, [(int(l) << 16) | int(c) for l, c in cells], 4, traced=traced)
+
+
+class SyncPort(AgentPort):
+    """The port of an agent that only reports sync events and owns no simpy process: the barrier and
+    cluster-barrier release (agents 'barrier', 'cluster-barrier') and the asynchronous arrive of
+    ``cp.async.mbarrier.arrive`` (agent 'lsu')."""
+
+    def __init__(self, sim, agent_name: str, sync_head: tuple, home=None):
+        self.sim = sim
+        self.env = sim.env
+        self.agent_name = agent_name
+        self.sync_head = sync_head
+        self.home = home
+        self.completing = None
+
+
+__all__ = ["AgentPort", "SyncPort", "byte_runs"]
