@@ -184,5 +184,29 @@ def split_qualifiers(ins: ir.Instruction, groups: tuple, mods: tuple, family: st
     return got
 
 
-__all__ = ["FLOAT_TYPES", "TYPE_CLASS_OPCODES", "TCGEN05_SUBOPS", "family_of", "instruction_family",
+def b32_vector(op, n: int, what: str, full: str, info, loc, allow_imm: bool = False) -> tuple:
+    """The elements of operand ``what``: a brace vector of exactly ``n`` 32-bit registers (a bare register when
+    ``n`` is 1; immediates too with ``allow_imm``); VerifyError naming ``n`` and the operand otherwise."""
+    if isinstance(op, ir.Vector):
+        elems = op.elems
+    elif n == 1 and isinstance(op, ir.Reg):
+        elems = (op,)
+    else:
+        raise VerifyError(f"{full}: operand {what} must be a vector of {n} .b32 register(s), got {op}", loc)
+    if len(elems) != n:
+        raise VerifyError(f"{full}: operand {what} has {len(elems)} register(s), expected {n}", loc,
+                          expected=f"a vector of {n} 32-bit registers for {what}")
+    for e in elems:
+        if isinstance(e, ir.Imm) and allow_imm:
+            continue
+        if not isinstance(e, ir.Reg):
+            raise VerifyError(f"{full}: element {e} of operand {what} is not a register", loc)
+        t = info.reg_type(e) if info is not None else None
+        if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != 4):
+            raise VerifyError(f"{full}: register {e} of operand {what} is .{t}; expected a 32-bit register",
+                              loc)
+    return tuple(elems)
+
+
+__all__ = ["b32_vector", "FLOAT_TYPES", "TYPE_CLASS_OPCODES", "TCGEN05_SUBOPS", "family_of", "instruction_family",
            "opcode_of_key", "check_family_key", "QualGroup", "FormSpec", "split_qualifiers"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
-from .forms import FormSpec, QualGroup
+from .forms import FormSpec, QualGroup, b32_vector
 
 SECTIONS = {"ldmatrix": "PTX ISA §9.7.14.5.15", "stmatrix": "PTX ISA §9.7.14.5.16",
             "movmatrix": "PTX ISA §9.7.14.5.17"}
@@ -95,25 +95,6 @@ def _qualifiers(ins, opname: str, need_num: bool):
     return num, trans, space
 
 
-def _regs(op, n: int, what: str, full: str, info, loc) -> tuple:
-    if isinstance(op, ir.Vector):
-        elems = op.elems
-    elif n == 1 and isinstance(op, ir.Reg):
-        elems = (op,)
-    else:
-        raise VerifyError(f"{full}: operand {what} must be a vector of {n} .b32 register(s), got {op}", loc)
-    if len(elems) != n:
-        raise VerifyError(f"{full}: operand {what} has {len(elems)} register(s), expected {n}", loc,
-                          expected=f"a vector of {n} 32-bit registers")
-    for e in elems:
-        if not isinstance(e, ir.Reg):
-            raise VerifyError(f"{full}: element {e} of operand {what} is not a register", loc)
-        t = info.reg_type(e) if info is not None else None
-        if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != 4):
-            raise VerifyError(f"{full}: register {e} is .{t}; expected a 32-bit register", loc)
-    return tuple(elems)
-
-
 def parse_matrix(ins: ir.Instruction, info) -> MatrixForm:
     """The checked form of an ldmatrix / stmatrix / movmatrix instruction (module docstring)."""
     full, op, ops = ins.full_opcode, ins.opcode, ins.operands
@@ -125,17 +106,17 @@ def parse_matrix(ins: ir.Instruction, info) -> MatrixForm:
             raise VerifyError(f"{full}: movmatrix requires .trans", ins.loc)
         if len(ops) != 2:
             raise VerifyError(f"{full}: movmatrix takes a destination d and a source a", ins.loc)
-        d = _regs(ops[0], 1, "d", full, info, ins.loc)
-        a = _regs(ops[1], 1, "a", full, info, ins.loc)
+        d = b32_vector(ops[0], 1, "d", full, info, ins.loc)
+        a = b32_vector(ops[1], 1, "a", full, info, ins.loc)
         return MatrixForm(op, num, trans, space, d, src=a)
     num, trans, space = _qualifiers(ins, op, need_num=True)
     if op == "ldmatrix":
         if len(ops) != 2 or not isinstance(ops[1], ir.Address):
             raise VerifyError(f"{full}: ldmatrix takes a register vector and an address [p]", ins.loc)
-        return MatrixForm(op, num, trans, space, _regs(ops[0], num, "r", full, info, ins.loc), addr=ops[1])
+        return MatrixForm(op, num, trans, space, b32_vector(ops[0], num, "r", full, info, ins.loc), addr=ops[1])
     if len(ops) != 2 or not isinstance(ops[0], ir.Address):
         raise VerifyError(f"{full}: stmatrix takes an address [p] and a register vector", ins.loc)
-    return MatrixForm(op, num, trans, space, _regs(ops[1], num, "r", full, info, ins.loc), addr=ops[0])
+    return MatrixForm(op, num, trans, space, b32_vector(ops[1], num, "r", full, info, ins.loc), addr=ops[0])
 
 
 __all__ = ["SECTIONS", "NUMS", "SPACES", "B8_FORMS", "SPECS", "MatrixForm", "parse_matrix", "groups"]

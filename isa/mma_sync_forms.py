@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from . import fragments as FR
 from . import ir
 from .errors import UnsupportedError, VerifyError
-from .forms import FormSpec, QualGroup
+from .forms import FormSpec, QualGroup, b32_vector
 
 SECTION = "PTX ISA §9.7.14.5.14"
 
@@ -152,29 +152,6 @@ def _check_types(f: MmaSyncForm, full: str, loc) -> None:
         bad(f"mma does not take .{f.atype} operands")
 
 
-def _check_vector(op, n: int, what: str, full: str, info, loc, allow_imm=False) -> tuple:
-    """Elements of a brace vector of exactly ``n`` 32-bit registers (VerifyError naming ``n`` otherwise)."""
-    if isinstance(op, ir.Vector):
-        elems = op.elems
-    elif n == 1 and isinstance(op, ir.Reg):
-        elems = (op,)
-    else:
-        raise VerifyError(f"{full}: operand {what} must be a vector of {n} .b32 register(s), got {op}", loc)
-    if len(elems) != n:
-        raise VerifyError(f"{full}: operand {what} has {len(elems)} register(s), expected {n}", loc,
-                          expected=f"a vector of {n} 32-bit registers for {what}")
-    for e in elems:
-        if isinstance(e, ir.Imm) and allow_imm:
-            continue
-        if not isinstance(e, ir.Reg):
-            raise VerifyError(f"{full}: element {e} of operand {what} is not a register", loc)
-        t = info.reg_type(e) if info is not None else None
-        if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != 4):
-            raise VerifyError(f"{full}: register {e} of operand {what} is .{t}; expected a 32-bit register",
-                              loc)
-    return tuple(elems)
-
-
 def parse_mma_sync(ins: ir.Instruction, info) -> MmaSyncForm:
     """The checked form of an ``mma`` instruction: qualifiers, types and the d, a, b, c operand vectors."""
     form = _qualifiers(ins)
@@ -182,10 +159,10 @@ def parse_mma_sync(ins: ir.Instruction, info) -> MmaSyncForm:
     if len(ins.operands) != 4:
         raise VerifyError(f"{full}: mma takes four operands d, a, b, c; got {len(ins.operands)}", ins.loc)
     LD, LA, LB, LC = form.layouts()
-    d = _check_vector(ins.operands[0], LD.nregs, "d", full, info, ins.loc)
-    a = _check_vector(ins.operands[1], LA.nregs, "a", full, info, ins.loc)
-    b = _check_vector(ins.operands[2], LB.nregs, "b", full, info, ins.loc)
-    c = _check_vector(ins.operands[3], LC.nregs, "c", full, info, ins.loc, allow_imm=True)
+    d = b32_vector(ins.operands[0], LD.nregs, "d", full, info, ins.loc)
+    a = b32_vector(ins.operands[1], LA.nregs, "a", full, info, ins.loc)
+    b = b32_vector(ins.operands[2], LB.nregs, "b", full, info, ins.loc)
+    c = b32_vector(ins.operands[3], LC.nregs, "c", full, info, ins.loc, allow_imm=True)
     return MmaSyncForm(form.shape, form.dtype, form.atype, form.btype, form.ctype, form.satfinite, d, a, b, c)
 
 

@@ -2,15 +2,8 @@
 
 PTX ISA 9.1 §9.7.13.5 (atom) and §9.7.13.6 (red).
 
-Forms::
-
-    atom{.sem}{.scope}{.space}.op{.L2::cache_hint}.type d, [a], b{, cache-policy}
-    atom{.sem}{.scope}{.space}.cas.type                d, [a], b, c
-    atom{.sem}{.scope}{.space}.add.noftz{.L2::cache_hint}.{f16,f16x2,bf16,bf16x2} d, [a], b
-    atom{.sem}{.scope}{.global}.add{.L2::cache_hint}.{v2,v4}.f32 {d..}, [a], {b..}            (sm_90+)
-    atom{.sem}{.scope}{.global}.{add,min,max}.noftz.{v2,v4,v8}.{f16,bf16} {d..}, [a], {b..}    (sm_90+)
-    atom{.sem}{.scope}{.global}.{add,min,max}.noftz.{v2,v4}.{f16x2,bf16x2} {d..}, [a], {b..}   (sm_90+)
-    red: the same without d (and without cas / exch); ``atom`` with d = ``_`` is a reduction too.
+Forms: :mod:`tcsim.isa.atomic_forms` lists and checks them; in short ``atom{.sem}{.scope}{.space}.op.type d, [a], b``
+(``cas``: ``, c``), vector forms on .global for sm_90+, and ``red``: the same without d.
 
     op/type: and, or, xor: .b32 .b64;  cas: .b16 .b32 .b64;  exch: .b32 .b64;
              add: .u32 .s32 .u64 .f32 .f64 (+ .s64, accepted as the same two's-complement add);

@@ -15,20 +15,8 @@ the positional ``kind`` parameter of ``ObservationBus.emit``.)
 ``fence.proxy.tensormap::generic.acquire.scope [addr], 128`` also evaluates its address (reported as
 ``addr``) and checks the size operand is 128.
 
-Accepted forms::
-
-    fence{.sc|.acq_rel}.{cta|cluster|gpu|sys}          (default .acq_rel)
-    fence.{acquire|release}.sync_restrict::shared::{cluster|cta}.cluster
-    fence.mbarrier_init.release.cluster
-    fence.proxy.{alias|async|async.global|async.shared::cta|async.shared::cluster}
-    fence.proxy.tensormap::generic.release.{cta|cluster|gpu|sys}
-    fence.proxy.tensormap::generic.acquire.{cta|cluster|gpu|sys} [addr], 128
-    fence.proxy.async::generic.{acquire|release}.sync_restrict::shared::{cluster|cta}.cluster
-    membar.{cta|gl|sys}      (membar.gl = fence.sc.gpu, membar.sys = fence.sc.sys, membar.cta = fence.sc.cta)
-    membar.proxy.alias       (legacy spelling of fence.proxy.alias)
-
-Anything else is rejected at load time with the offending qualifier named (the forms are parsed and checked in
-:mod:`tcsim.isa.fence_forms`).
+The accepted forms are listed and parsed in :mod:`tcsim.isa.fence_forms`; anything else is rejected at load
+time with the offending qualifier named.
 """
 from __future__ import annotations
 

@@ -204,7 +204,7 @@ def test_matrix_forms():
                                                                     r"register vector"),
     ("ldmatrix.sync.aligned.m8n8.x2.b16 {%r1}, [%r5];", VerifyError, r"operand r has 1 register\(s\), expected 2"),
     ("ldmatrix.sync.aligned.m8n8.x1.b32 {%r1}, [%r5];", VerifyError, r"ldmatrix \.m8n8 needs the type \.b16"),
-    ("ldmatrix.sync.aligned.m8n8.x1.b16 {%rs1}, [%r5];", VerifyError, r"register %rs1 is \.b16; expected a 32-bit"),
+    ("ldmatrix.sync.aligned.m8n8.x1.b16 {%rs1}, [%r5];", VerifyError, r"register %rs1 of operand r is \.b16; expected a 32-bit"),
     ("movmatrix.sync.aligned.m8n8.b16 %r1, %r2;", VerifyError, r"movmatrix requires \.trans"),
 ])
 def test_matrix_rejects(line, err, match):

@@ -12,6 +12,7 @@ from collections import defaultdict
 import pytest
 
 import tcsim.examples
+from tests.semantics import test_bulk_copy as _bulk_copy_tests
 from tcsim.cli import _get_launch
 from tcsim.launch import run_launch
 from tcsim.observe import (AsyncComplete, AsyncIssue, EventRecorder, InstRetired, JsonlTracer, MemAccess,
@@ -204,43 +205,8 @@ WAIT:
 }
 """
 
-DSMEM = """.version 8.6
-.target sm_100a
-.address_size 64
-.visible .entry k(.param .u64 out)
-{
-  .reg .b32 %r<40>; .reg .b64 %rd<40>; .reg .pred %p<10>;
-  .shared .align 128 .b8 buf[64];
-  .shared .align 128 .b8 dstbuf[64];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r4, bar;
-  mov.u32 %r5, buf;
-  mov.u32 %r6, dstbuf;
-  mov.u32 %r9, %cluster_ctarank;
-  ld.param.u64 %rd2, [out];
-  add.u32 %r1, %r9, 100;
-  st.shared.u32 [%r5], %r1;
-  mbarrier.init.shared::cta.b64 [%r4], 1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], 64;
-  fence.proxy.async.shared::cta;
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  xor.b32 %r10, %r9, 1;
-  mapa.shared::cluster.u32 %r11, %r6, %r10;
-  mapa.shared::cluster.u32 %r12, %r4, %r10;
-  cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r11], [%r5], 64, [%r12];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r4], 0;
-  @!%p4 bra WAIT;
-  ld.shared.u32 %r7, [%r6];
-  mul.wide.u32 %rd3, %r9, 4;
-  add.u64 %rd4, %rd2, %rd3;
-  st.global.u32 [%rd4], %r7;
-  barrier.cluster.arrive;
-  barrier.cluster.wait;
-  ret;
-}
-"""
+#: a TMA copy from this CTA's shared memory into the peer's (tests/semantics/test_bulk_copy.py's kernel)
+DSMEM = _bulk_copy_tests.DSMEM.replace("@BAD@", "")
 
 
 def test_cp_async_copies_are_generic_proxy_agent_accesses_linked_to_their_issue():
