@@ -209,9 +209,10 @@ class SyncEvent(Event):
 
 
 @dataclass(frozen=True, eq=False)
-class AsyncIssue(SyncEvent):
-    """An async op entered its unit (``op == 'async.issue'``): ``unit`` (the agent serving it), ``what`` (its PTX
-    opcode), ``issuer_warp`` / ``issuer_pc`` (the issuing warp and instruction; ``warp`` is None: an agent acts)."""
+class AsyncEvent(SyncEvent):
+    """What the issue and the completion of an async op both carry: ``unit`` (the agent serving it), ``what`` (its
+    PTX opcode), ``issuer_warp`` / ``issuer_pc`` (the issuing warp and instruction; ``warp`` is None: an agent
+    acts) and the ``op_id`` that links them."""
 
     unit: str = ""
     what: str = ""
@@ -220,14 +221,14 @@ class AsyncIssue(SyncEvent):
 
 
 @dataclass(frozen=True, eq=False)
-class AsyncComplete(SyncEvent):
-    """An async op completed (``op == 'async.complete'``): its effects (the :class:`MemAccess` events with the same
-    ``op_id``) have been applied.  Fields as :class:`AsyncIssue`."""
+class AsyncIssue(AsyncEvent):
+    """An async op entered its unit (``op == 'async.issue'``)."""
 
-    unit: str = ""
-    what: str = ""
-    issuer_warp: int | None = None
-    issuer_pc: int | None = None
+
+@dataclass(frozen=True, eq=False)
+class AsyncComplete(AsyncEvent):
+    """An async op completed (``op == 'async.complete'``): its effects (the :class:`MemAccess` events with the same
+    ``op_id``) have been applied."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,5 +343,5 @@ class EventRecorder:
         return [e for e in self.events if e.kind == kind and all(e.fields.get(k) == v for k, v in match.items())]
 
 
-__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
+__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
            "ObservationBus", "JsonlTracer", "EventRecorder"]
