@@ -16,6 +16,7 @@ from tcsim.agents.tma import TmaParams
 from tcsim.engine import Simulation
 from tcsim.launch import Launch, run_launch
 from tcsim.timing.params import SM_90A, SM_100A, UNTIMED, arch_config, timing_config
+from timing_kernels import PROLOGUE, kernel
 
 ROOT = Path(__file__).resolve().parents[3]
 SEMANTICS = ROOT / "sim" / "semantics"
@@ -30,15 +31,7 @@ HEAD = ".version 8.7\n.target sm_100a\n.address_size 64\n"
 def _timed_kernel(decls: str, setup: str, timed: str) -> str:
     """One warp: ``setup``, then %clock64 around ``timed``; the difference goes to out[0] (%rd1 = out,
     %rd2 = src, both global)."""
-    return HEAD + f""".visible .entry k(.param .u64 out, .param .u64 src)
-{{
-  .reg .pred %p<4>;
-  .reg .b32 %r<16>;
-  .reg .b64 %rd<16>;
-{decls}
-  ld.param.u64 %rd1, [out];
-  cvta.to.global.u64 %rd1, %rd1;
-  ld.param.u64 %rd2, [src];
+    body = PROLOGUE + f"""  ld.param.u64 %rd2, [src];
   cvta.to.global.u64 %rd2, %rd2;
 {setup}
   mov.u64 %rd10, %clock64;
@@ -46,9 +39,8 @@ def _timed_kernel(decls: str, setup: str, timed: str) -> str:
   mov.u64 %rd11, %clock64;
   sub.u64 %rd12, %rd11, %rd10;
   st.global.u64 [%rd1], %rd12;
-  ret;
-}}
-"""
+  ret;"""
+    return kernel(body, shared=decls, params=", .param .u64 src")
 
 
 #: a TMA bulk copy of 1 KB global -> SMEM, waited for on its mbarrier (one thread)

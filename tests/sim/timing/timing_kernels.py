@@ -5,11 +5,12 @@ from tcsim.launch import Launch, run_launch
 from tcsim.observe import EventRecorder
 
 
-def kernel(body: str, target: str = "sm_100a", shared: str = "") -> str:
+def kernel(body: str, target: str = "sm_100a", shared: str = "", params: str = "") -> str:
+    """The kernel ``k(out{params})`` with the usual register files, ``shared`` declarations and ``body``."""
     return f""".version 8.7
 .target {target}
 .address_size 64
-.visible .entry k(.param .u64 out)
+.visible .entry k(.param .u64 out{params})
 {{
   .reg .pred %p<8>;
   .reg .b32 %r<32>;
