@@ -3,6 +3,10 @@
 * family_of gives every instruction the family of the PTX ISA section that defines it (one key per instruction).
 * Each family moved to isa/ parses a legal instruction into a frozen form and rejects a bad qualifier, a missing
   operand and a wrong type with a typed error (VerifyError / UnsupportedError) located at the PTX line.
+* Control instructions (bra, brx.idx, call, ret, exit, trap, brkpt, nanosleep, pmevent, setmaxnreg) accept the
+  qualifiers the PTX ISA defines (``bra.uni``, ``call.uni``, ``ret.uni``, ``brx.idx.uni``, ``nanosleep.u32``,
+  ``pmevent.mask``) and reject any other; prefetch / prefetchu take the §9.7.9.15 forms only.
+* The ALU form specs (isa/alu_forms.py) spell the forms the ALU decoders accept and none of those they reject.
 """
 from __future__ import annotations
 
@@ -11,12 +15,15 @@ import dataclasses
 import pytest
 
 from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
+from tcsim.isa.control_forms import (CallForm, ControlForm, SetmaxnregForm, parse_brx, parse_call, parse_control,
+                                     parse_nanosleep, parse_setmaxnreg)
 from tcsim.isa.atomic_forms import parse_atom
 from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
-from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_st
-from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_prefetch, parse_st
+from tcsim.isa.errors import TcsimError, UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
+from tcsim.isa.form_catalog import covering_spec
 from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
@@ -26,6 +33,7 @@ from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
 from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from tcsim.isa.warp_level_forms import parse_elect, parse_match, parse_redux, parse_shfl, parse_vote
+from tcsim.semantics import REGISTRY, load_all
 from tcsim.semantics.registry import DecodeInfo
 
 LINE = 12          # the line of the instruction under test in module()
@@ -510,3 +518,170 @@ def test_one_cta_group_rule_for_alloc_and_mma():
                                           r"must use the same \.cta_group \[rule cta-group-uniform\]") as e:
         decode_function(m, m.kernel())
     assert e.value.loc.line == LINE
+
+
+
+# ---------------------------------------------------------------------------------------------- control
+def control_module(line: str) -> str:
+    """``line`` in a kernel with a vprintf and a helper declaration, the label L1 and the .branchtargets list TAB."""
+    return f""".version 8.8
+.target sm_100a
+.address_size 64
+.extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);
+.extern .func (.param .b32 r) helper(.param .b64 a);
+.visible .entry k()
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+TAB:
+  .branchtargets L1, L1;
+  {line}
+L1:
+  ret;
+}}
+"""
+
+
+CONTROL_LINE = 12
+
+
+def control_instruction(line: str):
+    m = parse(control_module(line), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == CONTROL_LINE)
+    return ins, DecodeInfo(m, fn, "sm_100a")
+
+
+def test_control_forms():
+    bra, _ = control_instruction("bra.uni L1;")
+    f = parse_control(bra)
+    assert isinstance(f, ControlForm)
+    assert (f.op, f.uni, [str(o) for o in f.operands]) == ("bra", True, ["L1"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.uni = False
+    plain, _ = control_instruction("bra L1;")
+    assert parse_control(plain).uni is False
+    ret, _ = control_instruction("ret.uni;")
+    assert (parse_control(ret).op, parse_control(ret).uni, parse_control(ret).operands) == ("ret", True, ())
+    ev, _ = control_instruction("pmevent.mask 0x3;")
+    assert (parse_control(ev).mask, parse_control(ev).operands[0].value) == (True, 3)
+    brx, _ = control_instruction("brx.idx.uni %r1, TAB;")
+    g = parse_brx(brx)
+    assert (g.uni, [str(o) for o in g.operands]) == (True, ["%r1", "TAB"])
+    ns, _ = control_instruction("nanosleep.u32 %r2;")
+    assert str(parse_nanosleep(ns).operands[0]) == "%r2"
+    sm, _ = control_instruction("setmaxnreg.dec.sync.aligned.u32 40;")
+    assert parse_setmaxnreg(sm) == SetmaxnregForm("dec", 40)
+    call, _ = control_instruction("call.uni (%r3), vprintf, (%rd1, %rd2);")
+    c = parse_call(call)
+    assert isinstance(c, CallForm)
+    assert (c.uni, c.target, [str(p) for p in c.params]) == (True, "vprintf", ["%rd1", "%rd2"])
+
+
+@pytest.mark.parametrize("line, parser, err, match", [
+    ("bra.foo L1;", parse_control, UnsupportedError, r"qualifier \.foo of bra is not supported"),
+    ("bra.uni.uni L1;", parse_control, VerifyError, r"more than one uni qualifier"),
+    ("bra;", parse_control, VerifyError, r"bra takes exactly one label operand"),
+    ("exit.uni;", parse_control, UnsupportedError, r"qualifier \.uni of exit is not supported"),
+    ("exit %r1;", parse_control, VerifyError, r"exit takes no operands, got 1"),
+    ("trap.sync;", parse_control, UnsupportedError, r"qualifier \.sync of trap is not supported"),
+    ("ret.sync;", parse_control, UnsupportedError, r"qualifier \.sync of ret is not supported"),
+    ("pmevent;", parse_control, VerifyError, r"pmevent takes one operand"),
+    ("brx.uni %r1, TAB;", parse_brx, VerifyError, r"brx needs \.idx"),
+    ("brx.idx %r1;", parse_brx, VerifyError, r"brx\.idx takes two operands"),
+    ("nanosleep %r1;", parse_nanosleep, VerifyError, r"nanosleep needs \.u32"),
+    ("nanosleep.u64 %rd1;", parse_nanosleep, UnsupportedError, r"qualifier \.u64 of nanosleep is not supported"),
+    ("nanosleep.u32;", parse_nanosleep, VerifyError, r"nanosleep takes one operand"),
+    ("setmaxnreg.sync.aligned.u32 40;", parse_setmaxnreg, VerifyError, r"needs exactly one of \.inc / \.dec"),
+    ("setmaxnreg.inc.sync.aligned.u32 41;", parse_setmaxnreg, VerifyError, r"register count 41 is not valid"),
+    ("setmaxnreg.inc.sync.aligned.u32 %r1;", parse_setmaxnreg, VerifyError, r"takes one integer constant"),
+    ("call.foo (%r3), vprintf, (%rd1, %rd2);", parse_call, UnsupportedError, r"qualifier \.foo of call"),
+    ("call.uni (%r3), helper, (%rd1);", parse_call, UnsupportedError, r"call to helper is not supported"),
+    ("call.uni (%r3), vprintf, (%rd1);", parse_call, VerifyError, r"vprintf takes \(format, args\)"),
+])
+def test_control_rejects(line, parser, err, match):
+    ins, _ = control_instruction(line)
+    with pytest.raises(err, match=match) as e:
+        parser(ins)
+    assert (e.value.loc.file, e.value.loc.line) == ("t.ptx", CONTROL_LINE)
+    assert f"t.ptx:{CONTROL_LINE}:" in str(e.value)
+
+
+def test_control_errors_reach_tcsim_check():
+    """The decoders use the isa forms: a bad control qualifier is a located diagnostic of the loaded kernel."""
+    load_all()
+    ins, info = control_instruction("bra.foo L1;")
+    with pytest.raises(UnsupportedError, match=r"qualifier \.foo of bra") as e:
+        REGISTRY.decode(ins, info)
+    assert (e.value.loc.file, e.value.loc.line) == ("t.ptx", CONTROL_LINE)
+
+
+# ---------------------------------------------------------------------------------------------- prefetch
+@pytest.mark.parametrize("line", ["prefetch.global.L2 [%rd1];", "prefetch.local.L1 [%rd1];", "prefetch.L1 [%rd1];",
+                                  "prefetch.global.L2::evict_last [%rd1];", "prefetch.param.tensormap [pmap];",
+                                  "prefetch.tensormap [%rd1];", "prefetchu.L1 [%rd1];"])
+def test_prefetch_forms(line):
+    ins, _ = instruction(line)
+    assert str(parse_prefetch(ins)) == line.split(" ", 1)[1].rstrip(";")
+
+
+@pytest.mark.parametrize("line, err, match", [
+    ("prefetch.global.L3 [%rd1];", UnsupportedError, r"qualifier \.L3 of prefetch is not supported"),
+    ("prefetch.global [%rd1];", VerifyError, r"prefetch needs a level"),
+    ("prefetch.local.L2::evict_last [%rd1];", VerifyError, r"does not take the state space \.local"),
+    ("prefetch.global.tensormap [%rd1];", VerifyError, r"does not take the state space \.global"),
+    ("prefetchu.L2 [%rd1];", UnsupportedError, r"qualifier \.L2 of prefetchu is not supported"),
+    ("prefetch.global.L2 %rd1;", VerifyError, r"needs an address operand"),
+])
+def test_prefetch_rejects(line, err, match):
+    rejects(lambda ins, info: parse_prefetch(ins), line, err, match)
+
+
+def test_other_tensormap_forms_are_unsupported():
+    """No decoder covers tensormap.* beyond replace / cp_fenceproxy: a located UnsupportedError from the table."""
+    load_all()
+    m = parse(module("tensormap.foo [%rd1];"), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == LINE)
+    with pytest.raises(UnsupportedError, match=r"form tensormap\.foo is not supported") as e:
+        REGISTRY.decode(ins, DecodeInfo(m, fn, "sm_100a"))
+    assert e.value.loc.line == LINE
+
+
+# ---------------------------------------------------------------------------------------------- ALU specs
+#: (instruction, whether the decoder accepts it): the spec must spell exactly the accepted qualifier sets
+ALU_CASES = [
+    ("add.s32 %r1, %r2, %r3;", True), ("add.cc.u32 %r1, %r2, %r3;", True), ("add.sat.s32 %r1, %r2, %r3;", True),
+    ("add.lo.s32 %r1, %r2, %r3;", False), ("add.f32 %f1, %f2, %f3;", True), ("add.rn.ftz.f32 %f1, %f2, %f3;", True),
+    ("add.rn.f32.bf16 %f1, %rs1, %f3;", True), ("add.approx.f32 %f1, %f2, %f3;", False),
+    ("mul.wide.u32 %rd1, %r2, %r3;", True), ("mul.hi.lo.u32 %r1, %r2, %r3;", False),
+    ("mad.lo.s32 %r1, %r2, %r3, %r4;", True), ("madc.hi.cc.u32 %r1, %r2, %r3, %r4;", True),
+    ("mul24.lo.s32 %r1, %r2, %r3;", True), ("bfind.shiftamt.u32 %r1, %r2;", True),
+    ("dp4a.u32.s32 %r1, %r2, %r3, %r4;", True), ("dp2a.lo.u32.u32 %r1, %r2, %r3, %r4;", True),
+    ("szext.wrap.s32 %r1, %r2, %r3;", True), ("szext.s32 %r1, %r2, %r3;", False),
+    ("fma.rn.f32 %f1, %f2, %f3, %f1;", True), ("fma.f32 %f1, %f2, %f3, %f1;", False),
+    ("div.full.f32 %f1, %f2, %f3;", True), ("sqrt.rn.f32 %f1, %f2;", True), ("ex2.approx.ftz.f32 %f1, %f2;", True),
+    ("tanh.approx.f32 %f1, %f2;", True), ("sin.f32 %f1, %f2;", False),
+    ("min.NaN.f32 %f1, %f2, %f3;", True), ("testp.normal.f32 %p1, %f1;", True),
+    ("setp.lt.and.s32 %p1, %r1, %r2, %p2;", True), ("setp.s32 %p1, %r1, %r2;", False),
+    ("set.gt.u32.f32 %r1, %f1, %f2;", True), ("selp.b32 %r1, %r2, %r3, %p1;", True),
+    ("slct.ftz.f32.f32 %f1, %f2, %f3, %f1;", True),
+    ("and.pred %p1, %p2, %p3;", True), ("and.b32.wide %r1, %r2, %r3;", False), ("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0xfe, %p2;", True),
+    ("shf.l.wrap.b32 %r1, %r2, %r3, %r4;", True), ("shf.l.b32 %r1, %r2, %r3, %r4;", False),
+    ("prmt.b32.f4e %r1, %r2, %r3, %r4;", True), ("shr.s32 %r1, %r2, %r3;", True),
+    ("cvt.rn.f16.f32 %rs1, %f1;", True), ("cvt.rzi.s32.f32 %r1, %f1;", True), ("cvt.f32.f16.f16 %f1, %rs1;", False),
+    ("cvt.pack.sat.u8.s32.b32 %r1, %r2, %r3, %r4;", True), ("cvt.pack.u16.s32 %r1, %r2, %r3;", False),
+]
+
+
+@pytest.mark.parametrize("line, accepted", ALU_CASES, ids=[c[0].split(" ")[0] for c in ALU_CASES])
+def test_alu_spec_spells_the_decoded_forms(line, accepted):
+    load_all()
+    ins, info = instruction(line)
+    try:
+        REGISTRY.decode(ins, info)
+        decoded = True
+    except TcsimError:
+        decoded = False
+    assert decoded is accepted, f"decoder {'rejects' if accepted else 'accepts'} {line}"
+    assert (covering_spec(ins.full_opcode) is not None) is accepted, ins.full_opcode
