@@ -9,11 +9,20 @@ qualifiers its decoder accepts, one of each group at most, the required ones pre
 (``.sat`` only on ``.s32``, ``.ftz`` only on f32/f16, the cvt table of :mod:`tcsim.isa.cvt_forms`); a
 qualifier outside these groups is rejected by them.  ``tcsim check --list`` prints these lines.
 
-Pure data: no machine state.
+The logic/shift (§9.7.7, prmt) and comparison/selection (§9.7.6) families are parsed and checked here into
+frozen forms (:func:`parse_logic` -> :class:`LogicForm`, :func:`parse_compare` -> :class:`CompareForm`), with
+ptxas's wording; their decoders only build the execution.
+
+Pure: no machine state.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from . import ir
+from .errors import VerifyError
 from .forms import FormSpec, QualGroup
+from .operand_rules import Mods, check_count, check_dst, check_operands, check_src, require_arch, split_pred_pair
 
 # --------------------------------------------------------------------------------------------- shared groups
 INT_TYPES = ("u16", "u32", "u64", "s16", "s32", "s64")
@@ -165,4 +174,244 @@ CONVERT_SPECS = (
 
 SPECS = INTEGER_SPECS + FLOAT_SPECS + COMPARE_SPECS + LOGIC_SPECS + CONVERT_SPECS
 
-__all__ = ["SPECS", "INTEGER_SPECS", "FLOAT_SPECS", "COMPARE_SPECS", "LOGIC_SPECS", "CONVERT_SPECS"]
+
+# --------------------------------------------------------------------------------------------- logic forms
+@dataclass(frozen=True)
+class LogicForm:
+    """A checked logic / shift / prmt instruction (PTX ISA §9.7.7, §9.7.9.7).  ``type``: the instruction type
+    (``pred`` for predicate logic); ``dst`` and ``srcs`` the operands; lop3's ``pdst`` / ``pred_src`` (the
+    ``d|p ... q`` form with ``boolop``) and ``lut`` (the truth table's low 8 bits); shf's ``direction`` and
+    ``mode`` (.clamp/.wrap); prmt's ``mode``."""
+
+    op: str
+    type: str
+    dst: object
+    srcs: tuple
+    boolop: str | None = None
+    pdst: object = None
+    pred_src: object = None
+    lut: int | None = None
+    direction: str | None = None
+    mode: str | None = None
+
+
+_SHR_TYPES = ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64")
+
+
+def parse_logic(ins: ir.Instruction, info) -> LogicForm:
+    """and/or/xor/not (.pred or .b16/.b32/.b64), cnot, lop3{.or|.and}, shl/shr, shf.{l|r}.{clamp|wrap}, prmt:
+    qualifiers and operands checked with ptxas's wording (:mod:`tcsim.isa.operand_rules`)."""
+    op = ins.opcode
+    m = Mods(ins)
+    if op in ("and", "or", "xor", "not", "cnot"):
+        t = m.type(BIT_TYPES if op == "cnot" else ("pred",) + BIT_TYPES)
+        m.done()
+        check_operands(ins, info, t, (t,) if op in ("not", "cnot") else (t, t))
+        return LogicForm(op, t, ins.operands[0], tuple(ins.operands[1:]))
+    if op == "lop3":
+        return _parse_lop3(ins, info, m)
+    if op in ("shl", "shr"):
+        t = m.type(BIT_TYPES if op == "shl" else _SHR_TYPES)
+        m.done()
+        check_operands(ins, info, t, (t, "u32"))
+        return LogicForm(op, t, ins.operands[0], tuple(ins.operands[1:]))
+    if op == "shf":
+        direction = m.one_of(("l", "r"))
+        mode = m.one_of(("clamp", "wrap"))
+        name = f"shf.{direction}" if direction else "shf"
+        m.type(("b32",), name=name)
+        m.done()
+        if direction is None:
+            raise VerifyError("Direction modifier (.l or .r) required for instruction 'shf'", ins.loc)
+        if mode is None:
+            raise VerifyError(f"Clamp modifier required for instruction '{name}'", ins.loc,
+                              expected=".clamp or .wrap")
+        check_operands(ins, info, "b32", ("b32", "b32", "u32"))
+        return LogicForm(op, "b32", ins.operands[0], tuple(ins.operands[1:]), direction=direction, mode=mode)
+    if op == "prmt":
+        mode = m.one_of(PRMT_MODES)
+        m.type(("b32",))
+        m.done()
+        check_operands(ins, info, "b32", ("b32", "b32", "b32"))
+        return LogicForm(op, "b32", ins.operands[0], tuple(ins.operands[1:]), mode=mode)
+    raise ValueError(f"parse_logic: {op} is not a logic instruction")
+
+
+def _parse_lop3(ins, info, m: Mods) -> LogicForm:
+    boolop = m.one_of(("or", "and"))
+    m.type(("b32",))
+    m.done()
+    check_count(ins, 6 if boolop else 5)
+    ops = ins.operands
+    d = ops[0]
+    p = None
+    if boolop:
+        if not isinstance(d, ir.PredPair):
+            raise VerifyError(f"lop3.{boolop} needs a destination pair d|p", ins.loc)
+        d, p = d.first, d.second
+        check_dst(ins, info, d, "b32", sink=True)
+        check_dst(ins, info, p, "pred")
+        check_src(ins, info, ops[5], "pred")
+        require_arch(ins, info, 70)
+    else:
+        check_dst(ins, info, d, "b32")
+    for op in ops[1:4]:
+        check_src(ins, info, op, "b32")
+    lut_op = ops[4]
+    if not (isinstance(lut_op, ir.Imm) and lut_op.kind == "int"):
+        raise VerifyError("Arguments mismatch for instruction 'lop3': immLut must be an integer constant", ins.loc)
+    return LogicForm("lop3", "b32", d, tuple(ops[1:4]), boolop=boolop, pdst=p,
+                     pred_src=ops[5] if boolop else None, lut=int(lut_op.value) & 0xFF)
+
+
+# --------------------------------------------------------------------------------------------- compare forms
+SIGNED_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
+UNSIGNED_CMP = SIGNED_CMP + ("lo", "ls", "hi", "hs")
+BIT_CMP = ("eq", "ne")
+FLOAT_CMP = SIGNED_CMP + ("equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+_STD_STYPES = ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f32", "f64")
+_HALF_STYPES = ("f16", "bf16", "f16x2", "bf16x2")
+
+
+def cmp_ops_for(stype: str) -> tuple:
+    """The comparison operators of a source type (PTX ISA §9.7.6: signed, unsigned, bit-size, float tables)."""
+    if stype in _HALF_STYPES or stype in ("f32", "f64"):
+        return FLOAT_CMP
+    if stype[0] == "b":
+        return BIT_CMP
+    if stype[0] == "s":
+        return SIGNED_CMP
+    if stype[0] == "u":
+        return UNSIGNED_CMP
+    return FLOAT_CMP
+
+
+def compare_reg_type(stype: str) -> str:
+    """The register type of a comparison operand (bf16 values live in .b16 / .b32 registers)."""
+    return {"bf16": "b16", "bf16x2": "b32"}.get(stype, stype)
+
+
+@dataclass(frozen=True)
+class CompareForm:
+    """A checked setp / set / selp / slct (PTX ISA §9.7.6, §9.7.4.10-11).  ``cmp`` the comparison, ``boolop``
+    the optional BoolOp with the predicate ``c``; ``stype`` the compared (setp/set) or selected (selp/slct)
+    type, ``dtype`` set's destination type or slct's ``c`` type; ``dst`` (setp's ``p``) and ``qdst`` (setp's
+    ``q`` of ``p|q``); ``a``, ``b``, ``c`` the sources."""
+
+    op: str
+    stype: str
+    dst: object
+    a: object
+    b: object
+    c: object = None
+    cmp: str | None = None
+    boolop: str | None = None
+    ftz: bool = False
+    dtype: str | None = None
+    qdst: object = None
+
+
+def _parse_cmp(ins, m: Mods):
+    cmp = m.one_of(CMP_OPS, "comparison")
+    if cmp is None:
+        raise VerifyError(f"Comparison operator required for instruction '{ins.opcode}'", ins.loc)
+    boolop = m.one_of(BOOL_OPS, "boolean operation")
+    ftz = m.flag("ftz")
+    return cmp, boolop, ftz
+
+
+def _check_cmp(ins, stype: str, cmp: str, ftz: bool) -> None:
+    if cmp not in cmp_ops_for(stype):
+        raise VerifyError("Mismatch between instruction type and comparison qualifier", ins.loc,
+                          expected=f"one of {', '.join(cmp_ops_for(stype))} for .{stype}")
+    if ftz and stype not in ("f32", "f16", "f16x2"):
+        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{ins.opcode}'", ins.loc)
+
+
+def _set_types_ok(dtype: str, stype: str) -> bool:
+    if dtype == "f32" and stype in ("f16", "bf16"):
+        return False
+    return ((dtype in ("u32", "s32", "f32") and stype in _STD_STYPES + ("f16", "bf16"))
+            or (dtype in ("f16", "bf16") and stype in _STD_STYPES + ("f16",))
+            or (dtype == "bf16" and stype == "bf16")
+            or (dtype in ("u16", "s16") and stype in ("f16", "bf16"))
+            or (stype == "f16x2" and dtype in ("f16x2", "u32", "s32"))
+            or (stype == "bf16x2" and dtype in ("bf16x2", "u32", "s32")))
+
+
+def _bool_operands(ins, boolop):
+    if boolop is None and len(ins.operands) == 4:
+        raise VerifyError(f"Boolean operation is required for instruction '{ins.opcode}'", ins.loc)
+    check_count(ins, 4 if boolop else 3)
+
+
+def parse_compare(ins: ir.Instruction, info) -> CompareForm:
+    """setp, set, selp, slct: qualifiers, types and operands checked with ptxas's wording."""
+    op = ins.opcode
+    m = Mods(ins)
+    if op in ("setp", "set"):
+        cmp, boolop, ftz = _parse_cmp(ins, m)
+        if op == "setp":
+            stype = m.type(_STD_STYPES + _HALF_STYPES)
+            m.done()
+            dtype = None
+        else:
+            ts = m.types()
+            m.done()
+            if len(ts) != 2:
+                raise VerifyError("Unexpected instruction types specified for 'set'", ins.loc,
+                                  expected="a destination and a source type (set.CmpOp.dtype.stype)")
+            dtype, stype = ts
+            if not _set_types_ok(dtype, stype):
+                raise VerifyError("Unexpected instruction types specified for 'set'", ins.loc)
+        _check_cmp(ins, stype, cmp, ftz)
+        _bool_operands(ins, boolop)
+        ops = ins.operands
+        q = None
+        if op == "setp":
+            p, q = split_pred_pair(ins, ops[0])
+            check_dst(ins, info, p, "pred", sink=True)
+            if q is not None:
+                check_dst(ins, info, q, "pred", sink=True)
+        else:
+            p = ops[0]
+            check_dst(ins, info, p, compare_reg_type(dtype))
+        rt = compare_reg_type(stype)
+        check_src(ins, info, ops[1], rt)
+        check_src(ins, info, ops[2], rt)
+        c = ops[3] if boolop else None
+        if c is not None:
+            check_src(ins, info, c, "pred")
+        return CompareForm(op, stype, p, ops[1], ops[2], c, cmp=cmp, boolop=boolop, ftz=ftz, dtype=dtype, qdst=q)
+    if op == "selp":
+        t = m.type(_STD_STYPES)
+        m.done()
+        check_count(ins, 4)
+        d, a, b, c = ins.operands
+        check_dst(ins, info, d, t)
+        check_src(ins, info, a, t)
+        check_src(ins, info, b, t)
+        check_src(ins, info, c, "pred")
+        return CompareForm(op, t, d, a, b, c)
+    if op == "slct":
+        ftz = m.flag("ftz")
+        ts = m.types()
+        m.done()
+        if len(ts) != 2 or ts[0] not in _STD_STYPES or ts[1] not in ("s32", "f32"):
+            raise VerifyError("Unexpected instruction types specified for 'slct'", ins.loc,
+                              expected="slct.dtype.s32 or slct.dtype.f32")
+        t, ct = ts
+        if ftz and ct != "f32":
+            raise VerifyError("Illegal modifier '.ftz' for instruction 'slct'", ins.loc)
+        check_count(ins, 4)
+        d, a, b, c = ins.operands
+        check_dst(ins, info, d, t)
+        check_src(ins, info, a, t)
+        check_src(ins, info, b, t)
+        check_src(ins, info, c, ct)
+        return CompareForm(op, t, d, a, b, c, ftz=ftz, dtype=ct)
+    raise ValueError(f"parse_compare: {op} is not a comparison or selection instruction")
+
+
+__all__ = ["SPECS", "INTEGER_SPECS", "FLOAT_SPECS", "COMPARE_SPECS", "LOGIC_SPECS", "CONVERT_SPECS", "LogicForm",
+           "parse_logic", "CompareForm", "parse_compare", "cmp_ops_for", "compare_reg_type"]

@@ -60,6 +60,15 @@ class ControlForm:
 
 
 @dataclass(frozen=True)
+class CallForm:
+    """``call{.uni} (ret), vprintf, (format, args)``: the callee's name and its parameter operands."""
+
+    uni: bool
+    target: str
+    params: tuple
+
+
+@dataclass(frozen=True)
 class SetmaxnregForm:
     """``setmaxnreg.{inc|dec}.sync.aligned.u32 count``."""
 
@@ -135,15 +144,6 @@ def parse_setmaxnreg(ins: ir.Instruction) -> SetmaxnregForm:
         raise VerifyError(f"{what}: register count {count} is not valid", ins.loc,
                           expected="a multiple of 8 in 24..256")
     return SetmaxnregForm(actions[0], count)
-
-
-@dataclass(frozen=True)
-class CallForm:
-    """``call{.uni} (ret), vprintf, (format, args)``: the callee's name and its parameter operands."""
-
-    uni: bool
-    target: str
-    params: tuple
 
 
 def parse_call(ins: ir.Instruction) -> CallForm:

@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 
+from tcsim.isa.alu_forms import CompareForm, LogicForm, parse_compare, parse_logic
 from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
 from tcsim.isa.control_forms import (CallForm, ControlForm, SetmaxnregForm, parse_brx, parse_call, parse_control,
                                      parse_nanosleep, parse_setmaxnreg)
@@ -504,6 +505,70 @@ def test_alu_rules_reject(line, check, match):
     rejects(check, line, VerifyError, match)
 
 
+# ---------------------------------------------------------------------------------------------- logic, compare
+def test_logic_forms():
+    lop, info = instruction("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0x1fe, %p2;")
+    f = parse_logic(lop, info)
+    assert isinstance(f, LogicForm)
+    assert (f.op, f.type, f.boolop, str(f.dst), str(f.pdst), str(f.pred_src), f.lut) == (
+        "lop3", "b32", "or", "%r1", "%p1", "%p2", 0xFE)            # only the low 8 bits of immLut matter
+    assert [str(x) for x in f.srcs] == ["%r2", "%r3", "%r4"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.lut = 0
+    shf, info = instruction("shf.r.wrap.b32 %r1, %r2, %r3, %r4;")
+    g = parse_logic(shf, info)
+    assert (g.direction, g.mode, g.type) == ("r", "wrap", "b32")
+    pm, info = instruction("prmt.b32.ecl %r1, %r2, %r3, %r4;")
+    assert parse_logic(pm, info).mode == "ecl"
+    andp, info = instruction("and.pred %p1, %p2, %p3;")
+    assert (parse_logic(andp, info).type, str(parse_logic(andp, info).dst)) == ("pred", "%p1")
+
+
+def test_compare_forms():
+    sp, info = instruction("setp.ltu.or.ftz.f32 %p1|%p2, %f1, %f2, !%p3;")
+    f = parse_compare(sp, info)
+    assert isinstance(f, CompareForm)
+    assert (f.op, f.cmp, f.boolop, f.ftz, f.stype, str(f.dst), str(f.qdst), str(f.a), str(f.b), str(f.c)) == (
+        "setp", "ltu", "or", True, "f32", "%p1", "%p2", "%f1", "%f2", "!%p3")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.cmp = "eq"
+    st, info = instruction("set.hi.u32.u16 %r1, %rs1, %rs2;")
+    g = parse_compare(st, info)
+    assert (g.cmp, g.dtype, g.stype, g.boolop, g.c) == ("hi", "u32", "u16", None, None)
+    sl, info = instruction("slct.ftz.b32.f32 %r1, %r2, %r3, %f1;")
+    h = parse_compare(sl, info)
+    assert (h.op, h.stype, h.dtype, h.ftz) == ("slct", "b32", "f32", True)
+    se, info = instruction("selp.u64 %rd1, %rd2, 5, %p1;")
+    assert (parse_compare(se, info).stype, str(parse_compare(se, info).c)) == ("u64", "%p1")
+
+
+@pytest.mark.parametrize("line, match", [
+    ("and.b32.b64 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'and'"),
+    ("and.foo.b32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'and'"),
+    ("or.b32 %r1, %r2;", r"or\.b32 takes 3 operands, got 2"),
+    ("xor.b32 %r1, %r2, %rd1;", r"%rd1 is a \.b64 register, the operand is \.b32"),
+    ("shf.l.b32 %r1, %r2, %r3, %r4;", r"Clamp modifier required for instruction 'shf\.l'"),
+    ("shf.clamp.b32 %r1, %r2, %r3, %r4;", r"Direction modifier \(\.l or \.r\) required"),
+    ("lop3.and.b32 %r1, %r2, %r3, %r4, 0xfe, %p2;", r"lop3\.and needs a destination pair d\|p"),
+    ("lop3.b32 %r1, %r2, %r3, %r4, %r5;", r"immLut must be an integer constant"),
+    ("shl.s32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'shl'"),
+    ("setp.s32 %p1, %r1, %r2;", r"Comparison operator required for instruction 'setp'"),
+    ("setp.lo.s32 %p1, %r1, %r2;", r"Mismatch between instruction type and comparison qualifier"),
+    ("setp.eq.ftz.s32 %p1, %r1, %r2;", r"Illegal modifier '\.ftz' for instruction 'setp'"),
+    ("setp.eq.s32 %p1, %r1, %r2, %p2;", r"Boolean operation is required for instruction 'setp'"),
+    ("setp.eq.and.s32 %p1, %r1, %r2;", r"setp\.eq\.and\.s32 takes 4 operands, got 3"),
+    ("setp.eq.s32 %r1, %r1, %r2;", r"a predicate is expected"),
+    ("set.eq.f32.f16 %f1, %rs1, %rs2;", r"Unexpected instruction types specified for 'set'"),
+    ("set.eq.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'set'"),
+    ("selp.b32 %r1, %r2, %r3;", r"selp\.b32 takes 4 operands, got 3"),
+    ("slct.b32.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'slct'"),
+    ("slct.ftz.b32.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.ftz' for instruction 'slct'"),
+])
+def test_logic_and_compare_reject(line, match):
+    parser = parse_compare if line.split(".")[0] in ("setp", "set", "selp", "slct") else parse_logic
+    rejects(parser, line, VerifyError, match)
+
+
 # ---------------------------------------------------------------------------------------------- one cta_group rule
 def test_one_cta_group_rule_for_alloc_and_mma():
     """tcgen05.alloc (isa/tcgen05_mem_forms) and tcgen05.mma (isa/tcgen05_rules) share one check: PTX ISA 9.1
@@ -598,6 +663,12 @@ def test_control_forms():
     ("call.foo (%r3), vprintf, (%rd1, %rd2);", parse_call, UnsupportedError, r"qualifier \.foo of call"),
     ("call.uni (%r3), helper, (%rd1);", parse_call, UnsupportedError, r"call to helper is not supported"),
     ("call.uni (%r3), vprintf, (%rd1);", parse_call, VerifyError, r"vprintf takes \(format, args\)"),
+    ("prefetch.global.L3 [%rd1];", parse_prefetch, UnsupportedError, r"qualifier \.L3 of prefetch"),
+    ("prefetch.global [%rd1];", parse_prefetch, VerifyError, r"prefetch needs a level"),
+    ("prefetch.local.L2::evict_last [%rd1];", parse_prefetch, VerifyError, r"does not take the state space \.local"),
+    ("prefetch.global.tensormap [%rd1];", parse_prefetch, VerifyError, r"does not take the state space \.global"),
+    ("prefetchu.L2 [%rd1];", parse_prefetch, UnsupportedError, r"qualifier \.L2 of prefetchu is not supported"),
+    ("prefetch.global.L2 %rd1;", parse_prefetch, VerifyError, r"needs an address operand"),
 ])
 def test_control_rejects(line, parser, err, match):
     ins, _ = control_instruction(line)
@@ -623,18 +694,6 @@ def test_control_errors_reach_tcsim_check():
 def test_prefetch_forms(line):
     ins, _ = instruction(line)
     assert str(parse_prefetch(ins)) == line.split(" ", 1)[1].rstrip(";")
-
-
-@pytest.mark.parametrize("line, err, match", [
-    ("prefetch.global.L3 [%rd1];", UnsupportedError, r"qualifier \.L3 of prefetch is not supported"),
-    ("prefetch.global [%rd1];", VerifyError, r"prefetch needs a level"),
-    ("prefetch.local.L2::evict_last [%rd1];", VerifyError, r"does not take the state space \.local"),
-    ("prefetch.global.tensormap [%rd1];", VerifyError, r"does not take the state space \.global"),
-    ("prefetchu.L2 [%rd1];", UnsupportedError, r"qualifier \.L2 of prefetchu is not supported"),
-    ("prefetch.global.L2 %rd1;", VerifyError, r"needs an address operand"),
-])
-def test_prefetch_rejects(line, err, match):
-    rejects(lambda ins, info: parse_prefetch(ins), line, err, match)
 
 
 def test_other_tensormap_forms_are_unsupported():
@@ -666,7 +725,8 @@ ALU_CASES = [
     ("setp.lt.and.s32 %p1, %r1, %r2, %p2;", True), ("setp.s32 %p1, %r1, %r2;", False),
     ("set.gt.u32.f32 %r1, %f1, %f2;", True), ("selp.b32 %r1, %r2, %r3, %p1;", True),
     ("slct.ftz.f32.f32 %f1, %f2, %f3, %f1;", True),
-    ("and.pred %p1, %p2, %p3;", True), ("and.b32.wide %r1, %r2, %r3;", False), ("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0xfe, %p2;", True),
+    ("and.pred %p1, %p2, %p3;", True), ("and.b32.wide %r1, %r2, %r3;", False),
+    ("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0xfe, %p2;", True),
     ("shf.l.wrap.b32 %r1, %r2, %r3, %r4;", True), ("shf.l.b32 %r1, %r2, %r3, %r4;", False),
     ("prmt.b32.f4e %r1, %r2, %r3, %r4;", True), ("shr.s32 %r1, %r2, %r3;", True),
     ("cvt.rn.f16.f32 %rs1, %f1;", True), ("cvt.rzi.s32.f32 %r1, %f1;", True), ("cvt.f32.f16.f16 %f1, %rs1;", False),
