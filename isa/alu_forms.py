@@ -10,8 +10,9 @@ qualifiers its decoder accepts, one of each group at most, the required ones pre
 qualifier outside these groups is rejected by them.  ``tcsim check --list`` prints these lines.
 
 The logic/shift (§9.7.7, prmt) and comparison/selection (§9.7.6) families are parsed and checked here into
-frozen forms (:func:`parse_logic` -> :class:`LogicForm`, :func:`parse_compare` -> :class:`CompareForm`), with
-ptxas's wording; their decoders only build the execution.
+frozen forms (:func:`parse_logic` -> :class:`LogicForm`, :func:`parse_compare` -> :class:`CompareForm`), the
+integer families in :mod:`tcsim.isa.integer_forms`, with ptxas's wording; their decoders only build the
+execution.
 
 Pure: no machine state.
 """
@@ -79,8 +80,8 @@ def _s(key: str, section: str, *groups: QualGroup) -> FormSpec:
 INTEGER_SPECS = (
     _s("add:int", "§9.7.1.1, §9.7.2.1", _CC, _SAT, _type(INT_TYPES + ("u16x2", "s16x2"))),
     _s("sub:int", "§9.7.1.2, §9.7.2.3", _CC, _SAT, _type(INT_TYPES)),
-    _s("addc", "§9.7.2.2", _CC, _type(("u32", "s32", "u64", "s64"))),
-    _s("subc", "§9.7.2.4", _CC, _type(("u32", "s32", "u64", "s64"))),
+    _s("addc", "§9.7.2.2", _CC, _type(INT_TYPES)),
+    _s("subc", "§9.7.2.4", _CC, _type(INT_TYPES)),
     _s("mul:int", "§9.7.1.3", _MUL_MODE, _type(INT_TYPES)),
     _s("mad:int", "§9.7.1.4, §9.7.2.5", _MUL_MODE, _CC, _SAT, _type(INT_TYPES)),
     _s("madc", "§9.7.2.6", _one("mode", ("lo", "hi"), required=True), _CC, _type(("u32", "s32", "u64", "s64"))),

@@ -25,6 +25,7 @@ from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, pars
 from tcsim.isa.errors import TcsimError, UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
 from tcsim.isa.form_catalog import covering_spec
+from tcsim.isa.integer_forms import IntForm, parse_integer
 from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
@@ -567,6 +568,60 @@ def test_compare_forms():
 def test_logic_and_compare_reject(line, match):
     parser = parse_compare if line.split(".")[0] in ("setp", "set", "selp", "slct") else parse_logic
     rejects(parser, line, VerifyError, match)
+
+
+# ---------------------------------------------------------------------------------------------- integer
+def test_integer_forms():
+    mw, info = instruction("mul.wide.u32 %rd1, %r2, 7;")
+    f = parse_integer(mw, info)
+    assert isinstance(f, IntForm)
+    assert (f.op, f.type, f.dtype, f.mode, str(f.dst), [str(x) for x in f.srcs]) == (
+        "mul", "u32", "u64", "wide", "%rd1", ["%r2", "7"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.mode = "lo"
+    mc, info = instruction("madc.hi.cc.s32 %r1, %r2, %r3, %r4;")
+    g = parse_integer(mc, info)
+    assert (g.mode, g.cc, g.carry_in, g.sat, g.dtype) == ("hi", True, True, False, "s32")
+    ac, info = instruction("add.cc.u64 %rd1, %rd2, %rd3;")
+    assert (parse_integer(ac, info).cc, parse_integer(ac, info).carry_in) == (True, False)
+    dp, info = instruction("dp2a.hi.s32.u32 %r1, %r2, %r3, %r4;")
+    h = parse_integer(dp, info)
+    assert (h.type, h.btype, h.dtype, h.mode) == ("s32", "u32", "s32", "hi")
+    pc, info = instruction("popc.b64 %r1, %rd2;")
+    assert (parse_integer(pc, info).type, parse_integer(pc, info).dtype) == ("b64", "u32")
+    sz, info = instruction("szext.clamp.s32 %r1, %r2, %r3;")
+    assert parse_integer(sz, info).mode == "clamp"
+    mx, info = instruction("max.relu.s32 %r1, %r2, %r3;")
+    assert parse_integer(mx, info).relu is True
+
+
+@pytest.mark.parametrize("line, match", [
+    ("add.cc.u16 %rs1, %rs2, %rs3;", r"Modifier '\.cc' applies only to add integer types of 32 or 64 bits"),
+    ("add.sat.u32 %r1, %r2, %r3;", r"Modifier '\.sat' does not apply to '\.u32' type"),
+    ("add.sat.sat.s32 %r1, %r2, %r3;", r"Duplicate modifier '\.sat' for instruction 'add'"),
+    ("add.foo.s32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'add'"),
+    ("add.s32 %r1, %r2;", r"add\.s32 takes 3 operands, got 2"),
+    ("add.s32 %r1, %r2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.s32"),
+    ("mul.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'mul'"),
+    ("mul.wide.u64 %rd1, %rd2, %rd3;", r"Unexpected instruction types specified for 'mul\.wide'"),
+    ("mad.wide.cc.u32 %rd1, %r2, %r3, %rd4;", r"Illegal modifier '\.cc' for instruction 'mad\.wide'"),
+    ("mad.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad\.lo'"),
+    ("mul24.s32 %r1, %r2, %r3;", r"'\.hi/\.lo' modifier required for instruction 'mul24'"),
+    ("mad24.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad24\.lo'"),
+    ("abs.u32 %r1, %r2;", r"Instruction 'abs' applies only to signed numeric types"),
+    ("min.relu.u32 %r1, %r2, %r3;", r"Illegal modifier '\.relu' for instruction 'min' with type '\.u32'"),
+    ("bmsk.b32 %r1, %r2, %r3;", r"Clamp modifier required for instruction 'bmsk'"),
+    ("dp4a.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'dp4a'"),
+    ("dp2a.u32.u32 %r1, %r2, %r3, %r4;", r"'\.hi/\.lo' modifier required for instruction 'dp2a'"),
+    ("fns.b32 %r1, %r2, %r3;", r"fns\.b32 takes 4 operands, got 3"),
+])
+def test_integer_rejects(line, match):
+    rejects(parse_integer, line, VerifyError, match)
+
+
+def test_integer_arch_rule():
+    rejects(parse_integer, "add.u16x2 %r1, %r2, %r3;", VerifyError, r"requires sm_90 or higher \(target is sm_80\)",
+            target="sm_80")
 
 
 # ---------------------------------------------------------------------------------------------- one cta_group rule
