@@ -24,6 +24,7 @@ from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
 from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_prefetch, parse_st
 from tcsim.isa.errors import TcsimError, UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
+from tcsim.isa.float_forms import FloatForm, parse_float
 from tcsim.isa.form_catalog import covering_spec
 from tcsim.isa.integer_forms import IntForm, parse_integer
 from tcsim.isa.forms import check_family_key, family_of
@@ -564,10 +565,66 @@ def test_compare_forms():
     ("selp.b32 %r1, %r2, %r3;", r"selp\.b32 takes 4 operands, got 3"),
     ("slct.b32.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'slct'"),
     ("slct.ftz.b32.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.ftz' for instruction 'slct'"),
+    ("add.cc.u16 %rs1, %rs2, %rs3;", r"Modifier '\.cc' applies only to add integer types of 32 or 64 bits"),
+    ("add.sat.u32 %r1, %r2, %r3;", r"Modifier '\.sat' does not apply to '\.u32' type"),
+    ("add.sat.sat.s32 %r1, %r2, %r3;", r"Duplicate modifier '\.sat' for instruction 'add'"),
+    ("add.foo.s32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'add'"),
+    ("add.s32 %r1, %r2;", r"add\.s32 takes 3 operands, got 2"),
+    ("add.s32 %r1, %r2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.s32"),
+    ("mul.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'mul'"),
+    ("mul.wide.u64 %rd1, %rd2, %rd3;", r"Unexpected instruction types specified for 'mul\.wide'"),
+    ("mad.wide.cc.u32 %rd1, %r2, %r3, %rd4;", r"Illegal modifier '\.cc' for instruction 'mad\.wide'"),
+    ("mad.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad\.lo'"),
+    ("mul24.s32 %r1, %r2, %r3;", r"'\.hi/\.lo' modifier required for instruction 'mul24'"),
+    ("mad24.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad24\.lo'"),
+    ("abs.u32 %r1, %r2;", r"Instruction 'abs' applies only to signed numeric types"),
+    ("min.relu.u32 %r1, %r2, %r3;", r"Illegal modifier '\.relu' for instruction 'min' with type '\.u32'"),
+    ("bmsk.b32 %r1, %r2, %r3;", r"Clamp modifier required for instruction 'bmsk'"),
+    ("dp4a.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'dp4a'"),
+    ("dp2a.u32.u32 %r1, %r2, %r3, %r4;", r"'\.hi/\.lo' modifier required for instruction 'dp2a'"),
+    ("fns.b32 %r1, %r2, %r3;", r"fns\.b32 takes 4 operands, got 3"),
+    ("add.rn.rz.f32 %f1, %f2, %f3;", r"Conflicting rounding modifiers '\.rn', '\.rz'"),
+    ("add.rz.f16 %rs1, %rs2, %rs3;", r"Illegal rounding modifier for instruction 'add'"),
+    ("add.sat.f64 %rd1, %rd2, %rd3;", r"Illegal modifier '\.sat' for instruction 'add'"),
+    ("add.f32 %f1, %f2;", r"add\.f32 takes 3 operands, got 2"),
+    ("add.f32 %f1, %f2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.f32"),
+    ("mul.f32.f16 %f1, %rs1, %f2;", r"Unexpected instruction types specified for 'mul'"),
+    ("fma.f32 %f1, %f2, %f3, %f1;", r"Rounding modifier required for instruction 'fma'"),
+    ("fma.rn.relu.f32 %f1, %f2, %f3, %f1;", r"Unexpected instruction types specified for 'fma'"),
+    ("div.f32 %f1, %f2, %f3;", r"Rounding modifier or '\.approx' modifier required"),
+    ("div.approx.rn.f32 %f1, %f2, %f3;", r"Conflicting modifiers for instruction 'div'"),
+    ("rcp.approx.f64 %rd1, %rd2;", r"'\.ftz' modifier required for instruction 'rcp\.approx\.f64'"),
+    ("sin.f32 %f1, %f2;", r"\.approx modifier required for instruction 'sin'"),
+    ("tanh.approx.ftz.f32 %f1, %f2;", r"Illegal modifier '\.ftz' for instruction 'tanh'"),
+    ("min.xorsign.f32 %f1, %f2, %f3;", r"Modifier '\.xorsign' requires modifier '\.abs'"),
+    ("min.f64 %rd1, %rd2, %rd3, %rd4;", r"three inputs need \.f32"),
+    ("testp.f32 %p1, %f1;", r"Instruction 'testp' requires one of \.finite"),
 ])
-def test_logic_and_compare_reject(line, match):
-    parser = parse_compare if line.split(".")[0] in ("setp", "set", "selp", "slct") else parse_logic
+def test_alu_rejects(line, match):
+    """Logic, compare, integer and float forms: a bad qualifier, a missing operand, a wrong type or register is a
+    VerifyError with ptxas's wording, located at the instruction."""
+    ins, _ = instruction(line)
+    parser = {"logic": parse_logic, "compare": parse_compare, "integer": parse_integer, "float": parse_float}[
+        alu_kind(ins)]
     rejects(parser, line, VerifyError, match)
+
+
+def alu_kind(ins) -> str:
+    from tcsim.isa.alu_forms import COMPARE_SPECS, FLOAT_SPECS, INTEGER_SPECS
+
+    key = family_of(ins.opcode, ins.mods)
+    for kind, specs in (("compare", COMPARE_SPECS), ("integer", INTEGER_SPECS), ("float", FLOAT_SPECS)):
+        if key in {sp.key for sp in specs}:
+            return kind
+    return "logic"
+
+
+@pytest.mark.parametrize("line, match", [
+    ("add.rs.f32 %f1, %f2, %f3;", r"modifier \.rs of add\.rs\.f32 is not supported"),
+    ("fma.rn.oob.f16 %rs1, %rs2, %rs3, %rs1;", r"\.oob .* is not supported"),
+])
+def test_float_unsupported(line, match):
+    rejects(parse_float, line, UnsupportedError, match)
 
 
 # ---------------------------------------------------------------------------------------------- integer
@@ -595,33 +652,36 @@ def test_integer_forms():
     assert parse_integer(mx, info).relu is True
 
 
-@pytest.mark.parametrize("line, match", [
-    ("add.cc.u16 %rs1, %rs2, %rs3;", r"Modifier '\.cc' applies only to add integer types of 32 or 64 bits"),
-    ("add.sat.u32 %r1, %r2, %r3;", r"Modifier '\.sat' does not apply to '\.u32' type"),
-    ("add.sat.sat.s32 %r1, %r2, %r3;", r"Duplicate modifier '\.sat' for instruction 'add'"),
-    ("add.foo.s32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'add'"),
-    ("add.s32 %r1, %r2;", r"add\.s32 takes 3 operands, got 2"),
-    ("add.s32 %r1, %r2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.s32"),
-    ("mul.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'mul'"),
-    ("mul.wide.u64 %rd1, %rd2, %rd3;", r"Unexpected instruction types specified for 'mul\.wide'"),
-    ("mad.wide.cc.u32 %rd1, %r2, %r3, %rd4;", r"Illegal modifier '\.cc' for instruction 'mad\.wide'"),
-    ("mad.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad\.lo'"),
-    ("mul24.s32 %r1, %r2, %r3;", r"'\.hi/\.lo' modifier required for instruction 'mul24'"),
-    ("mad24.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad24\.lo'"),
-    ("abs.u32 %r1, %r2;", r"Instruction 'abs' applies only to signed numeric types"),
-    ("min.relu.u32 %r1, %r2, %r3;", r"Illegal modifier '\.relu' for instruction 'min' with type '\.u32'"),
-    ("bmsk.b32 %r1, %r2, %r3;", r"Clamp modifier required for instruction 'bmsk'"),
-    ("dp4a.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'dp4a'"),
-    ("dp2a.u32.u32 %r1, %r2, %r3, %r4;", r"'\.hi/\.lo' modifier required for instruction 'dp2a'"),
-    ("fns.b32 %r1, %r2, %r3;", r"fns\.b32 takes 4 operands, got 3"),
-])
-def test_integer_rejects(line, match):
-    rejects(parse_integer, line, VerifyError, match)
-
-
 def test_integer_arch_rule():
     rejects(parse_integer, "add.u16x2 %r1, %r2, %r3;", VerifyError, r"requires sm_90 or higher \(target is sm_80\)",
             target="sm_80")
+
+
+# ---------------------------------------------------------------------------------------------- floating point
+def test_float_forms():
+    fm, info = instruction("fma.rn.relu.bf16x2 %r1, %r2, %r3, %r4;")
+    f = parse_float(fm, info)
+    assert isinstance(f, FloatForm)
+    assert (f.op, f.type, f.rnd, f.rnd_given, f.relu, f.sat, f.atype, str(f.dst)) == (
+        "fma", "bf16x2", "rn", True, True, False, None, "%r1")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.rnd = "rz"
+    ad, info = instruction("add.f32 %f1, %f2, %f3;")
+    assert (parse_float(ad, info).rnd, parse_float(ad, info).rnd_given) == ("rn", False)   # .rn when none given
+    mx, info = instruction("add.rz.sat.f32.bf16 %f1, %rs1, %f2;")
+    g = parse_float(mx, info)
+    assert (g.type, g.atype, g.rnd, g.sat, [str(x) for x in g.srcs]) == ("f32", "bf16", "rz", True, ["%rs1", "%f2"])
+    dv, info = instruction("div.full.ftz.f32 %f1, %f2, %f3;")
+    assert (parse_float(dv, info).full, parse_float(dv, info).ftz, parse_float(dv, info).approx) == (True, True, False)
+    mn, info = instruction("max.xorsign.abs.f32 %f1, %f2, %f3;")
+    assert (parse_float(mn, info).xorsign, parse_float(mn, info).abs) == (True, True)
+    tp, info = instruction("testp.subnormal.f64 %p1, %rd1;")
+    assert (parse_float(tp, info).test, parse_float(tp, info).type) == ("subnormal", "f64")
+
+
+def test_float_arch_rule():
+    rejects(parse_float, "add.f32x2 %rd1, %rd2, %rd3;", VerifyError, r"requires sm_100 or higher \(target is sm_90a\)",
+            target="sm_90a")
 
 
 # ---------------------------------------------------------------------------------------------- one cta_group rule
