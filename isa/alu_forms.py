@@ -3,16 +3,16 @@ comparison and selection (§9.7.6), logic and shift (§9.7.7, prmt §9.7.9.7) an
 §9.7.9.22 cvt.pack).
 
 Each :class:`tcsim.isa.forms.FormSpec` lists the qualifier groups of one family in PTX syntax order: the
-qualifiers its decoder accepts, one of each group at most, the required ones present.  The decoders of
-``tcsim.semantics`` (integer, float_arith, compare, logic, convert) consume the qualifiers with the rules of
-:mod:`tcsim.isa.operand_rules` (ptxas's wording) and then check the combinations a group list cannot say
-(``.sat`` only on ``.s32``, ``.ftz`` only on f32/f16, the cvt table of :mod:`tcsim.isa.cvt_forms`); a
-qualifier outside these groups is rejected by them.  ``tcsim check --list`` prints these lines.
+qualifiers its parser accepts, one of each group at most, the required ones present.  The parsers consume the
+qualifiers with the rules of :mod:`tcsim.isa.operand_rules` (ptxas's wording) and then check the combinations a
+group list cannot say (``.sat`` only on ``.s32``, ``.ftz`` only on f32/f16, the cvt table of
+:mod:`tcsim.isa.cvt_forms`); a qualifier outside these groups is rejected.  ``tcsim check --list`` prints these
+lines.
 
-The logic/shift (§9.7.7, prmt) and comparison/selection (§9.7.6) families are parsed and checked here into
-frozen forms (:func:`parse_logic` -> :class:`LogicForm`, :func:`parse_compare` -> :class:`CompareForm`), the
-integer families in :mod:`tcsim.isa.integer_forms`, with ptxas's wording; their decoders only build the
-execution.
+The parsers, each returning a frozen form that the decoders of ``tcsim.semantics`` only execute: logic/shift
+(§9.7.7, prmt) and comparison/selection (§9.7.6) here (:func:`parse_logic` -> :class:`LogicForm`,
+:func:`parse_compare` -> :class:`CompareForm`); integer in :mod:`tcsim.isa.integer_forms`, floating point in
+:mod:`tcsim.isa.float_forms`, conversion in :mod:`tcsim.isa.convert_forms`.
 
 Pure: no machine state.
 """

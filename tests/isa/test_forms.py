@@ -21,6 +21,7 @@ from tcsim.isa.control_forms import (CallForm, ControlForm, SetmaxnregForm, pars
 from tcsim.isa.atomic_forms import parse_atom
 from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
+from tcsim.isa.convert_forms import CvtForm, CvtPackForm, check_cvt_operands, parse_cvt, parse_cvt_pack
 from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_prefetch, parse_st
 from tcsim.isa.errors import TcsimError, UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
@@ -599,20 +600,32 @@ def test_compare_forms():
     ("min.xorsign.f32 %f1, %f2, %f3;", r"Modifier '\.xorsign' requires modifier '\.abs'"),
     ("min.f64 %rd1, %rd2, %rd3, %rd4;", r"three inputs need \.f32"),
     ("testp.f32 %p1, %f1;", r"Instruction 'testp' requires one of \.finite"),
+    ("cvt.f32 %f1, %f2;", r"Unexpected instruction types specified for 'cvt'"),
+    ("cvt.rn.rz.f16.f32 %rs1, %f1;", r"Conflicting rounding modifiers"),
+    ("cvt.rzi.f16.f32 %rs1, %f1;", r"Illegal modifier combination for 'cvt\.f16\.f32': \.rzi"),
+    ("cvt.rn.ftz.f16x2.f32 %r1, %f1, %f2;", r"Illegal modifier '\.ftz' for instruction 'cvt'"),
+    ("cvt.foo.f32.f16 %f1, %rs1;", r"Illegal modifier '\.foo' for instruction 'cvt'"),
+    ("cvt.pack.u16.s32 %r1, %r2, %r3;", r"Modifier '\.sat' required for instruction 'cvt\.pack'"),
+    ("cvt.pack.sat.u8.s32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'cvt\.pack'"),
+    ("cvt.pack.sat.u16.s32 %r1, %r2;", r"cvt\.pack\.sat\.u16\.s32 takes 3 operands, got 2"),
 ])
 def test_alu_rejects(line, match):
-    """Logic, compare, integer and float forms: a bad qualifier, a missing operand, a wrong type or register is a
+    """Logic, compare, integer, float and cvt forms: a bad qualifier, a missing operand, a wrong type or register is a
     VerifyError with ptxas's wording, located at the instruction."""
-    ins, _ = instruction(line)
-    parser = {"logic": parse_logic, "compare": parse_compare, "integer": parse_integer, "float": parse_float}[
-        alu_kind(ins)]
-    rejects(parser, line, VerifyError, match)
+    rejects(ALU_PARSERS[alu_kind(instruction(line)[0])], line, VerifyError, match)
+
+
+ALU_PARSERS = {"logic": parse_logic, "compare": parse_compare, "integer": parse_integer, "float": parse_float,
+               "cvt": parse_cvt, "cvt.pack": parse_cvt_pack}
 
 
 def alu_kind(ins) -> str:
+    """Which isa parser takes the instruction: its family's spec group in isa/alu_forms."""
     from tcsim.isa.alu_forms import COMPARE_SPECS, FLOAT_SPECS, INTEGER_SPECS
 
     key = family_of(ins.opcode, ins.mods)
+    if key in ("cvt", "cvt.pack"):
+        return key
     for kind, specs in (("compare", COMPARE_SPECS), ("integer", INTEGER_SPECS), ("float", FLOAT_SPECS)):
         if key in {sp.key for sp in specs}:
             return kind
@@ -622,9 +635,10 @@ def alu_kind(ins) -> str:
 @pytest.mark.parametrize("line, match", [
     ("add.rs.f32 %f1, %f2, %f3;", r"modifier \.rs of add\.rs\.f32 is not supported"),
     ("fma.rn.oob.f16 %rs1, %rs2, %rs3, %rs1;", r"\.oob .* is not supported"),
+    ("cvt.rs.f16x2.f32 %r1, %f1, %f2;", r"stochastic rounding \(\.rs\)"),
 ])
-def test_float_unsupported(line, match):
-    rejects(parse_float, line, UnsupportedError, match)
+def test_alu_unsupported(line, match):
+    rejects(ALU_PARSERS[alu_kind(instruction(line)[0])], line, UnsupportedError, match)
 
 
 # ---------------------------------------------------------------------------------------------- integer
@@ -652,11 +666,6 @@ def test_integer_forms():
     assert parse_integer(mx, info).relu is True
 
 
-def test_integer_arch_rule():
-    rejects(parse_integer, "add.u16x2 %r1, %r2, %r3;", VerifyError, r"requires sm_90 or higher \(target is sm_80\)",
-            target="sm_80")
-
-
 # ---------------------------------------------------------------------------------------------- floating point
 def test_float_forms():
     fm, info = instruction("fma.rn.relu.bf16x2 %r1, %r2, %r3, %r4;")
@@ -679,9 +688,37 @@ def test_float_forms():
     assert (parse_float(tp, info).test, parse_float(tp, info).type) == ("subnormal", "f64")
 
 
-def test_float_arch_rule():
-    rejects(parse_float, "add.f32x2 %rd1, %rd2, %rd3;", VerifyError, r"requires sm_100 or higher \(target is sm_90a\)",
-            target="sm_90a")
+# ---------------------------------------------------------------------------------------------- conversion
+def test_convert_forms():
+    cv, info = instruction("cvt.rn.satfinite.relu.bf16x2.f32 %r1, %f1, %f2;")
+    f = parse_cvt(cv, info)
+    assert f == CvtForm("bf16x2", "f32", "rn", True, relu=True, satfinite=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.rnd = "rz"
+    assert [str(x) for x in check_cvt_operands(cv, info, f)] == ["%r1", "%f1", "%f2"]
+    wide, info = instruction("cvt.rzi.sat.s16.f32 %r1, %f1;")     # a destination register wider than .s16
+    g = parse_cvt(wide, info)
+    assert (g.dst, g.src, g.rnd, g.sat, g.pair) == ("s16", "f32", "rzi", True, False)
+    assert [str(x) for x in check_cvt_operands(wide, info, g)] == ["%r1", "%f1"]
+    pk, info = instruction("cvt.pack.sat.s4.s32.b32 %r1, %r2, %r3, %r4;")
+    h = parse_cvt_pack(pk, info)
+    assert isinstance(h, CvtPackForm)
+    assert (h.ctype, h.width, str(h.dst), str(h.a), str(h.b), str(h.c)) == ("s4", 4, "%r1", "%r2", "%r3", "%r4")
+
+
+@pytest.mark.parametrize("line, target, match", [
+    ("add.u16x2 %r1, %r2, %r3;", "sm_80", r"requires sm_90 or higher \(target is sm_80\)"),
+    ("add.f32x2 %rd1, %rd2, %rd3;", "sm_90a", r"requires sm_100 or higher \(target is sm_90a\)"),
+    ("cvt.rn.satfinite.e2m1x2.f32 %rs1, %f1, %f2;", "sm_90a", r"'cvt with \.e2m1x2' not supported on \.target"),
+])
+def test_alu_target_rules(line, target, match):
+    """The minimum targets of the newer ALU forms are checked in isa, located at the instruction."""
+    rejects(ALU_PARSERS[alu_kind(instruction(line, target)[0])], line, VerifyError, match, target=target)
+
+
+def test_cvt_operand_count():
+    rejects(lambda ins, info: check_cvt_operands(ins, info, parse_cvt(ins, info)), "cvt.f32.f16 %f1;",
+            VerifyError, r"cvt\.f32\.f16 takes 2 operands, got 1")
 
 
 # ---------------------------------------------------------------------------------------------- one cta_group rule
