@@ -20,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.control_forms import (parse_brx, parse_call, parse_control, parse_nanosleep,
-                                     parse_setmaxnreg)
+from tcsim.isa.control_forms import parse_brx, parse_call, parse_control, parse_nanosleep, parse_setmaxnreg
 from tcsim.isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
 from .registry import semantics
 
