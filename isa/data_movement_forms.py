@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
-from .forms import FormSpec, QualGroup
+from .forms import FormSpec, QualGroup, split_qualifiers
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry", "param::func",
           "const")
@@ -26,6 +26,9 @@ CACHE_OPS = ("ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt")
 #: the scalar types of ld/st/mov (PTX ISA §5.2.2; .pred only for mov)
 TYPES = tuple(t for t in ir.TYPE_SIZES if t not in ("pred", "b128"))
 VECTORS = ("v2", "v4", "v8")
+#: prefetch{.space}.level [a] / prefetch.global.L2::evict_* [a] / prefetch{.const|.param}.tensormap [a]
+PREFETCH_SPACES = ("global", "local", "const", "param")
+PREFETCH_LEVELS = ("L1", "L2", "L2::evict_last", "L2::evict_normal", "tensormap")
 CVTA_SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const")
 
 _MEM_GROUPS = (QualGroup("sem", SEMS), QualGroup("scope", SCOPES), QualGroup("space", SPACES),
@@ -45,7 +48,11 @@ SPECS = (FormSpec("ld", "PTX ISA §9.7.9.8", (), _MEM_GROUPS),
          FormSpec("mapa", "PTX ISA §9.7.9.23", (), (QualGroup("space", ("shared::cluster",)),
                                                     QualGroup("size", ("u32", "u64"), required=True))),
          FormSpec("getctarank", "PTX ISA §9.7.9.24", (), (QualGroup("space", ("shared::cluster",)),
-                                                          QualGroup("size", ("u32", "u64"), required=True))))
+                                                          QualGroup("size", ("u32", "u64"), required=True))),
+         FormSpec("prefetch", "PTX ISA §9.7.9.15", (), (QualGroup("space", PREFETCH_SPACES),
+                                                        QualGroup("level", PREFETCH_LEVELS, required=True))),
+         FormSpec("prefetchu", "PTX ISA §9.7.9.15", (), (QualGroup("level", ("L1",), required=True),)))
+_SPEC = {s.key: s for s in SPECS}
 
 
 # ---------------------------------------------------------------------------------------------- ld / ldu / st
@@ -212,8 +219,21 @@ def parse_getctarank(ins: ir.Instruction) -> AddressQueryForm:
 
 
 def parse_prefetch(ins: ir.Instruction) -> ir.Address:
-    """``prefetch{.space}.level [a]`` / ``prefetchu.L1 [a]`` / ``prefetch.tensormap [a]`` (PTX ISA §9.7.9.15): the
-    address operand."""
+    """``prefetch{.global|.local}.{L1|L2} [a]``, ``prefetch.global.L2::{evict_last|evict_normal} [a]``,
+    ``prefetch{.const|.param}.tensormap [a]``, ``prefetchu.L1 [a]`` (PTX ISA §9.7.9.15): the address operand.
+    A qualifier of no group is an UnsupportedError; a space the level does not take a VerifyError."""
+    spec = _SPEC[ins.opcode]
+    q = split_qualifiers(ins, spec.groups, tuple(ins.mods), ins.opcode, spec.section)
+    level, space = q.get("level"), q.get("space")
+    if level is None:
+        raise VerifyError(f"{ins.full_opcode}: {ins.opcode} needs a level", ins.loc,
+                          expected=" or ".join("." + v for v in spec.groups[-1].values))
+    if space is not None:
+        allowed = (("const", "param") if level == "tensormap" else ("global",) if level.startswith("L2::")
+                   else ("global", "local"))
+        if space not in allowed:
+            raise VerifyError(f"{ins.full_opcode}: prefetch.{level} does not take the state space .{space}", ins.loc,
+                              expected=" or ".join("." + a for a in allowed))
     if not ins.operands or not isinstance(ins.operands[0], ir.Address):
         raise VerifyError(f"{ins.full_opcode} needs an address operand", ins.loc)
     return ins.operands[0]

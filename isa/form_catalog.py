@@ -1,19 +1,20 @@
 """The catalogue of declared instruction forms: every :class:`tcsim.isa.forms.FormSpec` of the ``isa/`` form
-modules, by family key.  ``tcsim check --list`` prints the spec of each family the simulator registers; a family
-whose qualifiers are still checked by its decoder in ``tcsim.semantics`` has no spec here.
+modules, by family key.  ``tcsim check --list`` prints the spec of each family the simulator registers; every
+registered family has one (``tests/isa/test_forms_list.py``).
 """
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import (async_copy_forms, atomic_forms, barrier_forms, bulk_tensor_forms, data_movement_forms, fence_forms,
-               ldstmatrix_forms, mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms,
-               warp_level_forms)
+from . import (alu_forms, async_copy_forms, atomic_forms, barrier_forms, bulk_tensor_forms, control_forms,
+               data_movement_forms, fence_forms, ldstmatrix_forms, mbarrier_forms, mma_sync_forms, tcgen05_mem_forms,
+               tcgen05_rules, tensormap_forms, warp_level_forms)
 from .forms import FormSpec, check_family_key, family_of
 
-_ALL = (async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS + (bulk_tensor_forms.SPEC,)
-        + data_movement_forms.SPECS + fence_forms.SPECS + ldstmatrix_forms.SPECS
-        + (mbarrier_forms.SPEC, mma_sync_forms.SPEC) + tcgen05_mem_forms.SPECS + tcgen05_rules.SPECS
+_ALL = (alu_forms.SPECS + async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS
+        + (bulk_tensor_forms.SPEC,) + control_forms.SPECS + data_movement_forms.SPECS + fence_forms.SPECS
+        + ldstmatrix_forms.SPECS + (mbarrier_forms.SPEC, mma_sync_forms.SPEC) + tcgen05_mem_forms.SPECS
+        + tcgen05_rules.SPECS
         + tensormap_forms.SPECS + warp_level_forms.SPECS)
 
 

@@ -12,56 +12,27 @@ on NaN), ``num``, ``nan``.  Floating-point comparisons come from :func:`tcsim.nu
 half's result goes to ``p`` and the high half's to ``q`` (not a complement).  ``set`` writes all ones
 (integer destinations; per 16-bit half for packed sources) or 1.0 in the destination float format.
 
+Qualifiers, types and operands are parsed and checked by :func:`tcsim.isa.alu_forms.parse_compare` (a frozen
+:class:`~tcsim.isa.alu_forms.CompareForm`); this module builds the execution.
+
 Not supported: nothing of §9.7.6 is left out.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa.errors import VerifyError
+from tcsim.isa.alu_forms import parse_compare
 from tcsim.numerics.fp import fcompare, packed2
-from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_src, split_pred_pair
 from .misc_alu import bool_op
 from .registry import semantics
 
-SIGNED_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
-UNSIGNED_OPS = SIGNED_OPS + ("lo", "ls", "hi", "hs")
-BIT_OPS = ("eq", "ne")
-FLOAT_OPS = SIGNED_OPS + ("equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
-ALL_OPS = tuple(dict.fromkeys(UNSIGNED_OPS + FLOAT_OPS))
-BOOL_OPS = ("and", "or", "xor")
-
-INT_STYPES = ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64")
-STD_STYPES = INT_STYPES + ("f32", "f64")
-HALF_STYPES = ("f16", "bf16", "f16x2", "bf16x2")
 _UNSIGNED_ALIAS = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
 #: 1.0 in each float destination format
 ONE_BITS = {"f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80}
 
 
-def _ops_for(stype: str):
-    if stype in HALF_STYPES or stype in ("f32", "f64"):
-        return FLOAT_OPS
-    if stype[0] == "b":
-        return BIT_OPS
-    if stype[0] == "s":
-        return SIGNED_OPS
-    if stype[0] == "u":
-        return UNSIGNED_OPS
-    return FLOAT_OPS
-
-
-def _reg_type(stype: str) -> str:
-    return {"bf16": "b16", "bf16x2": "b32"}.get(stype, stype)
-
-
-def _compare_fn(ins, stype: str, cmp: str, ftz: bool):
-    """Return fn(ctx, a, b) -> bool array (or a (low, high) pair for packed halves)."""
-    if cmp not in _ops_for(stype):
-        raise VerifyError("Mismatch between instruction type and comparison qualifier", ins.loc,
-                          expected=f"one of {', '.join(_ops_for(stype))} for .{stype}")
-    if ftz and stype not in ("f32", "f16", "f16x2"):
-        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{ins.opcode}'", ins.loc)
+def _compare_fn(stype: str, cmp: str, ftz: bool):
+    """Return fn(ctx, a, b) -> bool array (or a (low, high) pair for packed halves) of a checked form."""
     if stype in ("f32", "f64", "f16", "bf16"):
         rt = "b16" if stype in ("f16", "bf16") else stype
         view = {"f32": np.uint32, "f64": np.uint64}.get(stype)
@@ -87,38 +58,13 @@ def _compare_fn(ins, stype: str, cmp: str, ftz: bool):
     return fn
 
 
-def _parse_cmp(ins, m: Mods):
-    cmp = m.one_of(ALL_OPS, "comparison")
-    if cmp is None:
-        raise VerifyError(f"Comparison operator required for instruction '{ins.opcode}'", ins.loc)
-    boolop = m.one_of(BOOL_OPS, "boolean operation")
-    ftz = m.flag("ftz")
-    return cmp, boolop, ftz
-
-
 @semantics("setp")
 def decode_setp(ins, info):
     """PTX ISA 9.1 §9.7.6.2 setp (and §9.7.4.11 half-precision setp): ``p[|q] = BoolOp(a CmpOp b, {!}c)``."""
-    m = Mods(ins)
-    cmp, boolop, ftz = _parse_cmp(ins, m)
-    stype = m.type(STD_STYPES + HALF_STYPES)
-    m.done()
-    fn = _compare_fn(ins, stype, cmp, ftz)
-    ops = ins.operands
-    if boolop is None and len(ops) == 4:
-        raise VerifyError("Boolean operation is required for instruction 'setp'", ins.loc)
-    check_count(ins, 4 if boolop else 3)
-    p, q = split_pred_pair(ins, ops[0])
-    check_dst(ins, info, p, "pred", sink=True)
-    if q is not None:
-        check_dst(ins, info, q, "pred", sink=True)
-    rt = _reg_type(stype)
-    check_src(ins, info, ops[1], rt)
-    check_src(ins, info, ops[2], rt)
-    c = ops[3] if boolop else None
-    if c is not None:
-        check_src(ins, info, c, "pred")
-    a, b = ops[1], ops[2]
+    form = parse_compare(ins, info)
+    stype, boolop = form.stype, form.boolop
+    fn = _compare_fn(stype, form.cmp, form.ftz)
+    p, q, a, b, c = form.dst, form.qdst, form.a, form.b, form.c
     packed = stype in ("f16x2", "bf16x2")
 
     def run(ctx):
@@ -142,38 +88,10 @@ def decode_setp(ins, info):
 def decode_set(ins, info):
     """PTX ISA 9.1 §9.7.6.1 set (and §9.7.4.10 half-precision set): ``d = BoolOp(a CmpOp b, {!}c)`` as all
     ones (integer destination) or 1.0 (float destination), else 0."""
-    m = Mods(ins)
-    cmp, boolop, ftz = _parse_cmp(ins, m)
-    ts = m.types()
-    m.done()
-    if len(ts) != 2:
-        raise VerifyError("Unexpected instruction types specified for 'set'", ins.loc,
-                          expected="a destination and a source type (set.CmpOp.dtype.stype)")
-    dtype, stype = ts
-    ok = ((dtype in ("u32", "s32", "f32") and stype in STD_STYPES + ("f16", "bf16"))
-          or (dtype in ("f16", "bf16") and stype in STD_STYPES + ("f16",))
-          or (dtype == "bf16" and stype == "bf16")
-          or (dtype in ("u16", "s16") and stype in ("f16", "bf16"))
-          or (stype == "f16x2" and dtype in ("f16x2", "u32", "s32"))
-          or (stype == "bf16x2" and dtype in ("bf16x2", "u32", "s32")))
-    if dtype == "f32" and stype in ("f16", "bf16"):
-        ok = False
-    if not ok:
-        raise VerifyError("Unexpected instruction types specified for 'set'", ins.loc)
-    fn = _compare_fn(ins, stype, cmp, ftz)
-    ops = ins.operands
-    if boolop is None and len(ops) == 4:
-        raise VerifyError("Boolean operation is required for instruction 'set'", ins.loc)
-    check_count(ins, 4 if boolop else 3)
-    drt = _reg_type(dtype)
-    check_dst(ins, info, ops[0], drt)
-    rt = _reg_type(stype)
-    check_src(ins, info, ops[1], rt)
-    check_src(ins, info, ops[2], rt)
-    c = ops[3] if boolop else None
-    if c is not None:
-        check_src(ins, info, c, "pred")
-    d, a, b = ops[:3]
+    form = parse_compare(ins, info)
+    dtype, stype, boolop = form.dtype, form.stype, form.boolop
+    fn = _compare_fn(stype, form.cmp, form.ftz)
+    d, a, b, c = form.dst, form.a, form.b, form.c
     if stype in ("f16x2", "bf16x2"):
         one = {"f16x2": 0x3C00, "bf16x2": 0x3F80}.get(dtype, 0xFFFF)
 
@@ -199,15 +117,9 @@ def decode_set(ins, info):
 @semantics("selp")
 def decode_selp(ins, info):
     """PTX ISA 9.1 §9.7.6.3 selp: ``d = c ? a : b`` with a predicate c (``!c`` allowed)."""
-    m = Mods(ins)
-    t = m.type(STD_STYPES)
-    m.done()
-    check_count(ins, 4)
-    d, a, b, c = ins.operands
-    check_dst(ins, info, d, t)
-    check_src(ins, info, a, t)
-    check_src(ins, info, b, t)
-    check_src(ins, info, c, "pred")
+    form = parse_compare(ins, info)
+    t = form.stype
+    d, a, b, c = form.dst, form.a, form.b, form.c
 
     def run(ctx):
         ctx.write(d, t, np.where(ctx.read_pred(c), ctx.read(a, t), ctx.read(b, t)))
@@ -218,22 +130,9 @@ def decode_selp(ins, info):
 def decode_slct(ins, info):
     """PTX ISA 9.1 §9.7.6.4 slct: ``d = (c >= 0) ? a : b`` with c .s32 or .f32 (``.ftz`` flushes a
     subnormal c to a signed zero; -0 >= 0 holds; a NaN c selects b)."""
-    m = Mods(ins)
-    ftz = m.flag("ftz")
-    ts = m.types()
-    m.done()
-    if len(ts) != 2 or ts[0] not in STD_STYPES or ts[1] not in ("s32", "f32"):
-        raise VerifyError("Unexpected instruction types specified for 'slct'", ins.loc,
-                          expected="slct.dtype.s32 or slct.dtype.f32")
-    t, ct = ts
-    if ftz and ct != "f32":
-        raise VerifyError("Illegal modifier '.ftz' for instruction 'slct'", ins.loc)
-    check_count(ins, 4)
-    d, a, b, c = ins.operands
-    check_dst(ins, info, d, t)
-    check_src(ins, info, a, t)
-    check_src(ins, info, b, t)
-    check_src(ins, info, c, ct)
+    form = parse_compare(ins, info)
+    t, ct, ftz = form.stype, form.dtype, form.ftz
+    d, a, b, c = form.dst, form.a, form.b, form.c
     zero = np.zeros(32, np.uint32)
 
     def run(ctx):

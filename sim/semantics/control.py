@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
+from tcsim.isa.control_forms import parse_brx, parse_call, parse_control, parse_nanosleep, parse_setmaxnreg
 from tcsim.isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
 from .registry import semantics
 
@@ -31,9 +32,8 @@ class TrapError(TcsimError):
 @semantics("bra")
 def decode_bra(ins, info):
     """PTX ISA §9.7.12.3 bra: branch to a label; ``.uni`` asserts a non-divergent branch (not required)."""
-    if len(ins.operands) != 1:
-        raise VerifyError("bra takes exactly one label operand", ins.loc)
-    target = info.label_index(ins, ins.operands[0])
+    form = parse_control(ins)
+    target = info.label_index(ins, form.operands[0])
 
     def run(ctx):
         ctx.jump(target, ctx.mask)
@@ -45,14 +45,7 @@ def decode_bra(ins, info):
 def decode_brx(ins, info):
     """PTX ISA §9.7.12.4 brx.idx{.uni} index, tlist: branch to the index-th label of a ``.branchtargets``
     list (``.uni`` asserts a non-divergent branch, not required)."""
-    mods = [m for m in ins.mods if m != "uni"]
-    if mods != ["idx"]:
-        raise VerifyError(f"{ins.full_opcode}: brx needs .idx (brx.idx{{.uni}} index, tlist)", ins.loc)
-    if len(ins.operands) != 2:
-        raise VerifyError("brx.idx takes two operands: index, tlist", ins.loc)
-    index_op, tl = ins.operands
-    if not isinstance(index_op, (ir.Reg, ir.Imm)):
-        raise VerifyError(f"brx.idx index must be a .u32 register or an immediate, got {index_op}", ins.loc)
+    index_op, tl = parse_brx(ins).operands
     if not isinstance(tl, (ir.LabelRef, ir.Sym)) or tl.name not in info.function.branch_targets:
         raise VerifyError(f"brx.idx target {tl} is not a .branchtargets list of {info.function.name}", ins.loc,
                           expected="the label of a `Label: .branchtargets L1, L2, ...;` list")
@@ -75,6 +68,7 @@ def decode_brx(ins, info):
 @semantics("ret")
 def decode_ret(ins, info):
     """PTX ISA §9.7.12.6 ret: in a kernel, lanes that return finish (as ``exit``)."""
+    parse_control(ins)
     if info.function.kind != "entry":
         raise UnsupportedError("ret from a .func is not supported (device functions must be inlined)", ins.loc)
 
@@ -87,6 +81,7 @@ def decode_ret(ins, info):
 @semantics("exit")
 def decode_exit(ins, info):
     """PTX ISA §9.7.12.7 exit: the executing threads terminate."""
+    parse_control(ins)
 
     def run(ctx):
         ctx.exit_lanes(ctx.mask.copy())
@@ -96,7 +91,8 @@ def decode_exit(ins, info):
 
 @semantics("trap")
 def decode_trap(ins, info):
-    """PTX ISA §9.7.12.8 trap: abort the kernel (the GPU reports CUDA_ERROR_LAUNCH_FAILED, measured on H100)."""
+    """PTX ISA §9.7.19.4 trap: abort the kernel (the GPU reports CUDA_ERROR_LAUNCH_FAILED, measured on H100)."""
+    parse_control(ins)
 
     def run(ctx):
         if ctx.mask.any():
@@ -108,7 +104,8 @@ def decode_trap(ins, info):
 
 @semantics("brkpt")
 def decode_brkpt(ins, info):
-    """PTX ISA brkpt: stops the run with a diagnostic (a debugger session can catch it)."""
+    """PTX ISA §9.7.19.1 brkpt: stops the run with a diagnostic (a debugger session can catch it)."""
+    parse_control(ins)
 
     def run(ctx):
         if ctx.mask.any():
@@ -119,10 +116,8 @@ def decode_brkpt(ins, info):
 
 @semantics("nanosleep")
 def decode_nanosleep(ins, info):
-    """PTX ISA §9.7.19.? nanosleep.u32 t: suspend for up to t ns; modelled as a delay of t cycles, capped."""
-    if len(ins.operands) != 1:
-        raise VerifyError("nanosleep takes one operand", ins.loc)
-    op = ins.operands[0]
+    """PTX ISA §9.7.19.2 nanosleep.u32 t: suspend for up to t ns; modelled as a delay of t cycles, capped."""
+    op = parse_nanosleep(ins).operands[0]
 
     def run(ctx):
         t = ctx.read(op, "u32")[ctx.mask]
@@ -134,27 +129,11 @@ def decode_nanosleep(ins, info):
 
 @semantics("setmaxnreg")
 def decode_setmaxnreg(ins, info):
-    """PTX ISA §9.7.19.? setmaxnreg.{inc|dec}.sync.aligned.u32 imm: a hint to grow/shrink the per-thread
+    """PTX ISA §9.7.19.5 setmaxnreg.{inc|dec}.sync.aligned.u32 imm: a hint to grow/shrink the per-thread
     register count of the warpgroup (no functional effect in tcsim; see the module docstring)."""
     what = ins.full_opcode
-    mods = list(ins.mods)
-    actions = [m for m in mods if m in ("inc", "dec")]
-    if len(actions) != 1:
-        raise VerifyError(f"{what}: setmaxnreg needs exactly one of .inc / .dec", ins.loc)
-    for m in ("sync", "aligned", "u32"):
-        if m not in mods:
-            raise VerifyError(f"{what}: setmaxnreg needs .{m}", ins.loc,
-                              expected="setmaxnreg.{inc|dec}.sync.aligned.u32 imm")
-    extra = [m for m in mods if m not in ("inc", "dec", "sync", "aligned", "u32")]
-    if extra:
-        raise VerifyError(f"{what}: qualifier .{extra[0]} is not valid on setmaxnreg", ins.loc)
-    if len(ins.operands) != 1 or not isinstance(ins.operands[0], ir.Imm) or ins.operands[0].kind != "int":
-        raise VerifyError(f"{what} takes one integer constant (the register count)", ins.loc)
-    count = int(ins.operands[0].value)
-    if not 24 <= count <= 256 or count % 8:
-        raise VerifyError(f"{what}: register count {count} is not valid", ins.loc,
-                          expected="a multiple of 8 in 24..256")
-    action = actions[0]
+    form = parse_setmaxnreg(ins)
+    action, count = form.action, form.count
 
     def run(ctx):
         if not ctx.mask.any():
@@ -167,7 +146,9 @@ def decode_setmaxnreg(ins, info):
 
 @semantics("pmevent")
 def decode_pmevent(ins, info):
-    """PTX ISA pmevent: performance-monitor event; has no architectural effect (recorded as a sync event)."""
+    """PTX ISA §9.7.19.3 pmevent: performance-monitor event; has no architectural effect (recorded as a sync
+    event)."""
+    parse_control(ins)
 
     def run(ctx):
         ctx.emit_sync("pmevent", args=[str(o) for o in ins.operands])
@@ -178,19 +159,7 @@ def decode_pmevent(ins, info):
 @semantics("call")
 def decode_call(ins, info):
     """PTX ISA §9.7.12.5 call.  Only ``vprintf`` is executed; calls to other functions are rejected."""
-    ops = ins.operands
-    target = None
-    for o in ops:
-        if isinstance(o, ir.Sym):
-            target = o.name
-            break
-    if target != "vprintf":
-        raise UnsupportedError(f"call to {target or 'an indirect target'} is not supported; tcsim executes "
-                               f"kernels whose device functions are inlined (vprintf is the exception)", ins.loc)
-    args = [o for o in ops if isinstance(o, ir.ParenList)]
-    params = args[-1].elems if args else ()
-    if len(params) != 2:
-        raise VerifyError("vprintf takes (format, args)", ins.loc)
+    params = parse_call(ins).params
 
     def run(ctx):
         _vprintf(ctx, params)

@@ -3,8 +3,9 @@ copysign testp, on .f32 .f64 .f16 .f16x2 .bf16 .bf16x2 and the sm_100 packed .f3
 
 PTX ISA 9.1 §9.7.3 (floating-point instructions) and §9.7.4 (half-precision floating-point instructions).
 All bit-exact arithmetic comes from :mod:`tcsim.numerics.fp` (correctly rounded IEEE operations on raw bit
-patterns) and :mod:`tcsim.numerics.approx` (the ``.approx`` functions); this module only decodes and checks
-qualifiers (ptxas's rules, with ptxas's wording) and moves bits between registers and those functions.
+patterns) and :mod:`tcsim.numerics.approx` (the ``.approx`` functions); the qualifiers, types and operands are
+parsed and checked by :func:`tcsim.isa.float_forms.parse_float` (ptxas's rules, with ptxas's wording; a frozen
+:class:`~tcsim.isa.float_forms.FloatForm`), and this module moves bits between registers and those functions.
 
 Qualifier rules enforced at decode (all checked against ptxas 13.0):
 
@@ -28,16 +29,12 @@ import numpy as np
 
 from tcsim.isa import ir
 
-from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.errors import UnsupportedError
 from tcsim import lowering
 from tcsim.numerics import fp
-from tcsim.isa.operand_rules import ROUNDING, Mods, check_count, check_dst, check_operands, check_src, require_arch
+from tcsim.isa.float_forms import parse_float
 from .registry import semantics
 
-SCALAR = ("f32", "f64", "f16", "bf16")
-PACKED = ("f16x2", "bf16x2", "f32x2")
-ALL_FLOAT = SCALAR + PACKED
-_FLOAT_Q = set(ALL_FLOAT)
 _CONTAINER = {"f32": "b32", "f64": "b64", "f16": "b16", "bf16": "b16", "f16x2": "b32", "bf16x2": "b32",
               "f32x2": "b64"}
 _SIGN = {"f32": 0x80000000, "f64": 0x8000000000000000, "f16": 0x8000, "bf16": 0x8000}
@@ -74,50 +71,16 @@ def lanewise(fn, t: str, *xs, **kw):
     return fn(t, *xs, **kw)
 
 
-def _op_type(t: str) -> str:
-    """Operand type for the register checks (packed halves live in .b32, f32x2 in .b64)."""
-    return {"bf16x2": "b32", "f32x2": "b64"}.get(t, t)
-
-
-def _common(ins, info, m: Mods, allowed=ALL_FLOAT, *, rnd_required=False, rnd_allowed=True,
-            ftz_ok=("f32", "f32x2", "f16", "f16x2"), sat_ok=("f32", "f16", "f16x2")):
-    """Parse rounding/.ftz/.sat and the type; returns (type, rnd, ftz, sat)."""
-    rnd = m.one_of(ROUNDING, "rounding modifier")
-    ftz = m.flag("ftz")
-    sat = m.flag("sat")
-    t = m.type(allowed)
-    if rnd is not None and not rnd_allowed:
-        raise VerifyError(f"Illegal rounding modifier for instruction '{ins.opcode}'", ins.loc)
-    if rnd is not None and t in ("f16", "f16x2", "bf16", "bf16x2") and rnd != "rn":
-        raise VerifyError(f"Illegal rounding modifier for instruction '{ins.opcode}'", ins.loc,
-                          expected=".rn for half-precision types")
-    if rnd_required and rnd is None:
-        raise VerifyError(f"Rounding modifier required for instruction '{ins.opcode}'", ins.loc)
-    if ftz and t not in ftz_ok:
-        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{ins.opcode}'", ins.loc)
-    if sat and t not in sat_ok:
-        raise VerifyError(f"Illegal modifier '.sat' for instruction '{ins.opcode}'", ins.loc)
-    if t in ("bf16", "bf16x2"):
-        require_arch(ins, info, 90 if ins.opcode in ("add", "sub", "mul") else 80)
-    if t == "f32x2":
-        require_arch(ins, info, 100)
-    return t, rnd or "rn", ftz, sat
-
-
 # ============================================================================================ add sub mul
 @semantics("add:float", "sub:float", "mul:float")
 def decode_add_sub_mul(ins, info):
     """PTX ISA 9.1 §9.7.3.1 add, §9.7.3.2 sub, §9.7.3.3 mul (f32/f64/f32x2, ``.rnd .ftz .sat``) and
     §9.7.4.1-3 (f16/bf16 and packed x2, ``.rn``); mixed ``add/sub.f32.{f16,bf16}`` (§9.7.3.1)."""
-    m = Mods(ins)
-    ts = [x for x in ins.mods if x in _FLOAT_Q]
-    if len(ts) == 2 and ins.opcode in ("add", "sub"):
-        return _decode_mixed(ins, info, m, ts)
-    t, rnd, ftz, sat = _common(ins, info, m)
-    m.done(unsupported=("rs",))
-    ot = _op_type(t)
-    check_operands(ins, info, ot, (ot, ot))
-    d, a, b = ins.operands
+    form = parse_float(ins, info)
+    if form.atype is not None:
+        return _decode_mixed(form)
+    t, rnd, ftz, sat = form.type, form.rnd, form.ftz, form.sat
+    d, (a, b) = form.dst, form.srcs
     fn = {"add": fp.fadd, "sub": fp.fsub, "mul": fp.fmul}[ins.opcode]
     prio = sass_nan_priority(info, ins, ins.opcode, (a, b)) if t == "f64" else None
 
@@ -170,20 +133,11 @@ def _widen_half(bits: np.ndarray, t: str) -> np.ndarray:
     return encode("f32", decode(t, bits))   # exact: every f16/bf16 value is an f32 value
 
 
-def _decode_mixed(ins, info, m: Mods, ts):
-    rnd = m.one_of(ROUNDING, "rounding modifier")
-    sat = m.flag("sat")
-    m.types()
-    m.done()
-    if ts[0] != "f32" or ts[1] not in ("f16", "bf16"):
-        raise VerifyError(f"Unexpected instruction types specified for '{ins.opcode}'", ins.loc,
-                          expected=f"{ins.opcode}.f32.f16 or {ins.opcode}.f32.bf16")
-    require_arch(ins, info, 100)
-    at = ts[1]
-    check_operands(ins, info, "f32", (at, "f32"))
-    d, a, c = ins.operands
-    fn = fp.fadd if ins.opcode == "add" else fp.fsub
-    rnd = rnd or "rn"
+def _decode_mixed(form):
+    """``add/sub{.rnd}{.sat}.f32.{f16|bf16} d, a, c``: the half source widens exactly, then one f32 rounding."""
+    at, rnd, sat = form.atype, form.rnd, form.sat
+    d, (a, c) = form.dst, form.srcs
+    fn = fp.fadd if form.op == "add" else fp.fsub
 
     def run(ctx):
         r = fn("f32", _widen_half(read_bits(ctx, a, at), at), read_bits(ctx, c, "f32"), rnd=rnd, sat=sat)
@@ -197,45 +151,18 @@ def _decode_mixed(ins, info, m: Mods, ts):
 def decode_fma(ins, info):
     """PTX ISA 9.1 §9.7.3.5 fma, §9.7.3.6 mad (= fma with a required rounding modifier on sm_20+),
     §9.7.4.4 fma (half precision, ``.relu``), mixed ``fma.rnd.f32.{f16,bf16}``."""
-    m = Mods(ins)
-    relu = m.flag("relu")
-    oob = m.flag("oob")
-    ts = [x for x in ins.mods if x in _FLOAT_Q]
-    if oob:
-        raise UnsupportedError(f"{ins.full_opcode}: .oob (out-of-bounds operand handling) is not supported by "
-                               "tcsim", ins.loc)
-    if len(ts) == 2 and ins.opcode == "fma":
-        rnd = m.one_of(ROUNDING, "rounding modifier")
-        sat = m.flag("sat")
-        m.types()
-        m.done()
-        if ts[0] != "f32" or ts[1] not in ("f16", "bf16") or relu:
-            raise VerifyError("Unexpected instruction types specified for 'fma'", ins.loc)
-        if rnd is None:
-            raise VerifyError("Rounding modifier required for instruction 'fma'", ins.loc)
-        require_arch(ins, info, 100)
-        at = ts[1]
-        check_operands(ins, info, "f32", (at, at, "f32"))
-        d, a, b, c = ins.operands
+    form = parse_float(ins, info)
+    if form.atype is not None:
+        at, rnd, sat = form.atype, form.rnd, form.sat
+        d, (a, b, c) = form.dst, form.srcs
 
         def run(ctx):
             r = fp.ffma("f32", _widen_half(read_bits(ctx, a, at), at), _widen_half(read_bits(ctx, b, at), at),
                         read_bits(ctx, c, "f32"), rnd=rnd, sat=sat)
             write_bits(ctx, d, "f32", r)
         return run
-    allowed = ALL_FLOAT if ins.opcode == "fma" else ("f32", "f64")
-    t, rnd, ftz, sat = _common(ins, info, m, allowed, rnd_required=True,
-                               ftz_ok=("f32", "f32x2", "f16", "f16x2"), sat_ok=("f32", "f16", "f16x2"))
-    m.done(unsupported=("rs",))
-    if relu:
-        if t not in ("f16", "f16x2", "bf16", "bf16x2"):
-            raise VerifyError("Unexpected instruction types specified for 'fma'", ins.loc,
-                              expected=".relu with .f16/.f16x2/.bf16/.bf16x2")
-        if sat:
-            raise VerifyError("Modifier '.relu' cannot be combined with modifier '.sat'", ins.loc)
-    ot = _op_type(t)
-    check_operands(ins, info, ot, (ot, ot, ot))
-    d, a, b, c = ins.operands
+    t, rnd, ftz, sat, relu = form.type, form.rnd, form.ftz, form.sat, form.relu
+    d, (a, b, c) = form.dst, form.srcs
     kw = {"rnd": rnd, "ftz": ftz, "sat": sat}
     if relu:
         kw["relu"] = True
@@ -276,20 +203,9 @@ def _approx_fn(ins, *names):
 def decode_div(ins, info):
     """PTX ISA 9.1 §9.7.3.8 div (floating point): ``div.approx{.ftz}.f32``, ``div.full{.ftz}.f32``,
     ``div.rnd{.ftz}.f32``, ``div.rnd.f64``."""
-    m = Mods(ins)
-    approx = m.flag("approx")
-    full = m.flag("full")
-    t, rnd, ftz, _ = _common(ins, info, m, ("f32", "f64"), ftz_ok=("f32",), sat_ok=())
-    given_rnd = any(x in ROUNDING for x in ins.mods)
-    m.done()
-    if approx + full + given_rnd > 1:
-        raise VerifyError("Conflicting modifiers for instruction 'div' (one of .approx, .full, .rnd)", ins.loc)
-    if (approx or full) and t == "f64":
-        raise VerifyError(f"Illegal modifier '.{'approx' if approx else 'full'}' for instruction 'div'", ins.loc)
-    if not (approx or full or given_rnd):
-        raise VerifyError("Rounding modifier or '.approx' modifier required for instruction 'div'", ins.loc)
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_float(ins, info)
+    t, rnd, ftz, approx, full = form.type, form.rnd, form.ftz, form.approx, form.full
+    d, (a, b) = form.dst, form.srcs
     if approx or full:
         rcp = _approx_fn(ins, "rcp_approx")
 
@@ -340,27 +256,10 @@ def div_approx_f32(rcp, a: np.ndarray, b: np.ndarray, ftz: bool, full: bool) -> 
 def decode_rcp_sqrt(ins, info):
     """PTX ISA 9.1 §9.7.3.9 rcp (``.approx{.ftz}.f32``, ``.rnd{.ftz}.f32``, ``.rnd.f64``,
     ``.approx.ftz.f64``) and §9.7.3.12 sqrt (``.approx{.ftz}.f32``, ``.rnd{.ftz}.f32``, ``.rnd.f64``)."""
-    m = Mods(ins)
-    approx = m.flag("approx")
-    t, rnd, ftz, _ = _common(ins, info, m, ("f32", "f64"), ftz_ok=("f32", "f64") if approx else ("f32",),
-                             sat_ok=())
-    given_rnd = any(x in ROUNDING for x in ins.mods)
-    m.done()
+    form = parse_float(ins, info)
+    t, rnd, ftz, approx = form.type, form.rnd, form.ftz, form.approx
     name = ins.opcode
-    if approx and given_rnd:
-        raise VerifyError(f"Conflicting modifiers for instruction '{name}' (.approx and a rounding modifier)",
-                          ins.loc)
-    if not (approx or given_rnd):
-        raise VerifyError(f"Rounding modifier or '.approx' modifier required for instruction '{name}'", ins.loc)
-    if approx and t == "f64":
-        if name == "sqrt":
-            raise VerifyError("Illegal modifier '.approx' for instruction 'sqrt'", ins.loc)
-        if not ftz:
-            raise VerifyError("'.ftz' modifier required for instruction 'rcp.approx.f64'", ins.loc)
-    if ftz and t == "f64" and not approx:
-        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{name}'", ins.loc)
-    check_operands(ins, info, t, (t,))
-    d, a = ins.operands
+    d, (a,) = form.dst, form.srcs
     if approx:
         if t == "f64":
             f = _approx_fn(ins, "rcp_approx_f64", "rcp_approx_ftz_f64")
@@ -380,43 +279,15 @@ def decode_rcp_sqrt(ins, info):
 
 
 # ============================================================================================ .approx functions
-_APPROX_TYPES = {
-    "rsqrt": ("f32", "f64"),
-    "sin": ("f32",), "cos": ("f32",), "lg2": ("f32",),
-    "ex2": ("f32", "f16", "f16x2", "bf16", "bf16x2"),
-    "tanh": ("f32", "f16", "f16x2", "bf16", "bf16x2"),
-}
-
-
 @semantics("rsqrt", "sin", "cos", "lg2", "ex2", "tanh")
 def decode_approx(ins, info):
     """PTX ISA 9.1 §9.7.3.13 rsqrt, §9.7.3.14 sin, §9.7.3.15 cos, §9.7.3.16 lg2, §9.7.3.17 ex2,
     §9.7.3.18 tanh and the half-precision §9.7.4.12 ex2 / §9.7.4.13 tanh: ``.approx`` only
     (values from tcsim.numerics.approx)."""
     name = ins.opcode
-    m = Mods(ins)
-    approx = m.flag("approx")
-    ftz = m.flag("ftz")
-    if any(x in ROUNDING for x in ins.mods):
-        m.one_of(ROUNDING)
-        if not approx:
-            raise VerifyError(f".approx modifier required for instruction '{name}'", ins.loc)
-        raise VerifyError(f"Illegal rounding modifier for instruction '{name}'", ins.loc)
-    t = m.type(_APPROX_TYPES[name])
-    m.done()
-    if not approx:
-        raise VerifyError(f".approx modifier required for instruction '{name}'", ins.loc)
-    if ftz and (name == "tanh" or t in ("f16", "f16x2")):
-        raise VerifyError(f"Illegal modifier '.ftz' for instruction '{name}'", ins.loc)
-    if name == "ex2" and t in ("bf16", "bf16x2") and not ftz:
-        raise VerifyError(".ftz modifier required for instruction 'ex2.bf16'", ins.loc)
-    if t in ("f16", "f16x2"):
-        require_arch(ins, info, 75)
-    if t in ("bf16", "bf16x2"):
-        require_arch(ins, info, 90)
-    ot = _op_type(t)
-    check_operands(ins, info, ot, (ot,))
-    d, a = ins.operands
+    form = parse_float(ins, info)
+    t, ftz = form.type, form.ftz
+    d, (a,) = form.dst, form.srcs
     el = _elem(t)
     if el == "f32":
         f = _approx_fn(ins, f"{name}_approx")
@@ -450,15 +321,9 @@ def decode_approx(ins, info):
 def decode_abs_neg(ins, info):
     """PTX ISA 9.1 §9.7.3.6 abs / §9.7.3.7 neg (f32 ``.ftz``, f64) and §9.7.4.6 / §9.7.4.7 (f16 f16x2
     ``.ftz``, bf16 bf16x2): sign-bit operations; NaN inputs give the GPU's NaN (see _sign_op_nan)."""
-    m = Mods(ins)
-    t, _, ftz, _ = _common(ins, info, m, ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
-                           rnd_allowed=False, ftz_ok=("f32", "f16", "f16x2"), sat_ok=())
-    m.done()
-    if t in ("bf16", "bf16x2"):
-        require_arch(ins, info, 80)
-    ot = _op_type(t)
-    check_operands(ins, info, ot, (ot,))
-    d, a = ins.operands
+    form = parse_float(ins, info)
+    t, ftz = form.type, form.ftz
+    d, (a,) = form.dst, form.srcs
     fn = fp.fabs if ins.opcode == "abs" else fp.fneg
     is_abs = ins.opcode == "abs"
     bitwise = lowering.active(info.lowering, "sign-ops-bitwise", ins.loc.line)
@@ -497,37 +362,12 @@ def _sign_op_nan(fmt, x, r, is_abs, bitwise=False):
 def decode_min_max(ins, info):
     """PTX ISA 9.1 §9.7.3.10 min / §9.7.3.11 max (``.ftz .NaN .xorsign.abs``; three-input f32 form with
     ``.abs`` on sm_100) and §9.7.4.8 / §9.7.4.9 (half precision)."""
-    m = Mods(ins)
-    nan = m.flag("NaN")
-    xorsign = m.flag("xorsign")
-    absq = m.flag("abs")
-    t, _, ftz, _ = _common(ins, info, m, ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
-                           rnd_allowed=False, ftz_ok=("f32", "f16", "f16x2"), sat_ok=())
-    m.done()
+    form = parse_float(ins, info)
+    t, ftz, nan, xorsign, absq = form.type, form.ftz, form.nan, form.xorsign, form.abs
     name = ins.opcode
-    three = len(ins.operands) == 4
-    if t == "f64" and nan:
-        raise VerifyError(f"Illegal modifier '.NaN' for instruction '{name}'", ins.loc)
-    if t == "f64" and (xorsign or absq):
-        raise VerifyError(f"Illegal modifier '.xorsign' for instruction '{name}'", ins.loc)
-    if three:
-        if t != "f32":
-            raise VerifyError(f"Arguments mismatch for instruction '{name}': three inputs need .f32", ins.loc)
-        if xorsign:
-            raise VerifyError(f"Illegal modifier '.xorsign' for instruction '{name}'", ins.loc)
-        require_arch(ins, info, 100, f"{name}.f32 with 3 input operands")
-    else:
-        if absq and not xorsign:
-            raise VerifyError("Modifier '.abs' requires modifier '.xorsign'", ins.loc)
-        if xorsign and not absq:
-            raise VerifyError("Modifier '.xorsign' requires modifier '.abs'", ins.loc)
-    if (nan or xorsign) and t != "f64":
-        require_arch(ins, info, 80)
-    ot = _op_type(t)
-    check_operands(ins, info, ot, (ot,) * (3 if three else 2))
+    d, srcs = form.dst, form.srcs
+    three = len(srcs) == 3
     fn = fp.fmin if name == "min" else fp.fmax
-    d = ins.operands[0]
-    srcs = ins.operands[1:]
     if (not three and not (nan or xorsign or ftz) and t in ("f16", "f32", "f64")
             and isinstance(srcs[0], ir.Reg) and srcs[0] == srcs[1]):
         # min/max of a register with itself: ptxas folds it to a move, so a NaN passes through unchanged
@@ -561,11 +401,9 @@ def decode_min_max(ins, info):
 @semantics("copysign")
 def decode_copysign(ins, info):
     """PTX ISA 9.1 §9.7.3.4 copysign: ``d`` = b with the sign bit of a (.f32 / .f64)."""
-    m = Mods(ins)
-    t = m.type(("f32", "f64"))
-    m.done()
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_float(ins, info)
+    t = form.type
+    d, (a, b) = form.dst, form.srcs
     dt = np.uint32 if t == "f32" else np.uint64
     sign = dt(_SIGN[t])
 
@@ -577,23 +415,15 @@ def decode_copysign(ins, info):
 
 #: testp.normal is true for +-0 on the GPU (H100, sm_90a: measured), although zero is not a normal number
 TESTP_ZERO_IS_NORMAL = True
-TESTP_OPS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
 
 
 @semantics("testp")
 def decode_testp(ins, info):
     """PTX ISA 9.1 §9.7.3.19 testp: classify an .f32/.f64 value (finite, infinite, number, notanumber,
     normal, subnormal).  Zero is not subnormal and, as on the GPU, tests as normal (TESTP_ZERO_IS_NORMAL)."""
-    m = Mods(ins)
-    op = m.one_of(TESTP_OPS, "test")
-    t = m.type(("f32", "f64"))
-    m.done()
-    if op is None:
-        raise VerifyError("Instruction 'testp' requires one of ." + ", .".join(TESTP_OPS), ins.loc)
-    check_count(ins, 2)
-    p, a = ins.operands
-    check_dst(ins, info, p, "pred")
-    check_src(ins, info, a, t)
+    form = parse_float(ins, info)
+    t, op = form.type, form.test
+    p, (a,) = form.dst, form.srcs
     ebits, mbits = (8, 23) if t == "f32" else (11, 52)
 
     def run(ctx):

@@ -17,6 +17,9 @@ Division by zero is unspecified in PTX; tcsim returns what an H100 (sm_90a, ptxa
 integer type (named constants below): the quotient **and** the remainder are all ones (-1 for signed types).
 ``INT_MIN / -1`` gives INT_MIN and ``INT_MIN % -1`` gives 0 (also as observed).
 
+Qualifiers, types and operands are parsed and checked by :func:`tcsim.isa.integer_forms.parse_integer` (a
+frozen :class:`~tcsim.isa.integer_forms.IntForm`); this module builds the execution.
+
 Not supported: nothing of §9.7.1/§9.7.2 is left out; mixed 16-bit ``.cc`` forms do not exist in PTX.
 """
 from __future__ import annotations
@@ -25,10 +28,8 @@ import numpy as np
 
 from tcsim.isa import ir
 
-from tcsim.isa.errors import VerifyError
+from tcsim.isa.integer_forms import parse_integer
 from ..ptxtypes import view_dtype
-from tcsim.isa.operand_rules import (INT_TYPES, Mods, check_count, check_dst, check_operands, check_src,
-                                     require_arch)
 from .misc_alu import from_pyints, to_pyints
 from .registry import semantics
 
@@ -36,7 +37,6 @@ from .registry import semantics
 DIV_BY_ZERO_BITS = -1
 REM_BY_ZERO_BITS = -1
 
-_WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
 _BITS = {"u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "b32": 32, "b64": 64,
          "u16x2": 32, "s16x2": 32, "b16": 16}
 
@@ -116,22 +116,9 @@ def _packed16(a: np.ndarray, b: np.ndarray, fn, signed: bool) -> np.ndarray:
 def decode_add_sub(ins, info):
     """PTX ISA 9.1 §9.7.1.1 add, §9.7.1.2 sub (``.sat`` for .s32; packed ``add.{u16x2,s16x2}``),
     §9.7.2.1 add.cc, §9.7.2.3 sub.cc (carry-out to CC.CF)."""
-    m = Mods(ins)
-    cc = m.flag("cc")
-    sat = m.flag("sat")
-    types = INT_TYPES + (("u16x2", "s16x2") if ins.opcode == "add" else ())
-    t = m.type(types)
-    m.done()
-    if cc and t not in ("u32", "s32", "u64", "s64"):
-        raise VerifyError(f"Modifier '.cc' applies only to {ins.opcode} integer types of 32 or 64 bits", ins.loc)
-    if sat and t != "s32":
-        raise VerifyError(f"Modifier '.sat' does not apply to '.{t}' type", ins.loc)
-    if sat and cc:
-        raise VerifyError(f"Modifiers '.sat' and '.cc' cannot be combined on '{ins.opcode}'", ins.loc)
-    if t in ("u16x2", "s16x2"):
-        require_arch(ins, info, 90)
-    check_operands(ins, info, t, (t, t))     # packed types need .b32 registers (as ptxas)
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, cc, sat = form.type, form.cc, form.sat
+    d, (a, b) = form.dst, form.srcs
     n = _nbits(t)
     sub = ins.opcode == "sub"
 
@@ -175,14 +162,9 @@ def _not_bits(x: np.ndarray, n: int) -> np.ndarray:
 def decode_addc_subc(ins, info):
     """PTX ISA 9.1 §9.7.2.2 addc, §9.7.2.4 subc: add/subtract with carry-in from CC.CF (``.cc``: carry-out).
     subc computes ``a + ~b + CF`` (CF = "no borrow", see the module docstring)."""
-    m = Mods(ins)
-    cc = m.flag("cc")
-    t = m.type(INT_TYPES)
-    m.done()
-    if cc and t not in ("u32", "s32", "u64", "s64"):
-        raise VerifyError(f"Modifier '.cc' applies only to {ins.opcode} integer types of 32 or 64 bits", ins.loc)
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, cc = form.type, form.cc
+    d, (a, b) = form.dst, form.srcs
     n = _nbits(t)
     sub = ins.opcode == "subc"
 
@@ -221,19 +203,9 @@ def _product(x: np.ndarray, y: np.ndarray, t: str, mode: str):
 @semantics("mul:int")
 def decode_mul(ins, info):
     """PTX ISA 9.1 §9.7.1.3 mul (integer): ``.lo`` / ``.hi`` / ``.wide`` (16- and 32-bit types only)."""
-    m = Mods(ins)
-    mode = m.one_of(("lo", "hi", "wide"))
-    t = m.type(INT_TYPES)
-    m.done()
-    if mode is None:
-        raise VerifyError("Unexpected instruction types specified for 'mul'", ins.loc,
-                          expected="a mode .lo, .hi or .wide for integer mul")
-    if mode == "wide" and t not in _WIDE:
-        raise VerifyError("Unexpected instruction types specified for 'mul.wide'", ins.loc,
-                          expected=".wide with a 16- or 32-bit type")
-    dt = _WIDE[t] if mode == "wide" else t
-    check_operands(ins, info, dt, (t, t))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, dt, mode = form.type, form.dtype, form.mode
+    d, (a, b) = form.dst, form.srcs
 
     def run(ctx):
         ctx.write(d, dt, _wrap(_product(ctx.read(a, t), ctx.read(b, t), t, mode), dt))
@@ -254,35 +226,9 @@ def decode_madc(ins, info):
 
 
 def _decode_mad(ins, info):
-    m = Mods(ins)
-    mode = m.one_of(("lo", "hi", "wide"))
-    cc = m.flag("cc")
-    sat = m.flag("sat")
-    t = m.type(INT_TYPES)
-    m.done()
-    name = ins.opcode
-    carry_in = ins.opcode == "madc"
-    if mode is None:
-        raise VerifyError(f"Unexpected instruction types specified for '{name}'", ins.loc,
-                          expected="a mode .lo, .hi or .wide")
-    if mode == "wide" and t not in _WIDE:
-        raise VerifyError(f"Unexpected instruction types specified for '{name}.wide'", ins.loc)
-    if (cc or carry_in):
-        if mode == "wide":
-            raise VerifyError(f"Illegal modifier '.cc' for instruction '{name}.wide'", ins.loc)
-        if t not in ("u32", "s32", "u64", "s64"):
-            raise VerifyError(f"Unexpected instruction types specified for '{name}'", ins.loc,
-                              expected="a 32- or 64-bit integer type with carry")
-    if sat:
-        if mode != "hi":
-            raise VerifyError(f"Illegal modifier '.sat' for instruction '{name}.{mode}'", ins.loc)
-        if t != "s32":
-            raise VerifyError(f"Modifier '.sat' does not apply to '.{t}' type", ins.loc)
-        if cc or carry_in:
-            raise VerifyError(f"Modifiers '.sat' and '.cc' cannot be combined on '{name}'", ins.loc)
-    dt = _WIDE[t] if mode == "wide" else t
-    check_operands(ins, info, dt, (t, t, dt))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    t, dt, mode, cc, sat, carry_in = form.type, form.dtype, form.mode, form.cc, form.sat, form.carry_in
+    d, (a, b, c) = form.dst, form.srcs
     n = _nbits(dt)
 
     def run(ctx):
@@ -320,14 +266,9 @@ def _mul24(x: np.ndarray, y: np.ndarray, t: str, hi: bool) -> np.ndarray:
 @semantics("mul24")
 def decode_mul24(ins, info):
     """PTX ISA 9.1 §9.7.1.5 mul24: 24x24-bit multiply, ``.lo`` = bits 31..0, ``.hi`` = bits 47..16."""
-    m = Mods(ins)
-    mode = m.one_of(("lo", "hi"))
-    t = m.type(("u32", "s32"), name=f"mul24.{mode}" if mode else "mul24")
-    m.done()
-    if mode is None:
-        raise VerifyError("'.hi/.lo' modifier required for instruction 'mul24'", ins.loc)
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, mode = form.type, form.mode
+    d, (a, b) = form.dst, form.srcs
 
     def run(ctx):
         ctx.write(d, t, _wrap(_mul24(ctx.read(a, t), ctx.read(b, t), t, mode == "hi"), t))
@@ -338,19 +279,9 @@ def decode_mul24(ins, info):
 def decode_mad24(ins, info):
     """PTX ISA 9.1 §9.7.1.6 mad24: 24x24-bit multiply (.lo/.hi as mul24) plus c; ``mad24.hi.sat.s32``
     saturates the sum to the s32 range."""
-    m = Mods(ins)
-    mode = m.one_of(("lo", "hi"))
-    sat = m.flag("sat")
-    t = m.type(("u32", "s32"), name=f"mad24.{mode}" if mode else "mad24")
-    m.done()
-    if mode is None:
-        raise VerifyError("'.hi/.lo' modifier required for instruction 'mad24'", ins.loc)
-    if sat and mode != "hi":
-        raise VerifyError(f"Illegal modifier '.sat' for instruction 'mad24.{mode}'", ins.loc)
-    if sat and t != "s32":
-        raise VerifyError(f"Modifier '.sat' does not apply to '.{t}' type", ins.loc)
-    check_operands(ins, info, t, (t, t, t))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    t, mode, sat = form.type, form.mode, form.sat
+    d, (a, b, c) = form.dst, form.srcs
 
     def run(ctx):
         p = _mul24(ctx.read(a, t), ctx.read(b, t), t, mode == "hi")
@@ -368,11 +299,9 @@ def decode_mad24(ins, info):
 @semantics("sad")
 def decode_sad(ins, info):
     """PTX ISA 9.1 §9.7.1.7 sad: ``d = c + |a - b|`` (sum of absolute differences)."""
-    m = Mods(ins)
-    t = m.type(INT_TYPES)
-    m.done()
-    check_operands(ins, info, t, (t, t, t))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a, b, c) = form.dst, form.srcs
     n = _nbits(t)
 
     def run(ctx):
@@ -418,11 +347,9 @@ def _divrem(x: np.ndarray, y: np.ndarray, t: str):
 def decode_div_rem(ins, info):
     """PTX ISA 9.1 §9.7.1.8 div (integer, truncating toward zero), §9.7.1.9 rem (sign of the dividend).
     Division by zero: see the module docstring (the GPU's results)."""
-    m = Mods(ins)
-    t = m.type(INT_TYPES)
-    m.done()
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a, b) = form.dst, form.srcs
     want_rem = ins.opcode == "rem"
 
     def run(ctx):
@@ -435,13 +362,9 @@ def decode_div_rem(ins, info):
 @semantics("abs:int", "neg:int")
 def decode_abs_neg(ins, info):
     """PTX ISA 9.1 §9.7.1.10 abs, §9.7.1.11 neg (signed integers; INT_MIN maps to itself)."""
-    m = Mods(ins)
-    t = m.type(INT_TYPES + ("b16", "b32", "b64"))
-    m.done()
-    if not _signed(t):
-        raise VerifyError(f"Instruction '{ins.opcode}' applies only to signed numeric types", ins.loc)
-    check_operands(ins, info, t, (t,))
-    d, a = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
     is_abs = ins.opcode == "abs"
 
     def run(ctx):
@@ -459,16 +382,9 @@ def decode_abs_neg(ins, info):
 def decode_min_max(ins, info):
     """PTX ISA 9.1 §9.7.1.12 min, §9.7.1.13 max (integer; packed .u16x2/.s16x2 and ``.relu`` for
     .s32/.s16x2: negative results become 0)."""
-    m = Mods(ins)
-    relu = m.flag("relu")
-    t = m.type(INT_TYPES + ("u16x2", "s16x2"))
-    m.done()
-    if relu and t not in ("s32", "s16x2"):
-        raise VerifyError(f"Illegal modifier '.relu' for instruction '{ins.opcode}' with type '.{t}'", ins.loc)
-    if t in ("u16x2", "s16x2") or relu:
-        require_arch(ins, info, 90)
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, relu = form.type, form.relu
+    d, (a, b) = form.dst, form.srcs
     f = np.minimum if ins.opcode == "min" else np.maximum
 
     if t in ("u16x2", "s16x2"):
@@ -508,11 +424,9 @@ def _msb_index(u: np.ndarray) -> np.ndarray:
 @semantics("popc")
 def decode_popc(ins, info):
     """PTX ISA 9.1 §9.7.1.14 popc: population count of a .b32/.b64 value; d is .u32."""
-    m = Mods(ins)
-    t = m.type(("b32", "b64"))
-    m.done()
-    check_operands(ins, info, "u32", (t,))
-    d, a = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
 
     def run(ctx):
         ctx.write(d, "u32", _popc64(_u64(ctx.read(a, t))))
@@ -522,11 +436,9 @@ def decode_popc(ins, info):
 @semantics("clz")
 def decode_clz(ins, info):
     """PTX ISA 9.1 §9.7.1.15 clz: count leading zeros of a .b32/.b64 value (32/64 for zero); d is .u32."""
-    m = Mods(ins)
-    t = m.type(("b32", "b64"))
-    m.done()
-    check_operands(ins, info, "u32", (t,))
-    d, a = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
     n = _nbits(t)
 
     def run(ctx):
@@ -539,12 +451,9 @@ def decode_clz(ins, info):
 def decode_bfind(ins, info):
     """PTX ISA 9.1 §9.7.1.16 bfind: position of the most significant non-sign bit (0xFFFFFFFF if none);
     ``.shiftamt`` returns the left shift that moves it to the msb instead."""
-    m = Mods(ins)
-    shiftamt = m.flag("shiftamt")
-    t = m.type(("u32", "u64", "s32", "s64"))
-    m.done()
-    check_operands(ins, info, "u32", (t,))
-    d, a = ins.operands
+    form = parse_integer(ins, info)
+    t, shiftamt = form.type, form.shiftamt
+    d, (a,) = form.dst, form.srcs
     n = _nbits(t)
     mask = np.uint64((1 << n) - 1) if n < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -564,15 +473,8 @@ def decode_bfind(ins, info):
 def decode_fns(ins, info):
     """PTX ISA 9.1 §9.7.1.17 fns: position of the n-th set bit of mask counting from base (offset > 0
     upward, < 0 downward, 0: base itself if set); 0xFFFFFFFF if not found."""
-    m = Mods(ins)
-    m.type(("b32",))
-    m.done()
-    check_count(ins, 4)
-    d, mask, base, off = ins.operands
-    check_dst(ins, info, d, "b32")
-    check_src(ins, info, mask, "b32")
-    check_src(ins, info, base, "b32")
-    check_src(ins, info, off, "s32")
+    form = parse_integer(ins, info)
+    d, (mask, base, off) = form.dst, form.srcs
 
     def run(ctx):
         mk = ctx.read(mask, "b32").astype(np.int64)
@@ -611,11 +513,9 @@ def _fns_one(mask: int, base: int, offset: int) -> int:
 @semantics("brev")
 def decode_brev(ins, info):
     """PTX ISA 9.1 §9.7.1.18 brev: bit reverse of a .b32/.b64 value."""
-    m = Mods(ins)
-    t = m.type(("b32", "b64"))
-    m.done()
-    check_operands(ins, info, t, (t,))
-    d, a = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
     n = _nbits(t)
 
     def run(ctx):
@@ -636,11 +536,9 @@ def decode_bfe(ins, info):
     position and length modulo 256 as the ISA says, but the 64-bit forms use the whole .u32 operands (a value
     >= 64 acts as 64); ``bfe.s32`` with an *immediate* position >= 32 and an immediate non-zero length gives
     0xFFFFFFFF whatever a (ptxas folds it so; with either operand in a register the ISA's a[31] fill holds)."""
-    m = Mods(ins)
-    t = m.type(("u32", "u64", "s32", "s64"))
-    m.done()
-    check_operands(ins, info, t, (t, "u32", "u32"))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    d, (a, b, c) = form.dst, form.srcs
     n = _nbits(t)
     msb = n - 1
     lim = np.uint32(0xFF) if n == 32 else np.uint32(0xFFFFFFFF)
@@ -681,11 +579,9 @@ def decode_bfi(ins, info):
     inserts ``len % 32`` bits (length 32 inserts nothing).  Byte-aligned positions, register operands and every
     ``bfi.b64`` follow the ISA.  Measured on the H100 for every position 0..31 and 21 lengths (``calib/probes``
     group bfi_imm_sweep)."""
-    m = Mods(ins)
-    t = m.type(("b32", "b64"))
-    m.done()
-    check_operands(ins, info, t, (t, t, "u32", "u32"))
-    f, a, b, c, dl = ins.operands
+    form = parse_integer(ins, info)
+    t = form.type
+    f, (a, b, c, dl) = form.dst, form.srcs
     n = _nbits(t)
     lim = np.uint32(0xFF) if n == 32 else np.uint32(0xFFFFFFFF)
     if n == 32 and isinstance(c, ir.Imm) and isinstance(dl, ir.Imm) and (int(c.value) & 0xFF) % 8 \
@@ -717,16 +613,9 @@ def decode_bfi(ins, info):
 def decode_szext(ins, info):
     """PTX ISA 9.1 §9.7.1.21 szext: sign- (.s32) or zero- (.u32) extend the low N = b bits of a
     (``.clamp``: N >= 32 keeps a; ``.wrap``: N taken mod 32); N = 0 gives 0."""
-    m = Mods(ins)
-    mode = m.one_of(("clamp", "wrap"))
-    t = m.type(("u32", "s32"))
-    m.done()
-    if mode is None:
-        raise VerifyError("Clamp modifier required for instruction 'szext'", ins.loc,
-                          expected=".clamp or .wrap")
-    require_arch(ins, info, 70)
-    check_operands(ins, info, t, (t, "u32"))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    t, mode = form.type, form.mode
+    d, (a, b) = form.dst, form.srcs
 
     def run(ctx):
         x = ctx.read(a, t).astype(np.uint32).astype(np.int64)
@@ -748,15 +637,9 @@ def decode_szext(ins, info):
 def decode_bmsk(ins, info):
     """PTX ISA 9.1 §9.7.1.22 bmsk: mask of b bits starting at bit a (``.clamp`` / ``.wrap`` for values
     of 32 and more)."""
-    m = Mods(ins)
-    mode = m.one_of(("clamp", "wrap"))
-    m.type(("b32",))
-    m.done()
-    if mode is None:
-        raise VerifyError("Clamp modifier required for instruction 'bmsk'", ins.loc, expected=".clamp or .wrap")
-    require_arch(ins, info, 70)
-    check_operands(ins, info, "b32", ("b32", "b32"))
-    d, a, b = ins.operands
+    form = parse_integer(ins, info)
+    mode = form.mode
+    d, (a, b) = form.dst, form.srcs
 
     def run(ctx):
         av = ctx.read(a, "b32").astype(np.int64)
@@ -789,16 +672,9 @@ def _bytes(x: np.ndarray, signed: bool, count: int, width: int) -> list:
 @semantics("dp4a")
 def decode_dp4a(ins, info):
     """PTX ISA 9.1 §9.7.1.23 dp4a: four-way 8-bit dot product accumulated into 32 bits."""
-    m = Mods(ins)
-    ts = m.types()
-    m.done()
-    if len(ts) != 2 or any(x not in ("u32", "s32") for x in ts):
-        raise VerifyError("Unexpected instruction types specified for 'dp4a'", ins.loc,
-                          expected=".atype.btype with each .u32 or .s32")
-    at, bt = ts
-    ct = "u32" if at == bt == "u32" else "s32"
-    check_operands(ins, info, ct, (at, bt, ct))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    at, bt, ct = form.type, form.btype, form.dtype
+    d, (a, b, c) = form.dst, form.srcs
 
     def run(ctx):
         va = _bytes(ctx.read(a, at), at == "s32", 4, 8)
@@ -814,19 +690,9 @@ def decode_dp4a(ins, info):
 def decode_dp2a(ins, info):
     """PTX ISA 9.1 §9.7.1.24 dp2a: two 16-bit halves of a times bytes 0,1 (``.lo``) or 2,3 (``.hi``) of b,
     accumulated into 32 bits."""
-    m = Mods(ins)
-    mode = m.one_of(("lo", "hi"))
-    ts = m.types()
-    m.done()
-    if mode is None:
-        raise VerifyError("'.hi/.lo' modifier required for instruction 'dp2a'", ins.loc)
-    if len(ts) != 2 or any(x not in ("u32", "s32") for x in ts):
-        raise VerifyError("Unexpected instruction types specified for 'dp2a'", ins.loc,
-                          expected=".atype.btype with each .u32 or .s32")
-    at, bt = ts
-    ct = "u32" if at == bt == "u32" else "s32"
-    check_operands(ins, info, ct, (at, bt, ct))
-    d, a, b, c = ins.operands
+    form = parse_integer(ins, info)
+    at, bt, ct, mode = form.type, form.btype, form.dtype, form.mode
+    d, (a, b, c) = form.dst, form.srcs
     sel = 0 if mode == "lo" else 2
 
     def run(ctx):

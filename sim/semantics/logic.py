@@ -10,6 +10,9 @@ width N are clamped to N").
 
 ``lop3`` immLut is an integer constant; only its low 8 bits matter (ptxas accepts 256 and larger).
 
+Qualifiers and operands are parsed and checked by :func:`tcsim.isa.alu_forms.parse_logic` (a frozen
+:class:`~tcsim.isa.alu_forms.LogicForm`); this module builds the execution.
+
 Not supported: nothing of §9.7.7 is left out.
 """
 from __future__ import annotations
@@ -17,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import VerifyError
-from tcsim.isa.operand_rules import Mods, check_count, check_dst, check_operands, check_src, require_arch
+from tcsim.isa.alu_forms import parse_logic
 from .misc_alu import bool_op
 from .registry import semantics
 
@@ -34,11 +36,9 @@ def _bits(x: np.ndarray, t: str) -> np.ndarray:
 @semantics("and", "or", "xor")
 def decode_and_or_xor(ins, info):
     """PTX ISA 9.1 §9.7.7.1 and, §9.7.7.2 or, §9.7.7.3 xor (bitwise on .b16/.b32/.b64, logical on .pred)."""
-    m = Mods(ins)
-    t = m.type(("pred", "b16", "b32", "b64"))
-    m.done()
-    check_operands(ins, info, t, (t, t))
-    d, a, b = ins.operands
+    form = parse_logic(ins, info)
+    t = form.type
+    d, (a, b) = form.dst, form.srcs
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[ins.opcode]
     if t == "pred":
         def run(ctx):
@@ -53,11 +53,9 @@ def decode_and_or_xor(ins, info):
 @semantics("not")
 def decode_not(ins, info):
     """PTX ISA 9.1 §9.7.7.4 not: bitwise / logical negation."""
-    m = Mods(ins)
-    t = m.type(("pred", "b16", "b32", "b64"))
-    m.done()
-    check_operands(ins, info, t, (t,))
-    d, a = ins.operands
+    form = parse_logic(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
     if t == "pred":
         def run(ctx):
             ctx.write_pred(d, ~ctx.read_pred(a))
@@ -71,11 +69,9 @@ def decode_not(ins, info):
 @semantics("cnot")
 def decode_cnot(ins, info):
     """PTX ISA 9.1 §9.7.7.5 cnot: C logical not, ``d = (a == 0) ? 1 : 0``."""
-    m = Mods(ins)
-    t = m.type(("b16", "b32", "b64"))
-    m.done()
-    check_operands(ins, info, t, (t,))
-    d, a = ins.operands
+    form = parse_logic(ins, info)
+    t = form.type
+    d, (a,) = form.dst, form.srcs
 
     def run(ctx):
         ctx.write(d, t, (ctx.read(a, t) == 0).astype(_U[t]))
@@ -96,32 +92,9 @@ def lop3_eval(a: np.ndarray, b: np.ndarray, c: np.ndarray, lut: int) -> np.ndarr
 def decode_lop3(ins, info):
     """PTX ISA 9.1 §9.7.7.6 lop3: arbitrary three-input logic from an 8-bit truth table; the
     ``lop3.{or,and}.b32 d|p, a, b, c, immLut, q`` form also computes ``p = (d != 0) BoolOp q``."""
-    m = Mods(ins)
-    boolop = m.one_of(("or", "and"))
-    m.type(("b32",))
-    m.done()
-    check_count(ins, 6 if boolop else 5)
-    ops = ins.operands
-    d = ops[0]
-    p = None
-    if boolop:
-        if not isinstance(d, ir.PredPair):
-            raise VerifyError(f"lop3.{boolop} needs a destination pair d|p", ins.loc)
-        d, p = d.first, d.second
-        check_dst(ins, info, d, "b32", sink=True)
-        check_dst(ins, info, p, "pred")
-        check_src(ins, info, ops[5], "pred")
-        require_arch(ins, info, 70)
-    else:
-        check_dst(ins, info, d, "b32")
-    for op in ops[1:4]:
-        check_src(ins, info, op, "b32")
-    lut_op = ops[4]
-    if not (isinstance(lut_op, ir.Imm) and lut_op.kind == "int"):
-        raise VerifyError("Arguments mismatch for instruction 'lop3': immLut must be an integer constant", ins.loc)
-    lut = int(lut_op.value) & 0xFF
-    a, b, c = ops[1:4]
-    q = ops[5] if boolop else None
+    form = parse_logic(ins, info)
+    boolop, d, p, q, lut = form.boolop, form.dst, form.pdst, form.pred_src, form.lut
+    a, b, c = form.srcs
 
     def run(ctx):
         r = lop3_eval(ctx.read(a, "b32"), ctx.read(b, "b32"), ctx.read(c, "b32"), lut)
@@ -139,13 +112,9 @@ def decode_shift(ins, info):
     16-bit forms with an *immediate* amount: ptxas keeps only the immediate's low 16 bits (measured on the H100
     with ptxas 13.0, ``calib/probes`` group shift_imm: ``shl.b16 d, a, 0x10000`` returns a, ``0x10001`` shifts by
     one); register amounts clamp as the ISA says."""
-    m = Mods(ins)
-    allowed = ("b16", "b32", "b64") if ins.opcode == "shl" else \
-        ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64")
-    t = m.type(allowed)
-    m.done()
-    check_operands(ins, info, t, (t, "u32"))
-    d, a, b = ins.operands
+    form = parse_logic(ins, info)
+    t = form.type
+    d, (a, b) = form.dst, form.srcs
     n = _NB[t[1:]]
     left = ins.opcode == "shl"
     arith = t[0] == "s"
@@ -173,19 +142,9 @@ def decode_shf(ins, info):
     """PTX ISA 9.1 §9.7.7.9 shf: funnel shift of the 64-bit value {b, a} (b high); ``.l`` returns the high
     word of the left shift, ``.r`` the low word of the right shift; the amount is ``min(c, 32)`` (.clamp)
     or ``c & 31`` (.wrap)."""
-    m = Mods(ins)
-    direction = m.one_of(("l", "r"))
-    mode = m.one_of(("clamp", "wrap"))
-    name = f"shf.{direction}" if direction else "shf"
-    m.type(("b32",), name=name)
-    m.done()
-    if direction is None:
-        raise VerifyError("Direction modifier (.l or .r) required for instruction 'shf'", ins.loc)
-    if mode is None:
-        raise VerifyError(f"Clamp modifier required for instruction '{name}'", ins.loc,
-                          expected=".clamp or .wrap")
-    check_operands(ins, info, "b32", ("b32", "b32", "u32"))
-    d, a, b, c = ins.operands
+    form = parse_logic(ins, info)
+    direction, mode = form.direction, form.mode
+    d, (a, b, c) = form.dst, form.srcs
 
     def run(ctx):
         lo = ctx.read(a, "b32").astype(np.uint64)
@@ -236,12 +195,9 @@ def prmt_eval(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str | None) -> 
 def decode_prmt(ins, info):
     """PTX ISA 9.1 §9.7.9.7 prmt: pick four bytes of {b, a}; generic form with 4-bit selectors (bit 3:
     replicate the byte's sign), or the ``.f4e .b4e .rc8 .ecl .ecr .rc16`` modes on ``c & 3``."""
-    m = Mods(ins)
-    mode = m.one_of(tuple(PRMT_MODES))
-    m.type(("b32",))
-    m.done()
-    check_operands(ins, info, "b32", ("b32", "b32", "b32"))
-    d, a, b, c = ins.operands
+    form = parse_logic(ins, info)
+    mode = form.mode
+    d, (a, b, c) = form.dst, form.srcs
 
     def run(ctx):
         ctx.write(d, "b32", prmt_eval(ctx.read(a, "b32"), ctx.read(b, "b32"), ctx.read(c, "b32"), mode))

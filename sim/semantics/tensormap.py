@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcsim.isa.errors import MemoryFault, UnsupportedError
+from tcsim.isa.errors import MemoryFault
 from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, replace_field
 from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from .registry import semantics
@@ -117,10 +117,3 @@ def decode_cp_fenceproxy(ins, info):
 
     return run
 
-
-@semantics("tensormap")
-def decode_other(ins, info):
-    """Any other ``tensormap.*`` opcode (PTX ISA 9.1 defines tensormap.replace; tensormap.cp_fenceproxy is
-    handled above): a located UnsupportedError, never a silent no-op."""
-    raise UnsupportedError(f"{ins.full_opcode}: tcsim knows tensormap.replace and tensormap.cp_fenceproxy only",
-                           ins.loc)

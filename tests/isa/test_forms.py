@@ -3,6 +3,10 @@
 * family_of gives every instruction the family of the PTX ISA section that defines it (one key per instruction).
 * Each family moved to isa/ parses a legal instruction into a frozen form and rejects a bad qualifier, a missing
   operand and a wrong type with a typed error (VerifyError / UnsupportedError) located at the PTX line.
+* Control instructions (bra, brx.idx, call, ret, exit, trap, brkpt, nanosleep, pmevent, setmaxnreg) accept the
+  qualifiers the PTX ISA defines (``bra.uni``, ``call.uni``, ``ret.uni``, ``brx.idx.uni``, ``nanosleep.u32``,
+  ``pmevent.mask``) and reject any other; prefetch / prefetchu take the §9.7.9.15 forms only.
+* The ALU form specs (isa/alu_forms.py) spell the forms the ALU decoders accept and none of those they reject.
 """
 from __future__ import annotations
 
@@ -10,13 +14,20 @@ import dataclasses
 
 import pytest
 
+from tcsim.isa.alu_forms import CompareForm, LogicForm, parse_compare, parse_logic
 from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
+from tcsim.isa.control_forms import (CallForm, ControlForm, SetmaxnregForm, parse_brx, parse_call, parse_control,
+                                     parse_nanosleep, parse_setmaxnreg)
 from tcsim.isa.atomic_forms import parse_atom
 from tcsim.isa.barrier_forms import ClusterBarrierForm, parse_bar, parse_barrier_cluster
 from tcsim.isa.bulk_tensor_forms import parse_bulk_tensor
-from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_st
-from tcsim.isa.errors import UnsupportedError, VerifyError
+from tcsim.isa.convert_forms import CvtForm, CvtPackForm, check_cvt_operands, parse_cvt, parse_cvt_pack
+from tcsim.isa.data_movement_forms import parse_cvta, parse_ld, parse_mapa, parse_mov, parse_prefetch, parse_st
+from tcsim.isa.errors import TcsimError, UnsupportedError, VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
+from tcsim.isa.float_forms import FloatForm, parse_float
+from tcsim.isa.form_catalog import covering_spec
+from tcsim.isa.integer_forms import IntForm, parse_integer
 from tcsim.isa.forms import check_family_key, family_of
 from tcsim.isa.ldstmatrix_forms import parse_matrix
 from tcsim.isa.mbarrier_forms import parse_mbarrier
@@ -26,6 +37,7 @@ from tcsim.isa.parser import parse
 from tcsim.isa.tcgen05_mem_forms import parse_alloc, parse_ldst
 from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from tcsim.isa.warp_level_forms import parse_elect, parse_match, parse_redux, parse_shfl, parse_vote
+from tcsim.semantics import REGISTRY, load_all
 from tcsim.semantics.registry import DecodeInfo
 
 LINE = 12          # the line of the instruction under test in module()
@@ -496,6 +508,219 @@ def test_alu_rules_reject(line, check, match):
     rejects(check, line, VerifyError, match)
 
 
+# ---------------------------------------------------------------------------------------------- logic, compare
+def test_logic_forms():
+    lop, info = instruction("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0x1fe, %p2;")
+    f = parse_logic(lop, info)
+    assert isinstance(f, LogicForm)
+    assert (f.op, f.type, f.boolop, str(f.dst), str(f.pdst), str(f.pred_src), f.lut) == (
+        "lop3", "b32", "or", "%r1", "%p1", "%p2", 0xFE)            # only the low 8 bits of immLut matter
+    assert [str(x) for x in f.srcs] == ["%r2", "%r3", "%r4"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.lut = 0
+    shf, info = instruction("shf.r.wrap.b32 %r1, %r2, %r3, %r4;")
+    g = parse_logic(shf, info)
+    assert (g.direction, g.mode, g.type) == ("r", "wrap", "b32")
+    pm, info = instruction("prmt.b32.ecl %r1, %r2, %r3, %r4;")
+    assert parse_logic(pm, info).mode == "ecl"
+    andp, info = instruction("and.pred %p1, %p2, %p3;")
+    assert (parse_logic(andp, info).type, str(parse_logic(andp, info).dst)) == ("pred", "%p1")
+
+
+def test_compare_forms():
+    sp, info = instruction("setp.ltu.or.ftz.f32 %p1|%p2, %f1, %f2, !%p3;")
+    f = parse_compare(sp, info)
+    assert isinstance(f, CompareForm)
+    assert (f.op, f.cmp, f.boolop, f.ftz, f.stype, str(f.dst), str(f.qdst), str(f.a), str(f.b), str(f.c)) == (
+        "setp", "ltu", "or", True, "f32", "%p1", "%p2", "%f1", "%f2", "!%p3")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.cmp = "eq"
+    st, info = instruction("set.hi.u32.u16 %r1, %rs1, %rs2;")
+    g = parse_compare(st, info)
+    assert (g.cmp, g.dtype, g.stype, g.boolop, g.c) == ("hi", "u32", "u16", None, None)
+    sl, info = instruction("slct.ftz.b32.f32 %r1, %r2, %r3, %f1;")
+    h = parse_compare(sl, info)
+    assert (h.op, h.stype, h.dtype, h.ftz) == ("slct", "b32", "f32", True)
+    se, info = instruction("selp.u64 %rd1, %rd2, 5, %p1;")
+    assert (parse_compare(se, info).stype, str(parse_compare(se, info).c)) == ("u64", "%p1")
+
+
+@pytest.mark.parametrize("line, match", [
+    ("and.b32.b64 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'and'"),
+    ("and.foo.b32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'and'"),
+    ("or.b32 %r1, %r2;", r"or\.b32 takes 3 operands, got 2"),
+    ("xor.b32 %r1, %r2, %rd1;", r"%rd1 is a \.b64 register, the operand is \.b32"),
+    ("shf.l.b32 %r1, %r2, %r3, %r4;", r"Clamp modifier required for instruction 'shf\.l'"),
+    ("shf.clamp.b32 %r1, %r2, %r3, %r4;", r"Direction modifier \(\.l or \.r\) required"),
+    ("lop3.and.b32 %r1, %r2, %r3, %r4, 0xfe, %p2;", r"lop3\.and needs a destination pair d\|p"),
+    ("lop3.b32 %r1, %r2, %r3, %r4, %r5;", r"immLut must be an integer constant"),
+    ("shl.s32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'shl'"),
+    ("setp.s32 %p1, %r1, %r2;", r"Comparison operator required for instruction 'setp'"),
+    ("setp.lo.s32 %p1, %r1, %r2;", r"Mismatch between instruction type and comparison qualifier"),
+    ("setp.eq.ftz.s32 %p1, %r1, %r2;", r"Illegal modifier '\.ftz' for instruction 'setp'"),
+    ("setp.eq.s32 %p1, %r1, %r2, %p2;", r"Boolean operation is required for instruction 'setp'"),
+    ("setp.eq.and.s32 %p1, %r1, %r2;", r"setp\.eq\.and\.s32 takes 4 operands, got 3"),
+    ("setp.eq.s32 %r1, %r1, %r2;", r"a predicate is expected"),
+    ("set.eq.f32.f16 %f1, %rs1, %rs2;", r"Unexpected instruction types specified for 'set'"),
+    ("set.eq.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'set'"),
+    ("selp.b32 %r1, %r2, %r3;", r"selp\.b32 takes 4 operands, got 3"),
+    ("slct.b32.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'slct'"),
+    ("slct.ftz.b32.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.ftz' for instruction 'slct'"),
+    ("add.cc.u16 %rs1, %rs2, %rs3;", r"Modifier '\.cc' applies only to add integer types of 32 or 64 bits"),
+    ("add.sat.u32 %r1, %r2, %r3;", r"Modifier '\.sat' does not apply to '\.u32' type"),
+    ("add.sat.sat.s32 %r1, %r2, %r3;", r"Duplicate modifier '\.sat' for instruction 'add'"),
+    ("add.foo.s32 %r1, %r2, %r3;", r"Illegal modifier '\.foo' for instruction 'add'"),
+    ("add.s32 %r1, %r2;", r"add\.s32 takes 3 operands, got 2"),
+    ("add.s32 %r1, %r2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.s32"),
+    ("mul.u32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'mul'"),
+    ("mul.wide.u64 %rd1, %rd2, %rd3;", r"Unexpected instruction types specified for 'mul\.wide'"),
+    ("mad.wide.cc.u32 %rd1, %r2, %r3, %rd4;", r"Illegal modifier '\.cc' for instruction 'mad\.wide'"),
+    ("mad.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad\.lo'"),
+    ("mul24.s32 %r1, %r2, %r3;", r"'\.hi/\.lo' modifier required for instruction 'mul24'"),
+    ("mad24.lo.sat.s32 %r1, %r2, %r3, %r4;", r"Illegal modifier '\.sat' for instruction 'mad24\.lo'"),
+    ("abs.u32 %r1, %r2;", r"Instruction 'abs' applies only to signed numeric types"),
+    ("min.relu.u32 %r1, %r2, %r3;", r"Illegal modifier '\.relu' for instruction 'min' with type '\.u32'"),
+    ("bmsk.b32 %r1, %r2, %r3;", r"Clamp modifier required for instruction 'bmsk'"),
+    ("dp4a.u32 %r1, %r2, %r3, %r4;", r"Unexpected instruction types specified for 'dp4a'"),
+    ("dp2a.u32.u32 %r1, %r2, %r3, %r4;", r"'\.hi/\.lo' modifier required for instruction 'dp2a'"),
+    ("fns.b32 %r1, %r2, %r3;", r"fns\.b32 takes 4 operands, got 3"),
+    ("add.rn.rz.f32 %f1, %f2, %f3;", r"Conflicting rounding modifiers '\.rn', '\.rz'"),
+    ("add.rz.f16 %rs1, %rs2, %rs3;", r"Illegal rounding modifier for instruction 'add'"),
+    ("add.sat.f64 %rd1, %rd2, %rd3;", r"Illegal modifier '\.sat' for instruction 'add'"),
+    ("add.f32 %f1, %f2;", r"add\.f32 takes 3 operands, got 2"),
+    ("add.f32 %f1, %f2, %rd3;", r"%rd3 is a \.b64 register, the operand is \.f32"),
+    ("mul.f32.f16 %f1, %rs1, %f2;", r"Unexpected instruction types specified for 'mul'"),
+    ("fma.f32 %f1, %f2, %f3, %f1;", r"Rounding modifier required for instruction 'fma'"),
+    ("fma.rn.relu.f32 %f1, %f2, %f3, %f1;", r"Unexpected instruction types specified for 'fma'"),
+    ("div.f32 %f1, %f2, %f3;", r"Rounding modifier or '\.approx' modifier required"),
+    ("div.approx.rn.f32 %f1, %f2, %f3;", r"Conflicting modifiers for instruction 'div'"),
+    ("rcp.approx.f64 %rd1, %rd2;", r"'\.ftz' modifier required for instruction 'rcp\.approx\.f64'"),
+    ("sin.f32 %f1, %f2;", r"\.approx modifier required for instruction 'sin'"),
+    ("tanh.approx.ftz.f32 %f1, %f2;", r"Illegal modifier '\.ftz' for instruction 'tanh'"),
+    ("min.xorsign.f32 %f1, %f2, %f3;", r"Modifier '\.xorsign' requires modifier '\.abs'"),
+    ("min.f64 %rd1, %rd2, %rd3, %rd4;", r"three inputs need \.f32"),
+    ("testp.f32 %p1, %f1;", r"Instruction 'testp' requires one of \.finite"),
+    ("cvt.f32 %f1, %f2;", r"Unexpected instruction types specified for 'cvt'"),
+    ("cvt.rn.rz.f16.f32 %rs1, %f1;", r"Conflicting rounding modifiers"),
+    ("cvt.rzi.f16.f32 %rs1, %f1;", r"Illegal modifier combination for 'cvt\.f16\.f32': \.rzi"),
+    ("cvt.rn.ftz.f16x2.f32 %r1, %f1, %f2;", r"Illegal modifier '\.ftz' for instruction 'cvt'"),
+    ("cvt.foo.f32.f16 %f1, %rs1;", r"Illegal modifier '\.foo' for instruction 'cvt'"),
+    ("cvt.pack.u16.s32 %r1, %r2, %r3;", r"Modifier '\.sat' required for instruction 'cvt\.pack'"),
+    ("cvt.pack.sat.u8.s32 %r1, %r2, %r3;", r"Unexpected instruction types specified for 'cvt\.pack'"),
+    ("cvt.pack.sat.u16.s32 %r1, %r2;", r"cvt\.pack\.sat\.u16\.s32 takes 3 operands, got 2"),
+])
+def test_alu_rejects(line, match):
+    """Logic, compare, integer, float and cvt forms: a bad qualifier, a missing operand, a wrong type or register is a
+    VerifyError with ptxas's wording, located at the instruction."""
+    rejects(ALU_PARSERS[alu_kind(instruction(line)[0])], line, VerifyError, match)
+
+
+ALU_PARSERS = {"logic": parse_logic, "compare": parse_compare, "integer": parse_integer, "float": parse_float,
+               "cvt": parse_cvt, "cvt.pack": parse_cvt_pack}
+
+
+def alu_kind(ins) -> str:
+    """Which isa parser takes the instruction: its family's spec group in isa/alu_forms."""
+    from tcsim.isa.alu_forms import COMPARE_SPECS, FLOAT_SPECS, INTEGER_SPECS
+
+    key = family_of(ins.opcode, ins.mods)
+    if key in ("cvt", "cvt.pack"):
+        return key
+    for kind, specs in (("compare", COMPARE_SPECS), ("integer", INTEGER_SPECS), ("float", FLOAT_SPECS)):
+        if key in {sp.key for sp in specs}:
+            return kind
+    return "logic"
+
+
+@pytest.mark.parametrize("line, match", [
+    ("add.rs.f32 %f1, %f2, %f3;", r"modifier \.rs of add\.rs\.f32 is not supported"),
+    ("fma.rn.oob.f16 %rs1, %rs2, %rs3, %rs1;", r"\.oob .* is not supported"),
+    ("cvt.rs.f16x2.f32 %r1, %f1, %f2;", r"stochastic rounding \(\.rs\)"),
+])
+def test_alu_unsupported(line, match):
+    rejects(ALU_PARSERS[alu_kind(instruction(line)[0])], line, UnsupportedError, match)
+
+
+# ---------------------------------------------------------------------------------------------- integer
+def test_integer_forms():
+    mw, info = instruction("mul.wide.u32 %rd1, %r2, 7;")
+    f = parse_integer(mw, info)
+    assert isinstance(f, IntForm)
+    assert (f.op, f.type, f.dtype, f.mode, str(f.dst), [str(x) for x in f.srcs]) == (
+        "mul", "u32", "u64", "wide", "%rd1", ["%r2", "7"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.mode = "lo"
+    mc, info = instruction("madc.hi.cc.s32 %r1, %r2, %r3, %r4;")
+    g = parse_integer(mc, info)
+    assert (g.mode, g.cc, g.carry_in, g.sat, g.dtype) == ("hi", True, True, False, "s32")
+    ac, info = instruction("add.cc.u64 %rd1, %rd2, %rd3;")
+    assert (parse_integer(ac, info).cc, parse_integer(ac, info).carry_in) == (True, False)
+    dp, info = instruction("dp2a.hi.s32.u32 %r1, %r2, %r3, %r4;")
+    h = parse_integer(dp, info)
+    assert (h.type, h.btype, h.dtype, h.mode) == ("s32", "u32", "s32", "hi")
+    pc, info = instruction("popc.b64 %r1, %rd2;")
+    assert (parse_integer(pc, info).type, parse_integer(pc, info).dtype) == ("b64", "u32")
+    sz, info = instruction("szext.clamp.s32 %r1, %r2, %r3;")
+    assert parse_integer(sz, info).mode == "clamp"
+    mx, info = instruction("max.relu.s32 %r1, %r2, %r3;")
+    assert parse_integer(mx, info).relu is True
+
+
+# ---------------------------------------------------------------------------------------------- floating point
+def test_float_forms():
+    fm, info = instruction("fma.rn.relu.bf16x2 %r1, %r2, %r3, %r4;")
+    f = parse_float(fm, info)
+    assert isinstance(f, FloatForm)
+    assert (f.op, f.type, f.rnd, f.rnd_given, f.relu, f.sat, f.atype, str(f.dst)) == (
+        "fma", "bf16x2", "rn", True, True, False, None, "%r1")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.rnd = "rz"
+    ad, info = instruction("add.f32 %f1, %f2, %f3;")
+    assert (parse_float(ad, info).rnd, parse_float(ad, info).rnd_given) == ("rn", False)   # .rn when none given
+    mx, info = instruction("add.rz.sat.f32.bf16 %f1, %rs1, %f2;")
+    g = parse_float(mx, info)
+    assert (g.type, g.atype, g.rnd, g.sat, [str(x) for x in g.srcs]) == ("f32", "bf16", "rz", True, ["%rs1", "%f2"])
+    dv, info = instruction("div.full.ftz.f32 %f1, %f2, %f3;")
+    assert (parse_float(dv, info).full, parse_float(dv, info).ftz, parse_float(dv, info).approx) == (True, True, False)
+    mn, info = instruction("max.xorsign.abs.f32 %f1, %f2, %f3;")
+    assert (parse_float(mn, info).xorsign, parse_float(mn, info).abs) == (True, True)
+    tp, info = instruction("testp.subnormal.f64 %p1, %rd1;")
+    assert (parse_float(tp, info).test, parse_float(tp, info).type) == ("subnormal", "f64")
+
+
+# ---------------------------------------------------------------------------------------------- conversion
+def test_convert_forms():
+    cv, info = instruction("cvt.rn.satfinite.relu.bf16x2.f32 %r1, %f1, %f2;")
+    f = parse_cvt(cv, info)
+    assert f == CvtForm("bf16x2", "f32", "rn", True, relu=True, satfinite=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.rnd = "rz"
+    assert [str(x) for x in check_cvt_operands(cv, info, f)] == ["%r1", "%f1", "%f2"]
+    wide, info = instruction("cvt.rzi.sat.s16.f32 %r1, %f1;")     # a destination register wider than .s16
+    g = parse_cvt(wide, info)
+    assert (g.dst, g.src, g.rnd, g.sat, g.pair) == ("s16", "f32", "rzi", True, False)
+    assert [str(x) for x in check_cvt_operands(wide, info, g)] == ["%r1", "%f1"]
+    pk, info = instruction("cvt.pack.sat.s4.s32.b32 %r1, %r2, %r3, %r4;")
+    h = parse_cvt_pack(pk, info)
+    assert isinstance(h, CvtPackForm)
+    assert (h.ctype, h.width, str(h.dst), str(h.a), str(h.b), str(h.c)) == ("s4", 4, "%r1", "%r2", "%r3", "%r4")
+
+
+@pytest.mark.parametrize("line, target, match", [
+    ("add.u16x2 %r1, %r2, %r3;", "sm_80", r"requires sm_90 or higher \(target is sm_80\)"),
+    ("add.f32x2 %rd1, %rd2, %rd3;", "sm_90a", r"requires sm_100 or higher \(target is sm_90a\)"),
+    ("cvt.rn.satfinite.e2m1x2.f32 %rs1, %f1, %f2;", "sm_90a", r"'cvt with \.e2m1x2' not supported on \.target"),
+])
+def test_alu_target_rules(line, target, match):
+    """The minimum targets of the newer ALU forms are checked in isa, located at the instruction."""
+    rejects(ALU_PARSERS[alu_kind(instruction(line, target)[0])], line, VerifyError, match, target=target)
+
+
+def test_cvt_operand_count():
+    rejects(lambda ins, info: check_cvt_operands(ins, info, parse_cvt(ins, info)), "cvt.f32.f16 %f1;",
+            VerifyError, r"cvt\.f32\.f16 takes 2 operands, got 1")
+
+
 # ---------------------------------------------------------------------------------------------- one cta_group rule
 def test_one_cta_group_rule_for_alloc_and_mma():
     """tcgen05.alloc (isa/tcgen05_mem_forms) and tcgen05.mma (isa/tcgen05_rules) share one check: PTX ISA 9.1
@@ -510,3 +735,165 @@ def test_one_cta_group_rule_for_alloc_and_mma():
                                           r"must use the same \.cta_group \[rule cta-group-uniform\]") as e:
         decode_function(m, m.kernel())
     assert e.value.loc.line == LINE
+
+
+
+# ---------------------------------------------------------------------------------------------- control
+def control_module(line: str) -> str:
+    """``line`` in a kernel with a vprintf and a helper declaration, the label L1 and the .branchtargets list TAB."""
+    return f""".version 8.8
+.target sm_100a
+.address_size 64
+.extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);
+.extern .func (.param .b32 r) helper(.param .b64 a);
+.visible .entry k()
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+TAB:
+  .branchtargets L1, L1;
+  {line}
+L1:
+  ret;
+}}
+"""
+
+
+CONTROL_LINE = 12
+
+
+def control_instruction(line: str):
+    m = parse(control_module(line), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == CONTROL_LINE)
+    return ins, DecodeInfo(m, fn, "sm_100a")
+
+
+def test_control_forms():
+    bra, _ = control_instruction("bra.uni L1;")
+    f = parse_control(bra)
+    assert isinstance(f, ControlForm)
+    assert (f.op, f.uni, [str(o) for o in f.operands]) == ("bra", True, ["L1"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.uni = False
+    plain, _ = control_instruction("bra L1;")
+    assert parse_control(plain).uni is False
+    ret, _ = control_instruction("ret.uni;")
+    assert (parse_control(ret).op, parse_control(ret).uni, parse_control(ret).operands) == ("ret", True, ())
+    ev, _ = control_instruction("pmevent.mask 0x3;")
+    assert (parse_control(ev).mask, parse_control(ev).operands[0].value) == (True, 3)
+    brx, _ = control_instruction("brx.idx.uni %r1, TAB;")
+    g = parse_brx(brx)
+    assert (g.uni, [str(o) for o in g.operands]) == (True, ["%r1", "TAB"])
+    ns, _ = control_instruction("nanosleep.u32 %r2;")
+    assert str(parse_nanosleep(ns).operands[0]) == "%r2"
+    sm, _ = control_instruction("setmaxnreg.dec.sync.aligned.u32 40;")
+    assert parse_setmaxnreg(sm) == SetmaxnregForm("dec", 40)
+    call, _ = control_instruction("call.uni (%r3), vprintf, (%rd1, %rd2);")
+    c = parse_call(call)
+    assert isinstance(c, CallForm)
+    assert (c.uni, c.target, [str(p) for p in c.params]) == (True, "vprintf", ["%rd1", "%rd2"])
+
+
+@pytest.mark.parametrize("line, parser, err, match", [
+    ("bra.foo L1;", parse_control, UnsupportedError, r"qualifier \.foo of bra is not supported"),
+    ("bra.uni.uni L1;", parse_control, VerifyError, r"more than one uni qualifier"),
+    ("bra;", parse_control, VerifyError, r"bra takes exactly one label operand"),
+    ("exit.uni;", parse_control, UnsupportedError, r"qualifier \.uni of exit is not supported"),
+    ("exit %r1;", parse_control, VerifyError, r"exit takes no operands, got 1"),
+    ("trap.sync;", parse_control, UnsupportedError, r"qualifier \.sync of trap is not supported"),
+    ("ret.sync;", parse_control, UnsupportedError, r"qualifier \.sync of ret is not supported"),
+    ("pmevent;", parse_control, VerifyError, r"pmevent takes one operand"),
+    ("brx.uni %r1, TAB;", parse_brx, VerifyError, r"brx needs \.idx"),
+    ("brx.idx %r1;", parse_brx, VerifyError, r"brx\.idx takes two operands"),
+    ("nanosleep %r1;", parse_nanosleep, VerifyError, r"nanosleep needs \.u32"),
+    ("nanosleep.u64 %rd1;", parse_nanosleep, UnsupportedError, r"qualifier \.u64 of nanosleep is not supported"),
+    ("nanosleep.u32;", parse_nanosleep, VerifyError, r"nanosleep takes one operand"),
+    ("setmaxnreg.sync.aligned.u32 40;", parse_setmaxnreg, VerifyError, r"needs exactly one of \.inc / \.dec"),
+    ("setmaxnreg.inc.sync.aligned.u32 41;", parse_setmaxnreg, VerifyError, r"register count 41 is not valid"),
+    ("setmaxnreg.inc.sync.aligned.u32 %r1;", parse_setmaxnreg, VerifyError, r"takes one integer constant"),
+    ("call.foo (%r3), vprintf, (%rd1, %rd2);", parse_call, UnsupportedError, r"qualifier \.foo of call"),
+    ("call.uni (%r3), helper, (%rd1);", parse_call, UnsupportedError, r"call to helper is not supported"),
+    ("call.uni (%r3), vprintf, (%rd1);", parse_call, VerifyError, r"vprintf takes \(format, args\)"),
+    ("prefetch.global.L3 [%rd1];", parse_prefetch, UnsupportedError, r"qualifier \.L3 of prefetch"),
+    ("prefetch.global [%rd1];", parse_prefetch, VerifyError, r"prefetch needs a level"),
+    ("prefetch.local.L2::evict_last [%rd1];", parse_prefetch, VerifyError, r"does not take the state space \.local"),
+    ("prefetch.global.tensormap [%rd1];", parse_prefetch, VerifyError, r"does not take the state space \.global"),
+    ("prefetchu.L2 [%rd1];", parse_prefetch, UnsupportedError, r"qualifier \.L2 of prefetchu is not supported"),
+    ("prefetch.global.L2 %rd1;", parse_prefetch, VerifyError, r"needs an address operand"),
+])
+def test_control_rejects(line, parser, err, match):
+    ins, _ = control_instruction(line)
+    with pytest.raises(err, match=match) as e:
+        parser(ins)
+    assert (e.value.loc.file, e.value.loc.line) == ("t.ptx", CONTROL_LINE)
+    assert f"t.ptx:{CONTROL_LINE}:" in str(e.value)
+
+
+def test_control_errors_reach_tcsim_check():
+    """The decoders use the isa forms: a bad control qualifier is a located diagnostic of the loaded kernel."""
+    load_all()
+    ins, info = control_instruction("bra.foo L1;")
+    with pytest.raises(UnsupportedError, match=r"qualifier \.foo of bra") as e:
+        REGISTRY.decode(ins, info)
+    assert (e.value.loc.file, e.value.loc.line) == ("t.ptx", CONTROL_LINE)
+
+
+# ---------------------------------------------------------------------------------------------- prefetch
+@pytest.mark.parametrize("line", ["prefetch.global.L2 [%rd1];", "prefetch.local.L1 [%rd1];", "prefetch.L1 [%rd1];",
+                                  "prefetch.global.L2::evict_last [%rd1];", "prefetch.param.tensormap [pmap];",
+                                  "prefetch.tensormap [%rd1];", "prefetchu.L1 [%rd1];"])
+def test_prefetch_forms(line):
+    ins, _ = instruction(line)
+    assert str(parse_prefetch(ins)) == line.split(" ", 1)[1].rstrip(";")
+
+
+def test_other_tensormap_forms_are_unsupported():
+    """No decoder covers tensormap.* beyond replace / cp_fenceproxy: a located UnsupportedError from the table."""
+    load_all()
+    m = parse(module("tensormap.foo [%rd1];"), "t.ptx")
+    fn = m.kernel()
+    ins = next(i for i in fn.body if i.loc.line == LINE)
+    with pytest.raises(UnsupportedError, match=r"form tensormap\.foo is not supported") as e:
+        REGISTRY.decode(ins, DecodeInfo(m, fn, "sm_100a"))
+    assert e.value.loc.line == LINE
+
+
+# ---------------------------------------------------------------------------------------------- ALU specs
+#: (instruction, whether the decoder accepts it): the spec must spell exactly the accepted qualifier sets
+ALU_CASES = [
+    ("add.s32 %r1, %r2, %r3;", True), ("add.cc.u32 %r1, %r2, %r3;", True), ("add.sat.s32 %r1, %r2, %r3;", True),
+    ("add.lo.s32 %r1, %r2, %r3;", False), ("add.f32 %f1, %f2, %f3;", True), ("add.rn.ftz.f32 %f1, %f2, %f3;", True),
+    ("add.rn.f32.bf16 %f1, %rs1, %f3;", True), ("add.approx.f32 %f1, %f2, %f3;", False),
+    ("mul.wide.u32 %rd1, %r2, %r3;", True), ("mul.hi.lo.u32 %r1, %r2, %r3;", False),
+    ("mad.lo.s32 %r1, %r2, %r3, %r4;", True), ("madc.hi.cc.u32 %r1, %r2, %r3, %r4;", True),
+    ("mul24.lo.s32 %r1, %r2, %r3;", True), ("bfind.shiftamt.u32 %r1, %r2;", True),
+    ("dp4a.u32.s32 %r1, %r2, %r3, %r4;", True), ("dp2a.lo.u32.u32 %r1, %r2, %r3, %r4;", True),
+    ("szext.wrap.s32 %r1, %r2, %r3;", True), ("szext.s32 %r1, %r2, %r3;", False),
+    ("fma.rn.f32 %f1, %f2, %f3, %f1;", True), ("fma.f32 %f1, %f2, %f3, %f1;", False),
+    ("div.full.f32 %f1, %f2, %f3;", True), ("sqrt.rn.f32 %f1, %f2;", True), ("ex2.approx.ftz.f32 %f1, %f2;", True),
+    ("tanh.approx.f32 %f1, %f2;", True), ("sin.f32 %f1, %f2;", False),
+    ("min.NaN.f32 %f1, %f2, %f3;", True), ("testp.normal.f32 %p1, %f1;", True),
+    ("setp.lt.and.s32 %p1, %r1, %r2, %p2;", True), ("setp.s32 %p1, %r1, %r2;", False),
+    ("set.gt.u32.f32 %r1, %f1, %f2;", True), ("selp.b32 %r1, %r2, %r3, %p1;", True),
+    ("slct.ftz.f32.f32 %f1, %f2, %f3, %f1;", True),
+    ("and.pred %p1, %p2, %p3;", True), ("and.b32.wide %r1, %r2, %r3;", False),
+    ("lop3.or.b32 %r1|%p1, %r2, %r3, %r4, 0xfe, %p2;", True),
+    ("shf.l.wrap.b32 %r1, %r2, %r3, %r4;", True), ("shf.l.b32 %r1, %r2, %r3, %r4;", False),
+    ("prmt.b32.f4e %r1, %r2, %r3, %r4;", True), ("shr.s32 %r1, %r2, %r3;", True),
+    ("cvt.rn.f16.f32 %rs1, %f1;", True), ("cvt.rzi.s32.f32 %r1, %f1;", True), ("cvt.f32.f16.f16 %f1, %rs1;", False),
+    ("cvt.pack.sat.u8.s32.b32 %r1, %r2, %r3, %r4;", True), ("cvt.pack.u16.s32 %r1, %r2, %r3;", False),
+]
+
+
+@pytest.mark.parametrize("line, accepted", ALU_CASES, ids=[c[0].split(" ")[0] for c in ALU_CASES])
+def test_alu_spec_spells_the_decoded_forms(line, accepted):
+    load_all()
+    ins, info = instruction(line)
+    try:
+        REGISTRY.decode(ins, info)
+        decoded = True
+    except TcsimError:
+        decoded = False
+    assert decoded is accepted, f"decoder {'rejects' if accepted else 'accepts'} {line}"
+    assert (covering_spec(ins.full_opcode) is not None) is accepted, ins.full_opcode

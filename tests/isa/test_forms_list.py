@@ -147,6 +147,45 @@ def test_every_example_instruction_is_listed(listing, path):
                 assert covered(listing, ins.full_opcode), f"{ins.loc}: {ins.full_opcode} is not spelled by {key}"
 
 
+def test_every_listed_family_declares_its_form():
+    """Every line of ``tcsim check --list`` is a declared form: the family key, its qualifier groups (none for
+    exit, trap, ...) and the PTX ISA section; no family is left to its decoder ("qualifiers checked by")."""
+    import io
+    from contextlib import redirect_stdout
+
+    from tcsim.isa.form_catalog import SPECS
+    from tcsim.semantics import REGISTRY, load_all
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert main(["check", "--list"]) == 0
+    lines = buf.getvalue().splitlines()
+    load_all()
+    assert len(lines) == len(REGISTRY.families())
+    assert set(REGISTRY.families()) <= set(SPECS)
+    for line in lines:
+        assert "checked by" not in line, line
+        assert re.search(r"  \(PTX ISA (§[0-9.]+|\"[a-z_.]+\")", line), f"no PTX ISA section: {line}"
+
+
+@pytest.mark.parametrize("form", ["add.s32", "add.cc.u32", "mul.wide.s16", "mad.lo.cc.u64", "madc.hi.u32",
+                                  "add.rn.ftz.f32", "fma.rn.relu.bf16x2", "div.approx.ftz.f32", "ex2.approx.f16x2",
+                                  "min.NaN.xorsign.abs.f16", "setp.ltu.or.ftz.f32", "set.gt.and.u32.s16",
+                                  "slct.ftz.s32.f32", "lop3.and.b32", "shf.r.clamp.b32", "prmt.b32.rc16",
+                                  "cvt.rni.sat.s8.f32", "cvt.pack.sat.u4.s32.b32", "bra.uni", "call.uni",
+                                  "ret.uni", "brx.idx.uni", "exit", "trap", "nanosleep.u32", "pmevent.mask",
+                                  "setmaxnreg.inc.sync.aligned.u32", "prefetch.param.tensormap", "prefetchu.L1"])
+def test_alu_and_control_forms_are_listed(listing, form):
+    assert covered(listing, form)
+
+
+@pytest.mark.parametrize("form", ["add.lo.s32", "sub.u16x2", "mul.s32", "fma.f32", "sin.f32", "setp.s32",
+                                  "shf.l.b32", "cvt.pack.u16.s32", "bra.sync", "exit.uni", "nanosleep",
+                                  "setmaxnreg.inc.u32", "prefetchu.L2", "tensormap.foo"])
+def test_alu_and_control_forms_not_executed_are_not_listed(listing, form):
+    assert not covered(listing, form)
+
+
 def test_list_keeps_the_plain_opcodes(listing):
     assert {"ld", "st", "mov", "bra", "cvta", "mbarrier", "cp.async.bulk.tensor", "tcgen05.mma", "add:int",
             "add:float"} <= set(listing)
