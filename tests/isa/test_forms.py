@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 
+
 from tcsim.isa.alu_forms import CompareForm, LogicForm, parse_compare, parse_logic
 from tcsim.isa.async_copy_forms import parse_bulk_copy, parse_cp_async
 from tcsim.isa.control_forms import (CallForm, ControlForm, SetmaxnregForm, parse_brx, parse_call, parse_control,
@@ -39,26 +40,14 @@ from tcsim.isa.tensormap_forms import parse_cp_fenceproxy, parse_replace
 from tcsim.isa.warp_level_forms import parse_elect, parse_match, parse_redux, parse_shfl, parse_vote
 from tcsim.semantics import REGISTRY, load_all
 from tcsim.semantics.registry import DecodeInfo
+from tests.ptx_frame import BODY_LINE, kernel
 
-LINE = 12          # the line of the instruction under test in module()
+LINE = BODY_LINE    # the line of the instruction under test in module()
 
 
 def module(line: str, target: str = "sm_100a") -> str:
-    return f""".version 8.8
-.target {target}
-.address_size 64
-.visible .entry k(.param .u64 pmap)
-{{
-  .reg .b32 %r<16>;
-  .reg .b64 %rd<16>;
-  .reg .pred %p<4>;
-  .reg .b16 %rs<4>;
-  .reg .f32 %f<4>;
-  .shared .align 8 .b8 smem[1024];
-  {line}
-  ret;
-}}
-"""
+    return kernel(f"  {line}\n  ret;", target, shared="  .reg .b16 %rs<4>; .shared .align 8 .b8 smem[1024];",
+                  params=", .param .u64 pmap")
 
 
 def instruction(line: str, target: str = "sm_100a"):

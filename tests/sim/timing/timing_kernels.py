@@ -3,24 +3,7 @@ import numpy as np
 
 from tcsim.launch import Launch, run_launch
 from tcsim.observe import EventRecorder
-
-
-def kernel(body: str, target: str = "sm_100a", shared: str = "", params: str = "") -> str:
-    """The kernel ``k(out{params})`` with the usual register files, ``shared`` declarations and ``body``."""
-    return f""".version 8.7
-.target {target}
-.address_size 64
-.visible .entry k(.param .u64 out{params})
-{{
-  .reg .pred %p<8>;
-  .reg .b32 %r<32>;
-  .reg .f32 %f<32>;
-  .reg .f64 %fd<32>;
-  .reg .b64 %rd<32>;
-{shared}
-{body}
-}}
-"""
+from tests.ptx_frame import kernel  # noqa: F401  (the frame of every kernel here)
 
 
 def run(body: str, *, threads: int = 32, out_len: int = 8, target: str = "sm_100a", shared: str = "",
