@@ -526,6 +526,70 @@ class ExecContext:
                                             line=self._line(), **fields))
         self.warp.last_sync = op
 
+    # ------------------------------------------------------------------------------------------ mbarriers
+    # Every state change of an mbarrier object (:class:`tcsim.mbarrier_state.MBarrier`) a warp makes is one of these
+    # operations: each applies the change and reports it as one sync event, plus 'mbarrier.phase' when the change
+    # completed the current phase (PTX ISA 9.1 §9.7.13.15.4), so state and events cannot disagree.  ``cta`` is the
+    # CTA holding the barrier, ``lane`` the thread acting; ``fields``: the event's op-specific detail (sem, scope,
+    # remote), in record order.
+    def _mbarrier_event(self, op: str, cta, mb, lane: int, **fields) -> None:
+        self.emit_sync(op, target_cta=cta.ctaid, mbarrier=mb.offset, lane=lane, **fields)
+
+    def _mbarrier_phase(self, cta, mb, before: int, lane: int) -> None:
+        if mb.phase != before:
+            self._mbarrier_event("mbarrier.phase", cta, mb, lane, completed=before, phase=mb.phase)
+
+    def mbarrier_init(self, cta, mb, count: int, lane: int) -> None:
+        """``mbarrier.init`` (§9.7.13.15.9): phase 0, ``count`` expected and pending arrivals, tx-count 0."""
+        mb.apply_init(count)
+        self._mbarrier_event("mbarrier.init", cta, mb, lane, count=count)
+
+    def mbarrier_inval(self, cta, mb, lane: int) -> None:
+        """``mbarrier.inval`` (§9.7.13.15.10): the object is no longer a live mbarrier."""
+        mb.apply_inval()
+        self._mbarrier_event("mbarrier.inval", cta, mb, lane)
+
+    def mbarrier_expect_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
+        """expect-tx(``tx``) (§9.7.13.15.6): raise the tx-count of the current phase (never completes it)."""
+        mb.apply_expect_tx(tx)
+        self._mbarrier_event("mbarrier.expect_tx", cta, mb, lane, tx=tx, **fields)
+
+    def mbarrier_complete_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
+        """complete-tx(``tx``) (§9.7.13.15.7): lower the tx-count; may complete the phase."""
+        before = mb.phase
+        mb.apply_complete_tx(tx)
+        self._mbarrier_event("mbarrier.complete_tx", cta, mb, lane, tx=tx, **fields)
+        self._mbarrier_phase(cta, mb, before, lane)
+
+    def mbarrier_arrive(self, cta, mb, count: int, lane: int, *, drop: bool = False, no_complete: bool = False,
+                        **fields) -> int:
+        """arrive-on(``count``) (§9.7.13.15.5; ``drop``: arrive_drop, §9.7.13.15.14, also lowers the expected
+        count; ``no_complete``: ``.noComplete``); returns the phase the arrive belonged to."""
+        before = mb.phase
+        phase = mb.apply_arrive(count, drop=drop, no_complete=no_complete)
+        self._mbarrier_event("mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, **fields)
+        self._mbarrier_phase(cta, mb, before, lane)
+        return phase
+
+    def cp_async_mbarrier_arrive(self, cta, mb, lane: int, *, noinc: bool, waits: int) -> None:
+        """``cp.async.mbarrier.arrive`` (PTX ISA §9.7.9.25.3.4) as issued: without ``.noinc`` the pending count of
+        the current phase rises by one (the arrive itself comes later, through the 'lsu' port); ``waits``: how
+        many of the thread's cp.async it waits for."""
+        if not noinc:
+            mb.apply_add_pending(1)
+        self.emit_sync("cp.async.mbarrier.arrive", mbarrier=mb.offset, lane=lane, noinc=noinc, waits=waits)
+
+    def mbarrier_test(self, cta, mb, lane: int, *, form: str, arg: int, parity: bool, **fields) -> bool:
+        """``test_wait`` / ``try_wait`` (§9.7.13.15.16) of ``lane``: has the phase with parity ``arg``
+        (``parity``) / the phase ``arg`` of a state token completed?"""
+        done = mb.parity_done(arg) if parity else mb.token_done(arg)
+        self._mbarrier_event("mbarrier.wait", cta, mb, lane, form=form, arg=arg, done=bool(done), **fields)
+        return done
+
+    def mbarrier_block(self, lanes: np.ndarray, mb, reason, on_release=None) -> None:
+        """Suspend ``lanes`` until ``mb``'s current phase completes (a blocking ``try_wait``)."""
+        self.block(lanes, mb.next_phase_event(), reason, on_release=on_release)
+
     def async_port(self, agent: str, sync_head: tuple):
         """A sync-only agent port (:class:`tcsim.agents.port.SyncPort`) for an effect this instruction schedules
         for later, e.g. the asynchronous arrive of ``cp.async.mbarrier.arrive`` (agent 'lsu')."""

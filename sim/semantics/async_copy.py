@@ -161,13 +161,11 @@ def _decode_mbarrier_arrive(ins, f):
             if not mb.valid:
                 raise SyncError(f"{what} (lane {lane}) on SMEM offset 0x{off:x}, which holds no live mbarrier",
                                 expected="mbarrier.init before use")
-            if not noinc:
-                if mb.pending + 1 > MAX_COUNT:
-                    raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
-                mb.add_pending(1)
+            if not noinc and mb.pending + 1 > MAX_COUNT:
+                raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
             st = thread_groups(ctx, lane)
             prior = st.pending_all()
-            ctx.emit_sync("cp.async.mbarrier.arrive", mbarrier=off, lane=lane, noinc=noinc, waits=len(prior))
+            ctx.cp_async_mbarrier_arrive(cta, mb, lane, noinc=noinc, waits=len(prior))
             ctx.env.process(_arrive_later(ctx.async_port("lsu", ("warp", "op")), cta, mb, off, prior, what, lane,
                                           ins.loc))
 
@@ -179,10 +177,7 @@ def _arrive_later(port, cta, mb, off, prior, what, lane, loc):
     if prior:
         yield simpy.AllOf(port.env, prior)
     try:
-        before = mb.phase
-        mb.arrive(1)
+        port.mbarrier_arrive(cta, mb, at=dict(mbarrier=off, lane=lane), asynchronous=True, phase_traced=False)
     except SyncError as e:
         e.message = f"{what} (lane {lane}, asynchronous arrive): {e.message}"
         port.sim.fail(e.with_context(loc=loc, where=f"{cta.label}, asynchronous arrive of lane {lane}"))
-        return
-    port.sync("mbarrier.arrive", cta, mbarrier=off, lane=lane, count=1, phase=before, asynchronous=True)

@@ -14,7 +14,9 @@ import pytest
 
 import tcsim
 import tcsim.isa
+from tcsim.mbarrier_state import MBarrier
 from tcsim.memory import FlatMemory, GlobalMemory, LocalMemory
+from tcsim.observe import ObservationBus
 from tcsim.tmem import TensorMemory
 
 SIM = Path(tcsim.__path__[0])
@@ -116,9 +118,10 @@ def test_no_dict_stashes_in_the_package():
     assert not found, found
 
 
-#: where observation events are built: the two doors, plus the engine's retire record and the timing model's stall
-EMITTERS = {"context.py": {"publish"}, "agents/port.py": {"publish"}, "engine.py": {"emit"},
-            "timing/model.py": {"emit"}, "observe.py": {"publish"}}
+#: where observation events are published: the two doors, plus the engine's retire record and the timing model's
+#: stall record (each builds its typed event, :class:`tcsim.observe.InstRetired` / :class:`tcsim.observe.Stall`)
+EMITTERS = {"context.py": {"publish"}, "agents/port.py": {"publish"}, "engine.py": {"publish"},
+            "timing/model.py": {"publish"}, "observe.py": {"publish"}}
 
 
 def bus_calls(source: str, name: str) -> list[str]:
@@ -134,12 +137,47 @@ def bus_calls(source: str, name: str) -> list[str]:
 
 
 def test_events_are_emitted_only_through_the_doors():
-    """Every ``bus.publish`` / ``bus.emit`` call is in sim/context.py or sim/agents/port.py, except the engine's
-    retired-instruction record and the timing model's stall record (and the bus itself)."""
+    """Every ``bus.publish`` call is in sim/context.py or sim/agents/port.py, except the engine's retired-instruction
+    record and the timing model's stall record (and the bus itself); no module calls a ``bus.emit``."""
     snippet = "self.sim.bus.emit('sync', 0, c, 'tma', op='x')\nbus.publish(ev)\nself.emit(cta, 'sync')"
     assert len(bus_calls(snippet, "semantics/tcgen05_mem.py")) == 2
     assert bus_calls("ctx.bus.publish(ev)", "context.py") == []
+    assert bus_calls("bus.emit('inst', 0, c, 'warp', pc=1)", "engine.py") == ["engine.py:1: bus.emit"]
     found = [v for name, src in _package_modules() for v in bus_calls(src, name)]
+    assert not found, found
+
+
+def test_every_event_is_built_typed():
+    """The bus has no untyped ``emit(kind, ..., **fields)``: every publisher constructs its event class."""
+    assert not hasattr(ObservationBus, "emit")
+
+
+#: the queries of an mbarrier object; every other public method changes its state
+MBARRIER_QUERIES = {"parity_done", "token_done", "describe"}
+#: the state-changing methods of an mbarrier object (derived from the class, so a new one is covered)
+MBARRIER_CHANGES = {n for n, v in vars(MBarrier).items() if callable(v) and not n.startswith("_")} - MBARRIER_QUERIES
+
+
+def mbarrier_changes(source: str, name: str) -> list[str]:
+    """Calls of an mbarrier's state-changing methods in module ``name`` outside the two doors (which report each
+    change as a sync event as they make it) and the object's own module."""
+    if name in DOORS or name == "mbarrier_state.py":
+        return []
+    return [f"{name}:{node.lineno}: .{node.func.attr}()" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MBARRIER_CHANGES]
+
+
+def test_mbarrier_state_changes_only_through_the_doors():
+    """init, inval, arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and the
+    registration of a phase waiter are door operations (``ctx.mbarrier_*`` / ``port.mbarrier_*``)."""
+    assert {"apply_init", "apply_inval", "apply_arrive", "apply_expect_tx", "apply_complete_tx",
+            "apply_add_pending", "next_phase_event"} <= MBARRIER_CHANGES
+    planted = ("mb = cta.mbarrier(off)\nmb.apply_arrive(1)\ncta.mbarrier(8).apply_complete_tx(64)\n"
+               "ev = mb.next_phase_event()\nok = mb.parity_done(0) and mb.describe()\nctx.mbarrier_arrive(cta, mb, 1, 0)")
+    assert [int(v.split(":")[1]) for v in mbarrier_changes(planted, "agents/tma.py")] == [2, 3, 4]
+    assert mbarrier_changes(planted, "context.py") == [] and mbarrier_changes(planted, "agents/port.py") == []
+    found = [v for name, src in _package_modules() for v in mbarrier_changes(src, name)]
     assert not found, found
 
 
