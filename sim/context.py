@@ -447,6 +447,37 @@ class ExecContext:
         table = self.cta.bulk_groups if kind == "bulk" else self.cta.cp_async_groups
         return thread_groups(table, self.warp.id, lane)
 
+    def async_group_join(self, kind: str, lane: int, op) -> None:
+        """Async op ``op``, just issued by thread ``lane``, joins its open ``kind`` group (its issue is reported by
+        the agent, :meth:`tcsim.agents.port.AgentPort.async_issue`)."""
+        self.async_groups(kind, lane).apply_join(op)
+
+    def async_group_commit(self, kind: str, sync: str) -> None:
+        """commit_group (PTX ISA §9.7.9.25.3.2 cp.async.commit_group, §9.7.9.25.6.1 cp.async.bulk.commit_group):
+        seal each executing thread's open ``kind`` ops into a new group (possibly empty); report ``sync``."""
+        for lane in self.lane_ids():
+            self.async_groups(kind, lane).apply_commit()
+        self.emit_sync(sync)
+
+    def async_group_wait(self, kind: str, keep: int, sync: str, *, event: str = "done", commit_first: bool = False,
+                         **fields) -> tuple[np.ndarray, list]:
+        """wait_group ``keep`` (§9.7.9.25.3.3, §9.7.9.25.6.2): report ``sync`` (``n=keep``, then ``fields``) and
+        return the executing lanes that must wait and the ``event`` events (``done`` / ``read_done``) of the
+        groups older than their ``keep`` newest still pending; ``commit_first`` (cp.async.wait_all) seals each
+        thread's open ops first."""
+        waits = {}
+        blocked = np.zeros_like(self.mask)
+        for lane in self.lane_ids():
+            st = self.async_groups(kind, lane)
+            if commit_first:
+                st.apply_commit()
+            evs = st.pending_older(keep, event)
+            if evs:
+                waits.update((id(e), e) for e in evs)
+                blocked[lane] = True
+        self.emit_sync(sync, n=keep, **fields)
+        return blocked, list(waits.values())
+
     # ------------------------------------------------------------------------------------------ agents
     def agent(self, name: str, factory, key=None):
         """The simulation's async agent ``name`` (one per ``key``), created by ``factory(sim)`` on first use."""

@@ -2,7 +2,8 @@
 through the execution context (sim/context.py) or the agent interface (sim/agents/port.py); state is declared.
 
 Two guards: an AST scan of the installed package's source (tcsim = sim/, tcsim.isa = isa/) and, at run time, the
-read-only ``data`` views the memories expose.
+read-only ``data`` views the memories expose.  The scan also holds the state changes of the sync objects (mbarriers,
+async-groups) to the doors, which report each change as they make it, and the bus publishes only typed events.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 import tcsim
 import tcsim.isa
+from tcsim.async_groups import AsyncGroups
 from tcsim.mbarrier_state import MBarrier
 from tcsim.memory import FlatMemory, GlobalMemory, LocalMemory
 from tcsim.observe import ObservationBus
@@ -152,32 +154,38 @@ def test_every_event_is_built_typed():
     assert not hasattr(ObservationBus, "emit")
 
 
-#: the queries of an mbarrier object; every other public method changes its state
-MBARRIER_QUERIES = {"parity_done", "token_done", "describe"}
-#: the state-changing methods of an mbarrier object (derived from the class, so a new one is covered)
-MBARRIER_CHANGES = {n for n, v in vars(MBarrier).items() if callable(v) and not n.startswith("_")} - MBARRIER_QUERIES
+#: the sync objects whose state the doors change, with their queries; every other public method changes state
+SYNC_QUERIES = {MBarrier: {"parity_done", "token_done", "describe"}, AsyncGroups: {"pending_older", "pending_all"}}
+#: the state-changing methods of the sync objects (derived from the classes, so a new one is covered)
+SYNC_CHANGES = {n for cls, queries in SYNC_QUERIES.items() for n, v in vars(cls).items()
+                if callable(v) and not n.startswith("_") and n not in queries}
+#: the sync objects' own modules
+SYNC_STATE = {"mbarrier_state.py", "async_groups.py"}
 
 
-def mbarrier_changes(source: str, name: str) -> list[str]:
-    """Calls of an mbarrier's state-changing methods in module ``name`` outside the two doors (which report each
-    change as a sync event as they make it) and the object's own module."""
-    if name in DOORS or name == "mbarrier_state.py":
+def sync_changes(source: str, name: str) -> list[str]:
+    """Calls of a sync object's state-changing methods in module ``name`` outside the two doors (which report each
+    change as a sync event as they make it) and the objects' own modules."""
+    if name in DOORS or name in SYNC_STATE:
         return []
     return [f"{name}:{node.lineno}: .{node.func.attr}()" for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in MBARRIER_CHANGES]
+            and node.func.attr in SYNC_CHANGES]
 
 
-def test_mbarrier_state_changes_only_through_the_doors():
-    """init, inval, arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and the
-    registration of a phase waiter are door operations (``ctx.mbarrier_*`` / ``port.mbarrier_*``)."""
+def test_sync_object_state_changes_only_through_the_doors():
+    """mbarrier init, inval, arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and
+    the registration of a phase waiter, and an async op joining / a commit sealing an async-group, are door
+    operations (``ctx.mbarrier_*`` / ``port.mbarrier_*`` / ``ctx.async_group_*``)."""
     assert {"apply_init", "apply_inval", "apply_arrive", "apply_expect_tx", "apply_complete_tx",
-            "apply_add_pending", "next_phase_event"} <= MBARRIER_CHANGES
+            "apply_add_pending", "next_phase_event", "apply_join", "apply_commit"} == SYNC_CHANGES
     planted = ("mb = cta.mbarrier(off)\nmb.apply_arrive(1)\ncta.mbarrier(8).apply_complete_tx(64)\n"
-               "ev = mb.next_phase_event()\nok = mb.parity_done(0) and mb.describe()\nctx.mbarrier_arrive(cta, mb, 1, 0)")
-    assert [int(v.split(":")[1]) for v in mbarrier_changes(planted, "agents/tma.py")] == [2, 3, 4]
-    assert mbarrier_changes(planted, "context.py") == [] and mbarrier_changes(planted, "agents/port.py") == []
-    found = [v for name, src in _package_modules() for v in mbarrier_changes(src, name)]
+               "ev = mb.next_phase_event()\nctx.async_groups('bulk', 0).apply_commit()\n"
+               "ok = mb.parity_done(0) and mb.describe() and st.pending_all()\nctx.mbarrier_arrive(cta, mb, 1, 0)\n"
+               "ctx.async_group_commit('bulk', 'bulk.commit_group')")
+    assert [int(v.split(":")[1]) for v in sync_changes(planted, "agents/tma.py")] == [2, 3, 4, 5]
+    assert sync_changes(planted, "context.py") == [] and sync_changes(planted, "agents/port.py") == []
+    found = [v for name, src in _package_modules() for v in sync_changes(src, name)]
     assert not found, found
 
 
