@@ -10,7 +10,10 @@ This is the warp side of the one door (DESIGN.md principle 13; the agents' side 
 :class:`tcsim.agents.port.AgentPort`): register reads and writes (:class:`tcsim.observe.RegAccess` when an observer
 asks for kind 'reg'), loads and stores of every state space -- global, shared::cta / shared::cluster (DSMEM), local,
 param, const, the caller-side call parameters, TMEM (``tcgen05.ld``) -- as :class:`tcsim.observe.MemAccess`, and sync
-events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  Memory
+events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  A warp's
+state changes of the sync objects -- mbarriers (``mbarrier_init`` / ``_inval`` / ``_arrive`` / ``_expect_tx`` /
+``_complete_tx`` / ``_test`` / ``_block``, ``cp_async_mbarrier_arrive``) and async-groups (``async_group_join`` /
+``_commit`` / ``_wait``) -- are operations here that make the change and report it together.  Memory
 arrays are reached only through the memory layer's raw methods (sim/memory.py).  The executing CTA's other state
 is offered as operations (:attr:`rank`, :meth:`is_local`, :meth:`smem_check`, :attr:`tmem`, :meth:`async_groups`,
 :meth:`agent`, :meth:`fail`...) so that semantics need not reach through ``ctx.cta`` / ``ctx.engine``.
