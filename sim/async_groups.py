@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
 import simpy
 
 
@@ -20,7 +19,12 @@ class AsyncGroups:
         self.open: list = []
         self.groups: deque = deque()
 
-    def commit(self) -> None:
+    # the state changes (apply_*) are made by the warps' door, ExecContext.async_group_join / _commit / _wait
+    def apply_join(self, op) -> None:
+        """``op`` (just issued by this thread) joins the open group."""
+        self.open.append(op)
+
+    def apply_commit(self) -> None:
         """Seal the open ops into a new group (possibly empty)."""
         self.groups.append(self.open)
         self.open = []
@@ -46,34 +50,22 @@ def thread_groups(table: dict, warp_id: int, lane: int) -> AsyncGroups:
 
 
 # ---------------------------------------------------------------------------------- the shared commit / wait runs
-def commit_run(groups_of, sync: str):
-    """The run function of a commit_group: seal each executing thread's open ops (``groups_of(ctx, lane)``) into
-    a new group, possibly empty, and report the sync event ``sync``."""
+def commit_run(kind: str, sync: str):
+    """The run function of a commit_group of ``kind`` ('bulk' / 'cp.async'): seal each executing thread's open ops
+    into a new group, possibly empty, and report the sync event ``sync`` (:meth:`ExecContext.async_group_commit`)."""
     def run(ctx):
-        for lane in ctx.lane_ids():
-            groups_of(ctx, lane).commit()
-        ctx.emit_sync(sync)
+        ctx.async_group_commit(kind, sync)
     return run
 
 
-def wait_run(groups_of, keep: int, name: str, noun: str, sync: str, event: str = "done", commit_first=False,
+def wait_run(kind: str, keep: int, name: str, noun: str, sync: str, event: str = "done", commit_first=False,
              **sync_info):
-    """The run function of a wait_group ``keep``: block each executing thread until at most ``keep`` of its
-    newest groups have ``event`` (``done`` / ``read_done``) pending; ``commit_first`` seals the open ops first
+    """The run function of a wait_group ``keep`` of ``kind``: block each executing thread until at most ``keep`` of
+    its newest groups have ``event`` (``done`` / ``read_done``) pending; ``commit_first`` seals the open ops first
     (cp.async.wait_all).  ``name`` and ``noun`` word the wait reason the deadlock report shows."""
     def run(ctx):
-        waits = {}
-        blocked = np.zeros_like(ctx.mask)
-        for lane in ctx.lane_ids():
-            st = groups_of(ctx, lane)
-            if commit_first:
-                st.commit()
-            evs = st.pending_older(keep, event)
-            if evs:
-                waits.update((id(e), e) for e in evs)
-                blocked[lane] = True
-        ctx.emit_sync(sync, n=keep, **sync_info)
+        blocked, waits = ctx.async_group_wait(kind, keep, sync, event=event, commit_first=commit_first, **sync_info)
         if waits:
-            ctx.block(blocked, simpy.AllOf(ctx.env, list(waits.values())),
+            ctx.block(blocked, simpy.AllOf(ctx.env, waits),
                       f"{name}: {len(waits)} {noun} of older groups still in flight")
     return run

@@ -10,7 +10,10 @@ This is the warp side of the one door (DESIGN.md principle 13; the agents' side 
 :class:`tcsim.agents.port.AgentPort`): register reads and writes (:class:`tcsim.observe.RegAccess` when an observer
 asks for kind 'reg'), loads and stores of every state space -- global, shared::cta / shared::cluster (DSMEM), local,
 param, const, the caller-side call parameters, TMEM (``tcgen05.ld``) -- as :class:`tcsim.observe.MemAccess`, and sync
-events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  Memory
+events (:meth:`emit_sync`) as :class:`tcsim.observe.SyncEvent`, each carrying warp, pc, PTX line and lanes.  A warp's
+state changes of the sync objects -- mbarriers (``mbarrier_init`` / ``_inval`` / ``_arrive`` / ``_expect_tx`` /
+``_complete_tx`` / ``_test`` / ``_block``, ``cp_async_mbarrier_arrive``) and async-groups (``async_group_join`` /
+``_commit`` / ``_wait``) -- are operations here that make the change and report it together.  Memory
 arrays are reached only through the memory layer's raw methods (sim/memory.py).  The executing CTA's other state
 is offered as operations (:attr:`rank`, :meth:`is_local`, :meth:`smem_check`, :attr:`tmem`, :meth:`async_groups`,
 :meth:`agent`, :meth:`fail`...) so that semantics need not reach through ``ctx.cta`` / ``ctx.engine``.
@@ -447,6 +450,37 @@ class ExecContext:
         table = self.cta.bulk_groups if kind == "bulk" else self.cta.cp_async_groups
         return thread_groups(table, self.warp.id, lane)
 
+    def async_group_join(self, kind: str, lane: int, op) -> None:
+        """Async op ``op``, just issued by thread ``lane``, joins its open ``kind`` group (its issue is reported by
+        the agent, :meth:`tcsim.agents.port.AgentPort.async_issue`)."""
+        self.async_groups(kind, lane).apply_join(op)
+
+    def async_group_commit(self, kind: str, sync: str) -> None:
+        """commit_group (PTX ISA §9.7.9.25.3.2 cp.async.commit_group, §9.7.9.25.6.1 cp.async.bulk.commit_group):
+        seal each executing thread's open ``kind`` ops into a new group (possibly empty); report ``sync``."""
+        for lane in self.lane_ids():
+            self.async_groups(kind, lane).apply_commit()
+        self.emit_sync(sync)
+
+    def async_group_wait(self, kind: str, keep: int, sync: str, *, event: str = "done", commit_first: bool = False,
+                         **fields) -> tuple[np.ndarray, list]:
+        """wait_group ``keep`` (§9.7.9.25.3.3, §9.7.9.25.6.2): report ``sync`` (``n=keep``, then ``fields``) and
+        return the executing lanes that must wait and the ``event`` events (``done`` / ``read_done``) of the
+        groups older than their ``keep`` newest still pending; ``commit_first`` (cp.async.wait_all) seals each
+        thread's open ops first."""
+        waits = {}
+        blocked = np.zeros_like(self.mask)
+        for lane in self.lane_ids():
+            st = self.async_groups(kind, lane)
+            if commit_first:
+                st.apply_commit()
+            evs = st.pending_older(keep, event)
+            if evs:
+                waits.update((id(e), e) for e in evs)
+                blocked[lane] = True
+        self.emit_sync(sync, n=keep, **fields)
+        return blocked, list(waits.values())
+
     # ------------------------------------------------------------------------------------------ agents
     def agent(self, name: str, factory, key=None):
         """The simulation's async agent ``name`` (one per ``key``), created by ``factory(sim)`` on first use."""
@@ -525,6 +559,70 @@ class ExecContext:
             self.bus.publish(SyncEvent.make(self.now, self.cta.ctaid, "warp", op, warp=self.warp.id, pc=self.pc,
                                             line=self._line(), **fields))
         self.warp.last_sync = op
+
+    # ------------------------------------------------------------------------------------------ mbarriers
+    # Every state change of an mbarrier object (:class:`tcsim.mbarrier_state.MBarrier`) a warp makes is one of these
+    # operations: each applies the change and reports it as one sync event, plus 'mbarrier.phase' when the change
+    # completed the current phase (PTX ISA 9.1 §9.7.13.15.4), so state and events cannot disagree.  ``cta`` is the
+    # CTA holding the barrier, ``lane`` the thread acting; ``fields``: the event's op-specific detail (sem, scope,
+    # remote), in record order.
+    def _mbarrier_event(self, op: str, cta, mb, lane: int, **fields) -> None:
+        self.emit_sync(op, target_cta=cta.ctaid, mbarrier=mb.offset, lane=lane, **fields)
+
+    def _mbarrier_phase(self, cta, mb, before: int, lane: int) -> None:
+        if mb.phase != before:
+            self._mbarrier_event("mbarrier.phase", cta, mb, lane, completed=before, phase=mb.phase)
+
+    def mbarrier_init(self, cta, mb, count: int, lane: int) -> None:
+        """``mbarrier.init`` (§9.7.13.15.9): phase 0, ``count`` expected and pending arrivals, tx-count 0."""
+        mb.apply_init(count)
+        self._mbarrier_event("mbarrier.init", cta, mb, lane, count=count)
+
+    def mbarrier_inval(self, cta, mb, lane: int) -> None:
+        """``mbarrier.inval`` (§9.7.13.15.10): the object is no longer a live mbarrier."""
+        mb.apply_inval()
+        self._mbarrier_event("mbarrier.inval", cta, mb, lane)
+
+    def mbarrier_expect_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
+        """expect-tx(``tx``) (§9.7.13.15.6): raise the tx-count of the current phase (never completes it)."""
+        mb.apply_expect_tx(tx)
+        self._mbarrier_event("mbarrier.expect_tx", cta, mb, lane, tx=tx, **fields)
+
+    def mbarrier_complete_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
+        """complete-tx(``tx``) (§9.7.13.15.7): lower the tx-count; may complete the phase."""
+        before = mb.phase
+        mb.apply_complete_tx(tx)
+        self._mbarrier_event("mbarrier.complete_tx", cta, mb, lane, tx=tx, **fields)
+        self._mbarrier_phase(cta, mb, before, lane)
+
+    def mbarrier_arrive(self, cta, mb, count: int, lane: int, *, drop: bool = False, no_complete: bool = False,
+                        **fields) -> int:
+        """arrive-on(``count``) (§9.7.13.15.5; ``drop``: arrive_drop, §9.7.13.15.14, also lowers the expected
+        count; ``no_complete``: ``.noComplete``); returns the phase the arrive belonged to."""
+        before = mb.phase
+        phase = mb.apply_arrive(count, drop=drop, no_complete=no_complete)
+        self._mbarrier_event("mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, **fields)
+        self._mbarrier_phase(cta, mb, before, lane)
+        return phase
+
+    def cp_async_mbarrier_arrive(self, cta, mb, lane: int, *, noinc: bool, waits: int) -> None:
+        """``cp.async.mbarrier.arrive`` (PTX ISA §9.7.9.25.3.4) as issued: without ``.noinc`` the pending count of
+        the current phase rises by one (the arrive itself comes later, through the 'lsu' port); ``waits``: how
+        many of the thread's cp.async it waits for."""
+        if not noinc:
+            mb.apply_add_pending(1)
+        self.emit_sync("cp.async.mbarrier.arrive", mbarrier=mb.offset, lane=lane, noinc=noinc, waits=waits)
+
+    def mbarrier_test(self, cta, mb, lane: int, *, form: str, arg: int, parity: bool, **fields) -> bool:
+        """``test_wait`` / ``try_wait`` (§9.7.13.15.16) of ``lane``: has the phase with parity ``arg``
+        (``parity``) / the phase ``arg`` of a state token completed?"""
+        done = mb.parity_done(arg) if parity else mb.token_done(arg)
+        self._mbarrier_event("mbarrier.wait", cta, mb, lane, form=form, arg=arg, done=bool(done), **fields)
+        return done
+
+    def mbarrier_block(self, lanes: np.ndarray, mb, reason, on_release=None) -> None:
+        """Suspend ``lanes`` until ``mb``'s current phase completes (a blocking ``try_wait``)."""
+        self.block(lanes, mb.next_phase_event(), reason, on_release=on_release)
 
     def async_port(self, agent: str, sync_head: tuple):
         """A sync-only agent port (:class:`tcsim.agents.port.SyncPort`) for an effect this instruction schedules

@@ -33,7 +33,7 @@ from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError
 from . import memory as M
 from .context import ExecContext, lanes_str
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
-from .observe import ObservationBus
+from .observe import InstRetired, ObservationBus
 from .semantics import REGISTRY, DecodeInfo, load_all
 
 DEFAULT_MAX_INSTRUCTIONS = 20_000_000
@@ -302,10 +302,10 @@ class Simulation:
             self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
                 # ``done``: the cycle the results are readable, where the model times them
-                extra = {} if done is None else {"done": done}
-                bus.emit("inst", env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                         text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                         writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()}, **extra)
+                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                        writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()},
+                                        done=done))
                 ctx.writes = None
             if self.retired > self.max_instructions:
                 self._fail(self._runaway())

@@ -29,7 +29,9 @@ class MBarrier:
         self.history: list = []       # (cycle, what) for diagnostics
 
     # -- primitive operations (each applied atomically) -------------------------------------------------
-    def init(self, count: int) -> None:
+    # Named apply_* (and next_phase_event, which registers a waiter): only the two doors call them
+    # (ExecContext.mbarrier_*, AgentPort.mbarrier_*), which report each change as it is made.
+    def apply_init(self, count: int) -> None:
         if not (1 <= count <= MAX_COUNT):
             raise SyncError(f"mbarrier.init count {count} out of range", expected=f"1..{MAX_COUNT}")
         self.phase = 0
@@ -38,14 +40,14 @@ class MBarrier:
         self.valid = True
         self._waiters = []   # waiters of an earlier (invalidated) incarnation never see this one
 
-    def add_pending(self, count: int) -> None:
+    def apply_add_pending(self, count: int) -> None:
         """Raise the pending arrival count of the current phase (``cp.async.mbarrier.arrive`` without .noinc,
         PTX ISA §9.7.9.25.3.4); SyncError past the 2^20-1 limit."""
         if self.pending + int(count) > MAX_COUNT:
             raise SyncError(f"pending count of the mbarrier at SMEM offset 0x{self.offset:x} would exceed {MAX_COUNT}")
         self.pending += int(count)
 
-    def inval(self) -> None:
+    def apply_inval(self) -> None:
         self.valid = False
 
     def _require_valid(self, what: str) -> None:
@@ -53,14 +55,14 @@ class MBarrier:
             raise SyncError(f"{what} on SMEM offset 0x{self.offset:x}, which holds no initialised mbarrier",
                             expected="mbarrier.init (and a fence + barrier) before any other mbarrier operation")
 
-    def expect_tx(self, nbytes: int) -> None:
+    def apply_expect_tx(self, nbytes: int) -> None:
         self._require_valid("expect-tx")
         if self.tx + int(nbytes) > MAX_COUNT:
             raise SyncError(f"mbarrier at 0x{self.offset:x}: tx-count {self.tx + int(nbytes)} exceeds {MAX_COUNT}",
                             expected="at most 2^20-1 pending transaction bytes per phase")
         self.tx += int(nbytes)
 
-    def complete_tx(self, nbytes: int) -> bool:
+    def apply_complete_tx(self, nbytes: int) -> bool:
         """Returns True if this completed the phase."""
         self._require_valid("complete-tx")
         if self.tx - int(nbytes) < -MAX_COUNT:
@@ -68,7 +70,7 @@ class MBarrier:
         self.tx -= int(nbytes)
         return self._check()
 
-    def arrive(self, count: int = 1, drop: bool = False, no_complete: bool = False) -> int:
+    def apply_arrive(self, count: int = 1, drop: bool = False, no_complete: bool = False) -> int:
         """arrive-on(count); returns the phase *before* the arrive (the opaque state token)."""
         self._require_valid("arrive")
         token = self.phase
@@ -103,6 +105,11 @@ class MBarrier:
     def parity_done(self, parity: int) -> bool:
         """Parity-form wait: the phase with this parity has completed  (``(phase & 1) != parity``)."""
         return (self.phase & 1) != (int(parity) & 1)
+
+    def token_done(self, token_phase: int) -> bool:
+        """Token-form wait: the phase recorded in a state token (mod 2^20) has completed, i.e. the current phase
+        differs from it (PTX allows only the current or the immediately preceding phase to be queried)."""
+        return ((self.phase - int(token_phase)) & MAX_COUNT) != 0
 
     def next_phase_event(self):
         ev = self.env.event()

@@ -291,14 +291,6 @@ class ObservationBus:
             if kinds is None or ev.kind in kinds:
                 fn(ev)
 
-    # -- the two records the engine and the timing model build (their emit sites predate the typed events)
-    def emit(self, kind: str, cycle: float, cta: tuple, agent: str, /, **fields) -> None:
-        """Build and publish an :class:`InstRetired` (``kind == 'inst'``) or :class:`Stall` (``'stall'``)."""
-        if not self._observers:
-            return
-        cls = {"inst": InstRetired, "stall": Stall}[kind]
-        self.publish(cls(cycle, cta, agent, **fields))
-
 
 class JsonlTracer:
     """Writes one JSON object per event, one per line (``tcsim run --trace out.jsonl``).

@@ -13,7 +13,9 @@ cluster-barrier release -- have :class:`AgentPort`.  Every SMEM, DSMEM, global a
 3. publishes one :class:`tcsim.observe.MemAccess` (when the bus is active) carrying the op id of the async op being
    completed (``self.completing``), so an observer links the access to the op's :class:`~tcsim.observe.AsyncIssue`.
 
-Sync events go through :meth:`AgentPort.sync`, :meth:`AgentPort.async_issue` and :meth:`AgentPort.async_complete`.
+Sync events go through :meth:`AgentPort.sync`, :meth:`AgentPort.async_issue` and :meth:`AgentPort.async_complete`;
+an agent's change of an mbarrier is one operation that changes it and reports it (:meth:`AgentPort.mbarrier_arrive`,
+:meth:`AgentPort.mbarrier_complete_tx`).
 
 A class using the port provides ``sim`` (the engine), ``env``, ``home`` (the CTA its events name by default) and
 ``completing`` (the op whose completion runs, or None), and sets the class attributes ``agent_name`` (the events'
@@ -85,6 +87,35 @@ class AgentPort:
             c = self.home if cta is None else cta
             bus.publish(SyncEvent.make(self.env.now, c.ctaid, self.agent_name, op, op_id=op_id,
                                        head=self.sync_head, traced=traced, **detail))
+
+    # -------------------------------------------------------------------------------------------- mbarriers
+    # The state changes an agent makes to an mbarrier (:class:`tcsim.mbarrier_state.MBarrier`) of ``cta``: each applies
+    # the change and publishes its sync event, plus 'mbarrier.phase' when it completed the phase (PTX ISA 9.1
+    # §9.7.13.15.4).  ``at``: the fields naming the barrier in the record (``addr=...`` or ``mbarrier=..., lane=...``);
+    # ``detail``: the record's fields after the change's own ones.
+    def _mbarrier_phase(self, cta, mb, before: int, at: dict, op_id, traced: bool) -> None:
+        if mb.phase != before:
+            self.sync("mbarrier.phase", cta, op_id=op_id, traced=traced, **at, phase=mb.phase)
+
+    def mbarrier_arrive(self, cta, mb, *, at: dict, count: int = 1, op_id=None, phase_traced: bool = True,
+                        **detail) -> int:
+        """arrive-on(``count``) (§9.7.13.15.5) by this agent, e.g. a ``tcgen05.commit``'s arrive (§9.7.16.9.2) or
+        the asynchronous arrive of ``cp.async.mbarrier.arrive``; returns the phase it belonged to.
+        ``phase_traced``: whether the JSONL trace writes the phase completion (the pre-issue-14 trace did not for
+        the 'lsu' arrive)."""
+        before = mb.phase
+        mb.apply_arrive(count)
+        self.sync("mbarrier.arrive", cta, op_id=op_id, **at, count=count, phase=before, **detail)
+        self._mbarrier_phase(cta, mb, before, at, op_id, phase_traced)
+        return before
+
+    def mbarrier_complete_tx(self, cta, mb, nbytes: int, *, at: dict, op_id=None, **detail) -> None:
+        """complete-tx(``nbytes``) (§9.7.13.15.7) by this agent, e.g. a bulk copy's bytes landing (§9.7.9.25)."""
+        before = mb.phase
+        mb.apply_complete_tx(nbytes)
+        self.sync("mbarrier.complete_tx", cta, op_id=op_id, **at, bytes=int(nbytes), tx=mb.tx, phase=before,
+                  **detail)
+        self._mbarrier_phase(cta, mb, before, at, op_id, True)
 
     def _async_event(self, cls, op_name, op, cta, detail):
         bus = self.sim.bus

@@ -216,13 +216,8 @@ class TensorPipe(AsyncUnit):
             raise SyncError(f"{what}: the mbarrier at SMEM offset 0x{offset:x} of {cta.label} was invalidated "
                             f"before the commit's arrive", expected="the mbarrier to stay live until the tracked "
                                                                     "tcgen05 operations complete")
-        before = mb.phase
-        mb.arrive(1)
-        op_id = self._op_id()
-        self.sync("mbarrier.arrive", cta, op_id=op_id, addr=offset, count=1, phase=before, what=what,
-                  issuer_cta=self.ctas[0].ctaid)
-        if mb.phase != before:
-            self.sync("mbarrier.phase", cta, op_id=op_id, addr=offset, phase=mb.phase)
+        self.mbarrier_arrive(cta, mb, at=dict(addr=offset), op_id=self._op_id(), what=what,
+                             issuer_cta=self.ctas[0].ctaid)
 
 
 def group_ctas(ctx, cta_group: int, what: str) -> tuple:

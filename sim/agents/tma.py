@@ -187,11 +187,5 @@ class TmaEngine(AsyncUnit):
     # ------------------------------------------------------------------------------------------ mbarriers
     def complete_tx(self, cta, offset: int, nbytes: int, what: str) -> None:
         """complete-tx(``nbytes``) on the mbarrier at SMEM ``offset`` of ``cta`` (release, cluster scope)."""
-        mb = cta.mbarrier(offset)
-        before = mb.phase
-        completed = mb.complete_tx(nbytes)
-        op_id = self._op_id()
-        self.sync("mbarrier.complete_tx", cta, op_id=op_id, addr=offset, bytes=int(nbytes), tx=mb.tx, phase=before,
-                  what=what, issuer_cta=self.cta.ctaid)
-        if completed:
-            self.sync("mbarrier.phase", cta, op_id=op_id, addr=offset, phase=mb.phase)
+        self.mbarrier_complete_tx(cta, cta.mbarrier(offset), nbytes, at=dict(addr=offset), op_id=self._op_id(),
+                                  what=what, issuer_cta=self.cta.ctaid)

@@ -48,14 +48,9 @@ from tcsim.isa.async_copy_forms import SECTION_CP_ASYNC as SECTION, parse_cp_asy
 from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.async_copy import AsyncCopyOp, AsyncCopyUnit
-from ..async_groups import AsyncGroups, commit_run, wait_run
+from ..async_groups import commit_run, wait_run
 from ..mbarrier_state import MAX_COUNT
 from .registry import semantics
-
-
-def thread_groups(ctx, lane: int) -> AsyncGroups:
-    """The executing thread's cp.async groups (sim/async_groups.py)."""
-    return ctx.async_groups("cp.async", lane)
 
 
 @semantics("cp.async")
@@ -63,7 +58,7 @@ def decode_cp_async(ins, info):
     """PTX ISA §9.7.9.25.3 cp.async and its group / mbarrier completion forms."""
     f = parse_cp_async(ins, info)
     if f.kind == "commit_group":
-        return commit_run(thread_groups, "cp.async.commit_group")
+        return commit_run("cp.async", "cp.async.commit_group")
     if f.kind in ("wait_group", "wait_all"):
         return _decode_wait(f.keep, wait_all=f.kind == "wait_all")
     if f.kind == "mbarrier_arrive":
@@ -130,7 +125,7 @@ def _decode_copy(ins, f):
         op = unit.submit(AsyncCopyOp(what, cp_size * lanes.size, complete, issuer=ctx.warp.label, loc=ctx.ins.loc,
                                      warp=ctx.warp.id, pc=ctx.pc))
         for lane in lanes:
-            thread_groups(ctx, lane).open.append(op)
+            ctx.async_group_join("cp.async", lane, op)
 
     return run
 
@@ -139,7 +134,7 @@ def _decode_wait(keep: int, wait_all: bool = False):
     """PTX ISA §9.7.9.25.3.3 cp.async.wait_group N / wait_all: wait until at most N of the thread's most recent
     groups are pending (wait_all: commit, then wait for every group)."""
     name = "cp.async.wait_all" if wait_all else f"cp.async.wait_group {keep}"
-    return wait_run(thread_groups, keep, name, "cp.async instruction(s)", "cp.async.wait_group",
+    return wait_run("cp.async", keep, name, "cp.async instruction(s)", "cp.async.wait_group",
                     commit_first=wait_all, all=wait_all)
 
 
@@ -161,13 +156,10 @@ def _decode_mbarrier_arrive(ins, f):
             if not mb.valid:
                 raise SyncError(f"{what} (lane {lane}) on SMEM offset 0x{off:x}, which holds no live mbarrier",
                                 expected="mbarrier.init before use")
-            if not noinc:
-                if mb.pending + 1 > MAX_COUNT:
-                    raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
-                mb.add_pending(1)
-            st = thread_groups(ctx, lane)
-            prior = st.pending_all()
-            ctx.emit_sync("cp.async.mbarrier.arrive", mbarrier=off, lane=lane, noinc=noinc, waits=len(prior))
+            if not noinc and mb.pending + 1 > MAX_COUNT:
+                raise SyncError(f"{what}: pending count of {describe(mb, cta)} would exceed {MAX_COUNT}")
+            prior = ctx.async_groups("cp.async", lane).pending_all()
+            ctx.cp_async_mbarrier_arrive(cta, mb, lane, noinc=noinc, waits=len(prior))
             ctx.env.process(_arrive_later(ctx.async_port("lsu", ("warp", "op")), cta, mb, off, prior, what, lane,
                                           ins.loc))
 
@@ -179,10 +171,7 @@ def _arrive_later(port, cta, mb, off, prior, what, lane, loc):
     if prior:
         yield simpy.AllOf(port.env, prior)
     try:
-        before = mb.phase
-        mb.arrive(1)
+        port.mbarrier_arrive(cta, mb, at=dict(mbarrier=off, lane=lane), asynchronous=True, phase_traced=False)
     except SyncError as e:
         e.message = f"{what} (lane {lane}, asynchronous arrive): {e.message}"
         port.sim.fail(e.with_context(loc=loc, where=f"{cta.label}, asynchronous arrive of lane {lane}"))
-        return
-    port.sync("mbarrier.arrive", cta, mbarrier=off, lane=lane, count=1, phase=before, asynchronous=True)

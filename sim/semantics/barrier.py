@@ -91,7 +91,9 @@ class _Phase:
 
 
 class NamedBarriers:
-    """Per-simulation state of the CTA named barriers and of bar.warp.sync (an engine agent)."""
+    """Per-simulation state of the CTA named barriers and of bar.warp.sync (an engine agent).  Each change of that
+    state is one of its methods, which reports it as it makes it: :meth:`arrive` ('bar.arrive'), the phase
+    completion ('bar.release', through the agent port), :meth:`warp_sync_arrive` ('bar.warp.sync')."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -225,6 +227,8 @@ class NamedBarriers:
 
     # ------------------------------------------------------------------ bar.warp.sync
     def warp_sync_arrive(self, ctx, lanes, masks):
+        """``lanes`` of ctx's warp arrive at ``bar.warp.sync`` (``masks``: each lane's membermask), reported as
+        'bar.warp.sync'; returns the event that fires once every member lane arrived, and the sync state."""
         warp = ctx.warp
         st = self.warp_sync.get(warp)
         if st is None:
@@ -235,6 +239,8 @@ class NamedBarriers:
             st["need"] |= ((np.uint32(masks[lane]) >> np.arange(WARP, dtype=np.uint32)) & 1).astype(bool)
         ev = st["event"]
         self._warp_sync_check(warp, st)
+        lane_ids = np.nonzero(lanes)[0]
+        ctx.emit_sync("bar.warp.sync", mask=int(masks[lane_ids[0]]), lanes=[int(x) for x in lane_ids])
         return ev, st
 
     def _warp_sync_check(self, warp, st):
@@ -330,7 +336,6 @@ def _decode_warp_sync(ins, mop):
                             f"0x{int(masks[bad[0]]):08x}", expected="the executing thread to be in membermask")
         ag = _agent(ctx)
         ev, st = ag.warp_sync_arrive(ctx, lanes, masks)
-        ctx.emit_sync("bar.warp.sync", mask=int(masks[lane_ids[0]]), lanes=[int(x) for x in lane_ids])
         if ev.triggered:
             return
         warp = ctx.warp

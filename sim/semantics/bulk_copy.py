@@ -44,16 +44,11 @@ from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
 from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
-from ..async_groups import AsyncGroups, commit_run, wait_run
+from ..async_groups import commit_run, wait_run
 from .registry import semantics
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def thread_groups(ctx, lane: int) -> AsyncGroups:
-    """The executing thread's bulk async-groups (sim/async_groups.py)."""
-    return ctx.async_groups("bulk", lane)
-
-
 def issuer(ctx, lane: int) -> str:
     return f"{ctx.warp.label} lane {int(lane)}"
 
@@ -163,7 +158,7 @@ def decode_bulk(ins, info):
     (cp.async.bulk.commit_group / wait_group).  See the module docstring for the forms."""
     f = parse_bulk_copy(ins)
     if f.kind == "commit_group":
-        return commit_run(thread_groups, "bulk.commit_group")
+        return commit_run("bulk", "bulk.commit_group")
     if f.kind == "wait_group":
         return _decode_wait(f.keep, f.read_only)
     if f.kind == "prefetch":
@@ -309,7 +304,7 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
                 engine.write_global([d], data.reshape(1, -1))
 
             op = engine.submit(new_op(ctx, lane, "store", n, read, write))
-            thread_groups(ctx, lane).open.append(op)
+            ctx.async_group_join("bulk", lane, op)
 
     return run
 
@@ -340,5 +335,5 @@ def _decode_wait(keep: int, read_only: bool):
     """PTX ISA §9.7.9.25.6.2 cp.async.bulk.wait_group{.read} N: wait until at most N of the thread's most recent
     bulk async-groups are pending (``.read``: until the older groups' sources have been read)."""
     name = f"cp.async.bulk.wait_group{'.read' if read_only else ''} {keep}"
-    return wait_run(thread_groups, keep, name, "bulk async operation(s)", "bulk.wait_group",
+    return wait_run("bulk", keep, name, "bulk async operation(s)", "bulk.wait_group",
                     event="read_done" if read_only else "done", read=read_only)

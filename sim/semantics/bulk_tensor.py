@@ -89,8 +89,7 @@ from .bulk_tensor_gather import ILLEGAL
 from ..numerics.convert import cvt
 from ..numerics.fp import fadd, fmax, fmin
 from ..agents.port import byte_runs
-from .bulk_copy import (check_source_resident, cta_mask_targets, live_mbarrier, new_op, shared_target,
-                        thread_groups)
+from .bulk_copy import check_source_resident, cta_mask_targets, live_mbarrier, new_op, shared_target
 from .registry import semantics
 
 
@@ -508,7 +507,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
 
             op = engine.submit(new_op(ctx, lane, "reduce" if redop else "store", nbytes, read, write, coords=c,
                                       tensor_map=tm, mode=f["mode"]))
-            thread_groups(ctx, lane).open.append(op)
+            ctx.async_group_join("bulk", lane, op)
 
     return run
 

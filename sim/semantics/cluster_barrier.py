@@ -62,7 +62,9 @@ class _ClusterState:
 
 
 class ClusterBarriers:
-    """Per-simulation agent holding the state of every cluster's barrier."""
+    """Per-simulation agent holding the state of every cluster's barrier.  Each change of that state is one of its
+    methods, which reports it as it makes it: :meth:`arrive` ('cluster.arrive'), :meth:`wait` ('cluster.wait'),
+    :meth:`check` (the phase completion, 'cluster.release' through the agent port)."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -97,6 +99,41 @@ class ClusterBarriers:
         self.port.sync("cluster.release", cl.ctas[0], cluster=cl.clusterid, phase=done)
         ev.succeed(done)
 
+    def arrive(self, ctx, lanes, sem: str, what: str) -> None:
+        """``lanes`` of ctx's warp arrive on their cluster's barrier (§9.7.13.3): recorded with the phase they
+        arrived in, reported as 'cluster.arrive', and the phase completes if they were the last."""
+        st = self.state(ctx.cluster)
+        arr = st.arrived[ctx.rank][ctx.warp.id]
+        twice = arr & lanes
+        if twice.any():
+            raise SyncError(f"{what}: {lanes_str(twice)} of {ctx.warp.label} arrive twice at the cluster "
+                            f"barrier in phase {st.phase}",
+                            expected="each thread arrives once, then barrier.cluster.wait, before arriving again")
+        arr |= lanes
+        st.arrive_phase[ctx.rank][ctx.warp.id][lanes] = st.phase
+        ctx.emit_sync("cluster.arrive", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]])
+        self.check(st)
+
+    def wait(self, ctx, lanes, sem: str, what: str) -> None:
+        """``lanes`` of ctx's warp wait for the phase they arrived in (§9.7.13.3): their arrival is consumed,
+        reported as 'cluster.wait', and the lanes whose phase has not completed are suspended until it does."""
+        st = self.state(ctx.cluster)
+        ph = st.arrive_phase[ctx.rank][ctx.warp.id]
+        none = lanes & (ph < 0)
+        if none.any():
+            raise SyncError(f"{what}: {lanes_str(none)} of {ctx.warp.label} wait on the cluster barrier without "
+                            f"having arrived in this phase",
+                            expected="barrier.cluster.arrive before barrier.cluster.wait")
+        pending = lanes & (ph == st.phase)
+        ph[lanes] = -1
+        ctx.emit_sync("cluster.wait", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]],
+                      done=not pending.any())
+        if pending.any():
+            def reason(st=st):
+                return f"{what}: {st.describe()}"
+
+            ctx.block(pending, st.event, reason)
+
     def on_exit(self, warp, lanes):
         st = self.states.get(id(warp.cta.cluster))
         if st is not None:
@@ -130,18 +167,7 @@ def decode_barrier_cluster(ins, info):
                 return
             if aligned:
                 _require_aligned(ctx, what)
-            ag = _agent(ctx)
-            st = ag.state(ctx.cluster)
-            arr = st.arrived[ctx.rank][ctx.warp.id]
-            twice = arr & lanes
-            if twice.any():
-                raise SyncError(f"{what}: {lanes_str(twice)} of {ctx.warp.label} arrive twice at the cluster "
-                                f"barrier in phase {st.phase}",
-                                expected="each thread arrives once, then barrier.cluster.wait, before arriving again")
-            arr |= lanes
-            st.arrive_phase[ctx.rank][ctx.warp.id][lanes] = st.phase
-            ctx.emit_sync("cluster.arrive", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]])
-            ag.check(st)
+            _agent(ctx).arrive(ctx, lanes, sem, what)
 
         return run
 
@@ -151,22 +177,6 @@ def decode_barrier_cluster(ins, info):
             return
         if aligned:
             _require_aligned(ctx, what)
-        ag = _agent(ctx)
-        st = ag.state(ctx.cluster)
-        ph = st.arrive_phase[ctx.rank][ctx.warp.id]
-        none = lanes & (ph < 0)
-        if none.any():
-            raise SyncError(f"{what}: {lanes_str(none)} of {ctx.warp.label} wait on the cluster barrier without "
-                            f"having arrived in this phase",
-                            expected="barrier.cluster.arrive before barrier.cluster.wait")
-        pending = lanes & (ph == st.phase)
-        ph[lanes] = -1
-        ctx.emit_sync("cluster.wait", sem=sem, phase=st.phase, lanes=[int(x) for x in np.nonzero(lanes)[0]],
-                      done=not pending.any())
-        if pending.any():
-            def reason(st=st):
-                return f"{what}: {st.describe()}"
-
-            ctx.block(pending, st.event, reason)
+        _agent(ctx).wait(ctx, lanes, sem, what)
 
     return run

@@ -10,8 +10,8 @@ writes that an async-proxy reader must not see.  They are not dropped: each exec
 fence.acquire / fence.release; 'proxy' for fence.proxy.*; 'mbarrier_init' for fence.mbarrier_init; 'membar'
 for membar), ``sem``, ``scope``, ``proxy`` (e.g. 'async', 'async.shared::cta', 'alias',
 'tensormap::generic'), ``restrict`` (the ``.sync_restrict::`` space, if any) and ``lanes``, so the race
-detector can order accesses by them.  (The field is ``fence``, not ``kind``: a ``kind=`` field collides with
-the positional ``kind`` parameter of ``ObservationBus.emit``.)
+detector can order accesses by them.  (The field is ``fence``, not ``kind``: every trace record already has a
+``kind`` key, the event family, :class:`tcsim.observe.Event`.)
 ``fence.proxy.tensormap::generic.acquire.scope [addr], 128`` also evaluates its address (reported as
 ``addr``) and checks the size operand is 128.
 

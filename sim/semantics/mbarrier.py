@@ -6,7 +6,9 @@ arrive-on, §9.7.13.15.6 expect-tx, §9.7.13.15.7 complete-tx, §9.7.13.15.9 ini
 §9.7.13.15.11 expect_tx, §9.7.13.15.12 complete_tx, §9.7.13.15.13 arrive, §9.7.13.15.14 arrive_drop,
 §9.7.13.15.16 test_wait/try_wait, §9.7.13.15.17 pending_count.  The object model (phase, pending, expected,
 tx-count) lives in :mod:`tcsim.mbarrier_state`; this module decodes the instructions, resolves addresses and
-applies the primitive operations per executing lane, in lane order.
+applies the primitive operations per executing lane, in lane order, through the execution context's mbarrier
+operations (``ctx.mbarrier_init`` / ``_inval`` / ``_arrive`` / ``_expect_tx`` / ``_complete_tx`` / ``_test`` /
+``_block``), which change the object and report the event together.
 
 Addressing.  ``.shared`` / ``.shared::cta`` take a 32-bit shared address of the executing CTA (its rank bits
 must be the CTA's own, see :mod:`tcsim.memory`); ``.shared::cluster`` takes a cluster address whose rank bits
@@ -72,11 +74,6 @@ def decode_token(token: int) -> tuple[int, int, int]:
                         f"mbarrier.arrive / arrive_drop",
                         expected="the state result of a prior arrive on the same mbarrier")
     return (token >> 20) & _F20, ((token >> 40) & _F20) << 3, token & _F20
-
-
-def token_phase_done(mb, token_phase: int) -> bool:
-    """Token wait: the phase recorded in the token has completed (current phase differs from it)."""
-    return ((mb.phase - token_phase) & _F20) != 0
 
 
 # --------------------------------------------------------------------------------------- addressing
@@ -146,15 +143,6 @@ def _live(cta, off: int, what: str):
     return mb
 
 
-def _emit(ctx, op, cta, mb, lane, **fields):
-    ctx.emit_sync(op, target_cta=cta.ctaid, mbarrier=mb.offset, lane=lane, **fields)
-
-
-def _phase_done_event(ctx, cta, mb, before_phase, lane):
-    if mb.phase != before_phase:
-        _emit(ctx, "mbarrier.phase", cta, mb, lane, completed=before_phase, phase=mb.phase)
-
-
 # --------------------------------------------------------------------------------------- decoder
 @semantics("mbarrier")
 def decode_mbarrier(ins, info):
@@ -195,9 +183,8 @@ def _dec_init(f, ops, ins):
                 raise SyncError(f"mbarrier.init on mbarrier@0x{off:x} of {cta.label}, which is still live "
                                 f"({describe(mb, cta)})",
                                 expected="mbarrier.inval before re-initialising the memory of a live mbarrier")
-            mb.init(count)
+            ctx.mbarrier_init(cta, mb, count, lane)
             done[off] = count
-            _emit(ctx, "mbarrier.init", cta, mb, lane, count=count)
 
     return run
 
@@ -219,8 +206,7 @@ def _dec_inval(f, ops, ins):
             if not mb.valid:
                 raise SyncError(f"mbarrier.inval on mbarrier@0x{off:x} of {cta.label}, which is not live",
                                 expected="mbarrier.init before mbarrier.inval")
-            mb.inval()
-            _emit(ctx, "mbarrier.inval", cta, mb, lane)
+            ctx.mbarrier_inval(cta, mb, lane)
 
     return run
 
@@ -251,19 +237,15 @@ def _dec_arrive(f, ops, ins):
                 tx = _range_check(int(vals[lane]), 0, MAX_COUNT, "txCount", lane)
             elif vals is not None:
                 count = _range_check(int(vals[lane]), 1, MAX_COUNT, "arrive count", lane)
-            before = mb.phase
             pending_before = mb.pending
             if tx:
-                mb.expect_tx(tx)
-                _emit(ctx, "mbarrier.expect_tx", cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope)
+                ctx.mbarrier_expect_tx(cta, mb, tx, lane, sem=f.sem, scope=f.scope)
             try:
-                phase = mb.arrive(count, drop=drop, no_complete=f.no_complete)
+                phase = ctx.mbarrier_arrive(cta, mb, count, lane, drop=drop, no_complete=f.no_complete, sem=f.sem,
+                                            scope=f.scope, remote=not ctx.is_local(cta))
             except SyncError as e:
                 raise SyncError(f"{what}: {e.message} [{describe(mb, cta)}]", expected=e.expected) from None
             tokens[lane] = encode_token(phase, off, pending_before)
-            _emit(ctx, "mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, sem=f.sem,
-                  scope=f.scope, remote=not ctx.is_local(cta))
-            _phase_done_event(ctx, cta, mb, before, lane)
         if not sink:
             ctx.write(dst, "b64", tokens)
 
@@ -286,13 +268,8 @@ def _dec_tx(f, ops, ins):
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
             mb = _live(cta, off, what)
             tx = _range_check(int(txs[lane]), 0, MAX_COUNT, "txCount", lane)
-            before = mb.phase
-            if complete:
-                mb.complete_tx(tx)
-            else:
-                mb.expect_tx(tx)
-            _emit(ctx, what, cta, mb, lane, tx=tx, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
-            _phase_done_event(ctx, cta, mb, before, lane)
+            change = ctx.mbarrier_complete_tx if complete else ctx.mbarrier_expect_tx
+            change(cta, mb, tx, lane, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
 
     return run
 
@@ -321,29 +298,26 @@ def _dec_wait(f, ops, ins):
                                 f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
             mb = _live(cta, off, what)
             if f.parity:
-                par = int(argv[lane]) & 1
-                done = mb.parity_done(par)
-                key_arg = par
+                key_arg = int(argv[lane]) & 1
             else:
                 tphase, toff, _ = decode_token(int(argv[lane]))
                 if toff != off:
                     raise SyncError(f"{what}: the state token (lane {lane}) came from the mbarrier at offset "
                                     f"0x{toff:x}, not from mbarrier@0x{off:x}",
                                     expected="the state returned by an arrive on the same mbarrier")
-                done = token_phase_done(mb, tphase)
                 key_arg = tphase
+            done = ctx.mbarrier_test(cta, mb, lane, form=form, arg=key_arg, parity=f.parity, sem=f.sem,
+                                     scope=f.scope)
             result[lane] = done
             if not done and blocking:
                 groups.setdefault((off, key_arg), (mb, cta, []))[2].append(lane)
-            _emit(ctx, "mbarrier.wait", cta, mb, lane, form=form, arg=key_arg, done=bool(done), sem=f.sem,
-                  scope=f.scope)
         done_lanes = ctx.mask.copy()
         for (off, karg), (mb, cta, glanes) in groups.items():
             m = np.zeros(32, dtype=bool)
             m[glanes] = True
             done_lanes &= ~m
-            ctx.block(m, mb.next_phase_event(), _reason(form, karg, mb, cta, f.parity),
-                      on_release=_releaser(ctx, dst, m, mb, cta, f))
+            ctx.mbarrier_block(m, mb, _reason(form, karg, mb, cta, f.parity),
+                               on_release=_releaser(ctx, dst, m, mb, cta, f))
         ctx.write_pred(dst, result, mask=done_lanes)
 
     return run

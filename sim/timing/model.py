@@ -79,6 +79,7 @@ import numpy as np
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
 from .. import memory as M
+from ..observe import Stall
 from .classes import plan_instruction
 from .params import ArchConfig
 from .sass import default_latencies, load_loops, steady_cycles
@@ -602,8 +603,8 @@ class TimingModel:
         warp.timing.stalls[(category, detail)] += cycles
         bus = self.sim.bus
         if bus.active:
-            bus.emit("stall", start, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, reason=category, detail=detail,
-                     cycles=cycles)
+            bus.publish(Stall(start, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, reason=category, detail=detail,
+                              cycles=cycles))
 
     # ------------------------------------------------------------------------------------------ report
     def report(self) -> TimingReport:

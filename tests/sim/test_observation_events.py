@@ -231,6 +231,11 @@ def test_cp_async_copies_are_generic_proxy_agent_accesses_linked_to_their_issue(
     arrives = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.arrive" and e.agent == "lsu"]
     assert len(arrives) == 32 and all(e.detail["asynchronous"] and e.cycle >= done.cycle for e in arrives)
     assert {e.lanes for e in arrives} == {(t,) for t in range(32)}
+    # the 32nd arrive completes phase 0: the change reports the completion (not written to the legacy trace)
+    phases = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.phase"]
+    assert [(e.agent, e.phase, e.traced) for e in phases] == [("lsu", 1, False)]
+    assert rec.events.index(phases[0]) == rec.events.index(arrives[-1]) + 1
+    assert _mbarrier_history_is_consistent(rec.events) == 1
 
 
 def test_tma_writes_into_a_peer_cta_are_dsmem_accesses_of_that_cta():
@@ -251,6 +256,37 @@ def test_tma_writes_into_a_peer_cta_are_dsmem_accesses_of_that_cta():
         assert issue.cta != e.cta                             # issued by the other CTA's TMA engine
     tx = [e for e in rec.events if isinstance(e, SyncEvent) and e.op == "mbarrier.complete_tx"]
     assert {e.op_id for e in tx} == {e.op_id for e in writes} and all(e.target_cta == e.cta for e in tx)
+
+
+def _mbarrier_history_is_consistent(events) -> int:
+    """Replays the mbarrier events of one run: per barrier (``target_cta``, ``mbarrier``), after an init the phase
+    completions are reported as 1, 2, 3, ... and every arrive / complete-tx event names the phase it belonged to,
+    i.e. the number of completions reported before it.  Returns the number of completions."""
+    completed = {}
+    total = 0
+    for e in events:
+        if not isinstance(e, SyncEvent) or not e.op.startswith("mbarrier.") or e.op == "mbarrier.wait":
+            continue
+        key = (e.target_cta, e.mbarrier)
+        if e.op == "mbarrier.init":
+            completed[key] = 0
+        elif e.op == "mbarrier.phase":
+            assert e.phase == completed[key] + 1, e
+            if "completed" in e.detail:
+                assert e.detail["completed"] == completed[key], e
+            completed[key] += 1
+            total += 1
+        elif e.op in ("mbarrier.arrive", "mbarrier.complete_tx") and e.phase is not None:
+            assert e.phase == completed[key], e
+    return total
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_mbarrier_phase_completion_is_reported_with_the_change(streams, name):
+    """The doors change an mbarrier and report it in one operation: the reported phases never skip or repeat."""
+    events, _ = streams[name]
+    uses = any(isinstance(e, SyncEvent) and e.op == "mbarrier.init" for e in events)
+    assert _mbarrier_history_is_consistent(events) > 0 or not uses
 
 
 def test_the_bus_builds_and_delivers_only_what_observers_select():

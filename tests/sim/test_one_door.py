@@ -2,7 +2,8 @@
 through the execution context (sim/context.py) or the agent interface (sim/agents/port.py); state is declared.
 
 Two guards: an AST scan of the installed package's source (tcsim = sim/, tcsim.isa = isa/) and, at run time, the
-read-only ``data`` views the memories expose.
+read-only ``data`` views the memories expose.  The scan also holds the state changes of the sync objects (mbarriers,
+async-groups) to the doors, which report each change as they make it, and the bus publishes only typed events.
 """
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ import pytest
 
 import tcsim
 import tcsim.isa
+from tcsim.async_groups import AsyncGroups
+from tcsim.mbarrier_state import MBarrier
 from tcsim.memory import FlatMemory, GlobalMemory, LocalMemory
+from tcsim.observe import ObservationBus
 from tcsim.tmem import TensorMemory
 
 SIM = Path(tcsim.__path__[0])
@@ -116,9 +120,10 @@ def test_no_dict_stashes_in_the_package():
     assert not found, found
 
 
-#: where observation events are built: the two doors, plus the engine's retire record and the timing model's stall
-EMITTERS = {"context.py": {"publish"}, "agents/port.py": {"publish"}, "engine.py": {"emit"},
-            "timing/model.py": {"emit"}, "observe.py": {"publish"}}
+#: where observation events are published: the two doors, plus the engine's retire record and the timing model's
+#: stall record (each builds its typed event, :class:`tcsim.observe.InstRetired` / :class:`tcsim.observe.Stall`)
+EMITTERS = {"context.py": {"publish"}, "agents/port.py": {"publish"}, "engine.py": {"publish"},
+            "timing/model.py": {"publish"}, "observe.py": {"publish"}}
 
 
 def bus_calls(source: str, name: str) -> list[str]:
@@ -134,12 +139,53 @@ def bus_calls(source: str, name: str) -> list[str]:
 
 
 def test_events_are_emitted_only_through_the_doors():
-    """Every ``bus.publish`` / ``bus.emit`` call is in sim/context.py or sim/agents/port.py, except the engine's
-    retired-instruction record and the timing model's stall record (and the bus itself)."""
+    """Every ``bus.publish`` call is in sim/context.py or sim/agents/port.py, except the engine's retired-instruction
+    record and the timing model's stall record (and the bus itself); no module calls a ``bus.emit``."""
     snippet = "self.sim.bus.emit('sync', 0, c, 'tma', op='x')\nbus.publish(ev)\nself.emit(cta, 'sync')"
     assert len(bus_calls(snippet, "semantics/tcgen05_mem.py")) == 2
     assert bus_calls("ctx.bus.publish(ev)", "context.py") == []
+    assert bus_calls("bus.emit('inst', 0, c, 'warp', pc=1)", "engine.py") == ["engine.py:1: bus.emit"]
     found = [v for name, src in _package_modules() for v in bus_calls(src, name)]
+    assert not found, found
+
+
+def test_every_event_is_built_typed():
+    """The bus has no untyped ``emit(kind, ..., **fields)``: every publisher constructs its event class."""
+    assert not hasattr(ObservationBus, "emit")
+
+
+#: the sync objects whose state the doors change, with their queries; every other public method changes state
+SYNC_QUERIES = {MBarrier: {"parity_done", "token_done", "describe"}, AsyncGroups: {"pending_older", "pending_all"}}
+#: the state-changing methods of the sync objects (derived from the classes, so a new one is covered)
+SYNC_CHANGES = {n for cls, queries in SYNC_QUERIES.items() for n, v in vars(cls).items()
+                if callable(v) and not n.startswith("_") and n not in queries}
+#: the sync objects' own modules
+SYNC_STATE = {"mbarrier_state.py", "async_groups.py"}
+
+
+def sync_changes(source: str, name: str) -> list[str]:
+    """Calls of a sync object's state-changing methods in module ``name`` outside the two doors (which report each
+    change as a sync event as they make it) and the objects' own modules."""
+    if name in DOORS or name in SYNC_STATE:
+        return []
+    return [f"{name}:{node.lineno}: .{node.func.attr}()" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SYNC_CHANGES]
+
+
+def test_sync_object_state_changes_only_through_the_doors():
+    """mbarrier init, inval, arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and
+    the registration of a phase waiter, and an async op joining / a commit sealing an async-group, are door
+    operations (``ctx.mbarrier_*`` / ``port.mbarrier_*`` / ``ctx.async_group_*``)."""
+    assert {"apply_init", "apply_inval", "apply_arrive", "apply_expect_tx", "apply_complete_tx",
+            "apply_add_pending", "next_phase_event", "apply_join", "apply_commit"} == SYNC_CHANGES
+    planted = ("mb = cta.mbarrier(off)\nmb.apply_arrive(1)\ncta.mbarrier(8).apply_complete_tx(64)\n"
+               "ev = mb.next_phase_event()\nctx.async_groups('bulk', 0).apply_commit()\n"
+               "ok = mb.parity_done(0) and mb.describe() and st.pending_all()\nctx.mbarrier_arrive(cta, mb, 1, 0)\n"
+               "ctx.async_group_commit('bulk', 'bulk.commit_group')")
+    assert [int(v.split(":")[1]) for v in sync_changes(planted, "agents/tma.py")] == [2, 3, 4, 5]
+    assert sync_changes(planted, "context.py") == [] and sync_changes(planted, "agents/port.py") == []
+    found = [v for name, src in _package_modules() for v in sync_changes(src, name)]
     assert not found, found
 
 
