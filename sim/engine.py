@@ -253,7 +253,8 @@ class Simulation:
                                 body[-1].loc if body else None, where=warp.label)
                 self._fail(err)
                 return
-            st = stall(warp, pc, env.now)
+            now = env.now                               # (the semantics below cannot advance it)
+            st = stall(warp, pc, now)
             if st is not None:                          # not yet: retry when the blocking resource frees
                 warp.focus_left = focus_left
                 t0 = env.now
@@ -284,7 +285,7 @@ class Simulation:
                 return
             if len(warp.waits) > nwaits:
                 tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
-            gap, done = issued(ctx, pc, pre, env.now)
+            gap, done = issued(ctx, pc, pre, now)
             # Independent thread scheduling: lanes at the lowest PC run first (reconvergence), but a group that
             # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
             # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
