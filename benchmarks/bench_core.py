@@ -1,7 +1,7 @@
 """Simulation speed of the functional core on shared benchmark kernels.
 
     python benchmarks/bench_core.py [--shared ../shared/bench]
-    python benchmarks/bench_core.py --against REV [--repeat 3]    # this tree vs commit REV's code, same run
+    python benchmarks/bench_core.py --against REV|DIR [--repeat 3]    # this tree vs commit REV's code, same run
 
 Runs the nvcc-built ``gemm_tiled.sm_100a.ptx`` (64x64x64 fp32 GEMM, 16 CTAs of 256 threads) and
 ``alu_loop.sm_100a.ptx`` (128 threads x 1000 iterations), and the 64x64x64 TMA + ldmatrix + mma.sync GEMM
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,17 +120,25 @@ def parse_table(text: str) -> dict:
     return rows
 
 
+FOLDERS = ("sim", "isa", "hw", "examples", "benchmarks")
+
+
 def extract_tree(rev: str, dest: Path) -> tuple[Path, Path]:
-    """Commit ``rev``'s simulator and benchmarks under ``dest``; returns (its bench_core.py, the folder to put on
-    PYTHONPATH).  A tree that installs under ``tcsim`` (pyproject's package-dir) is laid out as installed."""
-    def git(*a, **kw):
-        return subprocess.run(["git", *a], cwd=ROOT, check=True, capture_output=True, **kw).stdout
-    folders = ("sim", "isa", "hw", "examples", "benchmarks")
-    listed = [f for f in folders if git("ls-tree", "--name-only", rev, f, text=True).strip()]
+    """Commit ``rev``'s simulator and benchmarks (or those of the folder ``rev``, a copy of such a tree) under
+    ``dest``; returns (its bench_core.py, the folder to put on PYTHONPATH).  A tree that installs under ``tcsim``
+    (pyproject's package-dir) is laid out as installed."""
     src = dest / "src"
-    src.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(src)], input=git("archive", rev, *listed), check=True)
-    if '"tcsim" = "sim"' not in git("show", f"{rev}:pyproject.toml", text=True):
+    if Path(rev).is_dir():
+        shutil.copytree(rev, src, ignore=shutil.ignore_patterns("__pycache__"))
+        pyproject = (src / "pyproject.toml").read_text() if (src / "pyproject.toml").exists() else ""
+    else:
+        def git(*a, **kw):
+            return subprocess.run(["git", *a], cwd=ROOT, check=True, capture_output=True, **kw).stdout
+        listed = [f for f in FOLDERS if git("ls-tree", "--name-only", rev, f, text=True).strip()]
+        src.mkdir(parents=True)
+        subprocess.run(["tar", "-x", "-C", str(src)], input=git("archive", rev, *listed), check=True)
+        pyproject = git("show", f"{rev}:pyproject.toml", text=True)
+    if '"tcsim" = "sim"' not in pyproject:
         return src / "benchmarks" / "bench_core.py", src               # top-level sim/isa/hw/examples
     pkg = dest / "pkg" / "tcsim"
     pkg.parent.mkdir(parents=True)
@@ -174,7 +183,8 @@ def against(rev: str, shared: Path, repeat: int) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "bench"))
-    ap.add_argument("--against", metavar="REV", help="also run the simulator of git commit REV and print the ratios")
+    ap.add_argument("--against", metavar="REV", help="also run the simulator of git commit REV (or of a folder holding "
+                    "a copy of such a tree) and print the ratios")
     ap.add_argument("--repeat", type=int, default=3, help="with --against: alternating runs per side (best kept)")
     args = ap.parse_args(argv)
     shared = Path(args.shared).resolve()
