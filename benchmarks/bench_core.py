@@ -152,7 +152,7 @@ def extract_tree(rev: str, dest: Path) -> tuple[Path, Path]:
 def against(rev: str, shared: Path, repeat: int) -> int:
     with tempfile.TemporaryDirectory(prefix="tcsim-bench-") as tmp:
         old_bench, old_path = extract_tree(rev, Path(tmp))
-        sides = {rev: ([sys.executable, str(old_bench), "--shared", str(shared)], {"PYTHONPATH": str(old_path)}),
+        sides = {rev: ([sys.executable, str(old_bench), "--shared", str(shared)], {"PYTHONPATH": os.pathsep.join(p for p in (str(old_path), os.environ.get("PYTHONPATH")) if p)}),
                  "this tree": ([sys.executable, str(Path(__file__).resolve()), "--shared", str(shared)], {})}
         best: dict = {side: {} for side in sides}
         for _ in range(max(1, repeat)):
