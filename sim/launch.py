@@ -43,7 +43,11 @@ class Launch:
 
     def __post_init__(self):
         from . import lowering
-        self.lowering = lowering.check(self.lowering)
+        try:
+            self.lowering = lowering.check(self.lowering)
+        except (ValueError, TypeError) as e:
+            raise LaunchError(f"Launch lowering={self.lowering!r}: {e}",
+                              expected="a set of tcsim.lowering.VARIANTS names (each also as <variant>@<line>)") from None
         self.grid = _dim3(self.grid, "grid")
         self.block = _dim3(self.block, "block")
         self.cluster = _dim3(self.cluster, "cluster")

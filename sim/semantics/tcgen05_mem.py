@@ -151,10 +151,6 @@ def warp_quadrant(ctx) -> int:
     return (lin // WARP) % 4
 
 
-def warnings_of(sim) -> list:
-    return sim.warnings
-
-
 class Tcgen05Tmem(AgentPort):
     """Per-simulation agent: the CTA-exit hook, the cta_group::2 rendezvous and the st landing timer (a store
     lands ``cfg.tmem_st_land_latency`` cycles after issue, through the agent interface, agent 'tcgen05')."""
@@ -191,7 +187,7 @@ class Tcgen05Tmem(AgentPort):
                             + ", ".join(parts) + " never deallocated",
                             expected="tcgen05.dealloc of every allocation before the kernel exits")
         if tm.ever_allocated and not tm.relinquished:
-            warnings_of(self.sim).append(
+            self.sim.warnings.append(
                 f"warning: {cta.label} allocated TMEM but never executed tcgen05.relinquish_alloc_permit "
                 f"(alloc with no relinquish at exit); legal PTX: the relinquish only forbids later allocations")
 
@@ -221,7 +217,7 @@ class Tcgen05Tmem(AgentPort):
     def warn_once(self, key, text: str) -> None:
         if key not in self.warned:
             self.warned.add(key)
-            warnings_of(self.sim).append(text)
+            self.sim.warnings.append(text)
 
     # ---------------------------------------------------------------------------------- cta_group::2
     def pair_queue(self, cta, op: str) -> dict:

@@ -19,6 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from tcsim.isa.errors import LaunchError
 from calib.fuzz.generator import If, Ins, Loop, Program, Round, generate, module_header
 from calib.fuzz.minimize import minimize, node_ids
 from calib.fuzz.runner import (SIM_SEEDS, GpuBatch, SimPool, compare, fuzz, load_reproducer, replay_on_sim,
@@ -379,7 +380,7 @@ def test_f64_nan_swap_applies_per_instruction():
     assert everywhere[0] == everywhere[1] != plain[0]
     one = _run_pair(body, qa, qb, [f"f64-nan-swap@{line}"])
     assert one == (plain[0], everywhere[1])
-    with pytest.raises(ValueError):
+    with pytest.raises(LaunchError, match="unknown lowering variant"):
         _run_pair(body, qa, qb, ["f64-nan-swap@x"])
 
 

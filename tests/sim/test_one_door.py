@@ -215,3 +215,13 @@ def test_raw_accesses_and_host_copies_land_in_the_views():
     tm = TensorMemory(None, "cta")
     tm.write_cells(np.array([[1], [2]]), np.array([[3, 4]]), np.array([[7, 8], [9, 10]], dtype=np.uint32))
     assert tm.data[1, 3] == 7 and tm.data[2, 4] == 10
+
+
+def test_a_bad_lowering_variant_is_a_launch_error_naming_the_argument():
+    from tcsim.isa.errors import LaunchError
+    from tcsim.launch import Launch
+    head = ".version 8.5\n.target sm_90a\n.address_size 64\n"
+    assert Launch(ptx=head, lowering=["sign-ops-bitwise@7"]).lowering == frozenset({"sign-ops-bitwise@7"})
+    for bad in (["bogus"], 5):
+        with pytest.raises(LaunchError, match="lowering="):
+            Launch(ptx=head, lowering=bad)
