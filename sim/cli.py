@@ -108,11 +108,37 @@ def timing_summary(result) -> list[str]:
     return result.timing.summary_lines() if getattr(result, "timing", None) is not None else []
 
 
+def print_findings(findings, out=None) -> None:
+    """Each finding as the user sees it, then the summary line."""
+    from .findings import FindingLog
+    out = out or sys.stdout
+    for f in findings:
+        print(f.format(), file=out)
+    log = FindingLog()
+    log.items = list(findings)
+    print(f"[sim] findings: {log.summary()}", file=out)
+
+
+def _finish_findings(args, findings, error=None) -> None:
+    path = getattr(args, "findings", None)
+    if path:
+        from .findings import write_json
+        write_json(findings, path, error=None if error is None else str(error))
+        print(f"findings written to {path}")
+
+
 def _run_sim(mod, launch, args):
     from .launch import run_launch
 
-    result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions,
-                        timing=getattr(args, "timing", True))
+    try:
+        result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions,
+                            timing=getattr(args, "timing", True), strict=getattr(args, "strict", False))
+    except TcsimError as e:
+        found = list(getattr(e, "findings", ()))
+        if found and not getattr(args, "strict", False):
+            print_findings([f for f in found if f is not getattr(e, "finding", None)])
+        _finish_findings(args, found, e)
+        raise
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
     ok, msg = True, "no check defined"
@@ -124,6 +150,10 @@ def _run_sim(mod, launch, args):
         print(f"[sim] {line}")
     if args.trace:
         print(f"trace written to {args.trace}")
+    print_findings(result.findings)
+    _finish_findings(args, result.findings)
+    if any(f.severity != "lint" for f in result.findings):
+        ok = False
     return ok, result
 
 
@@ -294,6 +324,11 @@ def main(argv=None) -> int:
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",
                        help="1-cycle-per-instruction model (faster; same results)")
+        p.add_argument("--strict", action="store_true",
+                       help="stop at the first finding (a sync bug or hazard), where it happens (pdb-friendly); "
+                            "default: report each distinct finding once and run to the end")
+        p.add_argument("--findings", metavar="OUT.json", default=None,
+                       help="write the findings as JSON for tools")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
 

@@ -86,6 +86,20 @@ class ExecContext:
     def lane_ids(self, mask=None) -> np.ndarray:
         return np.nonzero(self.mask if mask is None else mask)[0]
 
+    # ------------------------------------------------------------------------------------------ findings
+    def side(self, *, proxy: str | None = None, where: str | None = None, mask=None, what: str | None = None):
+        """This warp's current instruction as one side of a finding (:class:`tcsim.findings.Access`)."""
+        from .findings import Access
+        m = self.mask if mask is None else mask
+        ins = self.ins
+        return Access(what=what or (str(ins) if ins is not None else "?"), loc=None if ins is None else ins.loc,
+                      cta=self.cta.ctaid, warp=self.warp.id, lanes=lanes_str(m), proxy=proxy, unit="warp",
+                      where=where, cycle=float(self.env.now))
+
+    def report(self, finding) -> None:
+        """Report a :class:`tcsim.findings.Finding` (sanitizer mode records it; strict mode raises here)."""
+        self.engine.findings.report(finding)
+
     # ------------------------------------------------------------------------------------------ registers
     def reg_array(self, name: str) -> np.ndarray:
         try:

@@ -32,6 +32,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
 from . import memory as M
 from .context import ExecContext, lanes_str
+from .findings import FindingLog
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
 from .semantics import REGISTRY, DecodeInfo, load_all
@@ -94,7 +95,7 @@ class Simulation:
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
-                 timing=False):
+                 timing=False, strict: bool = False):
         self.program = program
         self.gmem = gmem
         self.param_image = param_image
@@ -126,6 +127,9 @@ class Simulation:
         self.wall_time = 0.0
         self.stdout: list[str] = []     # lines the kernel printed (vprintf), in execution order
         self.warnings: list[str] = []   # legal-but-suspicious findings reported after the run
+        #: the run's findings (:mod:`tcsim.findings`): sanitizer mode records each and runs on; ``strict`` stops
+        #: at the first
+        self.findings = FindingLog(strict)
         from .timing.params import timing_config
         #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
         #: latencies... with their sources); ``timing`` False gives the functional preset
@@ -350,15 +354,23 @@ class Simulation:
         finally:
             self.wall_time += time.perf_counter() - t0
         if self.error is not None:
-            raise self.error
+            raise self._with_findings(self.error)
         self.finish()
+
+    def _with_findings(self, err: BaseException) -> BaseException:
+        if isinstance(err, TcsimError):
+            err.findings = list(self.findings.items)
+        return err
 
     def finish(self) -> None:
         stuck = [w for w in self.warps if w.alive.any()]
         if stuck:
-            raise self._deadlock(stuck)
-        for hook in self.finish_hooks:
-            hook(self)
+            raise self._with_findings(self._deadlock(stuck))
+        try:
+            for hook in self.finish_hooks:
+                hook(self)
+        except TcsimError as e:
+            raise self._with_findings(e)
 
     def step_instruction(self) -> bool:
         """Process events until one more warp-instruction retires; False when the run is over."""

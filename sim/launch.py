@@ -137,6 +137,7 @@ class Result:
     simulation: object = None
     notes: list = field(default_factory=list)     # isa.lint notes: PTX whose GPU result depends on ptxas
     timing: object = None                         # sim.timing.stats.TimingReport (timing on), else None
+    findings: list = field(default_factory=list)  # tcsim.findings.Finding: sync bugs / hazards found (sanitizer)
 
     def __getitem__(self, i):
         return self.outputs[i]
@@ -303,7 +304,8 @@ class Prepared:
     """A launch set up on the simulator, not yet run (shared by :func:`run_launch` and the debugger)."""
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
-                 tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False):
+                 tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
+                 strict: bool = False):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -325,7 +327,7 @@ class Prepared:
                               cluster=launch.cluster, dynamic_smem=launch.dynamic_smem, seed=seed, bus=self.bus,
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
-                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS,
+                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, strict=strict,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]))
@@ -359,11 +361,12 @@ class Prepared:
                  "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
-                      simulation=sim, notes=notes(self.module), timing=sim.timing_report())
+                      simulation=sim, notes=notes(self.module), timing=sim.timing_report(),
+                      findings=list(sim.findings.items))
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=(), timing=False, **units) -> Result:
+               observers=(), timing=False, strict: bool = False, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -372,9 +375,14 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     warp-instruction takes one cycle (fast; what functional tests use); True -- the cycle-approximate model of the
     kernel's ``.target`` (:mod:`tcsim.timing`); or an :class:`tcsim.timing.params.ArchConfig` to run under.  With
     timing on, ``Result.timing`` holds the :class:`tcsim.timing.stats.TimingReport` (per-warp stalls, unit
-    utilisation, tensor throughput).  Results of a race-free kernel are the same either way."""
+    utilisation, tensor throughput).  Results of a race-free kernel are the same either way.
+
+    Sanitizer mode (default): synchronisation bugs and hazards found on the way are recorded in
+    ``Result.findings`` (:class:`tcsim.findings.Finding`) and the run goes on; one that ends the launch on the GPU
+    (a trap, a hang) raises, with every finding so far in the exception's ``findings``.  ``strict=True`` raises
+    :class:`tcsim.findings.FindingError` at the first finding."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, **units)
+                    timing=timing, strict=strict, **units)
     try:
         prep.sim.run()
     finally:
