@@ -32,6 +32,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
 from . import memory as M
 from .context import ExecContext, lanes_str
+from .convergence import ALL, Reachability, collective_members
 from .findings import FindingLog
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
@@ -140,6 +141,10 @@ class Simulation:
             from .timing.functional import FunctionalModel as Model
         #: the issue model the warps consult (TimingModel, or FunctionalModel: one cycle per warp-instruction)
         self.timing = Model(self, self.arch_config)
+        #: per PC: None, or the lanes a warp-collective .sync instruction waits for (tcsim.convergence)
+        self.collective = [collective_members(ins) for ins in program.body]
+        fn = program.kernel
+        self.reach = Reachability(program.body, fn.labels, getattr(fn, "branch_targets", {}) or {})
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -223,11 +228,18 @@ class Simulation:
         warp.focus = None
         warp.focus_left = 0
         warp.spin = 0
+        collective = self.collective
         while True:
-            runnable = warp.alive & ~warp.waiting
+            runnable = warp.alive & ~warp.waiting & ~warp.parked
             if not runnable.any():
                 if not warp.alive.any():
                     return
+                if warp.parked.any() and not (warp.alive & warp.waiting).any():
+                    # only parked lanes are left: their siblings can never arrive; the lowest group runs and its
+                    # semantics report the divergence
+                    warp.force_pc = int(pcs_min(warp.pc, warp.parked))
+                    warp.parked &= ~(warp.pc == warp.force_pc)
+                    continue
                 warp.wake_event = env.event()
                 blocked_at, waits_before = env.now, list(warp.waits)
                 yield warp.wake_event
@@ -257,6 +269,10 @@ class Simulation:
                                 body[-1].loc if body else None, where=warp.label)
                 self._fail(err)
                 return
+            if collective[pc] is not None:
+                group = self._converge(warp, pc, group, collective[pc])
+                if group is None:                       # parked: the rest of the warp runs first
+                    continue
             now = env.now                               # (the semantics below cannot advance it)
             st = stall(warp, pc, now)
             if st is not None:                          # not yet: retry when the blocking resource frees
@@ -319,6 +335,47 @@ class Simulation:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
             yield env.timeout(gap + self._issue_delay() - 1 + ctx.extra_delay)
+
+    def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
+        """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None
+        when they park there until the rest of the warp's member lanes arrive (tcsim.convergence)."""
+        g = group | (warp.parked & (warp.pc == pc))
+        if warp.force_pc == pc:
+            warp.force_pc = None
+            warp.parked &= ~g
+            return g
+        if members is ALL:
+            need = warp.alive.copy()
+        else:
+            need = self._member_lanes(warp, g, members) & warp.alive
+        absent = need & ~g
+        if absent.any() and self._can_arrive(warp, absent, pc):
+            warp.parked |= g
+            return None
+        warp.parked &= ~g
+        return g
+
+    @staticmethod
+    def _member_lanes(warp: Warp, g: np.ndarray, op) -> np.ndarray:
+        """Union of the member masks of the lanes ``g`` (raw register bits; the semantics validate them)."""
+        if isinstance(op, ir.Imm) and op.kind == "int":
+            m = int(op.value) & 0xFFFFFFFF
+        elif isinstance(op, ir.Reg) and op.name in warp.regs and warp.regs[op.name].dtype != np.bool_:
+            vals = warp.regs[op.name][g].astype(np.uint64) & np.uint64(0xFFFFFFFF)
+            m = int(np.bitwise_or.reduce(vals)) if vals.size else 0
+        else:
+            m = 0xFFFFFFFF
+        return ((np.uint32(m) >> np.arange(WARP, dtype=np.uint32)) & 1).astype(bool)
+
+    def _can_arrive(self, warp: Warp, absent: np.ndarray, pc: int) -> bool:
+        """Every absent member lane may still reach ``pc``: it is running or blocked at a PC from which the CFG
+        leads to ``pc`` (a lane parked at another collective cannot move until this group does)."""
+        for lane in np.nonzero(absent)[0]:
+            if warp.parked[lane]:
+                return False
+            if not self.reach.reaches(int(warp.pc[lane]), pc):
+                return False
+        return True
 
     def exit_lanes(self, warp: Warp, lanes: np.ndarray) -> None:
         lanes = lanes & warp.alive
@@ -402,7 +459,15 @@ class Simulation:
                     at = f" at {prev.loc}"
                     loc = loc or prev.loc
                 lines.append(f"{w.label} {lanes_str(wait.mask)}{at}: {reason}")
-            idle = w.alive & ~w.waiting
+            parked = w.alive & w.parked
+            for ppc in sorted(set(int(x) for x in w.pc[parked])):
+                sel = parked & (w.pc == ppc)
+                ins = self.program.body[ppc]
+                loc = loc or ins.loc
+                others = w.alive & ~sel
+                lines.append(f"{w.label} {lanes_str(sel)} at {ins.loc}: wait at the warp-collective `{ins}` for "
+                             f"{lanes_str(others)} of the warp to reach it")
+            idle = w.alive & ~w.waiting & ~w.parked
             if idle.any():
                 lines.append(f"{w.label} {lanes_str(idle)}: runnable but never scheduled (engine bug?)")
         return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines),
@@ -517,6 +582,10 @@ class Simulation:
         if name.startswith("%envreg") or name.startswith("%pm") or name.startswith("%reserved_smem"):
             return full(0)
         raise UnsupportedError(f"special register {sreg} is not supported")
+
+
+def pcs_min(pcs: np.ndarray, mask: np.ndarray) -> int:
+    return int(pcs[mask].min())
 
 
 class _Stop(Exception):

@@ -148,6 +148,10 @@ class Warp:
         self.alive = self.valid.copy()
         self.waiting = np.zeros(WARP, dtype=bool)
         self.waits: list = []          # active Wait records
+        #: lanes parked at a warp-collective .sync instruction until the rest of the warp reaches it
+        #: (tcsim.convergence; the engine parks and releases them)
+        self.parked = np.zeros(WARP, dtype=bool)
+        self.force_pc: int | None = None   # a parked group that must run now (its siblings can never come)
         self.pc = np.zeros(WARP, dtype=np.int64)
         self.tid = tids                # (32, 3) int array
         self.retired = 0

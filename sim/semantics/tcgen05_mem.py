@@ -267,16 +267,35 @@ def _decode_alloc_family(ins, info):
 
 
 def _dst_offset(ctx, dst: ir.Address, has_space: bool) -> int:
-    """SMEM offset (in the executing CTA) of the alloc's destination word; the same for every lane."""
+    """SMEM offset (in the executing CTA) of the alloc's destination word; the same for every lane.
+
+    What ptxas does with the operand (ptxas 13.0, SASS read back with nvdisasm): the alloc's address store is an
+    ``STS`` through the *low 32 bits* of the operand register.  A generic address of shared memory is
+    ``SR_SWINHI << 32 | shared address`` on sm_100a (the generic shared window is 4 GiB aligned, so its low 32 bits
+    are the ``.shared::cta`` address, CTA-id bits included; tcsim's window :data:`tcsim.memory.SHARED_WINDOW` has the
+    same property).  So a generic address given to ``.shared::cta`` (ThunderKittens passes
+    ``reinterpret_cast<uint64_t>(&smem_word)``) stores to the right word on the GPU; tcsim takes the low 32 bits as
+    ptxas does and reports a lint note, since PTX ISA 9.1 §9.7.16.7.1 makes ``dst`` a ``.shared::cta`` address when
+    the state space is given, and "if the address specified by dst does not fall within the address window of
+    .shared::cta state space then the behavior is undefined" for the generic form."""
     a = ctx.address(dst)
     addr = _uniform(ctx, a, "tcgen05.alloc destination address")
     if not has_space and isinstance(dst.base, ir.Sym) and ctx.symbol_space(dst.base.name) == "shared":
         has_space = True          # [smem_var] names the variable's own (shared) address
-    if not has_space:
-        if not M.SHARED_WINDOW <= addr < M.SHARED_WINDOW + M.WINDOW_SIZE:
-            raise MemoryFault(f"tcgen05.alloc destination 0x{addr:x} is not a shared-memory address",
-                              expected="a generic address in the executing CTA's .shared::cta window")
-        addr -= M.SHARED_WINDOW
+    low = addr & 0xFFFFFFFF
+    in_window = M.SHARED_WINDOW <= addr < M.SHARED_WINDOW + M.WINDOW_SIZE
+    if has_space and addr >> 32:
+        _lint_truncated(ctx, addr, low, ".shared::cta",
+                        "PTX ISA 9.1 §9.7.16.7.1: with .shared::cta the dst operand is an address in the "
+                        ".shared::cta state space, not a generic address" + ("" if in_window else
+                                                                             " (and this value is not even in the "
+                                                                             "generic shared window)"))
+    elif not has_space and not in_window:
+        _lint_truncated(ctx, addr, low, "generic",
+                        "PTX ISA 9.1 §9.7.16.7.1: with no state space Generic Addressing is used, and \"if the address "
+                        "specified by dst does not fall within the address window of .shared::cta state space then "
+                        "the behavior is undefined\"")
+    addr = low
     rank, off = (int(x[0]) for x in M.split_shared(np.asarray([addr], dtype=np.uint64)))
     if rank != ctx.rank:
         raise MemoryFault(f"tcgen05.alloc destination 0x{addr:x} belongs to cluster rank {rank}, not to the "
@@ -285,6 +304,20 @@ def _dst_offset(ctx, dst: ir.Address, has_space: bool) -> int:
         raise MemoryFault(f"misaligned tcgen05.alloc destination 0x{addr:x}", expected="a 4-byte aligned address")
     ctx.smem_check(off, 4, "tcgen05.alloc destination")
     return off
+
+
+def _lint_truncated(ctx, addr: int, low: int, form: str, rule: str) -> None:
+    """Lint note: ptxas used the low 32 bits of an address operand (see :func:`_dst_offset`)."""
+    from ..findings import Finding
+    what = ctx.ins.full_opcode if ctx.ins is not None else "tcgen05.alloc"
+    ctx.report(Finding(
+        13, f"{what} [dst] = 0x{addr:x} is not a {'.shared::cta' if form != 'generic' else 'generic shared'} "
+            f"address; ptxas stores the TMEM address through its low 32 bits, 0x{low:x} (tcsim does the same)",
+        sides=(ctx.side(where=f"SMEM word 0x{low:x}"),), severity="lint",
+        missing=rule,
+        fix=("pass the 32-bit shared address (__cvta_generic_to_shared / cvta.to.shared) to the .shared::cta form"
+             if form != "generic" else "pass the generic address of the shared word (cvta.shared), or use "
+                                       ".shared::cta with a shared address")))
 
 
 def _write_taddr(ctx, lane_mask: np.ndarray, off: int, col: int, loc) -> None:

@@ -467,6 +467,31 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
 
 
 # ---------------------------------------------------------------------------------------------- commit
+def _commit_generic(ctx, a: int, lane: int) -> int:
+    """The ``.shared::cluster`` address ptxas makes of a generic ``[mbar]`` operand: its low 32 bits.
+
+    ptxas 13.0 (SASS read back with nvdisasm) feeds ``UTCBAR`` the low 32 bits of the operand register for the
+    generic form, whether the register is 64-bit or 32-bit: a generic shared address is ``SR_SWINHI << 32 | shared
+    address`` (4 GiB-aligned window, as tcsim's :data:`tcsim.memory.SHARED_WINDOW`), so its low half is the shared
+    address.  ThunderKittens passes ``__cvta_generic_to_shared(&bar)`` (a shared address, not a generic one) to the
+    generic form and it works on B200 for that reason.  PTX ISA 9.1 §9.7.16.12.1 (tcgen05.commit): "If no state
+    space is specified then Generic Addressing is used. If the address specified by mbar does not fall within the
+    address window of .shared::cluster state space then the behavior is undefined" -- such a value gets a lint note
+    (severity 'lint', never a stop) and the low 32 bits are used, as on the GPU."""
+    if M.SHARED_WINDOW <= a < M.SHARED_WINDOW + M.WINDOW_SIZE:
+        return a - M.SHARED_WINDOW
+    low = a & 0xFFFFFFFF
+    from ..findings import Finding
+    ctx.report(Finding(
+        0, f"{ctx.ins.full_opcode} [mbar] = 0x{a:x} (lane {lane}) is not a generic address of shared memory; ptxas "
+           f"passes its low 32 bits, 0x{low:x}, to the commit as a .shared::cluster address (tcsim does the same)",
+        sides=(ctx.side(where=f"mbarrier at shared address 0x{low:x}"),), severity="lint",
+        missing="PTX ISA 9.1 §9.7.16.12.1: with no state space [mbar] is a generic address, and one outside the "
+                ".shared::cluster window is undefined behaviour",
+        fix="add .shared::cluster to the commit when passing a shared address (or pass the generic address)"))
+    return low
+
+
 @semantics("tcgen05.commit")
 def decode_commit(ins, info):
     """PTX ISA §9.7.16.12.1 tcgen05.commit.cta_group::N.mbarrier::arrive::one{.shared::cluster}
@@ -489,11 +514,7 @@ def decode_commit(ins, info):
             lane = int(lane)
             a = int(addrs[lane])
             if form.space == "generic":
-                if not M.SHARED_WINDOW <= a < M.SHARED_WINDOW + M.WINDOW_SIZE:
-                    raise MemoryFault(f"tcgen05.commit [mbar] = 0x{a:x} (lane {lane}) is not a generic address of "
-                                      f"shared memory", expected="the generic (cvta) address of an mbarrier in "
-                                                                  "shared memory, or .shared::cluster")
-                a -= M.SHARED_WINDOW
+                a = _commit_generic(ctx, a, lane)
             mcta, off = shared_target(ctx, a, "shared::cluster", "tcgen05.commit [mbar]", lane)
             targets = cta_mask_targets(ctx, int(cmask[lane]), lane) if cmask is not None else [mcta]
             for t in targets:
