@@ -61,6 +61,11 @@ class TensorMemory:
         self.sites: dict[int, str] = {}                             # start column -> "where allocated"
         self.ever_allocated = False
         self.pending: list[PendingStore] = []                       # tcgen05.st not yet landed, issue order
+        #: class-13 bookkeeping (tcsim.race.tmem_alloc): the alloc that made each allocation (start column ->
+        #: tcsim.findings.Access), the dealloc that last freed each 32-column unit, the relinquish
+        self.alloc_sides: dict = {}
+        self.freed_sides: dict = {}
+        self.relinquish_side = None
         self._waiters: list = []                                    # callables retry() -> bool
 
     # ------------------------------------------------------------------------------------------ allocator
@@ -128,20 +133,34 @@ class TensorMemory:
     def waiting(self) -> int:
         return len(self._waiters)
 
-    def check_free(self, col: int, ncols: int) -> None:
-        """SyncError unless ``[col, col + ncols)`` is exactly one current allocation."""
-        self.check_ncols(ncols)
-        if self.allocations.get(col) != ncols:
-            held = ", ".join(f"[{c}, {c + n})" for c, n in sorted(self.allocations.items())) or "none"
-            raise SyncError(f"tcgen05.dealloc of columns [{col}, {col + ncols}) in {self.label}, which is not "
-                            f"an allocation (double free or wrong size?); allocated: {held}",
-                            expected="the address and column count returned by a matching tcgen05.alloc")
+    def dealloc_problem(self, col: int, ncols: int):
+        """What is wrong with freeing ``[col, col + ncols)``, as the GPU sees it, or None.
+
+        ptxas 13.0 lowers ``tcgen05.dealloc`` to a check against two per-CTA bitmasks it keeps in reserved shared
+        memory -- the allocated 32-column units and the start units returned by alloc -- then frees the units
+        (SASS read back with nvdisasm): units not all allocated -> ``'unallocated'`` (it calls
+        ``..._guardrail_trap_unallocated_columns_being_dealloced``: a trap); a start unit that no alloc returned
+        -> ``'not_start'`` (``..._trap_col_being_dealloced_not_returned_by_alloc``: a trap); a valid start with
+        another column count -> ``'size'`` (no check: exactly the named units are freed)."""
+        if col < 0 or col + ncols > COLUMNS or col % UNIT:
+            return "unallocated"
+        units = self.owner[col // UNIT:(col + ncols) // UNIT]
+        if (units < 0).any():
+            return "unallocated"
+        if col not in self.allocations:
+            return "not_start"
+        if self.allocations[col] != ncols:
+            return "size"
+        return None
 
     def free(self, col: int, ncols: int) -> None:
-        self.check_free(col, ncols)
-        del self.allocations[col]
-        self.sites.pop(col, None)
-        self.owner[col // UNIT:(col + ncols) // UNIT] = -1
+        """Free exactly the 32-column units of ``[col, col + ncols)`` (what the GPU does, see
+        :meth:`dealloc_problem`): allocations starting inside the range are gone; units of an allocation that lie
+        outside it stay allocated (a leak unless freed by a later dealloc naming them)."""
+        u0, u1 = col // UNIT, (col + ncols) // UNIT
+        for start in [c for c in self.allocations if col <= c < col + ncols]:
+            del self.allocations[start]      # (sites / alloc_sides stay: leftover units still name their alloc)
+        self.owner[u0:u1] = -1
         self.service_waiters()
 
     def service_waiters(self) -> None:
@@ -154,7 +173,25 @@ class TensorMemory:
         self.relinquished = True
 
     def leaks(self) -> list[tuple[int, int]]:
-        return sorted(self.allocations.items())
+        """(start column, ncols) of every run of still-allocated columns (one per owning allocation)."""
+        out = []
+        u = 0
+        n = COLUMNS // UNIT
+        while u < n:
+            o = int(self.owner[u])
+            if o < 0:
+                u += 1
+                continue
+            v = u
+            while v < n and int(self.owner[v]) == o:
+                v += 1
+            out.append((u * UNIT, (v - u) * UNIT))
+            u = v
+        return out
+
+    def owner_of(self, col: int) -> int:
+        """Start column of the allocation that owns column ``col`` (-1 if free)."""
+        return int(self.owner[col // UNIT])
 
     # ------------------------------------------------------------------------------------------ access checks
     def check_allocated(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str) -> None:
@@ -212,7 +249,7 @@ class TensorMemory:
         if st in self.pending:
             self.pending.remove(st)
         bad = self.unallocated_columns(st.cols)
-        if bad:
+        if bad and not st.unallocated_at_issue:     # (an access to unallocated columns is reported at issue)
             raise MemoryFault(f"{st.what} issued by {st.issuer} at cycle {st.issued_at:g} completed after TMEM "
                               f"columns [{bad[0]}, {bad[0] + UNIT}) of {self.label} were deallocated",
                               expected="tcgen05.wait::st before the columns are deallocated")
@@ -259,6 +296,7 @@ class PendingStore:
     due: float = 0.0
     done: object = None         # simpy event fired when it lands
     landed: bool = False
+    unallocated_at_issue: bool = False  # columns were not allocated when it issued (class 13, reported then)
     lane_lo: int = field(init=False, default=0)
     lane_hi: int = field(init=False, default=0)
     col_lo: int = field(init=False, default=0)

@@ -87,7 +87,8 @@ from .. import memory as M
 from ..agents.port import AgentPort
 from ..context import lanes_str
 from ..machine import WARP
-from ..tmem import PendingStore, make_taddr, split_taddr, tmem_of
+from ..race import tmem_alloc as T13
+from ..tmem import UNIT, PendingStore, make_taddr, split_taddr, tmem_of
 from .registry import semantics
 
 
@@ -168,6 +169,8 @@ class Tcgen05Tmem(AgentPort):
         self.rendezvous: dict = {}        # (cluster id, even rank, op) -> {0: [arrivals], 1: [arrivals]}
         self.warned: set = set()
         self.warp_pending: dict = {}      # warp -> its tcgen05.st not yet landed, in issue order
+        self.last_exit: dict = {}         # cta -> the exit/ret of its last exiting lanes (finding side)
+        sim.exit_hooks.append(self.on_exit)
         sim.cta_exit_hooks.append(self.on_cta_exit)
 
     @classmethod
@@ -175,17 +178,20 @@ class Tcgen05Tmem(AgentPort):
         return ctx.agent("tcgen05.tmem", lambda sim: cls(sim, sim.arch_config))
 
     # ---------------------------------------------------------------------------------- exit checks
+    def on_exit(self, warp, lanes) -> None:
+        ctx = warp.ctx
+        if ctx is not None and ctx.ins is not None:
+            self.last_exit[warp.cta] = ctx.side(mask=lanes)
+
     def on_cta_exit(self, cta) -> None:
+        """Class 13 leak finding per allocation still held (tcsim.race.tmem_alloc: what the GPU does)."""
         tm = cta.tmem
         if tm is None:
             return
-        leaks = tm.leaks()
-        if leaks:
-            parts = [f"[{c}, {c + n})" + (f" (allocated at {tm.sites[c]})" if c in tm.sites else "")
-                     for c, n in leaks]
-            raise SyncError(f"{cta.label} exited with TMEM columns still allocated: tcgen05.alloc of "
-                            + ", ".join(parts) + " never deallocated",
-                            expected="tcgen05.dealloc of every allocation before the kernel exits")
+        for c, n in tm.leaks():
+            o = tm.owner_of(c)
+            self.sim.findings.report(T13.leak(tm, tm.alloc_sides.get(o), self.last_exit.get(cta), c, n,
+                                              tm.sites.get(o)))
         if tm.ever_allocated and not tm.relinquished:
             self.sim.warnings.append(
                 f"warning: {cta.label} allocated TMEM but never executed tcgen05.relinquish_alloc_permit "
@@ -357,18 +363,21 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
         ncols = _ncols_value(ctx, ncols_op)
         off = _dst_offset(ctx, dst, has_space)
         tm = ctx.tmem
-        _check_request(tm, ncols, what)
+        _check_request(ctx, tm, ncols, what)
         site = f"{ins.loc} by {ctx.warp.label}"
+        side = ctx.side(where=f"{ncols} TMEM columns")
         lanes = ctx.mask.copy()
         if group == 1:
-            col = tm.try_alloc(ncols)
+            col = tm.try_alloc(ncols, check_permit=False)
             if col is not None:
                 tm.sites[col] = site
+                tm.alloc_sides[col] = side
                 ctx.emit_sync("tcgen05.alloc", ncols=ncols, col=col, cta_group=1)
                 _write_taddr(ctx, lanes, off, col, ins.loc)
                 return
             ev = tm.alloc_event(ncols)
-            ev.callbacks.append(lambda e, tm=tm, site=site: tm.sites.__setitem__(e.value, site))
+            ev.callbacks.append(lambda e, tm=tm, site=site, side=side: (tm.sites.__setitem__(e.value, site),
+                                                                        tm.alloc_sides.__setitem__(e.value, side)))
             ctx.emit_sync("tcgen05.alloc", ncols=ncols, blocked=True, cta_group=1)
             ctx.block(lanes, ev, lambda tm=tm, n=ncols: f"tcgen05.alloc of {n} columns waits for free TMEM "
                                                         f"columns; {tm.describe()}",
@@ -379,7 +388,7 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
         side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "alloc")
         ev = ctx.env.event()
-        me = dict(ctx=ctx, cta=ctx.cta, ncols=ncols, event=ev, site=site, loc=ins.loc)
+        me = dict(ctx=ctx, cta=ctx.cta, ncols=ncols, event=ev, site=site, loc=ins.loc, side=side)
         ctx.emit_sync("tcgen05.alloc", ncols=ncols, cta_group=2, side=side)
         if q[1 - side]:
             other = q[1 - side].pop(0)
@@ -395,13 +404,14 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
     return run
 
 
-def _check_request(tm, ncols: int, what: str) -> None:
+def _check_request(ctx, tm, ncols: int, what: str) -> None:
+    """nCols in range (SyncError: the request has no meaning), the permit (class 13, a trap on the GPU) and the
+    no-growth rule (class 13 warning; tcsim.race.tmem_alloc)."""
     tm.check_ncols(ncols)
-    tm.check_permit(what)
+    if tm.relinquished:
+        ctx.report(T13.alloc_after_relinquish(tm, ctx.side(), what))
     if tm.last_request is not None and ncols > tm.last_request:
-        raise SyncError(f"{what} of {ncols} columns in {tm.label} follows an allocation of {tm.last_request} "
-                        f"columns; the number of columns must not increase between allocations of a CTA",
-                        expected=f"nCols <= {tm.last_request} (PTX ISA 9.1 §9.7.16.7.1)")
+        ctx.report(T13.growing_ncols(tm, ctx.side(), what, ncols, tm.last_request))
     tm.last_request = ncols
 
 
@@ -421,6 +431,7 @@ def _pair_alloc(agent, a: dict, b: dict) -> None:
         ta.claim(col, n)
         tb.claim(col, n)
         ta.sites[col], tb.sites[col] = a["site"], b["site"]
+        ta.alloc_sides[col], tb.alloc_sides[col] = a["side"], b["side"]
         state["done"] = True
         a["event"].succeed(col)
         b["event"].succeed(col)
@@ -445,11 +456,21 @@ def _taddr_value(ctx, op) -> tuple[int, int]:
     return split_taddr(v)
 
 
-def _dealloc_checks(tm, lane: int, col: int, ncols: int, what: str) -> None:
-    if lane != 0:
-        raise SyncError(f"{what} of address 0x{make_taddr(lane, col):08x}: lane field {lane} is not 0",
-                        expected="the address written by tcgen05.alloc (lane field 0)")
-    tm.check_free(col, ncols)
+def _dealloc_checks(tm, lane: int, col: int, ncols: int, what: str, ctx=None, side=None) -> None:
+    """Class 13 findings of a dealloc (tcsim.race.tmem_alloc says what the GPU does with each), then the
+    tcgen05.st-in-flight check."""
+    tm.check_ncols(ncols)
+    report = ctx.report if ctx is not None else None
+    if side is None and ctx is not None:
+        side = ctx.side(where=T13.cols(col, ncols))
+    if lane != 0 and report is not None:
+        report(T13.lane_field(tm, side, what, lane, col))
+    kind = tm.dealloc_problem(col, ncols)
+    if kind is not None:
+        f = T13.bad_dealloc(tm, side, what, col, ncols, kind)
+        if report is None:
+            raise SyncError(f.message, expected=f.fix)
+        report(f)
     busy = tm.pending_in_columns(col, ncols)
     if busy:
         st = busy[0]
@@ -468,16 +489,17 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
         lane, col = _taddr_value(ctx, taddr_op)
         ncols = _ncols_value(ctx, ncols_op)
         tm = ctx.tmem
-        _dealloc_checks(tm, lane, col, ncols, what)
+        dside = ctx.side(where=T13.cols(col, ncols))
+        _dealloc_checks(tm, lane, col, ncols, what, ctx, dside)
         if group == 1:
-            tm.free(col, ncols)
+            _free(tm, col, ncols, dside)
             ctx.emit_sync("tcgen05.dealloc", col=col, ncols=ncols, cta_group=1)
             return
         peer = _peer_of(ctx, what)
         side = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "dealloc")
         ev = ctx.env.event()
-        me = dict(cta=ctx.cta, col=col, ncols=ncols, event=ev, loc=ins.loc)
+        me = dict(cta=ctx.cta, col=col, ncols=ncols, event=ev, loc=ins.loc, side=dside)
         ctx.emit_sync("tcgen05.dealloc", col=col, ncols=ncols, cta_group=2, side=side)
         if q[1 - side]:
             other = q[1 - side].pop(0)
@@ -486,9 +508,9 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
                                 f"{other['cta'].label} frees [{other['col']}, {other['col'] + other['ncols']}) "
                                 f"(at {other['loc']})", expected="the same address and nCols on both CTAs of the pair")
             # re-check the peer side now (it may have changed while it waited)
-            _dealloc_checks(tmem_of(other["cta"]), 0, col, ncols, what)
-            tm.free(col, ncols)
-            tmem_of(other["cta"]).free(col, ncols)
+            _dealloc_checks(tmem_of(other["cta"]), 0, col, ncols, what, ctx, other["side"])
+            _free(tm, col, ncols, dside)
+            _free(tmem_of(other["cta"]), col, ncols, other["side"])
             other["event"].succeed(col)
             ev.succeed(col)
         else:
@@ -499,6 +521,16 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
     return run
 
 
+def _free(tm, col: int, ncols: int, side) -> None:
+    """Free the 32-column units of ``[col, col + ncols)`` that are allocated (the GPU frees exactly the named
+    units) and remember the dealloc that freed each."""
+    lo, hi = max(col, 0), min(col + ncols, 512)
+    if hi > lo:
+        tm.free(lo, hi - lo)
+        for u in range(lo // UNIT, hi // UNIT):
+            tm.freed_sides[u] = side
+
+
 def _run_relinquish(ins, group):
     what = f"tcgen05.relinquish_alloc_permit.cta_group::{group}"
 
@@ -507,6 +539,8 @@ def _run_relinquish(ins, group):
             return
         Tcgen05Tmem.of(ctx)
         ctx.tmem.relinquish()
+        if ctx.tmem.relinquish_side is None:
+            ctx.tmem.relinquish_side = ctx.side()
         ctx.emit_sync("tcgen05.relinquish_alloc_permit", cta_group=group)
     return run
 
@@ -548,10 +582,10 @@ class _LdSt:
         cols = col0 + self.col_off
         touched = cols if not self.pack else np.concatenate([cols, cols + 1], axis=1)
         bad = tm.unallocated_columns(touched)
-        if bad:
-            raise MemoryFault(f"{what} touches TMEM columns [{col0 + self.col_lo}, {col0 + self.col_hi + 1}) of "
-                              f"{tm.label}, but columns [{bad[0]}, {bad[0] + 32}) are not allocated",
-                              expected="tcgen05.alloc before any TMEM access, and no access after dealloc")
+        if bad:         # class 13; the GPU reaches the physical cells (tcsim.race.tmem_alloc), so does tcsim
+            span = T13.cols(col0 + self.col_lo, self.col_hi - self.col_lo + 1)
+            ctx.report(T13.unallocated_access(tm, ctx.side(proxy="async", where=f"{span} of {tm.label}"), what,
+                                              col0 + self.col_lo, col0 + self.col_hi + 1, bad[0]))
         return tm, lanes, cols
 
     def run_ld(self, ctx):
@@ -592,7 +626,8 @@ class _LdSt:
             c = np.stack([c, c + 1], axis=1).ravel()
             v = np.stack([v & np.uint32(0xFFFF), v >> np.uint32(16)], axis=1).ravel()
         st = PendingStore(lanes=l.astype(np.int64), cols=c.astype(np.int64), values=v.astype(np.uint32),
-                          what=self.name, issuer=ctx.warp.label, warp=ctx.warp, loc=self.loc, pc=ctx.pc)
+                          what=self.name, issuer=ctx.warp.label, warp=ctx.warp, loc=self.loc, pc=ctx.pc,
+                          unallocated_at_issue=bool(tm.unallocated_columns(c)))
         agent.submit_store(ctx.cta, st)
         pend = agent.warp_pending.setdefault(ctx.warp, [])
         pend[:] = [p for p in pend if not p.landed]
