@@ -218,8 +218,9 @@ def test_lanes_held_at_a_later_collective_while_others_wait_at_an_earlier_one():
 
 
 def test_shfl_sync_waits_for_its_member_lanes():
-    """The mechanism is not tcgen05-specific: lanes of a full-mask shfl.sync that arrive while lane 0 is still
-    blocked in an mbarrier wait take part together once lane 0 comes."""
+    """The mechanism is not tcgen05-specific: lanes 1-31 of warp 0 reach a full-mask shfl.sync while lane 0 is
+    blocked on an mbarrier that warp 1 completes later; they wait, and all 32 lanes shuffle together (lane 0's
+    value reaches every lane)."""
     text = """.version 8.7
 .target sm_100a
 .address_size 64
@@ -235,8 +236,14 @@ def test_shfl_sync_waits_for_its_member_lanes():
   setp.eq.u32 %p1, %r0, 0;
   @%p1 mbarrier.init.shared::cta.b64 [bar], 1;
   bar.sync 0;
-  @!%p1 bra JOIN;
+  setp.eq.u32 %p3, %r0, 32;
+  @!%p3 bra NOARRIVE;
+  nanosleep.u32 2000;
   mbarrier.arrive.shared::cta.b64 %rd1, [bar];
+NOARRIVE:
+  setp.ge.u32 %p3, %r0, 32;
+  @%p3 bra DONE;
+  @!%p1 bra JOIN;
 WAIT:
   mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
   @!%p2 bra WAIT;
@@ -246,10 +253,12 @@ JOIN:
   mul.wide.u32 %rd2, %r0, 4;
   add.u64 %rd3, %rd0, %rd2;
   st.global.u32 [%rd3], %r2;
+DONE:
   ret;
 }
 """
     assert_ptxas(text)
     for timing, seed in SCHEDULES:
-        res = run(text, timing, seed)
-        assert np.array_equal(res.outputs[0], np.full(32, 100, np.uint32))
+        out = np.zeros(32, np.uint32)
+        res = run_launch(Launch(ptx=text, block=(64, 1, 1), args=[out]), seed=seed, timing=timing)
+        assert np.array_equal(res.outputs[0], np.full(32, 100, np.uint32)) and res.findings == []
