@@ -546,10 +546,11 @@ class ExecContext:
     def exit_lanes(self, lanes: np.ndarray) -> None:
         self.engine.exit_lanes(self.warp, lanes)
 
-    def block(self, lanes: np.ndarray, event, reason: str, on_release=None) -> None:
-        """Suspend ``lanes`` until ``event`` fires; ``on_release(value)`` runs then (e.g. to write results)."""
+    def block(self, lanes: np.ndarray, event, reason: str, on_release=None, cause=None) -> None:
+        """Suspend ``lanes`` until ``event`` fires; ``on_release(value)`` runs then (e.g. to write results);
+        ``cause() -> Finding | None`` explains a wait that never ends, if the run deadlocks."""
         w = self.warp
-        wait = Wait(w, lanes, event, reason, on_release)
+        wait = Wait(w, lanes, event, reason, on_release, cause)
         w.waiting |= lanes
         w.waits.append(wait)
 

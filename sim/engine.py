@@ -449,9 +449,13 @@ class Simulation:
     def _deadlock(self, stuck) -> DeadlockError:
         lines = []
         loc = None
+        causes = []
         for w in stuck:
             for wait in w.waits:
                 reason = wait.reason() if callable(wait.reason) else wait.reason
+                f = wait.cause() if wait.cause is not None else None
+                if f is not None and all(f.key != c.key for c in causes):
+                    causes.append(f)
                 ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None
                 at = ""
                 if ins is not None:
@@ -470,7 +474,16 @@ class Simulation:
             idle = w.alive & ~w.waiting & ~w.parked
             if idle.any():
                 lines.append(f"{w.label} {lanes_str(idle)}: runnable but never scheduled (engine bug?)")
-        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines),
+        why = ""
+        for f in causes:
+            try:
+                self.findings.report(f)
+            except TcsimError:
+                pass                    # (outcome 'hang': the run is over anyway; the deadlock below says so)
+        if causes:
+            why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" for f in causes) + "."
+            loc = causes[0].loc or loc
+        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
     def _runaway(self) -> RunawayError:

@@ -180,14 +180,17 @@ class Warp:
 class Wait:
     """Lanes of a warp blocked on an event (barrier, mbarrier phase, async group...)."""
 
-    __slots__ = ("warp", "mask", "event", "reason", "on_release")
+    __slots__ = ("warp", "mask", "event", "reason", "on_release", "cause")
 
-    def __init__(self, warp: Warp, mask: np.ndarray, event, reason: str, on_release=None):
+    def __init__(self, warp: Warp, mask: np.ndarray, event, reason: str, on_release=None, cause=None):
         self.warp = warp
         self.mask = mask.copy()
         self.event = event
         self.reason = reason
         self.on_release = on_release
+        #: ``cause() -> Finding | None``: why the wait can never end, asked when the run deadlocks (the finding
+        #: is recorded with outcome 'hang' and named in the deadlock report)
+        self.cause = cause
 
 
 def layout_program(module: ir.Module, kernel: ir.Function) -> dict:

@@ -146,3 +146,46 @@ def unallocated_access(tm, side: Access, what: str, c0: int, c1: int, bad: int) 
         fix=("move the access before the dealloc (after tcgen05.wait::ld / ::st)" if freed is not None else
              "allocate the columns first (tcgen05.alloc, then a thread sync and tcgen05.fence::after_thread_sync "
              "before reading the address)"))
+
+
+def unsatisfiable_alloc(tm, side: Access, ncols: int) -> Finding:
+    """At a deadlock: an alloc blocked for columns nobody frees.  The GPU's alloc retries
+    ``UTCATOMSWS.FIND_AND_SET.ALIGN`` after a ``NANOSLEEP`` for ever: a hang."""
+    held = sorted(tm.allocations.items())
+    holders = [tm.alloc_sides.get(c) for c, _ in held]
+    free = 512 - sum(n for _, n in tm.leaks())
+    desc = ", ".join(f"[{c}, {c + n})" + (f" allocated at line {s.line} by warp {s.warp}" if s is not None else "")
+                     for (c, n), s in zip(held, holders)) or "none"
+    return Finding(
+        CLS, f"tcgen05.alloc of {ncols} columns in {tm.label} can never be satisfied: {free} column(s) are free and "
+             f"no live warp will free more; held: {desc}",
+        sides=tuple(s for s in holders if s is not None) + (side,),
+        missing=f"a tcgen05.dealloc of the held columns before this alloc ({ncols} free columns aligned to {ncols} are "
+                f"needed; {SECTION}: \"The tcgen05.alloc blocks if the requested amount of Tensor Memory is not "
+                f"available\")",
+        fix="dealloc what the CTA no longer needs before allocating again, or allocate fewer columns",
+        outcome="hang")
+
+
+def peer_never_arrives(side: Access, what: str, peer_label: str) -> Finding:
+    """At a deadlock: a cta_group::2 alloc / dealloc whose peer CTA never executes the matching instruction."""
+    return Finding(
+        CLS, f"{what} waits for ever: the peer CTA {peer_label} never executes the matching {what}",
+        sides=(side,),
+        missing=f"the same {what} by one warp of the peer CTA ({SECTION}: \"When .cta_group::2 is specified, one warp "
+                f"from each of the peer CTAs must collectively perform the allocation and de-allocation\")",
+        fix="have one warp of each CTA of the pair execute the alloc / dealloc (same nCols, same address)",
+        outcome="hang")
+
+
+def pair_mismatch(first: Access, then: Access, what: str, n_first: int, n_then: int) -> Finding:
+    """cta_group::2 alloc with different nCols in the two CTAs.  In the SASS ptxas 13.0 emits, the even CTA's warp
+    allocates its own nCols for both CTAs and stores the start column to the odd CTA: the run goes on with the even
+    CTA's count (tcsim does the same)."""
+    return Finding(
+        CLS, f"{what}: the two CTAs of the pair request different column counts ({n_first} and {n_then}); the GPU "
+             f"allocates the even CTA's count for both",
+        sides=(first, then),
+        missing=f"the same nCols on both CTAs of the pair ({SECTION}: one warp from each of the peer CTAs must "
+                f"collectively perform the allocation)",
+        fix="pass the same nCols in both CTAs")

@@ -381,26 +381,32 @@ def _run_alloc(ins, dst, ncols_op, has_space, group):
             ctx.emit_sync("tcgen05.alloc", ncols=ncols, blocked=True, cta_group=1)
             ctx.block(lanes, ev, lambda tm=tm, n=ncols: f"tcgen05.alloc of {n} columns waits for free TMEM "
                                                         f"columns; {tm.describe()}",
-                      on_release=_release_writer(ctx, lanes, off, ins.loc, what))
+                      on_release=_release_writer(ctx, lanes, off, ins.loc, what),
+                      cause=lambda tm=tm, side=side, n=ncols: T13.unsatisfiable_alloc(tm, side, n))
             return
         # cta_group::2: rendezvous with the peer CTA's warp
         peer = _peer_of(ctx, what)
-        side = ctx.rank & 1
+        half = ctx.rank & 1
         q = agent.pair_queue(ctx.cta, "alloc")
         ev = ctx.env.event()
         me = dict(ctx=ctx, cta=ctx.cta, ncols=ncols, event=ev, site=site, loc=ins.loc, side=side)
-        ctx.emit_sync("tcgen05.alloc", ncols=ncols, cta_group=2, side=side)
-        if q[1 - side]:
-            other = q[1 - side].pop(0)
+        ctx.emit_sync("tcgen05.alloc", ncols=ncols, cta_group=2, side=half)
+        if q[1 - half]:
+            other = q[1 - half].pop(0)
             if other["ncols"] != ncols:
-                raise SyncError(f"{what}: this CTA requests {ncols} columns but the peer {other['cta'].label} "
-                                f"requested {other['ncols']} (at {other['loc']})",
-                                expected="the same nCols on both CTAs of the pair")
+                # ptxas 13.0's SASS: the even CTA's warp allocates (UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN with its own
+                # nCols) and stores the start to the odd CTA; the odd CTA's nCols only enters its own bookkeeping
+                ctx.report(T13.pair_mismatch(other["side"], me["side"], what, other["ncols"], ncols))
+                even = me if half == 0 else other
+                me["ncols"] = other["ncols"] = even["ncols"]
             _pair_alloc(agent, me, other)
         else:
-            q[side].append(me)
-        ctx.block(lanes, ev, lambda me=me, peer=peer, q=q, side=side: _pair_alloc_reason(me, peer, q, side),
-                  on_release=_release_writer(ctx, lanes, off, ins.loc, what))
+            q[half].append(me)
+        ctx.block(lanes, ev, lambda me=me, peer=peer, q=q, half=half: _pair_alloc_reason(me, peer, q, half),
+                  on_release=_release_writer(ctx, lanes, off, ins.loc, what),
+                  cause=lambda me=me, peer=peer, q=q, s=half: (
+                      T13.peer_never_arrives(me["side"], what, peer.label) if me in q[s] else
+                      T13.unsatisfiable_alloc(tmem_of(me["cta"]), me["side"], me["ncols"])))
     return run
 
 
@@ -517,7 +523,8 @@ def _run_dealloc(ins, taddr_op, ncols_op, group):
             q[side].append(me)
         ctx.block(ctx.mask.copy(), ev,
                   lambda me=me, peer=peer: f"{what} of columns [{me['col']}, {me['col'] + me['ncols']}) waits for "
-                                           f"the peer {peer.label} (rank {peer.rank}) to execute {what}")
+                                           f"the peer {peer.label} (rank {peer.rank}) to execute {what}",
+                  cause=lambda me=me, peer=peer: T13.peer_never_arrives(me["side"], what, peer.label))
     return run
 
 

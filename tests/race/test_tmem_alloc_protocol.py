@@ -154,3 +154,70 @@ def test_strict_mode_stops_at_a_continue_finding(timing):
     with pytest.raises(FindingError) as e:
         run_launch(Launch(ptx=text, block=(32, 1, 1), args=[np.zeros(32, np.uint32)]), timing=timing, strict=True)
     assert e.value.finding.cls == 13 and "never deallocated" in e.value.finding.message
+
+
+def test_an_alloc_nobody_can_satisfy_is_a_hang_naming_the_holder():
+    """The CTA holds all 512 columns and allocates again: the GPU's alloc spins for ever (FIND_AND_SET retried after
+    NANOSLEEP).  The deadlock report names the root cause, recorded as a class-13 finding with outcome 'hang' whose
+    sides are the holder's alloc and the blocked alloc."""
+    from tcsim.isa.errors import DeadlockError
+    first = ALLOC.format(n=512) + ADDR
+    second = "  tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], 32;\n  ld.shared.b32 %r4, [slot];\n"
+    correct = first + DEALLOC.format(a="%r1", n=512) + second + RELINQUISH + DEALLOC.format(a="%r4", n=32)
+    buggy = first + second + RELINQUISH + DEALLOC.format(a="%r4", n=32) + DEALLOC.format(a="%r1", n=512)
+    ct, bt = kernel(correct), kernel(buggy)
+    assert_ptxas(ct)
+    assert_ptxas(bt)
+    for timing, seed in SCHEDULES:
+        assert run(ct, timing, seed) == ([], None)
+        with pytest.raises(DeadlockError, match="Root cause: .class 13. tcgen05.alloc of 32 columns") as e:
+            run_launch(Launch(ptx=bt, block=(32, 1, 1), args=[np.zeros(32, np.uint32)]), seed=seed, timing=timing)
+        (f,) = [f for f in e.value.findings if f.cls == 13]
+        assert f.outcome == "hang" and f.lines == (line_of(bt, "tcgen05.alloc", 0), line_of(bt, "tcgen05.alloc", 1))
+        assert "0 column(s) are free" in f.message and "[0, 512) allocated at line" in f.message
+
+
+PAIR = """.version 8.7
+.target sm_100a
+.address_size 64
+
+.visible .entry k(.param .u64 out)
+.reqnctapercluster 2, 1, 1
+{
+  .reg .b32 %r<16>;
+  .reg .pred %p<4>;
+  .shared .align 4 .b32 slot;
+  mov.u32 %r0, %cluster_ctarank;
+  setp.eq.u32 %p1, %r0, 0;
+  selp.u32 %r5, 32, NCOLS_ODD, %p1;
+  tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [slot], %r5;
+  tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;
+  ld.shared.b32 %r1, [slot];
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r1, 32;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  ret;
+}
+"""
+
+
+def test_pair_alloc_with_different_column_counts():
+    """cta_group::2: the even CTA's warp allocates its own nCols for both (SASS: UTCATOMSWS.2CTA by the even CTA,
+    the start stored to the odd one); a class-13 finding names both alloc executions."""
+    ct, bt = PAIR.replace("NCOLS_ODD", "32"), PAIR.replace("NCOLS_ODD", "64")
+    assert_ptxas(ct)
+    assert_ptxas(bt)
+    for timing, seed in SCHEDULES:
+        out = np.zeros(4, np.uint32)
+        res = run_launch(Launch(ptx=ct, grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1), args=[out]),
+                         seed=seed, timing=timing)
+        assert res.findings == []
+        res = run_launch(Launch(ptx=bt, grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1), args=[out]),
+                         seed=seed, timing=timing)
+        (f,) = res.findings
+        assert f.cls == 13 and ("different column counts (32 and 64)" in f.message
+                                or "different column counts (64 and 32)" in f.message)
+        assert {s.cta for s in f.sides} == {(0, 0, 0), (1, 0, 0)}
+        assert f.lines == (line_of(bt, "tcgen05.alloc"),) * 2
