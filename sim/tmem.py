@@ -194,7 +194,11 @@ class TensorMemory:
         return int(self.owner[col // UNIT])
 
     # ------------------------------------------------------------------------------------------ access checks
-    def check_allocated(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str) -> None:
+    def check_allocated(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str, report=None,
+                        side=None) -> bool:
+        """MemoryFault if the box leaves the grid.  Columns not allocated: with ``report`` (the issuing warp's
+        ``ctx.report``) and ``side`` (its :class:`tcsim.findings.Access`) a class-13 finding is reported (the GPU
+        reaches the physical cells: tcsim.race.tmem_alloc) and True returned; without, MemoryFault."""
         if lane0 < 0 or lane0 + nlanes > LANES or col0 < 0 or col0 + ncols > COLUMNS:
             raise MemoryFault(f"{what} touches TMEM lanes [{lane0}, {lane0 + nlanes}) x columns "
                               f"[{col0}, {col0 + ncols}) outside the {LANES} x {COLUMNS} tensor memory of "
@@ -202,9 +206,14 @@ class TensorMemory:
         units = self.owner[col0 // UNIT:(col0 + ncols + UNIT - 1) // UNIT]
         if (units < 0).any():
             bad = col0 // UNIT * UNIT + int(np.nonzero(units < 0)[0][0]) * UNIT
+            if report is not None:
+                from .race.tmem_alloc import unallocated_access
+                report(unallocated_access(self, side, what, col0, col0 + ncols, bad))
+                return True
             raise MemoryFault(f"{what} touches TMEM columns [{col0}, {col0 + ncols}) of {self.label}, but "
                               f"columns [{bad}, {bad + UNIT}) are not allocated",
                               expected="tcgen05.alloc before any TMEM access, and no access after dealloc")
+        return False
 
     def check_bounds(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str) -> None:
         """MemoryFault if the box leaves the 128 x 512 grid (no allocation check)."""

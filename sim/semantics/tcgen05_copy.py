@@ -125,14 +125,19 @@ def decode_cp(ins, info):
             dst = [l0 + r for r in reps]
             lo, hi = min(int(d.min()) for d in dst), max(int(d.max()) for d in dst) + 1
             ctas = pipe.ctas
+            reported = set()        # CTAs whose columns were not allocated at issue (class 13, reported then)
             for cta in ctas:
                 check_smem_span(cta, addrs, f"{what} source")
-                tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination")
+                if tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination", ctx.report,
+                                                ctx.side(proxy="async", where=f"TMEM lanes [{lo}, {hi}) columns "
+                                                                              f"[{c0}, {c0 + ncols}) of {cta.label}")):
+                    reported.add(id(cta))
 
-            def complete(ctas=ctas, addrs=addrs, dst=dst, c0=c0, lo=lo, hi=hi):
+            def complete(ctas=ctas, addrs=addrs, dst=dst, c0=c0, lo=lo, hi=hi, reported=reported):
                 for cta in ctas:
                     tm = tmem_of(cta)
-                    tm.check_allocated(lo, hi - lo, c0, ncols, f"{what} destination at completion")
+                    if id(cta) not in reported:
+                        tm.check_allocated(lo, hi - lo, c0, ncols, f"{what} destination at completion")
                     data = read_smem_elements(cta, addrs, pipe).astype(np.uint8)        # (R, nb) bytes
                     data = decompress(data, form.src_fmt)
                     words = np.ascontiguousarray(data).view("<u4").astype(np.uint32)   # (R, ncols)
@@ -168,13 +173,19 @@ def decode_shift(ins, info):
                 raise reject("shift-lane", f"tcgen05.shift [taddr] lane field {l0} (lane {lane}) is not a multiple "
                                            f"of 32", expected="a TMEM address whose lane is 0, 32, 64 or 96")
             ctas = pipe.ctas
+            reported = set()        # CTAs whose columns were not allocated at issue (class 13, reported then)
             for cta in ctas:
-                tmem_of(cta).check_allocated(l0, 32, c0, 8, what)
+                if tmem_of(cta).check_allocated(l0, 32, c0, 8, what, ctx.report,
+                                                ctx.side(proxy="async", where=f"TMEM lanes [{l0}, {l0 + 32}) "
+                                                                              f"columns [{c0}, {c0 + 8}) of "
+                                                                              f"{cta.label}")):
+                    reported.add(id(cta))
 
-            def complete(ctas=ctas, l0=l0, c0=c0):
+            def complete(ctas=ctas, l0=l0, c0=c0, reported=reported):
                 for cta in ctas:
                     tm = tmem_of(cta)
-                    tm.check_allocated(l0, 32, c0, 8, f"{what} at completion")
+                    if id(cta) not in reported:
+                        tm.check_allocated(l0, 32, c0, 8, f"{what} at completion")
                     rows, cols = np.arange(l0, l0 + 31)[:, None], np.arange(c0, c0 + 8)[None, :]
                     block = pipe.read_tmem(cta, rows, cols)          # lanes l0..l0+30 move down one lane
                     pipe.write_tmem(cta, rows + 1, cols, block)

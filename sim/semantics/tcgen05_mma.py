@@ -189,6 +189,7 @@ class _CtaPlan:
     b_addrs: object          # OperandAddresses of this CTA's B rows
     rows: int
     parts: list
+    unallocated_at_issue: bool = False   # D columns not allocated at issue (class 13, reported then)
 
 
 def split_taddr(v: int) -> tuple[int, int]:
@@ -331,6 +332,7 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
                                  fmt=shape.a_fmt, arch=arch)
     ctas = pipe.ctas
     plans = []
+    unalloc = set()                 # CTAs whose D columns were not allocated at issue (class 13, reported then)
     for cta in ctas:
         tmem = tmem_of(cta)
         a_addrs = None
@@ -339,10 +341,14 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
             check_smem_span(cta, a_addrs, f"{what} operand A")
         b_addrs = operand_addresses(b_desc, nb, k, b_bits, shape.b_major)
         check_smem_span(cta, b_addrs, f"{what} operand B")
-        tmem.check_allocated(0, 128, d_col, dcols, f"{what} D (TMEM columns {d_col}..{d_col + dcols - 1})")
+        if tmem.check_allocated(0, 128, d_col, dcols, f"{what} D (TMEM columns {d_col}..{d_col + dcols - 1})",
+                                ctx.report, ctx.side(proxy="async", where=f"TMEM columns [{d_col}, {d_col + dcols}) "
+                                                                          f"of {cta.label}")):
+            unalloc.add(id(cta))
         if form.a_tmem:
-            tmem.check_allocated(0, 128, a_col, k * a_bits // 32, f"{what} A in TMEM")
-        plans.append(_CtaPlan(cta, tmem, a_addrs, b_addrs, rows, parts))
+            tmem.check_allocated(0, 128, a_col, k * a_bits // 32, f"{what} A in TMEM", ctx.report,
+                                 ctx.side(proxy="async", where=f"TMEM columns from {a_col} of {cta.label}"))
+        plans.append(_CtaPlan(cta, tmem, a_addrs, b_addrs, rows, parts, id(cta) in unalloc))
     sf = None
     if form.block_scale:
         sfa_lane, sfa_col = split_taddr(sfa_taddr)
@@ -417,7 +423,8 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
     Bt = np.ascontiguousarray(B.T)                           # (K, N)
     results = []
     for v, pl in enumerate(plans):
-        pl.tmem.check_allocated(0, 128, d_col, max(p.j1 - p.j0 for p in pl.parts), f"{what} D at completion")
+        if not pl.unallocated_at_issue:
+            pl.tmem.check_allocated(0, 128, d_col, max(p.j1 - p.j0 for p in pl.parts), f"{what} D at completion")
         if pl.a_addrs is not None:
             a = container_to_code(kind, shape.a_fmt, read_smem_elements(pl.cta, pl.a_addrs, pipe))
             a_parts = [a] * len(pl.parts)

@@ -843,13 +843,25 @@ def test_bad_idesc_is_a_verify_error_at_the_mma():
     assert "tcgen05.mma" in e.value.loc.text and "warp 0" in e.value.where
 
 
-def test_d_outside_the_allocation_faults():
+def test_d_outside_the_allocation_is_a_class_13_finding():
+    """D beyond the allocation: the GPU writes the physical cells (no check without -g-tmem-access-check), so the run
+    goes on and a class-13 finding names the mma line (tcsim.race.tmem_alloc); strict mode stops there."""
+    from tcsim.findings import FindingError
     rng = np.random.default_rng(26)
     A, B, img, da, db = operands("f16", "f16", "f16", 128, 64, 16, "K", "K", "none", "none", rng)
     ptx = kernel(mma_issue("kind::f16", 0), ncols=32)                 # 32 columns allocated, N = 64
-    with pytest.raises(MemoryFault) as e:
-        run(ptx, img, [da, db, idesc_for("f16", 128, 64, "f16", "f16", "f32")], ncols=32)
-    assert "columns [32, 64)" in e.value.message and "not allocated" in e.value.message
+    _, res = run(ptx, img, [da, db, idesc_for("f16", 128, 64, "f16", "f16", "f32")], ncols=32)
+    (f,) = [f for f in res.findings if f.cls == 13]
+    assert "columns [32, 64)" in f.message and "not allocated" in f.message and f.outcome == "continue"
+    assert "tcgen05.mma" in f.sides[-1].what and f.sides[-1].line == ptx.splitlines().index(
+        next(l for l in ptx.splitlines() if "tcgen05.mma" in l)) + 1
+    launch = Launch(ptx=ptx, grid=(1, 1, 1), cluster=(1, 1, 1), block=(128, 1, 1),
+                    args=[np.asarray(img, np.uint8).reshape(-1), (len(img) + 15) // 16 * 16,
+                          np.zeros((1, 128, 32), np.uint32),
+                          np.asarray([da, db, idesc_for("f16", 128, 64, "f16", "f16", "f32")], dtype=np.uint64),
+                          np.zeros(8, np.uint32)])
+    with pytest.raises(FindingError, match="not allocated"):
+        run_launch(launch, strict=True)
 
 
 def test_operand_outside_smem_faults():
