@@ -5,8 +5,10 @@ Addresses are 32-bit: bits 31..16 lane, bits 15..0 column (tcgen05.md (a)).
 
 The allocator is first-fit at a multiple of the request size (tcgen05.md: placement unspecified (?)), in
 units of 32 columns; requests are powers of two in [32, 512].  A request that cannot be satisfied waits
-(``alloc_event``) until a dealloc frees enough columns.  ``relinquish`` forbids later allocations by the CTA.
-Leaks (columns still allocated at CTA exit) and double frees are reported as :class:`SyncError`.
+(``alloc_event``) until a dealloc frees enough columns (ptxas 13.0's SASS: ``UTCATOMSWS.FIND_AND_SET.ALIGN``, an
+aligned first fit, retried until it succeeds).  ``relinquish`` forbids later allocations by the CTA.  Protocol
+misuse (leaks at CTA exit, double frees, ...) is judged by :meth:`dealloc_problem` / :meth:`leaks` and reported by the
+semantics as class-13 findings (:mod:`tcsim.race.tmem_alloc`).
 
 The cell array is private; ``data`` is a read-only view, :meth:`read_cells` / :meth:`write_cells` are the raw
 accesses the doors use (sim/memory.py's docstring). Reads and writes check that every cell lies inside an allocation

@@ -15,14 +15,18 @@ Forms
     One whole warp (``.sync.aligned``: every live lane of the warp must execute it together).  Blocks until
     ``nCols`` columns are free (first fit at a multiple of nCols), then writes the TMEM address (lane 0, start
     column) to the 32-bit SMEM word ``dst`` through the context's store path (a weak ``st`` on the observation
-    bus).  ``dst`` is a ``.shared::cta`` address, or with no state space a generic address that must fall in
-    the executing CTA's shared window.  ``nCols`` is a power of two in [32, 512] (VerifyError at load for an
-    immediate, as ptxas; SyncError at run time for a register).  The number of columns must not increase
-    between two allocations of a CTA in execution order (PTX 9.1: SyncError), and no allocation may follow a
-    ``relinquish_alloc_permit`` of the CTA (SyncError).
+    bus).  ``dst`` is a ``.shared::cta`` address, or with no state space a generic address of the executing CTA's
+    shared window; ptxas stores through the low 32 bits of the operand either way, and so does tcsim, with a lint
+    note when the value is not of the form the ISA asks (:func:`_dst_offset`).  ``nCols`` is a power of two in
+    [32, 512] (VerifyError at load for an immediate, as ptxas; SyncError at run time for a register).  Class-13
+    findings (:mod:`tcsim.race.tmem_alloc`, which also says what the GPU does): an allocation after a
+    ``relinquish_alloc_permit`` of the CTA (trap), nCols growing between two allocations of a CTA (PTX 9.1;
+    warning), an allocation no live warp will ever satisfy (at a deadlock: hang, naming the holders).
 ``tcgen05.dealloc.cta_group::{1,2}.sync.aligned.b32 taddr, nCols``
-    Frees exactly one earlier allocation (lane field 0, its start column, its size); anything else -- double
-    free, wrong size, an address inside an allocation -- is a SyncError.  Freed columns wake blocked allocs.
+    Frees the 32-column units it names, as the GPU does.  Class-13 findings: columns not all allocated (double
+    free, never allocated, too many columns: trap), a start column no alloc returned (an address inside an
+    allocation: trap), a smaller nCols than the allocation (continue: the rest stays allocated), a lane field other
+    than 0 (lint: the GPU uses the column part).  Freed columns wake blocked allocs.
     A ``tcgen05.st`` still in flight into the freed columns is a SyncError (a ``tcgen05.wait::st`` is missing).
 ``tcgen05.relinquish_alloc_permit.cta_group::{1,2}.sync.aligned``
     Forbids further allocations by the executing CTA.  An alloc already blocked is still granted.
@@ -30,9 +34,10 @@ Forms
     One warp in each CTA of the pair (cluster ranks differing only in bit 0) issues the same alloc / dealloc;
     each side blocks until the peer's warp arrives (a rendezvous per pair, matched in arrival order), then
     the same columns are allocated (first fit over the columns free in *both* CTAs) or freed in both CTAs, and
-    each side's address word is written to its own ``dst``.  Both sides must pass the same nCols (and for
-    dealloc the same address).  A missing or exited peer is a SyncError; a peer that never arrives shows up in
-    the deadlock report.  ``relinquish_alloc_permit.cta_group::2`` relinquishes the executing CTA's permit.
+    each side's address word is written to its own ``dst``.  Both sides must pass the same nCols (alloc: a
+    class-13 finding, and the even CTA's count is allocated, as in the SASS) and for dealloc the same address
+    (SyncError).  A missing or exited peer is a SyncError; a peer that never arrives is the deadlock report's root
+    cause (class 13, hang).  ``relinquish_alloc_permit.cta_group::2`` relinquishes the executing CTA's permit.
     All tcgen05 instructions of a function (this module's and mma/cp/shift/commit) must use the same
     ``.cta_group``: checked at load over the whole function (VerifyError naming both lines, as ptxas).
 ``tcgen05.ld.sync.aligned.{32x32b,16x64b,16x128b,16x256b,16x32bx2}.x{1..128}{.pack::16b}.b32 {r...}, [taddr]{, off}``
@@ -43,7 +48,7 @@ Forms
     ``taddr``.  Checks at run time, in this order: the box stays inside the 128 x 512 grid (MemoryFault), the
     warp-quadrant rule -- warp q = (linear thread id / 32) % 4, computed from the warp's %tid values (not
     %warpid), may touch only lanes [32q, 32q+32) (MemoryFault) -- and every touched column is allocated
-    (MemoryFault: access before alloc or after dealloc).
+    (class-13 finding naming the dealloc that freed them, if any; the access goes on, as on the GPU).
     ``.pack::16b``: register bits 0-15 / 16-31 come from the low 16 bits of the two adjacent columns 2d, 2d+1
     (d = the table's column offset); ``.unpack::16b`` writes them back with zero upper halves (tcgen05_layouts
     says the upper half is unspecified; zero is tcsim's choice).  For ``16x32bx2`` the immediate half-split
@@ -66,8 +71,8 @@ records a warning in the simulation's ``warnings``.
 
 Exit checks (a CTA-exit hook registered once per simulation)
 ------------------------------------------------------------
-Columns still allocated when the CTA's last thread exits: SyncError "tcgen05.alloc ... never deallocated",
-listing the columns and where they were allocated.  A CTA that allocated but never executed
+Columns still allocated when the CTA's last thread exits: a class-13 finding per allocation, "tcgen05.alloc ...
+never deallocated", naming the alloc line and the exit.  A CTA that allocated but never executed
 ``relinquish_alloc_permit``: PTX does not require the relinquish (tcgen05.md (a) states only that
 everything allocated must be freed before exit, and that relinquish forbids later allocs), so this is legal
 and recorded as a warning ("alloc with no relinquish at exit") in the simulation's ``warnings`` list.
