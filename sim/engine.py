@@ -32,7 +32,8 @@ from tcsim.isa import ir
 from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
 from . import memory as M
 from .context import ExecContext, lanes_str
-from .findings import FindingLog
+from .findings import FindingError, FindingLog
+from .race.protocol import Protocol
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
 from .semantics import REGISTRY, DecodeInfo, load_all
@@ -130,6 +131,8 @@ class Simulation:
         #: the run's findings (:mod:`tcsim.findings`): sanitizer mode records each and runs on; ``strict`` stops
         #: at the first
         self.findings = FindingLog(strict)
+        #: the mbarrier / transaction protocol checker (:mod:`tcsim.race.protocol`): phase histories, root causes
+        self.protocol = Protocol(self)
         from .timing.params import timing_config
         #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
         #: latencies... with their sources); ``timing`` False gives the functional preset
@@ -389,12 +392,30 @@ class Simulation:
         return True
 
     # ------------------------------------------------------------------------------------------ diagnostics
+    def _blocking_mbarrier(self, wait):
+        """(cta, mbarrier) whose phase completion ``wait`` waits for, or None."""
+        for cta in self.ctas:
+            for mb in cta.mbarriers.values():
+                if wait.event in mb._waiters:
+                    return cta, mb
+        return None
+
     def _deadlock(self, stuck) -> DeadlockError:
+        """The deadlock report: every waiting warp, its lanes and what it waits on, and for a wait on an mbarrier the
+        root cause the protocol history shows (:meth:`tcsim.race.protocol.Protocol.deadlock_cause`: the expect-tx
+        whose bytes never came, the init count against the arrivals), each also recorded as a finding (outcome
+        'hang': the GPU never finishes)."""
         lines = []
         loc = None
+        causes = []
         for w in stuck:
             for wait in w.waits:
                 reason = wait.reason() if callable(wait.reason) else wait.reason
+                hit = self._blocking_mbarrier(wait)
+                if hit is not None:
+                    f = self.protocol.deadlock_cause(hit[0], hit[1], w.label, lanes_str(wait.mask))
+                    if f is not None and all(f.key != c.key for c in causes):
+                        causes.append(f)
                 ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None
                 at = ""
                 if ins is not None:
@@ -405,7 +426,17 @@ class Simulation:
             idle = w.alive & ~w.waiting
             if idle.any():
                 lines.append(f"{w.label} {lanes_str(idle)}: runnable but never scheduled (engine bug?)")
-        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines),
+        for f in causes:
+            try:
+                self.findings.report(f)
+            except FindingError:
+                pass                    # (outcome 'hang': the run is over anyway; the deadlock below says so)
+        why = ""
+        if causes:
+            why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" + (f"; missing: {f.missing}" if f.missing
+                                                                              else "") for f in causes) + "."
+            loc = causes[0].loc or loc
+        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
     def _runaway(self) -> RunawayError:
@@ -426,13 +457,16 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ mbarrier guard
     def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool,
-                               who: str = "plain store") -> None:
+                               who: str = "plain store", side=None) -> None:
+        """A write over the 8 bytes of a live mbarrier of ``cta``: a class-11 finding naming the barrier's init line
+        (:meth:`tcsim.race.protocol.Protocol.store_over_barrier`); ``side``: the writer as an Access (or a callable
+        giving it), None for an agent's write.  On the GPU the store simply overwrites the barrier's state; tcsim
+        keeps its model of the barrier and goes on."""
         if not write or not cta.mbarriers:
             return
         for off, mb in cta.mbarriers.items():
             if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
-                raise SyncError(f"{who} over the live mbarrier at SMEM offset 0x{off:x} of {cta.label}",
-                                expected="mbarrier.inval before reusing an mbarrier's memory")
+                self.protocol.store_over_barrier(cta, mb, side() if callable(side) else side, who)
 
     # ------------------------------------------------------------------------------------------ special regs
     def special_register(self, ctx: ExecContext, sreg: ir.SpecialReg) -> np.ndarray:

@@ -15,7 +15,7 @@ MAX_COUNT = (1 << 20) - 1
 
 
 class MBarrier:
-    __slots__ = ("offset", "phase", "pending", "expected", "tx", "valid", "_waiters", "env", "history")
+    __slots__ = ("offset", "phase", "pending", "expected", "tx", "valid", "_waiters", "env", "record")
 
     def __init__(self, env, offset: int):
         self.env = env
@@ -26,7 +26,9 @@ class MBarrier:
         self.tx = 0
         self.valid = False
         self._waiters: list = []      # simpy events released at the next phase completion
-        self.history: list = []       # (cycle, what) for diagnostics
+        #: the protocol history of the current incarnation (:class:`tcsim.race.protocol.BarrierRecord`), set by
+        #: the simulation's protocol checker at each init; None before the first
+        self.record = None
 
     # -- primitive operations (each applied atomically) -------------------------------------------------
     # Named apply_* (and next_phase_event, which registers a waiter): only the two doors call them

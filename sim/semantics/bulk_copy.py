@@ -216,7 +216,9 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
                 for t in targets:
                     engine.complete_tx(t, moff, n, what)
 
-            engine.submit(new_op(ctx, lane, "load", n, read, write, src=s))   # src: for the timing model
+            op = engine.submit(new_op(ctx, lane, "load", n, read, write, src=s))   # src: for the timing model
+            for t in targets:
+                engine.aim(op, t, moff)
 
     return run
 
@@ -261,7 +263,8 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
                 smem_write(engine, dcta, doff, data)
                 engine.complete_tx(dcta, moff, n, what)
 
-            engine.submit(new_op(ctx, lane, "copy", n, read, write))
+            op = engine.submit(new_op(ctx, lane, "copy", n, read, write))
+            engine.aim(op, dcta, moff)
 
     return run
 

@@ -383,7 +383,10 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 for s in signals:
                     engine.complete_tx(s, moff, nbytes, what)
 
-            engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm, mode=f["mode"]))
+            op = engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm,
+                                      mode=f["mode"]))
+            for s in signals:
+                engine.aim(op, s, moff)
 
     return run
 
