@@ -52,6 +52,12 @@ class MBarrier:
     def apply_inval(self) -> None:
         self.valid = False
 
+    def apply_revive(self) -> None:
+        """An operation reached the barrier after ``mbarrier.inval``: an H100 performs it on the state the barrier
+        had before the inval (probe arrive_after_inval), so that state is live again (the finding is reported by
+        :meth:`tcsim.race.protocol.Protocol.dead_barrier`)."""
+        self.valid = True
+
     def _require_valid(self, what: str) -> None:
         if not self.valid:
             raise SyncError(f"{what} on SMEM offset 0x{self.offset:x}, which holds no initialised mbarrier",

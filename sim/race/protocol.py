@@ -192,7 +192,7 @@ class BarrierRecord:
     """The history of one mbarrier incarnation (one ``mbarrier.init``)."""
 
     __slots__ = ("init", "count", "inval", "phases", "consumed", "waiting", "suspects", "inflight", "cta_label",
-                 "offset", "previous", "stale_reported")
+                 "offset", "previous", "stale_phases")
 
     def __init__(self, init: Act, count: int, cta_label: str, offset: int, previous=None):
         self.init = init
@@ -206,7 +206,7 @@ class BarrierRecord:
         self.cta_label = cta_label
         self.offset = offset
         self.previous = previous        # the record of the incarnation this one replaced (re-init)
-        self.stale_reported: set = set()
+        self.stale_phases: dict = {}    # phase -> the stale wait that skipped it (confirmed)
 
     def phase(self, n: int) -> PhaseRecord:
         ph = self.phases.get(n)
@@ -263,14 +263,17 @@ class Protocol:
         if rec is not None:
             rec.inval = act
 
-    def dead_barrier(self, act: Act, cta, mb, what: str, outcome: str = "trap") -> Finding | None:
+    def dead_barrier(self, act: Act, cta, mb, what: str, outcome: str = "continue") -> Finding | None:
         """An operation on an invalidated barrier (class 11), naming its init and inval lines; None if the barrier
-        was never initialised (the caller reports that as before)."""
+        was never initialised (the caller reports that as before).  An H100 performs the operation on the state the
+        barrier had before ``mbarrier.inval`` (probe arrive_after_inval, /work/notes/probe_results.md), so the caller
+        revives that state and goes on."""
         rec = mb.record
         if rec is None or rec.inval is None:
             return None
         f = Finding(11, f"{what} on {rec.name()}, which was invalidated at line {rec.inval.line} "
-                        f"({rec.init_text()}); its memory no longer holds an mbarrier",
+                        f"({rec.init_text()}); its memory no longer holds an mbarrier (the GPU acts on the state it "
+                        f"had before the inval)",
                     (rec.init.access(), rec.inval.access(), act.access(where=rec.name())),
                     missing=f"no mbarrier.init between the mbarrier.inval at line {rec.inval.line} and line "
                             f"{act.line}",
@@ -278,6 +281,30 @@ class Protocol:
                     outcome=outcome)
         self.report(f)
         return f
+
+    def uninitialised(self, act: Act, cta, offset: int, what: str) -> None:
+        """An mbarrier operation on SMEM that never held an initialised mbarrier: the H100 ends the launch with an
+        error at it (probe arrive_uninitialised)."""
+        self.report(Finding(
+            0, f"{what} on SMEM offset 0x{offset:x} of {cta.label}, where no mbarrier was initialised (ever)",
+            (act.access(where=f"SMEM [0x{offset:x}, 0x{offset + 8:x}) of {cta.label}"),),
+            missing=f"mbarrier.init of the barrier at 0x{offset:x} (then fence.mbarrier_init / a barrier) before "
+                    f"line {act.line}",
+            fix="initialise every mbarrier before its first use", outcome="trap"))
+
+    def check_expect(self, act: Act, cta, mb, nbytes: int) -> None:
+        """expect-tx past the 2^20-1 tx-count limit (PTX ISA §9.7.13.15.1): the H100 ends the launch with an error
+        at the instruction (probe expect_tx_over_limit)."""
+        from ..mbarrier_state import MAX_COUNT
+        if mb.tx + int(nbytes) <= MAX_COUNT:
+            return
+        rec = mb.record
+        name = rec.name() if rec is not None else f"mbarrier@0x{mb.offset:x} of {cta.label}"
+        self.report(Finding(
+            3, f"expect-tx of {nbytes} bytes on {name} brings its tx-count to {mb.tx + int(nbytes)}, past the limit "
+               f"{MAX_COUNT}", ((rec.init.access(where=name),) if rec is not None else ()) + (act.access(where=name),),
+            missing=f"at most {MAX_COUNT} transaction bytes pending per phase",
+            fix="split the transfer over several phases (or barriers)", outcome="trap"))
 
     def store_over_barrier(self, cta, mb, side: Access | None, who: str) -> None:
         """A generic (or async) store over the bytes of a live mbarrier (class 11)."""
@@ -311,7 +338,16 @@ class Protocol:
         sides = [rec.init.access(where=name)] + [a.access(where=name) for a, _, _ in ph.arrivals[-2:]]
         sides.append(act.access(where=name))
         where_lanes = lanes_text(act.lanes)
-        stale = self.stale_by_warp.get((act.cta, act.warp)) if act.unit == "warp" else None
+        # a stale wait behind it: one that skipped this very phase of this barrier (a consumer past its wait let the
+        # producer re-arm the barrier early), or one by the arriving warp itself (on any barrier)
+        stale = rec.stale_phases.get(mb.phase)
+        if stale is None:
+            for sp in rec.suspects:
+                if sp[1] == mb.phase:
+                    stale = (rec, sp[4], sp[5], sp[2], sp[3])
+                    break
+        if stale is None and act.unit == "warp":
+            stale = self.stale_by_warp.get((act.cta, act.warp))
         if lanes_of_instruction > 1 and count > rec.count:
             f = Finding(
                 17, f"over-arrival: {act.short()} arrives on {name} with {lanes_of_instruction} lanes ({where_lanes}), "
@@ -326,8 +362,8 @@ class Protocol:
         elif stale is not None:
             srec, sact, sphase, spar, prev = stale
             f = Finding(
-                1, f"over-arrival on {name}: {state}; {act.short()} arrives although its warp got past the wait at "
-                   f"line {sact.line} (parity {spar} on {srec.name()}) with the stale phase {sphase} it had already "
+                1, f"over-arrival on {name}: {state}; {act.short()} arrives after the wait at {sact.short()} "
+                   f"(parity {spar} on {srec.name()}) went past with the stale phase {sphase}, which it had already "
                    f"consumed at line {prev.line}, instead of waiting for phase {sphase + 1}",
                 (prev.access(where=srec.name()), sact.access(where=srec.name()), act.access(where=name)),
                 missing=f"the parity of the wait at line {sact.line} flipped after consuming phase {sphase} "
@@ -416,7 +452,10 @@ class Protocol:
 
     def on_phase(self, cta, mb, completed: int, cycle: float) -> None:
         """Phase ``completed`` of ``mb`` just completed: copies aimed at it still in flight are class 3 (or 15 when
-        they come by multicast from another CTA) -- their bytes will land on the next phase."""
+        they come by multicast from another CTA) -- the waiters go on while those bytes are still missing, and the
+        bytes will count against the next phase (an H100 counts complete-tx on a completed phase against the next
+        one without an error: probe complete_tx_on_completed_phase, /work/notes/probe_results.md), which then
+        completes early or never (a hang when its tx-count cannot return to zero, reported at the deadlock)."""
         rec = mb.record
         if rec is None:
             return
@@ -442,8 +481,7 @@ class Protocol:
                 missing=f"an expect-tx in cta ({','.join(map(str, cta.ctaid))}) for the {total} bytes the copy at "
                         f"line {act.line} multicasts to it",
                 fix="every receiving CTA must expect the bytes it receives (each CTA's arrive.expect_tx counts its "
-                    "own copies plus the multicast it gets), not only the leader",
-                outcome="hang")
+                    "own copies plus the multicast it gets), not only the leader")
         else:
             f = Finding(
                 3, f"phase {completed} of {name} completed while the copy at {act.short()} ({nbytes} bytes"
@@ -455,8 +493,7 @@ class Protocol:
                 missing=(f"{total} more bytes in the expect-tx at line {exp.line}" if exp is not None else
                          f"an expect-tx of {total} bytes for the copy at line {act.line}"),
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver (box bytes x "
-                    "number of copies, x2 for cta_group::2 / both CTAs of a pair)",
-                outcome="hang")
+                    "number of copies, x2 for cta_group::2 / both CTAs of a pair)")
         self.report(f)
 
     # ------------------------------------------------------------------------------------------ waits
@@ -536,6 +573,7 @@ class Protocol:
                 keep.append(s) if P > phase else None
                 continue
             self.stale_by_warp[(stale.cta, warp)] = (rec, stale, consumed, parity, prev)
+            rec.stale_phases[phase] = (rec, stale, consumed, parity, prev)
             self.report(Finding(
                 1, f"the wait at {stale.short()} (parity {parity}) on {rec.name()} was satisfied by phase "
                    f"{consumed}, which the same wait had already consumed at cycle {prev.cycle:g}; the phase it "

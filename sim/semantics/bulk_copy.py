@@ -42,10 +42,53 @@ import numpy as np
 
 from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
 from tcsim.isa.errors import MemoryFault, SyncError
+from ..findings import Finding, FindingError
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import commit_run, wait_run
 from .registry import semantics
+
+
+# ---------------------------------------------------------------------------------------------- class 18
+class AlignmentFault(MemoryFault):
+    """A misaligned bulk / tensor-copy operand found at issue (an address, a size, a box's SMEM alignment, an inner
+    coordinate).  The decoders turn it into a class-18 finding at the issuing line (:func:`alignment_findings`);
+    ``outcome`` is what the H100 does: 'trap' (CUDA_ERROR_MISALIGNED_ADDRESS / illegal instruction at the copy) or
+    'hang' (a size that is not a multiple of 16: the copy never completes its bytes)."""
+
+    def __init__(self, message: str, *, lane: int, outcome: str = "trap", expected: str | None = None):
+        super().__init__(message, expected=expected)
+        self.lane = int(lane)
+        self.outcome = outcome
+
+
+class MisalignedOperand(FindingError, MemoryFault):
+    """The class-18 finding that stopped the run (a :class:`FindingError` that is also a :class:`MemoryFault`, as
+    the misaligned access was before findings existed)."""
+
+
+def alignment_findings(run):
+    """Wrap a bulk-copy ``run(ctx)``: an :class:`AlignmentFault` becomes a class-18 finding naming the issuing line
+    and lane, with the hardware outcome (it stops the run: the GPU traps or hangs there)."""
+
+    def checked(ctx):
+        try:
+            return run(ctx)
+        except AlignmentFault as e:
+            m = np.zeros(32, dtype=bool)
+            m[e.lane] = True
+            f = Finding(18, e.message, (ctx.side(mask=m, proxy="async"),),
+                        missing=f"{e.expected} at line {ctx.ins.loc.line}" if e.expected else None,
+                        fix=e.expected,
+                        outcome=e.outcome)
+            try:
+                ctx.report(f)
+            except FindingError as fe:
+                raise MisalignedOperand(fe.finding, fe.findings) from None
+            raise MisalignedOperand(f) from None          # (a lint-free finding always stops: trap / hang)
+
+    checked.__doc__ = run.__doc__
+    return checked
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -83,14 +126,18 @@ def check_multiple16(what: str, value: int, lane: int, section: str = SECTION, m
     if value % 16:
         gpu = (f"; the GPU raises no error but moves only {value & ~15} bytes and never completes the copy's "
                f"transaction bytes, so a wait on its mbarrier hangs (measured on an H100)" if measured_hang else "")
-        raise MemoryFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16{gpu}",
-                          expected=f"a size that is a multiple of 16 bytes ({section})")
+        raise AlignmentFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16{gpu}", lane=lane,
+                             outcome="hang" if measured_hang else "trap",
+                             expected=f"a size that is a multiple of 16 bytes ({section})")
 
 
 def check_align16(what: str, addr: int, lane: int, section: str = SECTION) -> None:
+    """A bulk-copy address must be 16-byte aligned; an H100 raises CUDA_ERROR_MISALIGNED_ADDRESS at the copy
+    (probes bulk_smem_misaligned, bulk_global_misaligned)."""
     if addr % 16:
-        raise MemoryFault(f"{what} = 0x{addr:x} (lane {lane}) is not 16-byte aligned",
-                          expected=f"an address aligned to 16 bytes ({section})")
+        raise AlignmentFault(f"{what} = 0x{addr:x} (lane {lane}) is not 16-byte aligned; the GPU faults with a "
+                             f"misaligned address (CUDA_ERROR_MISALIGNED_ADDRESS)", lane=lane,
+                             expected=f"an address aligned to 16 bytes ({section})")
 
 
 def check_global_range(ctx, addr: int, nbytes: int, what: str, lane: int) -> None:
@@ -162,12 +209,12 @@ def decode_bulk(ins, info):
     if f.kind == "wait_group":
         return _decode_wait(f.keep, f.read_only)
     if f.kind == "prefetch":
-        return _decode_prefetch(ins, f)
+        return alignment_findings(_decode_prefetch(ins, f))
     if f.kind == "load":
-        return _make_load(ins, f.dst_space, f.dst, f.src, f.size, f.mbar, f.mask, f.policy)
+        return alignment_findings(_make_load(ins, f.dst_space, f.dst, f.src, f.size, f.mbar, f.mask, f.policy))
     if f.kind == "s2s":
-        return _make_s2s(ins, f.dst, f.src, f.size, f.mbar)
-    return _make_store(ins, f.dst, f.src, f.size, f.bytemask, f.policy)
+        return alignment_findings(_make_s2s(ins, f.dst, f.src, f.size, f.mbar))
+    return alignment_findings(_make_store(ins, f.dst, f.src, f.size, f.bytemask, f.policy))
 
 
 def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy_op):

@@ -138,10 +138,16 @@ def _range_check(value: int, lo: int, hi: int, what: str, lane: int) -> int:
 def _live(cta, off: int, what: str, ctx=None, lane: int | None = None):
     """The initialised mbarrier at ``off`` of ``cta`` (SyncError if none; an invalidated one is a class-11 finding
     naming its init and inval lines, :meth:`tcsim.race.protocol.Protocol.dead_barrier`)."""
-    mb = cta.mbarrier(off, create=False)
+    try:
+        mb = cta.mbarrier(off, create=False)
+    except SyncError:
+        if ctx is not None:      # never initialised: the H100 traps at the instruction (probe arrive_uninitialised)
+            ctx.engine.protocol.uninitialised(warp_act(ctx, lane), cta, off, what)
+        raise
     if not mb.valid:
-        if ctx is not None:
-            ctx.engine.protocol.dead_barrier(warp_act(ctx, lane), cta, mb, what)
+        if ctx is not None and ctx.engine.protocol.dead_barrier(warp_act(ctx, lane), cta, mb, what) is not None:
+            mb.apply_revive()
+            return mb
         raise SyncError(f"{what} on SMEM offset 0x{off:x} of {cta.label}, which holds no live mbarrier "
                         f"(it was invalidated)", expected="mbarrier.init before any other mbarrier operation")
     return mb
@@ -255,6 +261,7 @@ def _dec_arrive(f, ops, ins):
         for lane, cta, off, mb, tx, count in targets:
             pending_before = mb.pending
             if tx:
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, tx)
                 ctx.mbarrier_expect_tx(cta, mb, tx, lane, sem=f.sem, scope=f.scope)
             try:
                 phase = ctx.mbarrier_arrive(cta, mb, count, lane, drop=drop, no_complete=f.no_complete, sem=f.sem,
@@ -284,6 +291,8 @@ def _dec_tx(f, ops, ins):
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
             mb = _live(cta, off, what, ctx, lane)
             tx = _range_check(int(txs[lane]), 0, MAX_COUNT, "txCount", lane)
+            if not complete:
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, tx)
             change = ctx.mbarrier_complete_tx if complete else ctx.mbarrier_expect_tx
             change(cta, mb, tx, lane, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
 
