@@ -630,7 +630,8 @@ class Protocol:
                    f"expected (expect-tx {ph.expected_bytes}: {ph.expects_text()}; delivered "
                    f"{ph.delivered_bytes}: {ph.deliveries_text()})",
                 tuple(([ph.expects[0][0].access(where=name)] if ph.expects else []) + [d.access(where=name)] + wside),
-                missing="an expect-tx equal to the bytes the copies deliver",
+                missing=(f"{-mb.tx} more bytes in the expect-tx at line {ph.expects[0][0].line}" if ph.expects else
+                         f"an expect-tx of {ph.delivered_bytes} bytes for the copies at line {d.line}"),
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver", outcome="hang")
         arrivers = {(a.cta, a.warp, a.unit) for p in rec.phases.values() for a, _, _ in p.arrivals}
         now = {(a.cta, a.warp, a.unit) for a, _, _ in ph.arrivals}
