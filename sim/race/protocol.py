@@ -230,6 +230,42 @@ class Protocol:
     def __init__(self, sim):
         self.sim = sim
         self.stale_by_warp: dict = {}   # (cta, warp) -> (record, Act of the stale wait, consumed phase, parity)
+        sim.finish_hooks.append(self.finish)
+
+    def finish(self, sim) -> None:
+        """After a run that completed: a barrier whose current phase holds bytes multicast from another CTA that no
+        expect-tx of its own covers (tx-count below zero, nothing announced) is class 15 -- its CTA's waits did not
+        wait for them (they came after the phase its waiters consumed)."""
+        for cta in sim.ctas:
+            for mb in cta.mbarriers.values():
+                rec = mb.record
+                if rec is None or not mb.valid or mb.tx >= 0:
+                    continue
+                ph = rec.phases.get(mb.phase)
+                if ph is None or ph.expects:
+                    continue
+                foreign = [d for d in ph.deliveries if d[2]]
+                if not foreign:
+                    continue
+                d = foreign[0][0]
+                prev = rec.phases.get(mb.phase - 1)
+                last = prev.arrivals[-1][0] if prev is not None and prev.arrivals else None
+                sides = ((last.access(where=rec.name()),) if last is not None else (rec.init.access(where=rec.name()),))
+                sides += (d.access(where=rec.name()),)
+                self.report(Finding(
+                    15, f"{-mb.tx} bytes multicast into {cta.label} by the copy at {d.short()} of cta "
+                        f"({','.join(map(str, d.cta))}) landed on phase {mb.phase} of {rec.name()}, which no expect-tx "
+                        f"of this CTA announced"
+                        + (f"; phase {mb.phase - 1} had completed on {prev.arrivals_text()} with "
+                           f"{prev.expects_text()}, so this CTA's waiters went on before the bytes came"
+                           if prev is not None else ""),
+                    sides,
+                    missing=f"an expect-tx in {cta.label} for the {-mb.tx} bytes the copy at line {d.line} "
+                            f"multicasts to it" + (f" (mbarrier.arrive.expect_tx at line {last.line})"
+                                                   if last is not None else ""),
+                    fix="every receiving CTA must expect the bytes it receives (each CTA's arrive.expect_tx counts its "
+                        "own copies plus the multicast it gets), not only the leader",
+                    key=(15, "finish", rec.init.line, d.line)))
 
     # ------------------------------------------------------------------------------------------ helpers
     def report(self, finding: Finding) -> None:
