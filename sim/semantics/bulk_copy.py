@@ -43,6 +43,7 @@ import numpy as np
 from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
 from tcsim.isa.errors import MemoryFault, SyncError
 from ..findings import Finding, FindingError
+from ..race.protocol import op_act
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import commit_run, wait_run
@@ -173,14 +174,25 @@ def cta_mask_targets(ctx, mask: int, lane: int) -> list:
     return [ctx.cluster.cta_by_rank(r) for r in ranks]
 
 
-def check_source_resident(cta, what: str) -> None:
+def check_source_resident(cta, what: str, engine=None) -> None:
     """A bulk store / reduction / shared->cluster copy reads its SMEM source when it completes: the CTA must
     still be there (its shared memory may belong to the next CTA on the SM once it exits; PTX ISA §9.7.9.25.6:
-    ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read)."""
+    ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read).  Reported as a class-14
+    finding naming the copy (through ``engine``, the TMA engine completing it); an H100 completes such a store with
+    the right bytes (probe exit_with_bulk_store_pending, /work/notes/probe_results.md), so the copy goes on."""
     if cta.exited:
-        raise SyncError(f"{cta.label} exited while its {what} still had to read the source in its shared memory",
-                        expected="cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait "
-                                 "for a shared::cluster copy) before the CTA exits")
+        msg = f"{cta.label} exited while its {what} still had to read the source in its shared memory"
+        fix = ("cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait for a "
+               "shared::cluster copy) before the CTA exits")
+        if engine is None:
+            raise SyncError(msg, expected=fix)
+        op = engine.completing
+        engine.sim.findings.report(Finding(
+            14, msg + " (its shared memory may already belong to the next CTA on the SM)",
+            (op_act(op, "tma", engine.env.now, engine.cta.ctaid).access(where=f"SMEM of {cta.label}"),),
+            missing=f"cp.async.bulk.wait_group.read 0 after the copy at line "
+                    f"{op.loc.line if op is not None and op.loc is not None else '?'} and before the CTA exits",
+            fix=fix, key=(14, "exit-before-source-read", None if op is None or op.loc is None else op.loc.line)))
 
 
 def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
@@ -194,7 +206,7 @@ def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
 
 def smem_read(engine: TmaEngine, cta, off: int, nbytes: int, what: str, issued: float) -> np.ndarray:
     """The ``nbytes`` source bytes at ``off`` of ``cta``'s SMEM, read by the TMA (async proxy) for ``what``."""
-    check_source_resident(cta, what)
+    check_source_resident(cta, what, engine)
     return engine.read_smem(cta, [off], nbytes, reader=what, issued_at=issued)[0]
 
 

@@ -501,7 +501,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
             es = tm.esize
 
             def read(engine=engine, scta=scta, pieces=pieces, issued=ctx.now):
-                check_source_resident(scta, what)
+                check_source_resident(scta, what, engine)
                 return engine.read_smem(scta, pieces, 8, reader=what, issued_at=issued, runs=True).reshape(-1)
 
             def write(image, engine=engine, gaddrs=gaddrs, inb=inb, es=es, ptype=ptype):

@@ -52,6 +52,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError
 from tcsim.isa.mbarrier_forms import MbarrierForm, parse_mbarrier
 from .. import memory as M
+from ..findings import Finding
 from ..mbarrier_state import MAX_COUNT
 from ..race.protocol import warp_act
 from .registry import semantics
@@ -102,10 +103,25 @@ def resolve_targets(ctx, space: str, addrs: np.ndarray, lanes: np.ndarray) -> li
                               expected="a .shared::cluster address (mapa) for another CTA's mbarrier")
         cta = ctx.cluster.cta_by_rank(r)
         if not ctx.is_local(cta) and cta.exited:
-            raise MemoryFault(f"mbarrier operation on {cta.label}, which has already exited",
-                              expected="peer CTAs to stay resident (cluster barrier before exit)")
+            # an H100 performs a remote arrive on an exited peer's barrier without an error (probe
+            # remote_arrive_after_exit, /work/notes/probe_results.md): a class-14 finding, and the operation goes on
+            ctx.report(Finding(
+                14, f"mbarrier operation on the shared memory of {cta.label}, which has already exited (its shared "
+                    f"memory may already belong to the next CTA on that SM)",
+                (ctx.side(where=f"mbarrier@0x{int(off):x} of {cta.label}", mask=_one(lane)),),
+                missing=f"a cluster barrier (barrier.cluster.arrive + wait) before {cta.label} exits, after the "
+                        f"operation at line {ctx.ins.loc.line}",
+                fix="end the kernel with barrier.cluster.arrive.release + barrier.cluster.wait.acquire so no CTA "
+                    "exits while its peers still use its shared memory",
+                key=(14, "exited-peer-mbarrier", ctx.ins.loc.line)))
         out.append((int(lane), cta, int(off)))
     return out
+
+
+def _one(lane) -> np.ndarray:
+    m = np.zeros(32, dtype=bool)
+    m[int(lane)] = True
+    return m
 
 
 def describe(mb, cta) -> str:
