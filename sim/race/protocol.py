@@ -565,19 +565,22 @@ class Protocol:
         if not lanes_done:
             return
         consumed = P - 1      # the most recent completed phase with this parity (-1: the phase before init)
+        pc = act_of(0).pc
         stale_lanes = 0
         prev_act = None
         for lane in lanes_done:
             key = (warp, lane)
             rec.waiting.pop(key, None)
             prev = rec.consumed.get(key)
-            if prev is not None and prev[0] == consumed and prev[1].pc == act_of(0).pc:
+            if prev is not None and prev[0] == consumed and prev[1].pc == pc:
                 stale_lanes |= 1 << lane
                 prev_act = prev[1]
-        sact = act_of(0)
+        mask = 0
         for lane in lanes_done:
-            a = Act(sact.ins, sact.what, sact.loc, sact.cta, sact.warp, 1 << lane, sact.unit, sact.cycle, sact.pc)
-            rec.consumed[(warp, lane)] = (consumed, a)
+            mask |= 1 << lane
+        sact = act_of(mask)             # one record of the wait for all its lanes
+        for lane in lanes_done:
+            rec.consumed[(warp, lane)] = (consumed, sact)
         if stale_lanes:
             stale = act_of(stale_lanes)
             rec.suspects.append(((warp, stale_lanes), P, parity, prev_act, stale, consumed))
@@ -595,8 +598,7 @@ class Protocol:
         for lane in range(32):
             if mask >> lane & 1:
                 rec.waiting.pop((warp, lane), None)
-                a = Act(act.ins, act.what, act.loc, act.cta, act.warp, 1 << lane, act.unit, act.cycle, act.pc)
-                rec.consumed[(warp, lane)] = (mb.phase - 1, a)
+                rec.consumed[(warp, lane)] = (mb.phase - 1, act)
 
     def _confirm_stale(self, rec: BarrierRecord, phase: int, evidence: Act) -> None:
         """Activity on ``phase`` of the barrier confirms the stale waits that skipped it: class 1."""
