@@ -412,10 +412,13 @@ class Simulation:
             for wait in w.waits:
                 reason = wait.reason() if callable(wait.reason) else wait.reason
                 hit = self._blocking_mbarrier(wait)
+                f = None
                 if hit is not None:
                     f = self.protocol.deadlock_cause(hit[0], hit[1], w.label, lanes_str(wait.mask))
-                    if f is not None and all(f.key != c.key for c in causes):
-                        causes.append(f)
+                elif ("named-barriers", None) in self.agents:
+                    f = self.agents[("named-barriers", None)].deadlock_cause(wait)
+                if f is not None and all(f.key != c.key for c in causes):
+                    causes.append(f)
                 ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None
                 at = ""
                 if ins is not None:

@@ -220,6 +220,34 @@ class NamedBarriers:
             value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]
         ph.event.succeed(value)
 
+    def deadlock_cause(self, wait):
+        """At a deadlock: a class-16 finding (outcome 'hang') when ``wait`` waits on a named-barrier phase whose
+        thread count the CTA's remaining warps can no longer meet (warps exited, or the count is above the warps
+        that ever could arrive); None when the missing warps are alive (blocked elsewhere: not this barrier's
+        fault)."""
+        for ph in self.phases.values():
+            if ph.event is not wait.event or ph.count is None:
+                continue
+            cta = ph.cta
+            need = ph.count // WARP
+            could = len(ph.arrived) + sum(1 for w in cta.warps if w.alive.any() and w.id not in ph.arrived)
+            if could >= need:
+                return None
+            where = f"named barrier {ph.index} of {cta.label}"
+            first = ph.first
+            exited = [w.id for w in cta.warps if not w.alive.any() and w.id not in ph.arrived]
+            return Finding(
+                16, f"{where} (generation {ph.generation}) waits for {ph.count} threads ({need} warps), but only "
+                    f"{len(ph.arrived)} warp(s) {sorted(ph.arrived)} arrived and {could - len(ph.arrived)} more are "
+                    f"alive" + (f" (warps {exited} exited without arriving)" if exited else "")
+                    + ": its count can never be met",
+                ((first.access(where=where),) if first is not None else ()),
+                missing=f"{need - could} more warp(s) arriving at barrier {ph.index}, or a thread count of "
+                        f"{could * WARP} at line {first.line if first is not None else '?'}",
+                fix="make the bar.sync / bar.arrive thread count equal the threads of the warps that arrive at it",
+                outcome="hang")
+        return None
+
     def wait(self, ctx, ph, lanes, what, on_release=None):
         warp = ctx.warp
         w = ph.waiting.get(warp.id)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tcsim.findings import FindingError
-from tcsim.isa.errors import MemoryFault
+from tcsim.isa.errors import DeadlockError, MemoryFault
 from tcsim.launch import Launch, run_launch
 
 from protocol_kernels import line_of
@@ -179,3 +179,24 @@ def test_class18_size_not_a_multiple_of_16_hangs(timing, seed):
 def test_aligned_bulk_copy_is_clean(timing, seed):
     res = bulk_run(bulk(16, 32), timing, seed)
     assert res.findings == [] and res.outputs[1][0] == 9
+
+
+@pytest.mark.parametrize("timing,seed", SCHEDULES)
+def test_class16_deadlock_names_the_count_that_can_never_be_met(timing, seed):
+    # bar.sync 1, 64 reached by warp 0 only; warp 1 exits (probe bar_sync_too_few_threads: the H100 hangs)
+    ptx = HEAD + """.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<20>; .reg .pred %p<8>;
+  mov.u32 %r1, %tid.x;
+  setp.ge.u32 %p1, %r1, 32;
+  @%p1 bra DONE;
+  bar.sync 1, 64;      // @BAR
+DONE:
+  ret;
+}
+"""
+    with pytest.raises(DeadlockError) as ei:
+        launch(ptx, 64, timing, seed)
+    [f] = ei.value.findings
+    assert f.cls == 16 and f.outcome == "hang" and f.lines == (line_of(ptx, "BAR"),)
+    assert "warps [1] exited without arriving" in f.message and "Root cause: [class 16]" in str(ei.value)
