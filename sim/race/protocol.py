@@ -162,6 +162,12 @@ class PhaseRecord:
         self.delivered_bytes += nbytes
         self.deliveries.append([act, nbytes, foreign])
 
+    def producer_lines(self) -> set:
+        """The lines whose arrivals or delivered bytes made up this phase."""
+        out = {a.line for a, _, _ in self.arrivals if a.line is not None}
+        out.update(a.line for a, _, _ in self.deliveries if a.line is not None)
+        return out
+
     def arrivals_text(self) -> str:
         if not self.arrivals:
             return "no arrivals"
@@ -192,7 +198,7 @@ class BarrierRecord:
     """The history of one mbarrier incarnation (one ``mbarrier.init``)."""
 
     __slots__ = ("init", "count", "inval", "phases", "consumed", "waiting", "suspects", "inflight", "cta_label",
-                 "offset", "previous", "stale_phases")
+                 "offset", "previous", "stale_phases", "channels")
 
     def __init__(self, init: Act, count: int, cta_label: str, offset: int, previous=None):
         self.init = init
@@ -207,6 +213,7 @@ class BarrierRecord:
         self.offset = offset
         self.previous = previous        # the record of the incarnation this one replaced (re-init)
         self.stale_phases: dict = {}    # phase -> the stale wait that skipped it (confirmed)
+        self.channels: dict = {}        # wait line -> the producer lines of the phases it consumed
 
     def phase(self, n: int) -> PhaseRecord:
         ph = self.phases.get(n)
@@ -579,6 +586,7 @@ class Protocol:
         for lane in lanes_done:
             mask |= 1 << lane
         sact = act_of(mask)             # one record of the wait for all its lanes
+        self._channel(rec, sact, consumed, P)
         for lane in lanes_done:
             rec.consumed[(warp, lane)] = (consumed, sact)
         if stale_lanes:
@@ -599,6 +607,43 @@ class Protocol:
             if mask >> lane & 1:
                 rec.waiting.pop((warp, lane), None)
                 rec.consumed[(warp, lane)] = (mb.phase - 1, act)
+        self._channel(rec, act, mb.phase - 1, mb.phase)
+
+    def _channel(self, rec: BarrierRecord, wait: Act, consumed: int, current: int) -> None:
+        """The wait at line ``wait.line`` consumed phase ``consumed``: class 12 when that phase was made by producer
+        lines this wait never consumed from, while a transfer of its own producers is already under way on the
+        barrier's current phase -- the wait was satisfied by another channel's completion (one mbarrier shared by
+        independent channels, NVIDIA/Fuser PR #5862)."""
+        ph = rec.phases.get(consumed)
+        if ph is None or consumed < 0:
+            return
+        made_by = ph.producer_lines()
+        if not made_by:
+            return
+        mine = rec.channels.get(wait.line)
+        if mine and not (made_by & mine):
+            cur = rec.phases.get(current)
+            own = []
+            if cur is not None:
+                own = [a for a, _, _ in cur.arrivals if a.line in mine]
+                own += [a for a, _ in cur.expects if a.line in mine]
+            own += [v[0] for v in rec.inflight.values() if v[0].line in mine]
+            if own:
+                other = next((a for a, _, _ in ph.arrivals), None) or ph.deliveries[0][0]
+                name = rec.name()
+                self.report(Finding(
+                    12, f"the wait at {wait.short()} on {name} was satisfied by phase {consumed}, which was made by "
+                        f"line(s) {sorted(made_by)} -- another channel than the transfers it consumed before (lines "
+                        f"{sorted(mine)}); its own transfer ({own[0].short()}) was still under way on phase "
+                        f"{current}",
+                    (other.access(where=name), own[0].access(where=name), wait.access(where=name)),
+                    missing=f"a separate mbarrier for the transfers of line(s) {sorted(made_by)} and of line(s) "
+                            f"{sorted(mine)}",
+                    fix="give each independent producer/consumer channel its own mbarrier (at least as many "
+                        "barriers as transfers in flight at once)",
+                    key=(12, "other-channel", rec.init.line, wait.line)))
+                return
+        rec.channels.setdefault(wait.line, set()).update(made_by)
 
     def _confirm_stale(self, rec: BarrierRecord, phase: int, evidence: Act) -> None:
         """Activity on ``phase`` of the barrier confirms the stale waits that skipped it: class 1."""
