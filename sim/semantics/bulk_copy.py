@@ -67,6 +67,11 @@ class MisalignedOperand(FindingError, MemoryFault):
     """The class-18 finding that stopped the run (a :class:`FindingError` that is also a :class:`MemoryFault`, as
     the misaligned access was before findings existed)."""
 
+    def __init__(self, finding, findings=None):
+        super().__init__(finding, findings)
+        self.kind = f"memory fault [class {finding.cls}: {finding.title}]"
+        self.args = (self.format(),)
+
 
 def alignment_findings(run):
     """Wrap a bulk-copy ``run(ctx)``: an :class:`AlignmentFault` becomes a class-18 finding naming the issuing line
@@ -247,9 +252,10 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
         for lane in lanes:
             n = int(size[lane])
             d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
-            check_multiple16("cp.async.bulk size", n, lane, measured_hang=True)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            # (after the addresses: with both wrong an H100 faults on the address, tests/golden/faults.json)
+            check_multiple16("cp.async.bulk size", n, lane, measured_hang=True)
             dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk destination [dstMem]", lane)
             mcta, moff = shared_target(ctx, mb, dst_space, "cp.async.bulk mbarrier [mbar]", lane)
             if cmask is not None:
@@ -297,9 +303,9 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
         for lane in lanes:
             n = int(size[lane])
             d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
-            check_multiple16("cp.async.bulk size", n, lane)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            check_multiple16("cp.async.bulk size", n, lane)
             dcta, doff = shared_target(ctx, d, "shared::cluster", "cp.async.bulk destination [dstMem]", lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             mcta, moff = shared_target(ctx, mb, "shared::cluster", "cp.async.bulk mbarrier [mbar]", lane)
@@ -345,9 +351,9 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
         for lane in lanes:
             n = int(size[lane])
             d, s = int(dst[lane]), int(src[lane])
-            check_multiple16("cp.async.bulk size", n, lane)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            check_multiple16("cp.async.bulk size", n, lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             check_smem_range(scta, soff, n, "cp.async.bulk source")
             check_global_range(ctx, d, n, "cp.async.bulk destination [dstMem]", lane)
