@@ -4,8 +4,11 @@ PTX ISA 9.1 §9.7.13.15 (mbarrier contents, phase completion, arrive-on, expect-
 object lives at an 8-byte aligned SMEM offset of one CTA; its state is kept here (the hardware encoding is
 opaque), and the CTA tracks which SMEM bytes hold a live barrier so that a plain store over one is reported.
 
-Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1)..2^20-1.  Over-arrival
-(pending < 0) and tx-count out of range are reported as :class:`SyncError` (undefined behaviour on hardware).
+Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1)..2^20-1.  The doors report an
+over-arrival (more arrivals than pending) and an expect-tx past the limit as findings with the H100's outcome
+before they get here (:mod:`tcsim.race.protocol`); these methods still raise :class:`SyncError` for what reaches
+them anyway.  ``record`` holds the protocol history of the current incarnation (init, arrivals, transactions and
+waits per phase) that those findings are built from.
 """
 from __future__ import annotations
 

@@ -278,13 +278,6 @@ class Protocol:
     def report(self, finding: Finding) -> None:
         self.sim.findings.report(finding)
 
-    @staticmethod
-    def record(mb) -> BarrierRecord | None:
-        return mb.record
-
-    def _where(self, rec: BarrierRecord) -> str:
-        return rec.name()
-
     # ------------------------------------------------------------------------------------------ init / inval
     def on_init(self, act: Act, cta, mb, count: int) -> None:
         """Before ``mbarrier.init`` of ``mb``: a live barrier re-initialised without ``mbarrier.inval`` is class 11

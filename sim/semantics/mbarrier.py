@@ -29,9 +29,20 @@ A token wait is complete when the barrier's current phase differs from the phase
 allows the current or the immediately preceding phase to be queried).  A parity wait is complete when
 ``(phase & 1) != parity``, i.e. the phase with that parity has completed.
 
+Protocol checks (:mod:`tcsim.race.protocol`, outcomes measured on an H100: /work/notes/probe_results.md).  The
+lanes of one warp-instruction that arrive on one barrier arrive together: more arrivals than the phase has
+pending is an over-arrival, a finding with outcome 'trap' at the arrive naming its root cause (class 17: the
+instruction's lanes alone exceed the count; class 1: a stale wait let the barrier be re-armed early; class 12: two
+producers announce bytes in one phase; class 4: the init count).  A parity wait satisfied by the phase the same
+wait already consumed, or a phase overtaken between two tests, is class 1; a re-init of a live barrier and an
+operation after ``mbarrier.inval`` are class 11 (the H100 re-initialises / acts on the old state, and so does
+tcsim); an operation on a never-initialised barrier and an expect-tx past 2^20-1 trap; an operation on an exited
+peer CTA's barrier is class 14 and goes on.
+
 Blocking.  ``try_wait`` suspends the lanes whose phase has not completed until it completes (tcsim does not
 model the hardware time limit after which try_wait returns false), then writes true; a kernel waiting on a
-barrier nobody completes therefore ends in a DeadlockError naming the barrier, its phase and counts.
+barrier nobody completes therefore ends in a DeadlockError naming the barrier, its phase and counts, and the root
+cause its history shows (the expect-tx whose bytes never came, the init count against the arrivals).
 ``test_wait`` never blocks.  The optional suspend-time hint is read and ignored.
 
 Memory ordering (``.release`` / ``.acquire`` / ``.relaxed`` with ``.cta`` / ``.cluster``) has no functional
