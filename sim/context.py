@@ -31,6 +31,7 @@ from .observe import MemAccess, RegAccess, SyncEvent
 from .proxy_fence import GenericWrites
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 from .tmem import make_taddr, tmem_of
+from .race.protocol import warp_act
 
 #: special registers of type .pred (PTX ISA 9.1 §10, %is_explicit_cluster: "a predicate ... read-only")
 PRED_SREGS = ("%is_explicit_cluster",)
@@ -383,7 +384,8 @@ class ExecContext:
                 sel = ranks == r
                 cta = self.cluster.cta_by_rank(int(r))
                 self._check_peer(cta)
-                self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True)
+                self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True,
+                                                   side=lambda: self.side(proxy="generic"))
                 cta.smem.write_rows(offs[sel], rows[sel])
                 GenericWrites.of(cta).record(offs[sel], nbytes, self.pc, self.now)
             return
@@ -586,36 +588,42 @@ class ExecContext:
 
     def _mbarrier_phase(self, cta, mb, before: int, lane: int) -> None:
         if mb.phase != before:
+            self.engine.protocol.on_phase(cta, mb, before, self.now)
             self._mbarrier_event("mbarrier.phase", cta, mb, lane, completed=before, phase=mb.phase)
 
     def mbarrier_init(self, cta, mb, count: int, lane: int) -> None:
         """``mbarrier.init`` (§9.7.13.15.9): phase 0, ``count`` expected and pending arrivals, tx-count 0."""
+        self.engine.protocol.on_init(warp_act(self, lane), cta, mb, count)
         mb.apply_init(count)
         self._mbarrier_event("mbarrier.init", cta, mb, lane, count=count)
 
     def mbarrier_inval(self, cta, mb, lane: int) -> None:
         """``mbarrier.inval`` (§9.7.13.15.10): the object is no longer a live mbarrier."""
         mb.apply_inval()
+        self.engine.protocol.on_inval(warp_act(self, lane), cta, mb)
         self._mbarrier_event("mbarrier.inval", cta, mb, lane)
 
     def mbarrier_expect_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
         """expect-tx(``tx``) (§9.7.13.15.6): raise the tx-count of the current phase (never completes it)."""
         mb.apply_expect_tx(tx)
+        self.engine.protocol.on_expect_tx(warp_act(self, lane), cta, mb, tx)
         self._mbarrier_event("mbarrier.expect_tx", cta, mb, lane, tx=tx, **fields)
 
     def mbarrier_complete_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
         """complete-tx(``tx``) (§9.7.13.15.7): lower the tx-count; may complete the phase."""
         before = mb.phase
+        self.engine.protocol.on_complete_tx(warp_act(self, lane), cta, mb, tx, foreign=not self.is_local(cta))
         mb.apply_complete_tx(tx)
         self._mbarrier_event("mbarrier.complete_tx", cta, mb, lane, tx=tx, **fields)
         self._mbarrier_phase(cta, mb, before, lane)
 
     def mbarrier_arrive(self, cta, mb, count: int, lane: int, *, drop: bool = False, no_complete: bool = False,
-                        **fields) -> int:
+                        tx: int = 0, **fields) -> int:
         """arrive-on(``count``) (§9.7.13.15.5; ``drop``: arrive_drop, §9.7.13.15.14, also lowers the expected
         count; ``no_complete``: ``.noComplete``); returns the phase the arrive belonged to."""
         before = mb.phase
         phase = mb.apply_arrive(count, drop=drop, no_complete=no_complete)
+        self.engine.protocol.on_arrive(warp_act(self, lane), cta, mb, phase, count, tx)
         self._mbarrier_event("mbarrier.arrive", cta, mb, lane, count=count, drop=drop, phase=phase, **fields)
         self._mbarrier_phase(cta, mb, before, lane)
         return phase

@@ -33,7 +33,8 @@ from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError
 from . import memory as M
 from .context import ExecContext, lanes_str
 from .convergence import ALL, Reachability, collective_members
-from .findings import FindingLog
+from .findings import FindingError, FindingLog
+from .race.protocol import Protocol
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
 from .semantics import REGISTRY, DecodeInfo, load_all
@@ -131,6 +132,8 @@ class Simulation:
         #: the run's findings (:mod:`tcsim.findings`): sanitizer mode records each and runs on; ``strict`` stops
         #: at the first
         self.findings = FindingLog(strict)
+        #: the mbarrier / transaction protocol checker (:mod:`tcsim.race.protocol`): phase histories, root causes
+        self.protocol = Protocol(self)
         from .timing.params import timing_config
         #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
         #: latencies... with their sources); ``timing`` False gives the functional preset
@@ -446,7 +449,19 @@ class Simulation:
         return True
 
     # ------------------------------------------------------------------------------------------ diagnostics
+    def _blocking_mbarrier(self, wait):
+        """(cta, mbarrier) whose phase completion ``wait`` waits for, or None."""
+        for cta in self.ctas:
+            for mb in cta.mbarriers.values():
+                if wait.event in mb._waiters:
+                    return cta, mb
+        return None
+
     def _deadlock(self, stuck) -> DeadlockError:
+        """The deadlock report: every waiting warp, its lanes and what it waits on, and for a wait on an mbarrier the
+        root cause the protocol history shows (:meth:`tcsim.race.protocol.Protocol.deadlock_cause`: the expect-tx
+        whose bytes never came, the init count against the arrivals), each also recorded as a finding (outcome
+        'hang': the GPU never finishes)."""
         lines = []
         loc = None
         causes = []
@@ -454,6 +469,11 @@ class Simulation:
             for wait in w.waits:
                 reason = wait.reason() if callable(wait.reason) else wait.reason
                 f = wait.cause() if wait.cause is not None else None
+                hit = self._blocking_mbarrier(wait) if f is None else None
+                if hit is not None:
+                    f = self.protocol.deadlock_cause(hit[0], hit[1], w.label, lanes_str(wait.mask))
+                elif f is None and ("named-barriers", None) in self.agents:
+                    f = self.agents[("named-barriers", None)].deadlock_cause(wait)
                 if f is not None and all(f.key != c.key for c in causes):
                     causes.append(f)
                 ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None
@@ -474,14 +494,15 @@ class Simulation:
             idle = w.alive & ~w.waiting & ~w.parked
             if idle.any():
                 lines.append(f"{w.label} {lanes_str(idle)}: runnable but never scheduled (engine bug?)")
-        why = ""
         for f in causes:
             try:
                 self.findings.report(f)
-            except TcsimError:
+            except FindingError:
                 pass                    # (outcome 'hang': the run is over anyway; the deadlock below says so)
+        why = ""
         if causes:
-            why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" for f in causes) + "."
+            why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" + (f"; missing: {f.missing}" if f.missing
+                                                                              else "") for f in causes) + "."
             loc = causes[0].loc or loc
         return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
@@ -504,13 +525,16 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ mbarrier guard
     def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool,
-                               who: str = "plain store") -> None:
+                               who: str = "plain store", side=None) -> None:
+        """A write over the 8 bytes of a live mbarrier of ``cta``: a class-11 finding naming the barrier's init line
+        (:meth:`tcsim.race.protocol.Protocol.store_over_barrier`); ``side``: the writer as an Access (or a callable
+        giving it), None for an agent's write.  On the GPU the store simply overwrites the barrier's state; tcsim
+        keeps its model of the barrier and goes on."""
         if not write or not cta.mbarriers:
             return
         for off, mb in cta.mbarriers.items():
             if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
-                raise SyncError(f"{who} over the live mbarrier at SMEM offset 0x{off:x} of {cta.label}",
-                                expected="mbarrier.inval before reusing an mbarrier's memory")
+                self.protocol.store_over_barrier(cta, mb, side() if callable(side) else side, who)
 
     # ------------------------------------------------------------------------------------------ special regs
     def special_register(self, ctx: ExecContext, sreg: ir.SpecialReg) -> np.ndarray:

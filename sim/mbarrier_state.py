@@ -4,8 +4,11 @@ PTX ISA 9.1 §9.7.13.15 (mbarrier contents, phase completion, arrive-on, expect-
 object lives at an 8-byte aligned SMEM offset of one CTA; its state is kept here (the hardware encoding is
 opaque), and the CTA tracks which SMEM bytes hold a live barrier so that a plain store over one is reported.
 
-Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1)..2^20-1.  Over-arrival
-(pending < 0) and tx-count out of range are reported as :class:`SyncError` (undefined behaviour on hardware).
+Ranges (mbarrier.md): expected 1..2^20-1, pending 0..2^20-1, tx-count -(2^20-1)..2^20-1.  The doors report an
+over-arrival (more arrivals than pending) and an expect-tx past the limit as findings with the H100's outcome
+before they get here (:mod:`tcsim.race.protocol`); these methods still raise :class:`SyncError` for what reaches
+them anyway.  ``record`` holds the protocol history of the current incarnation (init, arrivals, transactions and
+waits per phase) that those findings are built from.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ MAX_COUNT = (1 << 20) - 1
 
 
 class MBarrier:
-    __slots__ = ("offset", "phase", "pending", "expected", "tx", "valid", "_waiters", "env", "history")
+    __slots__ = ("offset", "phase", "pending", "expected", "tx", "valid", "_waiters", "env", "record")
 
     def __init__(self, env, offset: int):
         self.env = env
@@ -26,7 +29,9 @@ class MBarrier:
         self.tx = 0
         self.valid = False
         self._waiters: list = []      # simpy events released at the next phase completion
-        self.history: list = []       # (cycle, what) for diagnostics
+        #: the protocol history of the current incarnation (:class:`tcsim.race.protocol.BarrierRecord`), set by
+        #: the simulation's protocol checker at each init; None before the first
+        self.record = None
 
     # -- primitive operations (each applied atomically) -------------------------------------------------
     # Named apply_* (and next_phase_event, which registers a waiter): only the two doors call them
@@ -49,6 +54,12 @@ class MBarrier:
 
     def apply_inval(self) -> None:
         self.valid = False
+
+    def apply_revive(self) -> None:
+        """An operation reached the barrier after ``mbarrier.inval``: an H100 performs it on the state the barrier
+        had before the inval (probe arrive_after_inval), so that state is live again (the finding is reported by
+        :meth:`tcsim.race.protocol.Protocol.dead_barrier`)."""
+        self.valid = True
 
     def _require_valid(self, what: str) -> None:
         if not self.valid:

@@ -33,6 +33,7 @@ from tcsim.isa.errors import MemoryFault
 from .. import memory as M
 from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
 from ..proxy_fence import GenericWrites, async_write, check_async_read
+from ..race.protocol import op_act
 from ..tmem import make_taddr, tmem_of
 
 
@@ -93,8 +94,17 @@ class AgentPort:
     # the change and publishes its sync event, plus 'mbarrier.phase' when it completed the phase (PTX ISA 9.1
     # §9.7.13.15.4).  ``at``: the fields naming the barrier in the record (``addr=...`` or ``mbarrier=..., lane=...``);
     # ``detail``: the record's fields after the change's own ones.
+    def _protocol_act(self, cta):
+        """The async op being completed (or this agent) as the actor of a protocol record (tcsim.race.protocol)."""
+        op = self.completing
+        home = self.home if self.home is not None else cta
+        if op is None:
+            return op_act(None, self.agent_name, self.env.now, home.ctaid)
+        return op_act(op, self.agent_name, self.env.now, home.ctaid)
+
     def _mbarrier_phase(self, cta, mb, before: int, at: dict, op_id, traced: bool) -> None:
         if mb.phase != before:
+            self.sim.protocol.on_phase(cta, mb, before, self.env.now)
             self.sync("mbarrier.phase", cta, op_id=op_id, traced=traced, **at, phase=mb.phase)
 
     def mbarrier_arrive(self, cta, mb, *, at: dict, count: int = 1, op_id=None, phase_traced: bool = True,
@@ -104,7 +114,11 @@ class AgentPort:
         ``phase_traced``: whether the JSONL trace writes the phase completion (the pre-issue-14 trace did not for
         the 'lsu' arrive)."""
         before = mb.phase
+        prot = self.sim.protocol
+        act = self._protocol_act(cta)
+        prot.check_arrive(act, cta, mb, count)
         mb.apply_arrive(count)
+        prot.on_arrive(act, cta, mb, before, count)
         self.sync("mbarrier.arrive", cta, op_id=op_id, **at, count=count, phase=before, **detail)
         self._mbarrier_phase(cta, mb, before, at, op_id, phase_traced)
         return before
@@ -112,6 +126,8 @@ class AgentPort:
     def mbarrier_complete_tx(self, cta, mb, nbytes: int, *, at: dict, op_id=None, **detail) -> None:
         """complete-tx(``nbytes``) (§9.7.13.15.7) by this agent, e.g. a bulk copy's bytes landing (§9.7.9.25)."""
         before = mb.phase
+        self.sim.protocol.on_complete_tx(self._protocol_act(cta), cta, mb, nbytes, op=self.completing,
+                                         foreign=cta is not self.home)
         mb.apply_complete_tx(nbytes)
         self.sync("mbarrier.complete_tx", cta, op_id=op_id, **at, bytes=int(nbytes), tx=mb.tx, phase=before,
                   **detail)

@@ -185,6 +185,12 @@ class TmaEngine(AsyncUnit):
         op.done.succeed()
 
     # ------------------------------------------------------------------------------------------ mbarriers
+    def aim(self, op: TmaOp, cta, offset: int) -> None:
+        """``op`` (just submitted) will complete-tx its bytes on the mbarrier at SMEM ``offset`` of ``cta``: the
+        protocol checker (:mod:`tcsim.race.protocol`) notes the phase they are aimed at (the barrier's current one),
+        so a phase that completes before they land, or a deadlock that waits for them, names the copy."""
+        self.sim.protocol.copy_issued(op, self.cta, cta, cta.mbarrier(offset), op.nbytes, self.env.now)
+
     def complete_tx(self, cta, offset: int, nbytes: int, what: str) -> None:
         """complete-tx(``nbytes``) on the mbarrier at SMEM ``offset`` of ``cta`` (release, cluster scope)."""
         self.mbarrier_complete_tx(cta, cta.mbarrier(offset), nbytes, at=dict(addr=offset), op_id=self._op_id(),

@@ -12,8 +12,11 @@ that exited count as arrived, PTX §9.7.12.7 exit).  ``sync`` and ``red`` suspen
 completes; ``arrive`` does not wait.  ``bar{.cta}.X`` is ``barrier{.cta}.X.aligned``; ``.cta`` changes
 nothing.  On completion the barrier resets for immediate reuse.
 
-Checks (SyncError): barrier id outside 0..15; a thread count that is zero or not a multiple of 32 (or
-missing on ``arrive``); different thread counts for the same barrier in the same phase; ``red`` mixed with
+Checks.  Class-16 findings (:mod:`tcsim.findings`) with the outcome an H100 gives (probes in
+``/work/notes/probe_results.md``): a thread count that is zero or not a multiple of 32 (illegal instruction at
+the bar.sync: 'trap'); different thread counts for the same barrier in the same phase, naming the arrival that
+started the phase (illegal instruction at the later arrival: 'trap'); a count above the CTA's threads (the barrier
+never completes: 'hang').  SyncError: barrier id outside 0..15; a missing count on ``arrive``; ``red`` mixed with
 ``sync``/``arrive`` in one phase; a lane arriving twice in one phase; non-uniform barrier id / count across
 the lanes of one instruction; lanes of a warp reaching an ``.aligned`` barrier at different instructions in
 the same phase.  (The whole-CTA form and an explicit count equal to the CTA's warp-rounded thread count are
@@ -44,6 +47,8 @@ from tcsim.isa.barrier_forms import NUM_BARRIERS, WARP, parse_bar
 from tcsim.isa.errors import SyncError
 from ..agents.port import SyncPort
 from ..context import lanes_str
+from ..findings import Finding
+from ..race.protocol import warp_act
 from .registry import semantics
 
 
@@ -52,7 +57,7 @@ class _Phase:
     """One open phase of one named barrier of one CTA."""
 
     __slots__ = ("cta", "index", "count", "kind", "red_op", "lanes", "pcs", "arrived", "event", "popc", "all",
-                 "any", "waiting", "generation")
+                 "any", "waiting", "generation", "first")
 
     def __init__(self, cta, index, env, generation):
         self.cta = cta
@@ -69,6 +74,7 @@ class _Phase:
         self.any = False
         self.waiting = {}          # warp id -> bool[32] lanes suspended on this phase
         self.generation = generation
+        self.first = None          # the first arrival of the phase (tcsim.race.protocol.Act), for findings
 
     def describe(self) -> str:
         cta = self.cta
@@ -139,12 +145,24 @@ class NamedBarriers:
         full = WARP * len(cta.warps)
         if not ph.lanes and not ph.arrived:
             ph.count = count
+            ph.first = warp_act(ctx)
         elif ph.count != count and not ({ph.count, count} == {None, full}):
             def show(c):
                 return "all threads of the CTA" if c is None else f"{c} threads"
-            raise SyncError(f"named barrier {index} of {cta.label}: {warp.label} arrives expecting {show(count)}, "
-                            f"but the current phase was started expecting {show(ph.count)}",
-                            expected="the same thread count for every arrival of one barrier phase")
+            # an H100 raises an illegal instruction at the later arrival with the other count (probe
+            # bar_sync_mixed_counts_large_first, /work/notes/probe_results.md)
+            first = ph.first
+            ctx.report(Finding(
+                16, f"named barrier {index} of {cta.label}: {warp.label} arrives expecting {show(count)}, but the "
+                    f"current phase was started expecting {show(ph.count)} (by {first.short()}, generation "
+                    f"{ph.generation}): two groups with different thread counts share barrier {index}",
+                (first.access(where=f"named barrier {index} of {cta.label}"),
+                 ctx.side(where=f"named barrier {index} of {cta.label}")),
+                missing=f"a separate barrier id for one of the groups (line {first.line} and line "
+                        f"{ctx.ins.loc.line} use barrier {index} with {show(ph.count)} and {show(count)})",
+                fix="give each group of warps that synchronises together its own named barrier id, with the same "
+                    "thread count at every bar.sync / bar.arrive of it",
+                outcome="trap"))
         prev = ph.lanes.get(warp.id)
         if prev is None:
             prev = ph.lanes[warp.id] = np.zeros(WARP, dtype=bool)
@@ -201,6 +219,34 @@ class NamedBarriers:
         if ph.kind == "red":
             value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]
         ph.event.succeed(value)
+
+    def deadlock_cause(self, wait):
+        """At a deadlock: a class-16 finding (outcome 'hang') when ``wait`` waits on a named-barrier phase whose
+        thread count the CTA's remaining warps can no longer meet (warps exited, or the count is above the warps
+        that ever could arrive); None when the missing warps are alive (blocked elsewhere: not this barrier's
+        fault)."""
+        for ph in self.phases.values():
+            if ph.event is not wait.event or ph.count is None:
+                continue
+            cta = ph.cta
+            need = ph.count // WARP
+            could = len(ph.arrived) + sum(1 for w in cta.warps if w.alive.any() and w.id not in ph.arrived)
+            if could >= need:
+                return None
+            where = f"named barrier {ph.index} of {cta.label}"
+            first = ph.first
+            exited = [w.id for w in cta.warps if not w.alive.any() and w.id not in ph.arrived]
+            return Finding(
+                16, f"{where} (generation {ph.generation}) waits for {ph.count} threads ({need} warps), but only "
+                    f"{len(ph.arrived)} warp(s) {sorted(ph.arrived)} arrived and {could - len(ph.arrived)} more are "
+                    f"alive" + (f" (warps {exited} exited without arriving)" if exited else "")
+                    + ": its count can never be met",
+                ((first.access(where=where),) if first is not None else ()),
+                missing=f"{need - could} more warp(s) arriving at barrier {ph.index}, or a thread count of "
+                        f"{could * WARP} at line {first.line if first is not None else '?'}",
+                fix="make the bar.sync / bar.arrive thread count equal the threads of the warps that arrive at it",
+                outcome="hang")
+        return None
 
     def wait(self, ctx, ph, lanes, what, on_release=None):
         warp = ctx.warp
@@ -290,11 +336,23 @@ def _make(ins, what, op, a, b, aligned, dst=None, cop=None, rop=None):
         count = None
         if b is not None:
             count = _uniform(ctx, b, "thread count")
+            where = f"named barrier {index} of {ctx.cta.label}"
             if count <= 0 or count % WARP:
-                raise SyncError(f"{what}: thread count {count} is not a positive multiple of 32")
+                # an H100 raises an illegal instruction at the first bar.sync with such a count (probe
+                # bar_sync_count_not_mult32)
+                ctx.report(Finding(
+                    16, f"{what}: thread count {count} is not a positive multiple of 32 (the warp size)",
+                    (ctx.side(where=where),), missing=f"a thread count that is a multiple of 32 at line "
+                                                      f"{ctx.ins.loc.line}",
+                    fix="count whole warps: the barrier counts every thread of each arriving warp "
+                        "(PTX ISA §9.7.13.1: b must be a multiple of the warp size)", outcome="trap"))
             if count > ctx.cta_threads:
-                raise SyncError(f"{what}: thread count {count} exceeds the {ctx.cta_threads} threads "
-                                f"(rounded to warps) of the CTA; the barrier can never complete")
+                # the barrier can never complete: an H100 hangs (probe bar_sync_count_exceeds_cta)
+                ctx.report(Finding(
+                    16, f"{what}: thread count {count} exceeds the {ctx.cta_threads} threads (rounded to warps) of "
+                        f"the CTA; the barrier can never complete", (ctx.side(where=where),),
+                    missing=f"a thread count of at most {ctx.cta_threads} at line {ctx.ins.loc.line}",
+                    fix="count only the threads of the CTA that arrive at this barrier", outcome="hang"))
         pred = ctx.read_pred(cop) if cop is not None else None
         ag = _agent(ctx)
         ph = ag.arrive(ctx, index, count, kind, lanes, aligned, pred=pred, red_op=rop)

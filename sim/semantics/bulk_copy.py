@@ -42,10 +42,59 @@ import numpy as np
 
 from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
 from tcsim.isa.errors import MemoryFault, SyncError
+from ..findings import Finding, FindingError
+from ..race.protocol import op_act
 from .. import memory as M
 from ..agents.tma import TmaEngine, TmaOp
 from ..async_groups import commit_run, wait_run
 from .registry import semantics
+
+
+# ---------------------------------------------------------------------------------------------- class 18
+class AlignmentFault(MemoryFault):
+    """A misaligned bulk / tensor-copy operand found at issue (an address, a size, a box's SMEM alignment, an inner
+    coordinate).  The decoders turn it into a class-18 finding at the issuing line (:func:`alignment_findings`);
+    ``outcome`` is what the H100 does: 'trap' (CUDA_ERROR_MISALIGNED_ADDRESS / illegal instruction at the copy) or
+    'hang' (a size that is not a multiple of 16: the copy never completes its bytes)."""
+
+    def __init__(self, message: str, *, lane: int, outcome: str = "trap", expected: str | None = None):
+        super().__init__(message, expected=expected)
+        self.lane = int(lane)
+        self.outcome = outcome
+
+
+class MisalignedOperand(FindingError, MemoryFault):
+    """The class-18 finding that stopped the run (a :class:`FindingError` that is also a :class:`MemoryFault`, as
+    the misaligned access was before findings existed)."""
+
+    def __init__(self, finding, findings=None):
+        super().__init__(finding, findings)
+        self.kind = f"memory fault [class {finding.cls}: {finding.title}]"
+        self.args = (self.format(),)
+
+
+def alignment_findings(run):
+    """Wrap a bulk-copy ``run(ctx)``: an :class:`AlignmentFault` becomes a class-18 finding naming the issuing line
+    and lane, with the hardware outcome (it stops the run: the GPU traps or hangs there)."""
+
+    def checked(ctx):
+        try:
+            return run(ctx)
+        except AlignmentFault as e:
+            m = np.zeros(32, dtype=bool)
+            m[e.lane] = True
+            f = Finding(18, e.message, (ctx.side(mask=m, proxy="async"),),
+                        missing=f"{e.expected} at line {ctx.ins.loc.line}" if e.expected else None,
+                        fix=e.expected,
+                        outcome=e.outcome)
+            try:
+                ctx.report(f)
+            except FindingError as fe:
+                raise MisalignedOperand(fe.finding, fe.findings) from None
+            raise MisalignedOperand(f) from None          # (a lint-free finding always stops: trap / hang)
+
+    checked.__doc__ = run.__doc__
+    return checked
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -83,14 +132,18 @@ def check_multiple16(what: str, value: int, lane: int, section: str = SECTION, m
     if value % 16:
         gpu = (f"; the GPU raises no error but moves only {value & ~15} bytes and never completes the copy's "
                f"transaction bytes, so a wait on its mbarrier hangs (measured on an H100)" if measured_hang else "")
-        raise MemoryFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16{gpu}",
-                          expected=f"a size that is a multiple of 16 bytes ({section})")
+        raise AlignmentFault(f"{what} is {value} bytes (lane {lane}), not a multiple of 16{gpu}", lane=lane,
+                             outcome="hang" if measured_hang else "trap",
+                             expected=f"a size that is a multiple of 16 bytes ({section})")
 
 
 def check_align16(what: str, addr: int, lane: int, section: str = SECTION) -> None:
+    """A bulk-copy address must be 16-byte aligned; an H100 raises CUDA_ERROR_MISALIGNED_ADDRESS at the copy
+    (probes bulk_smem_misaligned, bulk_global_misaligned)."""
     if addr % 16:
-        raise MemoryFault(f"{what} = 0x{addr:x} (lane {lane}) is not 16-byte aligned",
-                          expected=f"an address aligned to 16 bytes ({section})")
+        raise AlignmentFault(f"{what} = 0x{addr:x} (lane {lane}) is not 16-byte aligned; the GPU faults with a "
+                             f"misaligned address (CUDA_ERROR_MISALIGNED_ADDRESS)", lane=lane,
+                             expected=f"an address aligned to 16 bytes ({section})")
 
 
 def check_global_range(ctx, addr: int, nbytes: int, what: str, lane: int) -> None:
@@ -126,14 +179,25 @@ def cta_mask_targets(ctx, mask: int, lane: int) -> list:
     return [ctx.cluster.cta_by_rank(r) for r in ranks]
 
 
-def check_source_resident(cta, what: str) -> None:
+def check_source_resident(cta, what: str, engine=None) -> None:
     """A bulk store / reduction / shared->cluster copy reads its SMEM source when it completes: the CTA must
     still be there (its shared memory may belong to the next CTA on the SM once it exits; PTX ISA §9.7.9.25.6:
-    ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read)."""
+    ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read).  Reported as a class-14
+    finding naming the copy (through ``engine``, the TMA engine completing it); an H100 completes such a store with
+    the right bytes (probe exit_with_bulk_store_pending, /work/notes/probe_results.md), so the copy goes on."""
     if cta.exited:
-        raise SyncError(f"{cta.label} exited while its {what} still had to read the source in its shared memory",
-                        expected="cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait "
-                                 "for a shared::cluster copy) before the CTA exits")
+        msg = f"{cta.label} exited while its {what} still had to read the source in its shared memory"
+        fix = ("cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait for a "
+               "shared::cluster copy) before the CTA exits")
+        if engine is None:
+            raise SyncError(msg, expected=fix)
+        op = engine.completing
+        engine.sim.findings.report(Finding(
+            14, msg + " (its shared memory may already belong to the next CTA on the SM)",
+            (op_act(op, "tma", engine.env.now, engine.cta.ctaid).access(where=f"SMEM of {cta.label}"),),
+            missing=f"cp.async.bulk.wait_group.read 0 after the copy at line "
+                    f"{op.loc.line if op is not None and op.loc is not None else '?'} and before the CTA exits",
+            fix=fix, key=(14, "exit-before-source-read", None if op is None or op.loc is None else op.loc.line)))
 
 
 def smem_write(engine: TmaEngine, cta, off: int, data: np.ndarray) -> None:
@@ -147,7 +211,7 @@ def gmem_read(engine: TmaEngine, addr: int, nbytes: int) -> np.ndarray:
 
 def smem_read(engine: TmaEngine, cta, off: int, nbytes: int, what: str, issued: float) -> np.ndarray:
     """The ``nbytes`` source bytes at ``off`` of ``cta``'s SMEM, read by the TMA (async proxy) for ``what``."""
-    check_source_resident(cta, what)
+    check_source_resident(cta, what, engine)
     return engine.read_smem(cta, [off], nbytes, reader=what, issued_at=issued)[0]
 
 
@@ -162,12 +226,12 @@ def decode_bulk(ins, info):
     if f.kind == "wait_group":
         return _decode_wait(f.keep, f.read_only)
     if f.kind == "prefetch":
-        return _decode_prefetch(ins, f)
+        return alignment_findings(_decode_prefetch(ins, f))
     if f.kind == "load":
-        return _make_load(ins, f.dst_space, f.dst, f.src, f.size, f.mbar, f.mask, f.policy)
+        return alignment_findings(_make_load(ins, f.dst_space, f.dst, f.src, f.size, f.mbar, f.mask, f.policy))
     if f.kind == "s2s":
-        return _make_s2s(ins, f.dst, f.src, f.size, f.mbar)
-    return _make_store(ins, f.dst, f.src, f.size, f.bytemask, f.policy)
+        return alignment_findings(_make_s2s(ins, f.dst, f.src, f.size, f.mbar))
+    return alignment_findings(_make_store(ins, f.dst, f.src, f.size, f.bytemask, f.policy))
 
 
 def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy_op):
@@ -188,9 +252,10 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
         for lane in lanes:
             n = int(size[lane])
             d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
-            check_multiple16("cp.async.bulk size", n, lane, measured_hang=True)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            # (after the addresses: with both wrong an H100 faults on the address, tests/golden/faults.json)
+            check_multiple16("cp.async.bulk size", n, lane, measured_hang=True)
             dcta, doff = shared_target(ctx, d, dst_space, "cp.async.bulk destination [dstMem]", lane)
             mcta, moff = shared_target(ctx, mb, dst_space, "cp.async.bulk mbarrier [mbar]", lane)
             if cmask is not None:
@@ -216,7 +281,9 @@ def _make_load(ins, dst_space, dst_op, src_op, size_op, mbar_op, mask_op, policy
                 for t in targets:
                     engine.complete_tx(t, moff, n, what)
 
-            engine.submit(new_op(ctx, lane, "load", n, read, write, src=s))   # src: for the timing model
+            op = engine.submit(new_op(ctx, lane, "load", n, read, write, src=s))   # src: for the timing model
+            for t in targets:
+                engine.aim(op, t, moff)
 
     return run
 
@@ -236,9 +303,9 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
         for lane in lanes:
             n = int(size[lane])
             d, s, mb = int(dst[lane]), int(src[lane]), int(mbar[lane])
-            check_multiple16("cp.async.bulk size", n, lane)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            check_multiple16("cp.async.bulk size", n, lane)
             dcta, doff = shared_target(ctx, d, "shared::cluster", "cp.async.bulk destination [dstMem]", lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             mcta, moff = shared_target(ctx, mb, "shared::cluster", "cp.async.bulk mbarrier [mbar]", lane)
@@ -261,7 +328,8 @@ def _make_s2s(ins, dst_op, src_op, size_op, mbar_op):
                 smem_write(engine, dcta, doff, data)
                 engine.complete_tx(dcta, moff, n, what)
 
-            engine.submit(new_op(ctx, lane, "copy", n, read, write))
+            op = engine.submit(new_op(ctx, lane, "copy", n, read, write))
+            engine.aim(op, dcta, moff)
 
     return run
 
@@ -283,9 +351,9 @@ def _make_store(ins, dst_op, src_op, size_op, bytemask_op, policy_op):
         for lane in lanes:
             n = int(size[lane])
             d, s = int(dst[lane]), int(src[lane])
-            check_multiple16("cp.async.bulk size", n, lane)
             check_align16("cp.async.bulk destination [dstMem]", d, lane)
             check_align16("cp.async.bulk source [srcMem]", s, lane)
+            check_multiple16("cp.async.bulk size", n, lane)
             scta, soff = shared_target(ctx, s, "shared::cta", "cp.async.bulk source [srcMem]", lane)
             check_smem_range(scta, soff, n, "cp.async.bulk source")
             check_global_range(ctx, d, n, "cp.async.bulk destination [dstMem]", lane)

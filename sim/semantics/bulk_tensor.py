@@ -89,7 +89,8 @@ from .bulk_tensor_gather import ILLEGAL
 from ..numerics.convert import cvt
 from ..numerics.fp import fadd, fmax, fmin
 from ..agents.port import byte_runs
-from .bulk_copy import check_source_resident, cta_mask_targets, live_mbarrier, new_op, shared_target
+from .bulk_copy import (AlignmentFault, alignment_findings, check_source_resident, cta_mask_targets, live_mbarrier,
+                        new_op, shared_target)
 from .registry import semantics
 
 
@@ -157,10 +158,11 @@ def decode_bulk_tensor(ins, info):
     form = parse_bulk_tensor(ins, info)
     f = form.qualifiers()
     if form.direction == "prefetch":
-        return _make_prefetch(ins, f, form.tmap, form.policy)
+        return alignment_findings(_make_prefetch(ins, f, form.tmap, form.policy))
     if form.direction == "load":
-        return _make_load(ins, f, form.spaces[0], form.dst, form.tmap, form.mbar_addr, form.mask, form.policy)
-    return _make_store(ins, f, form.tmap, form.src, form.policy)
+        return alignment_findings(_make_load(ins, f, form.spaces[0], form.dst, form.tmap, form.mbar_addr, form.mask,
+                                             form.policy))
+    return alignment_findings(_make_store(ins, f, form.tmap, form.src, form.policy))
 
 
 # ---------------------------------------------------------------------------------------------- the map
@@ -247,10 +249,11 @@ def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: 
     if off % need:
         why = (f" (required by swizzle {tm.swizzle})" if need == SMEM_ALIGN.get(tm.swizzle) else
                " (required of tile-mode tensor copies; measured on an H100)" if need == TILE_SMEM_ALIGN else "")
-        raise MemoryFault(f"{what} = 0x{M.shared_address(cta.rank, off):x} (lane {lane}) is not {need}-byte "
-                          f"aligned{why}; the GPU faults with a misaligned address (CUDA_ERROR_MISALIGNED_ADDRESS)",
-                          expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
-                                   f"tma.md §3, tests/golden/tma_h100 phase_*_at16)")
+        raise AlignmentFault(f"{what} = 0x{M.shared_address(cta.rank, off):x} (lane {lane}) is not {need}-byte "
+                             f"aligned{why}; the GPU faults with a misaligned address (CUDA_ERROR_MISALIGNED_ADDRESS)",
+                             lane=lane,
+                             expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
+                                      f"tma.md §3, tests/golden/tma_h100 phase_*_at16)")
     pieces = swizzle(np.int64(off) + image_offsets(nbytes, tm), tm.swizzle)
     if pieces.size:
         lo, hi = int(pieces.min()), int(pieces.max()) + 8
@@ -284,9 +287,10 @@ def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
     (§9.7.9.25.5.1)."""
     if f["mode"] == "tile":
         if (c[0] * tm.esize) % INNER_COORD_ALIGN:
-            raise MemoryFault(f"{what}: start coordinate c0 = {c[0]} (lane {lane}) of a {tm.dtype} map is "
-                              f"{c[0] * tm.esize} bytes into the row, not a multiple of {INNER_COORD_ALIGN}; {ILLEGAL}",
-                              expected=f"c0 * element size ({tm.esize} B) a multiple of {INNER_COORD_ALIGN} bytes "
+            raise AlignmentFault(f"{what}: start coordinate c0 = {c[0]} (lane {lane}) of a {tm.dtype} map is "
+                                 f"{c[0] * tm.esize} bytes into the row, not a multiple of {INNER_COORD_ALIGN}; "
+                                 f"{ILLEGAL}", lane=lane,
+                                 expected=f"c0 * element size ({tm.esize} B) a multiple of {INNER_COORD_ALIGN} bytes "
                                        f"(measured on an H100: tests/golden/tma_h100, fault_inner_coord_*)")
         offs, inb = box_geometry(tm, c, granules=store)
         nbytes = tm.box_bytes()
@@ -383,7 +387,10 @@ def _make_load(ins, f, dst_space, dst_op, tmap_op, mbar_op, mask_op, policy_op):
                 for s in signals:
                     engine.complete_tx(s, moff, nbytes, what)
 
-            engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm, mode=f["mode"]))
+            op = engine.submit(new_op(ctx, lane, "load", nbytes, read, write, coords=c, tensor_map=tm,
+                                      mode=f["mode"]))
+            for s in signals:
+                engine.aim(op, s, moff)
 
     return run
 
@@ -494,7 +501,7 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
             es = tm.esize
 
             def read(engine=engine, scta=scta, pieces=pieces, issued=ctx.now):
-                check_source_resident(scta, what)
+                check_source_resident(scta, what, engine)
                 return engine.read_smem(scta, pieces, 8, reader=what, issued_at=issued, runs=True).reshape(-1)
 
             def write(image, engine=engine, gaddrs=gaddrs, inb=inb, es=es, ptype=ptype):

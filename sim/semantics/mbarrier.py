@@ -29,9 +29,20 @@ A token wait is complete when the barrier's current phase differs from the phase
 allows the current or the immediately preceding phase to be queried).  A parity wait is complete when
 ``(phase & 1) != parity``, i.e. the phase with that parity has completed.
 
+Protocol checks (:mod:`tcsim.race.protocol`, outcomes measured on an H100: /work/notes/probe_results.md).  The
+lanes of one warp-instruction that arrive on one barrier arrive together: more arrivals than the phase has
+pending is an over-arrival, a finding with outcome 'trap' at the arrive naming its root cause (class 17: the
+instruction's lanes alone exceed the count; class 1: a stale wait let the barrier be re-armed early; class 12: two
+producers announce bytes in one phase; class 4: the init count).  A parity wait satisfied by the phase the same
+wait already consumed, or a phase overtaken between two tests, is class 1; a re-init of a live barrier and an
+operation after ``mbarrier.inval`` are class 11 (the H100 re-initialises / acts on the old state, and so does
+tcsim); an operation on a never-initialised barrier and an expect-tx past 2^20-1 trap; an operation on an exited
+peer CTA's barrier is class 14 and goes on.
+
 Blocking.  ``try_wait`` suspends the lanes whose phase has not completed until it completes (tcsim does not
 model the hardware time limit after which try_wait returns false), then writes true; a kernel waiting on a
-barrier nobody completes therefore ends in a DeadlockError naming the barrier, its phase and counts.
+barrier nobody completes therefore ends in a DeadlockError naming the barrier, its phase and counts, and the root
+cause its history shows (the expect-tx whose bytes never came, the init count against the arrivals).
 ``test_wait`` never blocks.  The optional suspend-time hint is read and ignored.
 
 Memory ordering (``.release`` / ``.acquire`` / ``.relaxed`` with ``.cta`` / ``.cluster``) has no functional
@@ -52,7 +63,9 @@ from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError
 from tcsim.isa.mbarrier_forms import MbarrierForm, parse_mbarrier
 from .. import memory as M
+from ..findings import Finding
 from ..mbarrier_state import MAX_COUNT
+from ..race.protocol import warp_act
 from .registry import semantics
 
 # --------------------------------------------------------------------------------------- state token
@@ -101,10 +114,25 @@ def resolve_targets(ctx, space: str, addrs: np.ndarray, lanes: np.ndarray) -> li
                               expected="a .shared::cluster address (mapa) for another CTA's mbarrier")
         cta = ctx.cluster.cta_by_rank(r)
         if not ctx.is_local(cta) and cta.exited:
-            raise MemoryFault(f"mbarrier operation on {cta.label}, which has already exited",
-                              expected="peer CTAs to stay resident (cluster barrier before exit)")
+            # an H100 performs a remote arrive on an exited peer's barrier without an error (probe
+            # remote_arrive_after_exit, /work/notes/probe_results.md): a class-14 finding, and the operation goes on
+            ctx.report(Finding(
+                14, f"mbarrier operation on the shared memory of {cta.label}, which has already exited (its shared "
+                    f"memory may already belong to the next CTA on that SM)",
+                (ctx.side(where=f"mbarrier@0x{int(off):x} of {cta.label}", mask=_one(lane)),),
+                missing=f"a cluster barrier (barrier.cluster.arrive + wait) before {cta.label} exits, after the "
+                        f"operation at line {ctx.ins.loc.line}",
+                fix="end the kernel with barrier.cluster.arrive.release + barrier.cluster.wait.acquire so no CTA "
+                    "exits while its peers still use its shared memory",
+                key=(14, "exited-peer-mbarrier", ctx.ins.loc.line)))
         out.append((int(lane), cta, int(off)))
     return out
+
+
+def _one(lane) -> np.ndarray:
+    m = np.zeros(32, dtype=bool)
+    m[int(lane)] = True
+    return m
 
 
 def describe(mb, cta) -> str:
@@ -134,10 +162,19 @@ def _range_check(value: int, lo: int, hi: int, what: str, lane: int) -> int:
     return value
 
 
-def _live(cta, off: int, what: str):
-    """The initialised mbarrier at ``off`` of ``cta`` (SyncError if none / invalidated)."""
-    mb = cta.mbarrier(off, create=False)
+def _live(cta, off: int, what: str, ctx=None, lane: int | None = None):
+    """The initialised mbarrier at ``off`` of ``cta`` (SyncError if none; an invalidated one is a class-11 finding
+    naming its init and inval lines, :meth:`tcsim.race.protocol.Protocol.dead_barrier`)."""
+    try:
+        mb = cta.mbarrier(off, create=False)
+    except SyncError:
+        if ctx is not None:      # never initialised: the H100 traps at the instruction (probe arrive_uninitialised)
+            ctx.engine.protocol.uninitialised(warp_act(ctx, lane), cta, off, what)
+        raise
     if not mb.valid:
+        if ctx is not None and ctx.engine.protocol.dead_barrier(warp_act(ctx, lane), cta, mb, what) is not None:
+            mb.apply_revive()
+            return mb
         raise SyncError(f"{what} on SMEM offset 0x{off:x} of {cta.label}, which holds no live mbarrier "
                         f"(it was invalidated)", expected="mbarrier.init before any other mbarrier operation")
     return mb
@@ -179,10 +216,8 @@ def _dec_init(f, ops, ins):
                     raise SyncError(f"lanes {done[off]} and {lane} initialise mbarrier@0x{off:x} with different "
                                     f"counts in the same instruction")
                 continue
-            if mb.valid:
-                raise SyncError(f"mbarrier.init on mbarrier@0x{off:x} of {cta.label}, which is still live "
-                                f"({describe(mb, cta)})",
-                                expected="mbarrier.inval before re-initialising the memory of a live mbarrier")
+            # a live barrier re-initialised without mbarrier.inval: a class-11 finding (Protocol.on_init, through
+            # the door); the GPU re-initialises it, and so does tcsim
             ctx.mbarrier_init(cta, mb, count, lane)
             done[off] = count
 
@@ -226,23 +261,38 @@ def _dec_arrive(f, ops, ins):
             return
         vals = _read_u32(ctx, extra) if extra is not None else None
         tokens = np.zeros(32, dtype=np.uint64)
+        targets = []
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
             if not ctx.is_local(cta) and not sink:
                 raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label} (another CTA) cannot return "
                                 f"a state", expected="the sink _ as destination for a remote arrive")
-            mb = _live(cta, off, what)
+            mb = _live(cta, off, what, ctx, lane)
             tx = 0
             count = 1
             if f.expect_tx:
                 tx = _range_check(int(vals[lane]), 0, MAX_COUNT, "txCount", lane)
             elif vals is not None:
                 count = _range_check(int(vals[lane]), 1, MAX_COUNT, "arrive count", lane)
+            targets.append((lane, cta, off, mb, tx, count))
+        # The lanes of one warp-instruction arriving on one barrier arrive together: more than the phase has pending
+        # is an over-arrival, which the H100 ends with an error at this arrive (tcsim.race.protocol names its cause).
+        together = {}
+        for lane, cta, off, mb, tx, count in targets:
+            g = together.setdefault((id(cta), off), [cta, mb, 0, 0, 0])
+            g[2] |= 1 << lane
+            g[3] += count
+            g[4] += tx
+        for cta, mb, lmask, total, txs in together.values():
+            ctx.engine.protocol.check_arrive(warp_act(ctx, mask=lmask), cta, mb, total, tx=txs,
+                                             lanes_of_instruction=bin(lmask).count("1"))
+        for lane, cta, off, mb, tx, count in targets:
             pending_before = mb.pending
             if tx:
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, tx)
                 ctx.mbarrier_expect_tx(cta, mb, tx, lane, sem=f.sem, scope=f.scope)
             try:
                 phase = ctx.mbarrier_arrive(cta, mb, count, lane, drop=drop, no_complete=f.no_complete, sem=f.sem,
-                                            scope=f.scope, remote=not ctx.is_local(cta))
+                                            scope=f.scope, remote=not ctx.is_local(cta), tx=tx)
             except SyncError as e:
                 raise SyncError(f"{what}: {e.message} [{describe(mb, cta)}]", expected=e.expected) from None
             tokens[lane] = encode_token(phase, off, pending_before)
@@ -266,8 +316,10 @@ def _dec_tx(f, ops, ins):
             return
         txs = _read_u32(ctx, tx_op)
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
-            mb = _live(cta, off, what)
+            mb = _live(cta, off, what, ctx, lane)
             tx = _range_check(int(txs[lane]), 0, MAX_COUNT, "txCount", lane)
+            if not complete:
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, tx)
             change = ctx.mbarrier_complete_tx if complete else ctx.mbarrier_expect_tx
             change(cta, mb, tx, lane, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
 
@@ -292,11 +344,12 @@ def _dec_wait(f, ops, ins):
             ctx.read(hint, "u32")
         result = np.zeros(32, dtype=bool)
         groups = {}
+        checked = {}
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
             if not ctx.is_local(cta):
                 raise SyncError(f"{what} on the mbarrier@0x{off:x} of {cta.label}; waits must be executed by the "
                                 f"barrier's own CTA", expected="a .shared::cta address of the executing CTA")
-            mb = _live(cta, off, what)
+            mb = _live(cta, off, what, ctx, lane)
             if f.parity:
                 key_arg = int(argv[lane]) & 1
             else:
@@ -309,8 +362,15 @@ def _dec_wait(f, ops, ins):
             done = ctx.mbarrier_test(cta, mb, lane, form=form, arg=key_arg, parity=f.parity, sem=f.sem,
                                      scope=f.scope)
             result[lane] = done
+            seen = checked.setdefault(off, (mb, cta, [], []))
+            seen[2 if done else 3].append(int(lane))
             if not done and blocking:
                 groups.setdefault((off, key_arg), (mb, cta, []))[2].append(lane)
+        for off, (mb, cta, passed, waiting) in checked.items():
+            # per waiter (warp, lane): the phase it consumed; a stale or overtaken parity wait is class 1
+            ctx.engine.protocol.on_wait(lambda m: warp_act(ctx, mask=m), cta, mb, passed, waiting,
+                                        (int(argv[passed[0] if passed else waiting[0]]) & 1) if f.parity else None,
+                                        ctx.warp.id)
         done_lanes = ctx.mask.copy()
         for (off, karg), (mb, cta, glanes) in groups.items():
             m = np.zeros(32, dtype=bool)
@@ -333,7 +393,10 @@ def _reason(form, arg, mb, cta, parity):
 
 
 def _releaser(ctx, dst, mask, mb, cta, f):
+    act = warp_act(ctx, mask=sum(1 << int(i) for i in np.nonzero(mask)[0]))
+
     def on_release(value):
+        ctx.engine.protocol.on_release(cta, mb, ctx.warp.id, act.lanes, act)
         ctx.write_pred(dst, True, mask=mask)
         ctx.emit_sync("mbarrier.wait", target_cta=cta.ctaid, mbarrier=mb.offset, lane=int(np.argmax(mask)),
                       form=f.op + (".parity" if f.parity else ""), done=True, resumed=True, sem=f.sem,
