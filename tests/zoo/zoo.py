@@ -53,6 +53,8 @@ STORES = ["\tst.global.v4.f32 \t[%rd12], {%f0, %f1, %f2, %f3};                  
 STORE_LATE = (("//<<STORE_EARLY>>", None), ("//<<STORE_LATE>>", STORES))
 STORE_EARLY = (("//<<STORE_EARLY>>", STORES), ("//<<STORE_LATE>>", None))
 WAIT_LD = "\ttcgen05.wait::ld.sync.aligned;"
+LD = ("\ttcgen05.ld.sync.aligned.32x32b.x16.b32 \t{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9, %f10, %f11, "
+      "%f12, %f13, %f14, %f15}, [%r40];      // @ld")
 
 PAIRS = (
     # ------------------------------------------------------------------------------------------- the TMA ring
@@ -67,7 +69,7 @@ PAIRS = (
              "error)."),
     Pair("02_leader_release", 2, "ring", HOPPER_TOO,
          edit=(("bar.sync \t1, 64;", None),),
-         sides=("@read", "@write"), missing=("bar.sync", "bar.arrive", "named barrier", "mbarrier.arrive"),
+         sides=("@read", "@write"), missing=("bar.sync", "bar.arrive", "mbarrier.arrive"),
          what="the named barrier between the two consumer warps is deleted: thread 32 (warp 1) releases stage s "
               "while warp 2 may still read it",
          why="PTX ISA 8 (memory consistency model): warp 2's ld.shared and the producer's refill are ordered only "
@@ -107,7 +109,7 @@ PAIRS = (
              "write before the reads are performed (DeepEP PR #642)."),
     Pair("16_named_barrier_count", 16, "ring", HOPPER_TOO,
          edit=(("bar.sync \t1, 64;", ["\tbar.sync \t1, 96;                                               // @bar"]),),
-         sides=("@bar",), missing=("bar.sync", "thread count", "96"),
+         sides=("@bar",), missing=("bar.sync", "count"),
          what="the consumers' named barrier 1 expects 96 threads; only the 64 consumer threads ever reach it",
          why="PTX ISA 9.7.13.1 (bar.sync / barrier.sync with a thread count b): the barrier completes when b "
              "threads have arrived; warps 1 and 2 supply 64, so both wait forever (hang)."),
@@ -151,10 +153,10 @@ PAIRS = (
              "completion) and 9.7.16.7.1 (tcgen05.dealloc): freeing columns a pending tcgen05.ld reads lets another "
              "allocation (or CTA) overwrite them before the load completes (cudnn-frontend #652)."),
     Pair("06_ld_before_mma_commit", 6, "gemm", BLACKWELL, base=STORE_EARLY,
-         edit=(("mbarrier.try_wait.parity.shared::cta.b64 \t%p8, [%r11], 0;",
-                ["\tmbarrier.try_wait.parity.shared::cta.b64 \t%p8, [%r10], 0;      // @wait"]),),
+         edit=(("// @ld", None), ("\tbar.warp.sync \t-1;", ["\tbar.warp.sync \t-1;", LD])),
          sides=("@mma", "@ld"), missing=("tcgen05.commit", "mma_bar", "commit"),
-         what="the epilogue waits on full_bar (operands landed) instead of mma_bar (the MMA's tcgen05.commit)",
+         what="the epilogue's tcgen05.ld of D moves above its mma_bar wait: it is issued before the MMA's "
+              "tcgen05.commit -> mbarrier wait (TMEM stays allocated until after the wait)",
          why="PTX ISA 9.7.16.9.? (tcgen05.mma is asynchronous; its completion is observed only through "
              "tcgen05.commit's mbarrier arrive): a tcgen05.ld of D not ordered after that phase reads "
              "accumulator cells the tensor pipe may not have written yet (wrong result, any value)."),
@@ -294,6 +296,7 @@ class Expect:
 
 
 def expectation(text: str) -> Expect:
+    """The ``// expect:`` header of a buggy twin, with each side marker's PTX line."""
     m = re.search(r"^// expect: class=(\d+) sides=(\S+) missing=(\S+)$", text, flags=re.M)
     if m is None:
         raise ValueError("no '// expect:' header")
