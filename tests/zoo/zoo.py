@@ -62,7 +62,7 @@ PAIRS = (
          edit=(("and.b32 \t%r22, %r12, 1;", ["\tmov.u32 \t%r22, 0;                       // full[s] parity (never flipped)"]),),
          sides=("@wait",), missing=("parity", "phase"),
          what="the consumers wait on full[s] with parity 0 on every lap instead of lap & 1",
-         why="PTX ISA 9.7.13.15.16 (mbarrier.test_wait/try_wait): with .parity the wait tests for completion of the "
+         why="PTX ISA 9.7.13.15 (mbarrier.test_wait / try_wait, .parity): with .parity the wait tests for completion of the "
              "phase whose parity is given; on the second lap phase 0 of full[s] has already completed, so the wait "
              "succeeds at once and the consumer reads the stage before the producer refilled it (stale data); the "
              "extra releases over-arrive on empty[s] (on an H100 an mbarrier over-arrival ends the launch with an "
@@ -81,7 +81,7 @@ PAIRS = (
                 ["\tmbarrier.arrive.expect_tx.shared::cta.b64 \t_, [%r14], 128;      // @expect"]),),
          sides=("@expect", "@write"), missing=("expect_tx",),
          what="arrive.expect_tx announces 128 bytes; the copy delivers 256",
-         why="PTX ISA 9.7.13.15.2 (mbarrier tx-count): the phase completes when the pending arrivals are 0 and the "
+         why="PTX ISA 9.7.13.15 (mbarrier tx-count, phase completion): the phase completes when the pending arrivals are 0 and the "
              "tx-count is 0; expect_tx(128) against complete_tx(256) drives the tx-count below zero, so the phase "
              "may complete before all bytes landed or never (the H100 hangs)."),
     Pair("03_expect_tx_high", 3, "ring", HOPPER_TOO,
@@ -89,21 +89,21 @@ PAIRS = (
                 ["\tmbarrier.arrive.expect_tx.shared::cta.b64 \t_, [%r14], 512;      // @expect"]),),
          sides=("@expect", "@write"), missing=("expect_tx",),
          what="arrive.expect_tx announces 512 bytes; the copy delivers 256",
-         why="PTX ISA 9.7.13.15.2 (tx-count): the 256 missing bytes never arrive, the tx-count of full[s] never "
+         why="PTX ISA 9.7.13.15 (mbarrier tx-count): the 256 missing bytes never arrive, the tx-count of full[s] never "
              "reaches 0 and the phase never completes: the consumers wait forever (a hang on the GPU)."),
     Pair("04_arrive_count", 4, "ring", HOPPER_TOO,
          edit=(("mbarrier.init.shared::cta.b64 \t[%r6], 1;",
                 ["\t@%p1 mbarrier.init.shared::cta.b64 \t[%r6], 2;                // @init"]),),
          sides=("@init", "@arrive"), missing=("count", "mbarrier.init"),
          what="empty[0] is initialised with count 2; one thread arrives per phase",
-         why="PTX ISA 9.7.13.15.1/9.7.13.15.11 (mbarrier.init, arrive): a phase completes when the pending arrival "
+         why="PTX ISA 9.7.13.15 (mbarrier.init, mbarrier.arrive): a phase completes when the pending arrival "
              "count reaches zero; with count 2 and one arrive per lap empty[0] never completes phase 0 and the "
              "producer waits forever before refilling stage 0 (hang)."),
     Pair("09_generic_read_async_write", 9, "ring", HOPPER_TOO,
          edit=(("fence.proxy.async.shared::cta;", None),),
          sides=("@read", "@write"), missing=("fence.proxy.async",),
          what="the producer's fence.proxy.async.shared::cta between the empty[s] wait and the refill is deleted",
-         why="PTX ISA 8.6 (proxies) and 9.7.13.4.? (fence.proxy.async): accesses to the same location through "
+         why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): accesses to the same location through "
              "different proxies need a cross-proxy fence; the consumers' generic ld.shared and the TMA's async "
              "write of the next lap are ordered by the mbarrier only within the generic proxy, so the TMA may "
              "write before the reads are performed (DeepEP PR #642)."),
@@ -111,13 +111,13 @@ PAIRS = (
          edit=(("bar.sync \t1, 64;", ["\tbar.sync \t1, 96;                                               // @bar"]),),
          sides=("@bar",), missing=("bar.sync", "count"),
          what="the consumers' named barrier 1 expects 96 threads; only the 64 consumer threads ever reach it",
-         why="PTX ISA 9.7.13.1 (bar.sync / barrier.sync with a thread count b): the barrier completes when b "
+         why="PTX ISA 9.7.13.1 (bar / barrier: bar.sync with a thread count b): the barrier completes when b "
              "threads have arrived; warps 1 and 2 supply 64, so both wait forever (hang)."),
     Pair("17_unpredicated_arrive", 17, "ring", HOPPER_TOO,
          edit=(("@%p7 mbarrier.arrive.shared::cta.b64", ["\tmbarrier.arrive.shared::cta.b64 \t_, [%r15];                    // @arrive"]),),
          sides=("@arrive",), missing=("count", "lane", "elect", "predicate"),
          what="the release arrive on empty[s] (count 1) loses its predicate: all 64 consumer threads arrive",
-         why="PTX ISA 9.7.13.15.11 (mbarrier.arrive): every executing thread performs an arrive-on; 64 arrivals on "
+         why="PTX ISA 9.7.13.15 (mbarrier.arrive): every executing thread performs an arrive-on; 64 arrivals on "
              "a count-1 barrier complete the phase and then over-arrive on the next ones (undefined; the H100 ends "
              "the launch with an error at the arrive)."),
     Pair("18_misaligned_bulk", 18, "ring", HOPPER_TOO,
@@ -140,7 +140,7 @@ PAIRS = (
          edit=(("fence.proxy.async.shared::cta;", None),),
          sides=("@write", "@read"), missing=("fence.proxy.async",),
          what="the writers' fence.proxy.async.shared::cta before bar.sync is deleted",
-         why="PTX ISA 8.6 (proxies), 9.7.13.4 (membar/fence: fence.proxy.async): a generic-proxy st.shared is made "
+         why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): a generic-proxy st.shared is made "
              "visible to the async proxy only by fence.proxy.async; bar.sync orders the threads but not the "
              "proxies, so the TMA store may read stale SMEM (FlashKDA #24)."),
     # -------------------------------------------------------------------------------------- tcgen05 GEMM tile
@@ -149,22 +149,22 @@ PAIRS = (
                ("// @use", [WAIT_LD, "\tst.global.v4.f32 \t[%rd12], {%f0, %f1, %f2, %f3};                            // @use"])),
          sides=("@ld", "@free"), missing=("tcgen05.wait::ld",),
          what="tcgen05.wait::ld moves after the dealloc: the columns are freed while the tcgen05.ld may still read them",
-         why="PTX ISA 9.7.16.8.3/9.7.16.9.4 (tcgen05.ld is asynchronous; tcgen05.wait::ld waits for its "
-             "completion) and 9.7.16.7.1 (tcgen05.dealloc): freeing columns a pending tcgen05.ld reads lets another "
+         why="PTX ISA 9.7.16.8.3 (tcgen05.ld is asynchronous) and 9.7.16.8.5 (tcgen05.wait::ld waits for its completion)"
+             " and 9.7.16.7.1 (tcgen05.dealloc): freeing columns a pending tcgen05.ld reads lets another "
              "allocation (or CTA) overwrite them before the load completes (cudnn-frontend #652)."),
     Pair("06_ld_before_mma_commit", 6, "gemm", BLACKWELL, base=STORE_EARLY,
          edit=(("// @ld", None), ("\tbar.warp.sync \t-1;", ["\tbar.warp.sync \t-1;", LD])),
          sides=("@mma", "@ld"), missing=("tcgen05.commit", "mma_bar", "commit"),
          what="the epilogue's tcgen05.ld of D moves above its mma_bar wait: it is issued before the MMA's "
               "tcgen05.commit -> mbarrier wait (TMEM stays allocated until after the wait)",
-         why="PTX ISA 9.7.16.9.? (tcgen05.mma is asynchronous; its completion is observed only through "
-             "tcgen05.commit's mbarrier arrive): a tcgen05.ld of D not ordered after that phase reads "
+         why="PTX ISA 9.7.16.10.9.1 (tcgen05.mma is asynchronous) and 9.7.16.12.1 (tcgen05.commit: its completion is observed only through the commit's mbarrier arrive)"
+             ": a tcgen05.ld of D not ordered after that phase reads "
              "accumulator cells the tensor pipe may not have written yet (wrong result, any value)."),
     Pair("07_missing_after_thread_sync", 7, "gemm", BLACKWELL, base=STORE_EARLY,
          edit=(("tcgen05.fence::after_thread_sync;                               // @fence", None),),
          sides=("@mma", "@ld"), missing=("tcgen05.fence::after_thread_sync",),
          what="the epilogue's tcgen05.fence::after_thread_sync after the mma_bar wait is deleted",
-         why="PTX ISA 9.7.16.6.4 (tcgen05.fence): tcgen05 operations are asynchronous and not ordered by thread "
+         why="PTX ISA 9.7.16.6 (tcgen05 memory consistency model) and 9.7.16.11.1 (tcgen05.fence): tcgen05 operations are asynchronous and not ordered by thread "
              "synchronisation alone; tcgen05.fence::after_thread_sync orders the following tcgen05.ld after the "
              "mbarrier wait, without it the load may be performed before the wait (CUTLASS #2974)."),
     Pair("13_tmem_leak", 13, "gemm", BLACKWELL, base=STORE_EARLY,
@@ -187,7 +187,7 @@ PAIRS = (
          edit=(("fence.mbarrier_init.release.cluster;", None),),
          sides=("@init", "@arrive"), missing=("fence.mbarrier_init",),
          what="fence.mbarrier_init.release.cluster is deleted; the cluster barrier's arrive is .relaxed",
-         why="PTX ISA 9.7.13.15.? (fence.mbarrier_init) and 9.7.13.3 (barrier.cluster: .relaxed gives no memory "
+         why="PTX ISA 9.7.13.4 (membar / fence: fence.mbarrier_init) and 9.7.13.3 (barrier.cluster: .relaxed gives no memory "
              "ordering for prior accesses): nothing releases the mbarrier.init to the cluster, so the peer's "
              "remote mbarrier.arrive may act on an uninitialised object (triton PR #11498)."),
     Pair("14_exit_with_remote_read", 14, "cluster_exit", HOPPER_TOO,
@@ -195,7 +195,7 @@ PAIRS = (
          sides=("@remote", "@exit"), missing=("barrier.cluster",),
          what="the trailing barrier.cluster.arrive/wait is deleted: a CTA may exit while its peer still reads its "
               "shared memory",
-         why="PTX ISA 9.7.9.? (distributed shared memory, mapa): accessing the shared memory of a CTA that has "
+         why="PTX ISA, the .shared::cluster state space (distributed shared memory) with mapa, and 9.7.13.3 (barrier.cluster): accessing the shared memory of a CTA that has "
              "exited is undefined; the trailing cluster barrier is what keeps each CTA alive until its peer's "
              "ld.shared::cluster has completed (triton #11730)."),
     Pair("15_multicast_peer_no_expect_tx", 15, "multicast", HOPPER_TOO,
@@ -205,7 +205,7 @@ PAIRS = (
          sides=("@copy", "@arrive"), missing=("expect_tx",),
          what="only rank 0 arms its barrier with expect_tx(512); rank 1 arrives without expecting the multicast bytes",
          why="PTX ISA 9.7.9.25.4.1 (cp.async.bulk .multicast::cluster: complete_tx on the mbarrier of every "
-             "destination CTA) and 9.7.13.15.2 (tx-count): rank 1's phase completes at its plain arrive, before the "
+             "destination CTA) and 9.7.13.15 (mbarrier tx-count): rank 1's phase completes at its plain arrive, before the "
              "multicast lands, so it reads stale SMEM, and the 512 bytes then complete_tx on the next phase (FA4 "
              "2-CTA, DeepGEMM PR #429)."),
     # ------------------------------------------------------------------------------------------- barrier storage
@@ -214,14 +214,14 @@ PAIRS = (
          sides=("@init", "@store"), missing=("mbarrier.inval",),
          what="mbarrier.inval is deleted: the barrier's 8 bytes are overwritten by st.shared while it is still a "
               "valid mbarrier object",
-         why="PTX ISA 9.7.13.15.4 (mbarrier.inval): an mbarrier object's memory may be used for any other purpose "
+         why="PTX ISA 9.7.13.15 (mbarrier.inval): an mbarrier object's memory may be used for any other purpose "
              "only after mbarrier.inval; a generic store over a live object is undefined behaviour (triton PR "
              "#3858)."),
     Pair("12_shared_barrier_two_channels", 12, "channels", HOPPER_TOO,
          edit=(("mov.u32 \t%r6, barY;", ["\tmov.u32 \t%r6, barX;                      // channel Y's barrier         // @chan"]),),
          sides=("@expectX", "@expectY"), missing=("barY", "barrier", "channel"),
          what="channel Y signals barX (count 1) like channel X; barY is never used",
-         why="PTX ISA 9.7.13.15.2 (phase completion: pending arrivals 0 and tx-count 0): with one count-1 barrier "
+         why="PTX ISA 9.7.13.15 (mbarrier phase completion: pending arrivals 0 and tx-count 0): with one count-1 barrier "
              "for two producers, the first producer's arrive and bytes complete the phase; the consumers' waits "
              "for 'X' and 'Y' are both satisfied by it (stale data for the other channel), or the second arrive "
              "over-arrives on a phase whose bytes are still pending (NVIDIA/Fuser PR #5862)."),
@@ -230,7 +230,7 @@ PAIRS = (
          edit=(("fence.proxy.tensormap::generic.acquire.gpu", None),),
          sides=("@write", "@read"), missing=("fence.proxy.tensormap",),
          what="the fence.proxy.tensormap::generic.acquire before the TMA load through the edited map is deleted",
-         why="PTX ISA 9.7.13.4 (fence.proxy.tensormap::generic) and 9.7.9.28 (tensormap.cp_fenceproxy): a tensor "
+         why="PTX ISA 9.7.13.4 (membar / fence: fence.proxy.tensormap::generic) and tensormap.cp_fenceproxy (data movement instructions): a tensor "
              "map written through the generic proxy is visible to the tensormap proxy that cp.async.bulk.tensor "
              "uses only after a release (cp_fenceproxy) AND an acquire fence.proxy.tensormap::generic on the same "
              "address; without the acquire the TMA may use the stale map (the old tensor A) (DeepGEMM PR #343, "
