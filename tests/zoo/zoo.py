@@ -182,6 +182,34 @@ PAIRS = (
               "the load completed",
          why="PTX ISA 9.7.16.8.3 (tcgen05.ld): the destination registers are written asynchronously and may be "
              "read only after tcgen05.wait::ld; before it their contents are undefined (DeepGEMM #449)."),
+    # ------------------------------------------------------------------------------ tcgen05 CTA pair (cta_group::2)
+    Pair("03_expect_tx_not_times_cta_group", 3, "pair_gemm", BLACKWELL,
+         edit=(("_, [%r10], 8704;", ["\t@%p9 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [%r10], 4352;      // @expect"]),),
+         sides=("@expect", "@copy"), missing=("expect_tx",),
+         what="the leader arms full_bar with its own CTA's bytes only (4352), not x cta_group (8704); both CTAs' "
+              "TMA loads complete on it",
+         why="PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .cta_group::2: the mbarrier signalled may be the peer "
+             "CTA's) and 9.7.13.15 (mbarrier tx-count, phase completion): 8704 bytes complete_tx against an "
+             "expect_tx of 4352 -- the phase can complete while half of the operands are in flight (the MMA reads "
+             "stale SMEM) and the rest lands on the next phase (DeepGEMM PR #415, FA4 2-CTA)."),
+    Pair("15_pair_peer_signals_own_barrier", 15, "pair_gemm", BLACKWELL,
+         edit=(("mapa.shared::cluster.u32 \t%r21, %r10, %r14;",
+                ["\tmapa.shared::cluster.u32 \t%r21, %r10, %r4;      // the leader's full_bar              // @leaderbar"]),),
+         sides=("@copy",), missing=("expect_tx",),
+         what="each CTA's TMA signals its OWN full_bar (mapa to its own rank): the peer's bytes land on a barrier "
+              "that no expect_tx in the peer armed",
+         why="PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor: complete_tx on the mbarrier operand) and 9.7.13.15 "
+             "(tx-count): the peer's full_bar receives 4352 bytes with no expect_tx and no arrival in its CTA, and "
+             "the leader's expect_tx(8704) is only half met -- the leader's MMA never starts (hang) (FA4 2-CTA, "
+             "DeepGEMM PR #429)."),
+    Pair("13_pair_alloc_unpaired", 13, "pair_gemm", BLACKWELL,
+         edit=(("bra \t$L_alloc_done;", ["\t@%p2 bra \t$L_alloc_done;", "\t@!%p9 bra \t$L_alloc_done;"]),),
+         sides=("@alloc",), missing=("cta_group::2", "pair", "peer"),
+         what="only the leader CTA's warp 0 executes tcgen05.alloc.cta_group::2 (the peer skips it, as if it were "
+              "cta_group::1)",
+         why="PTX ISA 9.7.16.7.1 (tcgen05.alloc .cta_group::2: one warp from each of the two peer CTAs performs the "
+             "allocation collectively, and dealloc likewise): an alloc without its peer's never completes or "
+             "leaves the pair's TMEM unallocated in the peer, which the MMA then writes (CUTLASS #3435)."),
     # ----------------------------------------------------------------------------------------------- clusters
     Pair("10_init_before_remote_arrive", 10, "remote_arrive", HOPPER_TOO,
          edit=(("fence.mbarrier_init.release.cluster;", None),),
@@ -350,6 +378,19 @@ def _gemm(ptx, rng):
     return Launch(ptx=ptx, block=(128, 1, 1), args=[a, bt, d, ta, tb], name="zoo_gemm"), {2: want}
 
 
+def _pair_gemm(ptx, rng):
+    from tcsim.isa.tensormap import TensorMap
+    from tcsim.launch import Launch
+    a = _bf16(rng.integers(-4, 5, size=(256, 16)))
+    bt = _bf16(rng.integers(-4, 5, size=(16, 16)))
+    d = np.zeros((256, 16), np.float32)
+    want = (a.astype(np.float64) @ bt.astype(np.float64).T).astype(np.float32)
+    ta = TensorMap.tiled(a, box=(128, 16), swizzle="32B")
+    tb = TensorMap.tiled(bt, box=(8, 16), swizzle="32B")
+    return Launch(ptx=ptx, grid=(2, 1, 1), block=(128, 1, 1), cluster=(2, 1, 1), args=[a, bt, d, ta, tb],
+                  name="zoo_pair_gemm"), {2: want}
+
+
 def _remote_arrive(ptx, rng):
     from tcsim.launch import Launch
     x = rng.integers(0, 2**32, size=128, dtype=np.uint32)
@@ -409,7 +450,7 @@ def _tensormap(ptx, rng):
     return Launch(ptx=ptx, block=(64, 1, 1), args=[a, b, out, slot, tmap], name="zoo_tensormap"), {2: b.copy()}
 
 
-LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "remote_arrive": _remote_arrive,
+LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "remote_arrive": _remote_arrive,
             "cluster_exit": _cluster_exit, "multicast": _multicast, "reuse": _reuse, "channels": _channels,
             "tensormap": _tensormap}
 
