@@ -120,6 +120,15 @@ PAIRS = (
          why="PTX ISA 9.7.13.15 (mbarrier.arrive): every executing thread performs an arrive-on; 64 arrivals on "
              "a count-1 barrier complete the phase and then over-arrive on the next ones (undefined; the H100 ends "
              "the launch with an error at the arrive)."),
+    Pair("17_producer_without_elect", 17, "ring", HOPPER_TOO,
+         edit=(("@!%p3 bra \t$L_done;", None),),
+         sides=("@expect",), missing=("elect", "lane", "count"),
+         what="the producer's elect.sync filter is deleted: all 32 lanes of warp 0 arm full[s] (count 1) with "
+              "arrive.expect_tx and issue the cp.async.bulk",
+         why="PTX ISA 9.7.13.14 (elect.sync) and 9.7.13.15 (mbarrier.arrive.expect_tx, tx-count): every executing "
+             "lane performs its own arrive-on and expect-tx and issues its own copy; 32 arrivals on a count-1 "
+             "barrier over-arrive (the H100 ends the launch with an error at the arrive) and 32 copies write the "
+             "stage (CuTe DSL cp.async docs, triton PR #9498)."),
     Pair("18_misaligned_bulk", 18, "ring", HOPPER_TOO,
          edit=(("mov.u32 \t%r19, 256;", ["\tmov.u32 \t%r19, 200;                      // bytes per chunk"]),),
          sides=("@write",), missing=("16", "multiple", "align"),
@@ -182,6 +191,25 @@ PAIRS = (
               "the load completed",
          why="PTX ISA 9.7.16.8.3 (tcgen05.ld): the destination registers are written asynchronously and may be "
              "read only after tcgen05.wait::ld; before it their contents are undefined (DeepGEMM #449)."),
+    # --------------------------------------------------------------------------- tcgen05 GEMM with a K pipeline
+    Pair("05_mma_operands_released_at_issue", 5, "gemm_ring", BLACKWELL,
+         edit=(("// @release", ["\tmbarrier.arrive.shared::cta.b64 \t_, [%r25];                    // @release"]),),
+         sides=("@mma", "@refill"), missing=("tcgen05.commit",),
+         what="the MMA warp releases stage s with a plain mbarrier.arrive right after issuing the tcgen05.mma "
+              "instead of tcgen05.commit -> empty[s]",
+         why="PTX ISA 9.7.16.10.9.1 (tcgen05.mma is asynchronous: its SMEM operands are read after issue) and "
+             "9.7.16.12.1 (tcgen05.commit: the mbarrier arrive that tracks completion of the prior tcgen05 "
+             "operations); a plain arrive releases the stage at issue, so the producer's next TMA load may "
+             "overwrite A/B while the tensor pipe still reads them (facebookexperimental/triton PR #1831)."),
+    Pair("07_mma_issue_without_after_thread_sync", 7, "gemm_ring", BLACKWELL,
+         edit=(("// @fence", None),),
+         sides=("@refill", "@mma"), missing=("tcgen05.fence::after_thread_sync",),
+         what="the MMA warp's tcgen05.fence::after_thread_sync between the full[s] wait and the tcgen05.mma is "
+              "deleted",
+         why="PTX ISA 9.7.16.6 (tcgen05 memory consistency model) and 9.7.16.11.1 (tcgen05.fence): an async "
+             "tcgen05.mma is ordered after a preceding thread synchronisation (here the mbarrier wait that "
+             "observed the TMA bytes) only through tcgen05.fence::after_thread_sync; without it the MMA may read "
+             "the stage before the wait (CUTLASS #2974, flash-attention PR #2033)."),
     # ------------------------------------------------------------------------------ tcgen05 CTA pair (cta_group::2)
     Pair("03_expect_tx_not_times_cta_group", 3, "pair_gemm", BLACKWELL,
          edit=(("_, [%r10], 8704;", ["\t@%p9 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [%r10], 4352;      // @expect"]),),
@@ -378,6 +406,18 @@ def _gemm(ptx, rng):
     return Launch(ptx=ptx, block=(128, 1, 1), args=[a, bt, d, ta, tb], name="zoo_gemm"), {2: want}
 
 
+def _gemm_ring(ptx, rng):
+    from tcsim.isa.tensormap import TensorMap
+    from tcsim.launch import Launch
+    a = _bf16(rng.integers(-3, 4, size=(128, 64)))
+    bt = _bf16(rng.integers(-3, 4, size=(16, 64)))
+    d = np.zeros((128, 16), np.float32)
+    want = (a.astype(np.float64) @ bt.astype(np.float64).T).astype(np.float32)
+    ta = TensorMap.tiled(a, box=(128, 16), swizzle="32B")
+    tb = TensorMap.tiled(bt, box=(16, 16), swizzle="32B")
+    return Launch(ptx=ptx, block=(128, 1, 1), args=[a, bt, d, ta, tb], name="zoo_gemm_ring"), {2: want}
+
+
 def _pair_gemm(ptx, rng):
     from tcsim.isa.tensormap import TensorMap
     from tcsim.launch import Launch
@@ -450,7 +490,7 @@ def _tensormap(ptx, rng):
     return Launch(ptx=ptx, block=(64, 1, 1), args=[a, b, out, slot, tmap], name="zoo_tensormap"), {2: b.copy()}
 
 
-LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "remote_arrive": _remote_arrive,
+LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "gemm_ring": _gemm_ring, "remote_arrive": _remote_arrive,
             "cluster_exit": _cluster_exit, "multicast": _multicast, "reuse": _reuse, "channels": _channels,
             "tensormap": _tensormap}
 
