@@ -115,14 +115,14 @@ PAIRS = (
              "threads have arrived; warps 1 and 2 supply 64, so both wait forever (hang)."),
     Pair("17_unpredicated_arrive", 17, "ring", HOPPER_TOO,
          edit=(("@%p7 mbarrier.arrive.shared::cta.b64", ["\tmbarrier.arrive.shared::cta.b64 \t_, [%r15];                    // @arrive"]),),
-         sides=("@arrive",), missing=("count", "lane", "elect", "predicate"),
+         sides=("@init", "@arrive"), missing=("count", "lane", "elect", "predicate"),
          what="the release arrive on empty[s] (count 1) loses its predicate: all 64 consumer threads arrive",
          why="PTX ISA 9.7.13.15 (mbarrier.arrive): every executing thread performs an arrive-on; 64 arrivals on "
              "a count-1 barrier complete the phase and then over-arrive on the next ones (undefined; the H100 ends "
              "the launch with an error at the arrive)."),
     Pair("17_producer_without_elect", 17, "ring", HOPPER_TOO,
          edit=(("@!%p3 bra \t$L_done;", None),),
-         sides=("@expect",), missing=("elect", "lane", "count"),
+         sides=("@initfull", "@expect"), missing=("elect", "lane", "count"),
          what="the producer's elect.sync filter is deleted: all 32 lanes of warp 0 arm full[s] (count 1) with "
               "arrive.expect_tx and issue the cp.async.bulk",
          why="PTX ISA 9.7.13.14 (elect.sync) and 9.7.13.15 (mbarrier.arrive.expect_tx, tx-count): every executing "
