@@ -99,6 +99,12 @@ def _nvcc_mma_sync(arch):
                   args=[a, bt, np.zeros((16, 16), np.uint16), 32])
 
 
+def _nvcc_mma_sync_lineinfo(arch):
+    launch = _nvcc_mma_sync(arch)
+    launch.ptx = str(NVCC / f"mma_sync_ldmatrix.lineinfo.{arch}.ptx")
+    return launch
+
+
 def _nvcc_cluster(arch):
     x = np.random.default_rng(3).integers(0, 2**20, 512, dtype=np.uint32)
     return Launch(ptx=str(NVCC / f"cluster_dsmem.{arch}.ptx"), grid=(4, 1, 1), block=(128, 1, 1),
@@ -113,10 +119,18 @@ def _nvcc_tcgen05(arch):
                   args=[a, b, np.zeros((128, 64), np.float32)])
 
 
+def _nvcc_tcgen05_lineinfo(arch):
+    launch = _nvcc_tcgen05(arch)
+    launch.ptx = str(NVCC / f"tcgen05_mma.lineinfo.{arch}.ptx")
+    return launch
+
+
 NVCC_CASES = [(f, arch) for f, archs in ((_nvcc_tma_mbarrier, ("sm_90a", "sm_100a")),
                                          (_nvcc_mma_sync, ("sm_90a", "sm_100a")),
                                          (_nvcc_cluster, ("sm_90a", "sm_100a")),
-                                         (_nvcc_tcgen05, ("sm_100a",))) for arch in archs]
+                                         (_nvcc_mma_sync_lineinfo, ("sm_90a",)),
+                                         (_nvcc_tcgen05, ("sm_100a",)),
+                                         (_nvcc_tcgen05_lineinfo, ("sm_100a",))) for arch in archs]
 
 
 @pytest.mark.parametrize("timing", TIMINGS, ids=("untimed", "timed"))
