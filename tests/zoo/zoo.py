@@ -152,6 +152,15 @@ PAIRS = (
          why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): a generic-proxy st.shared is made "
              "visible to the async proxy only by fence.proxy.async; bar.sync orders the threads but not the "
              "proxies, so the TMA store may read stale SMEM (FlashKDA #24)."),
+    Pair("08_mma_operands_without_proxy_fence", 8, "gemm_st", BLACKWELL,
+         edit=(("// @fence", None),),
+         sides=("@write", "@read"), missing=("fence.proxy.async",),
+         what="the writers' fence.proxy.async.shared::cta between their st.shared of A/B and the bar.sync that "
+              "hands the operands to the MMA issuer is deleted (CUTLASS's Blackwell tutorial 01 pattern)",
+         why="PTX ISA 8 (memory consistency model: proxies), 9.7.13.4 (fence.proxy.async) and 9.7.16.10.9.1 "
+             "(tcgen05.mma reads its SMEM operands through the async proxy): bar.sync and the tcgen05 fences order "
+             "the threads, not the proxies, so the tensor core may read stale A/B (cuLA PR #114, "
+             "facebookexperimental/triton PR #368)."),
     # -------------------------------------------------------------------------------------- tcgen05 GEMM tile
     Pair("06_dealloc_before_wait_ld", 6, "gemm", BLACKWELL, base=STORE_LATE,
          edit=((WAIT_LD, None),
@@ -410,6 +419,15 @@ def _gemm(ptx, rng):
     return Launch(ptx=ptx, block=(128, 1, 1), args=[a, bt, d, ta, tb], name="zoo_gemm"), {2: want}
 
 
+def _gemm_st(ptx, rng):
+    from tcsim.launch import Launch
+    a = _bf16(rng.integers(-4, 5, size=(128, 16)))
+    bt = _bf16(rng.integers(-4, 5, size=(16, 16)))
+    d = np.zeros((128, 16), np.float32)
+    want = (a.astype(np.float64) @ bt.astype(np.float64).T).astype(np.float32)
+    return Launch(ptx=ptx, block=(128, 1, 1), args=[a, bt, d], name="zoo_gemm_st"), {2: want}
+
+
 def _gemm_ring(ptx, rng):
     from tcsim.isa.tensormap import TensorMap
     from tcsim.launch import Launch
@@ -494,7 +512,7 @@ def _tensormap(ptx, rng):
     return Launch(ptx=ptx, block=(64, 1, 1), args=[a, b, out, slot, tmap], name="zoo_tensormap"), {2: b.copy()}
 
 
-LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "gemm_ring": _gemm_ring, "remote_arrive": _remote_arrive,
+LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "gemm_ring": _gemm_ring, "gemm_st": _gemm_st, "remote_arrive": _remote_arrive,
             "cluster_exit": _cluster_exit, "multicast": _multicast, "reuse": _reuse, "channels": _channels,
             "tensormap": _tensormap}
 
