@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zoo  # noqa: E402
 
 from tcsim.findings import CLASSES  # noqa: E402
-from tcsim.isa.errors import TcsimError  # noqa: E402
 from tcsim.launch import run_launch  # noqa: E402
 
 PTXAS = shutil.which("ptxas")
@@ -124,29 +123,11 @@ def test_correct_twin_is_clean(pair, target, timing, seed):
             f"output {i} differs from numpy at {np.argwhere(got != w)[:5].tolist()}"
 
 
-def _findings_of(launch, seed, timing):
-    """Findings of a run that may stop (a trap / hang outcome, or an error tcsim raises)."""
-    try:
-        return list(run_launch(launch, seed=seed, timing=timing).findings), None
-    except TcsimError as e:
-        return list(getattr(e, "findings", None) or []), e
-
-
-def _names_edge(f, alternatives) -> bool:
-    text = " ".join(x for x in (f.missing, f.fix, f.message) if x).lower()
-    return any(a.lower() in text for a in alternatives)
-
-
 @pytest.mark.parametrize("pair,target,timing,seed", RUNS)
 def test_buggy_twin_is_reported(pair, target, timing, seed):
-    text = _text(pair, "buggy", target)
-    exp = zoo.expectation(text)
-    launch, _ = zoo.make_launch(pair, text)
-    findings, stop = _findings_of(launch, seed, timing)
-    want_lines = set(exp.sides.values())
-    hits = [f for f in findings if f.cls == exp.cls and want_lines <= set(f.lines) and _names_edge(f, exp.missing)]
-    if not hits:
+    exp, findings, stop = zoo.run_buggy(pair, target, timing, seed)
+    if not any(zoo.matches(f, exp) for f in findings):
         got = "\n".join(f.format() for f in findings) or "no findings"
         stopped = f"\nthe run stopped with: {stop}" if stop is not None else ""
         pytest.fail(f"{pair.name} on {target}: expected a class {exp.cls} finding on lines "
-                    f"{sorted(want_lines)} naming one of {exp.missing}; got:\n{got}{stopped}")
+                    f"{sorted(exp.sides.values())} naming one of {exp.missing}; got:\n{got}{stopped}")

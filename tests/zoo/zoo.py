@@ -381,6 +381,26 @@ def expectation(text: str) -> Expect:
     return Expect(int(m.group(1)), sides, tuple(m.group(3).split("|")))
 
 
+def matches(finding, exp: Expect) -> bool:
+    """Does ``finding`` name the bug ``exp`` describes: its class, every side's line, one of the missing edges?"""
+    text = " ".join(x for x in (finding.missing, finding.fix, finding.message) if x).lower()
+    return (finding.cls == exp.cls and set(exp.sides.values()) <= set(finding.lines)
+            and any(a.lower() in text for a in exp.missing))
+
+
+def run_buggy(pair: Pair, target: str, timing: bool, seed):
+    """Run the buggy twin in sanitizer mode: (expectation, findings, the error that stopped the run or None)."""
+    from tcsim.isa.errors import TcsimError
+    from tcsim.launch import run_launch
+    text = retarget(paths(pair)[1].read_text(), target)
+    exp = expectation(text)
+    launch, _ = make_launch(pair, text)
+    try:
+        return exp, list(run_launch(launch, seed=seed, timing=timing).findings), None
+    except TcsimError as e:
+        return exp, list(getattr(e, "findings", None) or []), e
+
+
 def retarget(text: str, target: str) -> str:
     return re.sub(r"^\.target\s+\S+", f".target {target}", text, count=1, flags=re.M)
 
