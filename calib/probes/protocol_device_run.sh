@@ -15,6 +15,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:-${OUT:-}}
 if [ -z "$OUTDIR" ]; then echo "usage: bash calib/probes/protocol_device_run.sh OUTDIR" >&2; exit 2; fi
+[ $# -gt 0 ] && shift
 mkdir -p "$OUTDIR/protocol" || exit 2
 D=$(cd "$OUTDIR/protocol" && pwd)
 source "$(dirname "$0")/../device_setup.sh"
