@@ -58,8 +58,8 @@ class Probe:
     """One probe kernel: what it violates (bug class of ``bug_classes.md``, 0 = none of them), its launch shape,
     whether its outputs are schedule-independent (``compare``: a racy probe's outputs are recorded, not
     compared), and whether its outcome depends on timing (``timing_dependent``: the H100 ended it one way in the
-    plain run and another under memcheck, whose instrumentation changes the timing; both are outcomes the
-    hardware gives)."""
+    plain run and another under memcheck, whose instrumentation changes the timing, or differently between
+    repeated runs; every one of them is an outcome the hardware gives)."""
 
     violates: str
     cls: int
@@ -97,6 +97,14 @@ PROBES = {
     "bulk_size_not16": Probe("cp.async.bulk of 24 bytes (not a multiple of 16)", 18, arg=24),
     "bulk_tensor_smem_not128": Probe("cp.async.bulk.tensor SMEM destination 16- but not 128-byte aligned", 18,
                                      tensor=True),
+    "tx_too_few_expect_poll": Probe("expect_tx 16 for a 32-byte cp.async.bulk, polled with test_wait for ~2 ms "
+                                    "instead of a blocking wait (which bytes land, does the phase complete)", 3),
+    "bulk_size_not16_poll": Probe("cp.async.bulk of 24 bytes with expect_tx 24, polled with test_wait for ~2 ms", 18,
+                                  arg=24),
+    "bulk_size_not16_expect16_poll": Probe("cp.async.bulk of 24 bytes with expect_tx 16, polled for ~2 ms", 18,
+                                           arg=24),
+    "bulk_size_not16_expect32_poll": Probe("cp.async.bulk of 24 bytes with expect_tx 32, polled for ~2 ms", 18,
+                                           arg=24),
     "expect_tx_over_limit": Probe("mbarrier.expect_tx of 2^20 (beyond the 2^20-1 tx-count limit)", 3, arg=1 << 20),
     "bar_sync_count_not_mult32": Probe("bar.sync 1, 48: a thread count not a multiple of 32", 16, block=64, arg=48),
     "bar_sync_mixed_counts_small_first": Probe(
@@ -273,7 +281,8 @@ def _sanitizer_version(sanitizer: str) -> str | None:
     return " ".join(p.stdout.split()[-4:]) if p.returncode == 0 else None
 
 
-def record(out_dir: Path, names, timeout: float, argv, jobs: int = 4, with_memcheck: bool = True) -> dict:
+def record(out_dir: Path, names, timeout: float, argv, jobs: int = 4, with_memcheck: bool = True,
+           repeats: int = 0) -> dict:
     from calib.pipeline import device_info
 
     out_dir = Path(out_dir)
@@ -291,6 +300,8 @@ def record(out_dir: Path, names, timeout: float, argv, jobs: int = 4, with_memch
         row = {"violates": p.violates, "class": p.cls, "ptx": probe_path(name).relative_to(ROOT).as_posix(),
                "ptx_sha256": ptx_digest(name), "outputs_compared": p.compare}
         row.update(run_gpu(name, timeout))
+        if p.timing_dependent and repeats:   # the same launch again: how often each ending comes
+            row["repeat_outcomes"] = [run_gpu(name, timeout)["outcome"] for _ in range(repeats)]
         rows[name] = row
         print(f"{name:40s} {row['outcome']:10s} {row.get('cuda_error') or ''} ({row['wall_s']} s)", flush=True)
         write_json(out_dir / RECORD_NAME, {"meta": meta, "probes": rows})
@@ -326,8 +337,10 @@ def hardware_outcomes(name: str, row: dict) -> set:
     """The outcomes the H100 gave this probe: the plain run's, and for a timing-dependent probe also the memcheck
     run's."""
     out = {row["outcome"]}
-    if PROBES[name].timing_dependent and memcheck_outcome(row):
-        out.add(memcheck_outcome(row))
+    if PROBES[name].timing_dependent:
+        out.update(row.get("repeat_outcomes", ()))
+        if memcheck_outcome(row):
+            out.add(memcheck_outcome(row))
     return out
 
 
@@ -341,6 +354,7 @@ def main(argv=None) -> int:
     r.add_argument("--timeout", type=float, default=12.0, help="seconds before a probe counts as hung")
     r.add_argument("--jobs", type=int, default=4, help="memcheck runs at a time")
     r.add_argument("--no-memcheck", action="store_true")
+    r.add_argument("--repeats", type=int, default=5, help="extra runs of each timing-dependent probe")
     g = sub.add_parser("gpu-one", help="one probe on the GPU (what memcheck runs); prints its row as JSON")
     g.add_argument("name", choices=sorted(PROBES))
     g.add_argument("--lineinfo", action="store_true")
@@ -353,7 +367,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "record":
         names = a.probe or list(PROBES)
-        record(Path(a.out), names, a.timeout, argv, a.jobs, not a.no_memcheck)
+        record(Path(a.out), names, a.timeout, argv, a.jobs, not a.no_memcheck, a.repeats)
         return 0
     if a.cmd == "gpu-one":
         row = run_gpu(a.name, a.timeout, lineinfo=a.lineinfo)
