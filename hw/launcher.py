@@ -123,9 +123,9 @@ def check_target(arch: str | None, cc: tuple, gpu_name: str) -> None:
 # ------------------------------------------------------------------------------------------- the child
 
 
-def _child(launch, conn, stage_limit):
+def _child(launch, conn, stage_limit, lineinfo=False):
     try:
-        conn.send(("ok", _execute(launch, stage_limit)))
+        conn.send(("ok", _execute(launch, stage_limit, lineinfo)))
     except GpuUnavailable as e:
         conn.send(("unavailable", str(e)))
     except _CudaError as e:
@@ -136,7 +136,7 @@ def _child(launch, conn, stage_limit):
         conn.close()
 
 
-def _execute(launch, stage_limit=None):
+def _execute(launch, stage_limit=None, lineinfo=False):
     from tcsim.machine import layout_program as lay
 
     d = _driver()
@@ -157,6 +157,10 @@ def _execute(launch, stage_limit=None):
     opts = [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, J.CU_JIT_INFO_LOG_BUFFER,
             J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
     vals = [errlog, logsize, infolog, logsize]
+    if lineinfo:
+        # line tables from the PTX's .loc directives (what compute-sanitizer names an error's place by)
+        opts.append(J.CU_JIT_GENERATE_LINE_INFO)
+        vals.append(1)
     src = text.encode() + b"\0"
     res = d.cuModuleLoadDataEx(src, len(opts), opts, vals)
     if int(res[0]) != 0:
@@ -262,13 +266,15 @@ def _encode_tensormap(d, tm, dptrs) -> bytes:
 # ------------------------------------------------------------------------------------------- the parent
 
 
-def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None) -> GpuResult:
+def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinfo: bool = False) -> GpuResult:
     """Run ``launch`` on GPU 0 in a child process.  Raises :class:`GpuUnavailable` with a one-line reason
-    when it cannot run here; kernel faults come back as ``GpuResult.error``."""
+    when it cannot run here; kernel faults come back as ``GpuResult.error``.  ``lineinfo``: JIT with line
+    tables (``CU_JIT_GENERATE_LINE_INFO``), so that tools such as compute-sanitizer place an error at the
+    ``.loc`` position of the PTX."""
     _driver()  # fail fast (one line) when cuda-python is missing
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(launch, child, stage), daemon=True)
+    p = ctx.Process(target=_child, args=(launch, child, stage, lineinfo), daemon=True)
     p.start()
     child.close()
     if not parent.poll(timeout):
