@@ -47,7 +47,7 @@ from typing import Callable
 from tcsim.isa.errors import SyncError, VerifyError
 
 from ..timing.params import UNTIMED
-from .unit import AsyncUnit
+from .unit import AsyncUnit, LatencyKnob
 
 #: TensorPipeParams field -> the arch-config parameter it is a view of
 _CONFIG_NAMES = {"mma_cycles_per_n": "tc_fixed_mma_cycles_per_n", "mma_min_cycles": "tc_fixed_mma_min_cycles",
@@ -131,6 +131,8 @@ class TensorPipe(AsyncUnit):
         #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
         self.collectors: dict = {}
         super().__init__(sim, TensorPipeParams.from_config(cfg))
+        #: the exploration knob (tc_extra_latency, added to every op's latency; :mod:`tcsim.explore`)
+        self.knob = LatencyKnob(cfg, "tensor_pipe", self.label)
 
     @property
     def label(self) -> str:
@@ -183,11 +185,12 @@ class TensorPipe(AsyncUnit):
             if op.kind == "mma":
                 x = op.extra
                 self.flops[x.get("kind")] = self.flops.get(x.get("kind"), 0) + 2 * x["m"] * x["n"] * x["k"]
+            extra = self.knob.extra()
             if self.arch_timing is not None:
-                busy, t = self.arch_timing.schedule(op, self.env.now)
+                busy, t = self.arch_timing.schedule(op, self.env.now, extra)
                 hold = 0
             else:
-                t = max(self.env.now + op.occupancy + op.latency, self.last_completion)
+                t = max(self.env.now + op.occupancy + max(0, op.latency + extra), self.last_completion)
                 busy = hold = op.occupancy
             self.last_completion = t
             op.completes_at = t
