@@ -230,9 +230,10 @@ def _run_module(mod, args) -> int:
     backend = getattr(args, "backend", "sim")
     if getattr(args, "explore", None) is not None or getattr(args, "schedule", None) is not None:
         if backend != "sim" or (args.explore is not None and args.schedule is not None) or \
-                (args.explore is not None and args.explore < 1) or (args.schedule is not None and args.schedule < 0):
+                (args.explore is not None and (args.explore < 1 or args.trace)) or \
+                (args.schedule is not None and args.schedule < 0):
             print("tcsim: --explore N (N >= 1) and --schedule K (K >= 0) run the simulator (--backend sim), "
-                  "one or the other", file=sys.stderr)
+                  "one or the other; to trace a schedule, use --schedule K --trace F", file=sys.stderr)
             return 2
         if args.explore is not None:
             return _explore(mod, launch, args)

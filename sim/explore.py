@@ -49,6 +49,8 @@ SLOW = 16
 #: the gap of a systematic mid-run stall (the #5252 case); random stalls draw from STALL_GAPS
 STALL = 2000
 STALL_GAPS = (64, 512, 4096)
+#: publishing points recorded per warp (Baseline.points)
+MAX_POINTS = 64
 #: the async agents' names (observation events) -> their unit in LATENCY_KNOBS
 AGENT_UNITS = {"tma": "tma", "lsu": "cp.async", "tensor_pipe": "tensor_pipe", "tcgen05": "tcgen05.st"}
 #: roles a warp plays, from the async ops it issued (warps issuing none are consumers)
@@ -79,6 +81,12 @@ class Schedule:
     def label(self) -> str:
         return f"schedule {self.index} ({self.what})"
 
+    def knobs(self) -> tuple:
+        """Everything that decides the run (two schedules with equal knobs run identically)."""
+        return (self.seed, self.jitter if self.seed is not None else None, tuple(sorted(self.priority.items())),
+                tuple(sorted((k, v) for k, v in self.slow.items() if v)), self.stall,
+                tuple(sorted(self.latency.items())), self.async_seed)
+
     def apply(self, cfg):
         """The arch config ``cfg`` with this schedule's async-latency knobs set (the engine calls this)."""
         values = {}
@@ -96,13 +104,17 @@ class Schedule:
 @dataclass
 class Baseline:
     """What the default schedule's run tells the generator: ``labels`` of the warps (creation order),
-    ``per_cta`` warps per CTA, each warp's ``role`` and ``retired`` instruction count, the async ``units`` used."""
+    ``per_cta`` warps per CTA, each warp's ``role`` and ``retired`` instruction count, the async ``units`` used,
+    and per warp its ``points``: the instruction counts right after it wrote memory or performed a sync operation
+    (a store, an arrive, a fence, an async issue...: where a delay changes what other warps see; the first
+    :data:`MAX_POINTS`)."""
 
     labels: list
     per_cta: int
     role: list
     retired: list
     units: tuple
+    points: list = field(default_factory=list)
 
     @property
     def nwarps(self) -> int:
@@ -110,20 +122,37 @@ class Baseline:
 
 
 class _RoleRecorder:
-    """Observer of the default run: which async units each warp issued to."""
+    """Observer of the default run: which async units each warp issued to, and after which of its instructions
+    it had written memory or performed a sync operation."""
 
-    kinds = ("sync",)
+    kinds = ("sync", "mem", "inst")
 
     def __init__(self):
         self.issued: dict = {}          # (ctaid, warp id) -> set of agent names
         self.agents: set = set()
+        self.count: dict = {}           # (ctaid, warp id) -> instructions retired
+        self.pending: set = set()       # warps whose current instruction wrote / synchronised
+        self.points: dict = {}          # (ctaid, warp id) -> [instruction counts]
 
     def on_event(self, ev) -> None:
-        if ev.op == "async.issue":
+        kind = ev.kind
+        if kind == "inst":
+            key = (tuple(ev.cta), ev.warp)
+            n = self.count[key] = self.count.get(key, 0) + 1
+            if key in self.pending:
+                self.pending.discard(key)
+                pts = self.points.setdefault(key, [])
+                if len(pts) < MAX_POINTS:
+                    pts.append(n)
+            return
+        if ev.agent == "warp" and ev.warp is not None and (kind == "sync" or ev.is_write):
+            self.pending.add((tuple(ev.cta), ev.warp))
+        if kind == "sync" and ev.op == "async.issue":
             self.agents.add(ev.agent)
             w = getattr(ev, "issuer_warp", None)
             if w is not None:
                 self.issued.setdefault((tuple(ev.cta), w), set()).add(ev.agent)
+                self.pending.add((tuple(ev.cta), w))
 
 
 def _baseline(sim, rec: _RoleRecorder) -> Baseline:
@@ -133,7 +162,8 @@ def _baseline(sim, rec: _RoleRecorder) -> Baseline:
         role.append("mma" if "mma" in got else "producer" if "producer" in got else "consumer")
     units = tuple(sorted({AGENT_UNITS[a] for a in rec.agents if a in AGENT_UNITS}))
     per_cta = len(sim.ctas[0].warps) if sim.ctas else len(sim.warps)
-    return Baseline([w.label for w in sim.warps], per_cta, role, [w.retired for w in sim.warps], units)
+    points = [list(rec.points.get((tuple(w.cta.ctaid), w.id), ())) for w in sim.warps]
+    return Baseline([w.label for w in sim.warps], per_cta, role, [w.retired for w in sim.warps], units, points)
 
 
 def _order(first: list, n: int, what: str, last: bool) -> Schedule:
@@ -162,9 +192,10 @@ def _systematic(b: Baseline) -> list:
                 out.append(_order(ws, n, f"{r} warps last", True))
                 out.append(_order(ws, n, f"{r} warps first", False))
         per = max(1, b.per_cta)
-        for w in range(min(per, 8)):
+        for w in range(min(per, 8)):            # right after its first write / sync op (else mid-run)
+            pts = b.points[w] if w < len(b.points) else []
+            at = pts[0] if pts else max(1, b.retired[w] // 2)
             if b.retired[w] > 1:
-                at = max(1, b.retired[w] // 2)
                 out.append(Schedule(what=f"{b.labels[w]} stalled {STALL} cycles after its instruction {at}",
                                     stall=(w, at, STALL)))
         for w in range(min(per, 8)):
@@ -209,7 +240,8 @@ def _random(b: Baseline, k: int, seed: int) -> Schedule:
     stall = None
     if rng.random() < 0.5:
         w = rng.randrange(n)
-        at = rng.randint(1, max(1, b.retired[w]))
+        pts = b.points[w] if w < len(b.points) else []
+        at = rng.choice(pts) if pts and rng.random() < 0.5 else rng.randint(1, max(1, b.retired[w]))
         gap = rng.choice(STALL_GAPS)
         stall = (w, at, gap)
         what.append(f"{b.labels[w]} stalled {gap} cycles after its instruction {at}")
@@ -221,10 +253,13 @@ def _random(b: Baseline, k: int, seed: int) -> Schedule:
 def make_schedules(baseline: Baseline, n: int, seed: int = 0) -> list:
     """Schedules 0..n-1 of an exploration with ``seed`` over a launch whose default run gave ``baseline``."""
     out = [Schedule()]
+    seen = {out[0].knobs()}
     for s in _systematic(baseline):
         if len(out) >= n:
             break
-        out.append(s)
+        if s.knobs() not in seen:           # e.g. 'producers last' = 'consumers first' with two roles
+            seen.add(s.knobs())
+            out.append(s)
     while len(out) < n:
         out.append(_random(baseline, len(out), seed))
     return [_with_index(s, i) for i, s in enumerate(out[:max(n, 1)])]

@@ -185,7 +185,7 @@ class TensorPipe(AsyncUnit):
             if op.kind == "mma":
                 x = op.extra
                 self.flops[x.get("kind")] = self.flops.get(x.get("kind"), 0) + 2 * x["m"] * x["n"] * x["k"]
-            extra = self.knob.extra()
+            extra = self.knob.extra() if op.kind != "commit" else 0   # a commit arrives when the ops before it did
             if self.arch_timing is not None:
                 busy, t = self.arch_timing.schedule(op, self.env.now, extra)
                 hold = 0

@@ -100,7 +100,7 @@ class TensorPipeTiming:
             done = max(self.compute_free + max(0, cfg.tc_shift_latency + extra), self.last_completion)
             busy = cfg.tc_shift_cycles
         else:   # commit: arrives once everything before it completed
-            done = max(now, self.last_completion) + max(0, cfg.tc_commit_latency + extra)
+            done = max(now, self.last_completion) + cfg.tc_commit_latency
             busy = 0
         self.last_completion = done
         return busy, done
