@@ -217,10 +217,10 @@ def _explore(mod, launch, args) -> int:
         print(line)
     path = getattr(args, "findings", None)
     if path:
-        from .findings import write_json
-        write_json(report.findings, path, schedules={str(f.key): report.union.schedules_of(f)
-                                                     for f in report.findings},
-                   outputs_differ=report.outputs_differ)
+        import json
+        with open(path, "w") as fh:
+            json.dump(report.to_json(getattr(args, "launch_name", None) or "LAUNCH"), fh, indent=1)
+            fh.write("\n")
         print(f"findings written to {path}")
     return 0 if report.ok else 1
 
@@ -372,7 +372,8 @@ def main(argv=None) -> int:
                        help="stop at the first finding (a sync bug or hazard), where it happens (pdb-friendly); "
                             "default: report each distinct finding once and run to the end")
         p.add_argument("--findings", metavar="OUT.json", default=None,
-                       help="write the findings as JSON for tools")
+                       help="write the findings as JSON for tools (with --explore: the whole report, each "
+                            "finding with its schedules)")
         p.add_argument("--explore", type=int, metavar="N", default=None,
                        help="run N schedules perturbing warp order and async completion times within what the "
                             "hardware allows; report the union of findings, output differences and the "

@@ -203,6 +203,11 @@ def _systematic(b: Baseline) -> list:
             name = f"warp {w} of every CTA" if len(ws) > 1 else b.labels[w]
             out.append(_order(ws, n, f"{name} last", True))
             out.append(_order(ws, n, f"{name} first", False))
+        for c in range(min(n // per, 4) if n // per > 1 else 0):      # one CTA behind / ahead of the others
+            ws = list(range(c * per, (c + 1) * per))
+            name = b.labels[ws[0]].rsplit(" warp ", 1)[0]
+            out.append(_order(ws, n, f"{name} last", True))
+            out.append(_order(ws, n, f"{name} first", False))
     if len(b.units) > 1:
         for u in b.units:
             out.append(Schedule(what=f"{u} late", latency={u: "late"}))
@@ -454,6 +459,24 @@ class ExploreReport:
         parts.append(f"--schedule {k}")
         return " ".join(parts)
 
+    def to_json(self, launch: str = "LAUNCH") -> dict:
+        """The report for tools (``tcsim run --explore N --findings OUT.json``)."""
+        def diff(d):
+            return {"argument": d.arg, "name": d.name, "schedule": d.schedule, "reference": d.reference,
+                    "count": d.count, "size": d.size, "index": d.index, "expected": _jsonable(d.expected),
+                    "got": _jsonable(d.got), "reproduce": self.command(d.schedule, launch)}
+
+        return {"launch": launch, "timing": self.timing, "seed": self.seed,
+                "schedules": [{"index": s.index, "what": s.what} for s in self.schedules],
+                "findings": [dict(f.to_json(), schedules=self.union.schedules_of(f),
+                                  reproduce=self.command(self.union.schedules_of(f)[0], launch))
+                             for f in self.union.findings],
+                "outputs_differ": self.outputs_differ, "diffs": [diff(d) for d in self.diffs],
+                "stopped": [{"error": m, "schedules": ks, "reproduce": self.command(ks[0], launch)}
+                            for m, ks in self.stopped.items()],
+                "failed_checks": [{"message": m, "schedules": ks, "reproduce": self.command(ks[0], launch)}
+                                  for m, ks in self.failed_checks.items()]}
+
     def format(self, launch: str = "LAUNCH") -> list:
         """The report as printed by ``tcsim run --explore``: one line per fact, each with its reproducer."""
         n = len(self.schedules)
@@ -497,6 +520,12 @@ class ExploreReport:
                      + (f"{len(probs)} distinct" if probs else "none")
                      + (f" ({len(self.union) - len(probs)} lint notes)" if len(self.union) > len(probs) else ""))
         return lines
+
+
+def _jsonable(v):
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    return v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
 
 
 def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=None, strict: bool = False,
