@@ -340,6 +340,45 @@ def test_warp_order_bug_shows_and_its_fix_does_not(timed):
     assert fixed.ok, fixed.format()
 
 
+def _accumulator_read_early(spin: int) -> str:
+    """examples/tcgen05_walkthrough.ptx with the readers' wait on the MMA's commit mbarrier replaced by a busy loop
+    of ``spin`` iterations (the wait moves to the end, before TMEM is freed): the tcgen05.ld of D is ordered after
+    the MMA by timing alone -- the accumulator read before the MMA completed of issue 15."""
+    from tcsim.examples import tcgen05_walkthrough as ex
+    src = Path(ex.PTX).read_text()
+    wait = """$L_wait_mma:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p6, [%r11], 0;
+	@!%p6 bra 	$L_wait_mma;
+"""
+    busy = f"""	mov.u32 	%r43, 0;
+$L_busy:
+	add.u32 	%r43, %r43, 1;
+	setp.lt.u32 	%p6, %r43, {spin};
+	@%p6 bra 	$L_busy;
+"""
+    end = "\t// ---- release the tensor memory\n"
+    assert src.count(wait) == 1 and src.count(end) == 1
+    src = src.replace(wait, busy)
+    return src.replace(end, end + wait)
+
+
+def test_late_tensor_pipe_shows_an_accumulator_read_before_the_mma_completed():
+    """Timing on: the busy loop outlasts the MMA's modelled latency, not its late bound."""
+    from tcsim.examples import tcgen05_walkthrough as ex
+    launch = ex.make_launch()
+    launch.ptx = _accumulator_read_early(60)
+    rep = explore(launch, 4, timing=True, check=ex.check)
+    assert rep.runs[0].check is None and rep.outputs_differ
+    d = rep.by_argument()["3"][0]
+    assert d.count == d.size == 64 * 128 and "tensor_pipe" in rep.schedules[d.schedule].what
+    assert rep.failed_checks and all(k == d.schedule for ks in rep.failed_checks.values() for k in ks)
+    waited = ex.make_launch()
+    waited.ptx = _accumulator_read_early(60).replace("$L_busy:", "$L_wait_early:\n\tmbarrier.try_wait.parity."
+                                                     "shared::cta.b64 \t%p7, [%r11], 0;\n\t@!%p7 bra \t"
+                                                     "$L_wait_early;\n$L_busy:")
+    assert explore(waited, 4, timing=True, check=ex.check).ok
+
+
 LAUNCH_FILE = """
 import numpy as np
 from tcsim.launch import Launch
