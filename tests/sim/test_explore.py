@@ -76,6 +76,59 @@ BUSY:""")
 #: not its late bound
 SPIN = {False: 8, True: 60}
 
+#: Warp 1 wrote ``buf`` before the bar.sync and reads it back after ``spin`` busy iterations, while thread 0
+#: reloads ``buf`` with a bulk copy right after the bar.sync -- nothing orders the read before the copy's write
+#: (cross-proxy WAR).  The default schedule lands the copy after the read; an early TMA lands it before.
+TMA_EARLY = kernel("""
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  and.b32 %r6, %r1, 31;
+  shl.b32 %r7, %r6, 2;
+  mov.u32 %r4, bar;
+  mov.u32 %r5, buf;
+  add.u32 %r8, %r5, %r7;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r20, [spin];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r4], 1;
+  setp.eq.u32 %p3, %r2, 1;
+  @%p3 st.shared.u32 [%r8], 7;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  @%p3 bra READER;
+  @!%p1 bra DONE;
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r4], 128;
+  cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r5], [%rd1], 128, [%r4];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r4], 0;
+  @!%p4 bra WAIT;
+  bra DONE;
+READER:
+  mov.u32 %r21, 0;
+BUSY:
+  add.u32 %r21, %r21, 1;
+  setp.lt.u32 %p2, %r21, %r20;
+  @%p2 bra BUSY;
+  ld.shared.u32 %r9, [%r8];
+  cvt.u64.u32 %rd4, %r7;
+  add.u64 %rd5, %rd2, %rd4;
+  st.global.u32 [%rd5], %r9;
+DONE:
+  ret;
+""", shared="  .shared .align 128 .b8 buf[128]; .shared .align 8 .b64 bar;", params=", .param .u64 src, .param .u32 spin")
+#: the fix: the reader arrives on named barrier 1 after its read; warp 0 waits there before the copy
+TMA_EARLY_FIXED = TMA_EARLY.replace("""  @%p3 bra READER;
+  @!%p1 bra DONE;""", """  @%p3 bra READER;
+  bar.sync 1, 64;
+  @!%p1 bra DONE;""").replace("""  ld.shared.u32 %r9, [%r8];
+  cvt.u64.u32""", """  ld.shared.u32 %r9, [%r8];
+  bar.arrive 1, 64;
+  cvt.u64.u32""")
+#: busy iterations inside the window where the read comes after the default TMA landing time and before the early
+#: one (timing off: the preset's 10-cycle copy against 1 cycle; sm_100a: ~465 cycles against 295)
+SPIN_EARLY = {False: 2, True: 42}
+
 #: A flag handoff that publishes the flag before the data: warp 0 stores ``flag`` then ``data``; warp 1 spins on
 #: the flag, then reads the data.  Under the default schedule warp 1 reads after both stores; a producer delayed
 #: between them (or slower than the consumer) hands over stale data.
@@ -328,6 +381,19 @@ def test_late_tma_completion_shows_as_an_output_difference(timed):
     assert s.knobs() == rep.schedules[d.schedule].knobs() and (res.outputs[0] == 0).all()
     fixed = explore(tma_launch(SPIN[timed], TMA_WAITED), 6, timing=timed)
     assert fixed.ok and not fixed.diffs and not fixed.findings
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["timing-off", "timing-on"])
+def test_early_tma_completion_shows_as_an_output_difference(timed):
+    def launch(ptx):
+        src = np.arange(101, 133, dtype=np.uint32)
+        return Launch(ptx=ptx, kernel="k", block=(64, 1, 1), args=[np.zeros(32, np.uint32), src, SPIN_EARLY[timed]])
+
+    rep = explore(launch(TMA_EARLY), 3, timing=timed)
+    d, = rep.diffs
+    assert (d.count, d.index, d.expected, d.got) == (32, 0, 7, 101)
+    assert rep.schedules[d.schedule].latency == {"tma": "early"}
+    assert explore(launch(TMA_EARLY_FIXED), 3, timing=timed).ok
 
 
 @pytest.mark.parametrize("timed", [False, True], ids=["timing-off", "timing-on"])
