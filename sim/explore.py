@@ -362,6 +362,25 @@ class ScheduleRun:
     findings: list = field(default_factory=list)
 
 
+def outputs_of(prep, res, params) -> list:
+    """Everything a run leaves in global memory, as (key, name, array): each argument's buffer (typed), the
+    tensor of each tensor-map argument whose array is not an argument itself (the buffer the launch made for it,
+    typed as that array: where TMA stores land), and each module-scope ``.global`` variable (bytes)."""
+    out = []
+    for i, v in enumerate(res.outputs):
+        out.append((str(i), params[i] if i < len(params) else f"arg{i}", v))
+    for i, a in enumerate(prep.launch.args):
+        alloc, arr = getattr(a, "sim_allocation", None), getattr(a, "array", None)
+        if alloc is None or not isinstance(arr, np.ndarray) or prep.gmem.allocation_of(alloc.base) is not alloc:
+            continue                        # no buffer of its own in this run
+        name = params[i] if i < len(params) else f"arg{i}"
+        out.append((f"{i}.tensor", f"the tensor of {name}",
+                    alloc.data.view(arr.dtype)[:arr.size].reshape(arr.shape).copy()))
+    for g, data in sorted(res.globals.items()):
+        out.append((g, f".global {g}", np.asarray(data)))
+    return out
+
+
 def _run(launch, schedule, *, timing, max_instructions, strict, observers=(), detectors=()):
     """(Prepared, Result or None, TcsimError or None) of one run of ``launch`` under ``schedule``;
     ``detectors``: callables ``f(sim)`` returning an observer to subscribe for this run."""
@@ -495,7 +514,7 @@ class ExploreReport:
             lines.append(f"[explore] OUTPUTS DIFFER between schedules (reference: schedule {self.reference}):")
             for arg, ds in self.by_argument().items():
                 d = ds[0]
-                lines.append(f"  argument {arg} ({d.name}): differs under schedule{'s' if len(ds) > 1 else ''} "
+                lines.append(f"  {_output_name(d)}: differs under schedule{'s' if len(ds) > 1 else ''} "
                              f"{sched([x.schedule for x in ds])}; under schedule {d.schedule} ({desc(d.schedule)}) "
                              f"{d.count} of {d.size} elements differ, the first at flat index {d.index}: "
                              f"{d.expected!r} (schedule {d.reference}) vs {d.got!r}")
@@ -520,6 +539,13 @@ class ExploreReport:
                      + (f"{len(probs)} distinct" if probs else "none")
                      + (f" ({len(self.union) - len(probs)} lint notes)" if len(self.union) > len(probs) else ""))
         return lines
+
+
+def _output_name(d: OutputDiff) -> str:
+    head = d.arg.split(".")[0]
+    if head.isdigit() and not d.arg.endswith(".tensor"):
+        return f"argument {d.arg} ({d.name})"
+    return f"{d.name} (argument {head})" if head.isdigit() else d.name
 
 
 def _jsonable(v):
@@ -559,11 +585,12 @@ def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=Non
                 ok, msg = check(res, launch)
                 if not ok:
                     run.check = msg
+            outs = outputs_of(prep, res, params)
             if ref_outputs is None:
-                ref_outputs, ref_index = res.outputs, k
+                ref_outputs, ref_index = outs, k
             else:
-                for i, (a, b) in enumerate(zip(ref_outputs, res.outputs)):
-                    diffs += compare(a, b, str(i), params[i] if i < len(params) else f"arg{i}", k, ref_index)
+                for (key, name, a), (_, _, b) in zip(ref_outputs, outs):
+                    diffs += compare(a, b, key, name, k, ref_index)
         union.add(k, run.findings)
         runs.append(run)
         if progress is not None:

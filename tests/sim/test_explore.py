@@ -445,6 +445,55 @@ def test_late_tensor_pipe_shows_an_accumulator_read_before_the_mma_completed():
     assert explore(waited, 4, timing=True, check=ex.check).ok
 
 
+#: One thread writes ``v`` to 4 SMEM words and TMA-stores them into row 0 of a tensor-map tensor that is not a
+#: launch argument; it also stores ``v`` to the module's ``.global`` variable ``g``.
+TMA_STORE = """.version 8.7
+.target sm_100a
+.address_size 64
+.global .align 4 .u32 g;
+.visible .entry k(.param .align 64 .b8 tmap[128], .param .u32 v)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 128 .b8 buf[16];
+  mov.b64 %rd1, tmap;
+  cvta.param.u64 %rd2, %rd1;
+  mov.u32 %r1, buf;
+  ld.param.u32 %r2, [v];
+  st.shared.v4.u32 [%r1], {%r2, %r2, %r2, %r2};
+  fence.proxy.async.shared::cta;
+  mov.u32 %r3, 0;
+  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {%r3, %r3}], [%r1];
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group 0;
+  mov.u64 %rd3, g;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+"""
+
+
+def test_outputs_include_tensor_map_tensors_and_globals():
+    """What TMA stores wrote into a tensor the launch holds only through its map, and .global variables, are
+    compared too."""
+    from tcsim.explore import outputs_of
+    from tcsim.isa.tensormap import TensorMap
+    from tcsim.launch import Prepared
+
+    def run(v):
+        t = np.zeros((2, 4), np.uint32)
+        prep = Prepared(Launch(ptx=TMA_STORE, kernel="k", block=(1, 1, 1), args=[TensorMap.tiled(t, (1, 4)), v]))
+        prep.sim.run()
+        return {key: (name, arr) for key, name, arr in outputs_of(prep, prep.result(), ["tmap", "v"])}
+
+    a, b = run(5), run(6)
+    assert a["0.tensor"][0] == "the tensor of tmap" and a["0.tensor"][1].dtype == np.uint32
+    assert (a["0.tensor"][1] == [[5] * 4, [0] * 4]).all() and a["g"][1].view(np.uint32)[0] == 5
+    d, = compare(a["0.tensor"][1], b["0.tensor"][1], "0.tensor", "the tensor of tmap", 1, 0)
+    assert (d.count, d.index, d.expected, d.got) == (4, 0, 5, 6)
+    t = np.zeros((2, 4), np.uint32)
+    assert explore(Launch(ptx=TMA_STORE, kernel="k", block=(1, 1, 1), args=[TensorMap.tiled(t, (1, 4)), 5]), 3).ok
+
+
 LAUNCH_FILE = """
 import numpy as np
 from tcsim.launch import Launch
