@@ -28,6 +28,8 @@ preset (timing off), or a launch given ``tensor_pipe_params`` (a :class:`TensorP
 its issue interval (MMA: ``N * mma_cycles_per_n``; cp: ``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA;
 shift ``shift_cycles``; commit 0) and completing ``latency`` cycles after that.  Either way completions are in
 issue order and a commit's arrive happens at the completion time of the op before it (plus ``commit_latency``).
+The exploration knob ``tc_extra_latency`` (:mod:`tcsim.explore`) adds to the latency of every op but commits
+(never below 0).
 
 Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
 ``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables reach SMEM and TMEM

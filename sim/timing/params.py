@@ -16,6 +16,11 @@ parameters from the config it is constructed with (the TMA engine: ``tma_*``; cp
 tensor pipe: ``tc_*``; the tcgen05.st landing: ``tmem_st_land_latency``).  Timing off is not a branch but a preset
 of the same config, :meth:`ArchConfig.untimed` (:data:`UNTIMED`: ``timed`` 0 and the async units' fixed numbers);
 :func:`timing_config` picks the config of a launch.
+
+Schedule exploration (:mod:`tcsim.explore`) moves async completion times through the same config: each unit adds
+its ``*_extra_latency`` knob to every op (0 in a normal run) and the exploration sets it to the unit's earliest or
+latest plausible completion (``*_early_extra`` / ``*_late_extra``, per target and for the functional preset), or
+has every op draw its own (``async_jitter_seed``); :data:`LATENCY_KNOBS` lists them per unit.
 """
 from __future__ import annotations
 
