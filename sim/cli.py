@@ -9,6 +9,10 @@
     tcsim run LAUNCH.py [--trace F] [--seed N]    run a launch file and print its check and a summary (with
               [--backend sim|gpu|both]            the timing model's cycles, tensor throughput, utilisation
               [--no-timing]                       and top stalls; --no-timing: the 1-cycle model)
+              [--explore N] [--schedule K]        --explore N: run N schedules (warp order, async completion
+                                                  early/late; tcsim.explore) and report the union of findings,
+                                                  output differences and a --schedule K reproducing each;
+                                                  --schedule K: run exactly schedule K (0: the default)
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
@@ -130,9 +134,17 @@ def _finish_findings(args, findings, error=None) -> None:
 def _run_sim(mod, launch, args):
     from .launch import run_launch
 
+    k = getattr(args, "schedule", None)
+    timing = getattr(args, "timing", True)
+    seed, schedule = args.seed, None
+    if k is not None:                   # schedule K of an exploration seeded with --seed (tcsim.explore)
+        from .explore import schedule_of
+        schedule = schedule_of(launch, k, timing=timing, seed=args.seed or 0, max_instructions=args.max_instructions)
+        print(f"[sim] {schedule.label()}")
+        seed, schedule = None, (schedule if k else None)
     try:
-        result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions,
-                            timing=getattr(args, "timing", True), strict=getattr(args, "strict", False))
+        result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
+                            timing=timing, strict=getattr(args, "strict", False), schedule=schedule)
     except TcsimError as e:
         found = list(getattr(e, "findings", ()))
         if found and not getattr(args, "strict", False):
@@ -193,9 +205,38 @@ def compare_outputs(a: list, b: list) -> list[str]:
     return diffs
 
 
+def _explore(mod, launch, args) -> int:
+    """``--explore N``: the exploration report (tcsim.explore); exit 1 when anything was found or differs."""
+    from .explore import explore
+
+    timing = getattr(args, "timing", True)
+    report = explore(launch, args.explore, timing=timing, seed=args.seed or 0,
+                     max_instructions=args.max_instructions, strict=getattr(args, "strict", False),
+                     check=getattr(mod, "check", None))
+    for line in report.format(getattr(args, "launch_name", None) or "LAUNCH"):
+        print(line)
+    path = getattr(args, "findings", None)
+    if path:
+        import json
+        with open(path, "w") as fh:
+            json.dump(report.to_json(getattr(args, "launch_name", None) or "LAUNCH"), fh, indent=1)
+            fh.write("\n")
+        print(f"findings written to {path}")
+    return 0 if report.ok else 1
+
+
 def _run_module(mod, args) -> int:
     launch = _get_launch(mod)
     backend = getattr(args, "backend", "sim")
+    if getattr(args, "explore", None) is not None or getattr(args, "schedule", None) is not None:
+        if backend != "sim" or (args.explore is not None and args.schedule is not None) or \
+                (args.explore is not None and (args.explore < 1 or args.trace)) or \
+                (args.schedule is not None and args.schedule < 0):
+            print("tcsim: --explore N (N >= 1) and --schedule K (K >= 0) run the simulator (--backend sim), "
+                  "one or the other; to trace a schedule, use --schedule K --trace F", file=sys.stderr)
+            return 2
+        if args.explore is not None:
+            return _explore(mod, launch, args)
     if backend == "sim":
         ok, _ = _run_sim(mod, launch, args)
         return 0 if ok else 1
@@ -224,8 +265,10 @@ def _run_module(mod, args) -> int:
 def cmd_demo(args) -> int:
     name = getattr(args, "kernel", None) or DEMO_DEFAULT
     mod = importlib.import_module(DEMO_KERNELS[name])
+    args.launch_name = DEMO_KERNELS[name]
     print(f"tcsim demo: {getattr(mod, 'DESCRIPTION', mod.__name__)}")
-    if getattr(args, "backend", "sim") != "sim" or not hasattr(mod, "demo_summary"):
+    if getattr(args, "backend", "sim") != "sim" or not hasattr(mod, "demo_summary") or \
+            getattr(args, "explore", None) is not None:
         return _run_module(mod, args)
     launch = _get_launch(mod)
     ok, result = _run_sim(mod, launch, args)
@@ -240,6 +283,7 @@ def cmd_run(args) -> int:
     except (FileNotFoundError, ModuleNotFoundError) as e:
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
+    args.launch_name = args.launch
     return _run_module(mod, args)
 
 
@@ -328,7 +372,15 @@ def main(argv=None) -> int:
                        help="stop at the first finding (a sync bug or hazard), where it happens (pdb-friendly); "
                             "default: report each distinct finding once and run to the end")
         p.add_argument("--findings", metavar="OUT.json", default=None,
-                       help="write the findings as JSON for tools")
+                       help="write the findings as JSON for tools (with --explore: the whole report, each "
+                            "finding with its schedules)")
+        p.add_argument("--explore", type=int, metavar="N", default=None,
+                       help="run N schedules perturbing warp order and async completion times within what the "
+                            "hardware allows; report the union of findings, output differences and the "
+                            "--schedule K reproducing each (--seed seeds the random schedules)")
+        p.add_argument("--schedule", type=int, metavar="K", default=None,
+                       help="run exactly schedule K of an exploration (0: the default schedule; --seed: the "
+                            "exploration's seed)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
 

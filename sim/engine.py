@@ -16,7 +16,13 @@
   *when*, never *what*.
 * The schedule is deterministic for a given seed: with ``seed=None`` ties go in creation order; another seed
   adds a reproducible random issue delay of 0..3 cycles so warps interleave differently (race-free kernels must
-  give the same results under every seed and timing configuration).
+  give the same results under every seed and timing configuration).  A ``schedule``
+  (:class:`tcsim.explore.Schedule`, what ``tcsim run --explore`` / ``--schedule K`` runs) perturbs the warps
+  further within what the hardware allows -- the random delay's range, warp priorities (which warp goes first
+  when several may issue in the same cycle), a per-warp slowdown (extra cycles per instruction), one large gap
+  before one warp's n-th instruction -- and sets the async units' latency knobs in the arch config
+  (``*_extra_latency``, ``async_jitter_seed``: :data:`tcsim.timing.params.LATENCY_KNOBS`); semantics never see
+  it.
 * When no event is left but some warp is still alive, that is a deadlock: the report names every waiting
   warp, its lanes and what it waits on.  An instruction budget stops runaway kernels.
 """
@@ -97,7 +103,7 @@ class Simulation:
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
-                 timing=False, strict: bool = False):
+                 timing=False, strict: bool = False, schedule=None):
         self.program = program
         self.gmem = gmem
         self.param_image = param_image
@@ -110,8 +116,13 @@ class Simulation:
         smem_total = self._dyn_base() + self.dynamic_smem
         check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total)
         self.smem_total = smem_total
+        #: the schedule perturbation (:class:`tcsim.explore.Schedule`) or None
+        self.schedule = schedule
+        if schedule is not None and schedule.seed is not None:
+            seed = schedule.seed
         self.seed = seed
         self._rng = random.Random(seed) if seed is not None else None
+        self._jitter = 3 if schedule is None else int(schedule.jitter)   # random issue delay: 0..jitter cycles
         self.max_instructions = max_instructions
         self.bus = bus or ObservationBus()
         self.env = simpy.Environment()
@@ -138,6 +149,8 @@ class Simulation:
         #: the architecture config every unit takes its parameters from (sim.timing.params: SM count, clock,
         #: latencies... with their sources); ``timing`` False gives the functional preset
         self.arch_config = timing_config(self.arch, timing)
+        if schedule is not None:                       # its async-latency knobs (tcsim.explore.Schedule.apply)
+            self.arch_config = schedule.apply(self.arch_config)
         if self.arch_config.timed:
             from .timing.model import TimingModel as Model
         else:
@@ -187,6 +200,7 @@ class Simulation:
                                     self.timing.attach(warp)
                                     cta.warps.append(warp)
                                     self.warps.append(warp)
+        self._warp_knobs(self.schedule)
         # Launch-order processes: warps of CTA 0 first, then CTA 1...
         for warp in self.warps:
             self._procs.append(self.env.process(self._warp_process(warp)))
@@ -201,10 +215,41 @@ class Simulation:
         return a
 
     # ------------------------------------------------------------------------------------------ execution
-    def _issue_delay(self) -> int:
-        if self._rng is None:
-            return 1
-        return 1 + self._rng.randrange(4)
+    def _warp_knobs(self, schedule) -> None:
+        """The schedule's warp knobs, by warp (warps are numbered in creation order: CTA 0's first)."""
+        #: warp -> simpy event priority: among warps that may issue in the same cycle, the lower goes first
+        self._priority: dict = {}
+        #: warp -> extra cycles before each of its instructions
+        self._slow: dict = {}
+        #: (warp, n, gap): ``gap`` extra cycles after the warp's n-th retired instruction
+        self._stall = None
+        if schedule is None:
+            self._perturbed = self._rng is not None
+            return
+        n = len(self.warps)
+        for i, rank in (schedule.priority or {}).items():
+            if 0 <= i < n:
+                self._priority[self.warps[i]] = 0.5 + (rank + 1) / (n + 2)
+        for i, extra in (schedule.slow or {}).items():
+            if 0 <= i < n and extra:
+                self._slow[self.warps[i]] = int(extra)
+        if schedule.stall is not None and 0 <= schedule.stall[0] < n:
+            i, at, gap = schedule.stall
+            self._stall = (self.warps[i], int(at), int(gap))
+        self._perturbed = self._rng is not None or bool(self._slow) or self._stall is not None
+
+    def _issue_delay(self, warp) -> int:
+        """Cycles the warp waits after an instruction on top of what the issue model says: 0 unless a seed or a
+        schedule perturbs it."""
+        d = 0
+        if self._rng is not None:
+            d += self._rng.randrange(self._jitter + 1)
+        if self._slow:
+            d += self._slow.get(warp, 0)
+        st = self._stall
+        if st is not None and st[0] is warp and warp.retired == st[1]:
+            d += st[2]
+        return d
 
     def timing_report(self):
         """The :class:`tcsim.timing.stats.TimingReport` of the run so far (None with timing off)."""
@@ -232,6 +277,14 @@ class Simulation:
         warp.focus_left = 0
         warp.spin = 0
         collective = self.collective
+        perturbed = self._perturbed
+        prio = self._priority.get(warp)
+        if prio is None:
+            sleep = env.timeout
+        else:                                           # a schedule orders this warp among same-cycle issuers
+            def sleep(delay, env=env, prio=prio):
+                return _Timeout(env, delay, prio)
+            yield sleep(0)
         while True:
             runnable = warp.alive & ~warp.waiting & ~warp.parked
             if not runnable.any():
@@ -248,8 +301,8 @@ class Simulation:
                 yield warp.wake_event
                 warp.wake_event = None
                 category, detail, wake = tm.released(warp, waits_before)
-                if wake:
-                    yield env.timeout(wake)
+                if wake or prio is not None:
+                    yield sleep(wake)
                 tm.stall_record(warp, category, detail, env.now - blocked_at, blocked_at)
                 continue
             pcs = warp.pc
@@ -281,7 +334,7 @@ class Simulation:
             if st is not None:                          # not yet: retry when the blocking resource frees
                 warp.focus_left = focus_left
                 t0 = env.now
-                yield env.timeout(st[0] - t0)
+                yield sleep(st[0] - t0)
                 tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
                 continue
             ins = body[pc]
@@ -337,7 +390,7 @@ class Simulation:
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
-            yield env.timeout(gap + self._issue_delay() - 1 + ctx.extra_delay)
+            yield sleep(gap + ctx.extra_delay + (self._issue_delay(warp) if perturbed else 0))
 
     def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
         """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None
@@ -627,6 +680,19 @@ def pcs_min(pcs: np.ndarray, mask: np.ndarray) -> int:
 
 class _Stop(Exception):
     """Internal: unwinds simpy when a warp hits an error."""
+
+
+class _Timeout(simpy.events.Timeout):
+    """A timeout scheduled with an event priority of its own (simpy orders events of one cycle by priority, then
+    by creation): how a schedule puts one warp before or after the others that issue in the same cycle."""
+
+    def __init__(self, env, delay, priority):
+        self.env = env
+        self.callbacks = []
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, priority, delay)
 
 
 def _user_loc(ins: ir.Instruction) -> str | None:

@@ -305,7 +305,7 @@ class Prepared:
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
-                 strict: bool = False):
+                 strict: bool = False, schedule=None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -328,6 +328,7 @@ class Prepared:
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
                               max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, strict=strict,
+                              schedule=schedule,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]))
@@ -366,7 +367,7 @@ class Prepared:
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=(), timing=False, strict: bool = False, **units) -> Result:
+               observers=(), timing=False, strict: bool = False, schedule=None, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -380,9 +381,12 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     Sanitizer mode (default): synchronisation bugs and hazards found on the way are recorded in
     ``Result.findings`` (:class:`tcsim.findings.Finding`) and the run goes on; one that ends the launch on the GPU
     (a trap, a hang) raises, with every finding so far in the exception's ``findings``.  ``strict=True`` raises
-    :class:`tcsim.findings.FindingError` at the first finding."""
+    :class:`tcsim.findings.FindingError` at the first finding.
+
+    ``schedule``: a :class:`tcsim.explore.Schedule` perturbing warp order and async completion times within what
+    the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`)."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, **units)
+                    timing=timing, strict=strict, schedule=schedule, **units)
     try:
         prep.sim.run()
     finally:

@@ -5,7 +5,7 @@ One :class:`AsyncCopyUnit` per CTA (``AsyncCopyUnit.of(ctx)``), one simpy proces
 submitted :class:`AsyncCopyOp` (all executing lanes of one ``cp.async`` instruction) occupies the unit for
 ``issue_cycles`` and completes ``latency`` cycles later, when its ``complete`` callback moves the bytes (the
 semantics module builds the callback; the issue half has already checked every address).  Ops of one unit
-complete in issue order.  Timing numbers: the simulation's arch config's ``cp_async_latency`` (= ``l2_latency`` in
+complete in issue order (also when the exploration knob ``cp_async_extra_latency`` moves them, :mod:`tcsim.explore`).  Timing numbers: the simulation's arch config's ``cp_async_latency`` (= ``l2_latency`` in
 the targets' configs) and ``cp_async_issue_cycles`` (:class:`AsyncCopyParams`, a view of them); with timing off the
 functional preset's; a launch's ``async_copy_params`` replace them in that config.
 
@@ -20,7 +20,7 @@ from typing import Callable
 
 
 from ..timing.params import UNTIMED
-from .unit import AsyncUnit
+from .unit import AsyncUnit, LatencyKnob
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,10 @@ class AsyncCopyUnit(AsyncUnit):
 
     def __init__(self, sim, cta, cfg):
         self.cta = cta
+        self.last_done = 0.0
         super().__init__(sim, AsyncCopyParams.from_config(cfg))
+        #: the exploration knob (cp_async_extra_latency; :mod:`tcsim.explore`)
+        self.knob = LatencyKnob(cfg, "cp.async", self.label)
 
     @property
     def label(self) -> str:
@@ -95,7 +98,10 @@ class AsyncCopyUnit(AsyncUnit):
             yield self.env.timeout(max(1, self.params.issue_cycles))
 
     def _complete(self, op: AsyncCopyOp):
-        yield self.env.timeout(max(1, self.params.issue_cycles) + self.params.latency)
+        # the exploration knob may move the latency; completions stay in issue order
+        done = self.env.now + max(1, self.params.issue_cycles) + max(1, self.params.latency + self.knob.extra())
+        done = self.last_done = max(done, self.last_done)
+        yield self.env.timeout(done - self.env.now)
         self.guarded(op, op.complete)
         if self.sim.error is not None:
             return

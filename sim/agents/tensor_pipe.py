@@ -28,6 +28,8 @@ preset (timing off), or a launch given ``tensor_pipe_params`` (a :class:`TensorP
 its issue interval (MMA: ``N * mma_cycles_per_n``; cp: ``ceil(bytes / cp_bytes_per_cycle)`` per destination CTA;
 shift ``shift_cycles``; commit 0) and completing ``latency`` cycles after that.  Either way completions are in
 issue order and a commit's arrive happens at the completion time of the op before it (plus ``commit_latency``).
+The exploration knob ``tc_extra_latency`` (:mod:`tcsim.explore`) adds to the latency of every op but commits
+(never below 0).
 
 Events on the observation bus (agent ``'tensor_pipe'``): ``sync`` ``async.issue`` / ``async.complete`` per op,
 ``mbarrier.arrive`` (+ ``mbarrier.phase``) for commits; the semantics' completion callables reach SMEM and TMEM
@@ -47,7 +49,7 @@ from typing import Callable
 from tcsim.isa.errors import SyncError, VerifyError
 
 from ..timing.params import UNTIMED
-from .unit import AsyncUnit
+from .unit import AsyncUnit, LatencyKnob
 
 #: TensorPipeParams field -> the arch-config parameter it is a view of
 _CONFIG_NAMES = {"mma_cycles_per_n": "tc_fixed_mma_cycles_per_n", "mma_min_cycles": "tc_fixed_mma_min_cycles",
@@ -131,6 +133,8 @@ class TensorPipe(AsyncUnit):
         #: collector buffers: (buffer name 'a' / 'b0'..'b3', pair position) -> (source key, bits, loc line)
         self.collectors: dict = {}
         super().__init__(sim, TensorPipeParams.from_config(cfg))
+        #: the exploration knob (tc_extra_latency, added to every op's latency; :mod:`tcsim.explore`)
+        self.knob = LatencyKnob(cfg, "tensor_pipe", self.label)
 
     @property
     def label(self) -> str:
@@ -183,11 +187,12 @@ class TensorPipe(AsyncUnit):
             if op.kind == "mma":
                 x = op.extra
                 self.flops[x.get("kind")] = self.flops.get(x.get("kind"), 0) + 2 * x["m"] * x["n"] * x["k"]
+            extra = self.knob.extra() if op.kind != "commit" else 0   # a commit arrives when the ops before it did
             if self.arch_timing is not None:
-                busy, t = self.arch_timing.schedule(op, self.env.now)
+                busy, t = self.arch_timing.schedule(op, self.env.now, extra)
                 hold = 0
             else:
-                t = max(self.env.now + op.occupancy + op.latency, self.last_completion)
+                t = max(self.env.now + op.occupancy + max(0, op.latency + extra), self.last_completion)
                 busy = hold = op.occupancy
             self.last_completion = t
             op.completes_at = t

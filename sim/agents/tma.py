@@ -46,7 +46,7 @@ from typing import Callable
 
 
 from ..timing.params import UNTIMED
-from .unit import AsyncUnit
+from .unit import AsyncUnit, LatencyKnob
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,8 @@ class TmaEngine(AsyncUnit):
         self.store_wait_cycles = 0.0      # (timing, sm_90a) cycles loads waited behind the SM's global stores
         self.store_wait_ops = 0
         super().__init__(sim, TmaParams.from_config(cfg))
+        #: the exploration knob (tma_extra_latency; :mod:`tcsim.explore`)
+        self.knob = LatencyKnob(cfg, "tma", self.label)
 
     @property
     def label(self) -> str:
@@ -149,9 +151,10 @@ class TmaEngine(AsyncUnit):
 
     def latency(self, op: TmaOp) -> float:
         """Cycles from the end of ``op``'s occupancy to its completion: the fixed latency, plus the tensor-map
-        extra for tensor-map ops, plus what the timing model adds (first touch of its global lines in DRAM)."""
+        extra for tensor-map ops, plus what the timing model adds (first touch of its global lines in DRAM), plus
+        the exploration knob's extra (at least 1 cycle in all)."""
         lat = self.params.latency + (self.params.tensor_extra if "tensor_map" in op.extra else 0)
-        return lat + self.sim.timing.tma_extra_latency(op)
+        return max(1, lat + self.sim.timing.tma_extra_latency(op) + self.knob.extra())
 
     def _complete(self, op: TmaOp, occ: int):
         # completions stay in issue order (an op never overtakes an earlier one of the same engine)

@@ -13,11 +13,35 @@ of its parameters there, ``Params.from_config``); timing on or off is only which
 """
 from __future__ import annotations
 
+import random
+
 import simpy
 
 from tcsim.isa.errors import TcsimError
 
+from ..timing.params import LATENCY_KNOBS
 from .port import AgentPort
+
+
+class LatencyKnob:
+    """A unit's exploration knob (:data:`tcsim.timing.params.LATENCY_KNOBS`, read from the config the unit is
+    built with): :meth:`extra` is the extra completion latency of the next op -- the config's ``*_extra_latency``,
+    or with ``async_jitter_seed`` set, a draw in [``*_early_extra``, ``*_late_extra``] from a generator seeded with
+    the seed, the unit and ``key`` (the unit's label), so a run is reproducible op by op."""
+
+    __slots__ = ("fixed", "early", "late", "rng")
+
+    def __init__(self, cfg, unit: str, key: str = ""):
+        extra, early, late = LATENCY_KNOBS[unit]
+        self.fixed = getattr(cfg, extra)
+        self.early, self.late = int(getattr(cfg, early)), int(getattr(cfg, late))
+        seed = int(cfg.async_jitter_seed)
+        self.rng = random.Random(f"{seed}/{unit}/{key}") if seed else None
+
+    def extra(self) -> float:
+        if self.rng is None:
+            return self.fixed
+        return self.rng.randint(self.early, self.late)
 
 
 class AsyncUnit(AgentPort):

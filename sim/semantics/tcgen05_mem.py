@@ -90,6 +90,7 @@ from tcsim.isa.tcgen05_mem_forms import (ALLOC_OPS, LDST_OPS, SHAPES, SUBOPS, WA
                                          parse_ldst, parse_wait)
 from .. import memory as M
 from ..agents.port import AgentPort
+from ..agents.unit import LatencyKnob
 from ..context import lanes_str
 from ..machine import WARP
 from ..race import tmem_alloc as T13
@@ -171,6 +172,9 @@ class Tcgen05Tmem(AgentPort):
         self.sim = sim
         self.env = sim.env
         self.st_latency = cfg.tmem_st_land_latency
+        #: the exploration knob (tmem_st_extra_latency; :mod:`tcsim.explore`); a warp's stores land in issue order
+        self.knob = LatencyKnob(cfg, "tcgen05.st", "tcgen05")
+        self.last_due: dict = {}          # warp -> when its latest tcgen05.st lands
         self.rendezvous: dict = {}        # (cluster id, even rank, op) -> {0: [arrivals], 1: [arrivals]}
         self.warned: set = set()
         self.warp_pending: dict = {}      # warp -> its tcgen05.st not yet landed, in issue order
@@ -207,10 +211,11 @@ class Tcgen05Tmem(AgentPort):
         tm = tmem_of(cta)
         st.done = self.env.event()
         st.issued_at = self.env.now
-        st.due = self.env.now + self.st_latency
+        due = self.env.now + max(1, self.st_latency + self.knob.extra())
+        st.due = self.last_due[st.warp] = max(due, self.last_due.get(st.warp, 0))
         tm.stage(st)
         self.async_issue(st, cta, what=st.what, issuer=st.issuer, issuer_warp=st.warp.id, issuer_pc=st.pc)
-        timer = self.env.timeout(self.st_latency)
+        timer = self.env.timeout(st.due - self.env.now)
         timer.callbacks.append(lambda _ev, st=st, cta=cta: self.land(cta, st))
 
     def land(self, cta, st: PendingStore) -> None:

@@ -16,6 +16,11 @@ parameters from the config it is constructed with (the TMA engine: ``tma_*``; cp
 tensor pipe: ``tc_*``; the tcgen05.st landing: ``tmem_st_land_latency``).  Timing off is not a branch but a preset
 of the same config, :meth:`ArchConfig.untimed` (:data:`UNTIMED`: ``timed`` 0 and the async units' fixed numbers);
 :func:`timing_config` picks the config of a launch.
+
+Schedule exploration (:mod:`tcsim.explore`) moves async completion times through the same config: each unit adds
+its ``*_extra_latency`` knob to every op (0 in a normal run) and the exploration sets it to the unit's earliest or
+latest plausible completion (``*_early_extra`` / ``*_late_extra``, per target and for the functional preset), or
+has every op draw its own (``async_jitter_seed``); :data:`LATENCY_KNOBS` lists them per unit.
 """
 from __future__ import annotations
 
@@ -386,6 +391,44 @@ SM_90A.update({k: replace(v, kind="E", note="sm_90a has no tcgen05; B200 value k
                                             + v.note)
                for k, v in _tensor_core_fits(104, 138, 146, SEMI).items()})
 
+
+
+def _exploration_knobs(tma_latency, l2_latency, l1_latency, src):
+    """The async units' exploration knobs (``tcsim run --explore``, :mod:`tcsim.explore`): for each unit an extra
+    completion latency added to every op it serves (``*_extra_latency``, 0 in a normal run; the unit never lets an
+    op complete before its occupancy ends), and the bounds an exploration moves it between: ``*_early_extra``,
+    the earliest completion the hardware plausibly shows, and ``*_late_extra``, the latest (a loaded memory system,
+    a busy pipe).  With ``async_jitter_seed`` non-zero every op draws its own extra in [early, late] (seeded per
+    unit).  A race-free kernel gives the same results anywhere in these bounds (DESIGN.md principle 5)."""
+    knob = ("exploration knob (sim/explore.py): added to the completion latency of every op of the unit; 0 in a "
+            "normal run")
+    return {
+        "tma_extra_latency": P(0, "clk", "E", TCSIM, knob),
+        "tma_early_extra": P(l2_latency - tma_latency, "clk", "E", src,
+                             "earliest TMA completion: one L2 round trip (l2_latency) without the TMA overhead"),
+        "tma_late_extra": P(1500, "clk", "E", src, "latest plausible TMA completion: queueing behind a loaded "
+                                                   "memory system (several DRAM round trips; not measured)"),
+        "cp_async_extra_latency": P(0, "clk", "E", TCSIM, knob),
+        "cp_async_early_extra": P(l1_latency - l2_latency, "clk", "E", src,
+                                  "earliest cp.async completion: an L1-resident line (l1_latency)"),
+        "cp_async_late_extra": P(1500, "clk", "E", src, "latest plausible cp.async completion: a loaded memory "
+                                                        "system (not measured)"),
+        "tc_extra_latency": P(0, "clk", "E", TCSIM, knob),
+        "tc_early_extra": P(0, "clk", "E", src, "the tensor-pipe fits are unloaded minima: nothing earlier"),
+        "tc_late_extra": P(1000, "clk", "E", src, "latest plausible tensor-pipe completion (a pipe shared with "
+                                                  "other work; not measured)"),
+        "tmem_st_extra_latency": P(0, "clk", "E", TCSIM, knob),
+        "tmem_st_early_extra": P(-24, "clk", "E", src, "earliest tcgen05.st landing: 8 clk after issue (not public)"),
+        "tmem_st_late_extra": P(224, "clk", "E", src, "latest plausible tcgen05.st landing: 256 clk (not public)"),
+        "async_jitter_seed": P(0, "seed", "E", TCSIM, "0: each unit adds its *_extra_latency to every op; else every "
+                                                      "op draws its own extra in [*_early_extra, *_late_extra] from "
+                                                      "a generator seeded with this and the unit's name"),
+    }
+
+
+SM_100A.update(_exploration_knobs(465, 295, 40, TM_B200))
+SM_90A.update(_exploration_knobs(500, 263, 41, TM_H100))
+
 TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
 
 #: The functional (timing-off) preset, applied over an architecture's config by :meth:`ArchConfig.untimed`: every
@@ -404,7 +447,25 @@ UNTIMED: dict = {
     **_fixed_pipe(FUNCTIONAL),
     "tmem_st_land_latency": P(32, "clk", "E", FUNCTIONAL, "tcgen05.st issue -> its cells land in TMEM (the value "
                                                           "the timing-on configs keep too)"),
+    # exploration bounds of the functional preset: any completion from 1 cycle after the op's occupancy to long
+    # after (with one cycle per warp-instruction, a late op lets the other warps run ~2000 instructions)
+    "tma_early_extra": P(-9, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the engine occupancy"),
+    "tma_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
+    "cp_async_early_extra": P(-199, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the unit occupancy"),
+    "cp_async_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
+    "tc_early_extra": P(-127, "clk", "E", FUNCTIONAL, "earliest: an MMA 1 cycle after its issue interval (every op's "
+                                                      "latency is cut to at least 0)"),
+    "tc_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
+    "tmem_st_early_extra": P(-31, "clk", "E", FUNCTIONAL, "earliest: the store lands 1 cycle after issue"),
+    "tmem_st_late_extra": P(480, "clk", "E", FUNCTIONAL, "latest: 512 cycles after issue"),
 }
+
+#: The exploration knobs of each async unit (:class:`tcsim.agents.unit.LatencyKnob`): unit -> (the extra latency
+#: added to each op, its earliest bound, its latest bound), parameter names of the config.
+LATENCY_KNOBS = {"tma": ("tma_extra_latency", "tma_early_extra", "tma_late_extra"),
+                 "cp.async": ("cp_async_extra_latency", "cp_async_early_extra", "cp_async_late_extra"),
+                 "tensor_pipe": ("tc_extra_latency", "tc_early_extra", "tc_late_extra"),
+                 "tcgen05.st": ("tmem_st_extra_latency", "tmem_st_early_extra", "tmem_st_late_extra")}
 
 #: Derived parameters that follow another one when it is overridden, unless they were overridden themselves
 #: (kind still ``D``): derived name -> the name it equals.
@@ -519,5 +580,5 @@ def timing_config(arch: str | None, timing=False, units=()) -> ArchConfig:
     return cfg.with_units(*units) if units else cfg
 
 
-__all__ = ["Param", "ArchConfig", "arch_config", "timing_config", "load_measured", "UNTIMED", "FOLLOWS", "SM_100A",
+__all__ = ["Param", "ArchConfig", "arch_config", "timing_config", "load_measured", "UNTIMED", "FOLLOWS", "LATENCY_KNOBS", "SM_100A",
            "SM_90A", "MEASURED_H100", "KINDS"]

@@ -70,7 +70,8 @@ class TensorPipeTiming:
     def _feed(self, nbytes: float) -> int:
         return math.ceil(nbytes / self.cfg.tc_feed_bytes_per_clk)
 
-    def schedule(self, op, now: float) -> tuple[float, float]:
+    def schedule(self, op, now: float, extra: float = 0) -> tuple[float, float]:
+        """``extra``: cycles added to the op's latency (the exploration knob; the latency stays >= 0)."""
         cfg = self.cfg
         if op.kind == "mma":
             x = op.extra
@@ -86,17 +87,17 @@ class TensorPipeTiming:
             end = max(start + compute, self.feed_free)
             self.compute_free = end
             lat = fixed_latency(cfg, m, cg) + (cfg.tc_block_scale_latency if x.get("block_scale") else 0)
-            done = max(end + lat, self.last_completion)
+            done = max(end + max(0, lat + extra), self.last_completion)
             busy = compute
         elif op.kind == "cp":
             feed_start = max(now, self.feed_free)
             self.feed_free = feed_start + self._feed(op.size * op.ndest)
-            done = max(self.feed_free + cfg.tc_cp_latency, self.last_completion)
+            done = max(self.feed_free + max(0, cfg.tc_cp_latency + extra), self.last_completion)
             busy = 0
         elif op.kind == "shift":
             start = max(now, self.compute_free)
             self.compute_free = start + cfg.tc_shift_cycles
-            done = max(self.compute_free + cfg.tc_shift_latency, self.last_completion)
+            done = max(self.compute_free + max(0, cfg.tc_shift_latency + extra), self.last_completion)
             busy = cfg.tc_shift_cycles
         else:   # commit: arrives once everything before it completed
             done = max(now, self.last_completion) + cfg.tc_commit_latency
