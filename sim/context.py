@@ -602,6 +602,13 @@ class ExecContext:
         self.engine.protocol.on_inval(warp_act(self, lane), cta, mb)
         self._mbarrier_event("mbarrier.inval", cta, mb, lane)
 
+    def mbarrier_revive(self, cta, mb, lane: int) -> None:
+        """An operation reached ``mb`` after ``mbarrier.inval``: an H100 performs it on the state the barrier had
+        before the inval (probe arrive_after_inval), so that state becomes live again (the class-11 finding is
+        :meth:`tcsim.race.protocol.Protocol.dead_barrier`'s)."""
+        mb.apply_revive()
+        self._mbarrier_event("mbarrier.revive", cta, mb, lane)
+
     def mbarrier_expect_tx(self, cta, mb, tx: int, lane: int, **fields) -> None:
         """expect-tx(``tx``) (§9.7.13.15.6): raise the tx-count of the current phase (never completes it)."""
         mb.apply_expect_tx(tx)

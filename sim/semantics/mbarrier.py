@@ -173,7 +173,7 @@ def _live(cta, off: int, what: str, ctx=None, lane: int | None = None):
         raise
     if not mb.valid:
         if ctx is not None and ctx.engine.protocol.dead_barrier(warp_act(ctx, lane), cta, mb, what) is not None:
-            mb.apply_revive()
+            ctx.mbarrier_revive(cta, mb, lane)
             return mb
         raise SyncError(f"{what} on SMEM offset 0x{off:x} of {cta.label}, which holds no live mbarrier "
                         f"(it was invalidated)", expected="mbarrier.init before any other mbarrier operation")
