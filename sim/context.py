@@ -604,8 +604,8 @@ class ExecContext:
         self._mbarrier_event("mbarrier.inval", cta, mb, lane)
 
     def mbarrier_revive(self, cta, mb, lane: int) -> None:
-        """An operation reached an invalidated mbarrier: the H100 performs it on the state the barrier had before
-        ``mbarrier.inval`` (probe arrive_after_inval), so that state is live again (the class-11 finding is
+        """An operation reached ``mb`` after ``mbarrier.inval``: an H100 performs it on the state the barrier had
+        before the inval (probe arrive_after_inval), so that state becomes live again (the class-11 finding is
         :meth:`tcsim.race.protocol.Protocol.dead_barrier`'s)."""
         mb.apply_revive()
         self._mbarrier_event("mbarrier.revive", cta, mb, lane)

@@ -39,7 +39,7 @@ def test_class1_stale_parity_names_the_wait_and_the_phase_it_consumed_before(tim
     f = stale[0]
     assert f.lines[:2] == (cwait, cwait)                # the wait that consumed the phase, and the same wait again
     assert "parity 0" in f.message and "already consumed" in f.message
-    assert f"wait with parity 1" in f.missing
+    assert "wait with parity 1" in f.missing
     if err is not None:
         # the producer re-arms the barrier early and its next arrive.expect_tx over-arrives: the H100 traps there
         # (probe stale_parity_consumer); the trap is explained by the stale wait, not as an arrive-count bug
@@ -56,9 +56,15 @@ def test_class3_expect_tx_mismatch_hangs_naming_the_expect_tx_and_the_copy(timin
     assert isinstance(err, DeadlockError)               # the H100 hangs (probes tx_too_few_expect / _many_)
     [f] = [f for f in findings if f.cls == 3]
     assert f.outcome == "hang" and f.lines[:2] == (line_of(ptx, "EXPECT"), line_of(ptx, "COPY0"))
-    assert f"expect-tx announced {expect} bytes" in f.message or f"expect-tx {expect}" in f.message
-    assert "delivered 128" in f.message or "delivered\n128" in f.message or f"{BYTES} bytes by 1 copy" in f.message
-    assert "Root cause: [class 3]" in str(err) and f"line {line_of(ptx, 'EXPECT')}" in f.missing
+    if expect < BYTES:                  # the copy over-delivers: tx-count -16, the phase never completes
+        assert f"16 more bytes were delivered than expected (expect-tx {expect}" in f.message
+        assert f"delivered {BYTES}: {BYTES} bytes by 1 copy(ies) issued at line {line_of(ptx, 'COPY0')}" in f.message
+        assert f.missing == f"16 more bytes in the expect-tx at line {line_of(ptx, 'EXPECT')}"
+    else:                               # 16 bytes never come
+        assert f"16 transaction bytes are still expected -- expect-tx announced {expect} bytes" in f.message
+        assert f"the copies delivered {BYTES}" in f.message
+        assert f.missing == f"16 fewer bytes in the expect-tx at line {line_of(ptx, 'EXPECT')}"
+    assert "Root cause: [class 3]" in str(err)
 
 
 @pytest.mark.parametrize("timing,seed", SCHEDULES)

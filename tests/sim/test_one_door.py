@@ -174,11 +174,11 @@ def sync_changes(source: str, name: str) -> list[str]:
 
 
 def test_sync_object_state_changes_only_through_the_doors():
-    """mbarrier init, inval, arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and
+    """mbarrier init, inval, revive (use after inval), arrive, expect-tx, complete-tx, the pending-count raise of cp.async.mbarrier.arrive and
     the registration of a phase waiter, and an async op joining / a commit sealing an async-group, are door
     operations (``ctx.mbarrier_*`` / ``port.mbarrier_*`` / ``ctx.async_group_*``)."""
-    assert {"apply_init", "apply_inval", "apply_arrive", "apply_expect_tx", "apply_complete_tx",
-            "apply_add_pending", "apply_revive", "next_phase_event", "apply_join", "apply_commit"} == SYNC_CHANGES
+    assert {"apply_init", "apply_inval", "apply_revive", "apply_arrive", "apply_expect_tx", "apply_complete_tx",
+            "apply_add_pending", "next_phase_event", "apply_join", "apply_commit"} == SYNC_CHANGES
     planted = ("mb = cta.mbarrier(off)\nmb.apply_arrive(1)\ncta.mbarrier(8).apply_complete_tx(64)\n"
                "ev = mb.next_phase_event()\nctx.async_groups('bulk', 0).apply_commit()\n"
                "ok = mb.parity_done(0) and mb.describe() and st.pending_all()\nctx.mbarrier_arrive(cta, mb, 1, 0)\n"
