@@ -507,7 +507,18 @@ class Protocol:
         sides = ([exp.access(where=name)] if exp is not None else [rec.init.access(where=name)])
         sides += [d[0].access(where=name) for d in ph.deliveries[:1]]
         sides.append(act.access(where=name))
-        if foreign:
+        multi = self._multi_lane_issue([v[0] for v in late] + [d[0] for d in ph.deliveries])
+        if multi is not None:
+            ins_act, nlanes = multi
+            f = Finding(
+                17, f"phase {completed} of {name} completed while {total} bytes were still in flight: the copy at "
+                    f"line {ins_act.line} was issued by {nlanes} lanes of warp {ins_act.warp} "
+                    f"({lanes_text(ins_act.lanes)}), each a copy of its own, but expect-tx announced "
+                    f"{ph.expected_bytes} bytes ({ph.expects_text()})",
+                tuple(sides),
+                missing=f"a predicate or elect.sync restricting the copy at line {ins_act.line} to one lane",
+                fix="issue each bulk copy from one elected lane (elect.sync / @p with %laneid == 0)")
+        elif foreign:
             f = Finding(
                 15, f"phase {completed} of {name} completed while {total} bytes multicast to it by the copy at "
                     f"{act.short()} of cta ({','.join(map(str, act.cta))}) were still in flight: this CTA's "
@@ -531,6 +542,20 @@ class Protocol:
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver (box bytes x "
                     "number of copies, x2 for cta_group::2 / both CTAs of a pair)")
         self.report(f)
+
+    @staticmethod
+    def _multi_lane_issue(acts):
+        """(an Act with the lanes merged, their number) when several lanes of one warp issued copies at the same
+        line (one instruction executed by more lanes than the protocol counts), else None."""
+        by: dict = {}
+        for a in acts:
+            if a.unit == "tma" and a.line is not None and a.warp is not None:
+                by.setdefault((a.cta, a.warp, a.line), [a, 0])[1] |= a.lanes
+        for (cta, warp, line), (a, lanes) in by.items():
+            n = bin(lanes).count("1")
+            if n > 1:
+                return Act(a.ins, a.what, a.loc, cta, warp, lanes, a.unit, a.cycle, a.pc), n
+        return None
 
     # ------------------------------------------------------------------------------------------ waits
     def on_wait(self, act_of, cta, mb, lanes_done, lanes_blocked, parity: int | None, warp: int) -> None:
