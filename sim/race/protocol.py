@@ -419,6 +419,19 @@ class Protocol:
                 fix="give each independent producer/consumer channel its own mbarrier (e.g. as many barriers as "
                     "concurrent loads), or raise the init count and expect the combined bytes once",
                 outcome="trap")
+        elif any(a.line == act.line and a.warp == act.warp and a.cta == act.cta for a, _, _ in ph.arrivals):
+            # the same instruction arrives again before the phase it arrived on completed: the producer laps its
+            # own barrier (a missing wait for the consumers' release / for the phase)
+            prev = next(a for a, _, _ in ph.arrivals if a.line == act.line and a.warp == act.warp)
+            f = Finding(
+                4, f"over-arrival on {name}: {state} ({rec.init_text()}); {act.short()} arrives again in phase "
+                   f"{mb.phase}, which its earlier arrival at cycle {prev.cycle:g} opened and which has not "
+                   f"completed",
+                tuple(sides),
+                missing=f"a wait between the two arrivals at line {act.line}: phase {mb.phase} of {name} must complete "
+                        f"(and its consumers release the stage) before the barrier is armed again",
+                fix="wait on the stage's empty (consumer-release) barrier before arming the full barrier again",
+                outcome="trap")
         else:
             f = Finding(
                 4, f"over-arrival on {name}: {state} ({rec.init_text()}); {act.short()} brings {count} more "
