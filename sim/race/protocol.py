@@ -419,6 +419,19 @@ class Protocol:
                 fix="give each independent producer/consumer channel its own mbarrier (e.g. as many barriers as "
                     "concurrent loads), or raise the init count and expect the combined bytes once",
                 outcome="trap")
+        elif any(a.line == act.line and a.warp == act.warp and a.cta == act.cta for a, _, _ in ph.arrivals):
+            # the same instruction arrives again before the phase it arrived on completed: the producer laps its
+            # own barrier (a missing wait for the consumers' release / for the phase)
+            prev = next(a for a, _, _ in ph.arrivals if a.line == act.line and a.warp == act.warp)
+            f = Finding(
+                4, f"over-arrival on {name}: {state} ({rec.init_text()}); {act.short()} arrives again in phase "
+                   f"{mb.phase}, which its earlier arrival at cycle {prev.cycle:g} opened and which has not "
+                   f"completed",
+                tuple(sides),
+                missing=f"a wait between the two arrivals at line {act.line}: phase {mb.phase} of {name} must complete "
+                        f"(and its consumers release the stage) before the barrier is armed again",
+                fix="wait on the stage's empty (consumer-release) barrier before arming the full barrier again",
+                outcome="trap")
         else:
             f = Finding(
                 4, f"over-arrival on {name}: {state} ({rec.init_text()}); {act.short()} brings {count} more "
@@ -507,7 +520,18 @@ class Protocol:
         sides = ([exp.access(where=name)] if exp is not None else [rec.init.access(where=name)])
         sides += [d[0].access(where=name) for d in ph.deliveries[:1]]
         sides.append(act.access(where=name))
-        if foreign:
+        multi = self._multi_lane_issue([v[0] for v in late] + [d[0] for d in ph.deliveries])
+        if multi is not None:
+            ins_act, nlanes = multi
+            f = Finding(
+                17, f"phase {completed} of {name} completed while {total} bytes were still in flight: the copy at "
+                    f"line {ins_act.line} was issued by {nlanes} lanes of warp {ins_act.warp} "
+                    f"({lanes_text(ins_act.lanes)}), each a copy of its own, but expect-tx announced "
+                    f"{ph.expected_bytes} bytes ({ph.expects_text()})",
+                tuple(sides),
+                missing=f"a predicate or elect.sync restricting the copy at line {ins_act.line} to one lane",
+                fix="issue each bulk copy from one elected lane (elect.sync / @p with %laneid == 0)")
+        elif foreign:
             f = Finding(
                 15, f"phase {completed} of {name} completed while {total} bytes multicast to it by the copy at "
                     f"{act.short()} of cta ({','.join(map(str, act.cta))}) were still in flight: this CTA's "
@@ -531,6 +555,20 @@ class Protocol:
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver (box bytes x "
                     "number of copies, x2 for cta_group::2 / both CTAs of a pair)")
         self.report(f)
+
+    @staticmethod
+    def _multi_lane_issue(acts):
+        """(an Act with the lanes merged, their number) when several lanes of one warp issued copies at the same
+        line (one instruction executed by more lanes than the protocol counts), else None."""
+        by: dict = {}
+        for a in acts:
+            if a.unit == "tma" and a.line is not None and a.warp is not None:
+                by.setdefault((a.cta, a.warp, a.line), [a, 0])[1] |= a.lanes
+        for (cta, warp, line), (a, lanes) in by.items():
+            n = bin(lanes).count("1")
+            if n > 1:
+                return Act(a.ins, a.what, a.loc, cta, warp, lanes, a.unit, a.cycle, a.pc), n
+        return None
 
     # ------------------------------------------------------------------------------------------ waits
     def on_wait(self, act_of, cta, mb, lanes_done, lanes_blocked, parity: int | None, warp: int) -> None:

@@ -270,6 +270,8 @@ def _dec_arrive(f, ops, ins):
             tx = 0
             count = 1
             if f.expect_tx:
+                # past the tx-count limit: the H100 traps at the instruction (probe expect_tx_over_limit)
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, int(vals[lane]))
                 tx = _range_check(int(vals[lane]), 0, MAX_COUNT, "txCount", lane)
             elif vals is not None:
                 count = _range_check(int(vals[lane]), 1, MAX_COUNT, "arrive count", lane)
@@ -317,9 +319,9 @@ def _dec_tx(f, ops, ins):
         txs = _read_u32(ctx, tx_op)
         for lane, cta, off in resolve_targets(ctx, space, ctx.address(addr), lanes):
             mb = _live(cta, off, what, ctx, lane)
+            if not complete:        # past the tx-count limit: the H100 traps here (probe expect_tx_over_limit)
+                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, int(txs[lane]))
             tx = _range_check(int(txs[lane]), 0, MAX_COUNT, "txCount", lane)
-            if not complete:
-                ctx.engine.protocol.check_expect(warp_act(ctx, lane), cta, mb, tx)
             change = ctx.mbarrier_complete_tx if complete else ctx.mbarrier_expect_tx
             change(cta, mb, tx, lane, sem=f.sem, scope=f.scope, remote=not ctx.is_local(cta))
 
