@@ -132,7 +132,8 @@ def _run_sim(mod, launch, args):
 
     try:
         result = run_launch(launch, seed=args.seed, trace=args.trace, max_instructions=args.max_instructions,
-                            timing=getattr(args, "timing", True), strict=getattr(args, "strict", False))
+                            timing=getattr(args, "timing", True), strict=getattr(args, "strict", False),
+                            detect=getattr(args, "detect", True))
     except TcsimError as e:
         found = list(getattr(e, "findings", ()))
         if found and not getattr(args, "strict", False):
@@ -327,6 +328,11 @@ def main(argv=None) -> int:
         p.add_argument("--strict", action="store_true",
                        help="stop at the first finding (a sync bug or hazard), where it happens (pdb-friendly); "
                             "default: report each distinct finding once and run to the end")
+        p.add_argument("--detect", dest="detect", action="store_true", default=True,
+                       help="run the happens-before race detector (default): unordered / unfenced accesses become "
+                            "findings (tcsim.race.hb)")
+        p.add_argument("--no-detect", dest="detect", action="store_false",
+                       help="skip the happens-before race detector (faster)")
         p.add_argument("--findings", metavar="OUT.json", default=None,
                        help="write the findings as JSON for tools")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",

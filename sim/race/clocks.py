@@ -22,7 +22,8 @@ distinguishes (PTX ISA 9.1 §8, memory consistency model):
 * ``TA`` -- what this thread's ``tcgen05.fence::after_thread_sync`` ordered before its later tcgen05 operations;
 * ``MB`` -- what reached the thread through an mbarrier phase (arrive -> phase completion -> wait);
 * ``MI`` -- what a ``fence.mbarrier_init.release.cluster`` released (mbarrier inits visible to the cluster);
-* ``TM`` -- what ``fence.proxy.tensormap::generic.acquire`` ordered before tensor-map-proxy reads (§9.7.13.4).
+* ``TM`` -- unused (kept for layout; ``fence.proxy.tensormap::generic.acquire [addr]`` orders one map only, so
+  the detector keeps the clock of each such fence per warp and map address, :mod:`tcsim.race.hb`).
 
 Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` (or ``TB``) into their row.
 """

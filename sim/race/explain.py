@@ -6,7 +6,7 @@ cited per class); the other functions build the findings of the checks that are 
 from __future__ import annotations
 
 from tcsim.findings import Finding
-from .clocks import MB, PA, TA, TB, TM
+from .clocks import MB, PA, TA, TB
 from .shadow import ASYNC, F_ATOMIC, F_PROXY, GENERIC, TMAP
 
 
@@ -42,16 +42,18 @@ def where(key, lo: int, hi: int, ctas=None) -> str:
 def _race_edge(det, prev, cur) -> tuple[int, str, str]:
     """Class 21, or 16 when the later warp waited at a named barrier (after the earlier access) that the earlier
     warp took no part in (PTX ISA 9.1 §9.7.13.1: bar.sync orders only the threads that arrive at it)."""
-    ws = det.warps.get(cur.issuer) if cur.issuer is not None else None
-    if ws is not None and prev.issuer is not None and prev.issuer[0] == cur.issuer[0] and prev.issuer != cur.issuer:
-        for bar, gen, cycle, warps, _ in reversed(ws.bars):
-            if cycle >= prev.cycle and prev.issuer[1] not in warps:
-                return (16, f"warp {prev.issuer[1]} does not take part in named barrier {bar} "
-                            f"(generation {gen}, warps {sorted(warps)} met there), so that barrier does not order "
-                            f"{_at(prev)} before {_at(cur)}",
-                        f"make warp {prev.issuer[1]} arrive at barrier {bar} after line {prev.line} "
-                        f"(bar.arrive/bar.sync {bar} with a thread count covering both warps), or use a barrier "
-                        f"both warps take part in")
+    if prev.issuer is not None and cur.issuer is not None and prev.issuer[0] == cur.issuer[0] \
+            and prev.issuer != cur.issuer:
+        for one, other in ((cur, prev), (prev, cur)):
+            ws = det.warps.get(one.issuer)
+            for bar, gen, cycle, warps, _ in reversed(ws.bars if ws is not None else ()):
+                if other.issuer[1] not in warps:
+                    a, b = sorted((prev, cur), key=lambda r: r.line or 0)
+                    return (16, f"warp {other.issuer[1]} does not take part in named barrier {bar} (warps "
+                                f"{sorted(warps)} meet there), so that barrier does not order {_at(a)} and {_at(b)}",
+                            f"make warp {other.issuer[1]} take part in barrier {bar} (bar.arrive/bar.sync {bar} with a "
+                            f"thread count covering both warps) between its access and the other's, or use a "
+                            f"barrier both warps take part in")
     return (21, f"no happens-before edge between {_at(prev)} and {_at(cur)}: no barrier, mbarrier arrive -> wait, "
                 f"async-op completion wait or release/acquire pair orders them",
             f"order line {cur.line} after line {prev.line} with a barrier or mbarrier both sides take part in "
@@ -99,7 +101,8 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                 k, missing, fix = _race_edge(det, prev, cur)
                 return Finding(k, f"the tensor map at {rng} used by {_at(cur)} was written by {_at(prev)} with no "
                                   f"happens-before between them", sides, missing=missing, fix=fix)
-            if not clock.knows(c.comp, c.val, TM):
+            # cur.op: the clocks of the acquire fences on this map that happen-before the use
+            if not any(tm.knows(c.comp, c.val) for tm in (cur.op or ())):
                 return Finding(20, f"{_at(cur)} uses the tensor map at {rng} through the tensormap proxy; "
                                    f"{_at(prev)} wrote it through the generic proxy and no "
                                    f"fence.proxy.tensormap::generic.acquire orders the write before the use "
@@ -198,14 +201,12 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
     if clock.knows(c.comp, c.val, TA):
         return None
     if not clock.knows(c.comp, c.val, TB):
-        missing = (f"tcgen05.fence::before_thread_sync by warp {prev.warp} after line {prev.line}, before the thread "
-                   f"synchronisation that orders it before line {cur.line}")
-        fix = (f"add tcgen05.fence::before_thread_sync after line {prev.line} (before the barrier / arrive) and "
-               f"tcgen05.fence::after_thread_sync after the wait, before line {cur.line}")
-    else:
-        missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the thread synchronisation, before "
-                   f"line {cur.line}")
-        fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
+        # no explicit tcgen05.fence::before_thread_sync on the producing side: Triton-generated kernels ship
+        # without any tcgen05 fence (and run on B200), so a pair without the fence discipline is not reported
+        return None
+    missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the thread synchronisation, before "
+               f"line {cur.line}")
+    fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
     return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
                       f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
                       f"across it", sides, missing=missing, fix=fix)
@@ -226,12 +227,14 @@ def register_in_flight(ld, use, reg: str, write: bool) -> Finding:
     """Class 19: PTX ISA 9.1 §9.7.16.8.3 -- the destination registers of tcgen05.ld are undefined until
     tcgen05.wait::ld."""
     verb = "overwrites" if write else "reads"
+    # a lint note: the PTX ISA leaves the value undefined, but ptxas orders the use after the load (register
+    # scoreboard), which shipped Triton and CuTe DSL kernels rely on
     return Finding(19, f"{_at(use)} {verb} {reg}, a destination of the tcgen05.ld at {_at(ld)} that has not "
                        f"completed: its value is undefined until tcgen05.wait::ld", (ld.side(f"register {reg}"),
                                                                                     use.side(f"register {reg}")),
                    missing=f"tcgen05.wait::ld between line {ld.line} and line {use.line}",
                    fix=f"add tcgen05.wait::ld after line {ld.line}, before the first use of its registers "
-                       f"(line {use.line})")
+                       f"(line {use.line})", severity="lint")
 
 
 def init_not_visible(init, arrive, ordered: bool) -> Finding:

@@ -40,7 +40,7 @@ from collections import deque
 import numpy as np
 
 from tcsim.findings import Access
-from .clocks import MB, MI, PA, TA, TB, TM, VC, Components
+from .clocks import MB, MI, PA, TA, TB, VC, Components
 from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
 from . import explain
 
@@ -163,6 +163,7 @@ class HappensBefore:
         self.cluster: dict = {}          # (cluster, phase) -> [clock, waiters]
         self.cluster_done: dict = {}     # (cluster, phase) -> clock
         self.locs: dict = {}             # (space key, address) -> clock released at the location
+        self.tm_fences: dict = {}        # tensor-map address -> [(comp, epoch, clock)] of acquire fences on it
         self.lsu_arrives: dict = {}      # (cta, mbarrier, lane) -> deque of release clocks
         self._pc_info: dict = {}
         self.ctas = {c.ctaid: c for c in sim.ctas}
@@ -274,7 +275,10 @@ class HappensBefore:
             else:
                 comp, val = ws.comp, ws.epoch
             if tmap and not write and ev.size == 128:
+                # the TMA unit reads the map through the tensormap proxy: not this warp's own program order
                 proxy = TMAP
+                comp, val = self.reg.component(("tensormap",) + ws.key), ws.epoch
+                tm_clock = [clk for fc, fv, clk in self.tm_fences.get(int(ev.addrs[0]), ()) if clock.knows(fc, fv)]
             if sem is not None:
                 atomic = True
                 self._strong(ws, ev, sem, write, op in ("atom",))
@@ -283,6 +287,8 @@ class HappensBefore:
                     return          # strong reads do not race (and are not recorded)
             rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes),
                             "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space)
+            if proxy == TMAP:
+                rec.op = tm_clock
         else:
             return
         flags = proxy | (F_ATOMIC if atomic else 0)
@@ -349,6 +355,7 @@ class HappensBefore:
         rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), "async", "warp", ev.cycle,
                         ws.key)
         rec.op = ev.pc
+        rec.space = ws.tld_seq          # this load's sequence number on the warp's tcgen05.ld stream
         for e in elems:
             name = getattr(e, "name", None)
             if name is not None:
@@ -371,10 +378,17 @@ class HappensBefore:
         rec = ws.regs.get(ev.reg)
         if rec is None or rec.op == ev.pc:
             return
-        del ws.regs[ev.reg]
+        # ptxas orders a use of a tcgen05.ld destination after the load (register scoreboard; Triton and CuTe DSL
+        # kernels rely on it): the load is complete from here on, for its registers and its TMEM reads
+        for r in [r for r, x in ws.regs.items() if x is rec]:
+            del ws.regs[r]
+        ws.clock.set_at_least(ws.tld, rec.space)
         text, loc, _, _ = self._pcinfo(ev.pc)
         use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
         self.report(explain.register_in_flight(rec, use, ev.reg, ev.write))
+        if not any(w.regs for w in self.warps.values()) and "reg" in self.kinds:
+            self.kinds = self.kinds - {"reg"}
+            self.bus.refresh()
 
     # ----------------------------------------------------------------------------------------- async ops
     def _async_issue(self, ev) -> None:
@@ -529,7 +543,6 @@ class HappensBefore:
             o = self.ops.get(ev.op_id)
             c = self.pipe_done.get(tuple(ev.cta))
             rel = (o.completion() if o is not None else self.reg.clock()).join(c)
-            rel.absorb(TB, VC)          # tcgen05.commit: an implicit tcgen05.fence::before_thread_sync
             if o is not None:
                 self._remote_check(ev, st, rel, o.cta, lambda: self._op_rec(o, ev, "the commit's arrive"))
             self._mb_release(st, rel)
@@ -652,7 +665,12 @@ class HappensBefore:
             if proxy in ("async", "async.shared::cta", "async.shared::cluster", "async::generic"):
                 c.absorb(PA, VC)
             elif proxy.startswith("tensormap") and d.get("sem") == "acquire":
-                c.absorb(TM, VC)
+                # fence.proxy.tensormap::generic.acquire [addr], 128: orders what this thread knows of the map at
+                # addr before its own later tensormap-proxy uses of that map (PTX ISA 9.1 §9.7.13.4)
+                # (a fence by another thread counts when it happens-before the use, as Triton's
+                # make_tensor_descriptor relies on: one warp fences, a barrier hands the map to the TMA warp)
+                for a in set(d.get("addr") or ()):
+                    self.tm_fences.setdefault(int(a), []).append((ws.comp, ws.epoch, c.copy()))
         elif kind == "mbarrier_init":
             c.absorb(MI, VC)
         elif kind in ("thread", "membar"):

@@ -45,13 +45,18 @@ def test_ld_of_the_accumulator_before_the_commit_wait_is_class_6():
     assert_found(run_walk(ptx), 6, (line_with(ptx, MMA), line_with(ptx, LD)), "tcgen05.commit")
 
 
-def test_missing_after_thread_sync_after_the_mma_wait_is_class_7():
+def test_a_commit_wait_without_after_thread_sync_is_not_reported():
+    """Only pairs whose producing side used the fence discipline (an explicit tcgen05.fence::before_thread_sync)
+    are checked for the consuming side's ::after_thread_sync: Triton-generated sm_100a kernels ship with no
+    tcgen05 fence at all (tests/fixtures/triton, run clean on B200), ordering tcgen05.ld after the MMA through the
+    commit's mbarrier only."""
     after = "\ttcgen05.fence::after_thread_sync;"
     lines = WALK.splitlines()
     i = lines.index("\t@!%p6 bra \t$L_wait_mma;")
     assert lines[i + 1] == after
     ptx = "\n".join(lines[:i + 1] + lines[i + 2:]) + "\n"
-    assert_found(run_walk(ptx), 7, (line_with(ptx, MMA), line_with(ptx, LD)), "tcgen05.fence::after_thread_sync")
+    for _, r in run_walk(ptx):
+        assert not r.findings, [str(f) for f in r.findings]
 
 
 def test_missing_after_thread_sync_after_the_alloc_barrier_is_class_7():
