@@ -89,7 +89,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                                   f"and the read's issue (PTX ISA §8.6, §9.7.13.4): the async proxy may read stale "
                                   f"data", sides,
                                missing=f"fence.proxy.async.shared::cta between line {prev.line} "
-                                       f"(`{_short(prev.what)}` by warp {prev.warp}) and line {cur.line} "
+                                       f"(`{_short(prev.what)}`) and line {cur.line} "
                                        f"(`{_short(cur.what)}` reading the same {c.n} bytes)",
                                fix=f"add fence.proxy.async.shared::cta after line {prev.line} in the writing "
                                    f"threads, before the barrier that hands the data to the issuing thread")
@@ -143,8 +143,8 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if not c.known:
             return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
                               f"be reading it: the release of the stage is not ordered after that read", sides,
-                           missing=f"an arrive on the stage's empty barrier by warp {prev.warp} after line "
-                                   f"{prev.line} (or a barrier warp {prev.warp} takes part in) that the producer "
+                           missing=f"an arrive on the stage's empty barrier by the reading warp after line "
+                                   f"{prev.line} (or a barrier the reading warp takes part in) that the producer "
                                    f"waits on before line {cur.line}",
                            fix=f"have every reading warp (warp {prev.warp} included) arrive after its last read "
                                f"(line {prev.line}), and count those arrivals in the barrier's init count")
@@ -179,7 +179,7 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
             if prev.unit == "warp":
                 return Finding(6, f"{_at(cur)} {'frees' if 'dealloc' in cur.what else 'overwrites'} {rng} while "
                                   f"the tcgen05.ld of {_at(prev)} has not been waited for", sides,
-                               missing=f"tcgen05.wait::ld by warp {prev.warp} after line {prev.line}, ordered before "
+                               missing=f"tcgen05.wait::ld by the loading warp after line {prev.line}, ordered before "
                                        f"line {cur.line}",
                                fix=f"execute tcgen05.wait::ld after line {prev.line} (then "
                                    f"tcgen05.fence::before_thread_sync and the barrier) before line {cur.line}")
@@ -204,7 +204,7 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         # no explicit tcgen05.fence::before_thread_sync on the producing side: Triton-generated kernels ship
         # without any tcgen05 fence (and run on B200), so a pair without the fence discipline is not reported
         return None
-    missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the thread synchronisation, before "
+    missing = (f"tcgen05.fence::after_thread_sync by the consuming warp after the thread synchronisation, before "
                f"line {cur.line}")
     fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
     return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
