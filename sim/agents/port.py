@@ -34,6 +34,13 @@ from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
 from ..tmem import make_taddr, tmem_of
 
 
+def _ints(xs) -> tuple:
+    """A tuple of Python ints (the event's addresses / lanes), built in one numpy pass."""
+    if isinstance(xs, np.ndarray):
+        return tuple(xs.astype(np.int64, copy=False).ravel().tolist())
+    return tuple(int(x) for x in xs)
+
+
 def byte_runs(addrs, size: int) -> dict:
     """Group ``[a, a+size)`` ranges into maximal contiguous runs; returns {run length: [run starts]}."""
     out: dict = {}
@@ -65,8 +72,8 @@ class AgentPort:
     def _publish_mem(self, op: str, space: str, cta, addrs, size: int, lanes=(), *, warp=None, pc=None,
                      op_id=None, traced: bool = True) -> None:
         self.sim.bus.publish(MemAccess(self.env.now, cta.ctaid, self.agent_name, op=op, space=space,
-                                       proxy=self.proxy, warp=warp, pc=pc, addrs=tuple(int(a) for a in addrs),
-                                       size=int(size), lanes=tuple(int(x) for x in lanes),
+                                       proxy=self.proxy, warp=warp, pc=pc, addrs=_ints(addrs),
+                                       size=int(size), lanes=_ints(lanes),
                                        op_id=self._op_id() if op_id is None else op_id, traced=traced))
 
     def _publish_ranges(self, op, space, cta, offsets, size, lanes, runs, traced, base=0):
@@ -76,7 +83,8 @@ class AgentPort:
             for n, starts in byte_runs(offsets, size).items():
                 self._publish_mem(op, space, cta, [base + s for s in starts], n, traced=traced)
         else:
-            self._publish_mem(op, space, cta, [base + int(a) for a in offsets], size, lanes, traced=traced)
+            self._publish_mem(op, space, cta, np.asarray(offsets, dtype=np.int64) + base, size, lanes,
+                              traced=traced)
 
     def sync(self, op: str, cta=None, *, op_id=None, traced: bool = True, **detail) -> None:
         """Publish sync event ``op`` (``detail``: its op-specific fields, in record order) about ``cta``."""
@@ -225,9 +233,11 @@ class AgentPort:
 
     def _publish_tmem(self, op, cta, lanes, cols, cells, traced):
         if cells is None:
-            ll, cc = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
-            cells = zip(ll.ravel(), cc.ravel())
-        self._publish_mem(op, "tmem", cta, [(int(l) << 16) | int(c) for l, c in cells], 4, traced=traced)
+            ll, cc = np.broadcast_arrays(np.asarray(lanes, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+            addrs = (ll.ravel() << 16) | cc.ravel()
+        else:
+            addrs = [(int(l) << 16) | int(c) for l, c in cells]
+        self._publish_mem(op, "tmem", cta, addrs, 4, traced=traced)
 
 
 class SyncPort(AgentPort):
