@@ -144,7 +144,8 @@ def _run_sim(mod, launch, args):
         seed, schedule = None, (schedule if k else None)
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
-                            timing=timing, strict=getattr(args, "strict", False), schedule=schedule)
+                            timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
+                            detect=getattr(args, "detect", True))
     except TcsimError as e:
         found = list(getattr(e, "findings", ()))
         if found and not getattr(args, "strict", False):
@@ -371,6 +372,11 @@ def main(argv=None) -> int:
         p.add_argument("--strict", action="store_true",
                        help="stop at the first finding (a sync bug or hazard), where it happens (pdb-friendly); "
                             "default: report each distinct finding once and run to the end")
+        p.add_argument("--detect", dest="detect", action="store_true", default=True,
+                       help="run the happens-before race detector (default): unordered / unfenced accesses become "
+                            "findings (tcsim.race.hb)")
+        p.add_argument("--no-detect", dest="detect", action="store_false",
+                       help="skip the happens-before race detector (faster)")
         p.add_argument("--findings", metavar="OUT.json", default=None,
                        help="write the findings as JSON for tools (with --explore: the whole report, each "
                             "finding with its schedules)")

@@ -28,7 +28,6 @@ from . import memory as M
 from .machine import WARP, Wait
 from .async_groups import thread_groups
 from .observe import MemAccess, RegAccess, SyncEvent
-from .proxy_fence import GenericWrites
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 from .tmem import make_taddr, tmem_of
 from .race.protocol import warp_act
@@ -387,7 +386,6 @@ class ExecContext:
                 self.engine.check_mbarrier_overlap(cta, offs[sel], nbytes, write=True,
                                                    side=lambda: self.side(proxy="generic"))
                 cta.smem.write_rows(offs[sel], rows[sel])
-                GenericWrites.of(cta).record(offs[sel], nbytes, self.pc, self.now)
             return
         if space == "local":
             if self.warp.local is None:

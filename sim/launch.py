@@ -305,7 +305,7 @@ class Prepared:
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
-                 strict: bool = False, schedule=None):
+                 strict: bool = False, schedule=None, detect: bool = True):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -332,6 +332,12 @@ class Prepared:
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]))
+        #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
+        self.detector = None
+        if detect:
+            from .race.hb import HappensBefore
+            self.detector = HappensBefore(self.sim)
+            self.bus.subscribe(self.detector)
 
     def close(self) -> None:
         if self.tracer is not None:
@@ -367,7 +373,8 @@ class Prepared:
 
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
-               observers=(), timing=False, strict: bool = False, schedule=None, **units) -> Result:
+               observers=(), timing=False, strict: bool = False, schedule=None, detect: bool = True,
+               **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -384,9 +391,12 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     :class:`tcsim.findings.FindingError` at the first finding.
 
     ``schedule``: a :class:`tcsim.explore.Schedule` perturbing warp order and async completion times within what
-    the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`)."""
+    the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`).
+
+    ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
+    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, schedule=schedule, **units)
+                    timing=timing, strict=strict, schedule=schedule, detect=detect, **units)
     try:
         prep.sim.run()
     finally:

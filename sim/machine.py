@@ -91,7 +91,6 @@ class Cta:
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
         self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)
-        self.generic_writes = None     # tcsim.proxy_fence.GenericWrites, created on the first generic SMEM write
 
     @property
     def label(self) -> str:

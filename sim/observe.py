@@ -253,6 +253,7 @@ class ObservationBus:
 
     def __init__(self):
         self._observers: list = []
+        self._objects: list = []         # the subscribed observers themselves (their ``kinds`` may change)
         self._kinds: list = []           # per observer: the set of kinds it selects, or None (all)
         self._wanted: frozenset | None = frozenset()     # union of the selected kinds (None: some observer takes all)
         self.active = False
@@ -263,6 +264,7 @@ class ObservationBus:
         ``kinds`` attribute receives only those kinds."""
         fn = observer.on_event if hasattr(observer, "on_event") else observer
         self._observers.append(fn)
+        self._objects.append(observer)
         kinds = getattr(observer, "kinds", None)
         self._kinds.append(None if kinds is None else frozenset(kinds))
         self._update()
@@ -270,7 +272,13 @@ class ObservationBus:
     def unsubscribe(self, observer) -> None:
         fn = observer.on_event if hasattr(observer, "on_event") else observer
         i = self._observers.index(fn)
-        del self._observers[i], self._kinds[i]
+        del self._observers[i], self._kinds[i], self._objects[i]
+        self._update()
+
+    def refresh(self) -> None:
+        """Re-read the subscribed observers' ``kinds`` (an observer that selects a kind only while it needs it,
+        e.g. the race detector's register events while a tcgen05.ld is in flight)."""
+        self._kinds = [None if getattr(o, "kinds", None) is None else frozenset(o.kinds) for o in self._objects]
         self._update()
 
     def _update(self) -> None:

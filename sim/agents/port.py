@@ -6,9 +6,8 @@ cluster-barrier release -- have :class:`AgentPort`.  Every SMEM, DSMEM, global a
 (the completion half of an async op: PTX ISA 9.1 §9.7.9.25 bulk and tensor copies, §9.7.9.25.3 cp.async,
 §9.7.16 tcgen05) goes through a method here that
 
-1. applies the memory-model bookkeeping of the access (an async-proxy read of SMEM checks for unfenced generic
-   writes and an async-proxy write clears them, PTX ISA §8.6 / :mod:`tcsim.proxy_fence`; a generic-proxy write is
-   recorded; a write over a live mbarrier or into an exited peer CTA faults),
+1. checks what the hardware faults on (a write over a live mbarrier or into an exited peer CTA); the memory-model
+   ordering of the access (proxies, PTX ISA §8.6) is the race detector's (:mod:`tcsim.race.hb`), from the event,
 2. performs it through the memory layer's raw methods (sim/memory.py, sim/tmem.py), and
 3. publishes one :class:`tcsim.observe.MemAccess` (when the bus is active) carrying the op id of the async op being
    completed (``self.completing``), so an observer links the access to the op's :class:`~tcsim.observe.AsyncIssue`.
@@ -32,9 +31,15 @@ from tcsim.isa.errors import MemoryFault
 
 from .. import memory as M
 from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
-from ..proxy_fence import GenericWrites, async_write, check_async_read
 from ..race.protocol import op_act
 from ..tmem import make_taddr, tmem_of
+
+
+def _ints(xs) -> tuple:
+    """A tuple of Python ints (the event's addresses / lanes), built in one numpy pass."""
+    if isinstance(xs, np.ndarray):
+        return tuple(xs.astype(np.int64, copy=False).ravel().tolist())
+    return tuple(int(x) for x in xs)
 
 
 def byte_runs(addrs, size: int) -> dict:
@@ -68,8 +73,8 @@ class AgentPort:
     def _publish_mem(self, op: str, space: str, cta, addrs, size: int, lanes=(), *, warp=None, pc=None,
                      op_id=None, traced: bool = True) -> None:
         self.sim.bus.publish(MemAccess(self.env.now, cta.ctaid, self.agent_name, op=op, space=space,
-                                       proxy=self.proxy, warp=warp, pc=pc, addrs=tuple(int(a) for a in addrs),
-                                       size=int(size), lanes=tuple(int(x) for x in lanes),
+                                       proxy=self.proxy, warp=warp, pc=pc, addrs=_ints(addrs),
+                                       size=int(size), lanes=_ints(lanes),
                                        op_id=self._op_id() if op_id is None else op_id, traced=traced))
 
     def _publish_ranges(self, op, space, cta, offsets, size, lanes, runs, traced, base=0):
@@ -79,7 +84,8 @@ class AgentPort:
             for n, starts in byte_runs(offsets, size).items():
                 self._publish_mem(op, space, cta, [base + s for s in starts], n, traced=traced)
         else:
-            self._publish_mem(op, space, cta, [base + int(a) for a in offsets], size, lanes, traced=traced)
+            self._publish_mem(op, space, cta, np.asarray(offsets, dtype=np.int64) + base, size, lanes,
+                              traced=traced)
 
     def sync(self, op: str, cta=None, *, op_id=None, traced: bool = True, **detail) -> None:
         """Publish sync event ``op`` (``detail``: its op-specific fields, in record order) about ``cta``."""
@@ -160,13 +166,10 @@ class AgentPort:
 
     def read_smem(self, cta, offs, nbytes: int, *, reader: str | None = None, issued_at: float = 0.0,
                   runs: bool = False, unique: bool = False) -> np.ndarray:
-        """``nbytes`` at each CTA-relative offset of ``cta``'s SMEM (rows, shape (len(offs), nbytes)).  An
-        async-proxy ``reader`` (named for the diagnostic, issued at ``issued_at``) must not see unfenced
-        generic-proxy writes.  The event lists each offset (``unique``: each distinct one; ``runs``: contiguous
+        """``nbytes`` at each CTA-relative offset of ``cta``'s SMEM (rows, shape (len(offs), nbytes)).
+        (``reader`` / ``issued_at`` name the async reader; the proxy check is the race detector's.)  The event lists each offset (``unique``: each distinct one; ``runs``: contiguous
         runs)."""
         offs = np.asarray(offs, dtype=np.int64).reshape(-1)
-        if reader is not None:
-            check_async_read(self, cta, np.unique(offs) if unique else offs, nbytes, reader, issued_at)
         rows = cta.smem.read_rows(offs, nbytes)
         if self.sim.bus.active and offs.size:
             self._publish_ranges("ld", self.smem_space(cta), cta, np.unique(offs) if unique else offs, nbytes, (),
@@ -184,10 +187,6 @@ class AgentPort:
                               f"exited", expected="peer CTAs to stay resident until their copies complete")
         self.sim.check_mbarrier_overlap(cta, offs, nbytes, write=True, who=who)
         cta.smem.write_rows(offs, rows)
-        if self.proxy == "async":
-            async_write(cta, offs, nbytes)
-        else:
-            GenericWrites.of(cta).record(offs, nbytes, pc, self.env.now)
         if self.sim.bus.active and offs.size:
             self._publish_ranges("st", self.smem_space(cta), cta, offs, nbytes, lanes, runs, True,
                                  base=M.shared_address(cta.rank, 0))
@@ -250,9 +249,11 @@ class AgentPort:
 
     def _publish_tmem(self, op, cta, lanes, cols, cells, traced):
         if cells is None:
-            ll, cc = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
-            cells = zip(ll.ravel(), cc.ravel())
-        self._publish_mem(op, "tmem", cta, [(int(l) << 16) | int(c) for l, c in cells], 4, traced=traced)
+            ll, cc = np.broadcast_arrays(np.asarray(lanes, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+            addrs = (ll.ravel() << 16) | cc.ravel()
+        else:
+            addrs = [(int(l) << 16) | int(c) for l, c in cells]
+        self._publish_mem(op, "tmem", cta, addrs, 4, traced=traced)
 
 
 class SyncPort(AgentPort):

@@ -73,7 +73,7 @@ class AsyncUnit(AgentPort):
 
     def guarded(self, op, fn):
         """``fn()``; a TcsimError fails the simulation (located at ``op.loc``) and returns None.  While ``fn`` runs,
-        ``self.completing`` is ``op`` (readers of shared memory report it: :mod:`tcsim.proxy_fence`)."""
+        ``self.completing`` is ``op`` (its accesses carry its op id: :mod:`tcsim.race.hb`)."""
         self.completing = op
         try:
             return fn()

@@ -3,9 +3,9 @@
 PTX ISA 9.1 §9.7.13.4 (membar / fence) and the memory consistency model (§8).
 
 tcsim executes every memory access in program order against one sequentially consistent memory, so fences
-have no functional effect; a generic->async proxy fence (fence.proxy.async{.shared::cta|.shared::cluster},
-fence.proxy.async::generic) does clear the marks :mod:`tcsim.proxy_fence` keeps of unfenced generic-proxy SMEM
-writes that an async-proxy reader must not see.  They are not dropped: each executed fence emits a ``sync`` event
+have no functional effect; the race detector (:mod:`tcsim.race.hb`) orders accesses by them (a generic->async
+proxy fence, fence.proxy.async{.shared::cta|.shared::cluster}, is what makes a generic-proxy SMEM write visible to
+a later async-proxy read).  They are not dropped: each executed fence emits a ``sync`` event
 ``op='fence'`` with fields ``fence`` (the fence kind: 'thread' for fence.sc / fence.acq_rel /
 fence.acquire / fence.release; 'proxy' for fence.proxy.*; 'mbarrier_init' for fence.mbarrier_init; 'membar'
 for membar), ``sem``, ``scope``, ``proxy`` (e.g. 'async', 'async.shared::cta', 'alias',
@@ -24,7 +24,6 @@ import numpy as np
 
 from tcsim.isa.errors import VerifyError
 from tcsim.isa.fence_forms import parse_fence, parse_membar
-from ..proxy_fence import fence_proxy_async
 from .registry import semantics
 
 
@@ -41,8 +40,6 @@ def _emit_run(fields: dict, addr_op=None, size_op=None):
                 if (size != 128).any():
                     raise VerifyError(f"fence.proxy.tensormap::generic.acquire size operand is {int(size[0])}",
                                       expected="128 (the size of a tensor map)")
-        if fields["fence"] == "proxy":
-            fence_proxy_async(ctx, fields["proxy"] if fields["proxy"] != "async::generic" else "async.shared::cta")
         ctx.emit_sync("fence", lanes=[int(x) for x in np.nonzero(ctx.mask)[0]], **fields, **extra)
 
     return run

@@ -198,10 +198,11 @@ def test_negative_controls(name):
 def test_scatter_without_the_proxy_fence_is_caught():
     """The epilogue's st.shared of the staging tile must be fenced (fence.proxy.async.shared::cta) before the
     scatter4 (async proxy) reads it; without it the GPU may scatter stale bytes.  tcsim still reproduces the right
-    output; sim.proxy_fence reports the unfenced generic-proxy write the scatter4 reads."""
+    output; the race detector reports the unfenced generic-proxy write the scatter4 reads (class 8; strict mode stops
+    there)."""
     msg = mutation_is_caught(fused, fused.make_launch(seed=0, variant="n128_bn64_k3_ring2_dup"),
-                             lambda t: t.replace("\tfence.proxy.async.shared::cta;\n", ""))
-    assert "written through the generic proxy by `st.shared" in msg and "no fence.proxy.async" in msg, msg
+                             lambda t: t.replace("\tfence.proxy.async.shared::cta;\n", ""), strict=True)
+    assert "class 8" in msg and "`st.shared" in msg and "missing: fence.proxy.async.shared::cta between line" in msg, msg
 
 
 def test_negative_scatter_row_is_an_illegal_instruction():

@@ -105,10 +105,11 @@ def test_scatter_under_a_slow_tma_is_unchanged():
 def test_scatter_without_the_proxy_fence_is_caught():
     """The generic-proxy st.shared of the tile must be fenced (fence.proxy.async.shared::cta) before the TMA (async
     proxy) reads it; without the fence the GPU may scatter stale bytes.  The mutation assembles, but tcsim still
-    reproduces the right tensor; sim.proxy_fence reports the unfenced generic-proxy write the TMA reads."""
+    reproduces the right tensor; the race detector reports the unfenced generic-proxy write the TMA reads (class 8;
+    strict mode stops there)."""
     msg = mutation_is_caught(gs, gs.make_case(gs.Case("scatter", "bf16", 128, 128, 48)),
-                             lambda text: text.replace("\tfence.proxy.async.shared::cta;\n", ""))
-    assert "written through the generic proxy by `st.shared" in msg and "no fence.proxy.async" in msg, msg
+                             lambda text: text.replace("\tfence.proxy.async.shared::cta;\n", ""), strict=True)
+    assert "class 8" in msg and "`st.shared" in msg and "missing: fence.proxy.async.shared::cta between line" in msg, msg
 
 
 def test_tutorials_illegal_gather_misaligned_y_offset():

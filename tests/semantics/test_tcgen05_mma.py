@@ -956,7 +956,8 @@ def test_plain_mma_discards_the_collector():
 @pytest.mark.parametrize("fence", [True, False])
 def test_an_smem_operand_written_by_st_shared_needs_the_proxy_fence(fence):
     """The kernel writes A and B with st.shared; the tensor pipe reads them through the async proxy.  Without the
-    fence.proxy.async the MMA is stopped at its operand read, naming the st.shared (sim/proxy_fence.py)."""
+    fence.proxy.async the race detector reports class 8 at the MMA's operand read, naming the st.shared (the run goes
+    on: sanitizer mode)."""
     rng = np.random.default_rng(11)
     M, N, K = 128, 16, 16
     A, B, img, da, db = operands("f16", "f16", "f16", M, N, K, "K", "K", "128B", "128B", rng)
@@ -969,7 +970,7 @@ def test_an_smem_operand_written_by_st_shared_needs_the_proxy_fence(fence):
         dump, _ = run(ptx, img, args, ncols=32)
         assert np.array_equal(read_d(dump[0], M, N, 0), oracle("f16", A, B, "f16", "f16", "f32"))
         return
-    with pytest.raises(SyncError, match=r"tcgen05.mma.cta_group::1.kind::f16 \(SMEM operand\) read \d+ byte\(s\) of "
-                                        r"CTA \(0,0,0\)'s shared memory .* written through the generic proxy by "
-                                        r"`st.shared.*no fence.proxy.async"):
-        run(ptx, img, args, ncols=32)
+    _, res = run(ptx, img, args, ncols=32)
+    f8 = [f for f in res.findings if f.cls == 8]
+    assert f8 and all(f.sides[0].what.startswith("st.shared") and "tcgen05.mma" in f.sides[1].what for f in f8)
+    assert all("fence.proxy.async.shared::cta between line" in f.missing for f in f8)

@@ -1,0 +1,112 @@
+"""Vector clocks of the happens-before race detector (:mod:`tcsim.race.hb`).
+
+One clock component per *thread of ordering*: each warp (its lanes share the clock -- lanes of a warp execute in
+program order in tcsim and their accesses are reported per instruction), and each *stream* of asynchronous
+operations that complete in order: a CTA's TMA engine (its source reads and its destination writes as two
+streams, so that ``cp.async.bulk.wait_group.read`` acquires only the reads), a tensor pipe (tcgen05.mma / .cp /
+.shift and the commit behind them), a warp's ``tcgen05.ld`` (pending until ``tcgen05.wait::ld``), a warp's
+``tcgen05.st`` (pending until ``tcgen05.wait::st``) and a warp's ``cp.async``.  An async op's accesses carry the
+epoch ``(stream, sequence number)``; observing the op's completion (the mbarrier phase its bytes completed, a
+wait_group, a tcgen05.wait) sets the stream's entry to at least that number, which -- the stream completing in
+order -- also covers the ops before it.
+
+A clock is not one vector but :data:`NVIEWS` of them (rows), one per kind of knowledge the PTX memory model
+distinguishes (PTX ISA 9.1 §8, memory consistency model):
+
+* ``VC`` -- plain happens-before (base causality order, §8.9.2);
+* ``PA`` -- what a ``fence.proxy.async`` ordered for the async proxy (§8.6 proxies, §9.7.13.4): a generic write
+  ``(c, v)`` is visible to an async-proxy read issued with clock ``I`` iff ``I.PA[c] >= v``;
+* ``TB`` -- tcgen05 operations published to thread synchronisation by ``tcgen05.fence::before_thread_sync``
+  (§9.7.16.6, "memory consistency model for 5th generation TensorCore operations"), or implicitly by
+  ``tcgen05.commit``'s mbarrier arrive;
+* ``TA`` -- what this thread's ``tcgen05.fence::after_thread_sync`` ordered before its later tcgen05 operations;
+* ``MB`` -- what reached the thread through an mbarrier phase (arrive -> phase completion -> wait);
+* ``MI`` -- what a ``fence.mbarrier_init.release.cluster`` released (mbarrier inits visible to the cluster);
+* ``TM`` -- unused (kept for layout; ``fence.proxy.tensormap::generic.acquire [addr]`` orders one map only, so
+  the detector keeps the clock of each such fence per warp and map address, :mod:`tcsim.race.hb`).
+
+Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` (or ``TB``) into their row.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+VC, PA, TB, TA, MB, MI, TM = range(7)
+NVIEWS = 7
+VIEW_NAMES = ("VC", "PA", "TB", "TA", "MB", "MI", "TM")
+
+
+class Components:
+    """The registry of clock components (index per key) and the capacity every clock is padded to."""
+
+    def __init__(self, cap: int = 64):
+        self.cap = cap
+        self.index: dict = {}
+        self.keys: list = []
+
+    def component(self, key) -> int:
+        i = self.index.get(key)
+        if i is None:
+            i = len(self.keys)
+            self.index[key] = i
+            self.keys.append(key)
+            while i >= self.cap:
+                self.cap *= 2
+        return i
+
+    def clock(self) -> "Clock":
+        return Clock(self, np.zeros((NVIEWS, self.cap), dtype=np.int64))
+
+
+class Clock:
+    """A vector clock with its knowledge views (module docstring); ``v`` is the (NVIEWS, capacity) array."""
+
+    __slots__ = ("reg", "v")
+
+    def __init__(self, reg: Components, v: np.ndarray):
+        self.reg = reg
+        self.v = v
+
+    def fit(self) -> np.ndarray:
+        """The array, padded to the registry's capacity (components registered since)."""
+        v = self.v
+        cap = self.reg.cap
+        if v.shape[1] < cap:
+            nv = np.zeros((NVIEWS, cap), dtype=np.int64)
+            nv[:, :v.shape[1]] = v
+            self.v = v = nv
+        return v
+
+    def copy(self) -> "Clock":
+        return Clock(self.reg, self.fit().copy())
+
+    def join(self, other: "Clock | None") -> "Clock":
+        """This clock := max(this, other), every view."""
+        if other is not None:
+            a = self.fit()
+            b = other.fit()
+            np.maximum(a, b, out=a)
+        return self
+
+    def get(self, comp: int, view: int = VC) -> int:
+        v = self.v
+        return int(v[view, comp]) if comp < v.shape[1] else 0
+
+    def knows(self, comp: int, val: int, view: int = VC) -> bool:
+        return self.get(comp, view) >= val
+
+    def set_at_least(self, comp: int, val: int, view: int = VC) -> None:
+        v = self.fit()
+        if v[view, comp] < val:
+            v[view, comp] = val
+
+    def absorb(self, dst: int, src: int = VC) -> None:
+        """Row ``dst`` := max(row ``dst``, row ``src``) (a fence recording what it orders)."""
+        v = self.fit()
+        np.maximum(v[dst], v[src], out=v[dst])
+
+    def row(self, view: int = VC) -> np.ndarray:
+        return self.fit()[view]
+
+
+__all__ = ["Components", "Clock", "NVIEWS", "VIEW_NAMES", "VC", "PA", "TB", "TA", "MB", "MI", "TM"]

@@ -1,0 +1,282 @@
+"""Findings of the happens-before detector, worded so that a kernel author can fix the bug from the message alone:
+the class, both sides (:class:`tcsim.findings.Access`), the missing edge by its PTX instruction and lines, and
+the fix.  :func:`classify` decides what an unordered or unfenced pair of accesses is (PTX ISA 9.1 sections
+cited per class); the other functions build the findings of the checks that are not pairs of memory accesses.
+"""
+from __future__ import annotations
+
+from tcsim.findings import Finding
+from .clocks import MB, PA, TA, TB
+from .shadow import ASYNC, F_ATOMIC, F_PROXY, GENERIC, TMAP
+
+
+def _at(rec) -> str:
+    who = f"warp {rec.warp}" if rec.warp is not None else "an async unit"
+    if rec.unit not in (None, "warp"):
+        who = f"the {rec.unit.replace('_', ' ')} for warp {rec.warp}" if rec.warp is not None else \
+            f"the {rec.unit.replace('_', ' ')}"
+    return f"line {rec.line} (`{_short(rec.what)}` by {who})"
+
+
+def _short(text: str) -> str:
+    text = text.strip().rstrip(";")
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def where(key, lo: int, hi: int, ctas=None) -> str:
+    """The unit range [lo, hi] of shadow space ``key`` in words."""
+    if key[0] == "tmem":
+        l0, l1 = lo // 512, hi // 512
+        c0, c1 = lo % 512, hi % 512
+        if l0 != l1:
+            c0, c1 = 0, 511
+        return (f"TMEM lanes {l0}-{l1} columns {min(c0, c1)}-{max(c0, c1)} of cta "
+                f"({','.join(map(str, key[1]))})")
+    if key[0] == "smem":
+        rank, off0 = lo >> 24, lo & 0xFFFFFF
+        off1 = (hi & 0xFFFFFF) + 1
+        return f"SMEM [0x{off0:x}, 0x{off1:x}) of cluster rank {rank} ({off1 - off0} bytes)"
+    return f"global [0x{lo:x}, 0x{hi + 1:x}) ({hi + 1 - lo} bytes)"
+
+
+def _race_edge(det, prev, cur) -> tuple[int, str, str]:
+    """Class 21, or 16 when the later warp waited at a named barrier (after the earlier access) that the earlier
+    warp took no part in (PTX ISA 9.1 §9.7.13.1: bar.sync orders only the threads that arrive at it)."""
+    if prev.issuer is not None and cur.issuer is not None and prev.issuer[0] == cur.issuer[0] \
+            and prev.issuer != cur.issuer:
+        for one, other in ((cur, prev), (prev, cur)):
+            ws = det.warps.get(one.issuer)
+            for bar, gen, cycle, warps, _ in reversed(ws.bars if ws is not None else ()):
+                if other.issuer[1] not in warps:
+                    a, b = sorted((prev, cur), key=lambda r: r.line or 0)
+                    return (16, f"warp {other.issuer[1]} does not take part in named barrier {bar} (warps "
+                                f"{sorted(warps)} meet there), so that barrier does not order {_at(a)} and {_at(b)}",
+                            f"make warp {other.issuer[1]} take part in barrier {bar} (bar.arrive/bar.sync {bar} with a "
+                            f"thread count covering both warps) between its access and the other's, or use a "
+                            f"barrier both warps take part in")
+    return (21, f"no happens-before edge between {_at(prev)} and {_at(cur)}: no barrier, mbarrier arrive -> wait, "
+                f"async-op completion wait or release/acquire pair orders them",
+            f"order line {cur.line} after line {prev.line} with a barrier or mbarrier both sides take part in "
+            f"(or make both accesses atomic)")
+
+
+def classify(det, c, prev, cur, clock, flags, write, key):
+    """The finding (or None) for the earlier access ``prev`` (conflict ``c``) met by ``cur``."""
+    pproxy = c.flags & F_PROXY
+    cproxy = flags & F_PROXY
+    rng = where(key, c.lo, c.hi)
+    sides = (prev.side(rng), cur.side(rng))
+    if key[0] == "tmem":
+        return _tmem(det, c, prev, cur, clock, write, rng, sides)
+    if c.kind == "w" and not write:
+        if cproxy == ASYNC:
+            if not c.known:
+                if cur.op is not None and prev.cycle >= cur.op.issued:
+                    return Finding(5, f"{cur.what} issued at cycle {cur.op.issued:g} read {rng} that "
+                                      f"{_at(prev)} overwrote at cycle {prev.cycle:g}, while the asynchronous "
+                                      f"read was in flight: it may read either value", sides,
+                                   missing=f"the wait for the asynchronous read issued at line {cur.line} "
+                                           f"(cp.async.bulk.wait_group.read for a bulk store; the mbarrier phase of "
+                                           f"the tcgen05.commit for an MMA operand) before line {prev.line}",
+                                   fix=f"wait for the read issued at line {cur.line} to complete before writing "
+                                       f"its source at line {prev.line}")
+                k, missing, fix = _race_edge(det, prev, cur)
+                return Finding(k, f"{cur.what} (async proxy) read {rng} written by {_at(prev)} with no "
+                                  f"happens-before between them", sides, missing=missing, fix=fix)
+            if pproxy == GENERIC and not clock.knows(c.comp, c.val, PA):
+                return Finding(8, f"{_at(cur)} reads {rng} through the async proxy; {_at(prev)} wrote it "
+                                  f"through the generic proxy and no fence.proxy.async is ordered between the write "
+                                  f"and the read's issue (PTX ISA §8.6, §9.7.13.4): the async proxy may read stale "
+                                  f"data", sides,
+                               missing=f"fence.proxy.async.shared::cta between line {prev.line} "
+                                       f"(`{_short(prev.what)}`) and line {cur.line} "
+                                       f"(`{_short(cur.what)}` reading the same {c.n} bytes)",
+                               fix=f"add fence.proxy.async.shared::cta after line {prev.line} in the writing "
+                                   f"threads, before the barrier that hands the data to the issuing thread")
+            return None
+        if cproxy == TMAP:
+            if pproxy != GENERIC:
+                return None
+            if not c.known:
+                k, missing, fix = _race_edge(det, prev, cur)
+                return Finding(k, f"the tensor map at {rng} used by {_at(cur)} was written by {_at(prev)} with no "
+                                  f"happens-before between them", sides, missing=missing, fix=fix)
+            # cur.op: the clocks of the acquire fences on this map that happen-before the use
+            if not any(tm.knows(c.comp, c.val) for tm in (cur.op or ())):
+                return Finding(20, f"{_at(cur)} uses the tensor map at {rng} through the tensormap proxy; "
+                                   f"{_at(prev)} wrote it through the generic proxy and no "
+                                   f"fence.proxy.tensormap::generic.acquire orders the write before the use "
+                                   f"(PTX ISA §9.7.13.4): the TMA unit may use a stale map", sides,
+                               missing=f"fence.proxy.tensormap::generic.acquire.gpu [map], 128 between line "
+                                       f"{prev.line} and line {cur.line}",
+                               fix=f"after line {prev.line}: fence.proxy.tensormap::generic.release (writer); before "
+                                   f"line {cur.line}: fence.proxy.tensormap::generic.acquire.gpu [map], 128 (user)")
+            return None
+        # generic read of a write
+        if c.known or ((c.flags & F_ATOMIC) and (flags & F_ATOMIC)):
+            return None
+        k, missing, fix = _race_edge(det, prev, cur)
+        return Finding(k, f"data race: {_at(cur)} reads {rng} that {_at(prev)} wrote"
+                          + (" through the async proxy" if pproxy == ASYNC else "")
+                          + ", and neither is ordered before the other", sides, missing=missing, fix=fix)
+    if c.kind == "w":          # write after write
+        if c.known or ((c.flags & F_ATOMIC) and (flags & F_ATOMIC)):
+            return None
+        k, missing, fix = _race_edge(det, prev, cur)
+        return Finding(k, f"data race: {_at(cur)} and {_at(prev)} both write {rng} with no happens-before "
+                          f"between them", sides, missing=missing, fix=fix)
+    # a write after reads
+    if pproxy == ASYNC:
+        if c.known:
+            return None
+        if prev.proxy == "tensormap":
+            k, missing, fix = _race_edge(det, prev, cur)
+            return Finding(k, f"{_at(cur)} rewrites the tensor map at {rng} that {_at(prev)} may still read",
+                           sides, missing=missing, fix=fix)
+        return Finding(5, f"{_at(cur)} overwrites {rng} while the asynchronous read by {_at(prev)} may still be "
+                          f"in flight: its completion was not observed first", sides,
+                       missing=f"the completion of line {prev.line} observed before line {cur.line}: "
+                               f"cp.async.bulk.wait_group.read for a bulk store's source, the mbarrier wait on the "
+                               f"phase its tcgen05.commit arrives on for an MMA operand (a fence does not order it)",
+                       fix=f"wait for the asynchronous read of line {prev.line} to complete before line {cur.line}")
+    if cproxy == ASYNC:
+        if not c.known:
+            return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
+                              f"be reading it: the release of the stage is not ordered after that read", sides,
+                           missing=f"an arrive on the stage's empty barrier by the reading warp after line "
+                                   f"{prev.line} (or a barrier the reading warp takes part in) that the producer "
+                                   f"waits on before line {cur.line}",
+                           fix=f"have every reading warp (warp {prev.warp} included) arrive after its last read "
+                               f"(line {prev.line}), and count those arrivals in the barrier's init count")
+        if clock.knows(c.comp, c.val, PA) or clock.knows(c.comp, c.val, MB):
+            return None
+        return Finding(9, f"{_at(cur)} writes {rng} through the async proxy; {_at(prev)} read it through the "
+                          f"generic proxy, ordered before only by a generic-proxy synchronisation with no "
+                          f"fence.proxy.async between (PTX ISA §8.6): the read may see the async write", sides,
+                       missing=f"fence.proxy.async.shared::cta between line {prev.line} (`{_short(prev.what)}`) and "
+                               f"line {cur.line} (`{_short(cur.what)}`)",
+                       fix=f"add fence.proxy.async.shared::cta before line {cur.line} (after the synchronisation "
+                           f"that orders the reads), or hand the stage back through an mbarrier arrive/wait")
+    if c.known:
+        return None
+    k, missing, fix = _race_edge(det, prev, cur)
+    return Finding(k, f"data race: {_at(cur)} writes {rng} that {_at(prev)} read, and neither is ordered before the "
+                      f"other", sides, missing=missing, fix=fix)
+
+
+def _tmem(det, c, prev, cur, clock, write, rng, sides):
+    """TMEM pairs: class 6 (PTX ISA 9.1 §9.7.16.8.3 tcgen05.ld completes at tcgen05.wait::ld; an MMA's results
+    are visible after its tcgen05.commit's mbarrier phase, §9.7.16.9.2), class 7 (§9.7.16.6: tcgen05 ops of
+    different threads ordered through a thread synchronisation need tcgen05.fence::before_thread_sync on the
+    producing side and ::after_thread_sync on the consuming side)."""
+    if not c.known:
+        if c.kind == "r" and write and cur.unit == "tensor_pipe" and prev.unit == "warp" and cur.op is not None \
+                and prev.cycle >= cur.op.issued:
+            return _ld_before_mma(cur, prev, rng)
+        if c.kind == "w" and not write and prev.unit == "tensor_pipe":
+            return _ld_before_mma(prev, cur, rng)
+        if c.kind == "r" and write:
+            if prev.unit == "warp":
+                return Finding(6, f"{_at(cur)} {'frees' if 'dealloc' in cur.what else 'overwrites'} {rng} while "
+                                  f"the tcgen05.ld of {_at(prev)} has not been waited for", sides,
+                               missing=f"tcgen05.wait::ld by the loading warp after line {prev.line}, ordered before "
+                                       f"line {cur.line}",
+                               fix=f"execute tcgen05.wait::ld after line {prev.line} (then "
+                                   f"tcgen05.fence::before_thread_sync and the barrier) before line {cur.line}")
+            return Finding(6, f"{_at(cur)} overwrites {rng} that {_at(prev)} reads, before that read's completion "
+                              f"was observed", sides,
+                           missing=f"tcgen05.commit after line {prev.line} and a wait on its mbarrier phase before "
+                                   f"line {cur.line}",
+                           fix=f"wait for the tcgen05.commit covering line {prev.line} before line {cur.line}")
+        if c.kind == "w" and prev.unit == "tcgen05" and prev.issuer == cur.issuer:
+            return Finding(21, f"{_at(cur)} accesses {rng} that the tcgen05.st of {_at(prev)} may not have written "
+                               f"yet", sides, missing=f"tcgen05.wait::st after line {prev.line}, before line "
+                                                      f"{cur.line}",
+                           fix=f"tcgen05.wait::st before line {cur.line}")
+        k, missing, fix = _race_edge(det, prev, cur)
+        return Finding(k, f"{_at(cur)} and {_at(prev)} access {rng} with no happens-before between them", sides,
+                       missing=missing, fix=fix)
+    if prev.issuer is None or cur.issuer is None or prev.issuer == cur.issuer:
+        return None
+    if clock.knows(c.comp, c.val, TA):
+        return None
+    if not clock.knows(c.comp, c.val, TB):
+        # no explicit tcgen05.fence::before_thread_sync on the producing side: Triton-generated kernels ship
+        # without any tcgen05 fence (and run on B200), so a pair without the fence discipline is not reported
+        return None
+    missing = (f"tcgen05.fence::after_thread_sync by the consuming warp after the thread synchronisation, before "
+               f"line {cur.line}")
+    fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
+    return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
+                      f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
+                      f"across it", sides, missing=missing, fix=fix)
+
+
+def _ld_before_mma(mma, ld, rng):
+    """Class 6: a tcgen05.ld of cells an MMA writes, issued before the MMA's completion was observed (the same
+    finding whichever of the two touched the cells first in this schedule)."""
+    return Finding(6, f"{_at(ld)} reads {rng}, which {_at(mma)} writes, before the MMA's completion was observed: "
+                      f"it returns whatever the tensor pipe has written by then", (mma.side(rng), ld.side(rng)),
+                   missing=f"tcgen05.commit after line {mma.line} and an mbarrier wait on its phase (then "
+                           f"tcgen05.fence::after_thread_sync) before line {ld.line}",
+                   fix=f"tcgen05.commit.mbarrier::arrive::one after line {mma.line}; before line {ld.line}: "
+                       f"mbarrier.try_wait.parity on that barrier, then tcgen05.fence::after_thread_sync")
+
+
+def register_in_flight(ld, use, reg: str, write: bool) -> Finding:
+    """Class 19: PTX ISA 9.1 §9.7.16.8.3 -- the destination registers of tcgen05.ld are undefined until
+    tcgen05.wait::ld."""
+    verb = "overwrites" if write else "reads"
+    # a lint note: the PTX ISA leaves the value undefined, but ptxas orders the use after the load (register
+    # scoreboard), which shipped Triton and CuTe DSL kernels rely on
+    return Finding(19, f"{_at(use)} {verb} {reg}, a destination of the tcgen05.ld at {_at(ld)} that has not "
+                       f"completed: its value is undefined until tcgen05.wait::ld", (ld.side(f"register {reg}"),
+                                                                                    use.side(f"register {reg}")),
+                   missing=f"tcgen05.wait::ld between line {ld.line} and line {use.line}",
+                   fix=f"add tcgen05.wait::ld after line {ld.line}, before the first use of its registers "
+                       f"(line {use.line})", severity="lint")
+
+
+def init_not_visible(init, arrive, ordered: bool) -> Finding:
+    """Class 10: PTX ISA 9.1 §9.7.13.4 fence.mbarrier_init / §9.7.13.3 barrier.cluster -- an mbarrier's init
+    must be released to the cluster (fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.release /
+    wait.acquire) before another CTA arrives on it."""
+    if ordered:
+        missing = (f"fence.mbarrier_init.release.cluster after line {init.line} (the init is ordered before line "
+                   f"{arrive.line}, but not released to the cluster)")
+    else:
+        missing = (f"fence.mbarrier_init.release.cluster after line {init.line}, then barrier.cluster.arrive.release "
+                   f"+ barrier.cluster.wait.acquire in both CTAs before line {arrive.line}")
+    return Finding(10, f"{_at(arrive)} in cta ({','.join(map(str, arrive.cta or ()))}) acts on the mbarrier that "
+                       f"{_at(init)} initialised in cta ({','.join(map(str, init.cta or ()))}), but the init is not "
+                       f"made visible to the remote CTA first", (init.side(), arrive.side()), missing=missing,
+                   fix="fence.mbarrier_init.release.cluster after the inits, then barrier.cluster.arrive.release and "
+                       "barrier.cluster.wait.acquire (all CTAs) before any remote arrive or multicast copy")
+
+
+def exit_with_async_read(op, cta) -> Finding:
+    """Class 14: PTX ISA 9.1 §9.7.9.25.6.2 -- a bulk store's SMEM source must stay valid until
+    cp.async.bulk.wait_group.read."""
+    from tcsim.findings import Access
+    side = Access(what=op.what, loc=op.loc, cta=op.cta, warp=op.issuer[1] if op.issuer else None,
+                  lanes=None if op.lane is None else f"lane {op.lane}", proxy="async", unit=op.unit,
+                  cycle=float(op.issued))
+    return Finding(14, f"{cta.label} exits while the bulk async operation issued at line "
+                       f"{side.line} may still read its shared memory (its completion was never waited for)",
+                   (side,), missing=f"cp.async.bulk.wait_group.read 0 after line {side.line}, before the exit",
+                   fix="cp.async.bulk.wait_group.read 0 (or wait_group 0) before the issuing thread exits")
+
+
+def exit_with_remote_access(rec, cta, last) -> Finding:
+    """Class 14: PTX ISA 9.1 §9.7.13.3 -- a CTA's shared memory is gone when it exits; peers' accesses to it
+    must be ordered before the exit (a trailing barrier.cluster arrive/wait)."""
+    return Finding(14, f"{cta.label} exits while {_at(rec)} of cta ({','.join(map(str, rec.cta))}) accessed its "
+                       f"shared memory without being ordered before the exit", (rec.side(),),
+                   missing=f"barrier.cluster.arrive.release + barrier.cluster.wait.acquire in every CTA after line "
+                           f"{rec.line}, before {cta.label} exits",
+                   fix="end the kernel with barrier.cluster.arrive + barrier.cluster.wait in every CTA of the "
+                       "cluster")
+
+
+__all__ = ["classify", "where", "register_in_flight", "init_not_visible", "exit_with_async_read",
+           "exit_with_remote_access"]

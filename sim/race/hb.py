@@ -1,0 +1,807 @@
+"""The happens-before race detector: an observer of the observation bus (:mod:`tcsim.observe`) that orders every
+access by vector clocks (:mod:`tcsim.race.clocks`), keeps the shadow of what was touched
+(:mod:`tcsim.race.shadow`) and reports each unordered or unfenced pair as a :class:`tcsim.findings.Finding`
+(:mod:`tcsim.race.explain` words them).
+
+Edges (PTX ISA 9.1 §8.9 base causality order and the sections named):
+
+* ``bar.sync`` / ``bar.arrive`` / ``bar.red`` / ``barrier.cta`` (§9.7.13.1): every arriver's clock joins the
+  generation; the threads that wait (not ``bar.arrive``) acquire it at the release;
+* mbarrier (§9.7.13.15): arrive / arrive.expect_tx (local or remote), complete-tx of an async copy (its
+  completion clock), the arrive of ``tcgen05.commit`` (the tensor pipe's completed ops, with the commit's implicit
+  ``tcgen05.fence::before_thread_sync``, §9.7.16.9.2) and of ``cp.async.mbarrier.arrive`` (the thread's prior
+  cp.async) release into the current phase; a wait (test_wait / try_wait, parity or state) that returns true
+  acquires exactly the phase it observed;
+* async ops (§9.7.9.25, §9.7.16): an op's issue snapshots the issuer's clock; its accesses carry the epoch of
+  its unit's stream; ``cp.async.bulk.wait_group{.read}``, ``cp.async.wait_group`` / ``wait_all``,
+  ``tcgen05.wait::ld`` / ``::st`` acquire the completions they wait for (``.read``: only the source reads);
+* ``barrier.cluster.arrive{.release}`` / ``wait{.acquire}`` (§9.7.13.3; ``.relaxed`` arrives release nothing);
+* release/acquire (§8.8): ``st.release`` / ``red.release`` / ``atom.release`` / ``.acq_rel`` publish the
+  thread's clock at the location, ``ld.acquire`` / ``atom.acquire`` take it; relaxed strong accesses combine with
+  ``fence.acq_rel`` / ``fence.sc`` / ``membar`` (fence-release before the write, fence-acquire after the read);
+* fences that record knowledge rows: ``fence.proxy.async`` (PA), ``tcgen05.fence::before_thread_sync`` (TB) /
+  ``::after_thread_sync`` (TA), ``fence.mbarrier_init`` (MI), ``fence.proxy.tensormap::generic.acquire`` (TM).
+
+``elect.sync`` needs no edge: it only selects a lane of one warp, whose lanes share a clock.  ``griddepcontrol``
+is not executed by tcsim (no semantics in sim/semantics), so grid-dependency ordering is not modelled.
+``wgmma`` is not executed by tcsim either; the register check covers ``tcgen05.ld`` destinations.
+
+Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
+clock components (:meth:`ShadowSpace.access`) are classified by :func:`tcsim.race.explain.classify` into the bug
+classes of :data:`tcsim.findings.CLASSES` (2, 5, 6, 7, 8, 9, 16, 20, 21).  Besides: class 10 at every arrive /
+complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 14 at each CTA's exit
+(peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
+register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from tcsim.findings import Access
+from .clocks import MB, MI, PA, TA, TB, VC, Components
+from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
+from . import explain
+
+_PROXY = {"generic": GENERIC, "async": ASYNC, "tensormap": TMAP}
+_STRONG = ("relaxed", "acquire", "release", "acq_rel", "volatile", "sc")
+TMEM_COLS = 512
+
+
+def _lanes_str(lanes) -> str | None:
+    if lanes is None:
+        return None
+    lanes = sorted(set(int(x) for x in lanes))
+    if not lanes:
+        return None
+    if len(lanes) == 32:
+        return "all lanes"
+    if len(lanes) == 1:
+        return f"lane {lanes[0]}"
+    runs, start, prev = [], lanes[0], lanes[0]
+    for i in lanes[1:]:
+        if i != prev + 1:
+            runs.append((start, prev))
+            start = i
+        prev = i
+    runs.append((start, prev))
+    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+class AccessRec:
+    """One access (or sync operation) as a finding names it."""
+
+    __slots__ = ("what", "loc", "cta", "warp", "lanes", "proxy", "unit", "cycle", "issuer", "op", "space", "line")
+
+    def __init__(self, what, loc, cta, warp, lanes, proxy, unit, cycle, issuer, op=None, space=None):
+        self.what, self.loc, self.cta, self.warp, self.lanes = what, loc, cta, warp, lanes
+        self.proxy, self.unit, self.cycle, self.issuer, self.op, self.space = proxy, unit, cycle, issuer, op, space
+        self.line = None if loc is None else loc.line
+
+    def side(self, where=None) -> Access:
+        return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=self.lanes,
+                      proxy=self.proxy, unit=self.unit, where=where, cycle=float(self.cycle))
+
+
+class WarpState:
+    __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
+                 "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
+                 "cluster_phase")
+
+    def __init__(self, key, reg: Components):
+        self.key = key
+        self.comp = reg.component(("warp",) + key)
+        self.clock = reg.clock()
+        self.clock.set_at_least(self.comp, 1)
+        self.tld = reg.component(("tcgen05.ld",) + key)
+        self.tld_seq = 0
+        self.tst = reg.component(("tcgen05.st",) + key)
+        self.tst_seq = 0
+        self.cpa = reg.component(("cp.async",) + key)
+        self.cpa_seq = 0
+        self.fence_rel = None        # clock at the last release fence (for relaxed strong writes)
+        self.pend_acq = None         # clocks read by relaxed strong reads, acquired by the next acquire fence
+        self.bars = deque(maxlen=8)  # named-barrier generations waited at: (barrier, generation, cycle, line, warps)
+        self.regs: dict = {}         # register -> AccessRec of the tcgen05.ld still writing it
+        self.bulk_open: list = []
+        self.bulk_groups: deque = deque()
+        self.cpa_open: list = []
+        self.cpa_groups: deque = deque()
+        self.alloc_ncols = None
+        self.cluster_phase = None
+
+    @property
+    def epoch(self) -> int:
+        return int(self.clock.v[VC, self.comp])
+
+    def tick(self) -> None:
+        self.clock.v[VC, self.comp] += 1
+
+
+class OpState:
+    """An async op between its issue and its completion (and after, for late acquirers)."""
+
+    __slots__ = ("op_id", "unit", "what", "clock", "streams", "issuer", "pc", "loc", "lane", "issued", "done",
+                 "waiters", "cta", "reads_smem")
+
+    def __init__(self, op_id, unit, what, clock, streams, issuer, pc, loc, lane, issued, cta):
+        self.op_id, self.unit, self.what, self.clock, self.streams = op_id, unit, what, clock, streams
+        self.issuer, self.pc, self.loc, self.lane, self.issued, self.cta = issuer, pc, loc, lane, issued, cta
+        self.done = False
+        self.waiters: list = []      # (WarpState, read_only)
+        self.reads_smem = False
+
+    def completion(self, read_only: bool = False):
+        c = self.clock.copy()
+        for kind, (comp, seq) in self.streams.items():
+            if read_only and kind != "r":
+                continue
+            c.set_at_least(comp, seq)
+        return c
+
+
+class HappensBefore:
+    """The detector (module docstring).  ``sim``: the :class:`tcsim.engine.Simulation` it observes (its program,
+    CTAs and finding log)."""
+
+    kinds = {"mem", "sync"}
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.bus = sim.bus
+        self.program = sim.program
+        self.reg = Components()
+        self.warps: dict = {}
+        self.ops: dict = {}
+        self.recs: list = []
+        self.spaces: dict = {}
+        self.streams: dict = {}          # unit key -> [component, last sequence number]
+        self.pipe_done: dict = {}        # tensor pipe home cta -> clock of its completed ops
+        self.bars: dict = {}             # (cta, barrier, generation) -> [clock, waiters, warps]
+        self.mbars: dict = {}            # (cta, offset) -> MbarState
+        self.cluster: dict = {}          # (cluster, phase) -> [clock, waiters]
+        self.cluster_done: dict = {}     # (cluster, phase) -> clock
+        self.locs: dict = {}             # (space key, address) -> clock released at the location
+        self.tm_fences: dict = {}        # tensor-map address -> [(comp, epoch, clock)] of acquire fences on it
+        self.lsu_arrives: dict = {}      # (cta, mbarrier, lane) -> deque of release clocks
+        self._pc_info: dict = {}
+        self.ctas = {c.ctaid: c for c in sim.ctas}
+        self.regs_pending = 0
+        hooks = getattr(sim, "cta_exit_hooks", None)
+        if hooks is not None:
+            hooks.append(self._cta_exit)
+
+    # ----------------------------------------------------------------------------------------- plumbing
+    def on_event(self, ev) -> None:
+        k = ev.kind
+        if k == "mem":
+            self._mem(ev)
+        elif k == "sync":
+            h = _SYNC.get(ev.op)
+            if h is not None:
+                h(self, ev)
+            elif ev.warp is not None and ev.agent == "warp":
+                w = self._warp(ev.cta, ev.warp)
+                w.tick()
+        elif k == "reg":
+            self._reg(ev)
+
+    def _warp(self, cta, warp) -> WarpState:
+        key = (tuple(cta), int(warp))
+        w = self.warps.get(key)
+        if w is None:
+            w = self.warps[key] = WarpState(key, self.reg)
+        return w
+
+    def _stream(self, key) -> list:
+        s = self.streams.get(key)
+        if s is None:
+            s = self.streams[key] = [self.reg.component(key), 0]
+        return s
+
+    def _space(self, key) -> ShadowSpace:
+        s = self.spaces.get(key)
+        if s is None:
+            s = self.spaces[key] = ShadowSpace(str(key))
+        return s
+
+    def _ins(self, pc):
+        body = self.program.body
+        return body[pc] if pc is not None and 0 <= pc < len(body) else None
+
+    def _pcinfo(self, pc):
+        """(text, loc, sem, is tensor-map op) of the instruction at ``pc``."""
+        r = self._pc_info.get(pc)
+        if r is None:
+            ins = self._ins(pc)
+            if ins is None:
+                r = ("?", None, None, False)
+            else:
+                mods = set(ins.mods)
+                sem = next((s for s in _STRONG if s in mods), None)
+                if sem is None and ins.opcode in ("atom", "red"):
+                    sem = "relaxed"
+                fo = ins.full_opcode
+                r = (str(ins).strip(), ins.loc, sem, ".tensor" in fo and ins.opcode in ("cp", "cp.async",
+                                                                                         "prefetch") or
+                     fo.startswith(("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensor",
+                                    "cp.async.bulk.prefetch.tensor")))
+            self._pc_info[pc] = r
+        return r
+
+    def _rec(self, rec: AccessRec) -> int:
+        self.recs.append(rec)
+        return len(self.recs) - 1
+
+    def _cluster_of(self, cta):
+        c = self.ctas.get(tuple(cta))
+        return None if c is None else c.cluster
+
+    def report(self, finding) -> None:
+        self.sim.findings.report(finding)
+
+    # ----------------------------------------------------------------------------------------- memory
+    def _mem(self, ev) -> None:
+        space = ev.space
+        if space in ("local", "param", "const") or not ev.addrs:
+            return
+        op = ev.op
+        write = ev.is_write or op == "tensormap.replace" or (op == "tensormap.cp" and space == "global")
+        atomic = False
+        proxy = _PROXY.get(ev.proxy, GENERIC)
+        if ev.op_id is not None:
+            o = self.ops.get(ev.op_id)
+            if o is None:
+                return
+            clock = o.clock
+            kind = "w" if write else "r"
+            comp, val = o.streams.get(kind) or o.streams.get("x")
+            if not write and space.startswith("shared"):
+                o.reads_smem = True
+            text = f"{o.what}"
+            rec = AccessRec(text, o.loc, tuple(ev.cta) if o.cta is None else o.cta, o.issuer[1] if o.issuer else None,
+                            None if o.lane is None else f"lane {o.lane}", ev.proxy, o.unit, ev.cycle, o.issuer,
+                            op=o, space=space)
+            ws = None
+        elif ev.agent == "warp" and ev.warp is not None:
+            ws = self._warp(ev.cta, ev.warp)
+            text, loc, sem, tmap = self._pcinfo(ev.pc)
+            clock = ws.clock
+            if space == "tmem":
+                ws.tld_seq += 1
+                comp, val = ws.tld, ws.tld_seq
+                self._pending_regs(ws, ev, text, loc)
+            else:
+                comp, val = ws.comp, ws.epoch
+            if tmap and not write and ev.size == 128:
+                # the TMA unit reads the map through the tensormap proxy: not this warp's own program order
+                proxy = TMAP
+                comp, val = self.reg.component(("tensormap",) + ws.key), ws.epoch
+                tm_clock = [clk for fc, fv, clk in self.tm_fences.get(int(ev.addrs[0]), ()) if clock.knows(fc, fv)]
+            if sem is not None:
+                atomic = True
+                self._strong(ws, ev, sem, write, op in ("atom",))
+                comp, val = ws.comp, ws.epoch
+                if not write:
+                    return          # strong reads do not race (and are not recorded)
+            rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes),
+                            "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space)
+            if proxy == TMAP:
+                rec.op = tm_clock
+        else:
+            return
+        flags = proxy | (F_ATOMIC if atomic else 0)
+        if space == "tmem":
+            flags |= F_TCGEN05
+            key = ("tmem", tuple(ev.cta))
+            a = np.asarray(ev.addrs, dtype=np.int64)
+            base = ((a >> 16) & 0xFFFF) * TMEM_COLS + (a & 0xFFFF)
+            ncols = max(1, ev.size // 4)
+            units = (base[:, None] + np.arange(ncols, dtype=np.int64)).ravel() if ncols > 1 else base
+        else:
+            if space.startswith("shared"):
+                cl = self._cluster_of(ev.cta)
+                key = ("smem", None if cl is None else cl.clusterid)
+            else:
+                key = ("global",)
+            a = np.asarray(ev.addrs, dtype=np.int64)
+            units = (a[:, None] + np.arange(ev.size, dtype=np.int64)).ravel() if ev.size > 1 else a
+        info = self._rec(rec)
+        conflicts = self._space(key).access(units, clock.row(VC), comp, val, info, flags, write)
+        if conflicts:
+            self._classify(conflicts, key, rec, clock, flags, write, ws)
+
+    def _classify(self, conflicts, key, rec, clock, flags, write, ws) -> None:
+        for c in conflicts:
+            prev = self.recs[c.info]
+            f = explain.classify(self, c, prev, rec, clock, flags, write, key)
+            if f is not None:
+                self.report(f)
+
+    def _strong(self, ws, ev, sem, write, rmw) -> None:
+        """Release / acquire through a location (§8.8): a release (or fenced relaxed) write publishes the
+        thread's clock there; an acquire (or later fenced relaxed) read takes it."""
+        cl = self._cluster_of(ev.cta)
+        sp = ("smem", None if cl is None else cl.clusterid) if ev.space.startswith("shared") else ("global",)
+        for a in sorted(set(ev.addrs)):
+            lk = (sp, a)
+            if not write or rmw or ev.op in ("atom",):
+                src = self.locs.get(lk)
+                if src is not None:
+                    if sem in ("acquire", "acq_rel", "sc"):
+                        ws.clock.join(src)
+                    else:
+                        ws.pend_acq = src.copy() if ws.pend_acq is None else ws.pend_acq.join(src)
+            if write:
+                if sem in ("release", "acq_rel", "sc"):
+                    rel = ws.clock
+                else:
+                    rel = ws.fence_rel
+                if rel is not None:
+                    cur = self.locs.get(lk)
+                    self.locs[lk] = rel.copy() if cur is None else cur.join(rel)
+        ws.tick()
+
+    # ----------------------------------------------------------------------------------------- registers
+    def _pending_regs(self, ws, ev, text, loc) -> None:
+        """A tcgen05.ld's destination registers stay pending until tcgen05.wait::ld (PTX ISA 9.1 §9.7.16.8.3,
+        §9.7.16.8.5): watch register accesses of the warp meanwhile."""
+        ins = self._ins(ev.pc)
+        if ins is None or not ins.operands:
+            return
+        dst = ins.operands[0]
+        elems = getattr(dst, "elems", (dst,))
+        rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), "async", "warp", ev.cycle,
+                        ws.key)
+        rec.op = ev.pc
+        rec.space = ws.tld_seq          # this load's sequence number on the warp's tcgen05.ld stream
+        for e in elems:
+            name = getattr(e, "name", None)
+            if name is not None:
+                ws.regs[name] = rec
+        if ws.regs and "reg" not in self.kinds:
+            self.kinds = self.kinds | {"reg"}
+            self.bus.refresh()
+
+    def _regs_done(self, ws) -> None:
+        if ws.regs:
+            ws.regs.clear()
+            if "reg" in self.kinds and not any(w.regs for w in self.warps.values()):
+                self.kinds = self.kinds - {"reg"}
+                self.bus.refresh()
+
+    def _reg(self, ev) -> None:
+        ws = self.warps.get((tuple(ev.cta), int(ev.warp)))
+        if ws is None or not ws.regs:
+            return
+        rec = ws.regs.get(ev.reg)
+        if rec is None or rec.op == ev.pc:
+            return
+        # ptxas orders a use of a tcgen05.ld destination after the load (register scoreboard; Triton and CuTe DSL
+        # kernels rely on it): the load is complete from here on, for its registers and its TMEM reads
+        for r in [r for r, x in ws.regs.items() if x is rec]:
+            del ws.regs[r]
+        ws.clock.set_at_least(ws.tld, rec.space)
+        text, loc, _, _ = self._pcinfo(ev.pc)
+        use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
+        self.report(explain.register_in_flight(rec, use, ev.reg, ev.write))
+        if not any(w.regs for w in self.warps.values()) and "reg" in self.kinds:
+            self.kinds = self.kinds - {"reg"}
+            self.bus.refresh()
+
+    # ----------------------------------------------------------------------------------------- async ops
+    def _async_issue(self, ev) -> None:
+        unit = ev.unit or ev.agent
+        iw = ev.issuer_warp
+        icta = ev.detail.get("issuer_cta")
+        cta = tuple(ev.cta)
+        ws = self._warp(cta, iw) if isinstance(iw, int) else None
+        what = ev.what or ev.detail.get("what") or unit
+        if unit == "tma":
+            r = self._stream(("tma.read", cta))
+            w = self._stream(("tma.write", cta))
+            r[1] += 1
+            w[1] += 1
+            streams = {"r": (r[0], r[1]), "w": (w[0], w[1])}
+        elif unit == "tensor_pipe":
+            s = self._stream(("tensor_pipe", cta))
+            s[1] += 1
+            streams = {"x": (s[0], s[1])}
+        elif unit == "tcgen05" and ws is not None:
+            ws.tst_seq += 1
+            streams = {"x": (ws.tst, ws.tst_seq)}
+        elif ws is not None and ev.agent == "lsu":
+            ws.cpa_seq += 1
+            streams = {"x": (ws.cpa, ws.cpa_seq)}
+        else:
+            s = self._stream((unit, cta))
+            s[1] += 1
+            streams = {"x": (s[0], s[1])}
+        clock = ws.clock.copy() if ws is not None else self.reg.clock()
+        loc = self._pcinfo(ev.issuer_pc)[1] if ev.issuer_pc is not None else None
+        o = OpState(ev.op_id, unit, what, clock, streams, None if ws is None else ws.key, ev.issuer_pc, loc,
+                    ev.detail.get("issuer_lane"), ev.cycle, tuple(icta) if icta is not None else
+                    (ws.key[0] if ws is not None else cta))
+        self.ops[ev.op_id] = o
+        if ws is not None:
+            if unit == "tma" and "bulk_group" in str(what):
+                ws.bulk_open.append(o)
+            elif ev.agent == "lsu":
+                ws.cpa_open.append(o)
+            ws.tick()
+
+    def _async_complete(self, ev) -> None:
+        o = self.ops.get(ev.op_id)
+        if o is None:
+            return
+        o.done = True
+        if o.unit == "tensor_pipe":
+            k = tuple(ev.cta)
+            c = self.pipe_done.get(k)
+            self.pipe_done[k] = o.completion() if c is None else c.join(o.completion())
+        for ws, read_only in o.waiters:
+            ws.clock.join(o.completion(read_only))
+        o.waiters.clear()
+
+    def _group_wait(self, ev, bulk: bool) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        keep = int(ev.detail.get("n", 0) or 0)
+        read_only = bool(ev.detail.get("read")) if bulk else False
+        opened, groups = (ws.bulk_open, ws.bulk_groups) if bulk else (ws.cpa_open, ws.cpa_groups)
+        if not bulk and ev.detail.get("all"):
+            groups.append(list(opened))
+            opened.clear()
+        older = list(groups)[:max(len(groups) - keep, 0)]
+        for g in older:
+            for o in g:
+                if o.done:
+                    ws.clock.join(o.completion(read_only))
+                else:
+                    o.waiters.append((ws, read_only))
+        if not read_only:
+            for _ in range(len(older)):
+                groups.popleft()
+        ws.tick()
+
+    def _group_commit(self, ev, bulk: bool) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        if bulk:
+            ws.bulk_groups.append(list(ws.bulk_open))
+            ws.bulk_open.clear()
+        else:
+            ws.cpa_groups.append(list(ws.cpa_open))
+            ws.cpa_open.clear()
+        ws.tick()
+
+    # ----------------------------------------------------------------------------------------- barriers
+    def _bar_arrive(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        gen = ev.detail.get("generation")
+        k = (tuple(ev.cta), ev.barrier, gen)
+        st = self.bars.get(k)
+        if st is None:
+            st = self.bars[k] = [ws.clock.copy(), [], set()]
+        else:
+            st[0].join(ws.clock)
+        st[2].add(ev.warp)
+        if ev.detail.get("form") != "arrive":
+            st[1].append(ws)
+        ws.tick()
+
+    def _bar_release(self, ev) -> None:
+        k = (tuple(ev.cta), ev.barrier, ev.detail.get("generation"))
+        st = self.bars.pop(k, None)
+        if st is None:
+            return
+        clock, waiters, warps = st
+        line = None
+        for ws in waiters:
+            ws.clock.join(clock)
+            ws.bars.append((ev.barrier, k[2], ev.cycle, frozenset(warps), line))
+
+    # ----------------------------------------------------------------------------------------- mbarriers
+    def _mb(self, cta, off):
+        k = (tuple(cta), off)
+        st = self.mbars.get(k)
+        if st is None:
+            st = self.mbars[k] = {"acc": None, "phases": {}, "init": None, "completed": 0}
+        return st
+
+    def _mb_release(self, st, clock) -> None:
+        st["acc"] = clock.copy() if st["acc"] is None else st["acc"].join(clock)
+
+    def _mbarrier_init(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        st = self._mb(ev.target_cta or ev.cta, ev.mbarrier)
+        st["acc"] = None
+        st["phases"] = {}
+        st["completed"] = 0
+        text, loc, _, _ = self._pcinfo(ev.pc)
+        st["init"] = (ws.comp, ws.epoch, AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None,
+                                                   "warp", ev.cycle, ws.key))
+        ws.tick()
+
+    def _remote_check(self, ev, st, clock, arriver_cta, rec_fn) -> None:
+        init = st["init"]
+        target = tuple(ev.target_cta or ev.cta)
+        if init is None or arriver_cta is None or tuple(arriver_cta) == target:
+            return
+        comp, val, irec = init
+        if clock.knows(comp, val, MI):
+            return
+        self.report(explain.init_not_visible(irec, rec_fn(), clock.knows(comp, val, VC)))
+
+    def _mbarrier_arrive(self, ev) -> None:
+        st = self._mb(ev.target_cta or ev.cta, ev.mbarrier)
+        if ev.agent == "warp":
+            ws = self._warp(ev.cta, ev.warp)
+            self._remote_check(ev, st, ws.clock, ev.cta, lambda: self._sync_rec(ev, ws))
+            self._mb_release(st, ws.clock)
+            ws.tick()
+        elif ev.agent == "tensor_pipe":
+            o = self.ops.get(ev.op_id)
+            c = self.pipe_done.get(tuple(ev.cta))
+            rel = (o.completion() if o is not None else self.reg.clock()).join(c)
+            if o is not None:
+                self._remote_check(ev, st, rel, o.cta, lambda: self._op_rec(o, ev, "the commit's arrive"))
+            self._mb_release(st, rel)
+        elif ev.agent == "lsu":
+            q = self.lsu_arrives.get((tuple(ev.cta), ev.mbarrier, ev.detail.get("lane")))
+            if q:
+                self._mb_release(st, q.popleft())
+
+    def _cp_async_mbarrier_arrive(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        c = ws.clock.copy()
+        c.set_at_least(ws.cpa, ws.cpa_seq)
+        self.lsu_arrives.setdefault((tuple(ev.cta), ev.mbarrier, ev.detail.get("lane")), deque()).append(c)
+        ws.tick()
+
+    def _mbarrier_complete_tx(self, ev) -> None:
+        st = self._mb(ev.target_cta or ev.cta, ev.mbarrier)
+        if ev.agent == "warp":
+            ws = self._warp(ev.cta, ev.warp)
+            self._mb_release(st, ws.clock)
+            ws.tick()
+            return
+        o = self.ops.get(ev.op_id)
+        if o is None:
+            return
+        rel = o.completion()
+        self._remote_check(ev, st, rel, o.cta, lambda: self._op_rec(o, ev, "complete-tx"))
+        self._mb_release(st, rel)
+
+    def _mbarrier_phase(self, ev) -> None:
+        st = self._mb(ev.target_cta or ev.cta, ev.mbarrier)
+        done = ev.detail.get("completed")
+        if not isinstance(done, int):
+            done = (ev.phase - 1) if isinstance(ev.phase, int) else st["completed"]
+        ph = st["phases"]
+        ph[done] = st["acc"] if st["acc"] is not None else self.reg.clock()
+        st["acc"] = None
+        st["completed"] = done + 1
+        for k in [k for k in ph if k < done - 3]:
+            del ph[k]
+
+    def _mbarrier_wait(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        if ev.detail.get("done"):
+            st = self.mbars.get((tuple(ev.target_cta or ev.cta), ev.mbarrier))
+            if st is not None and st["phases"]:
+                arg = ev.detail.get("arg")
+                form = str(ev.detail.get("form", ""))
+                ph = st["phases"]
+                if "parity" in form and arg is not None:
+                    cand = [k for k in ph if k % 2 == int(arg) & 1]
+                    k = max(cand) if cand else None
+                elif arg is not None and int(arg) in ph:
+                    k = int(arg)
+                else:
+                    k = max(ph)
+                if arg is None and "parity" in form:
+                    k = max(ph)
+                if k is not None:
+                    c = ph[k]
+                    ws.clock.join(c)
+                    ws.clock.v[MB] = np.maximum(ws.clock.v[MB], c.row(VC))
+        ws.tick()
+
+    def _mbarrier_reset(self, ev) -> None:
+        self.mbars.pop((tuple(ev.target_cta or ev.cta), ev.mbarrier), None)
+        if ev.warp is not None:
+            self._warp(ev.cta, ev.warp).tick()
+
+    # ----------------------------------------------------------------------------------------- cluster barrier
+    def _cluster_arrive(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        cl = self._cluster_of(ev.cta)
+        ph = ev.phase
+        ws.cluster_phase = ph
+        k = (None if cl is None else cl.clusterid, ph)
+        st = self.cluster.get(k)
+        if st is None:
+            st = self.cluster[k] = [self.reg.clock(), []]
+        # a .relaxed arrive still orders execution (what a CTA's lifetime needs, and what it releases after a
+        # release fence such as fence.mbarrier_init.release.cluster): joined like a release (never a false report)
+        st[0].join(ws.clock)
+        ws.tick()
+
+    def _cluster_wait(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        cl = self._cluster_of(ev.cta)
+        k = (None if cl is None else cl.clusterid, ws.cluster_phase)
+        rel = self.cluster_done.get(k)
+        acquire = ev.detail.get("sem") != "relaxed"
+        if rel is not None:
+            if acquire:
+                ws.clock.join(rel)
+        else:
+            st = self.cluster.get(k)
+            if st is not None and acquire:
+                st[1].append(ws)
+        ws.tick()
+
+    def _cluster_release(self, ev) -> None:
+        cl = self._cluster_of(ev.cta)
+        k = (None if cl is None else cl.clusterid, ev.phase if ev.phase is not None else ev.detail.get("phase"))
+        st = self.cluster.pop(k, None)
+        if st is None:
+            return
+        self.cluster_done[k] = st[0]
+        for ws in st[1]:
+            ws.clock.join(st[0])
+        for old in [x for x in self.cluster_done if x[0] == k[0] and x[1] < k[1] - 2]:
+            del self.cluster_done[old]
+
+    # ----------------------------------------------------------------------------------------- fences
+    def _fence(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        d = ev.detail
+        kind = d.get("fence")
+        c = ws.clock
+        if kind == "proxy":
+            proxy = str(d.get("proxy") or "")
+            if proxy in ("async", "async.shared::cta", "async.shared::cluster", "async::generic"):
+                c.absorb(PA, VC)
+            elif proxy.startswith("tensormap") and d.get("sem") == "acquire":
+                # fence.proxy.tensormap::generic.acquire [addr], 128: orders what this thread knows of the map at
+                # addr before its own later tensormap-proxy uses of that map (PTX ISA 9.1 §9.7.13.4)
+                # (a fence by another thread counts when it happens-before the use, as Triton's
+                # make_tensor_descriptor relies on: one warp fences, a barrier hands the map to the TMA warp)
+                for a in set(d.get("addr") or ()):
+                    self.tm_fences.setdefault(int(a), []).append((ws.comp, ws.epoch, c.copy()))
+        elif kind == "mbarrier_init":
+            c.absorb(MI, VC)
+        elif kind in ("thread", "membar"):
+            sem = d.get("sem") or "sc"
+            if sem in ("acquire", "acq_rel", "sc") and ws.pend_acq is not None:
+                c.join(ws.pend_acq)
+                ws.pend_acq = None
+            if sem in ("release", "acq_rel", "sc"):
+                ws.fence_rel = c.copy()
+        ws.tick()
+
+    def _tcgen05_fence(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        if ev.detail.get("fence") == "before_thread_sync":
+            ws.clock.absorb(TB, VC)
+        else:
+            ws.clock.absorb(TA, TB)
+        ws.tick()
+
+    def _tcgen05_wait(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        if ev.detail.get("kind") == "ld":
+            ws.clock.set_at_least(ws.tld, ws.tld_seq)
+            self._regs_done(ws)
+        else:
+            ws.clock.set_at_least(ws.tst, ws.tst_seq)
+        ws.tick()
+
+    def _tmem_cells(self, ev, write_rec_what: str) -> None:
+        """tcgen05.alloc / dealloc: a write of every cell of the columns (lanes 0-127) by the warp."""
+        d = ev.detail
+        ws = self._warp(ev.cta, ev.warp)
+        col = d.get("col")
+        ncols = d.get("ncols")
+        if ev.op == "tcgen05.alloc":
+            if d.get("blocked"):
+                ws.alloc_ncols = ncols
+                return
+            if ncols is None:
+                ncols = ws.alloc_ncols
+        if not isinstance(col, int) or not isinstance(ncols, int):
+            ws.tick()
+            return
+        text, loc, _, _ = self._pcinfo(ev.pc)
+        rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), "async", "warp", ev.cycle, ws.key,
+                        space="tmem")
+        info = self._rec(rec)
+        units = (np.arange(128, dtype=np.int64)[:, None] * TMEM_COLS
+                 + np.arange(col, col + ncols, dtype=np.int64)[None, :]).ravel()
+        conflicts = self._space(("tmem", tuple(ev.cta))).access(units, ws.clock.row(VC), ws.comp, ws.epoch, info,
+                                                                 ASYNC | F_TCGEN05, True,
+                                                                 conflicts=ev.op != "tcgen05.alloc")
+        if conflicts:
+            self._classify(conflicts, ("tmem", tuple(ev.cta)), rec, ws.clock, ASYNC | F_TCGEN05, True, ws)
+        ws.tick()
+
+    # ----------------------------------------------------------------------------------------- exit
+    def _cta_exit(self, cta) -> None:
+        """Class 14: at a CTA's exit, its own bulk async reads of SMEM and its peers' accesses to its SMEM must be
+        ordered before the exit (PTX ISA 9.1 §9.7.9.25.6.2, §9.7.13.3: the trailing cluster barrier)."""
+        key = tuple(cta.ctaid)
+        exit_clock = self.reg.clock()
+        last = None
+        for (c, w), ws in self.warps.items():
+            if c == key:
+                exit_clock.join(ws.clock)
+                last = ws
+        if last is None:
+            return
+        for o in list(self.ops.values()):
+            if o.issuer is not None and o.issuer[0] == key and o.unit == "tma" and "bulk_group" in str(o.what):
+                comp, seq = o.streams["r"]
+                if not exit_clock.knows(comp, seq):
+                    self.report(explain.exit_with_async_read(o, cta))
+                    break
+        cl = cta.cluster
+        if cl is None or len(cl.ctas) < 2:
+            return
+        sp = self.spaces.get(("smem", cl.clusterid))
+        if sp is None:
+            return
+        from tcsim import memory as M
+        lo = M.shared_address(cta.rank, 0)
+        hi = M.shared_address(cta.rank + 1, 0)
+        row = exit_clock.row(VC)
+        for units, wc, wv, wi, rc, rv, ri in sp.scan(lo, hi):
+            cand = [(wc, wv, wi)] + [(rc[s], rv[s], ri[s]) for s in range(rc.shape[0])]
+            for cc, vv, ii in cand:
+                m = (cc >= 0) & (row[np.maximum(cc, 0)] < vv)
+                if not m.any():
+                    continue
+                for i in np.unique(ii[m]):
+                    rec = self.recs[int(i)]
+                    if rec.cta is not None and tuple(rec.cta) != key:
+                        self.report(explain.exit_with_remote_access(rec, cta, last))
+                        return
+
+    # ----------------------------------------------------------------------------------------- helpers
+    def _sync_rec(self, ev, ws) -> AccessRec:
+        text, loc, _, _ = self._pcinfo(ev.pc)
+        return AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
+
+    def _op_rec(self, o, ev, what) -> AccessRec:
+        return AccessRec(f"{o.what} ({what})", o.loc, o.cta, o.issuer[1] if o.issuer else None,
+                         None if o.lane is None else f"lane {o.lane}", "async", o.unit, ev.cycle, o.issuer, op=o)
+
+
+_SYNC = {
+    "async.issue": HappensBefore._async_issue,
+    "async.complete": HappensBefore._async_complete,
+    "bar.arrive": HappensBefore._bar_arrive,
+    "bar.release": HappensBefore._bar_release,
+    "mbarrier.init": HappensBefore._mbarrier_init,
+    "mbarrier.inval": HappensBefore._mbarrier_reset,
+    "mbarrier.arrive": HappensBefore._mbarrier_arrive,
+    "mbarrier.complete_tx": HappensBefore._mbarrier_complete_tx,
+    "mbarrier.phase": HappensBefore._mbarrier_phase,
+    "mbarrier.wait": HappensBefore._mbarrier_wait,
+    "cp.async.mbarrier.arrive": HappensBefore._cp_async_mbarrier_arrive,
+    "bulk.commit_group": lambda self, ev: self._group_commit(ev, True),
+    "bulk.wait_group": lambda self, ev: self._group_wait(ev, True),
+    "cp.async.commit_group": lambda self, ev: self._group_commit(ev, False),
+    "cp.async.wait_group": lambda self, ev: self._group_wait(ev, False),
+    "cluster.arrive": HappensBefore._cluster_arrive,
+    "cluster.wait": HappensBefore._cluster_wait,
+    "cluster.release": HappensBefore._cluster_release,
+    "fence": HappensBefore._fence,
+    "tcgen05.fence": HappensBefore._tcgen05_fence,
+    "tcgen05.wait": HappensBefore._tcgen05_wait,
+    "tcgen05.alloc": lambda self, ev: self._tmem_cells(ev, "alloc"),
+    "tcgen05.dealloc": lambda self, ev: self._tmem_cells(ev, "dealloc"),
+}
+
+__all__ = ["HappensBefore", "AccessRec"]
