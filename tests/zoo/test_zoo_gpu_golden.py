@@ -1,0 +1,60 @@
+"""The zoo's sm_90a kernels as a Hopper GPU ran them (tests/hw/golden_h100/zoo_sm90.json, recorded by
+``tests/zoo/hw_zoo.py``; the command is in the file): every correct twin completed on the GPU with the numpy answer,
+so the pairs are real kernels, not simulator artefacts; and where the GPU ended a buggy twin (a launch error, or no
+result: a hang), tcsim ends it the same way, with the finding as the explanation (issue 15 item 6).  A kernel edited
+since the recording fails here (its code hash changed): re-record it on a GPU."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcsim.findings import FindingError
+from tcsim.isa.errors import DeadlockError, MemoryFault
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import zoo  # noqa: E402
+from hw_zoo import TARGET, code_sha, twin_text  # noqa: E402
+
+GOLDEN = json.loads((HERE.parent / "hw" / "golden_h100" / "zoo_sm90.json").read_text())
+RECORDS = {(r["pair"], r["twin"]): r for r in GOLDEN["records"]}
+PAIRS = {p.name: p for p in zoo.PAIRS}
+
+
+def test_every_sm90_twin_was_recorded_and_is_unchanged():
+    want = {(p.name, w) for p in zoo.PAIRS if TARGET in p.targets for w in ("correct", "buggy")}
+    assert set(RECORDS) == want
+    for (name, which), rec in RECORDS.items():
+        assert code_sha(twin_text(PAIRS[name], which)) == rec["code_sha256"], \
+            f"{name} {which}: the kernel changed since the GPU recording; re-record (tests/zoo/hw_zoo.py)"
+
+
+@pytest.mark.parametrize("name", sorted({n for n, w in RECORDS if w == "correct"}))
+def test_correct_twins_ran_right_on_the_gpu(name):
+    rec = RECORDS[(name, "correct")]
+    assert rec["error"] is None and rec["matches_numpy"] is True
+
+
+ENDED = sorted(n for (n, w), r in RECORDS.items() if w == "buggy" and r["error"] is not None)
+
+
+@pytest.mark.parametrize("timing", [False, True], ids=["untimed", "timed"])
+@pytest.mark.parametrize("name", ENDED)
+def test_tcsim_ends_a_buggy_twin_the_way_the_gpu_did(name, timing):
+    rec = RECORDS[(name, "buggy")]
+    launch, _ = zoo.make_launch(PAIRS[name], twin_text(PAIRS[name], "buggy"))
+    from tcsim.launch import run_launch
+    with pytest.raises((FindingError, DeadlockError, MemoryFault)) as ei:
+        run_launch(launch, timing=timing)
+    err = ei.value
+    found = list(getattr(err, "findings", ()) or ())
+    assert found, f"{name}: the run stopped without a finding explaining it: {err}"
+    if rec["error"] == "TIMEOUT":            # the GPU never finished
+        assert isinstance(err, DeadlockError) or (isinstance(err, FindingError) and err.finding.outcome == "hang"), \
+            f"{name}: the GPU hung; tcsim ended with {type(err).__name__}: {err}"
+    else:                                    # the GPU ended the launch with an error
+        assert isinstance(err, MemoryFault) or (isinstance(err, FindingError) and err.finding.outcome == "trap"), \
+            f"{name}: the GPU trapped ({rec['error']}); tcsim ended with {type(err).__name__}: {err}"
