@@ -5,9 +5,15 @@ cited per class); the other functions build the findings of the checks that are 
 """
 from __future__ import annotations
 
+import re
+
 from tcsim.findings import Finding
 from .clocks import MB, PA, TA, TB
+
 from .shadow import ASYNC, F_ATOMIC, F_PROXY, GENERIC, TMAP
+
+#: a store whose value operand is an integer literal (`st.shared.b32 [a], 33554689`)
+_IMM_STORE = re.compile(r"^st\.[^\s]*\s+\[[^\]]*\]\s*,\s*-?(0[xX][0-9a-fA-F]+|\d+)\s*;?\s*$")
 
 
 def _at(rec) -> str:
@@ -123,8 +129,13 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if c.known or ((c.flags & F_ATOMIC) and (flags & F_ATOMIC)):
             return None
         k, missing, fix = _race_edge(det, prev, cur)
+        # the same store instruction of an immediate value, executed by several warps (Triton initialises shared
+        # words that way): a race by PTX ISA section 8.9, but every order leaves the same bytes -- a lint note
+        same = k == 21 and prev.line == cur.line and _IMM_STORE.search(cur.what or "") is not None
         return Finding(k, f"data race: {_at(cur)} and {_at(prev)} both write {rng} with no happens-before "
-                          f"between them", sides, missing=missing, fix=fix)
+                          f"between them" + (" (the same immediate value: every order leaves the same bytes)"
+                                             if same else ""), sides, missing=missing, fix=fix,
+                       severity="lint" if same else "error")
     # a write after reads
     if pproxy == ASYNC:
         if c.known:
@@ -148,15 +159,22 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                                    f"waits on before line {cur.line}",
                            fix=f"have every reading warp (warp {prev.warp} included) arrive after its last read "
                                f"(line {prev.line}), and count those arrivals in the barrier's init count")
-        if clock.knows(c.comp, c.val, PA) or clock.knows(c.comp, c.val, MB):
+        if clock.knows(c.comp, c.val, PA):
             return None
+        # Ordered through an mbarrier arrive -> wait (a pipeline's stage release) but with no proxy fence: the PTX
+        # ISA (section 8.6) still requires fence.proxy.async (DeepEP PR #642 added it for exactly this), yet
+        # pipelines ship without it and work on the GPU (the TMA write is issued after the wait) -- a lint note.
+        # Ordered only through bar.sync or a flag, it is an error.
+        lint = clock.knows(c.comp, c.val, MB)
         return Finding(9, f"{_at(cur)} writes {rng} through the async proxy; {_at(prev)} read it through the "
-                          f"generic proxy, ordered before only by a generic-proxy synchronisation with no "
-                          f"fence.proxy.async between (PTX ISA §8.6): the read may see the async write", sides,
+                          f"generic proxy, ordered before only by a generic-proxy synchronisation (a barrier or an "
+                          f"mbarrier arrive -> wait) with no fence.proxy.async between (PTX ISA §8.6): the read may "
+                          f"see the async write", sides,
                        missing=f"fence.proxy.async.shared::cta between line {prev.line} (`{_short(prev.what)}`) and "
                                f"line {cur.line} (`{_short(cur.what)}`)",
-                       fix=f"add fence.proxy.async.shared::cta before line {cur.line} (after the synchronisation "
-                           f"that orders the reads), or hand the stage back through an mbarrier arrive/wait")
+                       fix=f"add fence.proxy.async.shared::cta before line {cur.line}, after the synchronisation "
+                           f"that orders the reads (or in the reading threads before they release the stage)",
+                       severity="lint" if lint else "error")
     if c.known:
         return None
     k, missing, fix = _race_edge(det, prev, cur)

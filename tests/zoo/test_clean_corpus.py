@@ -32,10 +32,30 @@ ROOT = Path(__file__).resolve().parents[2]
 NVCC = ROOT / "tests" / "fixtures" / "nvcc"
 TIMINGS = (False, True)
 
-#: Real hazards in the corpus: name -> (class, PTX lines of the two sides, the PTX ISA passage).  Empty today:
-#: none of the examples or launchable fixtures has one (CUTLASS's Blackwell tutorial 01, whose st.u16 ->
-#: bar.sync -> tcgen05.mma lacks fence.proxy.async, is not a fixture of this project).
-KNOWN_HAZARDS: dict = {}
+#: Real hazards in the corpus: name -> (class, PTX lines of the two sides, the PTX ISA passage).
+KNOWN_HAZARDS: dict = {
+    # Triton 3.9 reads a shared word (the TMEM-address slot) with ld.shared, meets the other warps at bar.sync and
+    # later lets a TMA load overwrite those bytes, with no fence.proxy.async between: PTX ISA 9.1 section 8.6,
+    # "accessing the same memory location across multiple proxies needs a cross-proxy fence" (Triton's own
+    # ProxyFenceInsertion pass gained async-read dependencies for this, triton PR #9610 / pytorch #181248).
+    "triton/tma_matmul_bf16": (9, (59, 139), "PTX ISA 9.1 section 8.6"),
+    "triton/ws_matmul_f16": (9, (56, 834), "PTX ISA 9.1 section 8.6"),
+}
+
+#: Lint notes (never errors) the corpus is expected to give: name -> {class: why the hardware result is defined}.
+LINT_NOTES: dict = {
+    # consumer ld.shared -> mbarrier.arrive on the empty barrier -> producer wait -> cp.async.bulk into the stage,
+    # with no fence.proxy.async (section 8.6 asks for one; DeepEP PR #642 added it; the TMA write is issued after
+    # the wait, so it works on the GPU -- the golden H100 traces of this example agree)
+    "examples/bulk_pipeline": {9: "mbarrier-ordered generic read -> TMA write without a proxy fence"},
+    # tcgen05.ld destination registers read before tcgen05.wait::ld (section 9.7.16.8.3 leaves them undefined; ptxas
+    # orders the use after the load)
+    "triton/tma_matmul_bf16": {19: "tcgen05.ld registers used before wait::ld"},
+    "triton/cute_gemm_bf16": {19: "tcgen05.ld registers used before wait::ld"},
+    # every warp stores the same immediate to one shared word (a race by section 8.9; every order leaves the same
+    # bytes)
+    "triton/ws_matmul_f16": {21: "same immediate stored by several warps"},
+}
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py")
                   if not p.stem.startswith("_") and "def make_launch" in p.read_text())
@@ -53,6 +73,11 @@ def _run(launch: Launch, timing: bool):
 
 def _assert_clean(name: str, launch: Launch, timing: bool):
     result, findings, stop = _run(launch, timing)
+    lint_ok = LINT_NOTES.get(name, {})
+    lints = [f for f in findings if f.severity == "lint"]
+    assert all(f.cls in lint_ok for f in lints), \
+        f"{name}: undocumented lint notes:\n" + "\n".join(f.format() for f in lints if f.cls not in lint_ok)
+    findings = [f for f in findings if f.severity != "lint"]
     hazard = KNOWN_HAZARDS.get(name)
     if hazard is None:
         assert stop is None, f"{name}: the run stopped: {stop}"
