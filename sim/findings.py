@@ -122,7 +122,12 @@ class Finding:
         if self.severity not in SEVERITIES or self.outcome not in OUTCOMES:
             raise ValueError(f"bad severity/outcome {self.severity}/{self.outcome}")
         if not self.key:
-            object.__setattr__(self, "key", (self.cls, tuple(s.line for s in self.sides), self.missing))
+            lines = tuple(s.line for s in self.sides)
+            if self.cls == 21:          # a data race is one bug whichever of its two accesses came first
+                key = (21, tuple(sorted(lines, key=lambda x: -1 if x is None else x)))
+            else:
+                key = (self.cls, lines, self.missing)
+            object.__setattr__(self, "key", key)
 
     @property
     def title(self) -> str:

@@ -79,3 +79,12 @@ def test_clean_example_has_no_findings_and_cli_writes_empty_json(tmp_path, capsy
     text = capsys.readouterr().out
     assert rc == 0 and "[sim] findings: no findings" in text
     assert json.loads(out.read_text())["findings"] == []
+
+
+def test_a_data_race_is_one_finding_whichever_access_came_first():
+    a = Access("st.shared.u32 [%r5], 42", SourceLoc("k.ptx", 30, 2), warp=0)
+    b = Access("ld.shared.u32 %r7, [%r5]", SourceLoc("k.ptx", 36, 2), warp=1)
+    log = FindingLog()
+    log.report(Finding(21, "read after write", (a, b), missing="no edge between line 30 and line 36"))
+    log.report(Finding(21, "write after read", (b, a), missing="no edge between line 36 and line 30"))
+    assert len(log) == 1 and sum(log.repeats.values()) == 1
