@@ -12,9 +12,6 @@ even though the kernels produce the right result on the GPU:
 * ``ws_matmul_f16``, class 21 as a lint note: every warp stores the same immediate to the same SMEM address with no
   ordering between them (§8.9 data races: conflicting accesses that are not morally strong race, whatever values
   they write; every order leaves the same bytes).
-* ``bulk_pipeline`` (an example), class 9 as a lint note: the consumer's ``ld.shared`` is ordered before the
-  producer's next bulk copy into the stage only by the empty mbarrier, with no ``fence.proxy.async`` (§8.6 asks for
-  one, DeepEP PR #642 added it; the copy is issued after the wait, so the GPU result is defined in practice).
 
 Lint notes (class 19, not errors): Triton and CuTe DSL read ``tcgen05.ld`` destination registers without
 ``tcgen05.wait::ld``; the PTX ISA (§9.7.16.8.3) leaves their values undefined until the wait, ptxas orders the use
@@ -38,8 +35,7 @@ EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(ex.__path__) if not m.nam
 def test_example_runs_clean(name, timing):
     mod = importlib.import_module(f"tcsim.examples.{name}")
     res = run_launch(mod.make_launch(), timing=timing)
-    allowed = {9} if name == "bulk_pipeline" else set()   # mbarrier-ordered generic read -> TMA write: a lint note
-    assert all(f.severity == "lint" and f.cls in allowed for f in res.findings), [str(f) for f in res.findings]
+    assert not res.findings, [str(f) for f in res.findings]
 
 
 def test_triton_tma_matmul_gives_only_its_documented_hazards():

@@ -44,10 +44,6 @@ KNOWN_HAZARDS: dict = {
 
 #: Lint notes (never errors) the corpus is expected to give: name -> {class: why the hardware result is defined}.
 LINT_NOTES: dict = {
-    # consumer ld.shared -> mbarrier.arrive on the empty barrier -> producer wait -> cp.async.bulk into the stage,
-    # with no fence.proxy.async (section 8.6 asks for one; DeepEP PR #642 added it; the TMA write is issued after
-    # the wait, so it works on the GPU -- the golden H100 traces of this example agree)
-    "examples/bulk_pipeline": {9: "mbarrier-ordered generic read -> TMA write without a proxy fence"},
     # tcgen05.ld destination registers read before tcgen05.wait::ld (section 9.7.16.8.3 leaves them undefined; ptxas
     # orders the use after the load)
     "triton/tma_matmul_bf16": {19: "tcgen05.ld registers used before wait::ld"},
