@@ -99,6 +99,8 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                                        f"(`{_short(cur.what)}` reading the same {c.n} bytes)",
                                fix=f"add fence.proxy.async.shared::cta after line {prev.line} in the writing "
                                    f"threads, before the barrier that hands the data to the issuing thread")
+            if cur.unit == "tensor_pipe" and det.tcgen05_fenced:
+                return _unfenced_tcgen05_read(c, prev, cur, clock, rng, sides)
             return None
         if cproxy == TMAP:
             if pproxy != GENERIC:
@@ -186,7 +188,8 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
     """TMEM pairs: class 6 (PTX ISA 9.1 §9.7.16.8.3 tcgen05.ld completes at tcgen05.wait::ld; an MMA's results
     are visible after its tcgen05.commit's mbarrier phase, §9.7.16.9.2), class 7 (§9.7.16.6: tcgen05 ops of
     different threads ordered through a thread synchronisation need tcgen05.fence::before_thread_sync on the
-    producing side and ::after_thread_sync on the consuming side)."""
+    producing side -- explicit, or implied by tcgen05.commit, §9.7.16.6.4.2 -- and ::after_thread_sync on the
+    consuming side; checked in kernels that use ::after_thread_sync, :func:`fence_discipline`)."""
     if not c.known:
         if c.kind == "r" and write and cur.unit == "tensor_pipe" and prev.unit == "warp" and cur.op is not None \
                 and prev.cycle >= cur.op.issued:
@@ -218,9 +221,9 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         return None
     if clock.knows(c.comp, c.val, TA):
         return None
-    if not clock.knows(c.comp, c.val, TB):
-        # no explicit tcgen05.fence::before_thread_sync on the producing side: Triton-generated kernels ship
-        # without any tcgen05 fence (and run on B200), so a pair without the fence discipline is not reported
+    if not clock.knows(c.comp, c.val, TB) or not det.tcgen05_fenced:
+        # the producing side did not publish its tcgen05 ops (no tcgen05.fence::before_thread_sync and no
+        # tcgen05.commit), or the kernel never uses tcgen05.fence::after_thread_sync: see fence_discipline
         return None
     missing = (f"tcgen05.fence::after_thread_sync by the consuming warp after the thread synchronisation, before "
                f"line {cur.line}")
@@ -228,6 +231,55 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
     return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
                       f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
                       f"across it", sides, missing=missing, fix=fix)
+
+
+def fence_discipline(program) -> bool:
+    """Whether the kernel follows the tcgen05 fence discipline: it executes ``tcgen05.fence::after_thread_sync``
+    somewhere (PTX ISA 9.1 §9.7.16.11.1).  Only such kernels are checked for a *missing* after_thread_sync (class 7).
+
+    The rule.  §9.7.16.6.1 makes tcgen05.mma / .cp / .shift / .ld / .st asynchronous: "not inherently ordered" with
+    respect to the issuing thread's other operations.  §9.7.16.6.3: tcgen05.fence::before_thread_sync and
+    ::after_thread_sync "compose with execution ordering instructions" (mbarrier, barrier, morally strong
+    ld/st/atom) to order tcgen05 operations across threads; an async tcgen05 operation after
+    ::after_thread_sync is ordered after the thread's prior execution-ordering operations.  Every canonical
+    cross-thread pattern of §9.7.16.6.4.4 puts ::after_thread_sync between the wait and the consumer's tcgen05
+    op (``tcgen05.mma; tcgen05.commit.mbarrier::arrive::one [mbar]`` || ``mbarrier.try_wait.relaxed.cluster
+    [mbar]; tcgen05.fence::after_thread_sync; tcgen05.ld``), and §9.7.16.6.4.2 says the producer needs no explicit
+    ::before_thread_sync there, tcgen05.commit performing it implicitly.  The same section (§9.7.16.6.3) also
+    says "the standard memory consistency model synchronization mechanisms also apply to the tcgen05 family":
+    compiler-generated kernels (Triton 3.x, CuTe DSL; tests/fixtures/triton) use no tcgen05 fence at all and
+    order tcgen05.ld / tcgen05.mma after a default (``.acquire``) mbarrier wait only, and run correctly on B200
+    (an NVIDIA engineer on CUTLASS issue #2974: the fence is needed with the ``.relaxed`` try_wait of the ISA's
+    examples).  So a fence-free kernel is not reported.  A kernel that does use ::after_thread_sync (CUTLASS,
+    the project's examples, hand-written PTX) is written to the §9.7.16.6.4 patterns; a thread synchronisation
+    that hands tcgen05 work (or TMA bytes an MMA reads) to another thread without the fence is then the class-7
+    bug (the fence deleted in one place; CUTLASS #2974, flash-attention PR #2033), reported as an error.
+    The check is static over the kernel's instructions, so it does not depend on the schedule."""
+    for ins in program.body:
+        fo = getattr(ins, "full_opcode", "") or ""
+        if fo.startswith("tcgen05.fence") and "after_thread_sync" in fo:
+            return True
+    return False
+
+
+def _unfenced_tcgen05_read(c, prev, cur, clock, rng, sides):
+    """Class 7 for SMEM an async tcgen05 op (tcgen05.mma / .cp) reads: ``prev`` wrote it from another thread (a TMA
+    copy issued by a producer warp, or a store ordered through a barrier), the write reached the issuing warp
+    through a thread synchronisation (``c.known``), but the warp executed no tcgen05.fence::after_thread_sync
+    between that synchronisation and the tcgen05 op's issue (``clock``: the op's issue clock, row TA), so the
+    async op is not ordered after the wait (§9.7.16.6.3, §9.7.16.11.1; only in kernels that follow the fence
+    discipline, :func:`fence_discipline`)."""
+    if prev.issuer is None or cur.issuer is None or prev.issuer == cur.issuer:
+        return None
+    if clock.knows(c.comp, c.val, TA):
+        return None
+    missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the mbarrier wait / barrier that "
+               f"ordered line {prev.line} before it, before line {cur.line}")
+    return Finding(7, f"{_at(cur)} reads {rng}, written by {_at(prev)}; the issuing warp observed the write through "
+                      f"a thread synchronisation but executed no tcgen05.fence::after_thread_sync after it, so the "
+                      f"asynchronous tcgen05 operation is not ordered after the wait and may read the stage before "
+                      f"the data landed (PTX ISA §9.7.16.6.3, §9.7.16.11.1)", sides, missing=missing,
+                   fix=f"add tcgen05.fence::after_thread_sync after the wait, before line {cur.line}")
 
 
 def _ld_before_mma(mma, ld, rng):

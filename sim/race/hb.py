@@ -168,6 +168,8 @@ class HappensBefore:
         self._pc_info: dict = {}
         self.ctas = {c.ctaid: c for c in sim.ctas}
         self.regs_pending = 0
+        #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
+        self.tcgen05_fenced = explain.fence_discipline(self.program)
         hooks = getattr(sim, "cta_exit_hooks", None)
         if hooks is not None:
             hooks.append(self._cta_exit)
@@ -543,6 +545,10 @@ class HappensBefore:
             o = self.ops.get(ev.op_id)
             c = self.pipe_done.get(tuple(ev.cta))
             rel = (o.completion() if o is not None else self.reg.clock()).join(c)
+            # the commit's arrive carries an implicit tcgen05.fence::before_thread_sync (PTX ISA 9.1
+            # §9.7.16.6.4.2: "No explicit tcgen05.fence::before_thread_sync is needed as this is implicitly
+            # performed by tcgen05.commit"): the completed tcgen05 operations are published for thread sync
+            rel.absorb(TB, VC)
             if o is not None:
                 self._remote_check(ev, st, rel, o.cta, lambda: self._op_rec(o, ev, "the commit's arrive"))
             self._mb_release(st, rel)
@@ -687,7 +693,9 @@ class HappensBefore:
         if ev.detail.get("fence") == "before_thread_sync":
             ws.clock.absorb(TB, VC)
         else:
-            ws.clock.absorb(TA, TB)
+            # orders the later async tcgen05 ops after everything the thread synchronised with so far
+            # (§9.7.16.11.1); explain._tmem also asks the producing side's TB
+            ws.clock.absorb(TA, VC)
         ws.tick()
 
     def _tcgen05_wait(self, ev) -> None:
