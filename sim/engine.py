@@ -518,15 +518,29 @@ class Simulation:
         lines = []
         loc = None
         causes = []
+        # first the waits' own root causes; the warps left without one (blocked elsewhere) are handed to the
+        # named-barrier check, which decides whether a barrier's thread count is what none of them can meet
+        own = {}
+        blocked = {}
         for w in stuck:
             for wait in w.waits:
-                reason = wait.reason() if callable(wait.reason) else wait.reason
                 f = wait.cause() if wait.cause is not None else None
                 hit = self._blocking_mbarrier(wait) if f is None else None
                 if hit is not None:
                     f = self.protocol.deadlock_cause(hit[0], hit[1], w.label, lanes_str(wait.mask))
-                elif f is None and ("named-barriers", None) in self.agents:
-                    f = self.agents[("named-barriers", None)].deadlock_cause(wait)
+                own[id(wait)] = (f, hit)
+                if f is None and hit is not None:
+                    pc = int(w.pc[wait.mask].min()) if wait.mask.any() else None
+                    at = f" at {self.program.body[max(pc - 1, 0)].loc}" if pc is not None else ""
+                    blocked.setdefault(id(w.cta), {})[w.id] = f"an mbarrier wait{at}"
+        known = any(f is not None for f, _ in own.values())
+        for w in stuck:
+            for wait in w.waits:
+                reason = wait.reason() if callable(wait.reason) else wait.reason
+                f, hit = own[id(wait)]
+                if f is None and hit is None and ("named-barriers", None) in self.agents:
+                    f = self.agents[("named-barriers", None)].deadlock_cause(
+                        wait, None if known else blocked.get(id(w.cta), {}))
                 if f is not None and all(f.key != c.key for c in causes):
                     causes.append(f)
                 ins = self.program.body[int(w.pc[wait.mask].min())] if wait.mask.any() else None

@@ -16,16 +16,18 @@ distinguishes (PTX ISA 9.1 §8, memory consistency model):
 * ``VC`` -- plain happens-before (base causality order, §8.9.2);
 * ``PA`` -- what a ``fence.proxy.async`` ordered for the async proxy (§8.6 proxies, §9.7.13.4): a generic write
   ``(c, v)`` is visible to an async-proxy read issued with clock ``I`` iff ``I.PA[c] >= v``;
-* ``TB`` -- tcgen05 operations published to thread synchronisation by ``tcgen05.fence::before_thread_sync``
-  (§9.7.16.6, "memory consistency model for 5th generation TensorCore operations"), or implicitly by
-  ``tcgen05.commit``'s mbarrier arrive;
-* ``TA`` -- what this thread's ``tcgen05.fence::after_thread_sync`` ordered before its later tcgen05 operations;
+* ``TB`` -- tcgen05 operations published to thread synchronisation by an explicit
+  ``tcgen05.fence::before_thread_sync`` (§9.7.16.6, "memory consistency model for 5th generation TensorCore
+  operations"); the implicit one of ``tcgen05.commit`` (§9.7.16.6.4.2) is recognised by
+  :func:`tcsim.race.explain.fence_discipline`'s rule from the producing unit and the ``MB`` row instead;
+* ``TA`` -- what this thread's ``tcgen05.fence::after_thread_sync`` ordered before its later tcgen05 operations
+  (its ``VC`` at the fence);
 * ``MB`` -- what reached the thread through an mbarrier phase (arrive -> phase completion -> wait);
 * ``MI`` -- what a ``fence.mbarrier_init.release.cluster`` released (mbarrier inits visible to the cluster);
 * ``TM`` -- unused (kept for layout; ``fence.proxy.tensormap::generic.acquire [addr]`` orders one map only, so
   the detector keeps the clock of each such fence per warp and map address, :mod:`tcsim.race.hb`).
 
-Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` (or ``TB``) into their row.
+Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` into their row.
 """
 from __future__ import annotations
 

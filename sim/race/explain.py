@@ -99,6 +99,8 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                                        f"(`{_short(cur.what)}` reading the same {c.n} bytes)",
                                fix=f"add fence.proxy.async.shared::cta after line {prev.line} in the writing "
                                    f"threads, before the barrier that hands the data to the issuing thread")
+            if cur.unit == "tensor_pipe":
+                return _unfenced_tcgen05_read(det, c, prev, cur, clock, rng, sides)
             return None
         if cproxy == TMAP:
             if pproxy != GENERIC:
@@ -184,7 +186,8 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
     """TMEM pairs: class 6 (PTX ISA 9.1 §9.7.16.8.3 tcgen05.ld completes at tcgen05.wait::ld; an MMA's results
     are visible after its tcgen05.commit's mbarrier phase, §9.7.16.9.2), class 7 (§9.7.16.6: tcgen05 ops of
     different threads ordered through a thread synchronisation need tcgen05.fence::before_thread_sync on the
-    producing side and ::after_thread_sync on the consuming side)."""
+    producing side -- explicit, or implied by tcgen05.commit, §9.7.16.6.4.2 -- and ::after_thread_sync on the
+    consuming side; checked in kernels that use ::after_thread_sync, :func:`fence_discipline`)."""
     if not c.known:
         if c.kind == "r" and write and cur.unit == "tensor_pipe" and prev.unit == "warp" and cur.op is not None \
                 and prev.cycle >= cur.op.issued:
@@ -216,16 +219,88 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         return None
     if clock.knows(c.comp, c.val, TA):
         return None
-    if not clock.knows(c.comp, c.val, TB):
-        # no explicit tcgen05.fence::before_thread_sync on the producing side: Triton-generated kernels ship
-        # without any tcgen05 fence (and run on B200), so a pair without the fence discipline is not reported
-        return None
     missing = (f"tcgen05.fence::after_thread_sync by the consuming warp after the thread synchronisation, before "
                f"line {cur.line}")
     fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
-    return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
-                      f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
-                      f"across it", sides, missing=missing, fix=fix)
+    if clock.knows(c.comp, c.val, TB):
+        # the producer fenced explicitly (tcgen05.fence::before_thread_sync) and the consumer did not
+        return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
+                          f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
+                          f"across it", sides, missing=missing, fix=fix)
+    if prev.unit != "tensor_pipe" or not clock.knows(c.comp, c.val, MB):
+        return None
+    # tcgen05.mma -> tcgen05.commit (its implicit ::before_thread_sync) -> mbarrier wait -> this tcgen05 op
+    ws = det.warps.get(cur.issuer)
+    return _commit_wait_unfenced(det, ws is not None and ws.wait_relaxed, prev, cur, rng, sides, missing, fix,
+                                 "reads the accumulator" if not write else "overwrites the cells")
+
+
+def fence_discipline(program) -> bool:
+    """Whether the kernel uses ``tcgen05.fence::after_thread_sync`` anywhere (PTX ISA 9.1 §9.7.16.11.1).
+
+    The class-7 rule for a consumer's tcgen05 op (tcgen05.ld of an accumulator, tcgen05.mma / .cp of SMEM) that
+    another thread's work (a tcgen05.mma tracked by tcgen05.commit, a TMA copy) reaches only through an mbarrier
+    wait, with no ``tcgen05.fence::after_thread_sync`` between the wait and the op:
+
+    * §9.7.16.6.1: tcgen05.mma / .cp / .shift / .ld / .st are asynchronous, "not inherently ordered" with the
+      issuing thread's other operations.  §9.7.16.6.3: ::before_thread_sync / ::after_thread_sync "compose with
+      execution ordering instructions" (mbarrier, barrier, morally strong ld/st/atom) to order tcgen05 ops across
+      threads; an async tcgen05 op after ::after_thread_sync is ordered after the thread's prior
+      execution-ordering operations.  The canonical cross-thread pattern (§9.7.16.6.4.4) is
+      ``tcgen05.mma; tcgen05.commit.mbarrier::arrive::one [mbar]`` || ``mbarrier.try_wait.relaxed.cluster [mbar];
+      tcgen05.fence::after_thread_sync; tcgen05.ld`` (the commit performs the producer's ::before_thread_sync,
+      §9.7.16.6.4.2).  A ``.relaxed`` wait "does not provide any memory ordering semantics" (§9.7.13.15.16, mbarrier.try_wait), so
+      there the fence is the only edge: its absence is an **error**.
+    * §9.7.16.6.3 also says "the standard memory consistency model synchronization mechanisms also apply to the
+      tcgen05 family": after a default (``.acquire``) wait the op is ordered by the acquire (an NVIDIA engineer on
+      CUTLASS issue #2974: the fence is needed with the ``.relaxed`` try_wait of the ISA's examples).  CUTLASS C++,
+      ThunderKittens (its educational_b200 levels fence after the TMEM-allocation barrier but not after the
+      commit's wait), Triton and the CuTe DSL ship that way and run on B200.  In a kernel that does use
+      ::after_thread_sync (it follows the §9.7.16.6.4 patterns) the missing fence after an acquire wait is a
+      **lint note** (the canonical pattern has it); in a fence-free kernel nothing is reported.
+    * An explicit ``tcgen05.fence::before_thread_sync`` on the producing side with no ::after_thread_sync on the
+      consuming side stays an error whatever the wait (the fence pair of §9.7.16.6.3 is half present).
+
+    The discipline check is static over the kernel's instructions, so it does not depend on the schedule."""
+    for ins in program.body:
+        fo = getattr(ins, "full_opcode", "") or ""
+        if fo.startswith("tcgen05.fence") and "after_thread_sync" in fo:
+            return True
+    return False
+
+
+def _commit_wait_unfenced(det, relaxed, prev, cur, rng, sides, missing, fix, what):
+    """Class 7 (error after a .relaxed wait, lint note after an acquire wait in a kernel that uses
+    ::after_thread_sync, else None) for ``cur`` ordered after ``prev`` only through an mbarrier wait with no
+    tcgen05.fence::after_thread_sync after it: :func:`fence_discipline`."""
+    if relaxed:
+        return Finding(7, f"{_at(cur)} {what} {rng} that {_at(prev)} produced; it is ordered after it only through "
+                          f"a .relaxed mbarrier wait, which orders no memory (PTX ISA §9.7.13.15.16, mbarrier.try_wait), with no "
+                          f"tcgen05.fence::after_thread_sync after the wait (§9.7.16.6.4.4): the asynchronous tcgen05 "
+                          f"operation may be performed before the wait", sides, missing=missing, fix=fix)
+    if not det.tcgen05_fenced:
+        return None
+    return Finding(7, f"{_at(cur)} {what} {rng} that {_at(prev)} produced, after an mbarrier wait with no "
+                      f"tcgen05.fence::after_thread_sync between them, although this kernel uses that fence "
+                      f"elsewhere: the PTX ISA's canonical pattern (§9.7.16.6.4.4) has the fence here; the wait's "
+                      f"acquire orders the operation by the standard memory model (§9.7.16.6.3)", sides,
+                   missing=missing, fix=fix, severity="lint")
+
+
+def _unfenced_tcgen05_read(det, c, prev, cur, clock, rng, sides):
+    """Class 7 for SMEM an async tcgen05 op (tcgen05.mma / .cp) reads: ``prev`` wrote it from another thread (a TMA
+    copy issued by a producer warp), the write reached the issuing warp through an mbarrier wait (``clock``: the
+    op's issue clock; rows MB, TA) and no tcgen05.fence::after_thread_sync came between the wait and the issue
+    (:func:`fence_discipline`; ``cur.op.relaxed``: the issuer's last wait was .relaxed)."""
+    if prev.issuer is None or cur.issuer is None or prev.issuer == cur.issuer:
+        return None
+    if clock.knows(c.comp, c.val, TA) or not clock.knows(c.comp, c.val, MB):
+        return None
+    missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the mbarrier wait that ordered line "
+               f"{prev.line} before it, before line {cur.line}")
+    fix = f"add tcgen05.fence::after_thread_sync after the wait, before line {cur.line}"
+    return _commit_wait_unfenced(det, bool(getattr(cur.op, "relaxed", False)), prev, cur, rng, sides, missing, fix,
+                                 "reads")
 
 
 def _ld_before_mma(mma, ld, rng):

@@ -87,7 +87,7 @@ class AccessRec:
 class WarpState:
     __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
-                 "cluster_phase")
+                 "cluster_phase", "wait_relaxed")
 
     def __init__(self, key, reg: Components):
         self.key = key
@@ -110,6 +110,7 @@ class WarpState:
         self.cpa_groups: deque = deque()
         self.alloc_ncols = None
         self.cluster_phase = None
+        self.wait_relaxed = False    # the warp's last completed mbarrier wait was .relaxed (no acquire, §9.7.13.15)
 
     @property
     def epoch(self) -> int:
@@ -123,7 +124,7 @@ class OpState:
     """An async op between its issue and its completion (and after, for late acquirers)."""
 
     __slots__ = ("op_id", "unit", "what", "clock", "streams", "issuer", "pc", "loc", "lane", "issued", "done",
-                 "waiters", "cta", "reads_smem")
+                 "waiters", "cta", "reads_smem", "relaxed")
 
     def __init__(self, op_id, unit, what, clock, streams, issuer, pc, loc, lane, issued, cta):
         self.op_id, self.unit, self.what, self.clock, self.streams = op_id, unit, what, clock, streams
@@ -131,6 +132,7 @@ class OpState:
         self.done = False
         self.waiters: list = []      # (WarpState, read_only)
         self.reads_smem = False
+        self.relaxed = False         # issued after a .relaxed mbarrier wait (the issuer's wait_relaxed then)
 
     def completion(self, read_only: bool = False):
         c = self.clock.copy()
@@ -168,6 +170,8 @@ class HappensBefore:
         self._pc_info: dict = {}
         self.ctas = {c.ctaid: c for c in sim.ctas}
         self.regs_pending = 0
+        #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
+        self.tcgen05_fenced = explain.fence_discipline(self.program)
         hooks = getattr(sim, "cta_exit_hooks", None)
         if hooks is not None:
             hooks.append(self._cta_exit)
@@ -425,6 +429,7 @@ class HappensBefore:
                     (ws.key[0] if ws is not None else cta))
         self.ops[ev.op_id] = o
         if ws is not None:
+            o.relaxed = ws.wait_relaxed
             if unit == "tma" and "bulk_group" in str(what):
                 ws.bulk_open.append(o)
             elif ev.agent == "lsu":
@@ -587,6 +592,7 @@ class HappensBefore:
     def _mbarrier_wait(self, ev) -> None:
         ws = self._warp(ev.cta, ev.warp)
         if ev.detail.get("done"):
+            ws.wait_relaxed = ev.detail.get("sem") == "relaxed"
             st = self.mbars.get((tuple(ev.target_cta or ev.cta), ev.mbarrier))
             if st is not None and st["phases"]:
                 arg = ev.detail.get("arg")
@@ -687,7 +693,9 @@ class HappensBefore:
         if ev.detail.get("fence") == "before_thread_sync":
             ws.clock.absorb(TB, VC)
         else:
-            ws.clock.absorb(TA, TB)
+            # orders the later async tcgen05 ops after everything the thread synchronised with so far
+            # (§9.7.16.11.1); explain._tmem also asks the producing side's TB
+            ws.clock.absorb(TA, VC)
         ws.tick()
 
     def _tcgen05_wait(self, ev) -> None:

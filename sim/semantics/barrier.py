@@ -106,6 +106,7 @@ class NamedBarriers:
         self.phases = {}           # (cta id(), index) -> _Phase
         self.generations = {}
         self.warp_sync = {}        # warp -> dict(arrived=bool[32], event=..., mask=int)
+        self.took_part = {}        # (cta id(), index) -> ids of the warps that ever arrived at that barrier
         self.port = SyncPort(sim, "barrier", ("op",))     # reports the releases
         sim.exit_hooks.append(self.on_exit)
 
@@ -163,6 +164,7 @@ class NamedBarriers:
                 fix="give each group of warps that synchronises together its own named barrier id, with the same "
                     "thread count at every bar.sync / bar.arrive of it",
                 outcome="trap"))
+        self.took_part.setdefault((id(cta), index), set()).add(warp.id)
         prev = ph.lanes.get(warp.id)
         if prev is None:
             prev = ph.lanes[warp.id] = np.zeros(WARP, dtype=bool)
@@ -220,26 +222,37 @@ class NamedBarriers:
             value = {"popc": ph.popc, "and": ph.all, "or": ph.any}[ph.red_op]
         ph.event.succeed(value)
 
-    def deadlock_cause(self, wait):
+    def deadlock_cause(self, wait, blocked=None):
         """At a deadlock: a class-16 finding (outcome 'hang') when ``wait`` waits on a named-barrier phase whose
-        thread count the CTA's remaining warps can no longer meet (warps exited, or the count is above the warps
-        that ever could arrive); None when the missing warps are alive (blocked elsewhere: not this barrier's
-        fault)."""
+        thread count (PTX ISA 9.1 §9.7.13.1: bar.sync with thread count b completes when b threads have arrived)
+        the CTA's warps can no longer meet: warps exited, or the count is above the warps that could arrive.
+
+        ``blocked``: warp id -> where it is stuck, for the warps of the deadlock whose own wait has no root cause
+        (the engine finds those first).  Such a warp never arrives here, so it counts as one that could arrive
+        only if it ever took part in this barrier (an earlier generation): then the barrier waits for a warp
+        blocked elsewhere, and the count is not the fault (None).  A warp that never arrived at this barrier
+        index and is stuck elsewhere -- the producer waiting for a stage the barrier's warps would release
+        after the barrier -- is not one of its participants: the count is."""
         for ph in self.phases.values():
             if ph.event is not wait.event or ph.count is None:
                 continue
             cta = ph.cta
             need = ph.count // WARP
-            could = len(ph.arrived) + sum(1 for w in cta.warps if w.alive.any() and w.id not in ph.arrived)
+            took = self.took_part.get((id(cta), ph.index), set())
+            others = [w for w in cta.warps if w.alive.any() and w.id not in ph.arrived]
+            stuck = [w for w in others if blocked is not None and w.id in blocked and w.id not in took]
+            could = len(ph.arrived) + len(others) - len(stuck)
             if could >= need:
                 return None
             where = f"named barrier {ph.index} of {cta.label}"
             first = ph.first
             exited = [w.id for w in cta.warps if not w.alive.any() and w.id not in ph.arrived]
+            elsewhere = "; ".join(f"warp {w.id} waits elsewhere ({blocked[w.id]})" for w in stuck)
             return Finding(
                 16, f"{where} (generation {ph.generation}) waits for {ph.count} threads ({need} warps), but only "
-                    f"{len(ph.arrived)} warp(s) {sorted(ph.arrived)} arrived and {could - len(ph.arrived)} more are "
-                    f"alive" + (f" (warps {exited} exited without arriving)" if exited else "")
+                    f"{len(ph.arrived)} warp(s) {sorted(ph.arrived)} arrived and {could - len(ph.arrived)} more "
+                    f"can" + (f" (warps {exited} exited without arriving)" if exited else "")
+                    + (f" ({elsewhere}, and never took part in barrier {ph.index})" if stuck else "")
                     + ": its count can never be met",
                 ((first.access(where=where),) if first is not None else ()),
                 missing=f"{need - could} more warp(s) arriving at barrier {ph.index}, or a thread count of "

@@ -252,3 +252,52 @@ def test_copy_issued_by_one_lane_is_clean(timing, seed):
     src = np.arange(64, dtype=np.uint32) + 3
     res = launch(issue(predicated=True), 32, timing, seed, args=[src, np.zeros(32, np.uint32)])
     assert res.findings == [] and (res.outputs[1] == src[:32]).all()
+
+
+def handoff(count: int) -> str:
+    """Warp 0 (lane 0) waits on an mbarrier that thread 32 arrives on after warps 1 and 2 meet at named barrier 1
+    (bar.sync 1, ``count``): the shape of a consumer group's barrier in a producer/consumer ring."""
+    return HEAD + f""".visible .entry k(.param .u64 out)
+{{
+  .reg .b32 %r<20>; .reg .pred %p<8>;
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, bar;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
+  bar.sync 0;
+  setp.ge.u32 %p2, %r1, 32;
+  @%p2 bra CONS;
+  @!%p1 bra DONE;
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r2], 0;      // @WAIT
+  @!%p3 bra WAIT;
+  bra DONE;
+CONS:
+  bar.sync 1, {count};      // @BAR
+  setp.eq.u32 %p4, %r1, 32;
+  @%p4 mbarrier.arrive.shared::cta.b64 _, [%r2];
+DONE:
+  ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("timing,seed", SCHEDULES)
+def test_class16_count_above_the_group_while_the_other_warp_waits_elsewhere(timing, seed):
+    # warps 1, 2 (64 threads) meet at bar.sync 1, 96; warp 0 is alive but blocked on the mbarrier those warps
+    # would arrive on after the barrier, and never took part in barrier 1: the count is the root cause (§9.7.13.1)
+    ptx = handoff(96)
+    with pytest.raises(DeadlockError) as ei:
+        launch(ptx, 96, timing, seed)
+    [f] = [f for f in ei.value.findings if f.cls == 16]
+    assert f.outcome == "hang" and f.lines == (line_of(ptx, "BAR"),)
+    assert "96 threads (3 warps)" in f.message and "[1, 2] arrived" in f.message
+    assert "warp 0 waits elsewhere" in f.message and "thread count of 64" in f.missing
+    assert "Root cause: [class 16]" in str(ei.value)
+
+
+@pytest.mark.parametrize("timing,seed", SCHEDULES)
+def test_class16_twin_with_the_group_count_is_clean(timing, seed):
+    res = launch(handoff(64), 96, timing, seed)
+    assert res.findings == []

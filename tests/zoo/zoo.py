@@ -53,6 +53,12 @@ STORES = ["\tst.global.v4.f32 \t[%rd12], {%f0, %f1, %f2, %f3};                  
 STORE_LATE = (("//<<STORE_EARLY>>", None), ("//<<STORE_LATE>>", STORES))
 STORE_EARLY = (("//<<STORE_EARLY>>", STORES), ("//<<STORE_LATE>>", None))
 WAIT_LD = "\ttcgen05.wait::ld.sync.aligned;"
+# the class-7 pairs wait in the PTX ISA's canonical form (9.7.16.6.4.4: mbarrier.try_wait.relaxed.cluster, then
+# tcgen05.fence::after_thread_sync): there the fence is the only ordering edge (tcsim.race.explain.fence_discipline)
+RELAXED_MMA_WAIT = (("[%r11], 0;      // @wait",
+                     ["\tmbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 \t%p8, [%r11], 0;      // @wait"]),)
+RELAXED_FULL_WAIT = (("mbarrier.try_wait.parity.shared::cta.b64 \t%p5, [%r24], %r33;",
+                      ["\tmbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 \t%p5, [%r24], %r33;"]),)
 LD = ("\ttcgen05.ld.sync.aligned.32x32b.x16.b32 \t{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9, %f10, %f11, "
       "%f12, %f13, %f14, %f15}, [%r40];      // @ld")
 
@@ -178,13 +184,14 @@ PAIRS = (
          why="PTX ISA 9.7.16.10.9.1 (tcgen05.mma is asynchronous) and 9.7.16.12.1 (tcgen05.commit: its completion is observed only through the commit's mbarrier arrive)"
              ": a tcgen05.ld of D not ordered after that phase reads "
              "accumulator cells the tensor pipe may not have written yet (wrong result, any value)."),
-    Pair("07_missing_after_thread_sync", 7, "gemm", BLACKWELL, base=STORE_EARLY,
+    Pair("07_missing_after_thread_sync", 7, "gemm", BLACKWELL, base=STORE_EARLY + RELAXED_MMA_WAIT,
          edit=(("tcgen05.fence::after_thread_sync;                               // @fence", None),),
          sides=("@mma", "@ld"), missing=("tcgen05.fence::after_thread_sync",),
-         what="the epilogue's tcgen05.fence::after_thread_sync after the mma_bar wait is deleted",
-         why="PTX ISA 9.7.16.6 (tcgen05 memory consistency model) and 9.7.16.11.1 (tcgen05.fence): tcgen05 operations are asynchronous and not ordered by thread "
-             "synchronisation alone; tcgen05.fence::after_thread_sync orders the following tcgen05.ld after the "
-             "mbarrier wait, without it the load may be performed before the wait (CUTLASS #2974)."),
+         what="the epilogue's tcgen05.fence::after_thread_sync after the (.relaxed.cluster) mma_bar wait is deleted",
+         why="PTX ISA 9.7.16.6.4.4 (canonical pattern: tcgen05.commit || mbarrier.try_wait.relaxed.cluster, "
+             "tcgen05.fence::after_thread_sync, tcgen05.ld) and 9.7.16.11.1 (tcgen05.fence): tcgen05.ld is "
+             "asynchronous and a .relaxed wait orders no memory, so only the fence orders the load after the wait; "
+             "without it the load may be performed before the wait (CUTLASS #2974)."),
     Pair("13_tmem_leak", 13, "gemm", BLACKWELL, base=STORE_EARLY,
          edit=(("tcgen05.dealloc.cta_group::1.sync.aligned.b32", None),),
          sides=("@alloc", "@exit"), missing=("tcgen05.dealloc", "dealloc"),
@@ -210,7 +217,7 @@ PAIRS = (
              "9.7.16.12.1 (tcgen05.commit: the mbarrier arrive that tracks completion of the prior tcgen05 "
              "operations); a plain arrive releases the stage at issue, so the producer's next TMA load may "
              "overwrite A/B while the tensor pipe still reads them (facebookexperimental/triton PR #1831)."),
-    Pair("07_mma_issue_without_after_thread_sync", 7, "gemm_ring", BLACKWELL,
+    Pair("07_mma_issue_without_after_thread_sync", 7, "gemm_ring", BLACKWELL, base=RELAXED_FULL_WAIT,
          edit=(("// @fence", None),),
          sides=("@refill", "@mma"), missing=("tcgen05.fence::after_thread_sync",),
          what="the MMA warp's tcgen05.fence::after_thread_sync between the full[s] wait and the tcgen05.mma is "
@@ -218,7 +225,8 @@ PAIRS = (
          why="PTX ISA 9.7.16.6 (tcgen05 memory consistency model) and 9.7.16.11.1 (tcgen05.fence): an async "
              "tcgen05.mma is ordered after a preceding thread synchronisation (here the mbarrier wait that "
              "observed the TMA bytes) only through tcgen05.fence::after_thread_sync; without it the MMA may read "
-             "the stage before the wait (CUTLASS #2974, flash-attention PR #2033)."),
+             "the stage before the wait; the full[s] wait is .relaxed.cluster (the ISA's canonical form), which "
+             "orders no memory itself (CUTLASS #2974, flash-attention PR #2033)."),
     # ------------------------------------------------------------------------------ tcgen05 CTA pair (cta_group::2)
     Pair("03_expect_tx_not_times_cta_group", 3, "pair_gemm", BLACKWELL,
          edit=(("_, [%r10], 8704;", ["\t@%p9 mbarrier.arrive.expect_tx.shared::cta.b64 \t_, [%r10], 4352;      // @expect"]),),
