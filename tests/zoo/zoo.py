@@ -105,14 +105,15 @@ PAIRS = (
          why="PTX ISA 9.7.13.15 (mbarrier.init, mbarrier.arrive): a phase completes when the pending arrival "
              "count reaches zero; with count 2 and one arrive per lap empty[0] never completes phase 0 and the "
              "producer waits forever before refilling stage 0 (hang)."),
-    Pair("09_generic_read_async_write", 9, "ring", HOPPER_TOO,
+    Pair("09_generic_read_async_write", 9, "reload", HOPPER_TOO,
          edit=(("fence.proxy.async.shared::cta;", None),),
          sides=("@read", "@write"), missing=("fence.proxy.async",),
-         what="the producer's fence.proxy.async.shared::cta between the empty[s] wait and the refill is deleted",
-         why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): accesses to the same location through "
-             "different proxies need a cross-proxy fence; the consumers' generic ld.shared and the TMA's async "
-             "write of the next lap are ordered by the mbarrier only within the generic proxy, so the TMA may "
-             "write before the reads are performed (DeepEP PR #642)."),
+         what="the readers' fence.proxy.async.shared::cta between their ld.shared of the buffer and the bar.sync "
+              "that hands it back to the TMA loader is deleted",
+         why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): accesses to the same "
+             "location through different proxies need a cross-proxy fence; the generic ld.shared and the next "
+             "tile's async-proxy write by cp.async.bulk are ordered by bar.sync only within the generic proxy, so "
+             "the copy may land before the reads are performed (DeepEP PR #642, FA4 PR #2462; Triton PR #9610)."),
     Pair("16_named_barrier_count", 16, "ring", HOPPER_TOO,
          edit=(("bar.sync \t1, 64;", ["\tbar.sync \t1, 96;                                               // @bar"]),),
          sides=("@bar",), missing=("bar.sync", "count"),
@@ -435,6 +436,14 @@ def _store(ptx, rng):
     return Launch(ptx=ptx, block=(64, 1, 1), args=[x, out], name="zoo_store"), {1: want}
 
 
+def _reload(ptx, rng):
+    from tcsim.launch import Launch
+    x = rng.integers(0, 2**32, 192, dtype=np.uint32)
+    out = np.zeros(192, np.uint32)
+    want = x * np.uint32(3) + np.uint32(1)
+    return Launch(ptx=ptx, block=(64, 1, 1), args=[x, out], name="zoo_reload"), {1: want}
+
+
 def _gemm(ptx, rng):
     from tcsim.isa.tensormap import TensorMap
     from tcsim.launch import Launch
@@ -542,7 +551,7 @@ def _tensormap(ptx, rng):
 
 LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "gemm_ring": _gemm_ring, "gemm_st": _gemm_st, "remote_arrive": _remote_arrive,
             "cluster_exit": _cluster_exit, "multicast": _multicast, "reuse": _reuse, "channels": _channels,
-            "tensormap": _tensormap}
+            "tensormap": _tensormap, "reload": _reload}
 
 
 def make_launch(pair: Pair, ptx_text: str, data_seed: int = 0):
