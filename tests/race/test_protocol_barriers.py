@@ -244,7 +244,9 @@ def test_class17_copy_issued_by_every_lane(timing, seed):
     [f] = [f for f in res.findings if f.cls == 17]
     assert f.lines[0] == line_of(ptx, "EXPECT") and f.lines[-1] == line_of(ptx, "COPY")
     assert "issued by 32 lanes of warp 0 (lanes 0-31)" in f.message and "one lane" in f.missing
-    assert [g.cls for g in res.findings] == [17]
+    # besides the root cause, the race detector sees what the 32 copies do: they write the same bytes unordered
+    # (each other's and the reader's) -- every other finding names the copy line
+    assert all(line_of(ptx, "COPY") in g.lines for g in res.findings if g.cls != 17)
 
 
 @pytest.mark.parametrize("timing,seed", SCHEDULES)
