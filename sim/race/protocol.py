@@ -32,7 +32,10 @@ From that history the checks name the root cause, not the symptom:
 * **barrier lifetime** (class 11): a store over a live mbarrier, re-initialisation without ``mbarrier.inval``, an
   operation on an invalidated barrier -- each naming the init (and inval) line.
 * **deadlock root cause**: for each waiter blocked on an mbarrier, the shortfall of arrivals (init count vs the
-  arriving lines) or of bytes (expect-tx lines vs the copies that delivered).
+  arriving lines) or of bytes (expect-tx lines vs the copies that delivered); class 1 when the waiter waits for a
+  phase nothing acts on after it skipped the previous one (the same parity twice: it consumed phase P - 2, phase
+  P - 1 completed unseen); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
+  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's).
 
 Not checked here: happens-before ordering of the accesses the barriers protect (:mod:`tcsim.race.hb`).
 """
