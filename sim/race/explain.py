@@ -156,11 +156,11 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if not c.known:
             return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
                               f"be reading it: the release of the stage is not ordered after that read", sides,
-                           missing=f"an arrive on the stage's empty barrier by the reading warp after line "
-                                   f"{prev.line} (or a barrier the reading warp takes part in) that the producer "
-                                   f"waits on before line {cur.line}",
-                           fix=f"have every reading warp (warp {prev.warp} included) arrive after its last read "
-                               f"(line {prev.line}), and count those arrivals in the barrier's init count")
+                           missing=_release_missing(det, prev, cur),
+                           fix=f"join the reading warps (warp {prev.warp} included) at a named barrier (bar.sync) "
+                               f"after their last read (line {prev.line}) before the elected thread releases the "
+                               f"stage, or have every reading warp arrive and count those arrivals in the barrier's "
+                               f"init count")
         # Ordered through an mbarrier arrive -> wait (a pipeline's stage release): CUTLASS-style pipelines ship
         # that way without a proxy fence and work on the GPU (the TMA write is issued after the wait), so it is not
         # reported; DeepEP PR #642 added the fence for such a hand-off, so this is the one known gap of the check.
@@ -180,6 +180,28 @@ def classify(det, c, prev, cur, clock, flags, write, key):
     k, missing, fix = _race_edge(det, prev, cur)
     return Finding(k, f"data race: {_at(cur)} writes {rng} that {_at(prev)} read, and neither is ordered before the "
                       f"other", sides, missing=missing, fix=fix)
+
+
+def _release_missing(det, prev, cur) -> str:
+    """Class 2's missing edge by its PTX instructions, naming the arrive that released the stage (PTX ISA 9.1
+    §9.7.13.15.5 mbarrier.arrive has release semantics only for the arriving thread's own prior accesses, so
+    the reading warp's reads must reach it through bar.sync, §9.7.13.1, or through an arrive of its own)."""
+    w = prev.warp
+    found = None
+    proto = getattr(getattr(det, "sim", None), "protocol", None)
+    if proto is not None and cur.issuer is not None:
+        before = cur.op.issued if cur.op is not None and getattr(cur.op, "issued", None) is not None else cur.cycle
+        found = proto.release_before(cur.issuer[0], cur.issuer[1], before, reader_warp=w)
+    if found is not None:
+        rec, wait, arrivals = found
+        rel = arrivals[-1]
+        return (f"bar.sync (or bar.arrive) of a named barrier that warp {w} and the releasing thread both take part "
+                f"in, between the read at line {prev.line} and the {rel.opcode} at {rel.short()} that released the "
+                f"stage to the producer's wait at line {wait.line}; or an mbarrier.arrive by warp {w} after line "
+                f"{prev.line}, counted in the init count of {rec.name()} ({rec.init_text()})")
+    return (f"bar.sync (or bar.arrive) of a named barrier that warp {w} takes part in, between the read at line "
+            f"{prev.line} and the mbarrier.arrive that releases the stage; or an mbarrier.arrive by warp {w} after "
+            f"line {prev.line} on the barrier the producer waits on before line {cur.line}")
 
 
 def _tmem(det, c, prev, cur, clock, write, rng, sides):
@@ -345,24 +367,30 @@ def init_not_visible(init, arrive, ordered: bool) -> Finding:
                        "barrier.cluster.wait.acquire (all CTAs) before any remote arrive or multicast copy")
 
 
-def exit_with_async_read(op, cta) -> Finding:
+def exit_with_async_read(op, cta, exit_side=None) -> Finding:
     """Class 14: PTX ISA 9.1 §9.7.9.25.6.2 -- a bulk store's SMEM source must stay valid until
-    cp.async.bulk.wait_group.read."""
+    cp.async.bulk.wait_group.read.  ``exit_side``: the exit / ret of the CTA's last exiting lanes."""
     from tcsim.findings import Access
     side = Access(what=op.what, loc=op.loc, cta=op.cta, warp=op.issuer[1] if op.issuer else None,
                   lanes=None if op.lane is None else f"lane {op.lane}", proxy="async", unit=op.unit,
                   cycle=float(op.issued))
-    return Finding(14, f"{cta.label} exits while the bulk async operation issued at line "
+    return Finding(14, f"{cta.label} exits"
+                       + (f" (line {exit_side.line})" if exit_side is not None else "")
+                       + f" while the bulk async operation issued at line "
                        f"{side.line} may still read its shared memory (its completion was never waited for)",
-                   (side,), missing=f"cp.async.bulk.wait_group.read 0 after line {side.line}, before the exit",
+                   (side,) + ((exit_side,) if exit_side is not None else ()), missing=f"cp.async.bulk.wait_group.read 0 after line {side.line}, before the exit",
                    fix="cp.async.bulk.wait_group.read 0 (or wait_group 0) before the issuing thread exits")
 
 
-def exit_with_remote_access(rec, cta, last) -> Finding:
+def exit_with_remote_access(rec, cta, last, exit_side=None) -> Finding:
     """Class 14: PTX ISA 9.1 §9.7.13.3 -- a CTA's shared memory is gone when it exits; peers' accesses to it
-    must be ordered before the exit (a trailing barrier.cluster arrive/wait)."""
-    return Finding(14, f"{cta.label} exits while {_at(rec)} of cta ({','.join(map(str, rec.cta))}) accessed its "
-                       f"shared memory without being ordered before the exit", (rec.side(),),
+    must be ordered before the exit (a trailing barrier.cluster arrive/wait).  ``exit_side``: the exit / ret of
+    the CTA's last exiting lanes (the later side)."""
+    return Finding(14, f"{cta.label} exits"
+                       + (f" (line {exit_side.line})" if exit_side is not None else "")
+                       + f" while {_at(rec)} of cta ({','.join(map(str, rec.cta))}) accessed its "
+                       f"shared memory without being ordered before the exit",
+                   (rec.side(),) + ((exit_side,) if exit_side is not None else ()),
                    missing=f"barrier.cluster.arrive.release + barrier.cluster.wait.acquire in every CTA after line "
                            f"{rec.line}, before {cta.label} exits",
                    fix="end the kernel with barrier.cluster.arrive + barrier.cluster.wait in every CTA of the "

@@ -172,9 +172,13 @@ class HappensBefore:
         self.regs_pending = 0
         #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
         self.tcgen05_fenced = explain.fence_discipline(self.program)
+        self.exit_sides: dict = {}       # cta -> the exit / ret of its last exiting lanes (a class-14 side)
         hooks = getattr(sim, "cta_exit_hooks", None)
         if hooks is not None:
             hooks.append(self._cta_exit)
+        hooks = getattr(sim, "exit_hooks", None)
+        if hooks is not None:
+            hooks.append(self._lanes_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
     def on_event(self, ev) -> None:
@@ -736,6 +740,11 @@ class HappensBefore:
         ws.tick()
 
     # ----------------------------------------------------------------------------------------- exit
+    def _lanes_exit(self, warp, lanes) -> None:
+        ctx = getattr(warp, "ctx", None)
+        if ctx is not None and ctx.ins is not None:
+            self.exit_sides[warp.cta] = ctx.side(mask=lanes)
+
     def _cta_exit(self, cta) -> None:
         """Class 14: at a CTA's exit, its own bulk async reads of SMEM and its peers' accesses to its SMEM must be
         ordered before the exit (PTX ISA 9.1 §9.7.9.25.6.2, §9.7.13.3: the trailing cluster barrier)."""
@@ -752,7 +761,7 @@ class HappensBefore:
             if o.issuer is not None and o.issuer[0] == key and o.unit == "tma" and "bulk_group" in str(o.what):
                 comp, seq = o.streams["r"]
                 if not exit_clock.knows(comp, seq):
-                    self.report(explain.exit_with_async_read(o, cta))
+                    self.report(explain.exit_with_async_read(o, cta, self.exit_sides.get(cta)))
                     break
         cl = cta.cluster
         if cl is None or len(cl.ctas) < 2:
@@ -773,7 +782,7 @@ class HappensBefore:
                 for i in np.unique(ii[m]):
                     rec = self.recs[int(i)]
                     if rec.cta is not None and tuple(rec.cta) != key:
-                        self.report(explain.exit_with_remote_access(rec, cta, last))
+                        self.report(explain.exit_with_remote_access(rec, cta, last, self.exit_sides.get(cta)))
                         return
 
     # ----------------------------------------------------------------------------------------- helpers

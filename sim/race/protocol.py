@@ -32,7 +32,10 @@ From that history the checks name the root cause, not the symptom:
 * **barrier lifetime** (class 11): a store over a live mbarrier, re-initialisation without ``mbarrier.inval``, an
   operation on an invalidated barrier -- each naming the init (and inval) line.
 * **deadlock root cause**: for each waiter blocked on an mbarrier, the shortfall of arrivals (init count vs the
-  arriving lines) or of bytes (expect-tx lines vs the copies that delivered).
+  arriving lines) or of bytes (expect-tx lines vs the copies that delivered); class 1 when the waiter waits for a
+  phase nothing acts on after it skipped the previous one (the same parity twice: it consumed phase P - 2, phase
+  P - 1 completed unseen); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
+  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's).
 
 Not checked here: happens-before ordering of the accesses the barriers protect (:mod:`tcsim.race.hb`).
 """
@@ -85,6 +88,17 @@ class Act:
     @property
     def text(self) -> str:
         return self.what if self.what is not None else (str(self.ins) if self.ins is not None else "?")
+
+    @property
+    def opcode(self) -> str:
+        """The instruction's full opcode (``mbarrier.arrive.expect_tx.shared::cta.b64``), without guard or
+        operands: how a finding names the instruction to change."""
+        if self.ins is not None and getattr(self.ins, "full_opcode", None):
+            return self.ins.full_opcode
+        t = self.text.strip()
+        if t.startswith("@"):
+            t = t.split(None, 1)[1] if " " in t else ""
+        return t.split(None, 1)[0].rstrip(";") if t else "?"
 
     def access(self, where: str | None = None) -> Access:
         return Access(what=self.text, loc=self.loc, cta=self.cta, warp=self.warp,
@@ -267,7 +281,7 @@ class Protocol:
                            f"{prev.expects_text()}, so this CTA's waiters went on before the bytes came"
                            if prev is not None else ""),
                     sides,
-                    missing=f"an expect-tx in {cta.label} for the {-mb.tx} bytes the copy at line {d.line} "
+                    missing=f"an mbarrier.arrive.expect_tx in {cta.label} for the {-mb.tx} bytes the copy at line {d.line} "
                             f"multicasts to it" + (f" (mbarrier.arrive.expect_tx at line {last.line})"
                                                    if last is not None else ""),
                     fix="every receiving CTA must expect the bytes it receives (each CTA's arrive.expect_tx counts its "
@@ -538,7 +552,7 @@ class Protocol:
                     f"expect-tx ({ph.expects_text()}) does not cover the bytes other CTAs send it "
                     f"(delivered: {ph.deliveries_text()}); they will land on phase {completed + 1}",
                 tuple(sides),
-                missing=f"an expect-tx in cta ({','.join(map(str, cta.ctaid))}) for the {total} bytes the copy at "
+                missing=f"an mbarrier.arrive.expect_tx in cta ({','.join(map(str, cta.ctaid))}) for the {total} bytes the copy at "
                         f"line {act.line} multicasts to it",
                 fix="every receiving CTA must expect the bytes it receives (each CTA's arrive.expect_tx counts its "
                     "own copies plus the multicast it gets), not only the leader")
@@ -550,8 +564,8 @@ class Protocol:
                      f"({ph.expects_text()}), the copies delivered {ph.delivered_bytes} ({ph.deliveries_text()}); "
                      f"the late bytes land on phase {completed + 1} and drive its tx-count negative",
                 tuple(sides),
-                missing=(f"{total} more bytes in the expect-tx at line {exp.line}" if exp is not None else
-                         f"an expect-tx of {total} bytes for the copy at line {act.line}"),
+                missing=(f"{total} more bytes in the {exp.opcode} at line {exp.line}" if exp is not None else
+                         f"an mbarrier.arrive.expect_tx of {total} bytes for the copy at line {act.line}"),
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver (box bytes x "
                     "number of copies, x2 for cta_group::2 / both CTAs of a pair)")
         self.report(f)
@@ -711,8 +725,34 @@ class Protocol:
         name = rec.name()
         waiter = next(iter(rec.waiting.values()), None)
         wside = [waiter[2].access(where=name)] if waiter is not None else []
+        skipped = self._skipped_phase(rec, mb, ph)
+        if skipped is not None:
+            return skipped
         if mb.pending == 0 and mb.tx > 0:
             exp = ph.expects[0][0] if ph.expects else None
+            elsewhere = self._misdirected(cta, mb)
+            if elsewhere is not None:
+                other_cta, other, oph = elsewhere
+                d = oph.deliveries[0][0]
+                oname = other.record.name()
+                rank = getattr(cta, "rank", None)
+                return Finding(
+                    15, f"phase {mb.phase} of {name} can never complete: {mb.tx} of the {ph.expected_bytes} bytes "
+                        f"expected ({ph.expects_text()}) never came to it, while {-other.tx} bytes landed on "
+                        f"{oname}, where no expect-tx of {other_cta.label} announced them (delivered: "
+                        f"{oph.deliveries_text()}): the copies of {other_cta.label} signal complete-tx on a barrier of "
+                        f"their own CTA instead of the one that expects their bytes",
+                    tuple(([exp.access(where=name)] if exp is not None else [rec.init.access(where=name)])
+                          + [d.access(where=oname)] + wside),
+                    missing=f"the mbarrier operand of the copy at line {d.line} in {other_cta.label} naming {name} "
+                            f"(mapa.shared::cluster to rank {rank}), which the expect_tx"
+                            + (f" at line {exp.line}" if exp is not None else "") + " arms for those bytes; or an "
+                            f"mbarrier.arrive.expect_tx in {other_cta.label} for its {-other.tx} bytes (and a wait "
+                            f"on it before they are used)",
+                    fix="in a cta_group::2 pair (or any cluster transfer), every copy must signal the mbarrier whose "
+                        "expect_tx counts its bytes: the leader's barrier (mapa to the leader's rank) when the "
+                        "leader expects the bytes of both CTAs",
+                    outcome="hang")
             sides = ([exp.access(where=name)] if exp else [rec.init.access(where=name)]) + \
                 [d[0].access(where=name) for d in ph.deliveries[:1]] + wside
             return Finding(
@@ -720,7 +760,7 @@ class Protocol:
                    f"transaction bytes are still expected -- expect-tx announced {ph.expected_bytes} bytes "
                    f"({ph.expects_text()}), the copies delivered {ph.delivered_bytes} ({ph.deliveries_text()})",
                 tuple(sides),
-                missing=(f"{mb.tx} fewer bytes in the expect-tx at line {exp.line}" if exp is not None else
+                missing=(f"{mb.tx} fewer bytes in the {exp.opcode} at line {exp.line}" if exp is not None else
                          f"copies delivering the {mb.tx} bytes"),
                 fix="make the expect-tx byte count equal the bytes the phase's copies deliver (box bytes x number of "
                     "copies; a cta_group::2 pair counts the bytes of both CTAs only in the barrier that receives "
@@ -739,13 +779,23 @@ class Protocol:
                             f"the copy at line {d.line} multicasts to it",
                     fix="every receiving CTA must expect the bytes it receives, not only the leader", outcome="hang")
             d = ph.deliveries[-1][0] if ph.deliveries else rec.init
+            # every copy instruction that delivered (each line once, first delivery first): which one over-delivers
+            # is a matter of arrival order, the bug is the byte count of them all against the expect-tx
+            copies, seen = [], set()
+            for a, _, _ in ph.deliveries:
+                if a.line not in seen:
+                    seen.add(a.line)
+                    copies.append(a)
+            copies = copies[:4] or [d]
             return Finding(
                 3, f"phase {mb.phase} of {name} can never complete: {-mb.tx} more bytes were delivered than "
                    f"expected (expect-tx {ph.expected_bytes}: {ph.expects_text()}; delivered "
                    f"{ph.delivered_bytes}: {ph.deliveries_text()})",
-                tuple(([ph.expects[0][0].access(where=name)] if ph.expects else []) + [d.access(where=name)] + wside),
-                missing=(f"{-mb.tx} more bytes in the expect-tx at line {ph.expects[0][0].line}" if ph.expects else
-                         f"an expect-tx of {ph.delivered_bytes} bytes for the copies at line {d.line}"),
+                tuple(([ph.expects[0][0].access(where=name)] if ph.expects else [])
+                      + [a.access(where=name) for a in copies] + wside),
+                missing=(f"{-mb.tx} more bytes in the {ph.expects[0][0].opcode} at line {ph.expects[0][0].line}"
+                         if ph.expects else
+                         f"an mbarrier.arrive.expect_tx of {ph.delivered_bytes} bytes for the copies at line {d.line}"),
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver", outcome="hang")
         arrivers = {(a.cta, a.warp, a.unit) for p in rec.phases.values() for a, _, _ in p.arrivals}
         now = {(a.cta, a.warp, a.unit) for a, _, _ in ph.arrivals}
@@ -761,6 +811,93 @@ class Protocol:
                         f"or an init count at line {rec.init.line} equal to the threads that arrive",
                 fix="initialise the barrier with the number of threads (or elected lanes) that arrive per phase",
                 outcome="hang")
+        return None
+
+    def _skipped_phase(self, rec: BarrierRecord, mb, ph: PhaseRecord) -> Finding | None:
+        """Class 1 at a deadlock: a thread blocked in a parity wait for the current phase P, which nothing has
+        acted on, after it consumed phase P - 2 and phase P - 1 completed without it -- it waited twice with the
+        same parity (PTX ISA §9.7.13.15.16: a parity wait waits for the completion of the phase of that parity), so
+        it skipped phase P - 1 and now waits for a phase no producer will make."""
+        if ph.arrivals or ph.expects or ph.deliveries or mb.phase < 2:
+            return None
+        hits = []
+        for key, (P, parity, wact) in rec.waiting.items():
+            got = rec.consumed.get(key)
+            if P == mb.phase and got is not None and got[0] == P - 2 and parity == P & 1:
+                hits.append((key, got[1], wact))
+        if not hits:
+            return None
+        (warp, _), prev, wact = hits[0]
+        lanes = 0
+        for (w, lane), _, _ in hits:
+            if w == warp:
+                lanes |= 1 << lane
+        wact = Act(wact.ins, wact.what, wact.loc, wact.cta, wact.warp, lanes, wact.unit, wact.cycle, wact.pc)
+        warps = sorted({k[0] for k, _, _ in hits})
+        name = rec.name()
+        done = rec.phases.get(mb.phase - 1)
+        maker = None
+        if done is not None:
+            maker = (done.arrivals[-1][0] if done.arrivals else done.deliveries[-1][0] if done.deliveries else None)
+        sides = [prev.access(where=name), wact.access(where=name)]
+        if maker is not None:
+            sides.append(maker.access(where=name))
+        return Finding(
+            1, f"the wait at {wact.short()} (parity {mb.phase & 1}) on {name} waits for phase {mb.phase}, which "
+               f"nothing acts on; the same thread{'s' if len(hits) > 1 else ''} (warp{'s' if len(warps) > 1 else ''} "
+               f"{', '.join(map(str, warps))}) last consumed phase {mb.phase - 2} at line {prev.line} with the same "
+               f"parity, and phase {mb.phase - 1} completed"
+               + (f" ({maker.short()} acted on it)" if maker is not None else "")
+               + " without being waited for: the wait parity was not flipped, so the wait skipped a phase",
+            tuple(sides),
+            missing=f"a parity flip for the wait at line {wact.line}: after consuming phase {mb.phase - 2} it must "
+                    f"wait with parity {(mb.phase - 1) & 1} for phase {mb.phase - 1}",
+            fix="flip the wait parity each time the ring of stages wraps (phase ^= 1 when the stage index returns "
+                "to 0)",
+            outcome="hang", key=(1, "skipped", rec.init.line, wact.line))
+
+    def release_before(self, ctaid, warp: int, before: float, reader_warp=None):
+        """The stage release a producer acted on: the latest mbarrier wait by ``warp`` of cta ``ctaid`` that
+        consumed a phase at or before cycle ``before``, as (record, wait Act, the arrivals of that phase) -- or None
+        when unknown, or when ``reader_warp`` itself arrived in that phase (then the release does cover it)."""
+        cta = next((c for c in self.sim.ctas if tuple(c.ctaid) == tuple(ctaid)), None)
+        if cta is None:
+            return None
+        best = None
+        for mb in cta.mbarriers.values():
+            rec = mb.record
+            if rec is None:
+                continue
+            for (w, _), (phase, act) in rec.consumed.items():
+                if w == warp and act.cycle <= before and (best is None or act.cycle > best[1].cycle):
+                    best = (rec, act, phase)
+        if best is None:
+            return None
+        rec, act, phase = best
+        ph = rec.phases.get(phase)
+        if ph is None or not ph.arrivals:
+            return None
+        arrivals = [a for a, _, _ in ph.arrivals]
+        if reader_warp is not None and any(a.warp == reader_warp and a.cta == tuple(ctaid) for a in arrivals):
+            return None
+        return rec, act, arrivals
+
+    @staticmethod
+    def _misdirected(cta, mb):
+        """(other cta, its mbarrier, its current PhaseRecord) for a barrier in another CTA of ``cta``'s cluster
+        holding transaction bytes that no expect-tx of its CTA announced (tx-count below zero, no expect-tx this
+        phase), at most as many as ``mb`` still misses -- where the bytes ``mb`` waits for went."""
+        cl = getattr(cta, "cluster", None)
+        for other_cta in getattr(cl, "ctas", None) or ():
+            if other_cta is cta:
+                continue
+            for other in other_cta.mbarriers.values():
+                orec = other.record
+                if orec is None or not other.valid or other.tx >= 0 or -other.tx > mb.tx:
+                    continue
+                oph = orec.phases.get(other.phase)
+                if oph is not None and oph.deliveries and not oph.expects:
+                    return other_cta, other, oph
         return None
 
 

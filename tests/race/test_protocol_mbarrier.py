@@ -59,11 +59,13 @@ def test_class3_expect_tx_mismatch_hangs_naming_the_expect_tx_and_the_copy(timin
     if expect < BYTES:                  # the copy over-delivers: tx-count -16, the phase never completes
         assert f"16 more bytes were delivered than expected (expect-tx {expect}" in f.message
         assert f"delivered {BYTES}: {BYTES} bytes by 1 copy(ies) issued at line {line_of(ptx, 'COPY0')}" in f.message
-        assert f.missing == f"16 more bytes in the expect-tx at line {line_of(ptx, 'EXPECT')}"
+        assert f.missing == \
+            f"16 more bytes in the mbarrier.arrive.expect_tx.shared::cta.b64 at line {line_of(ptx, 'EXPECT')}"
     else:                               # 16 bytes never come
         assert f"16 transaction bytes are still expected -- expect-tx announced {expect} bytes" in f.message
         assert f"the copies delivered {BYTES}" in f.message
-        assert f.missing == f"16 fewer bytes in the expect-tx at line {line_of(ptx, 'EXPECT')}"
+        assert f.missing == \
+            f"16 fewer bytes in the mbarrier.arrive.expect_tx.shared::cta.b64 at line {line_of(ptx, 'EXPECT')}"
     assert "Root cause: [class 3]" in str(err)
 
 
@@ -76,7 +78,9 @@ def test_class3_phase_completing_with_a_copy_in_flight(timing, seed):
     assert early, [str(f) for f in findings]
     f = early[0]
     assert f.lines == (line_of(ptx, "EXPECT"), line_of(ptx, "COPY0"), line_of(ptx, "COPY1"))
-    assert "still in flight" in f.message and f"{BYTES // 2} more bytes in the expect-tx" in f.missing
+    assert "still in flight" in f.message
+    assert f"{BYTES // 2} more bytes in the mbarrier.arrive.expect_tx.shared::cta.b64 at line {line_of(ptx, 'EXPECT')}" \
+        in f.missing
     # then the late bytes unbalance the next phases: a hang (deadlock) or a wrong sum, never a clean run
     assert err is not None or (out != ring_inputs()[1]).any()
 
