@@ -213,7 +213,7 @@ def _explore(mod, launch, args) -> int:
     timing = getattr(args, "timing", True)
     report = explore(launch, args.explore, timing=timing, seed=args.seed or 0,
                      max_instructions=args.max_instructions, strict=getattr(args, "strict", False),
-                     check=getattr(mod, "check", None))
+                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True))
     for line in report.format(getattr(args, "launch_name", None) or "LAUNCH"):
         print(line)
     path = getattr(args, "findings", None)

@@ -381,13 +381,14 @@ def outputs_of(prep, res, params) -> list:
     return out
 
 
-def _run(launch, schedule, *, timing, max_instructions, strict, observers=(), detectors=()):
+def _run(launch, schedule, *, timing, max_instructions, strict, observers=(), detectors=(), detect=True):
     """(Prepared, Result or None, TcsimError or None) of one run of ``launch`` under ``schedule``;
-    ``detectors``: callables ``f(sim)`` returning an observer to subscribe for this run."""
+    ``detectors``: callables ``f(sim)`` returning an observer to subscribe for this run; ``detect``: run the
+    happens-before race detector too."""
     from .launch import Prepared
 
     prep = Prepared(launch, timing=timing, max_instructions=max_instructions, strict=strict, schedule=schedule,
-                    observers=observers)
+                    observers=observers, detect=detect)
     for make in detectors:
         prep.bus.subscribe(make(prep.sim))
     try:
@@ -399,11 +400,11 @@ def _run(launch, schedule, *, timing, max_instructions, strict, observers=(), de
     return prep, prep.result(), None
 
 
-def baseline(launch, *, timing=False, max_instructions=None, strict=False, detectors=()):
+def baseline(launch, *, timing=False, max_instructions=None, strict=False, detectors=(), detect=True):
     """The default schedule's run with what the generator needs: (Baseline, Prepared, Result or None, error)."""
     rec = _RoleRecorder()
     prep, res, err = _run(launch, None, timing=timing, max_instructions=max_instructions, strict=strict,
-                          observers=(rec,), detectors=detectors)
+                          observers=(rec,), detectors=detectors, detect=detect)
     return _baseline(prep.sim, rec), prep, res, err
 
 
@@ -555,16 +556,17 @@ def _jsonable(v):
 
 
 def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=None, strict: bool = False,
-            check=None, progress=None, detectors=()) -> ExploreReport:
+            check=None, progress=None, detectors=(), detect: bool = True) -> ExploreReport:
     """Run ``launch`` (a :class:`tcsim.launch.Launch`) under schedules 0..n-1 (see the module docstring) and
     report the union of findings, output differences, stopped runs and -- with ``check`` (``check(result,
     launch) -> (ok, message)``, as a launch file defines it) -- failed checks.  ``seed`` seeds the random
     schedules; ``strict`` stops each run at its first finding; ``progress(schedule, run)`` is called after each
-    run; ``detectors``: callables ``f(sim)`` each returning an observer that reports findings through
+    run; ``detect``: run the happens-before race detector in every run (default); ``detectors``: callables
+    ``f(sim)`` each returning an observer that reports findings through
     ``sim.findings`` (subscribed afresh for every run)."""
     n = max(1, int(n))
     base, prep, res, err = baseline(launch, timing=timing, max_instructions=max_instructions, strict=strict,
-                                    detectors=detectors)
+                                    detectors=detectors, detect=detect)
     schedules = make_schedules(base, n, seed)
     params = [p.name for p in prep.program.kernel.params]
     union = FindingUnion()
@@ -573,7 +575,7 @@ def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=Non
     for k, s in enumerate(schedules):
         if k:
             prep, res, err = _run(launch, s, timing=timing, max_instructions=max_instructions, strict=strict,
-                                  detectors=detectors)
+                                  detectors=detectors, detect=detect)
         run = ScheduleRun(s, cycles=int(prep.sim.env.now))
         if err is not None:
             run.error = str(err).splitlines()[0]

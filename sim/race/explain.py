@@ -378,8 +378,11 @@ def exit_with_async_read(op, cta, exit_side=None) -> Finding:
                        + (f" (line {exit_side.line})" if exit_side is not None else "")
                        + f" while the bulk async operation issued at line "
                        f"{side.line} may still read its shared memory (its completion was never waited for)",
-                   (side,) + ((exit_side,) if exit_side is not None else ()), missing=f"cp.async.bulk.wait_group.read 0 after line {side.line}, before the exit",
-                   fix="cp.async.bulk.wait_group.read 0 (or wait_group 0) before the issuing thread exits")
+                   (side,) + ((exit_side,) if exit_side is not None else ()),
+                   missing=f"cp.async.bulk.wait_group.read 0 after line {side.line}, before the exit",
+                   fix="cp.async.bulk.wait_group.read 0 (or wait_group 0) before the issuing thread exits",
+                   # the same bug as the bulk copy's own residency check (tcsim.semantics.bulk_copy): one finding
+                   key=(14, "exit-before-source-read", side.line))
 
 
 def exit_with_remote_access(rec, cta, last, exit_side=None) -> Finding:

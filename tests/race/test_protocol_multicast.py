@@ -29,6 +29,7 @@ def multicast(peer_expects: bool) -> str:
   setp.ne.u32 %p1, %r9, 0;
   @!%p2 bra SYNC;
   mbarrier.init.shared::cta.b64 [%r4], 1;      // @INIT
+  fence.mbarrier_init.release.cluster;
   @%p1 bra PEER;
   mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], 128;      // @LEADER_ARRIVE
   bra SYNC;
@@ -81,4 +82,6 @@ def test_peer_without_expect_tx_is_class15_naming_its_arrive_and_the_copy(timing
     assert f.lines == (line_of(ptx, "PEER_ARRIVE"), line_of(ptx, "MCAST"))
     assert "128 bytes multicast into CTA (1,0,0)" in f.message and "cta (0,0,0)" in f.message
     assert f"mbarrier.arrive.expect_tx at line {line_of(ptx, 'PEER_ARRIVE')}" in f.missing
-    assert [g.cls for g in res.findings] == [15]
+    # the peer's phase completes on its arrive alone, so its read of the buffer is not ordered after the multicast
+    # bytes: the race detector reports that consequence, naming the multicast copy
+    assert all(line_of(ptx, "MCAST") in g.lines for g in res.findings if g.cls != 15)

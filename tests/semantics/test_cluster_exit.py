@@ -29,6 +29,7 @@ BODY = """
   mov.u32 %r4, %tid.x;
   setp.eq.u32 %p2, %r4, 0;
   @%p2 mbarrier.init.shared::cta.b64 [%r3], 1;
+  @%p2 fence.mbarrier_init.release.cluster;
   barrier.cluster.arrive;
   barrier.cluster.wait;
   setp.ne.u32 %p1, %r1, 0;
