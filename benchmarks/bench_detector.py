@@ -14,7 +14,7 @@ import time
 
 def examples() -> list[str]:
     import tcsim.examples as ex
-    return sorted(m.name for m in pkgutil.iter_modules(ex.__path__) if not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules(ex.__path__) if not m.name.startswith("_") and not m.ispkg)
 
 
 def best(launch_fn, repeat, **kw) -> float:

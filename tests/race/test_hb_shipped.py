@@ -27,7 +27,8 @@ import tcsim.examples as ex
 from tcsim.launch import run_launch
 from tests.examples.test_triton_blackwell import Desc, _bf16, make_launch
 
-EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(ex.__path__) if not m.name.startswith("_"))
+EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(ex.__path__)
+                  if not m.name.startswith("_") and not m.ispkg)
 
 
 @pytest.mark.parametrize("timing", [False, True])

@@ -18,7 +18,8 @@ from tcsim.launch import run_launch
 from tcsim.observe import (AsyncComplete, AsyncIssue, EventRecorder, InstRetired, JsonlTracer, MemAccess,
                            ObservationBus, RegAccess, SyncEvent)
 
-EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(tcsim.examples.__path__) if not m.name.startswith("_"))
+EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(tcsim.examples.__path__)
+                  if not m.name.startswith("_") and not m.ispkg)
 ALL_KINDS = ("inst", "mem", "sync", "reg", "stall")
 
 
