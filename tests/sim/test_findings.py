@@ -88,3 +88,16 @@ def test_a_data_race_is_one_finding_whichever_access_came_first():
     log.report(Finding(21, "read after write", (a, b), missing="no edge between line 30 and line 36"))
     log.report(Finding(21, "write after read", (b, a), missing="no edge between line 36 and line 30"))
     assert len(log) == 1 and sum(log.repeats.values()) == 1
+
+
+def test_the_readme_bug_examples_and_their_fixes():
+    """examples/bugs: the buggy kernel names the missing fence with both lines; the one-line fix runs clean."""
+    from tcsim.examples.bugs import missing_proxy_fence as m
+    from tcsim.launch import run_launch
+    text = m.PTX.read_text().splitlines()
+    write = next(i for i, t in enumerate(text, 1) if "st.shared.u32" in t)
+    read = next(i for i, t in enumerate(text, 1) if "cp.async.bulk.global.shared::cta" in t)
+    [f] = run_launch(m.make_launch()).findings
+    assert f.cls == 8 and f.lines == (write, read) and "fence.proxy.async.shared::cta" in f.missing
+    res = run_launch(m.make_launch(fixed=True))
+    assert res.findings == [] and m.check(res, None)[0]
