@@ -31,6 +31,7 @@ from .observe import MemAccess, RegAccess, SyncEvent
 from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 from .tmem import make_taddr, tmem_of
 from .race.protocol import warp_act
+from .findings import lanes_text
 
 #: special registers of type .pred (PTX ISA 9.1 §10, %is_explicit_cluster: "a predicate ... read-only")
 PRED_SREGS = ("%is_explicit_cluster",)
@@ -39,22 +40,8 @@ _SPACES = ("global", "shared", "local", "param", "const", "generic")
 
 
 def lanes_str(mask: np.ndarray) -> str:
-    idx = np.nonzero(mask)[0]
-    if idx.size == 0:
-        return "no lanes"
-    if idx.size == WARP:
-        return "all lanes"
-    if idx.size == 1:
-        return f"lane {int(idx[0])}"
-    runs, start, prev = [], int(idx[0]), int(idx[0])
-    for i in idx[1:]:
-        i = int(i)
-        if i != prev + 1:
-            runs.append((start, prev))
-            start = i
-        prev = i
-    runs.append((start, prev))
-    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    """The lanes set in a warp's lane mask ('all lanes', 'lanes 0,2-5', ...: :func:`tcsim.findings.lanes_text`)."""
+    return lanes_text(np.nonzero(mask)[0])
 
 
 class ExecContext:

@@ -438,9 +438,11 @@ class Simulation:
         if not lanes.any():
             return
         warp.alive &= ~lanes
+        cta = warp.cta
+        if warp.ctx.ins is not None:
+            cta.last_exit = warp.ctx.side(mask=lanes)   # what findings name as "the CTA exits" (class 13, 14)
         for hook in self.exit_hooks:
             hook(warp, lanes)
-        cta = warp.cta
         if not cta.exited and not any(w.alive.any() for w in cta.warps):
             cta.exited = True
             for hook in self.cta_exit_hooks:

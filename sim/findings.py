@@ -51,6 +51,26 @@ CLASSES = {
 }
 
 SEVERITIES = ("error", "warning", "lint")
+
+
+def lanes_text(lanes, *, name_all: bool = True) -> str:
+    """The lanes of a warp as findings and diagnostics name them: 'lane 3', 'lanes 0,2-5', 'all lanes' (with
+    ``name_all`` False: 'lanes 0-31'), 'no lanes'.  ``lanes``: lane indices."""
+    idx = sorted({int(x) for x in lanes})
+    if not idx:
+        return "no lanes"
+    if name_all and len(idx) == 32:
+        return "all lanes"
+    if len(idx) == 1:
+        return f"lane {idx[0]}"
+    runs, start, prev = [], idx[0], idx[0]
+    for i in idx[1:]:
+        if i != prev + 1:
+            runs.append((start, prev))
+            start = i
+        prev = i
+    runs.append((start, prev))
+    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 OUTCOMES = ("continue", "trap", "hang")
 
 

@@ -88,6 +88,7 @@ class Cta:
         self.barriers = [NamedBarrier(i) for i in range(16)]
         self.warps: list = []
         self.exited = False
+        self.last_exit = None          # the exit / ret of its last exiting lanes, as a finding side (engine)
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
         self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)

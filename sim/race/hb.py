@@ -39,7 +39,7 @@ from collections import deque
 
 import numpy as np
 
-from tcsim.findings import Access
+from tcsim.findings import Access, lanes_text
 from .clocks import MB, MI, PA, TA, TB, VC, Components
 from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
 from . import explain
@@ -50,23 +50,8 @@ TMEM_COLS = 512
 
 
 def _lanes_str(lanes) -> str | None:
-    if lanes is None:
-        return None
-    lanes = sorted(set(int(x) for x in lanes))
-    if not lanes:
-        return None
-    if len(lanes) == 32:
-        return "all lanes"
-    if len(lanes) == 1:
-        return f"lane {lanes[0]}"
-    runs, start, prev = [], lanes[0], lanes[0]
-    for i in lanes[1:]:
-        if i != prev + 1:
-            runs.append((start, prev))
-            start = i
-        prev = i
-    runs.append((start, prev))
-    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    """The event's lanes as a finding names them (:func:`tcsim.findings.lanes_text`); None without lanes."""
+    return lanes_text(lanes) if lanes is not None and len(lanes) else None
 
 
 class AccessRec:
@@ -172,13 +157,7 @@ class HappensBefore:
         self.regs_pending = 0
         #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
         self.tcgen05_fenced = explain.fence_discipline(self.program)
-        self.exit_sides: dict = {}       # cta -> the exit / ret of its last exiting lanes (a class-14 side)
-        hooks = getattr(sim, "cta_exit_hooks", None)
-        if hooks is not None:
-            hooks.append(self._cta_exit)
-        hooks = getattr(sim, "exit_hooks", None)
-        if hooks is not None:
-            hooks.append(self._lanes_exit)
+        sim.cta_exit_hooks.append(self._cta_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
     def on_event(self, ev) -> None:
@@ -740,11 +719,6 @@ class HappensBefore:
         ws.tick()
 
     # ----------------------------------------------------------------------------------------- exit
-    def _lanes_exit(self, warp, lanes) -> None:
-        ctx = getattr(warp, "ctx", None)
-        if ctx is not None and ctx.ins is not None:
-            self.exit_sides[warp.cta] = ctx.side(mask=lanes)
-
     def _cta_exit(self, cta) -> None:
         """Class 14: at a CTA's exit, its own bulk async reads of SMEM and its peers' accesses to its SMEM must be
         ordered before the exit (PTX ISA 9.1 §9.7.9.25.6.2, §9.7.13.3: the trailing cluster barrier)."""
@@ -761,7 +735,7 @@ class HappensBefore:
             if o.issuer is not None and o.issuer[0] == key and o.unit == "tma" and "bulk_group" in str(o.what):
                 comp, seq = o.streams["r"]
                 if not exit_clock.knows(comp, seq):
-                    self.report(explain.exit_with_async_read(o, cta, self.exit_sides.get(cta)))
+                    self.report(explain.exit_with_async_read(o, cta, cta.last_exit))
                     break
         cl = cta.cluster
         if cl is None or len(cl.ctas) < 2:
@@ -782,7 +756,7 @@ class HappensBefore:
                 for i in np.unique(ii[m]):
                     rec = self.recs[int(i)]
                     if rec.cta is not None and tuple(rec.cta) != key:
-                        self.report(explain.exit_with_remote_access(rec, cta, last, self.exit_sides.get(cta)))
+                        self.report(explain.exit_with_remote_access(rec, cta, last, cta.last_exit))
                         return
 
     # ----------------------------------------------------------------------------------------- helpers

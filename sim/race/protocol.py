@@ -44,26 +44,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..findings import Access, Finding
+from ..findings import lanes_text as _lanes_text
 
 #: phases of history kept per barrier (older ones are dropped; a finding needs the current and the previous few)
 KEEP_PHASES = 4
 
 
 def lanes_text(mask: int) -> str:
-    """'lane 0', 'lanes 0-31', 'lanes 0,2-3' for a 32-bit lane mask."""
-    idx = [i for i in range(32) if mask >> i & 1]
-    if not idx:
-        return "no lanes"
-    if len(idx) == 1:
-        return f"lane {idx[0]}"
-    runs, start, prev = [], idx[0], idx[0]
-    for i in idx[1:]:
-        if i != prev + 1:
-            runs.append((start, prev))
-            start = i
-        prev = i
-    runs.append((start, prev))
-    return "lanes " + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    """'lane 0', 'lanes 0-31', 'lanes 0,2-3' for a 32-bit lane mask (:func:`tcsim.findings.lanes_text`)."""
+    return _lanes_text((i for i in range(32) if mask >> i & 1), name_all=False)
 
 
 @dataclass

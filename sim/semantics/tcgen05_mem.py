@@ -178,8 +178,6 @@ class Tcgen05Tmem(AgentPort):
         self.rendezvous: dict = {}        # (cluster id, even rank, op) -> {0: [arrivals], 1: [arrivals]}
         self.warned: set = set()
         self.warp_pending: dict = {}      # warp -> its tcgen05.st not yet landed, in issue order
-        self.last_exit: dict = {}         # cta -> the exit/ret of its last exiting lanes (finding side)
-        sim.exit_hooks.append(self.on_exit)
         sim.cta_exit_hooks.append(self.on_cta_exit)
 
     @classmethod
@@ -187,11 +185,6 @@ class Tcgen05Tmem(AgentPort):
         return ctx.agent("tcgen05.tmem", lambda sim: cls(sim, sim.arch_config))
 
     # ---------------------------------------------------------------------------------- exit checks
-    def on_exit(self, warp, lanes) -> None:
-        ctx = warp.ctx
-        if ctx is not None and ctx.ins is not None:
-            self.last_exit[warp.cta] = ctx.side(mask=lanes)
-
     def on_cta_exit(self, cta) -> None:
         """Class 13 leak finding per allocation still held (tcsim.race.tmem_alloc: what the GPU does)."""
         tm = cta.tmem
@@ -199,7 +192,7 @@ class Tcgen05Tmem(AgentPort):
             return
         for c, n in tm.leaks():
             o = tm.owner_of(c)
-            self.sim.findings.report(T13.leak(tm, tm.alloc_sides.get(o), self.last_exit.get(cta), c, n,
+            self.sim.findings.report(T13.leak(tm, tm.alloc_sides.get(o), cta.last_exit, c, n,
                                               tm.sites.get(o)))
         if tm.ever_allocated and not tm.relinquished:
             self.sim.warnings.append(
