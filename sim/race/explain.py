@@ -5,15 +5,10 @@ cited per class); the other functions build the findings of the checks that are 
 """
 from __future__ import annotations
 
-import re
-
 from tcsim.findings import Finding
 from .clocks import MB, PA, TA, TB
 
 from .shadow import ASYNC, F_ATOMIC, F_PROXY, GENERIC, TMAP
-
-#: a store whose value operand is an integer literal (`st.shared.b32 [a], 33554689`)
-_IMM_STORE = re.compile(r"^st\.[^\s]*\s+\[[^\]]*\]\s*,\s*-?(0[xX][0-9a-fA-F]+|\d+)\s*;?\s*$")
 
 
 def _at(rec) -> str:
@@ -133,7 +128,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         k, missing, fix = _race_edge(det, prev, cur)
         # the same store instruction of an immediate value, executed by several warps (Triton initialises shared
         # words that way): a race by PTX ISA section 8.9, but every order leaves the same bytes -- a lint note
-        same = k == 21 and prev.line == cur.line and _IMM_STORE.search(cur.what or "") is not None
+        same = k == 21 and prev.line == cur.line and cur.imm
         return Finding(k, f"data race: {_at(cur)} and {_at(prev)} both write {rng} with no happens-before "
                           f"between them" + (" (the same immediate value: every order leaves the same bytes)"
                                              if same else ""), sides, missing=missing, fix=fix,

@@ -40,6 +40,7 @@ from collections import deque
 import numpy as np
 
 from tcsim.findings import Access, lanes_text
+from tcsim.isa import ir
 from .clocks import MB, MI, PA, TA, TB, VC, Components
 from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
 from . import explain
@@ -57,12 +58,14 @@ def _lanes_str(lanes) -> str | None:
 class AccessRec:
     """One access (or sync operation) as a finding names it."""
 
-    __slots__ = ("what", "loc", "cta", "warp", "lanes", "proxy", "unit", "cycle", "issuer", "op", "space", "line")
+    __slots__ = ("what", "loc", "cta", "warp", "lanes", "proxy", "unit", "cycle", "issuer", "op", "space", "line",
+                 "imm")
 
-    def __init__(self, what, loc, cta, warp, lanes, proxy, unit, cycle, issuer, op=None, space=None):
+    def __init__(self, what, loc, cta, warp, lanes, proxy, unit, cycle, issuer, op=None, space=None, imm=False):
         self.what, self.loc, self.cta, self.warp, self.lanes = what, loc, cta, warp, lanes
         self.proxy, self.unit, self.cycle, self.issuer, self.op, self.space = proxy, unit, cycle, issuer, op, space
         self.line = None if loc is None else loc.line
+        self.imm = imm          # a store of an immediate value (every execution writes the same bytes)
 
     def side(self, where=None) -> Access:
         return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=self.lanes,
@@ -272,8 +275,11 @@ class HappensBefore:
                 comp, val = ws.comp, ws.epoch
                 if not write:
                     return          # strong reads do not race (and are not recorded)
+            ins = self._ins(ev.pc)
             rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes),
-                            "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space)
+                            "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space,
+                            imm=ins is not None and ins.opcode == "st" and bool(ins.operands)
+                            and isinstance(ins.operands[-1], ir.Imm))
             if proxy == TMAP:
                 rec.op = tm_clock
         else:

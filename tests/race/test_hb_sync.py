@@ -185,3 +185,33 @@ def test_init_without_fence_mbarrier_init_before_a_remote_arrive_is_class_10():
     ptx = remote("")
     assert_found(run_remote(ptx), 10, (line_of(ptx, "init"), line_of(ptx, "remote")),
                  "fence.mbarrier_init.release.cluster")
+
+
+def _same_word(value: str) -> str:
+    """Every warp (lane 0) stores ``value`` to one shared word with nothing ordering the warps (Triton initialises
+    shared words that way)."""
+    return kernel(f"""
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  shr.u32 %r3, %r1, 5;
+  mov.u32 %r4, word;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra DONE;
+  st.shared.u32 [%r4], {value};      // @ST
+DONE:
+  ret;
+""", shared="  .shared .align 4 .u32 word;")
+
+
+def test_the_same_immediate_stored_by_several_warps_is_a_lint_note():
+    ptx = _same_word("7")
+    for mode, res in runs(ptx, [np.zeros(1, np.uint32)], block=(64, 1, 1)):
+        fs = [f for f in res.findings if f.cls == 21]
+        assert fs and all(f.severity == "lint" and f.lines == (line_of(ptx, "ST"),) * 2 for f in fs), mode
+
+
+def test_a_register_value_stored_by_several_warps_is_a_race():
+    ptx = _same_word("%r3")         # each warp stores its own index: the order decides the value
+    for mode, res in runs(ptx, [np.zeros(1, np.uint32)], block=(64, 1, 1)):
+        fs = [f for f in res.findings if f.cls == 21]
+        assert fs and all(f.severity == "error" for f in fs), mode
