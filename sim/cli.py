@@ -114,13 +114,11 @@ def timing_summary(result) -> list[str]:
 
 def print_findings(findings, out=None) -> None:
     """Each finding as the user sees it, then the summary line."""
-    from .findings import FindingLog
+    from .findings import summarize
     out = out or sys.stdout
     for f in findings:
         print(f.format(), file=out)
-    log = FindingLog()
-    log.items = list(findings)
-    print(f"[sim] findings: {log.summary()}", file=out)
+    print(f"[sim] findings: {summarize(findings)}", file=out)
 
 
 def _finish_findings(args, findings, error=None) -> None:
@@ -218,10 +216,8 @@ def _explore(mod, launch, args) -> int:
         print(line)
     path = getattr(args, "findings", None)
     if path:
-        import json
-        with open(path, "w") as fh:
-            json.dump(report.to_json(getattr(args, "launch_name", None) or "LAUNCH"), fh, indent=1)
-            fh.write("\n")
+        from .findings import write_report
+        write_report(report.to_json(getattr(args, "launch_name", None) or "LAUNCH"), path)
         print(f"findings written to {path}")
     return 0 if report.ok else 1
 

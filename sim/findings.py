@@ -190,6 +190,19 @@ class Finding:
                 "fix": self.fix}
 
 
+def summarize(findings) -> str:
+    """One line: how many findings of each class (lint notes aside), or 'no findings'."""
+    probs = [f for f in findings if f.severity != "lint"]
+    if not probs:
+        n = len(findings)
+        return "no findings" + (f" ({n} lint note{'s' if n != 1 else ''})" if n else "")
+    by: dict = {}
+    for f in probs:
+        by[f.cls] = by.get(f.cls, 0) + 1
+    parts = [f"{n} x class {c} ({CLASSES[c]})" if c else f"{n} x {CLASSES[c]}" for c, n in sorted(by.items())]
+    return f"{len(probs)} finding{'s' if len(probs) != 1 else ''}: " + "; ".join(parts)
+
+
 class FindingError(SyncError):
     """A finding that stopped the run (strict mode, or a hardware trap / hang); ``finding`` holds it."""
 
@@ -249,22 +262,24 @@ class FindingLog:
         return [f for f in self.items if f.severity != "lint"]
 
     def summary(self) -> str:
-        probs = self.problems
-        if not probs:
-            n = len(self.items)
-            return "no findings" + (f" ({n} lint note{'s' if n != 1 else ''})" if n else "")
-        by = {}
-        for f in probs:
-            by[f.cls] = by.get(f.cls, 0) + 1
-        parts = [f"{n} x class {c} ({CLASSES[c]})" if c else f"{n} x {CLASSES[c]}" for c, n in sorted(by.items())]
-        return f"{len(probs)} finding{'s' if len(probs) != 1 else ''}: " + "; ".join(parts)
+        return summarize(self.items)
 
     def to_json(self) -> list:
         return [f.to_json() for f in self.items]
 
 
+def write_report(report: dict, path) -> None:
+    """Write a findings report (a JSON object) for tools; a path that cannot be written is a diagnostic."""
+    from tcsim.isa.errors import TcsimError
+    try:
+        with open(path, "w") as fh:
+            json.dump(report, fh, indent=1)
+            fh.write("\n")
+    except OSError as e:
+        raise TcsimError(f"cannot write the findings to {path}: {e.strerror or e}",
+                         expected="a writable file path for --findings") from None
+
+
 def write_json(findings, path, **extra) -> None:
     """Write findings (a list of :class:`Finding`) as JSON for tools: ``{"findings": [...], **extra}``."""
-    with open(path, "w") as fh:
-        json.dump({"findings": [f.to_json() for f in findings], **extra}, fh, indent=1)
-        fh.write("\n")
+    write_report({"findings": [f.to_json() for f in findings], **extra}, path)

@@ -101,3 +101,12 @@ def test_the_readme_bug_examples_and_their_fixes():
     assert f.cls == 8 and f.lines == (write, read) and "fence.proxy.async.shared::cta" in f.missing
     res = run_launch(m.make_launch(fixed=True))
     assert res.findings == [] and m.check(res, None)[0]
+
+
+@pytest.mark.parametrize("extra", [[], ["--explore", "2"]])
+def test_an_unwritable_findings_path_is_a_diagnostic(tmp_path, capsys, extra):
+    from tcsim.cli import main
+    bad = tmp_path / "no" / "such" / "dir" / "f.json"
+    rc = main(["run", "tcsim.examples.bugs.missing_proxy_fence", "--no-timing", "--findings", str(bad)] + extra)
+    err = capsys.readouterr().err
+    assert rc == 1 and f"cannot write the findings to {bad}" in err and "Traceback" not in err
