@@ -305,7 +305,7 @@ class Protocol:
     def dead_barrier(self, act: Act, cta, mb, what: str, outcome: str = "continue") -> Finding | None:
         """An operation on an invalidated barrier (class 11), naming its init and inval lines; None if the barrier
         was never initialised (the caller reports that as before).  An H100 performs the operation on the state the
-        barrier had before ``mbarrier.inval`` (probe arrive_after_inval, /work/notes/probe_results.md), so the caller
+        barrier had before ``mbarrier.inval`` (probe arrive_after_inval, tests/hw/golden_h100/protocol_outcomes.json), so the caller
         revives that state and goes on."""
         rec = mb.record
         if rec is None or rec.inval is None:
@@ -506,7 +506,7 @@ class Protocol:
         """Phase ``completed`` of ``mb`` just completed: copies aimed at it still in flight are class 3 (or 15 when
         they come by multicast from another CTA) -- the waiters go on while those bytes are still missing, and the
         bytes will count against the next phase (an H100 counts complete-tx on a completed phase against the next
-        one without an error: probe complete_tx_on_completed_phase, /work/notes/probe_results.md), which then
+        one without an error: probe complete_tx_on_completed_phase, tests/hw/golden_h100/protocol_outcomes.json), which then
         completes early or never (a hang when its tx-count cannot return to zero, reported at the deadlock)."""
         rec = mb.record
         if rec is None:

@@ -13,7 +13,7 @@ completes; ``arrive`` does not wait.  ``bar{.cta}.X`` is ``barrier{.cta}.X.align
 nothing.  On completion the barrier resets for immediate reuse.
 
 Checks.  Class-16 findings (:mod:`tcsim.findings`) with the outcome an H100 gives (probes in
-``/work/notes/probe_results.md``): a thread count that is zero or not a multiple of 32 (illegal instruction at
+``tests/hw/golden_h100/protocol_outcomes.json``): a thread count that is zero or not a multiple of 32 (illegal instruction at
 the bar.sync: 'trap'); different thread counts for the same barrier in the same phase, naming the arrival that
 started the phase (illegal instruction at the later arrival: 'trap'); a count above the CTA's threads (the barrier
 never completes: 'hang').  SyncError: barrier id outside 0..15; a missing count on ``arrive``; ``red`` mixed with
@@ -151,7 +151,7 @@ class NamedBarriers:
             def show(c):
                 return "all threads of the CTA" if c is None else f"{c} threads"
             # an H100 raises an illegal instruction at the later arrival with the other count (probe
-            # bar_sync_mixed_counts_large_first, /work/notes/probe_results.md)
+            # bar_sync_mixed_counts_large_first, tests/hw/golden_h100/protocol_outcomes.json)
             first = ph.first
             ctx.report(Finding(
                 16, f"named barrier {index} of {cta.label}: {warp.label} arrives expecting {show(count)}, but the "

@@ -140,7 +140,7 @@ def check_multiple16(what: str, value: int, lane: int, section: str = SECTION, m
 def _rounded_load_size(ctx, n: int, lane: int) -> int:
     """A global -> shared bulk copy whose size is not a multiple of 16: an H100 raises no error, moves only the first
     ``n & ~15`` bytes and signals that many transaction bytes (probes bulk_size_not16_poll / _expect16_poll /
-    _expect32_poll, /work/notes/probe_results.md), so a wait expecting ``n`` bytes hangs.  A class-18 finding at the
+    _expect32_poll, tests/hw/golden_h100/protocol_outcomes.json), so a wait expecting ``n`` bytes hangs.  A class-18 finding at the
     copy; the copy goes on with the rounded size."""
     m = np.zeros(32, dtype=bool)
     m[int(lane)] = True
@@ -201,7 +201,7 @@ def check_source_resident(cta, what: str, engine=None) -> None:
     still be there (its shared memory may belong to the next CTA on the SM once it exits; PTX ISA §9.7.9.25.6:
     ``cp.async.bulk.wait_group.read`` is how a thread knows the source has been read).  Reported as a class-14
     finding naming the copy (through ``engine``, the TMA engine completing it); an H100 completes such a store with
-    the right bytes (probe exit_with_bulk_store_pending, /work/notes/probe_results.md), so the copy goes on."""
+    the right bytes (probe exit_with_bulk_store_pending, tests/hw/golden_h100/protocol_outcomes.json), so the copy goes on."""
     if cta.exited:
         msg = f"{cta.label} exited while its {what} still had to read the source in its shared memory"
         fix = ("cp.async.bulk.commit_group + cp.async.bulk.wait_group.read 0 (or an mbarrier wait for a "

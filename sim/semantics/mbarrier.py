@@ -29,7 +29,7 @@ A token wait is complete when the barrier's current phase differs from the phase
 allows the current or the immediately preceding phase to be queried).  A parity wait is complete when
 ``(phase & 1) != parity``, i.e. the phase with that parity has completed.
 
-Protocol checks (:mod:`tcsim.race.protocol`, outcomes measured on an H100: /work/notes/probe_results.md).  The
+Protocol checks (:mod:`tcsim.race.protocol`, outcomes measured on an H100: tests/hw/golden_h100/protocol_outcomes.json).  The
 lanes of one warp-instruction that arrive on one barrier arrive together: more arrivals than the phase has
 pending is an over-arrival, a finding with outcome 'trap' at the arrive naming its root cause (class 17: the
 instruction's lanes alone exceed the count; class 1: a stale wait let the barrier be re-armed early; class 12: two
@@ -115,7 +115,7 @@ def resolve_targets(ctx, space: str, addrs: np.ndarray, lanes: np.ndarray) -> li
         cta = ctx.cluster.cta_by_rank(r)
         if not ctx.is_local(cta) and cta.exited:
             # an H100 performs a remote arrive on an exited peer's barrier without an error (probe
-            # remote_arrive_after_exit, /work/notes/probe_results.md): a class-14 finding, and the operation goes on
+            # remote_arrive_after_exit, tests/hw/golden_h100/protocol_outcomes.json): a class-14 finding, and the operation goes on
             ctx.report(Finding(
                 14, f"mbarrier operation on the shared memory of {cta.label}, which has already exited (its shared "
                     f"memory may already belong to the next CTA on that SM)",

@@ -1,7 +1,7 @@
 """Protocol checks outside the mbarrier ring (tcsim.race.protocol, sim/semantics/barrier.py, bulk_copy.py): a
 phase overtaken while a thread waited (class 1), named-barrier thread counts (class 16) and misaligned bulk
 operands (class 18), each with a correct twin, timing off and on, seeds None/1/2.  Outcomes follow the H100 probes
-(/work/notes/probe_results.md)."""
+(tests/hw/golden_h100/protocol_outcomes.json)."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,6 @@
 """Protocol checks of mbarriers and TMA transactions (tcsim.race.protocol): each buggy ring kernel is a minimal edit
 of the correct one (tests/race/protocol_kernels.py); the finding names its class, the lines of both sides, the
-root cause, and ends the run as the H100 does (/work/notes/probe_results.md, issue 15 item 6).  Every case runs
+root cause, and ends the run as the H100 does (tests/hw/golden_h100/protocol_outcomes.json, issue 15 item 6).  Every case runs
 with timing off and on and under seeds None, 1, 2."""
 import pytest
 

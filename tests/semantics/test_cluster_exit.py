@@ -67,7 +67,7 @@ ACCESS = {
                       r"exited"),
 }
 # An H100 completes a remote arrive on an exited peer's mbarrier without an error (probe remote_arrive_after_exit,
-# /work/notes/probe_results.md): tcsim reports it as a class-14 finding and the run goes on.
+# tests/hw/golden_h100/protocol_outcomes.json): tcsim reports it as a class-14 finding and the run goes on.
 REMOTE_ARRIVE = "  @%p2 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r6];"
 
 

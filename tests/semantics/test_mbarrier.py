@@ -281,7 +281,7 @@ def test_uninitialised_and_reinitialised_barrier_errors():
     with pytest.raises(SyncError, match="live mbarrier"):
         run_launch(Launch(ptx=ptx, grid=(1, 1, 1), block=(32, 1, 1), args=[np.zeros(32, np.uint32)]), strict=True)
     # an arrive after mbarrier.inval: an H100 completes phase 0 as if the inval had not happened (probe
-    # arrive_after_inval, /work/notes/probe_results.md): a class-11 finding naming init and inval, and the run goes on
+    # arrive_after_inval, tests/hw/golden_h100/protocol_outcomes.json): a class-11 finding naming init and inval, and the run goes on
     ptx = kernel(LEADER + "  @%p15 mbarrier.init.shared::cta.b64 [bar], 1;\n  @%p15 mbarrier.inval.shared::cta.b64 [bar];\n"
                  "  @%p15 mbarrier.arrive.shared::cta.b64 _, [bar];\n"
                  "  mbarrier.test_wait.parity.shared::cta.b64 %p1, [bar], 0;\n" + pred_out(0, "%p1"), 1, "sm_90a")
