@@ -6,18 +6,14 @@ offending line last), the rule broken, and the outcome the GPU has (trap where t
 guardrail trap, 'continue' where nothing checks); the correct twin must give no finding at all.  Kernels are checked
 with ``ptxas -arch=sm_100a`` when it is on PATH.
 """
-import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
 from tcsim.findings import FindingError
+from tests.semantics.test_tcgen05_mem import assert_ptxas
 from tcsim.launch import Launch, run_launch
 
-PTXAS = shutil.which("ptxas")
 SCHEDULES = [(t, s) for t in (False, True) for s in (None, 1, 2)]
 
 TEMPLATE = """.version 8.7
@@ -46,18 +42,6 @@ LD = ("  tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r2}, [%r1];\n  tcgen05.wait::ld
 
 def kernel(body: str) -> str:
     return TEMPLATE.replace("BODY", body.rstrip("\n"))
-
-
-def assert_ptxas(text: str) -> None:
-    if PTXAS is None:
-        return
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(text)
-        r = subprocess.run([PTXAS, "-arch=sm_100a", src, "-o", os.path.join(d, "k.cubin")],
-                           capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def line_of(text: str, needle: str, nth: int = 0) -> int:

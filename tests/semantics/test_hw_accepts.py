@@ -16,31 +16,15 @@ Kernels are written here in the shape those projects ship (generic ``&smem_word`
 each is checked with ``ptxas -arch=sm_100a`` when ptxas is on PATH.  Every kernel runs with timing off and on and
 schedule seeds None / 1 / 2.
 """
-import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
 from tcsim.isa.errors import SyncError
+from tests.semantics.test_tcgen05_mem import assert_ptxas
 from tcsim.launch import Launch, run_launch
 
-PTXAS = shutil.which("ptxas")
 SCHEDULES = [(t, s) for t in (False, True) for s in (None, 1, 2)]
-
-
-def assert_ptxas(text: str) -> None:
-    if PTXAS is None:
-        return
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(text)
-        r = subprocess.run([PTXAS, "-arch=sm_100a", src, "-o", os.path.join(d, "k.cubin")],
-                           capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def line_of(text: str, needle: str) -> int:
