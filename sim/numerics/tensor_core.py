@@ -84,7 +84,7 @@ __all__ = [
     "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
     "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
     "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16", "E_FLOOR_F32_OUT_GROUPED",
-    "GROUP_EXP_POLICIES",
+    "GROUP_EXP_POLICIES", "mma_b1",
 ]
 
 # ---- named constants ---------------------------------------------------------------------------
@@ -638,3 +638,32 @@ def mma_int(a, b, c, a_signed: bool, b_signed: bool, satfinite: bool) -> np.ndar
     else:
         acc = ((acc + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
     return acc.astype(np.int32)
+
+
+def mma_b1(a, b, c, op: str = "and") -> np.ndarray:
+    """Single-bit MMA with ``.popc`` (PTX ISA §9.7.14 mma ``.b1`` ``.and.popc`` / ``.xor.popc``; §9.7.15
+    wgmma ``.s32.b1.b1.and.popc``): D = C + popc(a_row OP b_col), wrapped modulo 2**32 (no ``.satfinite``
+    exists for b1).
+
+    a (M, K/8), b (K/8, N): packed bits as bytes (uint8), element k of a row / column in bit k%8 of byte k//8
+    -- the popcount does not depend on the bit order as long as A and B use the same one; c (M, N): int32 values
+    or their uint32 bit patterns.  Returns an (M, N) int32 array.  Measured on an H100 (wgmma m64n8k256 and
+    m64n256k256 ``.and.popc``, tests/golden/wgmma_numerics): matches bit for bit, C near the int32 limits wraps.
+    """
+    if op not in ("and", "xor"):
+        raise ValueError(f"b1 MMA op must be 'and' or 'xor', got {op!r}")
+    A, B = np.asarray(a), np.asarray(b)
+    if A.dtype != np.uint8 or B.dtype != np.uint8:
+        raise ValueError("b1 MMA operands must be packed bits in uint8 arrays")
+    cc = np.asarray(c)
+    if cc.dtype.kind not in "iu" or (cc.size and (int(cc.min()) < -(1 << 31) or int(cc.max()) >= 1 << 32)):
+        raise ValueError("C must hold int32 values or uint32 bit patterns")
+    C = cc.astype(np.int64)
+    C = np.where(C >= 1 << 31, C - (1 << 32), C)
+    Ab = np.unpackbits(A, axis=1).astype(np.int64)         # (M, K)
+    Bb = np.unpackbits(B, axis=0).astype(np.int64)         # (K, N)
+    _check_shapes(Ab, Bb, C)
+    both = Ab @ Bb
+    cnt = both if op == "and" else Ab.sum(axis=1)[:, None] + Bb.sum(axis=0)[None, :] - 2 * both
+    acc = cnt + C
+    return (((acc + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
