@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -211,7 +210,7 @@ def device_main(out: Path, names, workers: int, backend: str = "gpu", argv=(), j
     ref = model(COMBOS["f16_f32"], probe_x)
     for cand in [(lo, hi), ((hi << 16), lo >> 16)]:
         r = P.execute(probe_launch(COMBOS["f16_f32"], 8, probe_x["a"], probe_x["b"], probe_x["c"],
-                                   probe_x["flags"], cand), backend, timeout=300)
+                                   probe_x["flags"], cand), backend, timeout=60)
         if not r.ok:
             log(f"descriptor check {cand}: {r.error} {r.detail}")
             continue
@@ -224,7 +223,7 @@ def device_main(out: Path, names, workers: int, backend: str = "gpu", argv=(), j
     def one(item):
         (name, N), x = item
         return P.execute(probe_launch(COMBOS[name], N, x["a"], x["b"], x["c"], x["flags"], desc), backend,
-                         timeout=300)
+                         timeout=60)
 
     t1 = time.time()
     runs = P.run_all(list(zip(camp, xs)), one, jobs=jobs)
