@@ -13,6 +13,8 @@ and 16 m64n256 instructions (262,144 cases): 393,216 cases, 272 instructions.
     parameter variants of :func:`variants` on the m64n8 instructions), prints disagreements and writes
     ``DIR/wgmma_numerics.npz`` (GPU outputs stored as ``gpu ^ estimate``, compressed; :func:`estimate` is a
     float64 / int64 approximation that does not use the model under test) and ``DIR/meta.json``.
+    (The installed record was re-encoded once, when :func:`estimate` learnt to cut fp8 -> f32 estimates to 13
+    fraction bits; ``meta.json`` says so, and the SHA-256 of every GPU output is the device's.)
 ``python -m calib.probes.wgmma_probe install --gpu DIR``
     Checks the record (every output's SHA-256 rebuilt) and copies it to ``tests/golden/wgmma_numerics``.
 :func:`golden_cases` ``(name, N) -> (inputs, expected)`` replays a recorded campaign (no GPU): the CI test
@@ -98,7 +100,8 @@ def variants(combo: Combo) -> dict:
 def estimate(combo: Combo, x: dict) -> np.ndarray:
     """A deterministic approximation of D used only to store GPU outputs compactly (``gpu ^ estimate``): float
     types: C plus the products in k order in float64 (IEEE add/multiply), truncated (f32) or rounded half up
-    (f16) to the accumulator by integer operations (:func:`calib.probes.mma_inputs._f64_to_code`); integer types:
+    (f16) to the accumulator by integer operations (:func:`calib.probes.mma_inputs._f64_to_code`), fp8 -> f32 then
+    cut to 13 fraction bits (numerics.md "Parameters"; the stored XOR compresses much better); integer types:
     the exact sum wrapped to 32 bits.  Independent of ``tcsim.numerics.tensor_core``."""
     from tcsim.numerics.lowp import to_float64
 
@@ -113,7 +116,10 @@ def estimate(combo: Combo, x: dict) -> np.ndarray:
             with np.errstate(all="ignore"):
                 for k in range(combo.K):
                     s = s + av[:, None, k] * bv[None, :, k]
-            out.append(_f64_to_code(s, combo.d, combo.d == "f16").astype(combo.c_dtype))
+            e = _f64_to_code(s, combo.d, combo.d == "f16")
+            if combo.a in ("e4m3", "e5m2") and combo.d == "f32":
+                e = e & ~((1 << 10) - 1)            # fp8 -> f32: 13 fraction bits (numerics.md), for compactness only
+            out.append(e.astype(combo.c_dtype))
         else:
             if combo.a == "b1":
                 A = np.unpackbits(a, axis=1).astype(np.int64)
