@@ -272,6 +272,48 @@ def device_main(out: Path, names, workers: int, backend: str = "gpu", argv=(), j
     return 0
 
 
+def targeted_main(out: Path, names, backend: str = "gpu", argv=()) -> int:
+    """The targeted vectors (:mod:`calib.probes.wgmma_targeted`) of ``names`` on the GPU -> ``out/targeted.npz``
+    (per combination: a, b, c, flags, the GPU's d, test names, where) with the model's agreement printed."""
+    from . import wgmma_targeted as WT
+
+    out.mkdir(parents=True, exist_ok=True)
+    lo, hi = desc_words()
+    arrays = {}
+    meta = {"command": P.command_line("calib.probes.wgmma_probe", argv), "date": P.utc_now(), "combos": {}}
+    for name in names:
+        combo = COMBOS[name]
+        packed = WT.pack(combo)
+        if packed is None:
+            continue
+        x, tnames, where = packed
+        r = P.execute(probe_launch(combo, 8, x["a"], x["b"], x["c"], x["flags"], (lo, hi)), backend, timeout=60)
+        if not r.ok:
+            print(f"{name}: {r.error}: {r.detail}", flush=True)
+            continue
+        meta.update(P.gpu_fields(r.device, r.driver, r.cc))
+        d = regs_to_acc(r.outputs[3])
+        ref = model(combo, x)
+        n = len(x["flags"]) // 2
+        miss = int((ref != d).sum())
+        named = {t: hex(int(d[i, j, j])) for t, (i, j) in zip(tnames, where)}
+        rs_same = bool(np.array_equal(d[:n], d[n:]))
+        meta["combos"][name] = {"model_misses": miss, "elements": int(d.size), "rs_equals_ss": rs_same,
+                                "named": named}
+        print(f"{name}: model misses {miss} of {d.size}; RS == SS: {rs_same}", flush=True)
+        for t, (i, j) in zip(tnames, where):
+            if ref[i, j, j] != d[i, j, j]:
+                print(f"    {t}: GPU {int(d[i, j, j]):#x} model {int(ref[i, j, j]):#x}", flush=True)
+        for k in ("a", "b", "c", "flags"):
+            arrays[f"{name}/{k}"] = x[k]
+        arrays[f"{name}/d"] = d
+        arrays[f"{name}/names"] = np.array(tnames)
+        arrays[f"{name}/where"] = np.array(where, np.int64)
+    np.savez_compressed(out / "targeted.npz", **arrays)
+    P.write_json(out / "targeted_meta.json", meta)
+    return 0
+
+
 def install_main(gpu_dir: Path, dest: Path) -> int:
     meta, arr = P.read_json(gpu_dir / P.META), P.load_arrays(gpu_dir / DATA)
     for name, per in meta["combos"].items():
@@ -295,6 +337,10 @@ def main(argv=None) -> int:
     i = sub.add_parser("install", help="check a device record and copy it to tests/golden/wgmma_numerics")
     i.add_argument("--gpu", type=Path, required=True)
     i.add_argument("--out", type=Path, default=GOLDEN)
+    t = sub.add_parser("targeted", help="run the targeted vectors on the GPU")
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--combo", action="append", choices=list(COMBOS))
+    t.add_argument("--backend", choices=["gpu", "sim"], default="gpu")
     w = sub.add_parser("write-ptx", help="write the probe kernels to DIR")
     w.add_argument("dir", type=Path)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -302,6 +348,8 @@ def main(argv=None) -> int:
     if args.cmd == "device":
         return device_main(args.out, args.combo or list(COMBOS), args.workers, args.backend, argv, args.jobs,
                            args.count)
+    if args.cmd == "targeted":
+        return targeted_main(args.out, args.combo or list(COMBOS), args.backend, argv)
     if args.cmd == "install":
         return install_main(args.gpu, args.out)
     from .wgmma_ptx import probe_ptx
