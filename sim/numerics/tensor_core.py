@@ -51,9 +51,18 @@ Policy switches for numerics.md "Open questions" (fields of TensorCoreParams; de
   file uses -15 for f16 in/out; that is not what the H100 does).  Q3: the hardware returns +0
   also for a negative sum that rounds to zero (both public models say -0 there).  None of this
   was measured on sm_100a (no B200 at hand); the B200 rows assume the same policies.
-    Q4 fp6/fp4 in kind::f8f6f4, B200 mma.sync fp8 and tf32, H100 wgmma fp8 -- table entries taken
+    Q4 fp6/fp4 in kind::f8f6f4, B200 mma.sync fp8 and tf32 -- table entries taken
        from the public models or extrapolated, not measured here; `provisional_reason` names them.
        H100 mma.sync fp8 was measured: it is a compiler lowering (LOWER_FP8_VIA_F16).
+  Evidence, wgmma (H100 80GB HBM3, driver 580.159, CUDA 13.0; tests/golden/wgmma_numerics): every
+  wgmma.mma_async type combination -- f16 -> f16/f32, bf16 -> f32, tf32 -> f32, the four e4m3/e5m2 pairs
+  -> f16/f32, s8/u8 (all four, with and without .satfinite) -> s32, b1 .and.popc -> s32 -- at m64n8 and
+  m64n256, A from shared memory and from registers, negated operands and scale-d = 0: 393,216 random outputs
+  per combination (8.26 million in all) plus targeted vectors, and the sm_90a wgmma rows below (with
+  mma_int / mma_b1) matched every one bit for bit, no parameter changed.  The fp8 row (native on wgmma, unlike
+  mma.sync) is pinned: F = 13 with the f32 result cut to e8m13, and F = 13 with round to nearest even for f16
+  output; F = 12 / 14..16 / 23..25, no e8m13 cut, a block of 16 and the mma.sync f16 lowering each miss
+  11-90 thousand of 131,072 m64n8 outputs per combination.  The same campaigns on an H200 gave identical bits.
     Module constant, not a per-instruction switch:
        F32_RZ_OVERFLOW_TO_INF -- numerics.md says f32 RZ overflow gives +-Inf (MMA-Sim does the
        same; the H100 does too); IEEE RZ would give +-max-finite.  Default True.
@@ -189,13 +198,15 @@ _I8 = ("s8", "u8")
 _TABLE = MappingProxyType({
     # H100: f16/bf16 block = whole instruction K (16; m16n8k8 has K = 8, which mma_float fuses as
     # one block since a block never extends past K), tf32 block 8, wgmma fp8 block 32 with F = 13
-    # and the f32 output cut to e8m13.  mma.sync fp8 is not a native operation on sm_90a: ptxas
+    # and the f32 output cut to e8m13 (all wgmma rows measured on an H100, tests/golden/wgmma_numerics).
+    # mma.sync fp8 is not a native operation on sm_90a: ptxas
     # emulates it with two f16 HMMAs (block 16, F = 25) and an IEEE add of C (LOWER_FP8_VIA_F16;
     # SASS read on an H100 with CUDA 13.0 and 192k random outputs compared bit for bit).
     ("sm_90a", "mma.sync", "f16"): _Entry(_F16, 16, 25),
     ("sm_90a", "mma.sync", "tf32"): _Entry(("tf32",), 8, 25),
     ("sm_90a", "mma.sync", "f8f6f4"): _Entry(_F8, 16, 25, None, None, LOWER_FP8_VIA_F16),
     ("sm_90a", "mma.sync", "i8"): _Entry(_I8, 32, 0),
+    # wgmma rows: every combination measured on an H100 (module docstring, tests/golden/wgmma_numerics)
     ("sm_90a", "wgmma", "f16"): _Entry(_F16, 16, 25),
     ("sm_90a", "wgmma", "tf32"): _Entry(("tf32",), 8, 25),
     ("sm_90a", "wgmma", "f8f6f4"): _Entry(_F8, 32, 13, 13),
@@ -649,6 +660,7 @@ def mma_b1(a, b, c, op: str = "and") -> np.ndarray:
     -- the popcount does not depend on the bit order as long as A and B use the same one; c (M, N): int32 values
     or their uint32 bit patterns.  Returns an (M, N) int32 array.  Measured on an H100 (wgmma m64n8k256 and
     m64n256k256 ``.and.popc``, tests/golden/wgmma_numerics): matches bit for bit, C near the int32 limits wraps.
+    ``.xor`` (an mma.sync form; wgmma has only ``.and``) is implemented but not measured.
     """
     if op not in ("and", "xor"):
         raise ValueError(f"b1 MMA op must be 'and' or 'xor', got {op!r}")

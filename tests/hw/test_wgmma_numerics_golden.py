@@ -101,3 +101,91 @@ def test_slice_on_the_gpu_matches_the_record():
             assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
             got = regs_to_acc(r.outputs[3])
             assert np.array_equal(got, want), _hex_diff(got, want, x)
+
+
+# ------------------------------------------------------------------------------------------ targeted
+TGT = P.load_arrays(GOLD / "targeted.npz")
+TMETA = P.read_json(GOLD / "targeted_meta.json")
+TARGETED = sorted({k.split("/")[0] for k in TGT})
+
+
+def test_targeted_record_provenance():
+    assert "H100" in TMETA["gpu"] and TMETA["compute_capability"] == "9.0"
+    assert TMETA["command"].startswith("python -m calib.probes.wgmma_probe targeted")
+    # every float combination and the three integer forms mma.sync has vectors for
+    assert len(TARGETED) == 15 and {"f16_f16", "tf32_f32", "e5m2_e5m2_f32", "s8_s8_s32_sat"} <= set(TARGETED)
+
+
+@pytest.mark.parametrize("name", TARGETED)
+def test_targeted_vectors_bit_exact(name):
+    """Every output of every targeted instruction (A from shared memory and, again, from registers)."""
+    from calib.probes import wgmma_targeted as WT
+
+    combo = COMBOS[name]
+    x = {k: TGT[f"{name}/{k}"] for k in ("a", "b", "c", "flags")}
+    x_now, names, where = WT.pack(combo)
+    assert all(np.array_equal(x[k], x_now[k]) for k in x), "the targeted vectors changed since the record"
+    assert list(TGT[f"{name}/names"]) == names
+    gpu = TGT[f"{name}/d"]
+    n = len(gpu) // 2
+    assert np.array_equal(gpu[:n], gpu[n:]), "the H100 gave different results for A in registers"
+    got = WP.model(combo, x)
+    assert np.array_equal(got, gpu), _hex_diff(got, gpu, x)
+
+
+def _tgt(name, test):
+    names = list(TGT[f"{name}/names"])
+    i, j = TGT[f"{name}/where"][names.index(test)]
+    return int(TGT[f"{name}/d"][i, j, j])
+
+
+FP8_F32 = ["e4m3_e4m3_f32", "e4m3_e5m2_f32", "e5m2_e4m3_f32", "e5m2_e5m2_f32"]
+FP8_F16 = ["e4m3_e4m3_f16", "e4m3_e5m2_f16", "e5m2_e4m3_f16", "e5m2_e5m2_f16"]
+# The deciding vectors (README "What the H100 settled"), H100 output bits.
+SETTLED = [
+    # fp8: F = 13.  1 + 2^-13 keeps its last bit; 1 + 31 * 2^-14 loses every small term (each is truncated at
+    # 2^(E-13) before the sum; F = 25 with only the e8m13 cut of the result would give 0x3F803C00)
+    (FP8_F32, "f13_keep", 0x3F800400),
+    (FP8_F32, "many_below_window", 0x3F800000),
+    (FP8_F16, "many_below_window", 0x3C00),
+    (FP8_F32, "cancel_exact", 0x39800000),
+    (FP8_F32, "cancel_below", 0x00000000),
+    # fp8 -> f32: the result is cut to 13 fraction bits (3.5 + 2^-13 needs 14: 0x40600200 without the cut),
+    # and so is C (1 + 2^-20 alone -> 1)
+    (FP8_F32, "out_cut_14", 0x40600000),
+    (FP8_F32, "out_cut_13", 0x40600400),
+    (FP8_F32, "c_alone_fine", 0x3F800000),
+    # fp8 -> f16: round to nearest even after the F = 13 sum
+    (FP8_F16, "rne_tie_even", 0x3C00),
+    (FP8_F16, "rne_tie_odd", 0x3C02),
+    (FP8_F16, "rne_above_tie", 0x3C01),
+    (FP8_F16, "f16_ovf", 0x7C00),
+    # Q2: a zero operand does not lend its exponent to E; Q3: zero results are +0; canonical NaN
+    (FP8_F32, "zero_times_big", 0x39800000),
+    (FP8_F16, "zero_times_big", 0x0C00),
+    (FP8_F32 + FP8_F16, "cancel_cneg", 0x0),
+    (FP8_F32 + FP8_F16, "neg_zero_products_cneg", 0x0),
+    (FP8_F32, "nan_c", 0x7FFFFFFF),
+    (FP8_F16, "nan_a", 0x7FFF),
+    (["e5m2_e5m2_f32", "e5m2_e4m3_f32"], "inf_times_zero", 0x7FFFFFFF),
+    # f16/bf16/tf32 wgmma: the mma.sync answers hold (floor -133 / -21, zero terms dropped, +0, RZ overflow Inf)
+    (["bf16_f32", "tf32_f32"], "efloor_160", 0x00000200),
+    (["bf16_f32", "tf32_f32"], "czero_tiny_products", 0x000001FF),
+    (["bf16_f32", "tf32_f32"], "underflow_neg", 0x00000000),
+    (["bf16_f32", "tf32_f32"], "ovf_pos", 0x7F800000),
+    (["f16_f16"], "f16_floor_probe_46", 0x0001),
+    (["f16_f16"], "f16_floor_probe_47", 0x0000),
+    (["f16_f32", "bf16_f32", "tf32_f32"], "nan_a_neg_payload", 0x7FFFFFFF),
+    (["tf32_f32"], "tf32_nan_low_payload", 0x7F800000),
+    # integers: C = 2^31 - 1 plus 1 wraps without .satfinite and clamps with it; no intermediate clamping
+    (["s8_s8_s32"], "int_wrap_pos", 0x80000000),
+    (["s8_s8_s32_sat"], "int_wrap_pos", 0x7FFFFFFF),
+    (["s8_s8_s32_sat"], "int_wrap_bigneg", 0x80000000),
+    (["s8_s8_s32", "s8_s8_s32_sat"], "int_transient", 0x7FFFFFF6),
+]
+
+
+@pytest.mark.parametrize("names,test,bits", SETTLED, ids=[f"{t}-{n[0]}" for n, t, _ in SETTLED])
+def test_settled_question(names, test, bits):
+    for name in names:
+        assert _tgt(name, test) == bits, f"{name} {test}: H100 {_tgt(name, test):#x}, recorded {bits:#x}"
