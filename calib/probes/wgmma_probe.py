@@ -35,7 +35,7 @@ from calib import pipeline as P
 
 from . import wgmma_inputs as WI
 from .wgmma_ptx import (COMBOS, FLAG_NEG_A, FLAG_NEG_B, FLAG_RS, FLAG_SCALE_D, SHAPES_N, Combo, desc_words,
-                        probe_launch, regs_to_acc)
+                        probe_launch, probe_ptx, regs_to_acc)
 
 GOLDEN = P.GOLDEN_ROOT / "wgmma_numerics"
 DATA = "wgmma_numerics.npz"
@@ -250,7 +250,7 @@ def device_main(out: Path, names, workers: int, backend: str = "gpu", argv=(), j
         arrays[f"{name}/n{N}/d_xor_estimate"] = gpu ^ estimate(combo, x)
         meta["combos"].setdefault(name, {"opcode_n8": combo.opcode(8)})[str(N)] = {
             "opcode": combo.opcode(N), "in_sha256": WI.input_digest(x), "gpu_out_sha256": WI.output_digest(gpu),
-            "kernel_ms": r.elapsed_ms}
+            "ptx_sha256": P.sha256(probe_ptx(combo, N)), "kernel_ms": r.elapsed_ms}
         jobs_cmp.append((name, N, x, gpu, N == 8))
     t2 = time.time()
     with ctx.Pool(workers) as pool:
@@ -315,11 +315,15 @@ def targeted_main(out: Path, names, backend: str = "gpu", argv=()) -> int:
 
 
 def install_main(gpu_dir: Path, dest: Path) -> int:
+    """Check a device record (every campaign's inputs and outputs rebuild to the recorded SHA-256) and copy it,
+    with the targeted record when ``gpu_dir`` holds one, to ``dest``."""
     meta, arr = P.read_json(gpu_dir / P.META), P.load_arrays(gpu_dir / DATA)
-    for name, per in meta["combos"].items():
+    for name in meta["combos"]:
         for N in SHAPES_N:
             golden_cases(name, N, _rec=(meta, arr))        # raises when inputs or outputs do not rebuild
-    P.install_files([(gpu_dir / P.META, P.META), (gpu_dir / DATA, DATA)], dest)
+    files = [(gpu_dir / P.META, P.META), (gpu_dir / DATA, DATA)]
+    files += [(gpu_dir / f, f) for f in ("targeted.npz", "targeted_meta.json") if (gpu_dir / f).is_file()]
+    P.install_files(files, dest)
     print(f"installed into {dest}")
     return 0
 
@@ -352,7 +356,6 @@ def main(argv=None) -> int:
         return targeted_main(args.out, args.combo or list(COMBOS), args.backend, argv)
     if args.cmd == "install":
         return install_main(args.gpu, args.out)
-    from .wgmma_ptx import probe_ptx
     args.dir.mkdir(parents=True, exist_ok=True)
     for c in COMBOS.values():
         for N in SHAPES_N:

@@ -9,6 +9,9 @@ combination bit for bit.  A GPU-marked test re-runs a slice of every campaign on
 """
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +47,29 @@ def test_record_covers_every_combination_with_100k_cases():
             assert rec["model"]["instructions"] == WI.INSTRUCTIONS[N]
             cases += rec["model"]["cases"]
         assert cases == sum(n * 64 * N for N, n in WI.INSTRUCTIONS.items()) >= 100_000, name
+
+
+def test_probe_ptx_is_the_recorded_one():
+    """The kernels the generator writes now are the ones the H100 ran (a changed generator makes the record stale)."""
+    from calib.probes.wgmma_ptx import probe_ptx
+
+    for name, combo in COMBOS.items():
+        for N in SHAPES_N:
+            assert P.sha256(probe_ptx(combo, N)) == META["combos"][name][str(N)]["ptx_sha256"], f"{name} n{N}"
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+def test_probe_ptx_accepted_by_ptxas(tmp_path):
+    """Every probe kernel assembles for sm_90a (the H100 ran them through the driver's JIT)."""
+    from calib.probes.wgmma_ptx import probe_ptx
+
+    for name in ("f16_f16", "tf32_f32", "e4m3_e5m2_f32", "s8_u8_s32_sat", "b1_and_popc"):
+        for N in SHAPES_N:
+            f = tmp_path / f"{name}_{N}.ptx"
+            f.write_text(probe_ptx(COMBOS[name], N))
+            r = subprocess.run(["ptxas", "-arch=sm_90a", str(f), "-o", os.devnull], capture_output=True, text=True,
+                               timeout=120)
+            assert r.returncode == 0, f"{name} n{N}: {r.stderr[-2000:]}"
 
 
 def test_campaigns_exercise_every_flag_and_kind():
