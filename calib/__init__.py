@@ -9,8 +9,8 @@ golden data under tests/ (or as package data the simulator reads, sim/timing/dat
 * :mod:`calib.microbench` -- clock64 microbenchmarks and validation kernels (tests/golden/timing_h100/), the timing
   fit (sim/timing/data/measured_h100.json); :mod:`calib.sass_facts` (sim/timing/data/sass_facts_h100.json),
   :mod:`calib.sass_schedule`;
-* :mod:`calib.probes` -- scalar-instruction and mma.sync numerics probes (tests/golden/alu_probe/,
-  tests/golden/mma_sync_numerics/);
+* :mod:`calib.probes` -- scalar-instruction, mma.sync and wgmma numerics probes (tests/golden/alu_probe/,
+  tests/golden/mma_sync_numerics/, tests/golden/wgmma_numerics/);
 * :mod:`calib.fuzz` -- differential fuzzing (tests/golden/fuzz_campaign/, tests/fuzz_regressions/);
 * :mod:`calib.faults` -- faulting kernels, the GPU's error beside tcsim's diagnosis (tests/golden/faults.json).
 

@@ -73,9 +73,11 @@ def test_probe_ptx_accepted_by_ptxas(tmp_path):
 
 
 def test_campaigns_exercise_every_flag_and_kind():
-    """Every flag (scale-d = 0, negated A / B, A in registers) and every input kind occurs in every campaign it
-    applies to -- the inputs themselves, not the record, so a generator change that dropped one would fail."""
-    for name, combo in COMBOS.items():
+    """Every flag (scale-d = 0, negated A / B, A in registers) and every input kind occurs in the campaigns it
+    applies to -- the inputs themselves, not the record, so a generator change that dropped one would fail.
+    One combination per family (the generator's code paths); the full replay below covers the rest."""
+    for name in ("f16_f16", "tf32_f32", "e5m2_e4m3_f16", "u8_s8_s32_sat", "b1_and_popc"):
+        combo = COMBOS[name]
         x = WI.gen(combo, 8)
         fl = x["flags"]
         assert (fl & FLAG_SCALE_D).any() and (~fl & FLAG_SCALE_D).any(), name
