@@ -217,3 +217,58 @@ SETTLED = [
 def test_settled_question(names, test, bits):
     for name in names:
         assert _tgt(name, test) == bits, f"{name} {test}: H100 {_tgt(name, test):#x}, recorded {bits:#x}"
+
+
+# ------------------------------------------------------------------------------------------ layouts
+def test_accumulator_fragment_map_by_hand():
+    """PTX ISA 9.1 §9.7.15.5 "WGMMA .m64nNk* register fragment layout for accumulator matrix D": thread T (warp
+    w = T/32, g = lane/4, t = lane%4) holds d[i] at row 16w + g + 8*((i/2)%2), column 8*(i/4) + 2t + i%2."""
+    from calib.probes.wgmma_ptx import FRAG, acc_to_regs, regs_to_acc
+
+    rows, cols = FRAG
+    assert (rows[0, 0], cols[0, 0]) == (0, 0) and (rows[0, 1], cols[0, 1]) == (0, 1)
+    assert (rows[0, 2], cols[0, 2]) == (8, 0) and (rows[0, 4], cols[0, 4]) == (0, 8)
+    assert (rows[5, 3], cols[5, 3]) == (9, 3)             # lane 5: g = 1, t = 1
+    assert (rows[127, 127], cols[127, 127]) == (63, 255)   # warp 3, lane 31, last register of m64n256
+    x = np.arange(2 * 64 * 256, dtype=np.uint32).reshape(2, 64, 256)
+    assert np.array_equal(regs_to_acc(acc_to_regs(x)), x)
+    assert np.array_equal(regs_to_acc(acc_to_regs(x[:, :, :8])), x[:, :, :8])
+
+
+def test_shared_and_register_images_by_hand():
+    """No-swizzle K-major image: byte kb of row r at (r//8)*256 + (kb//16)*128 + (r%8)*16 + kb%16; A registers:
+    thread T's register r = 32-bit word t + 4*(r//2) of row 16w + g + 8*(r%2)."""
+    from calib.probes.wgmma_ptx import a_registers, smem_image
+
+    a = np.arange(64 * 16, dtype=np.uint16).reshape(1, 64, 16)     # f16 codes: element (m, k) = 16m + k
+    img = smem_image(a)[0].view(np.uint16)
+    assert img[0] == 0 and img[7] == 7 and img[8] == 16            # row 0 k 0..7, then row 1 (16 bytes later)
+    assert img[128 // 2] == 8                                       # second core matrix along K: row 0, k 8
+    assert img[256 // 2] == 8 * 16                                  # next 8-row group: row 8, k 0
+    regs = a_registers(a)[0].view(np.uint16).reshape(128, 4, 2)      # thread, register, half
+    assert regs[0, 0].tolist() == [0, 1] and regs[0, 1].tolist() == [8 * 16, 8 * 16 + 1]
+    assert regs[0, 2].tolist() == [8, 9]
+    assert regs[5, 0].tolist() == [16 + 2, 16 + 3]                  # lane 5: row 1, word 1
+    assert regs[32, 0].tolist() == [16 * 16, 16 * 16 + 1]           # warp 1: row 16
+
+
+def test_probe_kernel_on_the_simulator():
+    """The probe kernels the H100 ran, on tcsim: one instruction with A in shared memory and one with A in
+    registers per combination (m64n8), and one m64n256 instruction, must give the GPU's bits.  Skipped while the
+    simulator does not implement wgmma (the skip names the diagnostic)."""
+    from calib.probes.wgmma_ptx import probe_launch, regs_to_acc
+
+    d = META["descriptor"]
+    for name, combo in COMBOS.items():
+        for N in SHAPES_N:
+            x, want = WP.golden_cases(name, N, _rec=REC, count=8 if N == 8 else 1)
+            rs = (x["flags"] & FLAG_RS) != 0
+            pick = [int(np.argmax(~rs)), int(np.argmax(rs))] if N == 8 else [0]
+            x = {k: v[pick] for k, v in x.items()}
+            r = P.execute(probe_launch(combo, N, x["a"], x["b"], x["c"], x["flags"], (d["desc_lo"], d["desc_hi"])),
+                          "sim")
+            if not r.ok and r.error == "sim:UnsupportedError" and "wgmma" in (r.detail or ""):
+                pytest.skip(f"tcsim does not run wgmma yet: {r.detail.splitlines()[0][:200]}")
+            assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
+            got = regs_to_acc(r.outputs[3])
+            assert np.array_equal(got, want[pick]), _hex_diff(got, want[pick], x)
