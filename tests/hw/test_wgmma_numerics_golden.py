@@ -27,11 +27,11 @@ REC = WP.load_golden(GOLD)
 META = REC[0]
 
 
-def _hex_diff(got, want, x):
+def _hex_diff(got, want, x, who="model"):
     bad = np.argwhere(got != want)
     i, m, n = (int(v) for v in bad[0])
     return (f"{len(bad)} of {got.size} cases differ; first: instruction {i} (flags {int(x['flags'][i]):#x}) "
-            f"D[{m}][{n}]: model {int(got[i, m, n]):#x}, H100 {int(want[i, m, n]):#x}")
+            f"D[{m}][{n}]: {who} {int(got[i, m, n]):#x}, H100 {int(want[i, m, n]):#x}")
 
 
 # ------------------------------------------------------------------------------------------ provenance
@@ -128,7 +128,7 @@ def test_slice_on_the_gpu_matches_the_record():
                           "gpu", timeout=120)
             assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
             got = regs_to_acc(r.outputs[3])
-            assert np.array_equal(got, want), _hex_diff(got, want, x)
+            assert np.array_equal(got, want), _hex_diff(got, want, x, "GPU now")
 
 
 # ------------------------------------------------------------------------------------------ targeted
@@ -271,4 +271,4 @@ def test_probe_kernel_on_the_simulator():
                 pytest.skip(f"tcsim does not run wgmma yet: {r.detail.splitlines()[0][:200]}")
             assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
             got = regs_to_acc(r.outputs[3])
-            assert np.array_equal(got, want[pick]), _hex_diff(got, want[pick], x)
+            assert np.array_equal(got, want[pick]), _hex_diff(got, want[pick], x, "tcsim")
