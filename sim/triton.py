@@ -51,6 +51,7 @@ Running the result on the GPU back end (``tcsim diff``) needs tensor descriptors
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 
@@ -127,6 +128,13 @@ class _Dtype:
         return f"dtype({self.np.name})"
 
 
+@functools.lru_cache(maxsize=None)
+def _dtype_of(dt: np.dtype) -> _Dtype:
+    """One :class:`_Dtype` per numpy dtype for the life of the process: Triton's native specialiser caches what it
+    read from a dtype object by the object's identity, so a fresh object per call could alias a dead one's entry."""
+    return _Dtype(dt)
+
+
 class HostArray:
     """A numpy array in the shape Triton expects of a tensor (``data_ptr()``, ``dtype``, ``shape``, ``stride()``):
     what tcsim.triton hands Triton's binder and puts under a :func:`tensor_descriptor`.  ``data_ptr()`` is the
@@ -134,7 +142,7 @@ class HostArray:
 
     def __init__(self, array: np.ndarray):
         self.array = array
-        self.dtype = _Dtype(array.dtype)
+        self.dtype = _dtype_of(array.dtype)
         self.shape = tuple(array.shape)
 
     def data_ptr(self) -> int:
@@ -440,7 +448,7 @@ class Kernel:
 
     def _option_names(self) -> set:
         import dataclasses
-        opts = self.backend.parse_options({})
+        opts = self.backend.parse_options({"enable_fp_fusion": True})
         return {f.name for f in dataclasses.fields(opts)}
 
     def _bind(self, args, kwargs):
@@ -467,7 +475,7 @@ class Kernel:
         if self._binder is None:
             self._binder = create_function_from_signature(self.fn.signature, self.fn.params, self.backend)
         try:
-            return self._binder(*conv_args, **conv_kwargs)
+            return (*self._binder(*conv_args, **conv_kwargs), conv_kwargs)
         except TypeError as e:
             bad = self._unspecialisable(conv_args, conv_kwargs)
             raise LaunchError(f"kernel {self.name}: {bad or e}", self.loc,
@@ -497,6 +505,9 @@ class Kernel:
             if isinstance(v, HostArray):
                 return v
             from triton._utils import type_canonicalisation_dict
+            if not arr.dtype.isnative:
+                raise LaunchError(f"argument {name}: array of byte order {arr.dtype.str!r} (tcsim's device is "
+                                  f"little-endian)", self.loc, expected="arr.astype(arr.dtype.newbyteorder('='))")
             if arr.dtype.name not in type_canonicalisation_dict:
                 raise LaunchError(f"argument {name}: arrays of {arr.dtype} have no Triton element type", self.loc,
                                   expected="an integer, float16/bfloat16/float32/float64, fp8 or bool array")
@@ -519,14 +530,15 @@ class Kernel:
         """Specialise and compile for ``args`` (arrays may be stand-ins of the right dtype): returns
         (CompiledKernel, bound arguments, signature, constexprs).  Cached per specialisation."""
         from triton.compiler import ASTSource
-        bound, spec, options = self._bind(args, kwargs)
+        bound, spec, options, full = self._bind(args, kwargs)
         key = (repr(spec), repr(sorted(options.items(), key=lambda kv: kv[0])))
         hit = self._cache.get(key)
         if hit is not None:
             compiled, signature, constexprs = hit
             return compiled, bound, signature, constexprs
         try:
-            opts, signature, constexprs, attrs = self.fn._pack_args(self.backend, options, bound, spec, options)
+            # as JITFunction.run: the options come from every keyword (a Gluon kernel's num_warps parameter too)
+            opts, signature, constexprs, attrs = self.fn._pack_args(self.backend, full, bound, spec, options)
         except (KeyError, ValueError, AssertionError) as e:
             raise LaunchError(f"kernel {self.name}: Triton rejected the options {options}: {e}", self.loc) from None
         src_cls = ASTSource
