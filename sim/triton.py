@@ -331,8 +331,9 @@ class HostTensorMap:
 class TritonLaunch:
     """A Triton kernel compiled and laid out as a tcsim :class:`~tcsim.launch.Launch` (``launch``), not yet run.
 
-    ``compiled`` is Triton's ``CompiledKernel`` (``.asm["ptx"]``, ``.metadata``); ``signature`` the specialised
-    signature; ``params`` says, per ``.entry`` parameter, which argument it comes from."""
+    ``compiled`` is Triton's ``CompiledKernel`` (``.asm["ptx"]``, ``.metadata``; None for a :func:`replay`);
+    ``signature`` the specialised signature; ``params`` says, per ``.entry`` parameter, which argument it comes
+    from."""
 
     launch: Launch
     compiled: object
@@ -343,10 +344,8 @@ class TritonLaunch:
     arg_regions: dict                 # launch argument index -> _Region (pointer arguments)
     named: dict                       # kernel argument name -> _Region (arrays and descriptor bases)
     shapes: dict                      # kernel argument name -> the caller's array (for read-back in its shape)
-
-    @property
-    def ptx(self) -> str:
-        return self.compiled.asm["ptx"]
+    metadata: dict = field(default_factory=dict)   # :func:`metadata_of` the compiled kernel
+    ptx: str = ""                                  # the PTX Triton produced (what ``launch`` runs)
 
     def device_contents(self, result: Result) -> dict:
         """region -> what the device buffer held at the end of the run."""
@@ -561,137 +560,8 @@ class Kernel:
         """Compile and lay out a launch without running it (``.launch`` is a :class:`tcsim.launch.Launch`, e.g.
         for ``tcsim run`` launch files or :class:`tcsim.launch.Prepared`)."""
         compiled, bound, signature, constexprs = self.compile(*args, **kwargs)
-        md = compiled.metadata
-        from tcsim.isa.parser import parse
-        module = parse(compiled.asm["ptx"], f"<triton {self.name} {self.arch}>")
-        kname = md.name
-        try:
-            kfn = module.kernel(kname)
-        except Exception:
-            raise LaunchError(f"Triton's PTX for {self.name} has no .entry {kname}", self.loc) from None
-        regions = _Regions()
-        launch_args: list = []
-        sources: list = []
-        arg_regions: dict = {}
-        named: dict = {}
-        shapes: dict = {}
-        tdmeta = list(getattr(md, "tensordesc_meta", None) or [])
-        has_meta = bool(tdmeta)
-        tds = iter(tdmeta)
-
-        def add(value, source):
-            launch_args.append(value)
-            sources.append(source)
-
-        def visit(label, ty, v):
-            if isinstance(ty, tuple):
-                for j, (t, x) in enumerate(zip(ty, v)):
-                    visit(f"{label}[{j}]", t, x)
-                return
-            if ty == "constexpr":
-                return
-            if ty.startswith("tensordesc"):
-                meta = next(tds, None) if has_meta else None
-                self._descriptor(label, ty, v, meta, has_meta, regions, add, named, shapes)
-                return
-            if ty.startswith("*"):
-                if v is None or isinstance(v, (int, np.integer)):
-                    add(0 if v is None else int(v), f"{label}: {ty} (raw address)")
-                    return
-                if not isinstance(v, HostArray):
-                    raise LaunchError(f"argument {label} ({ty}) is a {type(v).__name__}, not an array", self.loc)
-                reg = regions.of(v.array, label)
-                arg_regions[len(launch_args)] = reg
-                named.setdefault(label, reg)
-                shapes.setdefault(label, v.array)
-                add(Pointer(reg.host), f"{label}: {ty}")
-                return
-            add(_ScalarArg(label, ty, v), f"{label}: {ty}")
-
-        for (name, ty), v in zip(signature.items(), bound.values()):
-            visit(name, ty, v)
-        if callable(grid):
-            grid = grid(bound)
-        g = _grid3(grid, self)
-        nprog = g[0] * g[1] * g[2] * md.num_ctas
-        for what in ("global", "profile"):
-            size = int(getattr(md, f"{what}_scratch_size", 0) or 0)
-            align = int(getattr(md, f"{what}_scratch_align", 1) or 1)
-            if size and align > 256:
-                raise LaunchError(f"kernel {self.name} needs a {what} scratch aligned to {align} bytes; tcsim "
-                                  f"allocates at 256", self.loc)
-            add(np.zeros(nprog * size, np.uint8) if size else 0,
-                f"{what}_scratch ({nprog} programs x {size} bytes)" if size else f"{what}_scratch (null)")
-        params = kfn.params
-        if len(params) != len(launch_args):
-            raise LaunchError(f"Triton's PTX for {self.name} has {len(params)} parameters but the signature "
-                              f"{signature} expands to {len(launch_args)} ({'; '.join(sources)})", self.loc)
-        final_args = [a.encode(p, self.loc) if isinstance(a, _ScalarArg) else a for a, p in zip(launch_args, params)]
-        launch = Launch(ptx=module, kernel=kname, grid=(g[0] * md.num_ctas, g[1], g[2]),
-                        block=(32 * md.num_warps, 1, 1), cluster=(md.num_ctas, 1, 1), dynamic_smem=int(md.shared),
-                        args=final_args, name=f"triton:{self.name}")
-        plist = [{"name": p.name, "type": p.type + (f"[{p.array}]" if p.array else ""), "source": s}
-                 for p, s in zip(params, sources)]
-        return TritonLaunch(launch=launch, compiled=compiled, signature=signature, constexprs=constexprs,
-                            params=plist, regions=regions, arg_regions=arg_regions, named=named, shapes=shapes)
-
-    def _descriptor(self, label, ty, d, meta, has_meta, regions, add, named, shapes):
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        if not isinstance(d, TensorDescriptor) or not isinstance(d.base, HostArray):
-            raise LaunchError(f"argument {label} ({ty}) must be a host tensor descriptor, got {type(d).__name__}",
-                              self.loc, expected="tcsim.triton.tensor_descriptor(array, block_shape)")
-        arr = d.base.array
-        shape = [int(x) for x in d.shape]
-        strides = [int(x) for x in d.strides]
-        need = _extent(shape, strides)
-        have = _extent(arr.shape, [s // arr.itemsize for s in arr.strides])
-        if need > have:
-            raise LaunchError(f"argument {label}: the descriptor's shape {shape} / strides {strides} reach "
-                              f"{need} elements from its base, which holds {have}", self.loc)
-        reg = regions.of(arr, label)
-        named.setdefault(label, reg)
-        shapes.setdefault(label, arr)
-        if not has_meta or meta is None:
-            # decomposed (no TMA lowering): base pointer, shape/strides i64, padding, tf32 flag, shape i32, strides
-            add(Pointer(reg.host), f"{label}.base")
-            for i, s in enumerate(shape):
-                add(_ScalarArg(f"{label}.shape[{i}]", "i64", s), f"{label}.shape[{i}] (i64)")
-            for i, s in enumerate(strides):
-                add(_ScalarArg(f"{label}.strides[{i}]", "i64", s), f"{label}.strides[{i}] (i64)")
-            add(_ScalarArg(f"{label}.padding_nan", "u1", d.padding == "nan"), f"{label}.padding == 'nan' (i1)")
-            add(_ScalarArg(f"{label}.round_f32_to_tf32", "u1", bool(d.round_f32_to_tf32)),
-                f"{label}.round_f32_to_tf32 (i1)")
-        else:
-            add(HostTensorMap(reg, self._tensor_map(label, d, arr, meta), label),
-                f"{label}: CUtensorMap (fill_tma_descriptor_tiled)")
-        for i, s in enumerate(shape):
-            add(_ScalarArg(f"{label}.shape[{i}]", "i32", s), f"{label}.shape[{i}] (i32)")
-        for i, s in enumerate(strides):
-            add(_ScalarArg(f"{label}.strides[{i}]", "i64", s), f"{label}.strides[{i}] (i64)")
-
-    def _tensor_map(self, label, d, arr, meta):
-        from tcsim.isa.swizzle import SWIZZLE_NAMES
-        from tcsim.isa.tensormap import PTX_ELEMTYPES, TensorMap
-        if meta.get("is_im2col"):
-            raise LaunchError(f"argument {label}: im2col tensor descriptors are not supported by tcsim.triton",
-                              self.loc)
-        elem_type = 11 if d.round_f32_to_tf32 else int(meta["elem_type"])   # Triton's TMA_TF32
-        elem_size = int(meta["elem_size"])
-        shape = [int(x) for x in d.shape]
-        if meta.get("fp4_padded"):
-            shape[-1] *= 2
-        block = [int(b) for b in meta["block_size"]]
-        rank = len(shape)
-        strides_b = [elem_size * int(s) for s in d.strides[:-1]]
-        try:
-            return TensorMap(dtype=PTX_ELEMTYPES[elem_type], rank=rank, global_address=0,
-                             global_dims=shape[::-1], global_strides=strides_b[::-1], box_dims=block[::-1],
-                             element_strides=(1,) * rank, interleave="none", swizzle=SWIZZLE_NAMES[int(meta["swizzle"])],
-                             l2_promotion="128B", oob_fill="nan" if d.padding == "nan" else "zero",
-                             array=None).validate(check_address=False)
-        except LaunchError as e:
-            e.message = f"argument {label}: {e.message}"
-            raise e.with_context(self.loc)
+        return _layout(compiled.asm["ptx"], metadata_of(compiled), signature, constexprs, bound, grid,
+                       name=self.name, arch=self.arch, loc=self.loc, compiled=compiled)
 
     def run(self, grid, *args, sim: dict | None = None, **kwargs) -> TritonRun:
         """Compile, simulate and write back; ``sim``: keyword arguments of :func:`tcsim.launch.run_launch`
@@ -717,16 +587,194 @@ def _first_lines(e, n=25) -> str:
     return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
 
 
-def _grid3(grid, k: Kernel) -> tuple:
+def _grid3(grid, name, loc) -> tuple:
     if isinstance(grid, (int, np.integer)):
         grid = (int(grid),)
     try:
         g = tuple(int(x) for x in grid)
     except (TypeError, ValueError):
-        raise LaunchError(f"grid {grid!r} of kernel {k.name} is not 1 to 3 integers", k.loc) from None
+        raise LaunchError(f"grid {grid!r} of kernel {name} is not 1 to 3 integers", loc) from None
     if not 1 <= len(g) <= 3 or any(x < 1 for x in g):
-        raise LaunchError(f"grid {grid!r} of kernel {k.name} must be 1 to 3 positive integers", k.loc)
+        raise LaunchError(f"grid {grid!r} of kernel {name} must be 1 to 3 positive integers", loc)
     return g + (1,) * (3 - len(g))
+
+
+# ------------------------------------------------------------------------------------------ laying out a launch
+#: the compiled metadata a launch needs (CompiledKernel.metadata fields), as :func:`metadata_of` returns them
+METADATA_FIELDS = ("name", "target", "num_warps", "num_ctas", "num_stages", "shared", "tmem_size",
+                   "global_scratch_size", "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
+                   "tensordesc_meta", "launch_cooperative_grid", "launch_pdl", "triton_version")
+
+
+def metadata_of(compiled) -> dict:
+    """The launch-relevant fields of a ``CompiledKernel``'s metadata as a JSON-able dict."""
+    md = compiled.metadata
+    out = {}
+    for f in METADATA_FIELDS:
+        v = getattr(md, f, None)
+        if f == "target" and v is not None:
+            v = {"backend": v.backend, "arch": v.arch, "warp_size": v.warp_size}
+        elif f == "tensordesc_meta" and v is not None:
+            v = [dict(m) if m is not None else None for m in v]
+        out[f] = v
+    return out
+
+
+def _layout(ptx: str, md: dict, signature: dict, constexprs: dict, bound: dict, grid, *, name: str, arch: str,
+            loc, compiled=None) -> TritonLaunch:
+    """Kernel arguments in ``.entry`` order, the way Triton's CUDA launcher passes them (module docstring)."""
+    from tcsim.isa.parser import parse
+    module = parse(ptx, f"<triton {name} {arch}>")
+    kname = md["name"]
+    try:
+        kfn = module.kernel(kname)
+    except Exception:
+        raise LaunchError(f"Triton's PTX for {name} has no .entry {kname}", loc) from None
+    regions = _Regions()
+    launch_args: list = []
+    sources: list = []
+    arg_regions: dict = {}
+    named: dict = {}
+    shapes: dict = {}
+    tdmeta = list(md.get("tensordesc_meta") or [])
+    has_meta = bool(tdmeta)
+    tds = iter(tdmeta)
+
+    def add(value, source):
+        launch_args.append(value)
+        sources.append(source)
+
+    def visit(label, ty, v):
+        if isinstance(ty, tuple):
+            if not isinstance(v, tuple) or len(v) != len(ty):
+                raise LaunchError(f"argument {label} must be a tuple of {len(ty)}, got {v!r}", loc)
+            for j, (t, x) in enumerate(zip(ty, v)):
+                visit(f"{label}[{j}]", t, x)
+            return
+        if ty == "constexpr":
+            return
+        if ty.startswith("tensordesc"):
+            meta = next(tds, None) if has_meta else None
+            _descriptor_args(label, ty, v, meta, has_meta, regions, add, named, shapes, loc)
+            return
+        if ty.startswith("*"):
+            if v is None or isinstance(v, (int, np.integer)):
+                add(0 if v is None else int(v), f"{label}: {ty} (raw address)")
+                return
+            if not isinstance(v, HostArray):
+                raise LaunchError(f"argument {label} ({ty}) is a {type(v).__name__}, not an array", loc)
+            reg = regions.of(v.array, label)
+            arg_regions[len(launch_args)] = reg
+            named.setdefault(label, reg)
+            shapes.setdefault(label, v.array)
+            add(reg, f"{label}: {ty}")
+            return
+        add(_ScalarArg(label, ty, v), f"{label}: {ty}")
+
+    for (pname, ty), v in zip(signature.items(), bound.values()):
+        visit(pname, ty, v)
+    if callable(grid):
+        grid = grid(bound)
+    g = _grid3(grid, name, loc)
+    nctas = int(md.get("num_ctas") or 1)
+    nprog = g[0] * g[1] * g[2] * nctas
+    for what in ("global", "profile"):
+        size = int(md.get(f"{what}_scratch_size") or 0)
+        align = int(md.get(f"{what}_scratch_align") or 1)
+        if size and align > 256:
+            raise LaunchError(f"kernel {name} needs a {what} scratch aligned to {align} bytes; tcsim allocates at "
+                              f"256", loc)
+        add(np.zeros(nprog * size, np.uint8) if size else 0,
+            f"{what}_scratch ({nprog} programs x {size} bytes)" if size else f"{what}_scratch (null)")
+    params = kfn.params
+    if len(params) != len(launch_args):
+        raise LaunchError(f"Triton's PTX for {name} has {len(params)} parameters but the signature {signature} "
+                          f"expands to {len(launch_args)} ({'; '.join(sources)})", loc)
+    # a region used by one pointer argument alone is passed as the array itself (every back end takes arrays);
+    # one that several arguments point to, as Pointer(array) (one shared device buffer)
+    uses: dict = {}
+    for a in launch_args:
+        if isinstance(a, _Region):
+            uses[a] = uses.get(a, 0) + 1
+        elif isinstance(a, HostTensorMap):
+            uses[a.region] = uses.get(a.region, 0) + 1
+    final_args = []
+    for a, p in zip(launch_args, params):
+        if isinstance(a, _ScalarArg):
+            a = a.encode(p, loc)
+        elif isinstance(a, _Region):
+            a = a.host if uses[a] == 1 else Pointer(a.host)
+        final_args.append(a)
+    launch = Launch(ptx=module, kernel=kname, grid=(g[0] * nctas, g[1], g[2]),
+                    block=(32 * int(md["num_warps"]), 1, 1), cluster=(nctas, 1, 1), dynamic_smem=int(md["shared"]),
+                    args=final_args, name=f"triton:{name}")
+    plist = [{"name": p.name, "type": p.type + (f"[{p.array}]" if p.array else ""), "source": s}
+             for p, s in zip(params, sources)]
+    return TritonLaunch(launch=launch, compiled=compiled, signature=signature, constexprs=constexprs,
+                        params=plist, regions=regions, arg_regions=arg_regions, named=named, shapes=shapes,
+                        metadata=md, ptx=ptx)
+
+
+def _is_descriptor(d) -> bool:
+    return all(hasattr(d, a) for a in ("base", "shape", "strides", "block_shape", "padding"))
+
+
+def _descriptor_args(label, ty, d, meta, has_meta, regions, add, named, shapes, loc):
+    if not _is_descriptor(d) or not isinstance(d.base, HostArray):
+        raise LaunchError(f"argument {label} ({ty}) must be a host tensor descriptor, got {type(d).__name__}",
+                          loc, expected="tcsim.triton.tensor_descriptor(array, block_shape)")
+    arr = d.base.array
+    shape = [int(x) for x in d.shape]
+    strides = [int(x) for x in d.strides]
+    need = _extent(shape, strides)
+    have = _extent(arr.shape, [s // arr.itemsize for s in arr.strides])
+    if need > have:
+        raise LaunchError(f"argument {label}: the descriptor's shape {shape} / strides {strides} reach {need} "
+                          f"elements from its base, which holds {have}", loc)
+    reg = regions.of(arr, label)
+    named.setdefault(label, reg)
+    shapes.setdefault(label, arr)
+    if not has_meta or meta is None:
+        # decomposed (no TMA lowering): base pointer, shape/strides as i64, padding and tf32 flags, then as below
+        add(reg, f"{label}.base")
+        for i, s in enumerate(shape):
+            add(_ScalarArg(f"{label}.shape[{i}]", "i64", s), f"{label}.shape[{i}] (i64)")
+        for i, s in enumerate(strides):
+            add(_ScalarArg(f"{label}.strides[{i}]", "i64", s), f"{label}.strides[{i}] (i64)")
+        add(_ScalarArg(f"{label}.padding_nan", "u1", d.padding == "nan"), f"{label}.padding == 'nan' (i1)")
+        add(_ScalarArg(f"{label}.round_f32_to_tf32", "u1", bool(getattr(d, "round_f32_to_tf32", False))),
+            f"{label}.round_f32_to_tf32 (i1)")
+    else:
+        add(HostTensorMap(reg, _tensor_map_of(label, d, meta, loc), label),
+            f"{label}: CUtensorMap (fill_tma_descriptor_tiled)")
+    for i, s in enumerate(shape):
+        add(_ScalarArg(f"{label}.shape[{i}]", "i32", s), f"{label}.shape[{i}] (i32)")
+    for i, s in enumerate(strides):
+        add(_ScalarArg(f"{label}.strides[{i}]", "i64", s), f"{label}.strides[{i}] (i64)")
+
+
+def _tensor_map_of(label, d, meta, loc):
+    """The CUtensorMap ``fill_tma_descriptor_tiled`` encodes for descriptor ``d`` with its ``tensordesc_meta``."""
+    from tcsim.isa.swizzle import SWIZZLE_NAMES
+    from tcsim.isa.tensormap import PTX_ELEMTYPES, TensorMap
+    if meta.get("is_im2col"):
+        raise LaunchError(f"argument {label}: im2col tensor descriptors are not supported by tcsim.triton", loc)
+    elem_type = 11 if getattr(d, "round_f32_to_tf32", False) else int(meta["elem_type"])   # Triton's TMA_TF32
+    elem_size = int(meta["elem_size"])
+    shape = [int(x) for x in d.shape]
+    if meta.get("fp4_padded"):
+        shape[-1] *= 2
+    block = [int(b) for b in meta["block_size"]]
+    rank = len(shape)
+    strides_b = [elem_size * int(s) for s in d.strides[:-1]]
+    try:
+        return TensorMap(dtype=PTX_ELEMTYPES[elem_type], rank=rank, global_address=0, global_dims=shape[::-1],
+                         global_strides=strides_b[::-1], box_dims=block[::-1], element_strides=(1,) * rank,
+                         interleave="none", swizzle=SWIZZLE_NAMES[int(meta["swizzle"])], l2_promotion="128B",
+                         oob_fill="nan" if d.padding == "nan" else "zero").validate(check_address=False)
+    except LaunchError as e:
+        e.message = f"argument {label}: {e.message}"
+        raise e.with_context(loc)
 
 
 @dataclass
