@@ -193,20 +193,24 @@ def _as_array(v):
 
 
 def tensor_descriptor(array, block_shape, padding: str = "zero", round_f32_to_tf32: bool = False):
-    """A host-side ``triton.tools.tensor_descriptor.TensorDescriptor`` over a whole numpy array (or CPU torch
-    tensor): shape and strides from the array, ``block_shape`` the TMA box.  Pass it where the kernel takes a
-    tensor descriptor."""
-    _triton()
-    from triton.tools.tensor_descriptor import TensorDescriptor
+    """A host-side tensor descriptor over a whole numpy array (or CPU torch tensor): shape and strides from the
+    array, ``block_shape`` the TMA box.  Pass it where the kernel takes a tensor descriptor.  It is Triton's
+    ``triton.tools.tensor_descriptor.TensorDescriptor`` (validated by it) when Triton is installed, else a
+    :class:`HostTensorDescriptor` (for :func:`replay`)."""
     arr = _as_array(array)
     if arr is None:
         raise LaunchError(f"tensor_descriptor needs a numpy array or a torch tensor, got {type(array).__name__}")
-    base = HostArray(arr)
     if any(s % arr.itemsize for s in arr.strides):
         raise LaunchError(f"array strides {arr.strides} are not multiples of its {arr.itemsize}-byte elements")
+    base = HostArray(arr)
+    fields = (base, list(arr.shape), list(base.stride()), [int(b) for b in block_shape], padding,
+              bool(round_f32_to_tf32))
     try:
-        return TensorDescriptor(base, list(arr.shape), list(base.stride()), list(block_shape), padding,
-                                round_f32_to_tf32)
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return HostTensorDescriptor(*fields)
+    try:
+        return TensorDescriptor(*fields)
     except (AssertionError, ValueError, TypeError) as e:
         raise LaunchError(f"invalid tensor descriptor over {arr.dtype}{list(arr.shape)} with block "
                           f"{list(block_shape)}: {e or 'rejected by triton.tools.tensor_descriptor'}",
@@ -346,6 +350,20 @@ class TritonLaunch:
     shapes: dict                      # kernel argument name -> the caller's array (for read-back in its shape)
     metadata: dict = field(default_factory=dict)   # :func:`metadata_of` the compiled kernel
     ptx: str = ""                                  # the PTX Triton produced (what ``launch`` runs)
+    record: dict = field(default_factory=dict)     # what :func:`save` writes beside the PTX
+
+    def save(self, ptx_path, json_path=None) -> None:
+        """Write the PTX and a JSON record (kernel, arch, Triton version, specialised signature, constexprs, the
+        arguments specialised as multiples of 16, the compiled metadata) so :func:`replay` can launch the same
+        compiled kernel where Triton is not installed.  ``json_path`` defaults to the PTX path with ``.json``."""
+        from pathlib import Path
+        import json
+        ptx_path = Path(ptx_path)
+        json_path = Path(json_path) if json_path else ptx_path.with_suffix(".json")
+        if not self.record:
+            raise LaunchError("this launch has no compile record to save (it was not made by Kernel.prepare)")
+        ptx_path.write_text(self.ptx)
+        json_path.write_text(json.dumps(self.record, indent=1) + "\n")
 
     def device_contents(self, result: Result) -> dict:
         """region -> what the device buffer held at the end of the run."""
@@ -497,44 +515,26 @@ class Kernel:
 
     def _convert(self, name, v):
         """Arrays -> :class:`HostArray`, numpy scalars -> Python scalars, descriptors over arrays kept."""
-        if isinstance(v, tuple):
-            return tuple(self._convert(name, x) for x in v)
-        arr = _as_array(v)
-        if arr is not None:
-            if isinstance(v, HostArray):
-                return v
-            from triton._utils import type_canonicalisation_dict
-            if not arr.dtype.isnative:
-                raise LaunchError(f"argument {name}: array of byte order {arr.dtype.str!r} (tcsim's device is "
-                                  f"little-endian)", self.loc, expected="arr.astype(arr.dtype.newbyteorder('='))")
-            if arr.dtype.name not in type_canonicalisation_dict:
-                raise LaunchError(f"argument {name}: arrays of {arr.dtype} have no Triton element type", self.loc,
-                                  expected="an integer, float16/bfloat16/float32/float64, fp8 or bool array")
-            return HostArray(arr)
-        if isinstance(v, np.generic) and not isinstance(v, (np.void, np.str_, np.bytes_)):
-            return v.item()
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        if isinstance(v, TensorDescriptor) and not isinstance(v.base, HostArray):
-            base = _as_array(v.base)
-            if base is None:
-                raise LaunchError(f"argument {name}: tensor descriptor over {type(v.base).__name__}", self.loc,
-                                  expected="a descriptor over a numpy array or CPU torch tensor "
-                                           "(tcsim.triton.tensor_descriptor)")
-            import dataclasses
-            return dataclasses.replace(v, base=HostArray(base))
+        v = _host_value(name, v, self.loc)
+        from triton._utils import type_canonicalisation_dict
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, HostArray) and x.array.dtype.name not in type_canonicalisation_dict:
+                raise LaunchError(f"argument {name}: arrays of {x.array.dtype} have no Triton element type",
+                                  self.loc, expected="an integer, float16/bfloat16/float32/float64, fp8 or bool "
+                                                     "array")
         return v
 
     # ---------------------------------------------------------------------------------- compiling
     def compile(self, *args, **kwargs):
         """Specialise and compile for ``args`` (arrays may be stand-ins of the right dtype): returns
-        (CompiledKernel, bound arguments, signature, constexprs).  Cached per specialisation."""
+        (CompiledKernel, bound arguments, signature, constexprs, attrs).  Cached per specialisation."""
         from triton.compiler import ASTSource
         bound, spec, options, full = self._bind(args, kwargs)
         key = (repr(spec), repr(sorted(options.items(), key=lambda kv: kv[0])))
         hit = self._cache.get(key)
         if hit is not None:
-            compiled, signature, constexprs = hit
-            return compiled, bound, signature, constexprs
+            compiled, signature, constexprs, attrs = hit
+            return compiled, bound, signature, constexprs, attrs
         try:
             # as JITFunction.run: the options come from every keyword (a Gluon kernel's num_warps parameter too)
             opts, signature, constexprs, attrs = self.fn._pack_args(self.backend, full, bound, spec, options)
@@ -552,16 +552,24 @@ class Kernel:
                 raise TritonCompileError(f"kernel {self.name} for {self.arch}: {_first_lines(e)}",
                                          self.loc) from e
             raise
-        self._cache[key] = (compiled, signature, constexprs)
-        return compiled, bound, signature, constexprs
+        self._cache[key] = (compiled, signature, constexprs, attrs)
+        return compiled, bound, signature, constexprs, attrs
 
     # ---------------------------------------------------------------------------------- the launch
     def prepare(self, grid, *args, **kwargs) -> TritonLaunch:
         """Compile and lay out a launch without running it (``.launch`` is a :class:`tcsim.launch.Launch`, e.g.
         for ``tcsim run`` launch files or :class:`tcsim.launch.Prepared`)."""
-        compiled, bound, signature, constexprs = self.compile(*args, **kwargs)
-        return _layout(compiled.asm["ptx"], metadata_of(compiled), signature, constexprs, bound, grid,
-                       name=self.name, arch=self.arch, loc=self.loc, compiled=compiled)
+        compiled, bound, signature, constexprs, attrs = self.compile(*args, **kwargs)
+        names = list(bound)
+        record = {"kernel": self.name, "arch": self.arch, "triton_version": self._triton.__version__,
+                  "source": f"{self.loc.file}:{self.loc.line}" if self.loc else None,
+                  "arg_names": names, "signature": {k: _json_type(v) for k, v in signature.items()},
+                  "constexprs": {names[p[0]]: _json_value(v) for p, v in constexprs.items() if len(p) == 1},
+                  "divisibility_16": sorted(names[p[0]] for p, a in attrs.items()
+                                            if len(p) == 1 and ["tt.divisibility", 16] in [list(x) for x in a]),
+                  "metadata": metadata_of(compiled)}
+        return _layout(compiled.asm["ptx"], record["metadata"], signature, constexprs, bound, grid,
+                       name=self.name, arch=self.arch, loc=self.loc, compiled=compiled, record=record)
 
     def run(self, grid, *args, sim: dict | None = None, **kwargs) -> TritonRun:
         """Compile, simulate and write back; ``sim``: keyword arguments of :func:`tcsim.launch.run_launch`
@@ -621,7 +629,7 @@ def metadata_of(compiled) -> dict:
 
 
 def _layout(ptx: str, md: dict, signature: dict, constexprs: dict, bound: dict, grid, *, name: str, arch: str,
-            loc, compiled=None) -> TritonLaunch:
+            loc, compiled=None, record=None) -> TritonLaunch:
     """Kernel arguments in ``.entry`` order, the way Triton's CUDA launcher passes them (module docstring)."""
     from tcsim.isa.parser import parse
     module = parse(ptx, f"<triton {name} {arch}>")
@@ -712,7 +720,7 @@ def _layout(ptx: str, md: dict, signature: dict, constexprs: dict, bound: dict, 
              for p, s in zip(params, sources)]
     return TritonLaunch(launch=launch, compiled=compiled, signature=signature, constexprs=constexprs,
                         params=plist, regions=regions, arg_regions=arg_regions, named=named, shapes=shapes,
-                        metadata=md, ptx=ptx)
+                        metadata=md, ptx=ptx, record=record or {})
 
 
 def _is_descriptor(d) -> bool:
@@ -820,6 +828,149 @@ class _ScalarArg:
             npt = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp32": np.float32, "fp64": np.float64}[t]
             return int(np.asarray(fv, npt).view({2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(npt).itemsize]))
         raise LaunchError(f"argument {self.label} has Triton type {t}, which tcsim.triton cannot pass", loc)
+
+
+# ------------------------------------------------------------------------------------------ replay without Triton
+def _json_type(t):
+    return [_json_type(x) for x in t] if isinstance(t, tuple) else t
+
+
+def _sig_type(t):
+    return tuple(_sig_type(x) for x in t) if isinstance(t, list) else t
+
+
+def _json_value(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, tuple):
+        return [_json_value(x) for x in v]
+    return str(v)
+
+
+#: numpy dtype name -> Triton element type (triton._utils.type_canonicalisation_dict, for use without Triton)
+_NUMPY_TO_TRITON = {"bool": "u1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+                    "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "fp16", "bfloat16": "bf16",
+                    "float32": "fp32", "float64": "fp64", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+                    "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16"}
+
+
+@dataclass
+class HostTensorDescriptor:
+    """The fields of ``triton.tools.tensor_descriptor.TensorDescriptor``, for :func:`replay` where Triton is not
+    installed (:func:`tensor_descriptor` returns Triton's class when it can)."""
+
+    base: object
+    shape: list
+    strides: list
+    block_shape: list
+    padding: str = "zero"
+    round_f32_to_tf32: bool = False
+
+
+def _host_value(name, v, loc):
+    """Arrays -> :class:`HostArray`, numpy scalars -> Python values, descriptors over arrays -> HostArray bases."""
+    if isinstance(v, tuple):
+        return tuple(_host_value(name, x, loc) for x in v)
+    if isinstance(v, HostArray):
+        return v
+    arr = _as_array(v)
+    if arr is not None:
+        if not arr.dtype.isnative:
+            raise LaunchError(f"argument {name}: array of byte order {arr.dtype.str!r} (tcsim's device is "
+                              f"little-endian)", loc, expected="arr.astype(arr.dtype.newbyteorder('='))")
+        return HostArray(arr)
+    if isinstance(v, np.generic) and not isinstance(v, (np.void, np.str_, np.bytes_)):
+        return v.item()
+    if _is_descriptor(v) and not isinstance(v.base, HostArray):
+        base = _as_array(v.base)
+        if base is None:
+            raise LaunchError(f"argument {name}: tensor descriptor over {type(v.base).__name__}", loc,
+                              expected="a descriptor over a numpy array or CPU torch tensor "
+                                       "(tcsim.triton.tensor_descriptor)")
+        import dataclasses
+        return dataclasses.replace(v, base=HostArray(base))
+    return v
+
+
+def _check_specialisation(label, ty, v, div16: bool, loc):
+    """Does ``v`` have the type (and the multiple-of-16 property) the recorded kernel was compiled for?"""
+    def bad(what):
+        raise LaunchError(f"argument {label} = {what} does not match the compiled kernel's {ty}"
+                          f"{' (specialised as a multiple of 16)' if div16 else ''}", loc,
+                          expected="the argument types the kernel was compiled for; with Triton installed, "
+                                   "tcsim.triton.launch compiles a matching specialisation")
+    if isinstance(ty, tuple):
+        if not isinstance(v, tuple) or len(v) != len(ty):
+            bad(repr(v))
+        for j, (t, x) in enumerate(zip(ty, v)):
+            _check_specialisation(f"{label}[{j}]", t, x, False, loc)
+        return
+    if ty.startswith("*"):
+        if not isinstance(v, HostArray) or _NUMPY_TO_TRITON.get(v.array.dtype.name) != ty.lstrip("*k"):
+            bad(f"{type(v).__name__}" + (f" of {v.array.dtype}" if isinstance(v, HostArray) else ""))
+    elif ty.startswith("tensordesc"):
+        if not _is_descriptor(v) or not isinstance(v.base, HostArray):
+            bad(type(v).__name__)
+        want = f"tensordesc<{_NUMPY_TO_TRITON.get(v.base.array.dtype.name)}{list(v.block_shape)}"
+        if not ty.startswith(want):
+            bad(f"a descriptor {want}>")
+    elif ty in ("fp16", "bf16", "fp32", "fp64"):
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            bad(repr(v))
+    elif ty in _ScalarArg._INT:
+        if not isinstance(v, (int, bool)):
+            bad(repr(v))
+        if ty != "u1" and int(v) == 1:
+            bad("1 (Triton makes an int argument of 1 a constexpr)")
+        if div16 and int(v) % 16:
+            bad(repr(v))
+
+
+def replay(ptx_path, grid, *args, json_path=None, **kwargs) -> TritonLaunch:
+    """Lay out a launch of a kernel saved with :meth:`TritonLaunch.save` -- no Triton needed.  Arguments as for
+    :func:`launch` (constexprs may be left out; given, they must equal the compiled ones); each must match the
+    compiled specialisation (pointer element types, i32/i64, multiples of 16), else a :class:`LaunchError`."""
+    import json
+    from pathlib import Path
+    ptx_path = Path(ptx_path)
+    json_path = Path(json_path) if json_path else ptx_path.with_suffix(".json")
+    try:
+        rec = json.loads(json_path.read_text())
+        ptx = ptx_path.read_text()
+    except (OSError, ValueError) as e:
+        raise LaunchError(f"cannot read the saved Triton kernel {ptx_path} / {json_path}: {e}") from None
+    loc = SourceLoc(str(json_path), 1, 1)
+    names = rec["arg_names"]
+    signature = {k: _sig_type(v) for k, v in rec["signature"].items()}
+    if len(args) > len(names):
+        raise LaunchError(f"kernel {rec['kernel']} takes {len(names)} arguments ({', '.join(names)}); "
+                          f"{len(args)} given", loc)
+    values = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise LaunchError(f"unknown keyword argument {k!r}: kernel {rec['kernel']} takes {', '.join(names)} "
+                              f"(a saved kernel takes no compile options)", loc)
+        if k in values:
+            raise LaunchError(f"argument {k!r} given twice", loc)
+        values[k] = v
+    consts = rec.get("constexprs", {})
+    bound = {}
+    for i, n in enumerate(names):
+        if signature[n] == "constexpr":
+            if n in values and _json_value(_host_value(n, values[n], loc)) != consts.get(n):
+                raise LaunchError(f"constexpr {n} = {values[n]!r}, but the saved kernel was compiled with "
+                                  f"{n} = {consts.get(n)!r}", loc,
+                                  expected="the saved value, or Triton installed to compile another variant")
+            bound[n] = consts.get(n)
+            continue
+        if n not in values:
+            raise LaunchError(f"kernel {rec['kernel']}: missing argument {n!r}", loc)
+        v = _host_value(n, values[n], loc)
+        _check_specialisation(n, signature[n], v, n in rec.get("divisibility_16", ()), loc)
+        bound[n] = v
+    constexprs = {(names.index(n),): v for n, v in consts.items()}
+    return _layout(ptx, rec["metadata"], signature, constexprs, bound, grid, name=rec["kernel"], arch=rec["arch"],
+                   loc=loc, record=rec)
 
 
 # ------------------------------------------------------------------------------------------ one-call API

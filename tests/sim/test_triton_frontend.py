@@ -591,11 +591,63 @@ def test_not_a_jit_function():
         tt.Kernel(vadd.fn)
 
 
-def test_triton_missing(monkeypatch):
+def _hide_triton(monkeypatch):
     for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "triton", None)
+
+
+def test_triton_missing(monkeypatch):
+    _hide_triton(monkeypatch)
     with pytest.raises(LaunchError, match=r"needs Triton.*pip install triton"):
         tt.launch(vadd, (1,), np.zeros(4, np.float32))
-    with pytest.raises(LaunchError, match="needs Triton"):
-        tt.tensor_descriptor(np.zeros((8, 8), np.float32), [8, 8])
+    d = tt.tensor_descriptor(np.zeros((8, 8), np.float32), [8, 8])     # the stand-in, for replay
+    assert isinstance(d, tt.HostTensorDescriptor) and d.strides == [8, 1]
+
+
+# ------------------------------------------------------------------------------------------ save / replay
+def test_save_and_replay_without_triton(tmp_path, monkeypatch):
+    """A compiled launch saved as PTX + JSON runs again where Triton is not importable, with new arrays."""
+    rng = np.random.default_rng(12)
+    x = _ints(rng, (64, 64), np.float32)
+    y = _ints(rng, (64, 64), np.float32)
+    out = np.zeros((64, 64), np.float32)
+    prep = tt.prepare(desc_scale_add, (1, 1), tt.tensor_descriptor(x, [64, 64]), tt.tensor_descriptor(y, [64, 64]),
+                      tt.tensor_descriptor(out, [64, 64]), 2.0, BM=64, BN=64, arch="sm_100a")
+    prep.save(tmp_path / "k.ptx")
+    n = 1000
+    a = np.arange(n, dtype=np.float32)
+    o = np.zeros(n, np.float32)
+    tt.prepare(vadd, (4,), a, a, o, n, BLOCK=256, arch="sm_90a").save(tmp_path / "v.ptx")
+    _hide_triton(monkeypatch)
+    from tcsim.launch import run_launch
+    x2 = _ints(rng, (128, 64), np.float32)
+    out2 = np.zeros((128, 64), np.float32)
+    rp = tt.replay(tmp_path / "k.ptx", (2, 1), tt.tensor_descriptor(x2, [64, 64]), tt.tensor_descriptor(x2, [64, 64]),
+                   tt.tensor_descriptor(out2, [64, 64]), -3.0)
+    assert rp.write_back(run_launch(rp.launch)) == ["out_desc"]
+    assert np.array_equal(out2, -2 * x2)
+    b = np.arange(n, dtype=np.float32) * 3
+    rp = tt.replay(tmp_path / "v.ptx", (4,), a, b, o, n, BLOCK=256)
+    rp.write_back(run_launch(rp.launch))
+    assert np.array_equal(o, a + b)
+    assert ".target sm_90a" in rp.ptx and rp.launch.block == (32 * rp.metadata["num_warps"], 1, 1)
+
+
+def test_replay_checks_the_specialisation(tmp_path):
+    a = np.zeros(1024, np.float32)
+    tt.prepare(vadd, (4,), a, a, a, 1024, BLOCK=256, arch="sm_100a").save(tmp_path / "v.ptx")
+    rec = __import__("json").loads((tmp_path / "v.json").read_text())
+    assert rec["signature"]["n"] == "i32" and "n" in rec["divisibility_16"]     # 1024 is a multiple of 16
+    with pytest.raises(LaunchError, match=r"argument n = 1000 does not match the compiled kernel's i32 "
+                                          r"\(specialised as a multiple of 16\)") as ei:
+        tt.replay(tmp_path / "v.ptx", (4,), a, a, a, 1000)
+    assert ei.value.loc.file == str(tmp_path / "v.json")
+    with pytest.raises(LaunchError, match="does not match the compiled kernel's \\*fp32"):
+        tt.replay(tmp_path / "v.ptx", (4,), a, a.astype(np.float16), a, 1024)
+    with pytest.raises(LaunchError, match="compiled with BLOCK = 256"):
+        tt.replay(tmp_path / "v.ptx", (4,), a, a, a, 1024, BLOCK=128)
+    with pytest.raises(LaunchError, match="missing argument 'n'"):
+        tt.replay(tmp_path / "v.ptx", (4,), a, a, a)
+    with pytest.raises(LaunchError, match="cannot read the saved Triton kernel"):
+        tt.replay(tmp_path / "nothing.ptx", (4,), a, a, a, 1024)
