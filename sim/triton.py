@@ -54,6 +54,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -356,7 +357,6 @@ class TritonLaunch:
         """Write the PTX and a JSON record (kernel, arch, Triton version, specialised signature, constexprs, the
         arguments specialised as multiples of 16, the compiled metadata) so :func:`replay` can launch the same
         compiled kernel where Triton is not installed.  ``json_path`` defaults to the PTX path with ``.json``."""
-        from pathlib import Path
         import json
         ptx_path = Path(ptx_path)
         json_path = Path(json_path) if json_path else ptx_path.with_suffix(".json")
@@ -562,7 +562,7 @@ class Kernel:
         compiled, bound, signature, constexprs, attrs = self.compile(*args, **kwargs)
         names = list(bound)
         record = {"kernel": self.name, "arch": self.arch, "triton_version": self._triton.__version__,
-                  "source": f"{self.loc.file}:{self.loc.line}" if self.loc else None,
+                  "source": f"{Path(self.loc.file).name}:{self.loc.line}" if self.loc else None,
                   "arg_names": names, "signature": {k: _json_type(v) for k, v in signature.items()},
                   "constexprs": {names[p[0]]: _json_value(v) for p, v in constexprs.items() if len(p) == 1},
                   "divisibility_16": sorted(names[p[0]] for p, a in attrs.items()
@@ -931,7 +931,6 @@ def replay(ptx_path, grid, *args, json_path=None, **kwargs) -> TritonLaunch:
     :func:`launch` (constexprs may be left out; given, they must equal the compiled ones); each must match the
     compiled specialisation (pointer element types, i32/i64, multiples of 16), else a :class:`LaunchError`."""
     import json
-    from pathlib import Path
     ptx_path = Path(ptx_path)
     json_path = Path(json_path) if json_path else ptx_path.with_suffix(".json")
     try:
