@@ -512,9 +512,19 @@ def test_torch_cpu_tensors():
     assert torch.equal(out, x + y)
     a = torch.randint(-3, 4, (64, 32)).to(torch.bfloat16)
     b = torch.randint(-3, 4, (32, 64)).to(torch.bfloat16)
-    c = torch.zeros(64, 64)
-    tt.launch(matmul, (1, 1), a, b, c, 64, 64, 32, 32, 1, 64, 1, 64, 1, BM=64, BN=64, BK=32, arch="sm_100a")
+    wide = torch.full((64, 80), -3.0)
+    c = wide[:, 8:72]                           # a strided view: written through into `wide`
+    tt.launch(matmul, (1, 1), a, b, c, 64, 64, 32, 32, 1, 64, 1, c.stride(0), 1, BM=64, BN=64, BK=32,
+              arch="sm_100a")
     assert torch.equal(c, (a.double() @ b.double()).float())
+    assert (wide[:, :8] == -3).all() and (wide[:, 72:] == -3).all()
+    # Triton's own host descriptor over torch tensors
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    x = torch.randint(-4, 5, (64, 64)).float()
+    o = torch.zeros(64, 64)
+    d = lambda t: TensorDescriptor.from_tensor(t, [64, 64])  # noqa: E731
+    tt.launch(desc_scale_add, (1, 1), d(x), d(x), d(o), 0.5, BM=64, BN=64, arch="sm_100a")
+    assert torch.equal(o, 1.5 * x)
 
 
 # ------------------------------------------------------------------------------------------ Gluon
