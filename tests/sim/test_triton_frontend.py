@@ -592,6 +592,23 @@ def test_pointer_where_a_scalar_goes_and_scalar_out_of_range():
     assert (out == -(2 ** 31)).all()
 
 
+@triton.jit
+def unmasked_load(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs) + 1, mask=offs < n)
+
+
+def test_fault_in_the_kernel_names_the_python_line():
+    """A kernel bug (a load past the end of x) is a tcsim MemoryFault located in the PTX and, through Triton's
+    ``.loc`` line info, in this file."""
+    from tcsim.isa.errors import MemoryFault
+    x = np.zeros(100, np.float32)
+    with pytest.raises(MemoryFault, match="out-of-bounds global read") as ei:
+        tt.launch(unmasked_load, (1,), x, np.zeros(100, np.float32), 100, BLOCK=128)
+    assert ei.value.user_loc and ei.value.user_loc.startswith(f"{THIS}:")
+    assert "ld.global" in ei.value.loc.text
+
+
 def test_not_a_jit_function():
     def plain(x):
         return x
