@@ -4,7 +4,7 @@
 
     import tcsim.triton as tt
     tt.launch(add_kernel, (n // 1024,), x, y, out, n, BLOCK=1024, arch="sm_100a", num_warps=4)   # out is written
-    tt.Kernel(add_kernel, arch="sm_90a")[grid](x, y, out, n, BLOCK=1024)                          # the same, Triton-style
+    tt.Kernel(add_kernel, arch="sm_90a")[grid](x, y, out, n, BLOCK=1024)                  # the same, Triton-style
 
 Arguments are numpy arrays (or CPU torch tensors, when torch is installed), Python/numpy scalars, constexprs (by
 position or keyword), tuples of those, and host tensor descriptors (:func:`tensor_descriptor`, or Triton's own
@@ -502,7 +502,8 @@ class Kernel:
 
     def _unspecialisable(self, args, kwargs) -> str | None:
         from triton._C.libtriton import native_specialize_impl
-        bound = self.fn.signature.bind(*args, **{k: v for k, v in kwargs.items() if k in self.fn.signature.parameters})
+        params = self.fn.signature.parameters
+        bound = self.fn.signature.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
         for p in self.fn.params:
             if p.is_constexpr or p.name not in bound.arguments:
                 continue
@@ -547,11 +548,9 @@ class Kernel:
         try:
             compiled = self._triton.compile(src_cls(self.fn, signature, constexprs, attrs), target=self.target,
                                             options=opts.__dict__)
-        except Exception as e:   # Triton's CompilationError and friends: keep the message, locate at the kernel
-            if type(e).__module__.startswith("triton"):
-                raise TritonCompileError(f"kernel {self.name} for {self.arch}: {_first_lines(e)}",
-                                         self.loc) from e
-            raise
+        except Exception as e:   # CompilationError, a failed MLIR pass, ptxas: Triton's message, at the kernel
+            raise TritonCompileError(f"kernel {self.name} for {self.arch}: {type(e).__name__}: {_first_lines(e)}",
+                                     self.loc) from e
         self._cache[key] = (compiled, signature, constexprs, attrs)
         return compiled, bound, signature, constexprs, attrs
 
