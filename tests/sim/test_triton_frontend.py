@@ -154,6 +154,26 @@ def copy_any(x, out, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def tuple_args(ptrs, coef, n, BLOCK: tl.constexpr, NEGATE: tl.constexpr):
+    """Tuples of pointers and scalars (flattened into the parameter list), a bool constexpr."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(ptrs[0] + offs, mask=m) * coef[0] + coef[1]
+    if NEGATE:
+        v = -v
+    tl.store(ptrs[1] + offs, v, mask=m)
+
+
+@triton.jit
+def where_flag(x, out, n, neg, BLOCK: tl.constexpr):
+    """A runtime bool argument (Triton type u1, a .u8 parameter)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    tl.store(out + offs, tl.where(neg, -v, v), mask=m)
+
+
+@triton.jit
 def fill_annotated(out, v: tl.int32, BLOCK: tl.constexpr):
     tl.store(out + tl.arange(0, BLOCK), tl.full((BLOCK,), v, tl.int32))
 
@@ -281,6 +301,32 @@ def test_int_one_is_specialised_as_constexpr():
     assert run.prepared.signature["a"] == "constexpr"
     assert [p["source"].split(":")[0] for p in run.prepared.params][:4] == ["x", "out", "b", "n"]
     assert np.array_equal(out, x + 5)
+
+
+def test_tuple_and_bool_arguments():
+    x = np.arange(500, dtype=np.int32)
+    out = np.zeros(500, np.int32)
+    run = tt.launch(tuple_args, (2,), (x, out), (3, -7), 500, BLOCK=256, NEGATE=True, arch="sm_100a")
+    assert np.array_equal(out, -(x * 3 - 7))
+    assert [p["source"] for p in run.prepared.params][:5] == [
+        "ptrs[0]: *i32", "ptrs[1]: *i32", "coef[0]: i32", "coef[1]: i32", "n: i32"]
+    assert run.written == ["ptrs[1]"]
+    for neg in (True, False):
+        out2 = np.zeros(500, np.int32)
+        run = tt.launch(where_flag, (2,), x, out2, 500, neg, BLOCK=256, arch="sm_100a")
+        assert run.prepared.signature["neg"] == "u1" and run.prepared.params[3]["type"] == "u8"
+        assert np.array_equal(out2, -x if neg else x)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_num_ctas_launches_clusters(arch):
+    """num_ctas=2: Triton's launcher multiplies gridX by num_ctas and launches clusters of (num_ctas, 1, 1)."""
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros(1000, np.float32)
+    run = tt.launch(vadd, (4,), x, x, out, 1000, BLOCK=256, num_ctas=2, arch=arch)
+    assert run.compiled.metadata.num_ctas == 2
+    assert run.prepared.launch.grid == (8, 1, 1) and run.prepared.launch.cluster == (2, 1, 1)
+    assert np.array_equal(out, 2 * x)
 
 
 # ------------------------------------------------------------------------------------------ constexprs
