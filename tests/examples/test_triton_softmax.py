@@ -34,6 +34,9 @@ def test_replayed_without_triton(monkeypatch):
     assert ok, msg
     with pytest.raises(LaunchError, match="needs Triton"):
         ex.make_launch(arch="sm_90a")
+    import tcsim.triton as tt
+    with pytest.raises(LaunchError, match=r"tcsim.triton needs Triton.*Expected: `pip install triton`"):
+        tt.launch(ex.reference, (1,), np.zeros(4, np.float32))
 
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_90a"])
