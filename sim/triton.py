@@ -40,14 +40,23 @@ instead of the CUDA driver (read from Triton 3.9):
   included, through a shared-memory numpy view); two overlapping arguments with different extents get separate
   buffers, and if the kernel wrote different values into the same caller bytes through them the launch raises.
 
+**Without Triton**: :meth:`TritonLaunch.save` writes a compiled launch's PTX and a JSON record (specialised
+signature, constexprs, the arguments specialised as multiples of 16, the compiled metadata); :func:`replay` lays out
+launches of that kernel with new arguments where Triton is not installed, checking each argument against the
+specialisation (``examples/triton_softmax.py`` ships one).  :meth:`Kernel.prepare` / :func:`prepare` stop before
+running: ``.launch`` is a plain :class:`tcsim.launch.Launch` (for ``tcsim run`` launch files, the debugger,
+:func:`tcsim.explore.explore`), ``.write_back(result)`` copies the outputs into the caller's arrays.
+
 Errors a caller can make (not a JIT function, Triton missing, wrong argument count or type, an unknown keyword, a
 value that does not fit its type, a Triton compile error) raise :class:`tcsim.isa.errors.LaunchError` (compile
 errors: :class:`TritonCompileError`) located at the kernel's Python definition.
 
 Not supported: autotuned kernels (pass ``kernel.fn`` with one config's values), im2col tensor descriptors, Triton's
 GPU sanitizer (gsan) and launch hooks; arrays with negative strides (Triton pointers cannot express them either).
-Running the result on the GPU back end (``tcsim diff``) needs tensor descriptors to be plain
-:class:`tcsim.isa.tensormap.TensorMap` arguments, which the descriptor objects here are not.
+On the GPU back end (``tcsim diff``, :mod:`tcsim.hw.launcher`) only launches without host tensor descriptors and
+without an array passed to two parameters run: the launcher there takes plain arrays and
+:class:`tcsim.isa.tensormap.TensorMap` arguments, not the descriptor objects (:class:`HostTensorMap`) or the shared
+:class:`tcsim.launch.Pointer` arguments made here.
 """
 from __future__ import annotations
 
