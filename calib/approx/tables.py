@@ -60,9 +60,28 @@ def from_measurements(get) -> tuple[dict, dict]:
     for h in ("ex2_f16", "ex2_bf16", "tanh_f16", "tanh_bf16"):
         tables[h] = ("u16", get(h, None, None))
     meta = {"lg2_split": split, "lg2_half_m0": int(lg_half[0])}
+    # tanh.approx.f32 (MUFU.TANH) for x in binades TANH_E0 .. TANH_E1 (below: tanh(x) = x, above: +-1): the
+    # hardware uses only the top bits of the mantissa, so each binade is stored at the coarsest step 2**j on which
+    # its results are constant (j found here, the claim checked exhaustively by calib/approx/verify.py)
+    parts, js, offs, off = [], [], [], 0
+    for e in range(TANH_E0, TANH_E1 + 1):
+        o = np.asarray(get("tanh", e << 23, B))
+        j = 0
+        while j < 12 and (o.reshape(-1, 2 << j) == o.reshape(-1, 2 << j)[:, :1]).all():
+            j += 1
+        parts.append(o[::1 << j])
+        js.append(j)
+        offs.append(off)
+        off += parts[-1].size
+    tables["tanh"] = ("u32", np.concatenate(parts))
+    meta.update({"tanh_j": np.array(js, np.int64), "tanh_off": np.array(offs, np.int64)})
     return tables, meta
 
 
 #: first mantissa (23-bit field) at which MUFU.LG2 reduces x to [sqrt(2)/2, 1) * 2**(e+1) instead of
 #: [1, sqrt(2)) * 2**e: 1 + m/2**23 >= sqrt(2)
 LG2_SPLIT = 3474676
+
+#: exponent fields of the tanh.approx.f32 binades kept as tables (|x| in [2**-12, 16)); measured on the H100: for
+#: smaller |x| the result is x, for larger it is +-1
+TANH_E0, TANH_E1 = 115, 130
