@@ -311,14 +311,18 @@ def _revolutions(b, xp):
     yb, _ = _rz32(xp.where(p >= 2.0 ** -126, p, 1.0), xp)
     y = xp.where(p >= 2.0 ** -126, _f32v(yb, xp), 0.0)
     y = xp.where(e == 0, 0.0, y)
-    t = xp.floor(y * 2.0 ** 25) % 2.0 ** 25
-    return s, a, t
+    t = xp.fmod(xp.floor(y * 2.0 ** 25), 2.0 ** 25)
+    return s, a, t, y
 
 
 def _trig(b, fn):
     xp = _xp(b)
-    s, a, t = _revolutions(b, xp)
+    s, a, t, y = _revolutions(b, xp)
     r = _enc32(getattr(xp, fn)(t * (2.0 * np.pi / 2.0 ** 25)), xp)
+    # zeros are exact, with the sign of a quadrant-based evaluation (measured): sin at whole turns +0 and half
+    # turns -0; cos likewise a quarter turn later (cos(t) = sin(t + 1/4))
+    u = t if fn == "sin" else xp.fmod(t + 2.0 ** 23, 2.0 ** 25)
+    r = xp.where(u == 0, 0, xp.where(u == 2 ** 24, 1 << 31, r))
     if fn == "sin":
         r = r ^ (s << 31)
     return _out(xp.where(a >= 0x7F800000, _NANB, r), xp)

@@ -53,12 +53,13 @@ def test_f32_forms_against_h100(gold, form):
     if ap.approx_exact(name):
         assert np.array_equal(got, want), _first_diffs(x, got, want)
         return
-    # sin/cos: the argument reduction is exact (so are zeros, NaNs, and the huge/tiny arguments); the MUFU value
-    # is the float64 function rounded once, a few ulp from the GPU's (exhaustive agreement 84.4% / 87.6%)
+    # sin/cos: the argument reduction is exact (so are the zeros and their signs, NaNs, the tiny arguments); the
+    # MUFU value is the float64 function rounded once, a few ulp from the GPU's (calib/approx/README.md)
     agree = np.mean(got == want)
-    assert agree > 0.8, agree
+    assert agree > 0.84, agree
     e = (x >> 23) & 0xFF
-    trivial = (e <= 103) | (e >= 152)
+    zero = (got & 0x7FFFFFFF) == 0          # (not conversely: the GPU also gives sin(+-pi as f32) = +-0)
+    trivial = (e <= 103) | (e == 255) | zero
     assert np.array_equal(got[trivial], want[trivial]), _first_diffs(x[trivial], got[trivial], want[trivial])
 
 
