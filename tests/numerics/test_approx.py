@@ -1,6 +1,6 @@
-"""sim/numerics/approx.py: the PTX-specified special cases exactly, canonical NaNs, .ftz, and the
-'correctly-rounded-f64' model against an mpmath-free reference (numpy float64 rounded through
-numpy float32 / float16, which is a single rounding for these functions' float64 results)."""
+"""sim/numerics/approx.py: the PTX-specified special cases exactly, canonical NaNs, .ftz, and the measured H100
+models against independent float64 references within the accuracy the PTX ISA states (bit-exactness against
+the GPU: tests/numerics/test_approx_golden.py, and exhaustively test_approx_hw.py -m gpu)."""
 import math
 
 import ml_dtypes
@@ -53,7 +53,8 @@ def test_ptx_special_cases(fn, cases):
 def test_ex2_underflow_to_subnormal_and_ftz():
     x = F32(-140.0, -149.0, -126.5)
     got = f32(ap.ex2_approx(x))
-    assert got == [2.0 ** -140, 2.0 ** -149, float(np.float32(2.0 ** -126.5))]
+    assert got[:2] == [2.0 ** -140, 2.0 ** -149]       # r * r with r = MUFU.EX2(x / 2): exact powers of two
+    assert abs(got[2] - float(np.float32(2.0 ** -126.5))) <= 2.0 ** -149   # within one subnormal ulp
     assert f32(ap.ex2_approx(x, ftz=True)) == [0.0, 0.0, 0.0]
     # ftz on input: 2**(subnormal) == 1 either way; lg2(subnormal) = -Inf with ftz
     sub = np.array([1], np.uint32)
@@ -69,18 +70,63 @@ REFS = {
 }
 
 
+def _ulps(got_bits, ref):
+    """Distance of f32 results from float64 references in units of the f32 spacing at the reference."""
+    got = got_bits.view(np.float32).astype(np.float64)
+    sp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    return np.abs(got - ref) / np.maximum(sp, 2.0 ** -149)
+
+
+@pytest.mark.parametrize("ftz", [False, True])
 @pytest.mark.parametrize("name", sorted(REFS))
-def test_model_is_f64_rounded_once(name):
+def test_model_within_ptx_accuracy(name, ftz):
+    """The measured models stay inside the accuracy the PTX ISA promises (an independent check: the tables come
+    from the GPU, the bounds from the PTX ISA text, the reference from numpy's float64 libm)."""
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.standard_normal(3000) * 10.0 ** rng.integers(-3, 3, 3000),
                         rng.random(500) * 200 - 100]).astype(np.float32)
     if name in ("lg2_approx", "sqrt_approx", "rsqrt_approx"):
         x = np.abs(x)
-    got = getattr(ap, name)(x.view(np.uint32))
+    if name in ("sin_approx", "cos_approx"):
+        x = x[np.abs(x) <= np.pi]  # beyond, x *rz f32(1/(2 pi)) alone can be off by more than 2**-20.5 (GPU too)
+    got = getattr(ap, name)(x.view(np.uint32), ftz=ftz)
     with np.errstate(all="ignore"):
-        ref = REFS[name](x.astype(np.float64)).astype(np.float32)
-    assert np.array_equal(got.view(np.float32), ref, equal_nan=True)
-    assert ap.APPROX_MODEL == "correctly-rounded-f64"
+        ref = REFS[name](x.astype(np.float64))
+    fin = np.isfinite(ref) & (np.abs(ref) >= 2.0 ** -126) & (np.abs(ref) <= np.finfo(np.float32).max)
+    g, r = got[fin], ref[fin]
+    gv = g.view(np.float32).astype(np.float64)
+    if name == "ex2_approx":
+        assert _ulps(g, r).max() <= 2
+    elif name in ("rcp_approx", "sqrt_approx"):
+        assert (np.abs(gv / r - 1) <= 2 ** -23).all()
+    elif name == "rsqrt_approx":
+        assert (np.abs(gv / r - 1) <= 2 ** -22.9).all()
+    elif name == "lg2_approx":
+        assert (np.abs(gv - r) <= 2 ** -22.6 + np.spacing(np.abs(r).astype(np.float32))).all()
+    elif name == "tanh_approx":
+        assert (np.abs(gv - r) <= 2 ** -11 * np.abs(r)).all()
+    else:
+        assert np.abs(gv - r).max() <= 2 ** -20.5
+    assert ap.APPROX_MODEL == "h100-measured"
+
+
+def test_known_hardware_values():
+    """Values read off an H100 and quoted in the PTX-level discussions: lg2(0.5) = -0.99999994 (the hardware
+    truncates an internal value slightly above log2(m)), lg2(2**-27) just above -27, ex2 of a negative input uses
+    its own table (2**-1 exactly), sin of tiny or huge arguments is 0 (a 25-bit fraction of a revolution)."""
+    got = ap.lg2_approx(F32(0.5, 2.0 ** -27, 1.0, 2.0, 8.0))
+    assert [hex(int(v)) for v in got] == ["0xbf7ffffe", hex(int(F32(-27.0)[0]) - 1), "0x0", "0x3f800000",
+                                          "0x40400000"]
+    assert f32(ap.ex2_approx(F32(-1.0, 1.0, 0.0, -150.0, 127.0, 128.0))) == [0.5, 2.0, 1.0, 0.0, 2.0 ** 127, INF]
+    assert f32(ap.sin_approx(F32(1e-7, -1e-7, 2.0 ** 26, 2.0 ** -126))) == [0.0, -0.0, 0.0, 0.0]
+    assert f32(ap.rcp_approx(F32(2.0 ** 127, 2.0 ** 126))) == [2.0 ** -127, 2.0 ** -126]
+    assert f32(ap.rcp_approx(F32(2.0 ** 127), ftz=True)) == [0.0]
+
+
+def test_exactness_flags():
+    assert all(ap.approx_exact(n) for n in ("ex2_approx", "lg2_approx", "rcp_approx", "sqrt_approx",
+                                            "rsqrt_approx", "tanh_approx", "ex2_approx_f16", "tanh_approx_bf16"))
+    assert not ap.approx_exact("sin_approx") and not ap.approx_exact("cos_approx")
 
 
 def test_half_variants():
@@ -88,15 +134,20 @@ def test_half_variants():
                  np.float16)
     got = ap.ex2_approx_f16(x.view(np.uint16))
     assert got.dtype == np.uint16
-    ref = np.exp2(x.astype(np.float64)).astype(np.float16)
-    assert np.array_equal(got.view(np.float16), ref, equal_nan=True)
+    ref = np.exp2(x.astype(np.float64))
+    gv = got.view(np.float16).astype(np.float64)
+    fin = (ref >= 2.0 ** -14) & (ref <= 65504)
+    assert (np.abs(gv[fin] / ref[fin] - 1) <= 2 ** -9.9).all()
+    assert list(gv[[0, 1, 2, 3, 4, 5, 7, 8]]) == [1.0, 1.0, 2.0, 0.5, 32768.0, INF, INF, 0.0]
     assert int(got[9]) == 0x7FFF
-    t = ap.tanh_approx_f16(x.view(np.uint16)).view(np.float16)
-    assert np.array_equal(t, np.tanh(x.astype(np.float64)).astype(np.float16), equal_nan=True)
+    t = ap.tanh_approx_f16(x.view(np.uint16)).view(np.float16).astype(np.float64)
+    tr = np.tanh(x.astype(np.float64))
+    ok = np.isfinite(x)
+    assert (np.abs(t[ok] - tr[ok]) <= 2 ** -10 * np.abs(tr[ok])).all()   # H100: up to 2**-10.02 (PTX: 2**-10.987)
+    assert list(t[[7, 8]]) == [1.0, -1.0]
     xb = np.array([0.5, -3.0, 1e-39, np.inf], ml_dtypes.bfloat16)
     tb = ap.tanh_approx_bf16(xb.view(np.uint16)).view(ml_dtypes.bfloat16).astype(np.float64)
-    assert list(tb[[0, 1, 3]]) == [float(ml_dtypes.bfloat16(np.tanh(0.5))),
-                                   float(ml_dtypes.bfloat16(np.tanh(-3.0))), 1.0]
+    assert abs(tb[0] - np.tanh(0.5)) <= 2 ** -8 and abs(tb[1] - np.tanh(-3.0)) <= 2 ** -8 and tb[3] == 1.0
     eb = ap.ex2_approx_bf16(xb.view(np.uint16))      # .ftz: 2**(subnormal) = 1
     assert float(eb.view(ml_dtypes.bfloat16)[2]) == 1.0
 
@@ -124,111 +175,3 @@ def test_ulp_distance():
     assert list(ap.ulp_distance("f16", h[:1], h[1:])) == [1]
     with pytest.raises(ValueError):
         ap.ulp_distance("e4m3", h, h)
-
-
-# ------------------------------------------------------------------------------------------
-# hardware probe (runs only where CuPy and a CUDA GPU are present: pytest -m gpu)
-# ------------------------------------------------------------------------------------------
-
-def _cupy():
-    try:
-        import cupy as cp
-        cp.cuda.runtime.getDeviceCount()
-        return cp
-    except Exception:  # noqa: BLE001 - any failure means "no GPU here"
-        pytest.skip("needs CuPy and a CUDA GPU")
-
-
-_CT = {16: ("unsigned short", "h", np.uint16), 32: ("unsigned int", "r", np.uint32),
-       64: ("unsigned long long", "l", np.uint64)}
-
-
-def gpu_run(op, in_types, out_type, *arrays):
-    """Run one PTX instruction per element on the GPU.  `op` uses {d} {a} {b} {c}; in_types /
-    out_type are PTX register types (f32, f16, b16, u32, pred, ...), declared as .reg inside the
-    asm block and moved bit-exactly from/to the C integer containers."""
-    cp = _cupy()
-    bits = lambda t: 16 if t[-2:] in ("16",) else 64 if t[-2:] == "64" else 32  # noqa: E731
-    names = "abc"
-    params, args, decl, moves = [], [], [], []
-    for i, t in enumerate(in_types):
-        ctype, con, _ = _CT[bits(t)]
-        params.append(f"const {ctype}* in{i}")
-        args.append(f'"{con}"(in{i}[i])')
-        decl.append(f".reg .{t} {names[i]};")
-        moves.append(f"mov.b{bits(t)} {names[i]}, %{i + 1};")
-    if out_type == "pred":
-        ctype, con, odt = _CT[32]
-        decl.append(".reg .pred d;")
-        tail = "selp.u32 %0, 1, 0, d;"
-    else:
-        ctype, con, odt = _CT[bits(out_type)]
-        decl.append(f".reg .{out_type} d;")
-        tail = f"mov.b{bits(out_type)} %0, d;"
-    body = op.format(d="d", a="a", b="b", c="c")
-    asm = " ".join(["{"] + decl + moves + [body + ";", tail, "}"])
-    src = (f'extern "C" __global__ void k({", ".join(params)}, {ctype}* out, int n) {{\n'
-           f"  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;\n"
-           f"  {ctype} r; asm volatile(\"{asm}\" : \"={con}\"(r) : {', '.join(args)});\n"
-           f"  out[i] = r;\n}}\n")
-    kern = cp.RawKernel(src, "k")
-    n = len(arrays[0])
-    dev = [cp.asarray(np.ascontiguousarray(x.astype(_CT[bits(t)][2]))) for x, t in
-           zip(arrays, in_types)]
-    out = cp.zeros(n, dtype=odt)
-    kern(((n + 127) // 128,), (128,), (*dev, out, np.int32(n)))
-    return cp.asnumpy(out)
-
-
-def report(tag, got, exp, inputs):
-    bad = np.nonzero(np.asarray(got).astype(np.uint64) != np.asarray(exp).astype(np.uint64))[0]
-    line = f"GPU {tag}: {len(got) - len(bad)}/{len(got)} bit-exact"
-    if len(bad):
-        i = bad[0]
-        line += (f"; first mismatch inputs={[hex(int(x[i])) for x in inputs]} "
-                 f"gpu={hex(int(got[i]))} sim={hex(int(exp[i]))}")
-    print(line)
-    return len(bad)
-
-
-@pytest.mark.gpu
-def test_gpu_approx_ulp_report():
-    """Measure the model's distance from the GPU's SFU results (printed, for the record) and
-    require the special cases, canonical NaNs and ftz behaviour to match exactly."""
-    rng = np.random.default_rng(5)
-    x = np.concatenate([
-        (rng.standard_normal(20000) * 10.0 ** rng.integers(-4, 4, 20000)).astype(np.float32),
-        (rng.random(5000) * 200 - 100).astype(np.float32),
-        rng.integers(0, 1 << 32, 5000, dtype=np.uint64).astype(np.uint32).view(np.float32),
-    ]).view(np.uint32)
-    specials = F32(0.0, -0.0, INF, -INF, NAN, -1.0, 1.0, 2.0 ** -149, -(2.0 ** -149), 2.0 ** -127,
-                   128.0, -150.0, 0.5, 100.0)
-    x = np.concatenate([x, specials])
-    for ptx, fn in (("ex2.approx.f32", ap.ex2_approx), ("ex2.approx.ftz.f32",
-                                                         lambda v: ap.ex2_approx(v, ftz=True)),
-                    ("lg2.approx.f32", ap.lg2_approx), ("lg2.approx.ftz.f32",
-                                                         lambda v: ap.lg2_approx(v, ftz=True)),
-                    ("rcp.approx.f32", ap.rcp_approx), ("rcp.approx.ftz.f32",
-                                                         lambda v: ap.rcp_approx(v, ftz=True)),
-                    ("sqrt.approx.f32", ap.sqrt_approx), ("rsqrt.approx.f32", ap.rsqrt_approx),
-                    ("sin.approx.f32", ap.sin_approx), ("cos.approx.f32", ap.cos_approx),
-                    ("tanh.approx.f32", ap.tanh_approx)):
-        got = gpu_run(f"{ptx} {{d}}, {{a}}", ["f32"], "f32", x)
-        sim = fn(x)
-        d = ap.ulp_distance("f32", got, sim)
-        fin = np.isfinite(x.view(np.float32))
-        print(f"GPU {ptx}: exact {np.mean(d == 0):.4f}, <=1ulp {np.mean(d <= 1):.4f}, "
-              f"max ulp (finite in) {int(d[fin].max())}, p99.9 {int(np.quantile(d[fin], 0.999))}")
-        n = len(specials)
-        for s, g, m in zip(specials, got[-n:], sim[-n:]):
-            if int(g) != int(m):
-                print(f"   special {hex(int(s))}: gpu {hex(int(g))} sim {hex(int(m))}")
-    h = np.arange(0, 1 << 16, dtype=np.uint64).astype(np.uint16)
-    for ptx, fn, reg in (("ex2.approx.f16", ap.ex2_approx_f16, "f16"),
-                         ("tanh.approx.f16", ap.tanh_approx_f16, "f16"),
-                         ("tanh.approx.bf16", ap.tanh_approx_bf16, "b16"),
-                         ("ex2.approx.ftz.bf16", ap.ex2_approx_bf16, "b16")):
-        got = gpu_run(f"{ptx} {{d}}, {{a}}", [reg], reg, h)
-        d = ap.ulp_distance("f16" if reg == "f16" else "bf16", got, fn(h))
-        print(f"GPU {ptx}: exact {np.mean(d == 0):.4f}, <=1ulp {np.mean(d <= 1):.4f}, "
-              f"max ulp {int(d.max())}")

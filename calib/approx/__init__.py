@@ -1,0 +1,1 @@
+"""Characterisation of the PTX .approx instructions on a Hopper GPU (see calib/approx/README.md)."""
