@@ -100,9 +100,10 @@ def _cute():
 
 def _fn_loc(fn) -> SourceLoc | None:
     """file:line of the ``def`` of a ``@cute.jit`` function (the location of a front-end diagnostic)."""
-    py = fn
-    for attr in ("__wrapped__", "func", "fn"):
-        py = getattr(py, attr, py) if getattr(py, "__code__", None) is None else py
+    try:
+        py = inspect.unwrap(fn)
+    except ValueError:
+        py = fn
     code = getattr(py, "__code__", None)
     if code is None:
         return None
@@ -211,12 +212,20 @@ class TensorArg:
     dynamic: bool = False
     assumed_align: int | None = None
     leading_dim: int | None = None
+    element_type: object = None
 
 
-def tensor(array, *, dynamic: bool = False, assumed_align: int | None = None, leading_dim: int | None = None):
+def tensor(array, *, dynamic: bool = False, assumed_align: int | None = None, leading_dim: int | None = None,
+           element_type=None):
     """An array argument given to the DSL as ``from_dlpack(array, assumed_align=...)``, with
-    ``.mark_layout_dynamic(leading_dim)`` when ``dynamic`` (shapes and strides become kernel parameters)."""
-    return TensorArg(array, dynamic, assumed_align, leading_dim)
+    ``.mark_layout_dynamic(leading_dim)`` when ``dynamic`` (shapes and strides become kernel parameters) and the
+    DSL element type set to ``element_type`` (a ``cutlass`` numeric type, e.g. for bits carried as uint8)."""
+    return TensorArg(array, dynamic, assumed_align, leading_dim, element_type)
+
+
+#: ml_dtypes numpy types -> (the carrier DLPack can export, the cutlass type the DSL gets)
+_NARROW = {"bfloat16": (np.uint16, "BFloat16"), "float8_e4m3fn": (np.uint8, "Float8E4M3FN"),
+           "float8_e5m2": (np.uint8, "Float8E5M2")}
 
 
 @dataclass
@@ -375,7 +384,7 @@ def _layout(entries, launches, maps, arrays, labels, loc):
     """tcsim Launches (and the JSON record of their parameters) from the recorded launches: host addresses inside
     array arguments become device pointers, recorded tensor maps tcsim TensorMaps."""
     from tcsim.isa.swizzle import SWIZZLE_NAMES
-    from tcsim.isa.tensormap import INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, PTX_ELEMTYPES, TensorMap
+    from tcsim.isa.tensormap import DATA_TYPES_BY_ENUM, INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, TensorMap
     regions = _Regions()
     named = {labels[i]: regions.of(arr, labels[i]) for i, arr in arrays.items()}
     spans = [(arr.__array_interface__["data"][0], arr.__array_interface__["data"][0]
@@ -403,7 +412,13 @@ def _layout(entries, launches, maps, arrays, labels, loc):
         fn = entries[rec["kernel"]]
         args, regs, rparams = [], {}, []
         for j, (p, raw) in enumerate(zip(fn.params, rec["params"])):
-            what = f"launch {n} ({rec['kernel']}) parameter {p.name}"
+            short = rec["kernel"] if len(rec["kernel"]) <= 48 else rec["kernel"][:45] + "..."
+            what = f"launch {n} ({short}) parameter {j}"
+            if p.array and len(raw) == 128 and (p.align or 0) >= 64 and not raw.startswith(_MAGIC):
+                raise LaunchError(f"{what} is a CUtensorMap the CuTe DSL encoded inline in the driver's binary "
+                                  f"format (its TMA atoms do not call cuTensorMapEncodeTiled); tcsim.cute cannot "
+                                  f"decode that format", loc,
+                                  expected="kernels without TMA tensor maps (see the tcsim.cute docstring)")
             if p.array and len(raw) == 128 and raw.startswith(_MAGIC):
                 m = maps[int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 8], "little")]
                 hit = region_at(m["address"], f"{what} (tensor map)")
@@ -412,7 +427,7 @@ def _layout(entries, launches, maps, arrays, labels, loc):
                                       f"any array argument", loc, expected="a tensor map over an array argument")
                 reg, k, off = hit
                 try:
-                    tm = TensorMap(dtype=PTX_ELEMTYPES[m["dtype"]], rank=m["rank"], global_address=0,
+                    tm = TensorMap(dtype=DATA_TYPES_BY_ENUM[m["dtype"]].name, rank=m["rank"], global_address=0,
                                    global_dims=tuple(m["dims"]), global_strides=tuple(m["strides"]),
                                    box_dims=tuple(m["box"]), element_strides=tuple(m["element_strides"]),
                                    interleave=inv_il[m["interleave"]], swizzle=SWIZZLE_NAMES[m["swizzle"]],
@@ -490,8 +505,15 @@ def prepare(fn, *args, arch: str = "sm_100a") -> CuteLaunch:
             continue
         opts = a if isinstance(a, TensorArg) else TensorArg(a)
         src = opts.array if not isinstance(opts.array, np.ndarray) else arrays[i]
+        elem = opts.element_type
+        if isinstance(src, np.ndarray) and src.dtype.name in _NARROW:
+            # numpy cannot export ml_dtypes' types through DLPack: pass the bits, name the type
+            carrier, dsl_name = _NARROW[src.dtype.name]
+            src, elem = src.view(carrier), elem or getattr(cutlass, dsl_name)
         try:
             t = from_dlpack(src, assumed_align=opts.assumed_align)
+            if elem is not None:
+                t.element_type = elem
             if opts.dynamic:
                 t = t.mark_layout_dynamic(leading_dim=opts.leading_dim)
         except Exception as e:          # the DSL's own validation of the array
