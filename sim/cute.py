@@ -375,6 +375,17 @@ def _host_arrays(args, labels, loc):
     return arrays
 
 
+def _alias(arr: np.ndarray) -> np.ndarray:
+    """A writable array over the same memory as read-only ``arr`` (what the DSL gets: it reads address, shape and
+    strides; the kernel's writes reach the caller only through write-back, which refuses read-only arrays)."""
+    if arr.size == 0:
+        return np.zeros(arr.shape, arr.dtype)
+    lo = arr.__array_interface__["data"][0]
+    span = 1 + sum((d - 1) * s for d, s in zip(arr.shape, arr.strides))
+    buf = (ctypes.c_char * (span + arr.itemsize - 1)).from_address(lo)
+    return np.ndarray(arr.shape, arr.dtype, buffer=buf, strides=arr.strides)
+
+
 def _scalar_dtype(p):
     kind = {"u": "u", "b": "u", "s": "i", "f": "f"}.get(p.type[0])
     return np.dtype(f"{kind}{p.size_bytes}") if kind and p.size_bytes in (1, 2, 4, 8) else None
@@ -466,7 +477,7 @@ def _layout(entries, launches, maps, arrays, labels, loc):
                         raise LaunchError(f"{what}: .{p.type} scalar parameters are not supported", loc)
                     args.append(np.frombuffer(raw, dt)[0])
                 continue
-            if not p.array:
+            if not p.array or (len(fields) == 1 and len(raw) == 8):     # a lone pointer
                 args.append(Pointer(ptrs[0][0].host))
                 regs[j] = ptrs[0][0]
             else:
@@ -506,6 +517,8 @@ def prepare(fn, *args, arch: str = "sm_100a") -> CuteLaunch:
         opts = a if isinstance(a, TensorArg) else TensorArg(a)
         src = opts.array if not isinstance(opts.array, np.ndarray) else arrays[i]
         elem = opts.element_type
+        if isinstance(src, np.ndarray) and not src.flags.writeable:
+            src = _alias(src)      # numpy's DLPack refuses read-only arrays; the DSL only reads the address
         if isinstance(src, np.ndarray) and src.dtype.name in _NARROW:
             # numpy cannot export ml_dtypes' types through DLPack: pass the bits, name the type
             carrier, dsl_name = _NARROW[src.dtype.name]
