@@ -203,6 +203,40 @@ def _recording(arch: str, recorder):
                 setattr(env, k, v)
 
 
+# ------------------------------------------------------------------------------------------ inline tensor maps
+def decode_inline_tensor_map(raw: bytes) -> dict | None:
+    """The fields of a CUtensorMap that the CuTe DSL's host code encoded itself (its TMA atoms write the 128 bytes
+    directly instead of calling ``cuTensorMapEncodeTiled``), or None when ``raw`` is not of a form read off the
+    DSL's output.  The driver documents the map as opaque; this reading comes from nvidia-cutlass-dsl 4.8.1's
+    encodings of rank-2 tiled maps, varied one field at a time (``tests/sim/test_cute_frontend.py`` checks it by
+    running TMA kernels to the right answer): 64-bit words, little-endian --
+
+    * word 0: the global address (16-byte aligned);
+    * word 1, bits 0-3: 0b0010; bits 4-6: rank - 1 (1 seen); bits 7-11: element type in the PTX ``tensormap``
+      numbering (u8 0, u32 2, f16 6, f32 7, bf16 10 seen); bits 13-14: swizzle (0 none, 1 32B, 2 64B, 3 128B);
+      bits 16-19: 0b0100; bits 32-63: global stride of dim 1 in 16-byte units;
+    * word 4: global dims 0 and 1, minus one, 32 bits each;
+    * byte 55 and byte 56: box dims 0 and 1, minus one;
+    * words 2, 3, 5, the rest of words 6 and 7: zero (element strides 1, no interleave); bytes 64-127 unused.
+
+    Anything else (another rank or element type, set bits elsewhere) is refused rather than guessed; the L2
+    promotion is not identified (tcsim does not model it: recorded as ``none``) and the OOB fill is zero."""
+    if len(raw) < 64:
+        return None
+    w = [int.from_bytes(raw[8 * i:8 * i + 8], "little") for i in range(8)]
+    lo = w[1] & 0xFFFFFFFF
+    ptx_types = {0: "UINT8", 2: "UINT32", 6: "FLOAT16", 7: "FLOAT32", 10: "BFLOAT16"}
+    known = 0xF | (0x7 << 4) | (0x1F << 7) | (0x3 << 13) | (0xF << 16)
+    if (w[0] & 0xF or lo & 0xF != 0b0010 or (lo >> 4) & 0x7 != 1 or (lo >> 16) & 0xF != 0b0100
+            or lo & ~known & 0xFFFFFFFF or (lo >> 7) & 0x1F not in ptx_types
+            or w[2] or w[3] or w[5] or w[6] & ((1 << 56) - 1) or w[7] >> 8):
+        return None
+    return dict(dtype=ptx_types[(lo >> 7) & 0x1F], rank=2, address=w[0],
+                dims=[(w[4] & 0xFFFFFFFF) + 1, (w[4] >> 32) + 1], strides=[(w[1] >> 32) * 16],
+                box=[(w[6] >> 56) + 1, (w[7] & 0xFF) + 1], element_strides=[1, 1], interleave=0,
+                swizzle=(lo >> 13) & 0x3, l2=0, oob=0)
+
+
 # ------------------------------------------------------------------------------------------ arguments
 @dataclass(eq=False)
 class TensorArg:
@@ -258,7 +292,10 @@ class _Recorder:
     def on_tensor_map(self, out, dtype, rank, gaddr, dims, strides, box, estrides, interleave, swizzle, l2, oob):
         try:
             k = len(self.maps)
-            self.maps.append(dict(dtype=int(dtype), rank=int(rank), address=int(gaddr or 0),
+            from tcsim.isa.tensormap import DATA_TYPES_BY_ENUM
+            if int(dtype) not in DATA_TYPES_BY_ENUM:
+                raise LaunchError(f"cuTensorMapEncodeTiled with unknown data type {int(dtype)}")
+            self.maps.append(dict(dtype=DATA_TYPES_BY_ENUM[int(dtype)].name, rank=int(rank), address=int(gaddr or 0),
                                   dims=[int(dims[i]) for i in range(rank)],
                                   strides=[int(strides[i]) for i in range(rank - 1)],
                                   box=[int(box[i]) for i in range(rank)],
@@ -349,6 +386,20 @@ class CuteRun:
         return [f for r in self.results for f in r.findings]
 
 
+def _constexpr_flags(fn, n: int) -> list[bool]:
+    """Per positional argument: is its parameter annotated ``cutlass.Constexpr`` (compiled in, not passed again)."""
+    try:
+        params = list(inspect.signature(inspect.unwrap(fn)).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    out = []
+    for i in range(n):
+        ann = params[i].annotation if i < len(params) else None
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", "") or repr(ann)
+        out.append("Constexpr" in str(text))
+    return out
+
+
 def _labels(fn, n: int) -> list[str]:
     try:
         names = list(inspect.signature(getattr(fn, "__wrapped__", fn)).parameters)
@@ -395,7 +446,7 @@ def _layout(entries, launches, maps, arrays, labels, loc):
     """tcsim Launches (and the JSON record of their parameters) from the recorded launches: host addresses inside
     array arguments become device pointers, recorded tensor maps tcsim TensorMaps."""
     from tcsim.isa.swizzle import SWIZZLE_NAMES
-    from tcsim.isa.tensormap import DATA_TYPES_BY_ENUM, INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, TensorMap
+    from tcsim.isa.tensormap import INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, TensorMap
     regions = _Regions()
     named = {labels[i]: regions.of(arr, labels[i]) for i, arr in arrays.items()}
     spans = [(arr.__array_interface__["data"][0], arr.__array_interface__["data"][0]
@@ -415,8 +466,8 @@ def _layout(entries, launches, maps, arrays, labels, loc):
                 return regions.of(sub, f"{labels[i]}[+{off}B]"), i, off
         return None
 
-    def index(rng):
-        return {v: k for k, v in enumerate(rng)}
+    def index(table):
+        return {v: k for k, v in table.items()}
     inv_il, inv_l2, inv_oob = index(INTERLEAVES), index(L2_PROMOTIONS), index(OOB_FILLS)
     out, per_launch, record = [], [], []
     for n, rec in enumerate(launches):
@@ -425,20 +476,23 @@ def _layout(entries, launches, maps, arrays, labels, loc):
         for j, (p, raw) in enumerate(zip(fn.params, rec["params"])):
             short = rec["kernel"] if len(rec["kernel"]) <= 48 else rec["kernel"][:45] + "..."
             what = f"launch {n} ({short}) parameter {j}"
+            inline = None
             if p.array and len(raw) == 128 and (p.align or 0) >= 64 and not raw.startswith(_MAGIC):
-                raise LaunchError(f"{what} is a CUtensorMap the CuTe DSL encoded inline in the driver's binary "
-                                  f"format (its TMA atoms do not call cuTensorMapEncodeTiled); tcsim.cute cannot "
-                                  f"decode that format", loc,
-                                  expected="kernels without TMA tensor maps (see the tcsim.cute docstring)")
-            if p.array and len(raw) == 128 and raw.startswith(_MAGIC):
-                m = maps[int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 8], "little")]
+                inline = decode_inline_tensor_map(raw)
+                if inline is None:
+                    raise LaunchError(f"{what} is a CUtensorMap the CuTe DSL encoded inline in the driver's binary "
+                                      f"format with fields tcsim.cute cannot decode (first 64 bytes: "
+                                      f"{raw[:64].hex()})", loc,
+                                      expected="a rank-2 tiled map of the forms listed in tcsim.cute's docstring")
+            if inline is not None or (p.array and len(raw) == 128 and raw.startswith(_MAGIC)):
+                m = inline or maps[int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 8], "little")]
                 hit = region_at(m["address"], f"{what} (tensor map)")
                 if hit is None:
                     raise LaunchError(f"{what}: the tensor map's global address {m['address']:#x} is not inside "
                                       f"any array argument", loc, expected="a tensor map over an array argument")
                 reg, k, off = hit
                 try:
-                    tm = TensorMap(dtype=DATA_TYPES_BY_ENUM[m["dtype"]].name, rank=m["rank"], global_address=0,
+                    tm = TensorMap(dtype=m["dtype"], rank=m["rank"], global_address=0,
                                    global_dims=tuple(m["dims"]), global_strides=tuple(m["strides"]),
                                    box_dims=tuple(m["box"]), element_strides=tuple(m["element_strides"]),
                                    interleave=inv_il[m["interleave"]], swizzle=SWIZZLE_NAMES[m["swizzle"]],
@@ -552,7 +606,7 @@ def prepare(fn, *args, arch: str = "sm_100a") -> CuteLaunch:
         rec.entries = _entries(module)
         compiled.__dict__["num_devices"] = 1          # the DSL asks the CUDA driver otherwise
         try:
-            compiled(*dsl_args)
+            compiled(*[a for a, c in zip(dsl_args, _constexpr_flags(fn, len(dsl_args))) if not c])
         except Exception as e:
             if rec.error is not None:
                 raise rec.error from None
