@@ -26,10 +26,14 @@ callback instead of the driver.  Each recorded launch becomes a :class:`tcsim.la
   parameter that holds a host address inside an array argument becomes a :class:`tcsim.launch.Pointer` to the
   device buffer of that array (a pointer past the array's first element gets a buffer of its own from there, as
   in :mod:`tcsim.triton`); other bytes are copied verbatim (scalars decoded by their PTX type);
-* a 128-byte parameter holding a recorded tensor map becomes a :class:`tcsim.isa.tensormap.TensorMap` with the
-  arguments the host code passed to ``cuTensorMapEncodeTiled`` (element type, dims, byte strides, box, element
-  strides, interleave, swizzle, L2 promotion, OOB fill) over the device buffer of the array holding its global
-  address -- so TMA writes land in the caller's array;
+* a 128-byte ``.align 64`` parameter is a CUtensorMap.  The DSL's TMA atoms (``make_tiled_tma_atom``) do not call
+  the driver: the host code writes the map's bytes itself, in the driver's undocumented format.
+  :func:`decode_inline_tensor_map` reads the forms seen in the DSL's output (rank-2 tiled maps; u8/u32/f16/f32/
+  bf16; every swizzle) and refuses anything else with a located error; a map the host code does encode through
+  ``cuTensorMapEncodeTiled`` is taken from the call's arguments.  Either way it becomes a
+  :class:`tcsim.isa.tensormap.TensorMap` (element type, dims, byte strides, box, element strides, interleave,
+  swizzle, OOB fill) over the device buffer of the array holding its global address -- so TMA traffic reaches the
+  caller's array;
 * launches run in the order the host code made them; after each, what it changed is written into the caller's
   arrays (so a later launch sees it).
 
@@ -45,11 +49,12 @@ the wrong kind, a parameter holding a host address outside every array argument)
 :class:`tcsim.isa.errors.LaunchError` (DSL compile errors: :class:`CuteCompileError`) located at the ``@cute.jit``
 function's definition.
 
-Not supported: launches whose host code allocates device memory, uses streams/events/graphs or copies memory
-(``cudaMalloc``/``cudaMemcpy``: the stand-in runtime answers cudaErrorNotSupported and the DSL raises); im2col
-tensor maps; TVM-FFI compiled functions (``enable_tvm_ffi``); a process that already loaded the DSL's real runtime
-library for a GPU (the stand-in is chosen per compile, but symbols already bound by an earlier engine stay bound).
-Arrays with negative strides cannot be handed to ``from_dlpack`` either.
+Not supported: inline tensor maps of rank other than 2 or of element types not seen in the DSL's output (tf32,
+f64, 64-bit integers, fp8, the packed types) -- refused, not guessed; im2col maps; launches whose host code
+allocates device memory, uses streams/events/graphs or copies memory (``cudaMalloc``/``cudaMemcpy``: the stand-in
+runtime answers cudaErrorNotSupported and the DSL raises); TVM-FFI compiled functions (``enable_tvm_ffi``); a
+process that already loaded the DSL's real runtime library for a GPU (the stand-in is chosen per compile, but
+symbols already bound by an earlier engine stay bound).  Arrays with negative strides cannot be handed to ``from_dlpack`` either.
 """
 from __future__ import annotations
 
