@@ -135,3 +135,10 @@ UNSUPPORTED(_cudaMallocHost) UNSUPPORTED(_cudaMallocManaged) UNSUPPORTED(_cudaMe
 UNSUPPORTED(_cudaMemset) UNSUPPORTED(_cudaMemsetAsync) UNSUPPORTED(_cudaProfilerStart) UNSUPPORTED(_cudaProfilerStop)
 UNSUPPORTED(_cudaStreamAddCallback) UNSUPPORTED(_cudaStreamBeginCapture) UNSUPPORTED(_cudaStreamCreate)
 UNSUPPORTED(_cudaStreamDestroy) UNSUPPORTED(_cudaStreamEndCapture) UNSUPPORTED(_cudaStreamWaitEvent)
+
+/* ---- helpers the DSL's cuda dialect lowering calls (experimental tensor-map API, library caching) */
+EXPORT void cuda_dialect_assert_success(int result) { (void)result; }
+EXPORT const char *cuda_dialect_get_error_name(int result) {
+    return result == NOT_SUPPORTED ? "not supported by tcsim.cute's stand-in runtime" : "tcsim.cute stand-in error";
+}
+EXPORT void cuda_dialect_print_on_error(int result) { (void)result; }

@@ -16,6 +16,10 @@ cute = pytest.importorskip("cutlass.cute")
 from cutlass.cute.nvgpu import cpasync, warpgroup  # noqa: E402
 from cutlass.memory import SmemAllocator  # noqa: E402
 
+from cutlass.base_dsl.typing import GridConstant  # noqa: E402
+from cutlass.experimental.cuda.tensor_map import (TensorMap, TensorMapSwizzle,  # noqa: E402
+                                                  create_tensor_map_tiled_from_view)
+
 import tcsim.cute as tc  # noqa: E402
 from tcsim.isa.errors import LaunchError  # noqa: E402
 from tcsim.launch import Pointer, Struct  # noqa: E402
@@ -127,6 +131,19 @@ def tma_copy(mA: cute.Tensor, mO: cute.Tensor, swizzle: cutlass.Constexpr):
     tma, tT = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mA, s_layout, (TM, TN))
     grid = (mA.shape[0] // TM, mA.shape[1] // TN, 1)
     tma_copy_kernel(tma, tT, mO, s_layout).launch(grid=grid, block=(128, 1, 1))
+
+
+@cute.kernel
+def bump_kernel(desc: GridConstant[TensorMap], mO: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    mO[tidx] = mO[tidx] + 1.0
+
+
+@cute.jit
+def encode_map(mA: cute.Tensor, mO: cute.Tensor):
+    """The experimental tensor-map API: the host code calls cuTensorMapEncodeTiled (the stand-in records it)."""
+    desc = create_tensor_map_tiled_from_view(mA, box_dims=(16, 64), swizzle=TensorMapSwizzle.s128b)
+    bump_kernel(desc, mO).launch(grid=(1, 1, 1), block=(32, 1, 1))
 
 
 def _ints(rng, shape, lo=-50, hi=50):
@@ -285,6 +302,20 @@ def test_tma_tcgen05_gemm_of_the_fixture_generator():
     ln = run.prepared.launch
     assert ln.dynamic_smem == g.DYNAMIC_SMEM and ln.grid == (g.M // 128, g.N // 128, 1)
     np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32).T)
+
+
+def test_tensor_map_encoded_through_the_runtime():
+    """A map the host code makes with ``cuTensorMapEncodeTiled`` reaches the kernel as a tcsim TensorMap with the
+    call's arguments, over the caller's array."""
+    a = np.zeros((32, 128), np.float16)
+    o = np.arange(32, dtype=np.float32)
+    prep = tc.prepare(encode_map, a, o, arch="sm_90a")
+    tm = prep.launch.args[0].tensor_map
+    assert (tm.dtype, tm.global_dims, tm.global_strides, tm.swizzle) == ("FLOAT16", (128, 32), (256,), "128B")
+    assert sorted(tm.box_dims) == [16, 64]
+    assert prep.launch.args[0].region.host.ctypes.data == a.ctypes.data
+    prep.run()
+    np.testing.assert_array_equal(o, np.arange(32) + 1)
 
 
 # ------------------------------------------------------------------------------------------ diagnostics
