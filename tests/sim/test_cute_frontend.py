@@ -213,6 +213,20 @@ def test_two_launches_and_a_scalar_parameter():
         prep.launch
 
 
+def test_torch_tensors():
+    """CPU torch tensors (f32, and bf16 which numpy cannot hand over through DLPack) are accepted and written."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6 * 40, dtype=torch.float32).reshape(6, 40)
+    y = torch.zeros(6)
+    assert tc.launch(rowsum, x, y, arch="sm_90a").written == ["mY"]
+    assert torch.equal(y, x.sum(1))
+    a = torch.randint(-5, 5, (4, 32)).to(torch.bfloat16)
+    b = torch.randint(-5, 5, (4, 32)).to(torch.bfloat16)
+    c = torch.zeros(4, 32, dtype=torch.bfloat16)
+    tc.launch(add, a, b, c)
+    assert torch.equal(c, a + b)
+
+
 def test_save_and_replay_without_the_dsl(tmp_path, monkeypatch):
     rng = np.random.default_rng(5)
     a, b = _ints(rng, (20, 33)), _ints(rng, (20, 33))
