@@ -187,7 +187,6 @@ def _recording(arch: str, recorder):
     """The DSL set to compile for ``arch`` keeping PTX and linking the stand-in runtime; the runtime's callbacks
     feeding ``recorder``."""
     path, lib = _runtime()
-    os.environ.setdefault("CUTE_DSL_LIBS", str(path))      # read when the DSL is first instantiated
     _, cute, _ = _cute()
     from cutlass.cutlass_dsl import CuTeDSL
     env = CuTeDSL._get_dsl().envar
