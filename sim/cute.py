@@ -11,7 +11,10 @@ DSL on the CPU.
 Arguments are numpy arrays or CPU torch tensors (handed to the DSL as ``cute.runtime.from_dlpack(x)``: static
 shapes and strides; :func:`tensor` (``dynamic=True``) marks the layout dynamic, so shapes and strides become
 kernel parameters), and whatever else the ``@cute.jit`` function takes (Python scalars, ``cutlass.Int32(...)``,
-constexprs) passed through unchanged.  What the kernels write lands in the caller's arrays.
+constexprs) passed through unchanged; parameters annotated ``cutlass.Constexpr`` are compiled in and not passed
+to the compiled function again.  numpy arrays of ml_dtypes' bfloat16 / float8 types (which numpy cannot export
+through DLPack) are handed over as their bits with the DSL element type set; read-only arrays are accepted as
+inputs.  What the kernels write lands in the caller's arrays.
 
 **How** (nvidia-cutlass-dsl 4.8.1): the DSL compiles the program for ``CUTE_DSL_ARCH`` (sm_100a or sm_90a) without
 a GPU: device code to PTX (kept with the DSL's ``keep_ptx``), host code JIT-compiled by MLIR's execution engine
@@ -43,6 +46,10 @@ bytes, 148 SMs for sm_100a / 132 for sm_90a, warp size 32, ...); kernel attribut
 **Without the DSL**: :meth:`CuteLaunch.save` writes the PTX and a JSON record of the launches (kernel, grid,
 block, cluster, SMEM, each parameter as bytes / pointer into argument *k* at offset *o* / tensor map over
 argument *k*); :func:`replay` rebuilds the launches with new arrays of the same shapes and dtypes.
+
+On the GPU back end (``tcsim diff``, :mod:`tcsim.hw.launcher`) these launches run only where every argument is a
+plain array or scalar: the :class:`~tcsim.launch.Struct`, shared :class:`~tcsim.launch.Pointer` and host tensor-map
+arguments made here are simulator-side descriptions (as in :mod:`tcsim.triton`).
 
 Errors a caller can make (the DSL missing, an unsupported arch, a compile error in the DSL program, an argument of
 the wrong kind, a parameter holding a host address outside every array argument) raise

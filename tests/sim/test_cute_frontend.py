@@ -301,7 +301,6 @@ def test_tma_decoder_refuses_what_it_has_not_seen():
         assert tc.decode_inline_tensor_map(bytes(bad) + bytes(64)) is None, (byte, bit)
 
 
-@pytest.mark.slow
 def test_tma_tcgen05_gemm_of_the_fixture_generator():
     """The sm_100a TMA + tcgen05.mma GEMM of tests/fixtures/triton/cute_dsl/gen_cute_blackwell.py (bf16 operands
     through two inline tensor maps with 128B swizzle, a 2-stage mbarrier pipeline, TMEM accumulator) run on real
