@@ -28,7 +28,7 @@ from . import memory as M
 from .machine import WARP, Wait
 from .async_groups import thread_groups
 from .observe import MemAccess, RegAccess, SyncEvent
-from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
+from .ptxtypes import UINT, b128_of, imm_bits, size_of, to_container, to_type, view_dtype
 from .tmem import make_taddr, tmem_of
 from .race.protocol import warp_act
 from .findings import lanes_text
@@ -102,9 +102,14 @@ class ExecContext:
                 raise VerifyError(f"predicate {op.name} used where a .{ptype} value is expected")
             if self.bus.active and self.bus.wants("reg"):
                 self._publish_reg(op.name, False)
-            return to_type(bits, ptype)
+            try:
+                return to_type(bits, ptype)
+            except ValueError as e:
+                raise VerifyError(f"register {op.name}: {e}") from None
         if isinstance(op, ir.Imm):
             b = imm_bits(op.value, op.kind, ptype, op.bits)
+            if ptype == "b128":
+                return b128_of(np.full(WARP, b & ((1 << 64) - 1), np.uint64), np.full(WARP, b >> 64, np.uint64))
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
             if op.name in PRED_SREGS:
@@ -138,7 +143,10 @@ class ExecContext:
             raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
         m = self.mask if mask is None else mask
         vals = np.broadcast_to(np.asarray(values), (WARP,))
-        bits = to_container(vals, ptype, reg.dtype.itemsize)
+        try:
+            bits = to_container(vals, ptype, reg.dtype.itemsize)
+        except ValueError as e:
+            raise VerifyError(f"register {op.name}: {e}") from None
         reg[m] = bits[m]
         if self.writes is not None:
             self.writes[op.name] = reg

@@ -43,6 +43,7 @@ from .findings import FindingError, FindingLog
 from .race.protocol import Protocol
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
+from .ptxtypes import B128, b128_int
 from .semantics import REGISTRY, DecodeInfo, load_all
 
 DEFAULT_MAX_INSTRUCTIONS = 20_000_000
@@ -51,6 +52,13 @@ FOCUS_SLICE = 512        # instructions such a turn may run
 
 _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldmatrix", "stmatrix", "movmatrix",
                  "elect", "activemask", "wgmma", "tcgen05", "wmma"}
+
+
+def _lane_ints(values: np.ndarray) -> list:
+    """A register's lane values as Python ints (a .b128 register's lanes as 128-bit ints)."""
+    if values.dtype == B128:
+        return [b128_int(x) for x in values]
+    return [int(x) for x in values]
 
 
 def _is_warp_synchronous(ins) -> bool:
@@ -381,7 +389,7 @@ class Simulation:
                 # ``done``: the cycle the results are readable, where the model times them
                 bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                                         text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()},
+                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
                                         done=done))
                 ctx.writes = None
             if self.retired > self.max_instructions:
