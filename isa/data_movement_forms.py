@@ -78,6 +78,7 @@ class MemOpForm:
     type: str
     value: object
     addr: ir.Address
+    policy: object = None       # the .L2::cache_hint cache-policy operand, or None
 
 
 def parse_memop_qualifiers(ins: ir.Instruction):
@@ -116,6 +117,11 @@ def check_cache_policy(ins: ir.Instruction, rest: list, info, what: str = "cache
     holds the operands after the fixed ones.  With the qualifier there must be exactly one, a 64-bit register
     (or an integer immediate); without it, none.  Returns the operand or None."""
     hinted = "L2::cache_hint" in ins.mods
+    if hinted and ins.opcode in ("ld", "ldu", "st"):
+        space = next((m for m in ins.mods if m in SPACES), None)
+        if space is not None and space != "global":
+            raise VerifyError(f"{ins.full_opcode}: .L2::cache_hint cannot be applied to the .{space} space", ins.loc,
+                              expected="a .global (or generic) access")
     if not hinted:
         if rest:
             raise VerifyError(f"{ins.full_opcode}: unexpected operand {rest[0]} (a {what} operand needs the "
@@ -157,12 +163,12 @@ def parse_ld(ins: ir.Instruction, info=None) -> MemOpForm:
     if len(ins.operands) < 2 or not isinstance(ins.operands[1], ir.Address):
         raise VerifyError(f"{ins.opcode} needs a destination and an address [a]", ins.loc)
     dst, src = ins.operands[0], ins.operands[1]
-    check_cache_policy(ins, list(ins.operands[2:]), info)
+    pol = check_cache_policy(ins, list(ins.operands[2:]), info)
     if vec > 1 and not (isinstance(dst, ir.Vector) and len(dst.elems) == vec):
         raise VerifyError(f"{ins.full_opcode} needs a destination vector of {vec} registers", ins.loc)
     if typ == "b128":
         _check_b128_operand(ins, dst, info, "destination")
-    return MemOpForm(ins.opcode, space, sem, scope, vec, typ, dst, src)
+    return MemOpForm(ins.opcode, space, sem, scope, vec, typ, dst, src, pol)
 
 
 def parse_st(ins: ir.Instruction, info=None) -> MemOpForm:
@@ -171,14 +177,14 @@ def parse_st(ins: ir.Instruction, info=None) -> MemOpForm:
     if len(ins.operands) < 2 or not isinstance(ins.operands[0], ir.Address):
         raise VerifyError("st needs an address [a] and a source", ins.loc)
     dst, src = ins.operands[:2]
-    check_cache_policy(ins, list(ins.operands[2:]), info)
+    pol = check_cache_policy(ins, list(ins.operands[2:]), info)
     if space in ("const",):
         raise VerifyError("st to .const is not allowed", ins.loc)
     if vec > 1 and not (isinstance(src, ir.Vector) and len(src.elems) == vec):
         raise VerifyError(f"{ins.full_opcode} needs a source vector of {vec} values", ins.loc)
     if typ == "b128":
         _check_b128_operand(ins, src, info, "source")
-    return MemOpForm("st", space, sem, scope, vec, typ, src, dst)
+    return MemOpForm("st", space, sem, scope, vec, typ, src, dst, pol)
 
 
 # ---------------------------------------------------------------------------------------------- mov / cvta

@@ -331,6 +331,39 @@ class ExecContext:
             if self.bus.active:
                 self._publish_mem(op, sp, "generic", sa, nbytes, lanes[sel])
 
+    def discard(self, space: str, addrs: np.ndarray, nbytes: int) -> None:
+        """``discard.global.L2`` (PTX ISA §9.7.9.17): a weak write of an indeterminate value to ``nbytes`` (one L2
+        line, aligned to its size) per executing lane.  The bytes are left as they are (one of the values the
+        PTX allows); the write is reported (op 'discard') so the race detector orders it like a store."""
+        lanes = np.nonzero(self.mask)[0]
+        if lanes.size == 0:
+            return
+        a = np.asarray(addrs, dtype=np.uint64)[lanes]
+        self._check_align(a, lanes, nbytes, nbytes, space)
+        for sp, sel, sa in self._split(space, a):
+            if sp != "global":
+                raise MemoryFault(f"discard of a .{sp} address 0x{int(sa[0]):x}: discard applies to global memory",
+                                  expected="a global address")
+            self._raw_read(sp, sa, 1, lanes[sel])          # faults on an address outside every allocation
+            if self.bus.active:
+                self._publish_mem("discard", sp, "generic", sa, nbytes, lanes[sel])
+
+    # ------------------------------------------------------------------------------------------ grid dependency
+    def griddepcontrol(self, action: str) -> None:
+        """``griddepcontrol.launch_dependents`` / ``.wait`` (PTX ISA §9.7.13) of the executing lanes: the first
+        trigger of the CTA is recorded (:class:`tcsim.grid_dependency.GridDependency`); the wait returns at once,
+        since tcsim runs a dependent grid after its prerequisites have completed (one allowed schedule) -- the race
+        detector orders the prerequisites' accesses before the lanes that waited."""
+        lanes = [int(x) for x in self.lane_ids()]
+        if not lanes:
+            return
+        gd = self.engine.grid_dependency
+        if action == "launch_dependents":
+            gd.launch_dependents(self.cta.ctaid, self.now)
+        else:
+            gd.wait(self.cta.ctaid, self.now)
+        self.emit_sync(f"griddepcontrol.{action}", lanes=lanes)
+
     def _publish_mem(self, op, space, proxy, addrs, size, lanes, traced=True) -> None:
         self.bus.publish(MemAccess(self.now, self.cta.ctaid, "warp", op=op, space=space, proxy=proxy,
                                    warp=self.warp.id, pc=self.pc, addrs=tuple(int(x) for x in addrs), size=size,

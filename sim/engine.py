@@ -111,8 +111,12 @@ class Simulation:
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
-                 timing=False, strict: bool = False, schedule=None):
+                 timing=False, strict: bool = False, schedule=None, grid_dependency=None):
+        from .grid_dependency import GridDependency
         self.program = program
+        #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
+        #: flight before it
+        self.grid_dependency = grid_dependency if grid_dependency is not None else GridDependency()
         self.gmem = gmem
         self.param_image = param_image
         self.const_image = const_image if const_image is not None else np.frombuffer(program.const_image,
@@ -453,6 +457,7 @@ class Simulation:
             hook(warp, lanes)
         if not cta.exited and not any(w.alive.any() for w in cta.warps):
             cta.exited = True
+            self.grid_dependency.cta_exit(cta.ctaid, self.env.now)
             for hook in self.cta_exit_hooks:
                 hook(cta)
 

@@ -40,6 +40,9 @@ class Launch:
     args: list = field(default_factory=list)
     name: str | None = None           # a label for reports
     lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
+    #: launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION after the previous launch of a sequence
+    #: (:func:`tcsim.grid_dependency.run_sequence`): this grid may begin before that one completes
+    programmatic: bool = False
 
     def __post_init__(self):
         from . import lowering
@@ -177,8 +180,10 @@ def encode_scalar(value, param: ir.Param) -> bytes:
     return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
 
 
-def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: GlobalMemory):
-    """Allocate buffers, encode parameters; returns (param_image, buffers) with buffers[i] = (alloc, array)."""
+def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: GlobalMemory, shared: dict | None = None):
+    """Allocate buffers, encode parameters; returns (param_image, buffers) with buffers[i] = (alloc, array).
+    ``shared`` (a launch sequence's): id(array) -> allocation of the arrays earlier launches placed; an array
+    found there is that buffer (not uploaded again), a new one is added."""
     params = kernel.params
     args = list(launch.args)
     if len(args) != len(params):
@@ -193,11 +198,15 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     def device_buffer(i, p, arr_in, what="", share=True):
         """A device buffer holding ``arr_in``; a Pointer to an array that already has one shares it."""
         alloc = by_id.get(id(arr_in)) if share else None
+        if alloc is None and shared is not None:
+            alloc = shared.get(id(arr_in), (None, None))[0]
         if alloc is None:
             arr = np.ascontiguousarray(arr_in)
             alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name}){what}")
             alloc.upload(arr)
             by_id[id(arr_in)] = alloc
+            if shared is not None:
+                shared[id(arr_in)] = (alloc, arr_in)    # the array is kept alive, so its id stays its own
         return (alloc, arr_in)
 
     # first pass: arrays become buffers (so tensor maps can refer to them)
@@ -305,7 +314,8 @@ class Prepared:
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
-                 strict: bool = False, schedule=None, detect: bool = True):
+                 strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
+                 shared_buffers: dict | None = None, grid_dependency=None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -313,9 +323,9 @@ class Prepared:
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
-        self.gmem = GlobalMemory()
+        self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
-        image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)
+        image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem, shared_buffers)
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
@@ -331,7 +341,8 @@ class Prepared:
                               schedule=schedule,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
-                                                    if u is not None]))
+                                                    if u is not None]),
+                              grid_dependency=grid_dependency)
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:

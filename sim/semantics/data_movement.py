@@ -52,6 +52,8 @@ def decode_ld(ins, info):
     signed = typ[0] == "s"
 
     def run(ctx):
+        if f.policy is not None:
+            ctx.read(f.policy, "b64")          # the .L2::cache_hint policy: read, no functional effect
         if _is_local_param(ctx, src):
             raw = ctx.call_param_load(src.base.name, src.offset, nbytes)
         else:
@@ -84,6 +86,8 @@ def decode_st(ins, info):
     sp = _space_for(space)
 
     def run(ctx):
+        if f.policy is not None:
+            ctx.read(f.policy, "b64")          # the .L2::cache_hint policy: read, no functional effect
         if typ == "b128":
             raw = np.ascontiguousarray(ctx.read(src, "b128")).view(np.uint8).reshape(-1, 16)
             ctx.store(sp, ctx.address(dst), raw)
