@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
+from .cache_policy_forms import check_policy_operand
 from .forms import FormSpec, QualGroup
 
 SECTIONS = {"atom": "PTX ISA §9.7.13.5", "red": "PTX ISA §9.7.13.6"}
@@ -177,6 +178,8 @@ def parse_atom(ins: ir.Instruction, info) -> AtomForm:
                 continue
             if not isinstance(o, ir.Vector) or len(o.elems) != f["vec"]:
                 raise VerifyError(f"{name}: the {what} must be a vector of {f['vec']} registers", ins.loc)
+    if f["hint"]:
+        check_policy_operand(ins, ops[-1], info)
     if f["type"] == "b128":
         for o, what in ((dst, "destination"), (bop, "operand b"), (cop, "operand c")):
             if o is None or isinstance(o, ir.Sink):

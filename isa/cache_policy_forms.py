@@ -15,14 +15,15 @@ The checks follow ptxas 13.0 (each seen rejected by it): the policy destination 
 (0, 1], immediate sizes satisfy primary-size <= total-size, applypriority / discard take exactly the size 128.
 
 The policy value is opaque (PTX ISA: "an opaque 64-bit register"); :func:`encode_policy` gives the bit pattern the
-H100 produces (``tests/hw/golden_h100/createpolicy.json``).  The execution is ``tcsim.semantics.cache_policy``.
+H100 produces (measured: ``tests/hw/golden_h100/hopper_misc.json``).  The execution is ``tcsim.semantics.cache_policy``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import ir
-from .errors import UnsupportedError, VerifyError
+from .errors import VerifyError
 from .forms import FormSpec, QualGroup
 
 SECTIONS = {"createpolicy": "PTX ISA §9.7.9.18", "applypriority": "PTX ISA §9.7.9.16",
@@ -149,6 +150,21 @@ def parse_createpolicy(ins: ir.Instruction, info=None) -> CreatePolicyForm:
                             total_size=ops[3])
 
 
+def check_policy_operand(ins: ir.Instruction, op, info) -> None:
+    """The cache-policy operand of an ``.L2::cache_hint`` form (ld, st, atom, red, cp.async, cp.async.bulk
+    {.tensor,.prefetch}): a 64-bit register (what createpolicy writes) or an integer constant; ptxas rejects a
+    32-bit register ("Arguments mismatch")."""
+    if op is None or (isinstance(op, ir.Imm) and op.kind == "int"):
+        return
+    if not isinstance(op, ir.Reg):
+        raise VerifyError(f"{ins.full_opcode}: the cache-policy operand {op} is not a register", ins.loc,
+                          expected="a .b64 register made by createpolicy")
+    t = info.reg_type(op) if info is not None else None
+    if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != 8):
+        raise VerifyError(f"{ins.full_opcode}: the cache-policy operand {op} is .{t}; it must be a 64-bit register",
+                          ins.loc, expected="a .b64 register made by createpolicy (ptxas: \"Arguments mismatch\")")
+
+
 def parse_hint_range(ins: ir.Instruction) -> ir.Address:
     """``applypriority{.global}.L2::evict_normal [a], 128`` / ``discard{.global}.L2 [a], 128``: the address."""
     name = ins.full_opcode
@@ -167,33 +183,52 @@ def parse_hint_range(ins: ir.Instruction) -> ir.Address:
 
 
 # ----------------------------------------------------------------------------------------- the policy value
+#: the 2-bit code of a primary priority in the policy value (measured on the H100)
+PRIORITY_CODE = {"evict_unchanged": 0, "evict_first": 1, "evict_last": 2, "evict_normal": 3}
+
+
+def fraction_code(fraction: float) -> int:
+    """The 4-bit fraction field: ``ceil(16 * fraction) - 1`` for a fraction in (0, 1] (an f32; 16 * f is exact),
+    i.e. the fraction rounded up to sixteenths."""
+    return math.ceil(float(fraction) * 16.0) - 1
+
+
 def encode_policy(mode: str, primary: str | None = None, secondary: str | None = None, *, fraction: float = 1.0,
                   addr: int = 0, primary_size: int = 0, total_size: int = 0, prop: int = 0) -> int:
-    """The 64-bit cache-policy value the H100 writes for a createpolicy (see ``POLICY_MODEL``)."""
-    return POLICY_MODEL.encode(mode, primary, secondary, fraction=fraction, addr=addr, primary_size=primary_size,
-                               total_size=total_size, prop=prop)
+    """The 64-bit cache-policy value an H100 (sm_90) writes for a createpolicy, as measured by
+    ``python -m calib.probes.hopper_misc record`` (``tests/hw/golden_h100/hopper_misc.json``: 64 fractions x 12
+    priority pairs, 64 address/size triples x 12 pairs, 64 access properties; every value reproduced)::
 
+        bit 60        1
+        bit 59        1 for .range
+        bits 57-58    primary priority: unchanged 0, first 1, last 2, normal 3
+        bit 56        secondary priority is evict_first (the default, evict_unchanged, is 0)
+      .fractional:
+        bits 52-55    ceil(16 * fraction) - 1
+      .range (G = 2^(12 + E) bytes, the smallest granule >= 4 KiB of which 128 cover total-size):
+        bits 52-55    E = max(0, ceil(log2(total-size)) - 19)
+        bits 44-50    (a >> (12 + E)) & 0x7f
+        bits 37-43    the number of granules the primary range [a, a + primary-size) touches, modulo 128
+                      (ceil(((a mod G) + primary-size) / G), 0 when primary-size is 0)
+        a total-size of 0 gives bits 59-60 only (seen for a = 0)
+      .cvt:           the access property itself (64 random values and the edge values came back unchanged)
 
-class _PolicyModel:
-    """The encoding of createpolicy's result on sm_90 (the H100).  Known publicly: with fraction 1.0 and the
-    default secondary, evict_normal / evict_first / evict_last give 0x1000000000000000 / 0x12F0000000000000 /
-    0x14F0000000000000 (CUTLASS's ``CacheHintSm90``).  Forms outside what was measured raise
-    :class:`UnsupportedError`."""
+    CUTLASS's ``CacheHintSm90`` constants agree where they overlap: EVICT_FIRST 0x12F0000000000000 and EVICT_LAST
+    0x14F0000000000000 are the fraction-1.0 policies of evict_first / evict_last (its EVICT_NORMAL,
+    0x1000000000000000, is the evict_unchanged one; evict_normal is 0x16F0000000000000)."""
+    if mode == "cvt":
+        return int(prop) & ((1 << 64) - 1)
+    sec = 1 if secondary == "evict_first" else 0
+    head = (1 << 60) | (PRIORITY_CODE[primary] << 57) | (sec << 56)
+    if mode == "fractional":
+        return head | (fraction_code(fraction) << 52)
+    if total_size == 0:
+        return (1 << 60) | (1 << 59)
+    e = max(0, math.ceil(math.log2(total_size)) - 19) if total_size > 1 else 0
+    g = 1 << (12 + e)
+    n = -(-((addr % g) + primary_size) // g) if primary_size else 0
+    return (head | (1 << 59) | (e << 52) | (((addr >> (12 + e)) & 0x7F) << 44) | ((n & 0x7F) << 37))
 
-    KNOWN = {("fractional", "evict_normal", "evict_unchanged", 1.0): 0x1000000000000000,
-             ("fractional", "evict_first", "evict_unchanged", 1.0): 0x12F0000000000000,
-             ("fractional", "evict_last", "evict_unchanged", 1.0): 0x14F0000000000000}
-
-    def encode(self, mode, primary, secondary, *, fraction=1.0, addr=0, primary_size=0, total_size=0,
-               prop=0) -> int:
-        v = self.KNOWN.get((mode, primary, secondary, float(fraction)))
-        if v is None:
-            raise UnsupportedError(f"createpolicy.{mode} {primary}/{secondary} fraction {fraction}: the policy "
-                                   "value of this form has not been characterised on the GPU")
-        return v
-
-
-POLICY_MODEL = _PolicyModel()
 
 __all__ = ["SECTIONS", "PRIMARY", "SECONDARY", "SPECS", "CreatePolicyForm", "parse_createpolicy",
-           "parse_hint_range", "encode_policy"]
+           "parse_hint_range", "check_policy_operand", "encode_policy", "fraction_code", "PRIORITY_CODE"]

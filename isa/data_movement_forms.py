@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
+from .cache_policy_forms import check_policy_operand
 from .forms import FormSpec, QualGroup, split_qualifiers
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry", "param::func",
@@ -131,17 +132,8 @@ def check_cache_policy(ins: ir.Instruction, rest: list, info, what: str = "cache
         raise VerifyError(f"{ins.full_opcode}: .L2::cache_hint needs exactly one {what} operand after the "
                           f"others, got {len(rest)}", ins.loc,
                           expected="a .b64 register made by createpolicy")
-    pol = rest[0]
-    if isinstance(pol, ir.Imm) and pol.kind == "int":
-        return pol
-    if not isinstance(pol, ir.Reg):
-        raise VerifyError(f"{ins.full_opcode}: the {what} operand {pol} is not a register", ins.loc,
-                          expected="a .b64 register made by createpolicy")
-    t = info.reg_type(pol) if info is not None else None
-    if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != 8):
-        raise VerifyError(f"{ins.full_opcode}: the {what} operand {pol} is .{t}; it must be a 64-bit register",
-                          ins.loc, expected="a .b64 register made by createpolicy")
-    return pol
+    check_policy_operand(ins, rest[0], info)
+    return rest[0]
 
 
 def _check_b128_operand(ins, op, info, what: str) -> None:

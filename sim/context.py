@@ -107,9 +107,13 @@ class ExecContext:
             except ValueError as e:
                 raise VerifyError(f"register {op.name}: {e}") from None
         if isinstance(op, ir.Imm):
-            b = imm_bits(op.value, op.kind, ptype, op.bits)
             if ptype == "b128":
-                return b128_of(np.full(WARP, b & ((1 << 64) - 1), np.uint64), np.full(WARP, b >> 64, np.uint64))
+                # a PTX integer constant is 64 bits (§4.5.1); as a .b128 value it is zero-extended: on an H100,
+                # mov.b128 %q, -1 gives {0xFFFFFFFFFFFFFFFF, 0} (tests/hw/golden_h100/hopper_misc.json)
+                if op.kind != "int":
+                    raise VerifyError(f"a float constant {op} cannot be a .b128 value")
+                return b128_of(np.full(WARP, int(op.value) & ((1 << 64) - 1), np.uint64), np.zeros(WARP, np.uint64))
+            b = imm_bits(op.value, op.kind, ptype, op.bits)
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
             if op.name in PRED_SREGS:

@@ -14,8 +14,8 @@ PTX ISA 9.1 §9.7.9.18 createpolicy, §9.7.9.16 applypriority, §9.7.9.17 discar
   keeps the bytes (one value the PTX allows) and reports the write (op 'discard') to the race detector, so a read
   of the line that is not ordered after the discard is a race.
 
-Not supported: ``createpolicy`` forms whose value was not characterised on the GPU (UnsupportedError naming the
-form); the eviction behaviour itself (no cache model).
+Not supported: the eviction behaviour itself (tcsim has no cache model); policy values are the sm_90 (H100)
+encoding, also used for sm_100a targets (not measured on a Blackwell GPU).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Expected values are computed here with numpy from the inputs (element 0 of a packed vector in the low bits,
 bits 0-63 at the lower address); each form's acceptance is checked with ptxas when it is on PATH.  The nvcc
 fixture ``tests/fixtures/nvcc/b128_moves.sm_90a.ptx`` is also replayed against what the H100 wrote
-(``tests/hw/golden_h100/b128_moves.json``, recorded by ``tests/hw/record_hopper_misc.py``) in
+(``tests/hw/golden_h100/hopper_misc.json``, recorded by ``python -m calib.probes.hopper_misc record``) in
 ``tests/hw/test_hopper_misc_golden.py``.
 """
 from pathlib import Path
@@ -54,7 +54,7 @@ def b128_expected(inp, cell):
     swapped = (cell[:64] == inp[t ^ 1]).all(axis=1)
     cell_after[:64][swapped] = inp[swapped]
     cell_after[64:] = inp
-    out[256:320:2] = [M64, M64]                                        # mov.b128 q, -1 (even threads)
+    out[256:320:2] = [M64, 0]                                          # mov.b128 q, -1 (even threads)
     out[257:320:2] = [0x8000000000000001, 0]                           # mov.b128 q, 0x8000000000000001 (odd)
     return out, cell_after
 
@@ -72,7 +72,7 @@ def test_nvcc_fixture_moves_loads_stores_and_atomics():
     assert np.array_equal(got_out[:256], want_out[:256])
     assert np.array_equal(got_cell, want_cell)
     assert (cell[:64] == inp[np.arange(64) ^ 1]).all(axis=1).sum() == 32    # half the CAS succeed
-    # the immediates: tcsim sign-extends -1 and zero-extends a positive literal (the H100 golden data decides)
+    # the immediates: a 64-bit PTX constant, zero-extended to 128 bits (as the H100 does, hopper_misc.json)
     assert np.array_equal(got_out[256:], want_out[256:])
 
 
