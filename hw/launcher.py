@@ -363,7 +363,7 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
 def run_sequence_on_gpu(launches, timeout: float = 120.0) -> GpuResult:
     """Run ``launches`` in order on one stream of GPU 0 (a child process, as :func:`run_on_gpu`), each with
     ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` where its ``programmatic`` is set -- the GPU side of
-    :func:`tcsim.grid_dependency.run_sequence`.  ``GpuResult.outputs``: one list per launch (its arguments'
+    :func:`tcsim.launch.run_sequence`.  ``GpuResult.outputs``: one list per launch (its arguments'
     buffers after the sequence; an array shared by several launches is one buffer)."""
     return run_on_gpu(list(launches), timeout=timeout)
 

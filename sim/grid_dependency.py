@@ -8,7 +8,7 @@ dependent blocks the executing thread until every prerequisite grid in flight ha
 operations are performed and visible.  Without the attribute the grids run one after the other, so
 ``launch_dependents`` has no effect and ``wait`` returns at once (there is no prerequisite in flight).
 
-How tcsim runs a sequence (:func:`run_sequence`): one global memory for the whole sequence (an array passed to
+How tcsim runs a sequence (:func:`tcsim.launch.run_sequence`): one global memory for the whole sequence (an array passed to
 several launches is one buffer, at one address), the grids simulated in stream order -- each dependent starts
 after its prerequisite has finished, one of the schedules the hardware allows -- and the dependency rules checked
 rather than left to the schedule:
@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tcsim.isa.errors import LaunchError
 
 
 @dataclass
@@ -161,67 +160,4 @@ class GridAccessLog:
         return len(self._raw)
 
 
-@dataclass
-class SequenceResult:
-    """What :func:`run_sequence` produced: one :class:`tcsim.launch.Result` per launch, in order."""
-
-    results: list
-    #: per launch: the cycle (of that grid's own clock) from which its dependent could begin, or None
-    release_cycles: list
-    findings: list = field(default_factory=list)
-
-    def __getitem__(self, i):
-        return self.results[i]
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-
-def run_sequence(launches, *, seed: int | None = None, strict: bool = False, detect: bool = True,
-                 max_instructions: int | None = None, timing=False) -> SequenceResult:
-    """Run ``launches`` (:class:`tcsim.launch.Launch`) in order on one stream, in one global memory.  A launch with
-    ``programmatic=True`` is launched with programmatic stream serialization after the one before it (module
-    docstring).  Array arguments passed to several launches (the same numpy array object) are one device
-    buffer; each result's outputs hold the buffers' contents when that grid finished."""
-    from .launch import Prepared
-
-    launches = list(launches)
-    if not launches:
-        raise LaunchError("run_sequence needs at least one launch")
-    if launches[0].programmatic:
-        raise LaunchError("the first launch of a sequence has no prerequisite grid to overlap with",
-                          expected="programmatic=False on the first launch")
-    shared: dict = {}
-    gmem = None
-    results, releases, findings = [], [], []
-    inflight: GridAccessLog | None = None
-    for i, launch in enumerate(launches):
-        nxt = launches[i + 1] if i + 1 < len(launches) else None
-        deps = GridDependency(programmatic=bool(launch.programmatic),
-                              prerequisites=inflight if launch.programmatic else None)
-        prep = Prepared(launch, seed=seed, strict=strict, detect=detect, max_instructions=max_instructions,
-                        timing=timing, gmem=gmem, shared_buffers=shared, grid_dependency=deps)
-        gmem = prep.gmem
-        log = None
-        if nxt is not None and nxt.programmatic:
-            log = GridAccessLog(f"grid {i} ({launch.name or prep.program.kernel.name})")
-            prep.bus.subscribe(log)
-        try:
-            prep.sim.run()
-        finally:
-            prep.close()
-        res = prep.result()
-        results.append(res)
-        findings.extend(res.findings)
-        releases.append(deps.release_cycle(c.ctaid for c in prep.sim.ctas))
-        if log is not None:
-            log.name_lines(prep.module)
-            if launch.programmatic and inflight is not None and deps.releases_before_waiting():
-                log.extend(inflight)          # this grid's own prerequisites may still be in flight too
-            inflight = log
-        else:
-            inflight = None
-    return SequenceResult(results, releases, findings)
-
-
-__all__ = ["GridDependency", "GridAccessLog", "SequenceResult", "run_sequence"]
+__all__ = ["GridDependency", "GridAccessLog"]

@@ -41,7 +41,7 @@ class Launch:
     name: str | None = None           # a label for reports
     lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
     #: launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION after the previous launch of a sequence
-    #: (:func:`tcsim.grid_dependency.run_sequence`): this grid may begin before that one completes
+    #: (:func:`tcsim.launch.run_sequence`): this grid may begin before that one completes
     programmatic: bool = False
 
     def __post_init__(self):
@@ -413,3 +413,67 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     finally:
         prep.close()
     return prep.result()
+
+
+@dataclass
+class SequenceResult:
+    """What :func:`run_sequence` produced: one :class:`tcsim.launch.Result` per launch, in order."""
+
+    results: list
+    #: per launch: the cycle (of that grid's own clock) from which its dependent could begin, or None
+    release_cycles: list
+    findings: list = field(default_factory=list)
+
+    def __getitem__(self, i):
+        return self.results[i]
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def run_sequence(launches, *, seed: int | None = None, strict: bool = False, detect: bool = True,
+                 max_instructions: int | None = None, timing=False) -> SequenceResult:
+    """Run ``launches`` (:class:`Launch`) in order on one stream, in one global memory.  A launch with
+    ``programmatic=True`` is launched with programmatic stream serialization after the one before it (the rules
+    and how tcsim runs them: :mod:`tcsim.grid_dependency`).  Array arguments passed to several launches (the same
+    numpy array object) are one device buffer; each result's outputs hold the buffers' contents when that grid
+    finished."""
+    from .grid_dependency import GridAccessLog, GridDependency
+
+    launches = list(launches)
+    if not launches:
+        raise LaunchError("run_sequence needs at least one launch")
+    if launches[0].programmatic:
+        raise LaunchError("the first launch of a sequence has no prerequisite grid to overlap with",
+                          expected="programmatic=False on the first launch")
+    shared: dict = {}
+    gmem = None
+    results, releases, findings = [], [], []
+    inflight: GridAccessLog | None = None
+    for i, launch in enumerate(launches):
+        nxt = launches[i + 1] if i + 1 < len(launches) else None
+        deps = GridDependency(programmatic=bool(launch.programmatic),
+                              prerequisites=inflight if launch.programmatic else None)
+        prep = Prepared(launch, seed=seed, strict=strict, detect=detect, max_instructions=max_instructions,
+                        timing=timing, gmem=gmem, shared_buffers=shared, grid_dependency=deps)
+        gmem = prep.gmem
+        log = None
+        if nxt is not None and nxt.programmatic:
+            log = GridAccessLog(f"grid {i} ({launch.name or prep.program.kernel.name})")
+            prep.bus.subscribe(log)
+        try:
+            prep.sim.run()
+        finally:
+            prep.close()
+        res = prep.result()
+        results.append(res)
+        findings.extend(res.findings)
+        releases.append(deps.release_cycle(c.ctaid for c in prep.sim.ctas))
+        if log is not None:
+            log.name_lines(prep.module)
+            if launch.programmatic and inflight is not None and deps.releases_before_waiting():
+                log.extend(inflight)          # this grid's own prerequisites may still be in flight too
+            inflight = log
+        else:
+            inflight = None
+    return SequenceResult(results, releases, findings)

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from calib.probes import hopper_misc as H
-from tcsim.grid_dependency import run_sequence
-from tcsim.launch import run_launch
+from tcsim.launch import run_launch, run_sequence
 
 GOLDEN = H.load_golden()
 pytestmark = pytest.mark.skipif(GOLDEN is None, reason=f"{H.GOLDEN} is missing")

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcsim.grid_dependency import run_sequence
 from tcsim.isa.errors import LaunchError, VerifyError
-from tcsim.launch import Launch, run_launch
+from tcsim.launch import Launch, run_launch, run_sequence
 from tests.ptx_frame import kernel as frame
 from tests.semantics.test_b128 import assert_ptxas
 
