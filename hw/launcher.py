@@ -125,7 +125,10 @@ def check_target(arch: str | None, cc: tuple, gpu_name: str) -> None:
 
 def _child(launch, conn, stage_limit, lineinfo=False):
     try:
-        conn.send(("ok", _execute(launch, stage_limit, lineinfo)))
+        if isinstance(launch, (list, tuple)):
+            conn.send(("ok", _execute_sequence(list(launch), lineinfo)))
+        else:
+            conn.send(("ok", _execute(launch, stage_limit, lineinfo)))
     except GpuUnavailable as e:
         conn.send(("unavailable", str(e)))
     except _CudaError as e:
@@ -137,15 +140,57 @@ def _child(launch, conn, stage_limit, lineinfo=False):
 
 
 def _execute(launch, stage_limit=None, lineinfo=False):
-    from tcsim.machine import layout_program as lay
-
     d = _driver()
     info = probe()
+    _context(d)
+    if stage_limit == "load":
+        _load(d, launch, info, lineinfo)
+        return {"outputs": [], "device": info, "stage": "load"}
+    dptrs: dict = {}
+    k = _prepare(d, launch, info, lineinfo, dptrs)
+    ev0 = _check(d.cuEventCreate(0), "cuEventCreate", d)
+    ev1 = _check(d.cuEventCreate(0), "cuEventCreate", d)
+    _check(d.cuEventRecord(ev0, 0), "cuEventRecord", d)
+    _launch(d, k, programmatic=False)
+    _check(d.cuEventRecord(ev1, 0), "cuEventRecord", d)
+    _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
+    ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime", d)
+    outputs = _download(d, k)
+    for ptr, _ in dptrs.values():
+        d.cuMemFree(ptr)
+    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info}
+
+
+def _execute_sequence(launches, lineinfo=False):
+    """Launch ``launches`` in order on one stream (the legacy default stream), each with
+    ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` when its ``programmatic`` is set; an array passed
+    to several launches is one device buffer.  Outputs: per launch, the buffers' contents after the whole
+    sequence (the host cannot observe a buffer between programmatically overlapped grids)."""
+    d = _driver()
+    info = probe()
+    _context(d)
+    dptrs: dict = {}
+    ks = [_prepare(d, launch, info, lineinfo, dptrs) for launch in launches]
+    for launch, k in zip(launches, ks):
+        _launch(d, k, programmatic=bool(getattr(launch, "programmatic", False)))
+    _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
+    outputs = [_download(d, k) for k in ks]
+    for ptr, _ in dptrs.values():
+        d.cuMemFree(ptr)
+    return {"outputs": outputs, "device": info}
+
+
+def _context(d):
+    ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain", d)
+    _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", d)
+    return ctx
+
+
+def _load(d, launch, info, lineinfo):
+    """JIT-load the launch's PTX: (module, function IR, CUfunction)."""
     module = launch.module()
     fn = module.kernel(launch.kernel)
     check_target(module.arch, info["cc"], info["name"])
-    ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain", d)
-    _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", d)
     text = launch.ptx_text()[0] if not hasattr(launch.ptx, "functions") else None
     if text is None:
         raise GpuUnavailable("the GPU back end needs PTX text, not a parsed module")
@@ -168,12 +213,18 @@ def _execute(launch, stage_limit=None, lineinfo=False):
         raise _CudaError(d.cuGetErrorName(res[0])[1].decode(), f"cuModuleLoadDataEx (JIT): {log.strip()}")
     mod = res[1]
     kfn = _check(d.cuModuleGetFunction(mod, fn.name.encode()), "cuModuleGetFunction", d)
-    if stage_limit == "load":
-        return {"outputs": [], "device": info, "stage": "load"}
+    return module, fn, kfn
+
+
+def _prepare(d, launch, info, lineinfo, dptrs: dict) -> dict:
+    """Load the kernel, place its arrays (``dptrs``: id(array) -> (device pointer, array), shared by the launches
+    of a sequence) and pack its parameters; returns what :func:`_launch` and :func:`_download` need."""
+    from tcsim.machine import layout_program as lay
+
+    module, fn, kfn = _load(d, launch, info, lineinfo)
     layout = lay(module, fn)
     params = layout["param_symbols"]
     image = np.zeros(max(layout["param_size"], 8), dtype=np.uint8)
-    dptrs = {}
     outputs_spec = []
     from tcsim.launch import encode_scalar
     args = list(launch.args)
@@ -181,11 +232,12 @@ def _execute(launch, stage_limit=None, lineinfo=False):
         raise GpuUnavailable(f"kernel {fn.name} takes {len(fn.params)} parameters, launch passes {len(args)}")
     for i, (a, p) in enumerate(zip(args, fn.params)):
         if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
-            arr = np.ascontiguousarray(a)
-            ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", d)
-            _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", d)
-            dptrs[id(a)] = (ptr, arr)
-            outputs_spec.append((i, ptr, a))
+            if id(a) not in dptrs:
+                arr = np.ascontiguousarray(a)
+                ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", d)
+                _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", d)
+                dptrs[id(a)] = (ptr, a)
+            outputs_spec.append((i, dptrs[id(a)][0], a))
     for i, (a, p) in enumerate(zip(args, fn.params)):
         off = params[p.name].offset
         if id(a) in dptrs and isinstance(a, np.ndarray):
@@ -212,34 +264,42 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     csize = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
     if csize > 8:
         _check(d.cuFuncSetAttribute(kfn, A.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute", d)
+    return {"launch": launch, "fn": fn, "kfn": kfn, "buf": buf, "ptrs": ptrs, "dyn": dyn, "csize": csize,
+            "outputs_spec": outputs_spec, "nargs": len(args)}
+
+
+def _launch(d, k: dict, programmatic: bool) -> None:
+    """cuLaunchKernelEx with the cluster-dimension attribute (clusters) and, for a programmatic dependent
+    launch, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION."""
+    launch, fn = k["launch"], k["fn"]
     cfg = d.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = launch.grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = launch.block
-    cfg.sharedMemBytes = dyn
+    cfg.sharedMemBytes = k["dyn"]
     cfg.hStream = 0
     attrs = []
-    if csize > 1 or "reqnctapercluster" in fn.directives or "explicitcluster" in fn.directives:
+    if k["csize"] > 1 or "reqnctapercluster" in fn.directives or "explicitcluster" in fn.directives:
         at = d.CUlaunchAttribute()
         at.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
         at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = launch.cluster
         attrs.append(at)
+    if programmatic:
+        at = d.CUlaunchAttribute()
+        at.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        at.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(at)
     cfg.attrs = attrs
     cfg.numAttrs = len(attrs)
-    ev0 = _check(d.cuEventCreate(0), "cuEventCreate", d)
-    ev1 = _check(d.cuEventCreate(0), "cuEventCreate", d)
-    _check(d.cuEventRecord(ev0, 0), "cuEventRecord", d)
-    _check(d.cuLaunchKernelEx(cfg, kfn, ctypes.addressof(ptrs), 0), "cuLaunchKernelEx", d)
-    _check(d.cuEventRecord(ev1, 0), "cuEventRecord", d)
-    _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
-    ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime", d)
-    outputs = [None] * len(args)
-    for i, ptr, orig in outputs_spec:
+    _check(d.cuLaunchKernelEx(cfg, k["kfn"], ctypes.addressof(k["ptrs"]), 0), "cuLaunchKernelEx", d)
+
+
+def _download(d, k: dict) -> list:
+    outputs = [None] * k["nargs"]
+    for i, ptr, orig in k["outputs_spec"]:
         host = np.empty_like(np.ascontiguousarray(orig))
         _check(d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", d)
         outputs[i] = host.reshape(orig.shape)
-    for ptr, _ in dptrs.values():
-        d.cuMemFree(ptr)
-    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info}
+    return outputs
 
 
 def _encode_tensormap(d, tm, dptrs) -> bytes:
@@ -298,6 +358,14 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
     return GpuResult(outputs=payload.get("outputs", []), elapsed_ms=payload.get("elapsed_ms"),
                      device=dev.get("name"), driver=dev.get("driver"), compute_capability=dev.get("cc"),
                      extra={"stage": payload.get("stage")})
+
+
+def run_sequence_on_gpu(launches, timeout: float = 120.0) -> GpuResult:
+    """Run ``launches`` in order on one stream of GPU 0 (a child process, as :func:`run_on_gpu`), each with
+    ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` where its ``programmatic`` is set -- the GPU side of
+    :func:`tcsim.launch.run_sequence`.  ``GpuResult.outputs``: one list per launch (its arguments'
+    buffers after the sequence; an array shared by several launches is one buffer)."""
+    return run_on_gpu(list(launches), timeout=timeout)
 
 
 def gpu_available() -> tuple[bool, str]:

@@ -10,7 +10,11 @@ PTX ISA 9.1 §9.7.13.5 (atom) and §9.7.13.6 (red)::
     atom{.sem}{.scope}{.global}.{add,min,max}.noftz.{v2,v4}.{f16x2,bf16x2} {d..}, [a], {b..}   (sm_90+)
     red: the same without d (and without cas / exch).
 
-Not supported (UnsupportedError): ``.b128`` cas/exch, ``red.async`` / ``.mbarrier::*`` (mbarrier-completed remote
+    atom{.sem}{.scope}{.space}.{cas,exch}.b128         d, [a], b{, c}                        (sm_90+)
+
+``.b128`` operands are single ``.b128`` registers (ptxas: "Vector is not expected").
+
+Not supported (UnsupportedError): ``red.async`` / ``.mbarrier::*`` (mbarrier-completed remote
 reductions), ``.mmio``.  The execution is ``tcsim.semantics.atomics``.
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
+from .cache_policy_forms import check_policy_operand
 from .forms import FormSpec, QualGroup
 
 SECTIONS = {"atom": "PTX ISA §9.7.13.5", "red": "PTX ISA §9.7.13.6"}
@@ -35,7 +40,7 @@ VECTORS = ("v2", "v4", "v8")
 #: op -> the scalar types it takes
 SCALAR_OK = {
     "and": ("b32", "b64"), "or": ("b32", "b64"), "xor": ("b32", "b64"),
-    "cas": ("b16", "b32", "b64"), "exch": ("b32", "b64"),
+    "cas": ("b16", "b32", "b64", "b128"), "exch": ("b32", "b64", "b128"),
     "add": ("u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16", "f16x2", "bf16x2"),
     "inc": ("u32",), "dec": ("u32",),
     "min": ("u32", "s32", "u64", "s64"), "max": ("u32", "s32", "u64", "s64"),
@@ -52,7 +57,8 @@ def groups(opcode: str) -> tuple:
     return (QualGroup("sem", sems), QualGroup("scope", SCOPES), QualGroup("space", tuple(SPACES)),
             QualGroup("op", ops, required=True), QualGroup("noftz", ("noftz",)),
             QualGroup("cache_hint", ("L2::cache_hint",)), QualGroup("vector", VECTORS),
-            QualGroup("type", tuple(t for t in TYPES if t != "b128"), required=True))
+            QualGroup("type", TYPES if opcode == "atom" else tuple(t for t in TYPES if t != "b128"),
+                      required=True))
 
 
 SPECS = tuple(FormSpec(op, SECTIONS[op], (), groups(op)) for op in SECTIONS)
@@ -113,8 +119,8 @@ def _qualifiers(ins, arch: str) -> dict:
     op, typ, vec, space = f["op"], f["type"], f["vec"], f["space"]
     if op is None or typ is None:
         raise VerifyError(f"{name} needs an operation and a type", ins.loc)
-    if typ == "b128":
-        raise UnsupportedError(f"{name}: 128-bit atomics are not supported", ins.loc)
+    if typ == "b128" and arch_number(arch) < 90:
+        raise VerifyError(f"{name}: .b128 atomics require sm_90 or later", ins.loc)
     if f["red"] and op in ("cas", "exch"):
         raise VerifyError(f"red.{op} does not exist", ins.loc, expected="atom.cas / atom.exch")
     if f["red"] and f["sem"] in ("acquire", "acq_rel"):
@@ -172,6 +178,16 @@ def parse_atom(ins: ir.Instruction, info) -> AtomForm:
                 continue
             if not isinstance(o, ir.Vector) or len(o.elems) != f["vec"]:
                 raise VerifyError(f"{name}: the {what} must be a vector of {f['vec']} registers", ins.loc)
+    if f["hint"]:
+        check_policy_operand(ins, ops[-1], info)
+    if f["type"] == "b128":
+        for o, what in ((dst, "destination"), (bop, "operand b"), (cop, "operand c")):
+            if o is None or isinstance(o, ir.Sink):
+                continue
+            t = info.reg_type(o) if isinstance(o, ir.Reg) else None
+            if isinstance(o, ir.Vector) or (isinstance(o, ir.Reg) and t is not None and t != "b128"):
+                raise VerifyError(f"{name}: the {what} {o} must be a .b128 register", ins.loc,
+                                  expected="a register declared .reg .b128 (mov.b128 packs one)")
     return AtomForm(**f, dst=dst, addr=addr, b=bop, c=cop)
 
 

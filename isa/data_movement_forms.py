@@ -6,8 +6,16 @@ Memory-consistency qualifiers (``.weak``, ``.volatile``, ``.relaxed``, ``.acquir
 are kept on the form; cache and eviction hints (``.ca .cg .cs .lu .cv .nc``, ``.L1::*``, ``.L2::*``,
 ``.level::*``) are accepted and have no functional effect.
 
-Not supported (UnsupportedError): ``.b128`` loads/stores and ``.unified``.  The execution is
-``tcsim.semantics.data_movement``.
+``.b128`` (PTX ISA §5.2.2, §9.7.9.1, §9.7.9.8, §9.7.9.10; sm_90+): ``mov.b128 %q, {a, b}`` packs two 64-bit
+(or four 32-bit) registers, element 0 in the low bits, and the unpack form splits one; a ``.b128`` register is
+otherwise only copied, loaded and stored whole (ptxas rejects ``mov.b128`` from a 64-bit register, a vector
+operand of ``ld``/``st .b128`` and ``.v2.b128``: "Vector type too large").
+
+``.L2::cache_hint`` (§9.7.9.8, §9.7.9.10, PTX ISA §9.7.9.25 cache-eviction priority hints) takes one more
+operand, the 64-bit cache policy made by ``createpolicy`` (§9.7.9.18); the operand must be a 64-bit register
+and is checked here; the hint has no functional effect (tcsim models no caches).
+
+Not supported (UnsupportedError): ``.unified``.  The execution is ``tcsim.semantics.data_movement``.
 """
 from __future__ import annotations
 
@@ -15,6 +23,7 @@ from dataclasses import dataclass
 
 from . import ir
 from .errors import UnsupportedError, VerifyError
+from .cache_policy_forms import check_policy_operand
 from .forms import FormSpec, QualGroup, split_qualifiers
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry", "param::func",
@@ -24,7 +33,7 @@ SCOPES = ("cta", "cluster", "gpu", "sys")
 HINTS_PREFIX = ("L1::", "L2::", "level::")
 CACHE_OPS = ("ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt")
 #: the scalar types of ld/st/mov (PTX ISA §5.2.2; .pred only for mov)
-TYPES = tuple(t for t in ir.TYPE_SIZES if t not in ("pred", "b128"))
+TYPES = tuple(t for t in ir.TYPE_SIZES if t != "pred")
 VECTORS = ("v2", "v4", "v8")
 #: prefetch{.space}.level [a] / prefetch.global.L2::evict_* [a] / prefetch{.const|.param}.tensormap [a]
 PREFETCH_SPACES = ("global", "local", "const", "param")
@@ -70,6 +79,7 @@ class MemOpForm:
     type: str
     value: object
     addr: ir.Address
+    policy: object = None       # the .L2::cache_hint cache-policy operand, or None
 
 
 def parse_memop_qualifiers(ins: ir.Instruction):
@@ -91,39 +101,82 @@ def parse_memop_qualifiers(ins: ir.Instruction):
         elif m in CACHE_OPS or m.startswith(HINTS_PREFIX) or m in ("unified",):
             if m == "unified":
                 raise UnsupportedError(".unified loads are not supported", ins.loc)
-        elif m == "b128":
-            raise UnsupportedError(".b128 accesses are not supported", ins.loc)
         else:
             raise UnsupportedError(f"qualifier .{m} of {ins.opcode} is not supported", ins.loc)
     if typ is None:
         raise VerifyError(f"{ins.full_opcode} has no type qualifier", ins.loc)
     if space.startswith("param::"):
         space = "param"
+    if typ == "b128" and vec > 1:
+        raise VerifyError(f"{ins.full_opcode}: a vector of .b128 exceeds the 128-bit limit of one access", ins.loc,
+                          expected=f"{ins.opcode}...b128 with one .b128 register (ptxas: \"Vector type too large\")")
     return space, sem, scope, vec, typ
 
 
-def parse_ld(ins: ir.Instruction) -> MemOpForm:
-    """``ld{.sem}{.scope}{.space}{.cop}{.hints}{.vec}.type d, [a]`` and ``ldu`` (PTX ISA §9.7.9.8-9)."""
+def check_cache_policy(ins: ir.Instruction, rest: list, info, what: str = "cache-policy") -> object | None:
+    """The cache-policy operand of a ``.L2::cache_hint`` form (PTX ISA §9.7.9.18 createpolicy makes it): ``rest``
+    holds the operands after the fixed ones.  With the qualifier there must be exactly one, a 64-bit register
+    (or an integer immediate); without it, none.  Returns the operand or None."""
+    hinted = "L2::cache_hint" in ins.mods
+    if hinted and ins.opcode in ("ld", "ldu", "st"):
+        space = next((m for m in ins.mods if m in SPACES), None)
+        if space is not None and space != "global":
+            raise VerifyError(f"{ins.full_opcode}: .L2::cache_hint cannot be applied to the .{space} space", ins.loc,
+                              expected="a .global (or generic) access")
+    if not hinted:
+        if rest:
+            raise VerifyError(f"{ins.full_opcode}: unexpected operand {rest[0]} (a {what} operand needs the "
+                              f".L2::cache_hint qualifier)", ins.loc)
+        return None
+    if len(rest) != 1:
+        raise VerifyError(f"{ins.full_opcode}: .L2::cache_hint needs exactly one {what} operand after the "
+                          f"others, got {len(rest)}", ins.loc,
+                          expected="a .b64 register made by createpolicy")
+    check_policy_operand(ins, rest[0], info)
+    return rest[0]
+
+
+def _check_b128_operand(ins, op, info, what: str) -> None:
+    """A ``.b128`` ld/st/atom value operand: one .b128 register (ptxas rejects vectors and narrower registers)."""
+    if isinstance(op, ir.Vector):
+        raise VerifyError(f"{ins.full_opcode}: the {what} of a .b128 access is one .b128 register, not the vector "
+                          f"{op}", ins.loc, expected="a .b128 register (mov.b128 packs and unpacks it)")
+    if isinstance(op, ir.Reg):
+        t = info.reg_type(op) if info is not None else None
+        if t is not None and t != "b128":
+            raise VerifyError(f"{ins.full_opcode}: the {what} {op} is .{t}; a .b128 access needs a .b128 register",
+                              ins.loc, expected="a register declared .reg .b128")
+
+
+def parse_ld(ins: ir.Instruction, info=None) -> MemOpForm:
+    """``ld{.sem}{.scope}{.space}{.cop}{.hints}{.vec}.type d, [a]{, cache-policy}`` and ``ldu`` (PTX ISA
+    §9.7.9.8-9)."""
     space, sem, scope, vec, typ = parse_memop_qualifiers(ins)
     if len(ins.operands) < 2 or not isinstance(ins.operands[1], ir.Address):
         raise VerifyError(f"{ins.opcode} needs a destination and an address [a]", ins.loc)
     dst, src = ins.operands[0], ins.operands[1]
+    pol = check_cache_policy(ins, list(ins.operands[2:]), info)
     if vec > 1 and not (isinstance(dst, ir.Vector) and len(dst.elems) == vec):
         raise VerifyError(f"{ins.full_opcode} needs a destination vector of {vec} registers", ins.loc)
-    return MemOpForm(ins.opcode, space, sem, scope, vec, typ, dst, src)
+    if typ == "b128":
+        _check_b128_operand(ins, dst, info, "destination")
+    return MemOpForm(ins.opcode, space, sem, scope, vec, typ, dst, src, pol)
 
 
-def parse_st(ins: ir.Instruction) -> MemOpForm:
-    """``st{.sem}{.scope}{.space}{.cop}{.hints}{.vec}.type [a], b`` (PTX ISA §9.7.9.10)."""
+def parse_st(ins: ir.Instruction, info=None) -> MemOpForm:
+    """``st{.sem}{.scope}{.space}{.cop}{.hints}{.vec}.type [a], b{, cache-policy}`` (PTX ISA §9.7.9.10)."""
     space, sem, scope, vec, typ = parse_memop_qualifiers(ins)
-    if len(ins.operands) != 2 or not isinstance(ins.operands[0], ir.Address):
+    if len(ins.operands) < 2 or not isinstance(ins.operands[0], ir.Address):
         raise VerifyError("st needs an address [a] and a source", ins.loc)
-    dst, src = ins.operands
+    dst, src = ins.operands[:2]
+    pol = check_cache_policy(ins, list(ins.operands[2:]), info)
     if space in ("const",):
         raise VerifyError("st to .const is not allowed", ins.loc)
     if vec > 1 and not (isinstance(src, ir.Vector) and len(src.elems) == vec):
         raise VerifyError(f"{ins.full_opcode} needs a source vector of {vec} values", ins.loc)
-    return MemOpForm("st", space, sem, scope, vec, typ, src, dst)
+    if typ == "b128":
+        _check_b128_operand(ins, src, info, "source")
+    return MemOpForm("st", space, sem, scope, vec, typ, src, dst, pol)
 
 
 # ---------------------------------------------------------------------------------------------- mov / cvta
@@ -138,8 +191,9 @@ class MovForm:
     src: object
 
 
-def parse_mov(ins: ir.Instruction) -> MovForm:
-    """``mov.type d, a`` incl. pack / unpack of vectors (PTX ISA §9.7.9.1)."""
+def parse_mov(ins: ir.Instruction, info=None) -> MovForm:
+    """``mov.type d, a`` incl. pack / unpack of vectors (PTX ISA §9.7.9.1); ``mov.b128`` packs / unpacks
+    two 64-bit or four 32-bit registers and otherwise copies a .b128 register or an immediate whole."""
     if len(ins.operands) != 2:
         raise VerifyError("mov takes a destination and a source", ins.loc)
     types = [m for m in ins.mods if m in TYPES or m == "pred"]
@@ -155,7 +209,50 @@ def parse_mov(ins: ir.Instruction) -> MovForm:
         mode = "unpack"
     else:
         mode = "copy"
+    if typ == "b128":
+        _check_mov_b128(ins, mode, dst, src, info)
     return MovForm(typ, mode, dst, src)
+
+
+def _check_mov_b128(ins, mode, dst, src, info) -> None:
+    """ptxas's rules for ``mov.b128``: the packed side is one .b128 register; the vector side 2 x 64-bit or
+    4 x 32-bit registers of one size ("Incompatible elements of vector expression"); a copy is .b128 to .b128 or
+    an immediate ("Arguments mismatch" for a 64-bit register)."""
+    def rtype(op):
+        return info.reg_type(op) if info is not None and isinstance(op, ir.Reg) else None
+
+    whole, vec = (dst, src) if mode == "pack" else (src, dst) if mode == "unpack" else (dst, None)
+    if not isinstance(whole, ir.Reg):
+        raise VerifyError(f"{ins.full_opcode}: operand {whole} must be a .b128 register", ins.loc)
+    if mode == "copy" and not isinstance(src, (ir.Reg, ir.Imm)):
+        raise VerifyError(f"{ins.full_opcode}: the source {src} must be a .b128 register or an integer", ins.loc)
+    for op in ((dst, src) if mode == "copy" else (whole,)):
+        t = rtype(op)
+        if t is not None and t != "b128":
+            raise VerifyError(f"{ins.full_opcode}: register {op} is .{t}; mov.b128 moves .b128 registers", ins.loc,
+                              expected="mov.b128 %q, {%rd_lo, %rd_hi} to pack two 64-bit registers")
+    if mode == "copy":
+        if isinstance(src, ir.Imm) and src.kind != "int":
+            raise VerifyError(f"{ins.full_opcode}: a float immediate cannot be a .b128 value", ins.loc)
+        return
+    n = len(vec.elems)
+    if n not in (2, 4):
+        raise VerifyError(f"{ins.full_opcode}: the vector {vec} has {n} elements; .b128 packs 2 x 64 or 4 x 32 "
+                          "bits", ins.loc)
+    want = 16 // n
+    for e in vec.elems:
+        if isinstance(e, ir.Sink) and mode == "unpack":
+            continue
+        if isinstance(e, ir.Imm):
+            continue
+        if not isinstance(e, ir.Reg):
+            raise VerifyError(f"{ins.full_opcode}: element {e} of {vec} is not a register", ins.loc)
+        t = rtype(e)
+        if t is not None and (t == "pred" or ir.TYPE_SIZES.get(t) != want):
+            raise VerifyError(f"{ins.full_opcode}: element {e} of {vec} is .{t}; the {n} elements of a .b128 "
+                              f"vector are {8 * want}-bit registers", ins.loc,
+                              expected="elements of one size (ptxas: \"Incompatible elements of vector "
+                                       "expression\")")
 
 
 @dataclass(frozen=True)
@@ -239,6 +336,6 @@ def parse_prefetch(ins: ir.Instruction) -> ir.Address:
     return ins.operands[0]
 
 
-__all__ = ["SPECS", "MemOpForm", "parse_memop_qualifiers", "parse_ld", "parse_st", "MovForm", "parse_mov",
+__all__ = ["SPECS", "MemOpForm", "parse_memop_qualifiers", "check_cache_policy", "parse_ld", "parse_st", "MovForm", "parse_mov",
            "CvtaForm", "parse_cvta", "AddressQueryForm", "parse_isspacep", "parse_mapa", "parse_getctarank",
            "parse_prefetch"]

@@ -456,7 +456,69 @@ def decode_idesc(kind: str, value: int):
     raise ValueError(f"unknown tcgen05.mma kind {kind!r}")
 
 
+# ---------------------------------------------------------------------------------------------- zero-column mask
+@dataclass(frozen=True)
+class ZeroColumnMask:
+    """The zero-column mask descriptor of ``tcgen05.mma.ws`` (PTX ISA 9.1 §9.7.16.4.3, Table 45), 64 bits::
+
+        bits  0-31  start count sc0..sc3 (8 bits each): low bits of sub-mask i dropped from its pattern
+        bits 32-35  first span fs0..fs3: the value sub-mask i's pattern starts with
+        bits 36-38  reserved
+        bit  39     non-zero mask: 0 -> the mask is all 0 (every B column used), 1 -> generate it
+        bits 40-47  skip span - 1: length of each run of 1s (B columns replaced by 0)
+        bits 48-55  use span - 1: length of each run of 0s (B columns used)
+        bits 56-61  column shift: the MMA uses B columns [shift, shift + N)
+        bits 62-63  reserved
+
+    Sub-mask i (M = 128: one of N bits; M = 64: two of N/2; M = 32: four of N/4, mask i covering columns
+    [i N/s, (i + 1) N/s)) is the periodic sequence that starts with a run of fs_i values (1s when fs_i = 1, of
+    skip-span length; 0s of use-span length when 0), alternating, with its first sc_i bits dropped; bit j of the
+    sequence is column i N/s + j.  Table 45 names the two span fields the other way round; its four worked
+    examples (M = 128 x 2, 64, 32) fix the lengths as above (``tests/semantics/test_tcgen05_mma_ws.py``)."""
+
+    start: tuple
+    first: tuple
+    nonzero: bool
+    skip_span: int
+    use_span: int
+    shift: int
+    reserved: int
+
+    @classmethod
+    def decode(cls, v: int) -> "ZeroColumnMask":
+        v = int(v) & ((1 << 64) - 1)
+        return cls(start=tuple((v >> (8 * i)) & 0xFF for i in range(4)),
+                   first=tuple((v >> (32 + i)) & 1 for i in range(4)), nonzero=bool((v >> 39) & 1),
+                   skip_span=((v >> 40) & 0xFF) + 1, use_span=((v >> 48) & 0xFF) + 1, shift=(v >> 56) & 0x3F,
+                   reserved=((v >> 36) & 0x7) | (((v >> 62) & 0x3) << 3))
+
+    def submasks(self, m: int) -> int:
+        return {128: 1, 64: 2, 32: 4}[m]
+
+    def max_shift(self, m: int) -> int:
+        return 16 if m == 32 else 32
+
+    def mask(self, m: int, n: int) -> np.ndarray:
+        """Bool array of N: True where the MMA uses 0 instead of B column j."""
+        out = np.zeros(n, dtype=bool)
+        if not self.nonzero:
+            return out
+        s = self.submasks(m)
+        width = n // s
+        period = self.skip_span + self.use_span
+        for i in range(s):
+            # position p of the undropped sequence: within the period, the first run is fs_i's
+            p = np.arange(width, dtype=np.int64) + self.start[i]
+            q = p % period
+            if self.first[i]:
+                ones = q < self.skip_span
+            else:
+                ones = q >= self.use_span
+            out[i * width:(i + 1) * width] = ones
+        return out
+
+
 __all__ = ["SmemDescriptor", "OperandAddresses", "operand_addresses", "make_smem_descriptor", "InstrDescriptor",
            "InstrDescriptorBlockScaled", "decode_idesc", "SWIZZLE_CODES", "SWIZZLE_WIDTH", "SWIZZLE_REPEAT",
            "SWIZZLE_FN", "TYPE_CODES", "DTYPE_CODES", "CONTAINER_BITS", "MAX_SHIFT_CODES", "BLOCK_SCALED_KINDS",
-           "DENSE_KINDS", "type_code"]
+           "DENSE_KINDS", "type_code", "ZeroColumnMask"]

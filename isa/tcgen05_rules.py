@@ -63,6 +63,8 @@ RULES = {
     "ashift-collector": ".ashift cannot be combined with .collector::a::fill or .collector::a::use",
     "ashift-a-tmem": ".ashift needs the A operand in tensor memory",
     "ashift-ws": ".ashift is not allowed with .ws",
+    "ashift-shape": ".ashift is only defined for M = 128 and M = 256",
+    "zero-col-mask": "the .ws zero-column mask descriptor: reserved bits 0, column shift <= 32 (16 for M = 32)",
     "ws-cta-group": ".ws is only defined for .cta_group::1",
     "ws-kind": ".ws is only defined for kind::f16 / tf32 / f8f6f4 / i8",
     "collector-ws": ".collector::a::* is not allowed with .ws; .collector::bN::* only with .ws",

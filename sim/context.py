@@ -28,7 +28,7 @@ from . import memory as M
 from .machine import WARP, Wait
 from .async_groups import thread_groups
 from .observe import MemAccess, RegAccess, SyncEvent
-from .ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
+from .ptxtypes import UINT, b128_of, imm_bits, size_of, to_container, to_type, view_dtype
 from .tmem import make_taddr, tmem_of
 from .race.protocol import warp_act
 from .findings import lanes_text
@@ -102,8 +102,17 @@ class ExecContext:
                 raise VerifyError(f"predicate {op.name} used where a .{ptype} value is expected")
             if self.bus.active and self.bus.wants("reg"):
                 self._publish_reg(op.name, False)
-            return to_type(bits, ptype)
+            try:
+                return to_type(bits, ptype)
+            except ValueError as e:
+                raise VerifyError(f"register {op.name}: {e}") from None
         if isinstance(op, ir.Imm):
+            if ptype == "b128":
+                # a PTX integer constant is 64 bits (§4.5.1); as a .b128 value it is zero-extended: on an H100,
+                # mov.b128 %q, -1 gives {0xFFFFFFFFFFFFFFFF, 0} (tests/hw/golden_h100/hopper_misc.json)
+                if op.kind != "int":
+                    raise VerifyError(f"a float constant {op} cannot be a .b128 value")
+                return b128_of(np.full(WARP, int(op.value) & ((1 << 64) - 1), np.uint64), np.zeros(WARP, np.uint64))
             b = imm_bits(op.value, op.kind, ptype, op.bits)
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
@@ -138,7 +147,10 @@ class ExecContext:
             raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
         m = self.mask if mask is None else mask
         vals = np.broadcast_to(np.asarray(values), (WARP,))
-        bits = to_container(vals, ptype, reg.dtype.itemsize)
+        try:
+            bits = to_container(vals, ptype, reg.dtype.itemsize)
+        except ValueError as e:
+            raise VerifyError(f"register {op.name}: {e}") from None
         reg[m] = bits[m]
         if self.writes is not None:
             self.writes[op.name] = reg
@@ -322,6 +334,39 @@ class ExecContext:
             self._raw_write(sp, sa, data[lanes[sel]], lanes[sel])
             if self.bus.active:
                 self._publish_mem(op, sp, "generic", sa, nbytes, lanes[sel])
+
+    def discard(self, space: str, addrs: np.ndarray, nbytes: int) -> None:
+        """``discard.global.L2`` (PTX ISA §9.7.9.17): a weak write of an indeterminate value to ``nbytes`` (one L2
+        line, aligned to its size) per executing lane.  The bytes are left as they are (one of the values the
+        PTX allows); the write is reported (op 'discard') so the race detector orders it like a store."""
+        lanes = np.nonzero(self.mask)[0]
+        if lanes.size == 0:
+            return
+        a = np.asarray(addrs, dtype=np.uint64)[lanes]
+        self._check_align(a, lanes, nbytes, nbytes, space)
+        for sp, sel, sa in self._split(space, a):
+            if sp != "global":
+                raise MemoryFault(f"discard of a .{sp} address 0x{int(sa[0]):x}: discard applies to global memory",
+                                  expected="a global address")
+            self._raw_read(sp, sa, 1, lanes[sel])          # faults on an address outside every allocation
+            if self.bus.active:
+                self._publish_mem("discard", sp, "generic", sa, nbytes, lanes[sel])
+
+    # ------------------------------------------------------------------------------------------ grid dependency
+    def griddepcontrol(self, action: str) -> None:
+        """``griddepcontrol.launch_dependents`` / ``.wait`` (PTX ISA §9.7.13) of the executing lanes: the first
+        trigger of the CTA is recorded (:class:`tcsim.grid_dependency.GridDependency`); the wait returns at once,
+        since tcsim runs a dependent grid after its prerequisites have completed (one allowed schedule) -- the race
+        detector orders the prerequisites' accesses before the lanes that waited."""
+        lanes = [int(x) for x in self.lane_ids()]
+        if not lanes:
+            return
+        gd = self.engine.grid_dependency
+        if action == "launch_dependents":
+            gd.launch_dependents(self.cta.ctaid, self.now)
+        else:
+            gd.wait(self.cta.ctaid, self.now)
+        self.emit_sync(f"griddepcontrol.{action}", lanes=lanes)
 
     def _publish_mem(self, op, space, proxy, addrs, size, lanes, traced=True) -> None:
         self.bus.publish(MemAccess(self.now, self.cta.ctaid, "warp", op=op, space=space, proxy=proxy,

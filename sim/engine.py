@@ -43,6 +43,7 @@ from .findings import FindingError, FindingLog
 from .race.protocol import Protocol
 from .machine import WARP, Cluster, Cta, Program, Warp, check_launch_shape, layout_program
 from .observe import InstRetired, ObservationBus
+from .ptxtypes import B128, b128_int
 from .semantics import REGISTRY, DecodeInfo, load_all
 
 DEFAULT_MAX_INSTRUCTIONS = 20_000_000
@@ -51,6 +52,13 @@ FOCUS_SLICE = 512        # instructions such a turn may run
 
 _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldmatrix", "stmatrix", "movmatrix",
                  "elect", "activemask", "wgmma", "tcgen05", "wmma"}
+
+
+def _lane_ints(values: np.ndarray) -> list:
+    """A register's lane values as Python ints (a .b128 register's lanes as 128-bit ints)."""
+    if values.dtype == B128:
+        return [b128_int(x) for x in values]
+    return [int(x) for x in values]
 
 
 def _is_warp_synchronous(ins) -> bool:
@@ -103,8 +111,12 @@ class Simulation:
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
-                 timing=False, strict: bool = False, schedule=None):
+                 timing=False, strict: bool = False, schedule=None, grid_dependency=None):
+        from .grid_dependency import GridDependency
         self.program = program
+        #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
+        #: flight before it
+        self.grid_dependency = grid_dependency if grid_dependency is not None else GridDependency()
         self.gmem = gmem
         self.param_image = param_image
         self.const_image = const_image if const_image is not None else np.frombuffer(program.const_image,
@@ -381,7 +393,7 @@ class Simulation:
                 # ``done``: the cycle the results are readable, where the model times them
                 bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                                         text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: [int(x) for x in v[mask]] for k, v in ctx.writes.items()},
+                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
                                         done=done))
                 ctx.writes = None
             if self.retired > self.max_instructions:
@@ -445,6 +457,7 @@ class Simulation:
             hook(warp, lanes)
         if not cta.exited and not any(w.alive.any() for w in cta.warps):
             cta.exited = True
+            self.grid_dependency.cta_exit(cta.ctaid, self.env.now)
             for hook in self.cta_exit_hooks:
                 hook(cta)
 

@@ -40,6 +40,9 @@ class Launch:
     args: list = field(default_factory=list)
     name: str | None = None           # a label for reports
     lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
+    #: launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION after the previous launch of a sequence
+    #: (:func:`tcsim.launch.run_sequence`): this grid may begin before that one completes
+    programmatic: bool = False
 
     def __post_init__(self):
         from . import lowering
@@ -177,8 +180,10 @@ def encode_scalar(value, param: ir.Param) -> bytes:
     return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
 
 
-def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: GlobalMemory):
-    """Allocate buffers, encode parameters; returns (param_image, buffers) with buffers[i] = (alloc, array)."""
+def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: GlobalMemory, shared: dict | None = None):
+    """Allocate buffers, encode parameters; returns (param_image, buffers) with buffers[i] = (alloc, array).
+    ``shared`` (a launch sequence's): id(array) -> allocation of the arrays earlier launches placed; an array
+    found there is that buffer (not uploaded again), a new one is added."""
     params = kernel.params
     args = list(launch.args)
     if len(args) != len(params):
@@ -193,11 +198,15 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     def device_buffer(i, p, arr_in, what="", share=True):
         """A device buffer holding ``arr_in``; a Pointer to an array that already has one shares it."""
         alloc = by_id.get(id(arr_in)) if share else None
+        if alloc is None and shared is not None:
+            alloc = shared.get(id(arr_in), (None, None))[0]
         if alloc is None:
             arr = np.ascontiguousarray(arr_in)
             alloc = gmem.allocate(arr.nbytes, name=f"arg{i}({p.name}){what}")
             alloc.upload(arr)
             by_id[id(arr_in)] = alloc
+            if shared is not None:
+                shared[id(arr_in)] = (alloc, arr_in)    # the array is kept alive, so its id stays its own
         return (alloc, arr_in)
 
     # first pass: arrays become buffers (so tensor maps can refer to them)
@@ -305,7 +314,8 @@ class Prepared:
 
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
-                 strict: bool = False, schedule=None, detect: bool = True):
+                 strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
+                 shared_buffers: dict | None = None, grid_dependency=None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -313,9 +323,9 @@ class Prepared:
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
-        self.gmem = GlobalMemory()
+        self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
-        image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)
+        image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem, shared_buffers)
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
@@ -331,7 +341,8 @@ class Prepared:
                               schedule=schedule,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
-                                                    if u is not None]))
+                                                    if u is not None]),
+                              grid_dependency=grid_dependency)
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:
@@ -402,3 +413,67 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     finally:
         prep.close()
     return prep.result()
+
+
+@dataclass
+class SequenceResult:
+    """What :func:`run_sequence` produced: one :class:`tcsim.launch.Result` per launch, in order."""
+
+    results: list
+    #: per launch: the cycle (of that grid's own clock) from which its dependent could begin, or None
+    release_cycles: list
+    findings: list = field(default_factory=list)
+
+    def __getitem__(self, i):
+        return self.results[i]
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def run_sequence(launches, *, seed: int | None = None, strict: bool = False, detect: bool = True,
+                 max_instructions: int | None = None, timing=False) -> SequenceResult:
+    """Run ``launches`` (:class:`Launch`) in order on one stream, in one global memory.  A launch with
+    ``programmatic=True`` is launched with programmatic stream serialization after the one before it (the rules
+    and how tcsim runs them: :mod:`tcsim.grid_dependency`).  Array arguments passed to several launches (the same
+    numpy array object) are one device buffer; each result's outputs hold the buffers' contents when that grid
+    finished."""
+    from .grid_dependency import GridAccessLog, GridDependency
+
+    launches = list(launches)
+    if not launches:
+        raise LaunchError("run_sequence needs at least one launch")
+    if launches[0].programmatic:
+        raise LaunchError("the first launch of a sequence has no prerequisite grid to overlap with",
+                          expected="programmatic=False on the first launch")
+    shared: dict = {}
+    gmem = None
+    results, releases, findings = [], [], []
+    inflight: GridAccessLog | None = None
+    for i, launch in enumerate(launches):
+        nxt = launches[i + 1] if i + 1 < len(launches) else None
+        deps = GridDependency(programmatic=bool(launch.programmatic),
+                              prerequisites=inflight if launch.programmatic else None)
+        prep = Prepared(launch, seed=seed, strict=strict, detect=detect, max_instructions=max_instructions,
+                        timing=timing, gmem=gmem, shared_buffers=shared, grid_dependency=deps)
+        gmem = prep.gmem
+        log = None
+        if nxt is not None and nxt.programmatic:
+            log = GridAccessLog(f"grid {i} ({launch.name or prep.program.kernel.name})")
+            prep.bus.subscribe(log)
+        try:
+            prep.sim.run()
+        finally:
+            prep.close()
+        res = prep.result()
+        results.append(res)
+        findings.extend(res.findings)
+        releases.append(deps.release_cycle(c.ctaid for c in prep.sim.ctas))
+        if log is not None:
+            log.name_lines(prep.module)
+            if launch.programmatic and inflight is not None and deps.releases_before_waiting():
+                log.extend(inflight)          # this grid's own prerequisites may still be in flight too
+            inflight = log
+        else:
+            inflight = None
+    return SequenceResult(results, releases, findings)

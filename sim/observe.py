@@ -123,7 +123,7 @@ class Stall(Event):
         return dict(warp=self.warp, pc=self.pc, reason=self.reason, detail=self.detail, cycles=self.cycles)
 
 
-_WRITES = frozenset(("st", "atom", "red", "stmatrix", "tcgen05.alloc"))
+_WRITES = frozenset(("st", "atom", "red", "stmatrix", "tcgen05.alloc", "discard"))
 
 
 @dataclass(frozen=True, eq=False)

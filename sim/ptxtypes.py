@@ -18,7 +18,27 @@ SIZE = {
     "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "e4m3x2": 2, "e5m2x2": 2,
     "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
     "b64": 8, "u64": 8, "s64": 8, "f64": 8,
+    "b128": 16,
 }
+
+#: the container of a ``.b128`` register (PTX ISA 9.1 §5.2.2; mov/ld/st/atom.cas/atom.exch only): one record per
+#: lane of two little-endian 64-bit halves, ``lo`` = bits 0-63 (the low address of a 16-byte access, element 0
+#: of ``mov.b128 %q, {lo, hi}``), ``hi`` = bits 64-127.  numpy has no 128-bit integer, and nothing computes on
+#: .b128 values: they are moved, loaded, stored, compared (atom.cas) and exchanged whole.
+B128 = np.dtype([("lo", "<u8"), ("hi", "<u8")])
+
+
+def b128_of(lo, hi) -> np.ndarray:
+    """A .b128 lane vector from its 64-bit halves (arrays or ints, broadcast)."""
+    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=np.uint64), np.asarray(hi, dtype=np.uint64))
+    out = np.empty(lo.shape, dtype=B128)
+    out["lo"], out["hi"] = lo, hi
+    return out
+
+
+def b128_int(x) -> int:
+    """One lane of a .b128 vector as a Python int (bits 0-127)."""
+    return int(x["lo"]) | (int(x["hi"]) << 64)
 
 
 def size_of(ptype: str) -> int:
@@ -40,6 +60,8 @@ def container(ptype: str):
     """Unsigned container dtype of a type (pred -> bool)."""
     if ptype == "pred":
         return np.bool_
+    if ptype == "b128":
+        return B128
     return UINT[size_of(ptype)]
 
 
@@ -51,6 +73,8 @@ def view_dtype(ptype: str):
         return np.float32
     if ptype == "f64":
         return np.float64
+    if ptype == "b128":
+        return B128
     if ptype[0] == "s":
         return SINT[size_of(ptype)]
     return UINT[size_of(ptype)]   # b*, u*, f16/bf16 raw bits, packed types
@@ -60,6 +84,9 @@ def to_type(bits: np.ndarray, ptype: str, signed_extend: bool = False) -> np.nda
     """Resize raw unsigned bits to the container of ``ptype`` and view them as ``ptype``."""
     want = size_of(ptype)
     have = bits.dtype.itemsize
+    if (ptype == "b128") != (bits.dtype == B128):
+        raise ValueError(f"a {8 * have}-bit register cannot be read as .{ptype}: a .b128 register is moved only "
+                         "whole, by .b128 instructions (PTX ISA §5.2.2; ptxas: \"Arguments mismatch\")")
     if have != want:
         if signed_extend and want > have:
             bits = bits.view(SINT[have]).astype(SINT[want]).view(UINT[want])
@@ -71,6 +98,11 @@ def to_type(bits: np.ndarray, ptype: str, signed_extend: bool = False) -> np.nda
 def to_container(values: np.ndarray, ptype: str, reg_size: int) -> np.ndarray:
     """Raw bits of ``values`` (typed as ``ptype``) resized to a register of ``reg_size`` bytes."""
     vsize = size_of(ptype)
+    if (ptype == "b128") != (reg_size == 16):
+        raise ValueError(f"a .{ptype} value cannot be written to a {8 * reg_size}-bit register: a .b128 register "
+                         "is written only whole, by .b128 instructions (PTX ISA §5.2.2)")
+    if ptype == "b128":
+        return np.ascontiguousarray(values).astype(B128, copy=False)
     raw = np.ascontiguousarray(values).astype(view_dtype(ptype), copy=False).view(UINT[vsize])
     if vsize == reg_size:
         return raw

@@ -397,3 +397,23 @@ def exit_with_remote_access(rec, cta, last, exit_side=None) -> Finding:
 
 __all__ = ["classify", "where", "register_in_flight", "init_not_visible", "exit_with_async_read",
            "exit_with_remote_access"]
+
+
+def grid_dependency_race(prior, ev, text, loc, addr: int, write: bool) -> Finding:
+    """Class 20: PTX ISA 9.1 §9.7.13 griddepcontrol -- a dependent grid launched with programmatic stream
+    serialization may run while its prerequisite grid still runs; only griddepcontrol.wait makes the
+    prerequisite's memory operations performed and visible.  ``prior``: the prerequisite's access (an
+    :class:`tcsim.findings.Access`), ``ev``: the dependent thread's access before its wait."""
+    from tcsim.findings import Access, lanes_text
+    cur = Access(what=text, loc=loc, cta=tuple(ev.cta), warp=ev.warp,
+                 lanes=lanes_text(ev.lanes) if ev.lanes else None, proxy=ev.proxy, unit="warp",
+                 where=f"global [0x{addr:x}, 0x{addr + int(ev.size):x})", cycle=float(ev.cycle))
+    verb = "writes" if write else "reads"
+    at = f"line {loc.line}" if loc is not None else "an instruction"
+    pl = f"line {prior.loc.line}" if prior.loc is not None else "an access"
+    return Finding(20, f"{at} (`{text}`) of the dependent grid {verb} global memory that the prerequisite grid "
+                       f"accesses at {pl} (`{prior.what}`) before executing griddepcontrol.wait: with programmatic "
+                       f"dependent launch the two grids may run at the same time, and the prerequisite's memory "
+                       f"operations are visible only after griddepcontrol.wait", (prior, cur),
+                   missing=f"griddepcontrol.wait before {at} in the dependent grid",
+                   fix=f"execute griddepcontrol.wait (cudaGridDependencySynchronize()) before {at}")

@@ -22,8 +22,12 @@ Edges (PTX ISA 9.1 §8.9 base causality order and the sections named):
 * fences that record knowledge rows: ``fence.proxy.async`` (PA), ``tcgen05.fence::before_thread_sync`` (TB) /
   ``::after_thread_sync`` (TA), ``fence.mbarrier_init`` (MI), ``fence.proxy.tensormap::generic.acquire`` (TM).
 
-``elect.sync`` needs no edge: it only selects a lane of one warp, whose lanes share a clock.  ``griddepcontrol``
-is not executed by tcsim (no semantics in sim/semantics), so grid-dependency ordering is not modelled.
+* programmatic dependent launch (§9.7.13 griddepcontrol; :mod:`tcsim.grid_dependency`): the global accesses of the
+  prerequisite grids still possibly in flight (``sim.grid_dependency.prerequisites``, recorded from their runs)
+  happen before a thread's accesses after its ``griddepcontrol.wait`` -- and only those: a thread's global access
+  before its wait that conflicts with a prerequisite's access is class 20, naming both sides and the missing wait.
+
+``elect.sync`` needs no edge: it only selects a lane of one warp, whose lanes share a clock.
 ``wgmma`` is not executed by tcsim either; the register check covers ``tcgen05.ld`` destinations.
 
 Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
@@ -75,7 +79,7 @@ class AccessRec:
 class WarpState:
     __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
-                 "cluster_phase", "wait_relaxed")
+                 "cluster_phase", "wait_relaxed", "gdc_waited")
 
     def __init__(self, key, reg: Components):
         self.key = key
@@ -99,6 +103,7 @@ class WarpState:
         self.alloc_ncols = None
         self.cluster_phase = None
         self.wait_relaxed = False    # the warp's last completed mbarrier wait was .relaxed (no acquire, §9.7.13.15)
+        self.gdc_waited = np.zeros(32, dtype=bool)   # lanes past griddepcontrol.wait (tcsim.grid_dependency)
 
     @property
     def epoch(self) -> int:
@@ -160,6 +165,9 @@ class HappensBefore:
         self.regs_pending = 0
         #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
         self.tcgen05_fenced = explain.fence_discipline(self.program)
+        #: the global accesses of the prerequisite grids in flight (tcsim.grid_dependency.GridAccessLog) or None
+        self.prerequisites = getattr(sim, "grid_dependency", None) and sim.grid_dependency.prerequisites
+        self._gdc_reported: set = set()
         sim.cta_exit_hooks.append(self._cta_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
@@ -275,6 +283,8 @@ class HappensBefore:
                 comp, val = ws.comp, ws.epoch
                 if not write:
                     return          # strong reads do not race (and are not recorded)
+            if self.prerequisites is not None and space == "global":
+                self._grid_dependency(ws, ev, write, text, loc)
             ins = self._ins(ev.pc)
             rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes),
                             "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space,
@@ -304,6 +314,28 @@ class HappensBefore:
         conflicts = self._space(key).access(units, clock.row(VC), comp, val, info, flags, write)
         if conflicts:
             self._classify(conflicts, key, rec, clock, flags, write, ws)
+
+    def _grid_dependency(self, ws, ev, write, text, loc) -> None:
+        """Class 20: a global access of a thread that has not executed griddepcontrol.wait, against the accesses
+        of the prerequisite grids in flight (module docstring)."""
+        for a, lane in zip(ev.addrs, ev.lanes or (None,) * len(ev.addrs)):
+            if lane is not None and ws.gdc_waited[int(lane)]:
+                continue
+            prior = self.prerequisites.conflict(int(a), int(a) + int(ev.size), write)
+            if prior is None:
+                continue
+            key = (prior.line, ev.line)
+            if key in self._gdc_reported:
+                return
+            self._gdc_reported.add(key)
+            self.report(explain.grid_dependency_race(prior, ev, text, loc, int(a), write))
+            return
+
+    def _griddep_wait(self, ev) -> None:
+        ws = self._warp(ev.cta, ev.warp)
+        for ln in (ev.detail.get("lanes") or ev.lanes or ()):
+            ws.gdc_waited[int(ln)] = True
+        ws.tick()
 
     def _classify(self, conflicts, key, rec, clock, flags, write, ws) -> None:
         for c in conflicts:
@@ -799,6 +831,7 @@ _SYNC = {
     "tcgen05.wait": HappensBefore._tcgen05_wait,
     "tcgen05.alloc": lambda self, ev: self._tmem_cells(ev, "alloc"),
     "tcgen05.dealloc": lambda self, ev: self._tmem_cells(ev, "dealloc"),
+    "griddepcontrol.wait": HappensBefore._griddep_wait,
 }
 
 __all__ = ["HappensBefore", "AccessRec"]

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
+from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa.async_copy_forms import SECTION_CP_ASYNC as SECTION, parse_cp_async
 from tcsim.isa.errors import MemoryFault, SyncError
 from .. import memory as M
@@ -57,6 +58,7 @@ from .registry import semantics
 def decode_cp_async(ins, info):
     """PTX ISA §9.7.9.25.3 cp.async and its group / mbarrier completion forms."""
     f = parse_cp_async(ins, info)
+    check_policy_operand(ins, getattr(f, 'policy', None), info)
     if f.kind == "commit_group":
         return commit_run("cp.async", "cp.async.commit_group")
     if f.kind in ("wait_group", "wait_all"):

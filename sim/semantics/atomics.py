@@ -5,7 +5,7 @@ PTX ISA 9.1 §9.7.13.5 (atom) and §9.7.13.6 (red).
 Forms: :mod:`tcsim.isa.atomic_forms` lists and checks them; in short ``atom{.sem}{.scope}{.space}.op.type d, [a], b``
 (``cas``: ``, c``), vector forms on .global for sm_90+, and ``red``: the same without d.
 
-    op/type: and, or, xor: .b32 .b64;  cas: .b16 .b32 .b64;  exch: .b32 .b64;
+    op/type: and, or, xor: .b32 .b64;  cas: .b16 .b32 .b64 .b128;  exch: .b32 .b64 .b128 (.b128: sm_90+);
              add: .u32 .s32 .u64 .f32 .f64 (+ .s64, accepted as the same two's-complement add);
              inc, dec: .u32;  min, max: .u32 .s32 .u64 .s64
 
@@ -24,7 +24,9 @@ consistent simulator; they are recorded in a ``sync`` event ``op='atom'`` / ``'r
 ``sem``, ``scope``, ``space``) and every access is reported as a ``mem`` event with ``op='atom'`` / ``'red'``.
 The L2 cache-policy operand is read and ignored.
 
-Not supported (UnsupportedError at load): ``.b128`` cas/exch, ``red.async`` (mbarrier-completed remote
+A ``.b128`` cas compares and swaps all 128 bits at once (16-byte aligned).
+
+Not supported (UnsupportedError at load): ``red.async`` (mbarrier-completed remote
 reductions), ``.mmio``.  Vector forms on a non-global address fault at run time (MemoryFault).  The forms are
 parsed and checked in :mod:`tcsim.isa.atomic_forms`.
 """
@@ -37,7 +39,7 @@ from tcsim.isa.errors import MemoryFault
 from tcsim.isa.atomic_forms import SPACES, AtomForm, parse_atom
 from .. import memory as M
 from ..numerics import fp
-from ..ptxtypes import UINT, size_of, view_dtype
+from ..ptxtypes import B128, UINT, size_of, view_dtype
 from .registry import semantics
 
 def _apply(f: AtomForm, old: np.ndarray, b: np.ndarray, c, is_global: np.ndarray) -> np.ndarray:
@@ -113,7 +115,7 @@ def decode_atom(ins, info):
     es = size_of(typ)
     nbytes = es * f.vec
     space = SPACES.get(f.space, "generic")
-    udt = UINT[es]
+    udt = B128 if typ == "b128" else UINT[es]
     memop = "red" if f.red else "atom"
 
     def run(ctx):

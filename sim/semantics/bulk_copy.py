@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
 from tcsim.isa.errors import MemoryFault, SyncError
 from ..findings import Finding, FindingError
@@ -238,6 +239,7 @@ def decode_bulk(ins, info):
     """PTX ISA §9.7.9.25.4 bulk copy (cp.async.bulk, cp.async.bulk.prefetch) and §9.7.9.25.6 completion
     (cp.async.bulk.commit_group / wait_group).  See the module docstring for the forms."""
     f = parse_bulk_copy(ins)
+    check_policy_operand(ins, getattr(f, 'policy', None), info)
     if f.kind == "commit_group":
         return commit_run("bulk", "bulk.commit_group")
     if f.kind == "wait_group":

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa import ir
 from tcsim.isa.bulk_tensor_forms import SECTION, parse_bulk_tensor
 from tcsim.isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
@@ -156,6 +157,7 @@ def decode_bulk_tensor(ins, info):
     §9.7.9.25.5.4 cp.async.bulk.prefetch.tensor (tile mode; the four-row modes .tile::gather4 / .tile::scatter4,
     §5.5.3.4).  The form is parsed and checked in :mod:`tcsim.isa.bulk_tensor_forms`; see the module docstring."""
     form = parse_bulk_tensor(ins, info)
+    check_policy_operand(ins, getattr(form, 'policy', None), info)
     f = form.qualifiers()
     if form.direction == "prefetch":
         return alignment_findings(_make_prefetch(ins, f, form.tmap, form.policy))

@@ -5,7 +5,12 @@ PTX ISA 9.1 §9.7.9 (data movement and conversion).  Memory-consistency qualifie
 every access is otherwise executed in program order by the issuing warp.  Cache and eviction hints
 (``.ca .cg .cs .lu .cv .nc``, ``.L1::*``, ``.L2::*``) have no functional effect and are accepted.
 
-Not supported (diagnostic at load): ``.b128`` loads/stores, ``ld.global.nc`` of texture handles, ``.unified``.
+``.b128`` (sm_90+): ``mov.b128`` packs / unpacks 2 x 64 or 4 x 32 bits (element 0 in the low bits) and copies
+whole; ``ld``/``st .b128`` move 16 bytes per lane (16-byte aligned; bits 0-63 at the low address, as every PTX
+value is little-endian), with every state space and memory-consistency qualifier ``ld``/``st`` take.  A
+``.L2::cache_hint`` operand is checked (a 64-bit register) and read, with no functional effect.
+
+Not supported (diagnostic at load): ``ld.global.nc`` of texture handles, ``.unified``.
 The forms are parsed and checked in :mod:`tcsim.isa.data_movement_forms`.
 """
 from __future__ import annotations
@@ -17,7 +22,7 @@ from tcsim.isa.data_movement_forms import (parse_cvta, parse_getctarank, parse_i
                                            parse_mov, parse_prefetch, parse_st)
 from tcsim.isa.errors import VerifyError
 from .. import memory as M
-from ..ptxtypes import UINT, size_of, view_dtype
+from ..ptxtypes import B128, UINT, b128_of, size_of, view_dtype
 from .registry import semantics
 
 
@@ -39,7 +44,7 @@ def _is_local_param(ctx, op):
 @semantics("ld", "ldu")
 def decode_ld(ins, info):
     """PTX ISA §9.7.9.8 ld / §9.7.9.9 ldu: load a scalar or vector from a state space."""
-    f = parse_ld(ins)
+    f = parse_ld(ins, info)
     space, vec, typ, dst, src = f.space, f.vec, f.type, f.value, f.addr
     es = size_of(typ)
     nbytes = es * vec
@@ -47,10 +52,15 @@ def decode_ld(ins, info):
     signed = typ[0] == "s"
 
     def run(ctx):
+        if f.policy is not None:
+            ctx.read(f.policy, "b64")          # the .L2::cache_hint policy: read, no functional effect
         if _is_local_param(ctx, src):
             raw = ctx.call_param_load(src.base.name, src.offset, nbytes)
         else:
             raw = ctx.load(sp, ctx.address(src), nbytes)
+        if typ == "b128":
+            ctx.write(dst, "b128", np.ascontiguousarray(raw).view(B128).reshape(-1))
+            return
         elems = _split_elems(raw, vec, typ)
         if vec == 1:
             _write_sized(ctx, dst, elems[0], typ, signed)
@@ -70,12 +80,18 @@ def _write_sized(ctx, dst, bits, typ, signed):
 @semantics("st")
 def decode_st(ins, info):
     """PTX ISA §9.7.9.10 st: store a scalar or vector to a state space."""
-    f = parse_st(ins)
+    f = parse_st(ins, info)
     space, vec, typ, dst, src = f.space, f.vec, f.type, f.addr, f.value
     es = size_of(typ)
     sp = _space_for(space)
 
     def run(ctx):
+        if f.policy is not None:
+            ctx.read(f.policy, "b64")          # the .L2::cache_hint policy: read, no functional effect
+        if typ == "b128":
+            raw = np.ascontiguousarray(ctx.read(src, "b128")).view(np.uint8).reshape(-1, 16)
+            ctx.store(sp, ctx.address(dst), raw)
+            return
         vals = ctx.read_vector(src, typ) if vec > 1 else [ctx.read(src, typ)]
         raw = np.concatenate([np.ascontiguousarray(v).view(UINT[es]).reshape(-1, 1).view(np.uint8)
                               for v in vals], axis=1)
@@ -91,12 +107,14 @@ def decode_st(ins, info):
 def decode_mov(ins, info):
     """PTX ISA §9.7.9.1 mov: copy a register, immediate, special register or symbol address; pack/unpack
     vectors (``mov.b64 %rd, {%r1, %r2}`` / ``mov.b64 {%r1, %r2}, %rd``), element 0 in the low bits."""
-    f = parse_mov(ins)
+    f = parse_mov(ins, info)
     typ, dst, src = f.type, f.dst, f.src
     if f.mode == "pred":
         def run(ctx):
             ctx.write_pred(dst, ctx.read_pred(src))
         return run
+    if typ == "b128":
+        return _mov_b128(f)
     size = size_of(typ)
     if f.mode == "pack":
         n = len(src.elems)
@@ -123,6 +141,39 @@ def decode_mov(ins, info):
 
     def run(ctx):
         ctx.write(dst, typ, ctx.read(src, typ))
+    return run
+
+
+def _mov_b128(f):
+    """``mov.b128``: pack {lo, hi} (or four 32-bit words, element 0 lowest), unpack, or copy whole."""
+    dst, src = f.dst, f.src
+    if f.mode == "copy":
+        def run(ctx):
+            ctx.write(dst, "b128", ctx.read(src, "b128"))
+        return run
+    vec = src if f.mode == "pack" else dst
+    n = len(vec.elems)
+    ebits = 128 // n
+    etype = f"b{ebits}"
+    per_half = n // 2          # elements in each 64-bit half
+
+    if f.mode == "pack":
+        def run(ctx):
+            halves = []
+            for h in range(2):
+                acc = np.zeros(32, dtype=np.uint64)
+                for i in range(per_half):
+                    acc |= ctx.read(vec.elems[h * per_half + i], etype).astype(np.uint64) << np.uint64(ebits * i)
+                halves.append(acc)
+            ctx.write(dst, "b128", b128_of(*halves))
+        return run
+
+    def run(ctx):
+        v = ctx.read(src, "b128")
+        for h, half in enumerate((v["lo"], v["hi"])):
+            for i in range(per_half):
+                part = (half >> np.uint64(ebits * i)) if ebits < 64 else half
+                ctx.write(vec.elems[h * per_half + i], etype, part.astype(UINT[ebits // 8]))
     return run
 
 

@@ -56,10 +56,14 @@ scope) on the mbarrier ``[mbar]`` (``.shared::cluster`` address, or a generic ad
 with ``.multicast::cluster`` on the mbarrier at the same offset in every CTA whose rank bit is set in the
 16-bit ctaMask.  The mbarrier must be live at issue and at the arrive (SyncError otherwise).
 
-Not supported (UnsupportedError naming the form): ``.sp`` (sparse; decode time), ``.ashift`` (the PTX text
-"shifts the rows of the A matrix down by one row, except for the last row" does not settle which row is
-vacated nor whether TMEM changes; decode time), the ``.ws`` zero-column-mask operand (decode time),
-scale-input-d with kind::i8 (ptxas accepts it; its meaning is undocumented), a non-zero descriptor base offset,
+* ``.ws`` zero-column mask (PTX ISA §9.7.16.4.3; the literal 0 or a 64-bit register, per issuing lane): the
+  columns of B its mask selects are 0 for the MMA, and its column shift makes the MMA use B columns
+  [shift, shift + N) of the descriptor's operand (:class:`tcsim.isa.descriptors.ZeroColumnMask`); reserved bits or
+  a shift above 32 (16 for M = 32) are a VerifyError (rule ``zero-col-mask``).
+* ``.ashift`` (A in TMEM, M = 128 / 256): :func:`ashift_rows` -- the MMA's A row r is TMEM row r - 1 for r >= 1;
+  row 0 keeps its own row and TMEM is not modified (both inferred from the PTX text (?)).
+
+Not supported (UnsupportedError naming the form): ``.sp`` (sparse; decode time), scale-input-d with kind::i8 (ptxas accepts it; its meaning is undocumented), a non-zero descriptor base offset,
 and an MN-major A taken from TMEM (execution time).
 """
 from __future__ import annotations
@@ -68,7 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tcsim.isa.descriptors import CONTAINER_BITS, operand_addresses
+from tcsim.isa.descriptors import CONTAINER_BITS, OperandAddresses, ZeroColumnMask, operand_addresses
 from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError
 from tcsim.isa.tcgen05_rules import (MmaForm, check_idesc, check_smem_desc, check_uniform_cta_group, parse_commit,
                                parse_mma, reject)
@@ -263,12 +267,6 @@ def decode_mma(ins, info):
     check_uniform_cta_group(ins, info.function)
     if form.sparse:
         raise UnsupportedError(f"{ins.full_opcode}: sparse tcgen05.mma (.sp) is not supported by tcsim yet", ins.loc)
-    if form.ashift:
-        raise UnsupportedError(f"{ins.full_opcode}: .ashift is not supported by tcsim (PTX leaves open which row "
-                               f"of A is vacated and whether tensor memory is modified)", ins.loc)
-    if form.idx_zero_col is not None:
-        raise UnsupportedError(f"{ins.full_opcode}: the zero-column-mask descriptor operand of tcgen05.mma.ws is not "
-                               f"supported by tcsim yet", ins.loc)
     if form.idx_scale_d is not None and form.kind == "i8":
         raise UnsupportedError(f"{ins.full_opcode}: scale-input-d with kind::i8 (accepted by ptxas, meaning not "
                                f"documented by PTX) is not supported", ins.loc)
@@ -292,6 +290,7 @@ def _make_mma(ins, form: MmaForm, arch):
         sfa_addr = ctx.address(ops[form.idx_sfa]) if form.block_scale else None
         sfb_addr = ctx.address(ops[form.idx_sfb]) if form.block_scale else None
         disable = ctx.read_vector(ops[form.idx_disable], "b32") if form.idx_disable is not None else None
+        zcol = ctx.read(ops[form.idx_zero_col], "b64") if form.idx_zero_col is not None else None
         pipe = TensorPipe.of(ctx, form.cta_group, "tcgen05.mma")
         for lane in lanes:
             lane = int(lane)
@@ -299,18 +298,39 @@ def _make_mma(ins, form: MmaForm, arch):
             op = _issue_one(ctx, pipe, form, what, lane, int(d_addr[lane]), int(a_val[lane]), int(b_val[lane]),
                             int(idesc[lane]), bool(enable[lane]), scale_d,
                             int(sfa_addr[lane]) if sfa_addr is not None else None,
-                            int(sfb_addr[lane]) if sfb_addr is not None else None, dis, arch)
+                            int(sfb_addr[lane]) if sfb_addr is not None else None, dis, arch,
+                            None if zcol is None else int(zcol[lane]))
             pipe.submit(op)
 
     return run
 
 
+def _zero_columns(what, zcol: int | None, m: int, n: int):
+    """(bool mask of the N columns of B replaced by 0, column shift) of a .ws zero-column mask descriptor
+    (PTX ISA §9.7.16.4.3; :class:`tcsim.isa.descriptors.ZeroColumnMask`); (None, 0) without the operand."""
+    if zcol is None:
+        return None, 0
+    zm = ZeroColumnMask.decode(zcol)
+    if zm.reserved:
+        raise reject("zero-col-mask", f"the zero-column mask descriptor 0x{zcol:016x} sets reserved bits (36-38 or "
+                                      f"62-63)", expected="reserved bits 0")
+    if zm.shift > zm.max_shift(m):
+        raise reject("zero-col-mask", f"the zero-column mask descriptor's column shift {zm.shift} exceeds "
+                                      f"{zm.max_shift(m)} for M = {m}",
+                     expected=f"a shift of at most {zm.max_shift(m)}")
+    mask = zm.mask(m, n)
+    return (mask if mask.any() else None), zm.shift
+
+
 def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, idesc, enable, scale_d, sfa_taddr,
-               sfb_taddr, disable, arch) -> PipeOp:
+               sfb_taddr, disable, arch, zcol=None) -> PipeOp:
     shape = check_idesc(form, idesc, arch)
     kind = form.kind
     m, n, k = shape.m, shape.n, shape.k
     cg = form.cta_group
+    zero_cols, col_shift = _zero_columns(what, zcol, m, n)
+    if form.ashift and m not in (128, 256):
+        raise reject("ashift-shape", f".ashift with M = {m}", expected="M = 128 or M = 256")
     a_bits = element_bits(kind, shape.a_fmt)
     b_bits = element_bits(kind, shape.b_fmt)
     d_lane, d_col = split_taddr(d_taddr)
@@ -339,7 +359,10 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
         if a_desc is not None:
             a_addrs = operand_addresses(a_desc, rows, k, a_bits, shape.a_major)
             check_smem_span(cta, a_addrs, f"{what} operand A")
-        b_addrs = operand_addresses(b_desc, nb, k, b_bits, shape.b_major)
+        b_addrs = operand_addresses(b_desc, nb + col_shift, k, b_bits, shape.b_major)
+        if col_shift:                       # the .ws column shift: B columns [shift, shift + N)
+            b_addrs = OperandAddresses(byte=b_addrs.byte[col_shift:], shift=b_addrs.shift[col_shift:],
+                                       elem_bits=b_addrs.elem_bits)
         check_smem_span(cta, b_addrs, f"{what} operand B")
         if tmem.check_allocated(0, 128, d_col, dcols, f"{what} D (TMEM columns {d_col}..{d_col + dcols - 1})",
                                 ctx.report, ctx.side(proxy="async", where=f"TMEM columns [{d_col}, {d_col + dcols}) "
@@ -370,7 +393,7 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
 
     def complete():
         _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable, params, what, a_key, a_col,
-                      b_key, line)
+                      b_key, line, zero_cols)
 
     return PipeOp("mma", what, complete, size=n, issuer=issuer(ctx, lane), loc=ctx.ins.loc, warp=ctx.warp.id,
                   lane=lane, pc=ctx.pc, extra=dict(m=m, n=n, k=k, kind=kind, a_tmem=form.a_tmem, a_bits=a_bits,
@@ -404,7 +427,7 @@ def _collect(pipe, buf: str, v: int, op: str | None, key, fresh, what: str, line
 
 
 def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable, params, what, a_key, a_col, b_key,
-                  line):
+                  line, zero_cols=None):
     kind = form.kind
     k = shape.k
     a_bits = element_bits(kind, shape.a_fmt)
@@ -420,6 +443,9 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
     B = np.concatenate(b_rows, axis=0)                      # (N, K) codes
     if shape.negate_b:
         B = negate(B, shape.b_fmt)
+    if zero_cols is not None:                                # .ws zero-column mask: those columns of B are 0
+        B = B.copy()
+        B[zero_cols] = 0
     Bt = np.ascontiguousarray(B.T)                           # (K, N)
     results = []
     for v, pl in enumerate(plans):
@@ -433,6 +459,8 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
             words = read_tmem_elements(pipe, pl.cta, np.concatenate([p.lanes for p in pl.parts]), a_col, k, a_bits)
             a_parts = [container_to_code(kind, shape.a_fmt, w)
                        for w in np.split(words, np.cumsum(rows_of)[:-1], axis=0)]
+            if form.ashift:
+                a_parts = [ashift_rows(x) for x in a_parts]
         if not form.ws:
             a_parts = _collect(pipe, "a", v, coll_op, a_key, a_parts, what, line)
         if shape.negate_a:
@@ -471,6 +499,16 @@ def _complete_mma(pipe, form, shape, plans, d_col, enable, scale_d, sf, disable,
                 ln, d = ln[sel], d[sel]
             if ln.size:
                 pipe.write_tmem(pl.cta, ln[:, None], cols[None, :], d)
+
+
+def ashift_rows(a: np.ndarray) -> np.ndarray:
+    """``.ashift`` (PTX ISA §9.7.16.10.9.1: "shifts the rows of the A matrix down by one row, except for the last
+    row in the Tensor Memory"): the MMA's row r is the A row r - 1 read from TMEM (rows 0 .. M-2 move down one;
+    the last row is no source).  Row 0 keeps its own TMEM row, as ``tcgen05.shift`` leaves its vacated row (?);
+    tensor memory itself is not modified (?).  ``a``: this CTA's rows (M = 128, or 128 of M = 256 per CTA)."""
+    out = a.copy()
+    out[1:] = a[:-1]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- commit

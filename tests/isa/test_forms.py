@@ -231,7 +231,7 @@ def test_atom_forms():
     ("red.global.cas.b32 [%rd1], %r2;", VerifyError, r"red\.cas does not exist", "sm_100a"),
     ("atom.global.add.noftz.v2.bf16 {%rs1, %rs2}, [%rd1], {%rs1, %rs2};", VerifyError,
      r"vector atomics require sm_90 or later", "sm_80"),
-    ("atom.global.exch.b128 %r1, [%rd1], %r2;", UnsupportedError, r"128-bit atomics are not supported", "sm_100a"),
+    ("atom.global.exch.b128 %r1, [%rd1], %r2;", VerifyError, r"must be a \.b128 register", "sm_100a"),
 ])
 def test_atom_rejects(line, err, match, target):
     rejects(parse_atom, line, err, match, target)
@@ -430,7 +430,7 @@ def test_data_movement_forms():
 
 @pytest.mark.parametrize("line, err, match", [
     ("ld.global.foo.u32 %r1, [%rd1];", UnsupportedError, r"qualifier \.foo of ld is not supported"),
-    ("ld.global.b128 %r1, [%rd1];", UnsupportedError, r"\.b128 accesses are not supported"),
+    ("ld.global.b128 %r1, [%rd1];", VerifyError, r"a \.b128 access needs a \.b128 register"),
     ("ld.global.u32 %r1;", VerifyError, r"ld needs a destination and an address \[a\]"),
     ("ld.global.u32.s32 %r1, [%rd1];", VerifyError, r"names two types \(\.u32 and \.s32\)"),
     ("st.global.v2.u32 [%rd1], %r1;", VerifyError, r"needs a source vector of 2 values"),
@@ -442,7 +442,8 @@ def test_data_movement_forms():
 def test_data_movement_rejects(line, err, match):
     parser = {"ld": parse_ld, "st": parse_st, "mov": parse_mov, "cvta": parse_cvta, "mapa": parse_mapa}[
         line.split(".")[0]]
-    rejects(lambda ins, info: parser(ins), line, err, match)
+    rejects(lambda ins, info: parser(ins, info) if parser in (parse_ld, parse_st, parse_mov) else parser(ins), line,
+            err, match)
 
 
 # ---------------------------------------------------------------------------------------------- warp collectives

@@ -369,7 +369,7 @@ def test_atomic_sync_event_records_sem_and_scope():
     ("atom.global.inc.s32 %r3, [%rd2], 1;", VerifyError),
     ("atom.global.add.f16 %h1, [%rd2], %h2;", VerifyError),
     ("atom.global.and.u32 %r3, [%rd2], 1;", VerifyError),
-    ("atom.global.exch.b128 %rd7, [%rd2], %rd6;", UnsupportedError),
+    ("atom.global.exch.b128 %rd7, [%rd2], %rd6;", VerifyError),
     ("atom.shared.v4.f32.add {%f1, %f2, %f3, %f4}, [sm], {%f1, %f2, %f3, %f4};", VerifyError),
     ("atom.global.v8.f32.add {%f1, %f2, %f3, %f4}, [%rd2], {%f1, %f2, %f3, %f4};", VerifyError),
     ("red.global.acquire.add.u32 [%rd2], 1;", VerifyError),
