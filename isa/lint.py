@@ -28,6 +28,12 @@ Covered:
 * found by the H100 campaign of generator version 4 (calib/fuzz/generator.py V5_AVOIDS): saturating add/sub of a
   wrapping add/sub sharing a source, 16-bit shifts by a cnot result, a conditionally executed mad.hi in a loop
   that writes its addend first, an f64 operation in a loop that changes one of its two sources (peeled copy).
+* found by the H100 campaign of generator version 5 (tests/golden/fuzz_campaign/h100_v5_seeds_400000_409999.npz;
+  no generator version avoids them yet): 16-bit compares and right shifts of a float-to-16-bit conversion
+  (F2I.S16/U16 inserted into half of a register that holds another value), a conversion to 8/16 bits of a cnot
+  result (folded to 0), a float instruction reading a mad.hi.sat result (dropped), bitwise logic of a set.f32
+  result and a value computed from it (done on booleans), neg.f64 of min/max(y, y) of a neg.f64 (folded to a
+  copy), an fp8x2 conversion packed with another 16-bit register (written over it).
   "Last written by" follows straight-line code and loop back edges (:func:`_reaching_writers`).
 """
 from __future__ import annotations
@@ -704,7 +710,7 @@ def _logic_after_set_f32(ins, arch, fn, index):
         derived = _first_writer(fn, index, [n for n in srcs if n != name],
                                 lambda x: x is not w and d in _src_regs(x))
         if derived is not None:
-            return _note_after(ins, w, f"combines bitwise the 0/1.0 result of", f"treats the set result and "
+            return _note_after(ins, w, "combines bitwise the 0/1.0 result of", f"treats the set result and "
                                f"the value {derived.full_opcode} (line {derived.loc.line}) computed from it as "
                                "booleans (SASS: FSEL R17, RZ, 1; ISETP.NE R17; ISETP.NE.U32 ... ; FSEL R25, RZ, 1 "
                                "-- no LOP3, no I2F): and(cvt.rz.ftz.f32.s32(1.0f), 1.0f) gave 1.0f (0x3F800000), "

@@ -44,6 +44,15 @@ verified on its minimised reproducer and on the whole campaign programs, SASS qu
     source in another register (fuzz campaign program 308979).
 ``minmax-equal`` also counts ``selp`` of one register twice as a copy (fuzz_308386_value).
 
+Found by generator version 5's campaign (tests/golden/fuzz_campaign/h100_v5_seeds_400000_409999.npz), a rewrite
+the PTX ISA allows rather than a miscompilation:
+
+``mul-add-contracted``
+    an ``add``/``sub`` without a rounding modifier of a ``mul`` result without one becomes one ``fma.rn`` (the ISA:
+    "mul/add sequences with no rounding modifiers may be optimized to use fused-multiply-add instructions"); ptxas
+    13.0 does it where the product has no other use (HFMA2 R0, -R12.H0_H0, R27.H0_H0, R17.H0_H0;
+    fuzz_403381_value).  tcsim rounds the product, as the default ``.rn`` of each instruction says.
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
