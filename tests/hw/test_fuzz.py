@@ -251,7 +251,10 @@ def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_pat
     assert len(m["gpu_sha"]) == 24 and set(m["sim_agrees"]) | kept == set(range(24)) and kept
     found = compare_recording(f, jobs=1, log=lambda s: None)
     assert {x["seed"] for x in found} == kept
-    assert all(x["class"].startswith("value:") for x in found)
+    # no verified explanation reproduces the planted bug (a program may carry a note of a check made after its
+    # generator version was frozen: noted:<checks>, still a disagreement)
+    assert all(x["class"].startswith(("value:", "noted:")) for x in found)
+    assert any(x["class"].startswith("value:") for x in found)
     s = slim(f, tmp_path / "slim.npz", keep=1)
     assert s["whole_kept"] == 1 and s["whole_dropped"] == len(kept) - 1
     assert meta["device"]
