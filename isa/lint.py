@@ -28,6 +28,12 @@ Covered:
 * found by the H100 campaign of generator version 4 (calib/fuzz/generator.py V5_AVOIDS): saturating add/sub of a
   wrapping add/sub sharing a source, 16-bit shifts by a cnot result, a conditionally executed mad.hi in a loop
   that writes its addend first, an f64 operation in a loop that changes one of its two sources (peeled copy).
+* found by the H100 campaign of generator version 5 (tests/golden/fuzz_campaign/h100_v5_seeds_400000_409999.npz;
+  no generator version avoids them yet): 16-bit compares and right shifts of a float-to-16-bit conversion
+  (F2I.S16/U16 inserted into half of a register that holds another value), a conversion to 8/16 bits of a cnot
+  result (folded to 0), a float instruction reading a mad.hi.sat result (dropped), bitwise logic of a set.f32
+  result and a value computed from it (done on booleans), neg.f64 of min/max(y, y) of a neg.f64 (folded to a
+  copy), an fp8x2 conversion packed with another 16-bit register (written over it).
   "Last written by" follows straight-line code and loop back edges (:func:`_reaching_writers`).
 """
 from __future__ import annotations
@@ -631,6 +637,129 @@ def _f64_nan_order_one_carried(ins, arch, fn, index):
     return None
 
 
+
+# ---------------------------------------------------------------- found by generator version 5's campaign
+
+_HALF_INTS = ("s16", "u16", "b16")
+
+
+def _f2i_half(w) -> bool:
+    """A float-to-16-bit-integer cvt (ptxas 13.0: F2I.S16/F2I.U16)."""
+    ts = _types(w)
+    return w.opcode == "cvt" and len(ts) == 2 and ts[0] in ("s16", "u16") and ts[1] in _FLOAT_TYPES
+
+
+def _half_compare_shift_after_f2i(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("setp", "set", "shr") or len(ins.operands) < 3:
+        return None
+    ts = _types(ins)
+    if ins.opcode == "set":
+        ts = ts[1:]                                 # set.<cmp>.<dtype>.<stype>: the compared type
+    if not ts or ts[-1] not in _HALF_INTS:
+        return None
+    srcs = ir.reg_names(ins.operands[1]) if ins.opcode == "shr" else \
+        [n for op in ins.operands[1:3] for n in ir.reg_names(op)]
+    w = _first_writer(fn, index, srcs, _f2i_half)
+    what = "shifts" if ins.opcode == "shr" else "compares"
+    return _note_after(ins, w, f"{what} the float-to-16-bit result of", "treats the F2I.S16/F2I.U16 result as "
+                       "already sign/zero-extended to 32 bits, but re-emits the conversion inside a loop and "
+                       "inserts it into the low half of a register whose upper half holds another value (PRMT R37, "
+                       "R32, 0x7610, R37), then compares or shifts all 32 bits (ISETP.GT.AND R37, ...; SHF.R.S32.HI "
+                       "R31, RZ, R26, R21): setp.gt.s16/setp.ge.s16/setp.hs.u16 took the other branch and shr.s16 "
+                       "of -32768 by 16 or more gave 0 instead of 0xFFFF", "fuzz_400122_value, fuzz_401666_value, "
+                       "fuzz_401700_value, fuzz_406776_value", "tcsim compares and shifts the 16-bit values.")
+
+
+def _narrow_cvt_of_cnot(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "cvt":
+        return None
+    ts = _types(ins)
+    if len(ts) != 2 or ts[0] not in ("u8", "s8", "u16", "s16") or ts[1] not in _INTS:
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: w.opcode == "cnot")
+    return _note_after(ins, w, "narrows the result of", "folds the conversion of the cnot result to the constant 0 "
+                       "(SASS: IMAD.MOV.U32 R0, RZ, RZ, RZ; PRMT R2, R0, 0x7610, R34 -- no compare of the source), "
+                       "so cnot(0) converts to 0, not 1", "fuzz_405637_value", "tcsim converts the cnot result.")
+
+
+def _float_after_mad_hi_sat(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _reads_float(ins):
+        return None
+    w = _first_writer(fn, index, _src_regs(ins), lambda w: w.opcode == "mad" and "hi" in w.mods
+                      and "sat" in w.mods and not _writes_float(w))
+    return _note_after(ins, w, "reads as a float the saturated integer result of", "drops the float operation "
+                       "as if the integer's value range decided it (SASS: IMAD.HI, VIADD, the saturation SELs, no "
+                       "FMNMX): max.f32 of mad.hi.sat.s32 = 0xE26DD7A6 (-1.1e21) and -3.0 came back as "
+                       "0xE26DD7A6", "fuzz_409367_value", "tcsim uses the bits, as the PTX ISA says.")
+
+
+def _logic_after_set_f32(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode not in ("and", "or", "xor") or len(ins.operands) < 3:
+        return None
+    srcs = _src_regs(ins)
+
+    def set_f32(w):
+        ts = _types(w)
+        return w.opcode == "set" and len(ts) >= 1 and ts[0] == "f32"
+
+    for name in srcs:
+        w = _first_writer(fn, index, [name], set_f32)
+        if w is None:
+            continue
+        d = _dest_names(w)[0]
+        derived = _first_writer(fn, index, [n for n in srcs if n != name],
+                                lambda x: x is not w and d in _src_regs(x))
+        if derived is not None:
+            return _note_after(ins, w, "combines bitwise the 0/1.0 result of", f"treats the set result and "
+                               f"the value {derived.full_opcode} (line {derived.loc.line}) computed from it as "
+                               "booleans (SASS: FSEL R17, RZ, 1; ISETP.NE R17; ISETP.NE.U32 ... ; FSEL R25, RZ, 1 "
+                               "-- no LOP3, no I2F): and(cvt.rz.ftz.f32.s32(1.0f), 1.0f) gave 1.0f (0x3F800000), "
+                               "not 0x0E000000", "fuzz_404470_value", "tcsim combines the bits.")
+    return None
+
+
+def _neg_minmax_neg_f64(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "neg" or "f64" not in ins.mods:
+        return None
+
+    def same_minmax(w):
+        if w.opcode not in ("min", "max") or "f64" not in w.mods or len(w.operands) < 3:
+            return False
+        a, b = ir.reg_names(w.operands[1]), ir.reg_names(w.operands[2])
+        return bool(a) and a == b
+
+    m = _first_writer(fn, index, _src_regs(ins), same_minmax)
+    if m is None:
+        return None
+    w = _first_writer(fn, m.index, ir.reg_names(m.operands[1]), lambda w: w.opcode == "neg" and "f64" in w.mods)
+    return _note_after(ins, w, f"negates {m.full_opcode} (line {m.loc.line}) of one register, the result of",
+                       "folds min/max(y, y) to y and then neg(neg(x)) to a copy of x (SASS: the DADD -RZ, -R of the "
+                       "first neg is kept for it, and the second is the store of x itself), so a signalling NaN "
+                       "comes back signalling where the PTX quiets it", "fuzz_405887_value",
+                       "tcsim executes each instruction.")
+
+
+_FP8X2 = ("e4m3x2", "e5m2x2", "e2m3x2", "e3m2x2", "e2m1x2")
+
+
+def _pack_after_fp8x2_cvt(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "mov" or len(ins.operands) < 2 \
+            or not isinstance(ins.operands[1], ir.Vector):
+        return None
+    halves = ir.reg_names(ins.operands[1])
+    if len(halves) != 2 or halves[0] == halves[1]:
+        return None
+    w = _first_writer(fn, index, halves, lambda w: w.opcode == "cvt" and bool(_types(w))
+                      and _types(w)[0] in _FP8X2)
+    if w is None:
+        return None
+    other = [h for h in halves if h not in _dest_names(w)]
+    return _note_after(ins, w, f"packs {other[0] if other else 'another 16-bit register'} with the fp8x2 result of",
+                       "lets the conversion's F2FP ...UNPACK_B_MERGE_C write its 16 bits into the low half of the "
+                       "register that holds the other half's value (F2FP.SATFINITE.RELU.E4M3.F16.UNPACK_B_MERGE_C "
+                       "R23, R19, R23 over the add.u16 result in R23), so that 16-bit register reads back the "
+                       "converted bits", "fuzz_407842_value", "tcsim keeps the registers apart.")
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -653,6 +782,10 @@ CHECKS = {
     "sat-of-wrapping-add-sub": _sat_of_wrapping_add_sub, "half-shift-by-cnot": _half_shift_by_cnot,
     "conditional-mad-hi-addend-in-loop": _conditional_mad_hi_addend_in_loop,
     "f64-nan-order-one-carried": _f64_nan_order_one_carried,
+    # found by generator version 5's campaign
+    "half-compare-shift-after-f2i": _half_compare_shift_after_f2i, "narrow-cvt-of-cnot": _narrow_cvt_of_cnot,
+    "float-after-mad-hi-sat": _float_after_mad_hi_sat, "logic-after-set-f32": _logic_after_set_f32,
+    "neg-minmax-neg-f64": _neg_minmax_neg_f64, "pack-after-fp8x2-cvt": _pack_after_fp8x2_cvt,
 }
 
 

@@ -44,6 +44,15 @@ verified on its minimised reproducer and on the whole campaign programs, SASS qu
     source in another register (fuzz campaign program 308979).
 ``minmax-equal`` also counts ``selp`` of one register twice as a copy (fuzz_308386_value).
 
+Found by generator version 5's campaign (tests/golden/fuzz_campaign/h100_v5_seeds_400000_409999.npz), a rewrite
+the PTX ISA allows rather than a miscompilation:
+
+``mul-add-contracted``
+    an ``add``/``sub`` without a rounding modifier of a ``mul`` result without one becomes one ``fma.rn`` (the ISA:
+    "mul/add sequences with no rounding modifiers may be optimized to use fused-multiply-add instructions"); ptxas
+    13.0 does it where the product has no other use (HFMA2 R0, -R12.H0_H0, R27.H0_H0, R17.H0_H0;
+    fuzz_403381_value).  tcsim rounds the product, as the default ``.rn`` of each instruction says.
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -390,12 +399,82 @@ def _cvt_narrow_fused(text: str) -> str:
     return _with_fresh_registers(text, lines, n, ".b32 %xf")
 
 
+
+_CONTRACTIBLE = re.compile(r"^(add|sub)((?:\.ftz)?(?:\.sat)?)\.(f16|bf16|f32|f64|f16x2|bf16x2)$")
+_MUL_NO_RND = re.compile(r"^mul(\.ftz)?\.(f16|bf16|f32|f64|f16x2|bf16x2)$")
+_SIGN_BIT = {"f16": ("b16", "0x8000"), "bf16": ("b16", "0x8000"), "f32": ("b32", "0x80000000"),
+             "f16x2": ("b32", "0x80008000"), "bf16x2": ("b32", "0x80008000"), "f64": ("b64", "0x8000000000000000")}
+
+
+def _mul_add_contracted(text: str) -> str:
+    """``add``/``sub`` without a rounding modifier of a ``mul`` result without one (same type and .ftz) is one
+    fused multiply-add, ``fma.rn`` (the PTX ISA lets the code generator do this: "mul/add sequences with no
+    rounding modifiers may be optimized to use fused-multiply-add instructions", §9.7.3/§9.7.4 add, sub, mul).
+    ptxas 13.0 does it when the product has no other use (SASS: HFMA2 R0, -R12.H0_H0, R27.H0_H0, R17.H0_H0 for
+    ``mul.f16`` then ``sub.f16`` into the same register; fuzz_403381_value).  A subtraction negates one factor or
+    the addend with a sign-bit ``xor`` into a fresh register (the SASS operand modifier ``-R``), on the same line,
+    so line numbers stay those of the PTX."""
+    lines = text.split("\n")
+    loop_writes = _loop_writes(lines)
+    muls: dict = {}                     # product register -> (ftz, type, factor a, factor b)
+    fresh = {"b16": 0, "b32": 0, "b64": 0}
+
+    def tmp(bt: str) -> str:
+        fresh[bt] += 1
+        return f"%xc{bt[1:]}_{fresh[bt] - 1}"
+
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if m is None:
+            written = loop_writes.get(i, set())
+            for k in [k for k, v in muls.items() if k in written or written & {v[2], v[3]}]:
+                del muls[k]
+            continue
+        indent, guard, opcode, ops = m.group(1), m.group(2) or "", m.group(3), _split_operands(m.group(4) or "")
+        c = _CONTRACTIBLE.match(opcode)
+        if c and len(ops) == 3:
+            sub, mods, t = c.group(1) == "sub", c.group(2), c.group(3)
+            for j in (2, 1):                            # the source that is the product
+                w = muls.get(ops[j])
+                if w is None or w[1] != t or w[0] != ("ftz" in mods):
+                    continue
+                x, a, b = ops[3 - j], w[2], w[3]
+                pre = ""
+                if sub:                                 # x - a*b = fma(-a, b, x); a*b - x = fma(a, b, -x)
+                    bt, sign = _SIGN_BIT[t]
+                    if j == 2 and not a.startswith("%"):
+                        a, b = b, a
+                    neg = a if j == 2 else x
+                    if not neg.startswith("%"):
+                        break
+                    r = tmp(bt)
+                    pre = f"xor.{bt} {r}, {neg}, {sign}; "
+                    a, x = (r, x) if j == 2 else (a, r)
+                lines[i] = f"{indent}{pre}{guard}fma.rn{mods}.{t} {ops[0]}, {a}, {b}, {x};"
+                break
+        for d in _dests(opcode, ops):
+            for k in [k for k, v in muls.items() if k == d or d in (v[2], v[3])]:
+                del muls[k]
+        mm = _MUL_NO_RND.match(opcode)
+        if mm and not guard and len(ops) == 3 and ops[0] not in ops[1:]:
+            muls[ops[0]] = (bool(mm.group(1)), mm.group(2), ops[1], ops[2])
+    out = "\n".join(lines)
+    if out == text:
+        return text
+    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
+    if k is None:
+        return text
+    lines[k] += "".join(f" .reg .{bt} %xc{bt[1:]}_<{n}>;" for bt, n in fresh.items() if n)
+    return "\n".join(lines)
+
 REWRITES = {"testp-guard": _testp_guard, "set-f32-guard": _set_f32_guard, "f64-const-operand": _f64_const_operand,
             "neg-into-immediate": _neg_into_immediate, "minmax-equal": _minmax_equal,
             # found by generator version 4's campaign
             "f64-folded-operand": _f64_folded_operand, "mul-by-one": _mul_by_one,
             "cvt-const-nan": _cvt_const_nan, "cvt-narrow-fused": _cvt_narrow_fused,
-            "neg-into-immediate-copy": _neg_into_immediate_copy}
+            "neg-into-immediate-copy": _neg_into_immediate_copy,
+            # found by generator version 5's campaign: what the PTX ISA allows, not a miscompilation
+            "mul-add-contracted": _mul_add_contracted}
 
 
 def as_compiled(text: str, names=None) -> str | None:

@@ -251,7 +251,10 @@ def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_pat
     assert len(m["gpu_sha"]) == 24 and set(m["sim_agrees"]) | kept == set(range(24)) and kept
     found = compare_recording(f, jobs=1, log=lambda s: None)
     assert {x["seed"] for x in found} == kept
-    assert all(x["class"].startswith("value:") for x in found)
+    # no verified explanation reproduces the planted bug (a program may carry a note of a check made after its
+    # generator version was frozen: noted:<checks>, still a disagreement)
+    assert all(x["class"].startswith(("value:", "noted:")) for x in found)
+    assert any(x["class"].startswith("value:") for x in found)
     s = slim(f, tmp_path / "slim.npz", keep=1)
     assert s["whole_kept"] == 1 and s["whole_dropped"] == len(kept) - 1
     assert meta["device"]
@@ -319,18 +322,36 @@ def test_version_4_programs_carry_no_note_of_its_checks():
         assert not notes(parse(generate(s, version=4).render()), checks=V4_LINT_CHECKS), s
 
 
-def test_version_5_programs_carry_no_note_at_all():
+def test_version_5_programs_carry_no_note_of_its_checks():
     from calib.fuzz.generator import V5_AVOIDS, V5_LINT_CHECKS
     from tcsim.isa.lint import CHECKS, notes
     from tcsim.isa.parser import parse
 
-    assert set(V5_LINT_CHECKS) == set(CHECKS)
+    assert set(V5_LINT_CHECKS) < set(CHECKS)
     for s in range(400000, 400030):
-        assert not notes(parse(generate(s, version=5).render())), s
+        assert not notes(parse(generate(s, version=5).render()), checks=V5_LINT_CHECKS), s
     # the version-4 campaign's programs these checks were made for carry their notes under version 4 only
     for s in (300987, 302787, 306558, 306625):
         assert notes(parse(generate(s, version=4).render()), checks=list(V5_AVOIDS)), s
-        assert not notes(parse(generate(s, version=5).render())), s
+        assert not notes(parse(generate(s, version=5).render()), checks=V5_LINT_CHECKS), s
+
+
+def test_the_checks_made_for_the_version_5_campaign_note_its_leftovers():
+    """The checks added for what the version-5 H100 campaign left unexplained (isa/lint.py, after V5_LINT_CHECKS)
+    note each of those programs (their minimised reproducers are in tests/fuzz_regressions); version 5 itself is
+    frozen, so its programs may carry them."""
+    from calib.fuzz.generator import V5_LINT_CHECKS
+    from calib.fuzz.record import noted_checks
+
+    new = {"half-compare-shift-after-f2i", "narrow-cvt-of-cnot", "float-after-mad-hi-sat", "logic-after-set-f32",
+           "neg-minmax-neg-f64", "pack-after-fp8x2-cvt"}
+    assert not new & set(V5_LINT_CHECKS)
+    expected = {400122: "half-compare-shift-after-f2i", 401666: "half-compare-shift-after-f2i",
+                401700: "half-compare-shift-after-f2i", 406776: "half-compare-shift-after-f2i",
+                404470: "logic-after-set-f32", 405637: "narrow-cvt-of-cnot", 405887: "neg-minmax-neg-f64",
+                407842: "pack-after-fp8x2-cvt", 409367: "float-after-mad-hi-sat"}
+    for s, check in expected.items():
+        assert check in noted_checks(generate(s, version=5)), s
 
 
 def test_unknown_generator_version_is_refused():
@@ -448,6 +469,20 @@ def test_per_instruction_swaps_leave_one_or_two_instructions_out_or_in():
      "mul.rm.f64 %rd3, %xd0, 0dFFF8000000000000;"),
     ("neg-into-immediate-copy", ".reg .b64 %rd<6>;\nneg.f64 %rd5, %rd0;\nmul.rm.f64 %rd3, %rd5, 0d7FF8000000000000;",
      None),                                                        # the source unchanged: neg-into-immediate
+    # found by generator version 5's campaign: mul/add/sub without a rounding modifier contracted into an fma
+    ("mul-add-contracted", ".reg .b16 %h<4>;\nmul.f16 %h1, %h3, %h2;\nsub.f16 %h1, %h0, %h1;",
+     ".reg .b16 %h<4>; .reg .b16 %xc16_<1>;\nmul.f16 %h1, %h3, %h2;\n"
+     "xor.b16 %xc16_0, %h3, 0x8000; fma.rn.f16 %h1, %xc16_0, %h2, %h0;"),
+    ("mul-add-contracted", ".reg .b32 %r<4>;\nmul.ftz.f32 %r1, %r3, %r2;\n@%p0 add.ftz.sat.f32 %r0, %r1, %r2;\n"
+     "sub.ftz.f32 %r3, %r1, %r0;",
+     ".reg .b32 %r<4>; .reg .b32 %xc32_<1>;\nmul.ftz.f32 %r1, %r3, %r2;\n"
+     "@%p0 fma.rn.ftz.sat.f32 %r0, %r3, %r2, %r2;\nxor.b32 %xc32_0, %r0, 0x80000000; fma.rn.ftz.f32 %r3, %r3, %r2, "
+     "%xc32_0;"),
+    ("mul-add-contracted", ".reg .b32 %r<4>;\nmul.rn.f32 %r1, %r3, %r2;\nadd.f32 %r0, %r1, %r2;", None),  # .rn
+    ("mul-add-contracted", ".reg .b32 %r<4>;\nmul.f32 %r1, %r3, %r2;\nadd.rz.f32 %r0, %r1, %r2;", None),
+    ("mul-add-contracted", ".reg .b32 %r<4>;\nmul.f32 %r1, %r3, %r2;\nadd.ftz.f32 %r0, %r1, %r2;", None),  # ftz
+    ("mul-add-contracted", ".reg .b32 %r<4>;\nmul.f32 %r1, %r3, %r2;\nmov.b32 %r3, 0;\nadd.f32 %r0, %r1, %r2;",
+     None),                                                        # a factor written in between
 ])
 def test_dataflow_rewrites(name, before, after):
     from calib.fuzz.explain import as_compiled

@@ -25,8 +25,8 @@ KNOWN = {int(k): v for k, v in json.loads((ROOT / "known_divergent.json").read_t
 
 def test_there_are_recordings():
     assert FILES
-    # one campaign per generator version up to 4 (h100_v4_seeds_300000_309999: version 4's campaign)
-    assert {load(p)[1].get("generator", 1) for p in FILES} >= {1, 2, 3, 4}
+    # one campaign per generator version up to 5 (h100_v5_seeds_400000_409999: version 5's campaign)
+    assert {load(p)[1].get("generator", 1) for p in FILES} >= {1, 2, 3, 4, 5}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)

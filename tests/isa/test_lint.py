@@ -185,6 +185,40 @@ def test_note_fires_on_its_construct_only(body, noted):
     ("$L_top:\n    add.f64 %rd1, %rd3, %rd2;\n    @%p0 bra $L_top;", None),
     ("fma.rn.f64 %rd0, %rd3, %rd0, %rd2;", None),
     ("$L_top:\n    fma.rn.f64 %rd0, %rd0, %rd0, %rd2;\n    @%p0 bra $L_top;", None),
+    # found by generator version 5's campaign
+    # a 16-bit compare or right shift of a float-to-16-bit conversion (in the loop where ptxas re-emits it)
+    ("cvt.rzi.sat.s16.f32 %h1, %r6;\n$L_top:\n    setp.gt.s16 %p1, %h1, %h2;\n    @%p0 bra $L_top;",
+     "setp.gt.s16 %p1, %h1, %h2;"),
+    ("cvt.rni.u16.f16 %h3, %h1;\n    setp.hs.u16 %p1, %h3, %h0;", "setp.hs.u16 %p1, %h3, %h0;"),
+    ("cvt.rpi.s16.bf16 %h1, %h1;\n    set.ge.u32.s16 %r0, %h0, %h1;", "set.ge.u32.s16 %r0, %h0, %h1;"),
+    ("cvt.rzi.sat.s16.f32 %h1, %r1;\n    shr.s16 %h2, %h1, %r1;", "shr.s16 %h2, %h1, %r1;"),
+    ("cvt.rzi.sat.s16.f32 %h1, %r1;\n    shr.s16 %h2, %h3, %r1;", None),        # shifts another value
+    ("cvt.sat.s16.s32 %h1, %r1;\n    setp.gt.s16 %p1, %h1, %h2;", None),       # an integer conversion
+    ("cvt.rzi.sat.s16.f32 %h1, %r6;\n    add.s16 %h2, %h1, %h2;", None),       # the low 16 bits only
+    ("cvt.rzi.s32.f32 %r1, %r6;\n    setp.gt.s32 %p1, %r1, %r2;", None),       # 32 bits
+    # a cvt to 8 or 16 bits of a cnot result
+    ("cnot.b32 %r2, %r1;\n    cvt.sat.u16.u32 %h0, %r2;", "cvt.sat.u16.u32 %h0, %r2;"),
+    ("cnot.b32 %r2, %r1;\n    cvt.u64.u32 %rd0, %r2;", None),
+    ("not.b32 %r2, %r1;\n    cvt.sat.u16.u32 %h0, %r2;", None),
+    # a float instruction reading a mad.hi.sat result
+    ("mad.hi.sat.s32 %r5, %r4, %r1, 0xE26DD7A6;\n    max.f32 %r0, %r5, 0fC0400000;", "max.f32 %r0, %r5, 0fC0400000;"),
+    ("mad.hi.s32 %r5, %r4, %r1, 7;\n    max.f32 %r0, %r5, 0fC0400000;", None),
+    ("mad.hi.sat.s32 %r5, %r4, %r1, 7;\n    max.s32 %r0, %r5, 3;", None),
+    # bitwise logic of a set.f32 result and a value computed from it
+    ("set.ge.f32.u32 %r7, %r2, %r6;\n    cvt.rz.ftz.f32.s32 %r6, %r7;\n    and.b32 %r1, %r6, %r7;",
+     "and.b32 %r1, %r6, %r7;"),
+    ("set.ge.f32.u32 %r7, %r2, %r6;\n    and.b32 %r1, %r3, %r7;", None),
+    ("set.ge.u32.u32 %r7, %r2, %r6;\n    cvt.rn.f32.s32 %r6, %r7;\n    and.b32 %r1, %r6, %r7;", None),
+    # neg.f64 of min/max(y, y) of a neg.f64 result
+    ("neg.f64 %rd3, %rd1;\n    min.f64 %rd2, %rd3, %rd3;\n    neg.f64 %rd0, %rd2;", "neg.f64 %rd0, %rd2;"),
+    ("neg.f64 %rd3, %rd1;\n    min.f64 %rd2, %rd3, %rd1;\n    neg.f64 %rd0, %rd2;", None),
+    ("abs.f64 %rd3, %rd1;\n    max.f64 %rd2, %rd3, %rd3;\n    neg.f64 %rd0, %rd2;", None),
+    # an fp8x2 conversion packed with another 16-bit register
+    ("add.u16 %h3, %h1, %h0;\n    cvt.rn.satfinite.relu.e4m3x2.f16x2 %h2, %r1;\n    mov.b32 %r5, {%h2, %h3};",
+     "mov.b32 %r5, {%h2, %h3};"),
+    ("cvt.rn.satfinite.e5m2x2.f32 %h2, %r1, %r2;\n    mov.b32 %r5, {%h3, %h2};", "mov.b32 %r5, {%h3, %h2};"),
+    ("cvt.rn.f16.f32 %h2, %r1;\n    mov.b32 %r5, {%h2, %h3};", None),
+    ("cvt.rn.satfinite.e4m3x2.f32 %h2, %r1, %r2;\n    mov.b16 %h3, %h2;", None),
 ])
 def test_note_fires_on_the_instruction_in_its_context(body, noted):
     assert _noted_lines(body) == ([noted] if noted else [])
@@ -205,7 +239,12 @@ def test_notes_are_for_the_hopper_toolchain_findings():
                  "cnot.b16 %h1, %h0;\n    cvt.rmi.sat.u8.f16 %h1, %h1;",
                  "@%p0 add.u32 %r0, %r1, %r2;\n    or.pred %p0, %p1, !%p0;",
                  "sub.u32 %r4, %r6, %r5;\n    sub.sat.s32 %r1, %r4, %r6;", "cnot.b32 %r2, %r3;\n    shl.b16 %h2, %h3, %r2;",
-                 "$L_top:\n    sad.s32 %r5, %r2, %r3, %r5;\n    @%p1 mad.hi.s32 %r1, %r1, %r6, %r5;\n    @%p0 bra $L_top;"):
+                 "$L_top:\n    sad.s32 %r5, %r2, %r3, %r5;\n    @%p1 mad.hi.s32 %r1, %r1, %r6, %r5;\n    @%p0 bra $L_top;",
+                 "cvt.rni.u16.f16 %h3, %h1;\n    setp.hs.u16 %p1, %h3, %h0;", "cnot.b32 %r2, %r1;\n    cvt.u8.u32 %h0, %r2;",
+                 "mad.hi.sat.s32 %r5, %r4, %r1, 7;\n    max.f32 %r0, %r5, 0fC0400000;",
+                 "set.ge.f32.u32 %r7, %r2, %r6;\n    cvt.rz.ftz.f32.s32 %r6, %r7;\n    and.b32 %r1, %r6, %r7;",
+                 "neg.f64 %rd3, %rd1;\n    min.f64 %rd2, %rd3, %rd3;\n    neg.f64 %rd0, %rd2;",
+                 "cvt.rn.satfinite.e5m2x2.f32 %h2, %r1, %r2;\n    mov.b32 %r5, {%h3, %h2};"):
         assert _noted_lines(body, "sm_100a") == []
         assert _noted_lines(body, "sm_90a")
 
