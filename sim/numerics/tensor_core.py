@@ -84,7 +84,7 @@ __all__ = [
     "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
     "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
     "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16", "E_FLOOR_F32_OUT_GROUPED",
-    "GROUP_EXP_POLICIES",
+    "GROUP_EXP_POLICIES", "mma_b1_and_popc",
 ]
 
 # ---- named constants ---------------------------------------------------------------------------
@@ -638,3 +638,21 @@ def mma_int(a, b, c, a_signed: bool, b_signed: bool, satfinite: bool) -> np.ndar
     else:
         acc = ((acc + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
     return acc.astype(np.int32)
+
+
+def mma_b1_and_popc(a, b, c) -> np.ndarray:
+    """Single-bit MMA with ``.and.popc`` (wgmma ``.s32.b1.b1.and.popc``, PTX ISA 9.1 §9.7.15.5.2; the mma.sync b1
+    definition §9.7.14.5.14): ``D[i][j] = C[i][j] + popc(A[i, :] AND B[:, j])``, exact, wrapping modulo 2**32
+    (there is no .satfinite form).  a (M,K), b (K,N): bits 0 / 1; c (M,N): int32 values or uint32 patterns.
+    Returns an (M,N) int32 array."""
+    A, B = np.asarray(a), np.asarray(b)
+    if A.dtype.kind not in "iu" or B.dtype.kind not in "iu" or (A.size and int(A.max()) > 1) or \
+            (B.size and int(B.max()) > 1) or (A.size and int(A.min()) < 0) or (B.size and int(B.min()) < 0):
+        raise ValueError("b1 MMA operands must be arrays of bits (0 / 1)")
+    cc = np.asarray(c)
+    if cc.dtype.kind not in "iu" or (cc.size and (int(cc.min()) < -(1 << 31) or int(cc.max()) >= 1 << 32)):
+        raise ValueError("C must hold int32 values or uint32 bit patterns")
+    C = cc.astype(np.int64)
+    _check_shapes(A, B, C)
+    acc = A.astype(np.int64) @ B.astype(np.int64) + C      # AND of bits = product; popc = the sum
+    return (((acc + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
