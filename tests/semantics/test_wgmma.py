@@ -645,8 +645,8 @@ def test_non_aligned_warpgroup_is_a_sync_error():
 
 def test_predicated_off_lanes_are_a_sync_error():
     case = Case("f16", "f16", "f32", 16)
+    case.instr = "@!%p2 " + case.instr
     launch = case.launch(pre="  setp.eq.u32 %p2, %r0, 5;")
-    launch.ptx = launch.ptx.replace(case.instr, "@!%p2 " + case.instr)
     with pytest.raises(SyncError, match="lane"):
         run_launch(launch)
 
@@ -663,8 +663,7 @@ def test_accumulator_read_before_wait_is_a_finding_and_stale():
     """The accumulator is written at the MMA's completion: a read before wgmma.wait_group sees the old value, and
     the race detector names both lines and the missing wait (class 19)."""
     case = Case("f16", "f16", "f32", 16, seed=17)
-    launch = case.launch(post_issue="  mov.b32 %r9, %d0;\n  ld.param.u64 %rd12, [ain];\n"
-                                    "  st.global.u32 [%rd12], %r9;")
+    launch = case.launch(post_issue="  mov.b32 %r9, %d0;\n  st.global.u32 [%rd6], %r9;")
     res = run_launch(launch)
     f19 = [f for f in res.findings if f.cls == 19]
     assert f19, [f.message for f in res.findings]
@@ -672,8 +671,9 @@ def test_accumulator_read_before_wait_is_a_finding_and_stale():
     assert "wgmma.wait_group" in f.missing and "%d0" in f.message
     mma_line = next(i + 1 for i, ln in enumerate(launch.ptx.splitlines()) if "wgmma.mma_async" in ln)
     assert {s.line for s in f.sides} >= {mma_line}
-    stale = res.outputs[3].reshape(-1)[0]
-    assert int(stale) == int(case.cin[0, 0])          # the value before the MMA
+    stale = res.outputs[3].reshape(128, 4)[:, 0]
+    np.testing.assert_array_equal(stale, case.cin[:, 0])      # every thread read the value before the MMA
+    assert (unpack_d(res.outputs[0], 16, 32) == case.expected()).all()   # and the wait then saw the result
 
 
 def test_accumulator_write_without_fence_is_a_finding():
