@@ -32,7 +32,6 @@ def test_default_matches_model():
     _checked(ex.make_launch(seed=0))
 
 
-@pytest.mark.slow
 def test_two_cta_rows_and_longer_k():
     _checked(ex.make_launch(seed=1, m=128, n=128, k=448))
 

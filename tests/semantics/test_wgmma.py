@@ -58,7 +58,6 @@ def layout(rows: int, kbytes: int, eb: int, major: str, swizzle: str):
     W = WIDTH[swizzle]
     if major == "K":
         if swizzle == "none":
-            lbo, sbo = 128, 256 if rows > 8 else 128
             lbo, sbo = (rows // 8) * 128, 128          # K core matrices after all MN groups: both fields matter
             return (lambda mn, k: (mn % 8) * 16 + (mn // 8) * sbo + (k * eb) % 16 + ((k * eb) // 16) * lbo), lbo, sbo
         sbo = 8 * W
@@ -293,7 +292,6 @@ class Case:
         image = np.zeros(SMEM, np.uint8)
         eb_a = max(BITS[atype] // 8, 1)
         eb_b = max(BITS[btype] // 8, 1)
-        ka = Apacked.shape[1]
         if atype == "b1":
             a_store = np.packbits(Apacked, axis=1, bitorder="little")
             b_store = np.packbits(B.T, axis=1, bitorder="little")
