@@ -70,10 +70,6 @@ def _registry() -> dict:
         cases.append(Case(f"cluster_exchange_c{cl}_seed{seed}", "tcsim.examples.cluster_exchange:make_launch",
                           {"cluster": cl, "clusters": n, "seed": seed}, (1,),
                           "DSMEM ring: mapa + ld/st.shared::cluster, remote mbarrier arrive, barrier.cluster"))
-    for seed in (0,):
-        cases.append(Case(f"wgmma_pipeline_gemm_seed{seed}", "tcsim.examples.wgmma_pipeline_gemm:make_launch",
-                          {"seed": seed}, (2,),
-                          "TMA + wgmma m64n128k16 pipeline: producer warp, consumer warpgroup, 3-stage ring"))
     return {c.name: c for c in cases}
 
 
