@@ -148,7 +148,7 @@ def _scale_d(op, full: str, info, loc):
 
 MMA_GROUPS = (QualGroup("mma_async", ("mma_async",), required=True), QualGroup("sp", ("sp",)),
               QualGroup("sync", ("sync",), required=True), QualGroup("aligned", ("aligned",), required=True),
-              QualGroup("shape", (), required=True, prefixes=("m64n",)), QualGroup("satfinite", ("satfinite",)),
+              QualGroup("shape", (), required=True, prefixes=("m",)), QualGroup("satfinite", ("satfinite",)),
               QualGroup("dtype", _DTYPES, required=True), QualGroup("atype", _ELEM, required=True),
               QualGroup("btype", _ELEM, required=True), QualGroup("op", ("and",)), QualGroup("popc", ("popc",)))
 

@@ -25,6 +25,8 @@ import tcsim.examples.wgmma_pipeline_gemm as example
 from tcsim.hw.diff import diff_runs
 from tcsim.hw.trace import TracedRun, run_traced
 
+pytestmark = pytest.mark.slow          # two traced simulations: minutes
+
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "hw" / "golden_h100"
 FIX = ROOT / "tests" / "fixtures" / "triton"

@@ -569,6 +569,7 @@ BAD = [
     ("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.bf16 {D}, %da, %db, %sd, 1, 1, 0, 0;", 4, "type pair"),
     ("wgmma.mma_async.sync.aligned.m64n8k32.f32.f16.f16 {D}, %da, %db, %sd, 1, 1, 0, 0;", 4, "K = 16"),
     ("wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1 {D}, %da, %db, %sd;", 4, "and.popc"),
+    ("wgmma.mma_async.sync.aligned.m32n8k16.f32.f16.f16 {D}, %da, %db, %sd, 1, 1, 0, 0;", 4, "not a wgmma shape"),
     ("wgmma.mma_async.sp.sync.aligned.m64n8k512.s32.b1.b1.and.popc {D}, %da, %db, %meta, 0, %sd;", 4, "sparse"),
 ]
 
