@@ -62,6 +62,7 @@ def test_cli_check_passes():
         assert main(["check", str(FIX / f)]) == 0
 
 
+@pytest.mark.slow                 # two traced simulations per file: minutes
 @pytest.mark.parametrize("name", ["launch_matmul_sm90a.py", "launch_tma_matmul_sm90a.py"])
 def test_diff_launch_files_against_the_simulator(name, capsys):
     """The ``tcsim diff`` launch files run traced and compare clean against a second simulator run."""
