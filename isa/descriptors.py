@@ -226,6 +226,85 @@ def make_smem_descriptor(start_address: int, *, lbo: int = 16, sbo: int = 0, swi
     return SmemDescriptor(start_address=start_address, lbo=lbo, sbo=sbo, swizzle=swizzle, base_offset=base_offset)
 
 
+# ---------------------------------------------------------------------------------------------- wgmma descriptor
+#: sm_90 wgmma layout-type code (bits 62-63) -> swizzle name (PTX ISA 9.1 §9.7.15.5.1.2.2)
+WGMMA_SWIZZLE_CODES = {0: "none", 1: "128B", 2: "64B", 3: "32B"}
+WGMMA_SWIZZLE_BY_NAME = {v: k for k, v in WGMMA_SWIZZLE_CODES.items()}
+#: bits the sm_90 descriptor leaves unused: 14-15, 30-31, 46-48, 52-61
+WGMMA_UNUSED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (0x3FF << 52)
+
+
+@dataclass(frozen=True)
+class WgmmaDescriptor:
+    """The 64-bit matrix descriptor of ``wgmma.mma_async`` (PTX ISA 9.1 §9.7.15.5.1.2.2 "Matrix Descriptor Format";
+    Hopper sm_90a -- not the tcgen05 layout of :class:`SmemDescriptor`)::
+
+        bits  0-13  matrix-descriptor-encode(start address) = (addr & 0x3FFFF) >> 4
+        bits 16-29  matrix-descriptor-encode(leading dimension byte offset)
+        bits 32-45  matrix-descriptor-encode(stride dimension byte offset)
+        bits 49-51  matrix base offset (valid for the swizzled modes only)
+        bits 62-63  swizzle: 0 none (interleave), 1 128-byte, 2 64-byte, 3 32-byte
+
+    Bits 14-15, 30-31, 46-48 and 52-61 are unused; ``unused`` keeps them (in place) so a checker can name them.
+    ``start_address``, ``lbo``, ``sbo`` are in bytes.  The operand address function is :func:`operand_addresses`
+    (the canonical layouts of §9.7.15.5.1.2.1 are those of tcgen05: LBO / SBO mean the same per major-ness and
+    swizzle; the 128B-with-32B-atom mode does not exist here)."""
+
+    start_address: int
+    lbo: int = 16
+    sbo: int = 0
+    base_offset: int = 0
+    swizzle: str = "none"
+    unused: int = 0
+
+    def encode(self) -> int:
+        for name in ("start_address", "lbo", "sbo"):
+            v = getattr(self, name)
+            if v % 16:
+                raise ValueError(f"wgmma descriptor {name} = {v} is not a multiple of 16 bytes")
+        if self.swizzle not in WGMMA_SWIZZLE_BY_NAME:
+            raise ValueError(f"unknown wgmma swizzle {self.swizzle!r}; known: {', '.join(WGMMA_SWIZZLE_BY_NAME)}")
+        if self.unused & ~WGMMA_UNUSED_MASK:
+            raise ValueError(f"unused = 0x{self.unused:x} has bits outside the unused fields")
+        v = _put((self.start_address & START_MASK) >> 4, 0, 14, "start address >> 4")
+        v |= _put((self.lbo & START_MASK) >> 4, 16, 14, "LBO >> 4")
+        v |= _put((self.sbo & START_MASK) >> 4, 32, 14, "SBO >> 4")
+        v |= _put(self.base_offset, 49, 3, "base offset")
+        v |= _put(WGMMA_SWIZZLE_BY_NAME[self.swizzle], 62, 2, "swizzle")
+        return v | self.unused
+
+    @classmethod
+    def decode(cls, value: int) -> "WgmmaDescriptor":
+        value = int(value) & ((1 << 64) - 1)
+        return cls(start_address=_bits(value, 0, 14) << 4, lbo=_bits(value, 16, 14) << 4,
+                   sbo=_bits(value, 32, 14) << 4, base_offset=_bits(value, 49, 3),
+                   swizzle=WGMMA_SWIZZLE_CODES[_bits(value, 62, 2)], unused=value & WGMMA_UNUSED_MASK)
+
+    def describe(self) -> str:
+        parts = [f"start 0x{self.start_address:05x}", f"LBO {self.lbo}", f"SBO {self.sbo}",
+                 f"swizzle {self.swizzle}"]
+        if self.base_offset:
+            parts.append(f"base offset {self.base_offset}")
+        if self.unused:
+            parts.append(f"unused bits 0x{self.unused:016x} set")
+        return "wgmma matrix descriptor {" + ", ".join(parts) + "}"
+
+    @property
+    def width(self) -> int:
+        """Swizzle atom row width W in bytes (16 for no swizzle)."""
+        return SWIZZLE_WIDTH[self.swizzle]
+
+    @property
+    def swizzle_fn(self) -> str:
+        return SWIZZLE_FN[self.swizzle]
+
+
+def make_wgmma_descriptor(start_address: int, *, lbo: int = 16, sbo: int = 0, swizzle: str = "none",
+                          base_offset: int = 0) -> WgmmaDescriptor:
+    """A wgmma matrix descriptor (a convenience for tests and tools)."""
+    return WgmmaDescriptor(start_address=start_address, lbo=lbo, sbo=sbo, swizzle=swizzle, base_offset=base_offset)
+
+
 # ---------------------------------------------------------------------------------------------- instruction descriptors
 #: type codes of Table 42 per kind: code -> format name (numerics names)
 TYPE_CODES = {
@@ -518,7 +597,8 @@ class ZeroColumnMask:
         return out
 
 
-__all__ = ["SmemDescriptor", "OperandAddresses", "operand_addresses", "make_smem_descriptor", "InstrDescriptor",
+__all__ = ["WgmmaDescriptor", "make_wgmma_descriptor", "WGMMA_SWIZZLE_CODES", "WGMMA_UNUSED_MASK",
+           "SmemDescriptor", "OperandAddresses", "operand_addresses", "make_smem_descriptor", "InstrDescriptor",
            "InstrDescriptorBlockScaled", "decode_idesc", "SWIZZLE_CODES", "SWIZZLE_WIDTH", "SWIZZLE_REPEAT",
            "SWIZZLE_FN", "TYPE_CODES", "DTYPE_CODES", "CONTAINER_BITS", "MAX_SHIFT_CODES", "BLOCK_SCALED_KINDS",
            "DENSE_KINDS", "type_code", "ZeroColumnMask"]

@@ -30,6 +30,8 @@ TYPE_CLASS_OPCODES = ("add", "sub", "mul", "mad", "div", "abs", "neg", "min", "m
 #: tcgen05 sub-operations (the first qualifier), each its own family ``tcgen05.<subop>`` (PTX ISA 9.1 §9.7.16)
 TCGEN05_SUBOPS = ("mma", "commit", "cp", "shift", "alloc", "dealloc", "relinquish_alloc_permit", "ld", "st",
                   "wait::ld", "wait::st", "fence::before_thread_sync", "fence::after_thread_sync")
+#: wgmma sub-operations (the first qualifier), each its own family ``wgmma.<subop>`` (PTX ISA 9.1 §9.7.15)
+WGMMA_SUBOPS = ("fence", "commit_group", "wait_group", "mma_async")
 
 
 def _is_bulk(mods: tuple) -> bool:
@@ -46,6 +48,10 @@ def _cp_family(mods: tuple) -> str | None:
 
 def _tcgen05_family(mods: tuple) -> str | None:
     return f"tcgen05.{mods[0]}" if mods and mods[0] in TCGEN05_SUBOPS else None
+
+
+def _wgmma_family(mods: tuple) -> str | None:
+    return f"wgmma.{mods[0]}" if mods and mods[0] in WGMMA_SUBOPS else None
 
 
 def _barrier_family(mods: tuple) -> str:
@@ -76,6 +82,7 @@ def _type_class(opcode: str):
 _SPLITS = {
     "cp": (_cp_family, ("cp.async.bulk.tensor", "cp.async.bulk", "cp.async")),
     "tcgen05": (_tcgen05_family, tuple(f"tcgen05.{s}" for s in TCGEN05_SUBOPS)),
+    "wgmma": (_wgmma_family, tuple(f"wgmma.{s}" for s in WGMMA_SUBOPS)),
     "barrier": (_barrier_family, ("barrier.cluster", "barrier")),
     "cvt": (_cvt_family, ("cvt.pack", "cvt")),
     "tensormap": (_tensormap_family, ("tensormap.replace", "tensormap.cp_fenceproxy", "tensormap")),
@@ -208,5 +215,5 @@ def b32_vector(op, n: int, what: str, full: str, info, loc, allow_imm: bool = Fa
     return tuple(elems)
 
 
-__all__ = ["b32_vector", "FLOAT_TYPES", "TYPE_CLASS_OPCODES", "TCGEN05_SUBOPS", "family_of", "instruction_family",
+__all__ = ["b32_vector", "FLOAT_TYPES", "TYPE_CLASS_OPCODES", "TCGEN05_SUBOPS", "WGMMA_SUBOPS", "family_of", "instruction_family",
            "opcode_of_key", "check_family_key", "QualGroup", "FormSpec", "split_qualifiers"]

@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["FragmentLayout", "mma_layout", "ldmatrix_layout", "ldmatrix_row_suppliers", "gather", "scatter",
+__all__ = ["FragmentLayout", "mma_layout", "wgmma_layout", "ldmatrix_layout", "ldmatrix_row_suppliers", "gather", "scatter",
            "describe", "MMA_SHAPES", "elem_bits_of"]
 
 WARP = 32
@@ -137,6 +137,39 @@ def mma_layout(shape: str, operand: str, elem_type: str) -> FragmentLayout:
         raise ValueError(f"no fragment map for {name}")
     n, rf, cf = _MAPS[key]
     return _make(name, (M, K) if operand == "A" else (K, N), bits, n, rf, cf)
+
+
+#: wgmma.mma_async register A of one warp (its 16 rows of the 64-row A): the mma.sync map of the same K
+#: (PTX ISA 9.1 §9.7.15.5.1.1, Figures 148 / 150 / 152: row 16*w + the mma row for warp w of the warpgroup)
+_WGMMA_A = {16: ("m16n8k16", "16b"), 8: ("m16n8k8", "tf32"), 32: ("m16n8k32", "8b")}
+
+
+@lru_cache(maxsize=None)
+def wgmma_layout(operand: str, elem_type: str, n_or_k: int) -> FragmentLayout:
+    """One warp's share of a ``wgmma.mma_async`` register operand (PTX ISA 9.1 §9.7.15.5.1.1): warp ``w`` of the
+    warpgroup holds rows ``16w .. 16w+15``; the layout is on that warp's ``(16, X)`` slice.
+
+    * ``operand 'D'`` (accumulator, ``elem_type`` f32 / s32 / f16, ``n_or_k`` = N): element ``i`` of a lane is
+      row ``g + 8*((i//2) % 2)``, column ``8*(i//4) + 2t + i%2`` (Figures 149 / 151 / 153 / 155: the mma.sync
+      m16n8 accumulator repeated over N/8 column blocks); f16 packs elements ``2j, 2j+1`` into register ``j``.
+    * ``operand 'A'`` (``elem_type`` f16 / bf16 / tf32 / e4m3 / e5m2 / s8 / u8, ``n_or_k`` = K of the shape, or of
+      the packed sparse A): the mma.sync A map of m16n8k16 / m16n8k8 (tf32) / m16n8k32 (8-bit)."""
+    if operand == "D":
+        if elem_type not in ("f32", "s32", "f16"):
+            raise ValueError(f"no wgmma accumulator of type .{elem_type}")
+        n = n_or_k
+        if n % 8 or not 8 <= n <= 256:
+            raise ValueError(f"wgmma N = {n} is not a multiple of 8 in 8..256")
+        return _make(f"wgmma D .{elem_type} N={n}", (16, n), elem_bits_of(elem_type), n // 2,
+                     lambda i, g, t: g + 8 * ((i // 2) % 2), lambda i, g, t: 8 * (i // 4) + 2 * t + i % 2)
+    if operand != "A":
+        raise ValueError(f"wgmma register operands are A and D, got {operand!r}")
+    key = _WGMMA_A.get(n_or_k)
+    if key is None or _kind(elem_type) != key[1]:
+        raise ValueError(f"no wgmma A fragment for .{elem_type} with K = {n_or_k}")
+    base = mma_layout(key[0], "A", elem_type)
+    return FragmentLayout(f"wgmma A .{elem_type} K={n_or_k}", base.shape, base.elem_bits, base.per_reg, base.nregs,
+                          base.row, base.col)
 
 
 @lru_cache(maxsize=None)

@@ -492,8 +492,10 @@ class ExecContext:
 
     def async_groups(self, kind: str, lane: int):
         """The async-group state (:class:`tcsim.async_groups.AsyncGroups`) of thread ``lane`` of this warp for
-        ``kind`` 'bulk' (cp.async.bulk groups, PTX ISA §9.7.9.25.6) or 'cp.async' (§9.7.9.25.3)."""
-        table = self.cta.bulk_groups if kind == "bulk" else self.cta.cp_async_groups
+        ``kind`` 'bulk' (cp.async.bulk groups, PTX ISA §9.7.9.25.6), 'cp.async' (§9.7.9.25.3) or 'wgmma' (wgmma-groups,
+        §9.7.15.7.2)."""
+        table = {"bulk": self.cta.bulk_groups, "cp.async": self.cta.cp_async_groups,
+                 "wgmma": self.cta.wgmma_groups}[kind]
         return thread_groups(table, self.warp.id, lane)
 
     def async_group_join(self, kind: str, lane: int, op) -> None:

@@ -92,6 +92,8 @@ class Cta:
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
         self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)
+        self.wgmma_groups = {}         # per-thread wgmma-groups (PTX ISA §9.7.15.7.2), keyed by (warp, lane)
+        self.wgmma_issued = {}         # warpgroup -> {warp: [pc of each wgmma.mma_async issued]} (.aligned check)
 
     @property
     def label(self) -> str:

@@ -159,6 +159,33 @@ class AgentPort:
     def async_complete(self, op, cta=None, **detail) -> None:
         self._async_event(AsyncComplete, "async.complete", op, cta, detail)
 
+    # -------------------------------------------------------------------------------------------- warp registers
+    def read_warp_regs(self, warp, names, *, pc: int | None = None, line: int | None = None) -> np.ndarray:
+        """The 32-bit registers ``names`` of ``warp`` (all 32 lanes, shape (len(names), 32) uint32), read by the op
+        being completed (``wgmma.mma_async`` reads its accumulator / A fragment in flight, PTX ISA 9.1
+        §9.7.15.5.2); each read is published as a :class:`tcsim.observe.RegAccess` of this agent."""
+        out = np.stack([np.asarray(warp.regs[n], dtype=np.uint32).copy() for n in names]) if names else \
+            np.zeros((0, 32), dtype=np.uint32)
+        self._publish_regs(warp, names, False, pc, line)
+        return out
+
+    def write_warp_regs(self, warp, names, values, *, pc: int | None = None, line: int | None = None) -> None:
+        """Write ``values`` ((len(names), 32) uint32) into ``warp``'s 32-bit registers ``names`` (every lane): the
+        completion of an async op whose destinations are registers (``wgmma.mma_async`` accumulators)."""
+        for n, v in zip(names, values):
+            reg = warp.regs[n]
+            reg[:] = np.asarray(v, dtype=np.uint32).astype(reg.dtype, copy=False)
+        self._publish_regs(warp, names, True, pc, line)
+
+    def _publish_regs(self, warp, names, write, pc, line) -> None:
+        bus = self.sim.bus
+        if bus.active and bus.wants("reg"):
+            from ..observe import RegAccess
+            lanes = tuple(range(32))
+            for n in names:
+                bus.publish(RegAccess(self.env.now, warp.cta.ctaid, self.agent_name, warp=warp.id, pc=pc,
+                                      line=line, reg=n, write=write, lanes=lanes))
+
     # -------------------------------------------------------------------------------------------- SMEM / DSMEM
     def smem_space(self, cta) -> str:
         """The state space an access to ``cta``'s SMEM is reported in: its own CTA's or a peer's (DSMEM)."""

@@ -345,6 +345,29 @@ def register_in_flight(ld, use, reg: str, write: bool) -> Finding:
                        f"(line {use.line})", severity="lint")
 
 
+def wgmma_register_in_flight(mma, use, reg: str, write: bool, role: str) -> Finding:
+    """Class 19: PTX ISA 9.1 §9.7.15.5.2 / §9.7.15.7.3 -- the accumulator and register-A operands of a
+    wgmma.mma_async may be accessed only after a wgmma.wait_group that retires its wgmma-group."""
+    verb = "overwrites" if write else "reads"
+    return Finding(19, f"{_at(use)} {verb} {reg}, the {role} of the wgmma.mma_async at {_at(mma)}, before a "
+                       f"wgmma.wait_group retired it: the MMA may still read or write it (undefined behaviour)",
+                   (mma.side(f"register {reg}"), use.side(f"register {reg}")),
+                   missing=f"wgmma.commit_group after line {mma.line} and wgmma.wait_group (N small enough to "
+                           f"retire it) before line {use.line}",
+                   fix=f"wait for the MMA of line {mma.line} (wgmma.wait_group) before line {use.line} touches {reg}")
+
+
+def wgmma_unfenced(write, mma, reg: str, role: str) -> Finding:
+    """Class 19: PTX ISA 9.1 §9.7.15.7.1 -- wgmma.fence must order a register access by the warpgroup before a
+    wgmma.mma_async that uses the register as accumulator or A fragment."""
+    return Finding(19, f"{_at(mma)} uses {reg} as its {role}, which {_at(write)} wrote with no wgmma.fence in "
+                       f"between: the MMA's register access is not ordered after the write (undefined behaviour)",
+                   (write.side(f"register {reg}"), mma.side(f"register {reg}")),
+                   missing=f"wgmma.fence.sync.aligned between line {write.line} and line {mma.line}",
+                   fix=f"issue wgmma.fence.sync.aligned after line {write.line}, before the wgmma.mma_async of line "
+                       f"{mma.line}")
+
+
 def init_not_visible(init, arrive, ordered: bool) -> Finding:
     """Class 10: PTX ISA 9.1 §9.7.13.4 fence.mbarrier_init / §9.7.13.3 barrier.cluster -- an mbarrier's init
     must be released to the cluster (fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.release /

@@ -28,14 +28,19 @@ Edges (PTX ISA 9.1 §8.9 base causality order and the sections named):
   before its wait that conflicts with a prerequisite's access is class 20, naming both sides and the missing wait.
 
 ``elect.sync`` needs no edge: it only selects a lane of one warp, whose lanes share a clock.
-``wgmma`` is not executed by tcsim either; the register check covers ``tcgen05.ld`` destinations.
+``wgmma`` (§9.7.15): each warp's share of a ``wgmma.mma_async`` is an async op of its warpgroup's MMA unit (one
+stream per warpgroup), joined to the thread's wgmma-groups by ``wgmma.commit_group``; ``wgmma.wait_group N``
+acquires the completions of the groups it retires.  Its accumulator and register-A operands stay in flight until
+then: any access to them by the warp meanwhile is class 19 (missing ``wgmma.wait_group``), and a register the warp
+wrote that an MMA then uses with no ``wgmma.fence`` in between is class 19 too (missing ``wgmma.fence``,
+§9.7.15.7.1); its SMEM reads are async-proxy reads like the tensor pipe's (classes 5 and 8).
 
 Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
 clock components (:meth:`ShadowSpace.access`) are classified by :func:`tcsim.race.explain.classify` into the bug
 classes of :data:`tcsim.findings.CLASSES` (2, 5, 6, 7, 8, 9, 16, 20, 21).  Besides: class 10 at every arrive /
 complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 14 at each CTA's exit
 (peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
-register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``).
+register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text).
 """
 from __future__ import annotations
 
@@ -79,7 +84,7 @@ class AccessRec:
 class WarpState:
     __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
-                 "cluster_phase", "wait_relaxed", "gdc_waited")
+                 "cluster_phase", "wait_relaxed", "gdc_waited", "wg_open", "wg_groups", "wg_regs", "wg_unfenced")
 
     def __init__(self, key, reg: Components):
         self.key = key
@@ -104,6 +109,10 @@ class WarpState:
         self.cluster_phase = None
         self.wait_relaxed = False    # the warp's last completed mbarrier wait was .relaxed (no acquire, §9.7.13.15)
         self.gdc_waited = np.zeros(32, dtype=bool)   # lanes past griddepcontrol.wait (tcsim.grid_dependency)
+        self.wg_open: list = []      # wgmma.mma_async ops not yet committed (§9.7.15.7.2)
+        self.wg_groups: deque = deque()
+        self.wg_regs: dict = {}      # register -> (AccessRec of the wgmma.mma_async using it, op id, role)
+        self.wg_unfenced: dict = {}  # register -> AccessRec of the warp's last write since its last wgmma.fence
 
     @property
     def epoch(self) -> int:
@@ -168,6 +177,13 @@ class HappensBefore:
         #: the global accesses of the prerequisite grids in flight (tcsim.grid_dependency.GridAccessLog) or None
         self.prerequisites = getattr(sim, "grid_dependency", None) and sim.grid_dependency.prerequisites
         self._gdc_reported: set = set()
+        #: registers some wgmma.mma_async uses (accumulators, register A): watched through 'reg' events
+        self.wg_names = frozenset(e.name for ins in self.program.body
+                                  if ins.opcode == "wgmma" and ins.mods[:1] == ("mma_async",)
+                                  for op in ins.operands[:2] for e in getattr(op, "elems", ())
+                                  if isinstance(e, ir.Reg))
+        if self.wg_names:
+            self.kinds = self.kinds | {"reg"}
         sim.cta_exit_hooks.append(self._cta_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
@@ -392,11 +408,15 @@ class HappensBefore:
     def _regs_done(self, ws) -> None:
         if ws.regs:
             ws.regs.clear()
-            if "reg" in self.kinds and not any(w.regs for w in self.warps.values()):
+            if "reg" in self.kinds and not self.wg_names and not any(w.regs for w in self.warps.values()):
                 self.kinds = self.kinds - {"reg"}
                 self.bus.refresh()
 
     def _reg(self, ev) -> None:
+        if ev.agent != "warp":
+            return                   # an async unit's own register accesses (the wgmma completion)
+        if self.wg_names and ev.reg in self.wg_names:
+            self._wg_reg(ev)
         ws = self.warps.get((tuple(ev.cta), int(ev.warp)))
         if ws is None or not ws.regs:
             return
@@ -411,9 +431,40 @@ class HappensBefore:
         text, loc, _, _ = self._pcinfo(ev.pc)
         use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
         self.report(explain.register_in_flight(rec, use, ev.reg, ev.write))
-        if not any(w.regs for w in self.warps.values()) and "reg" in self.kinds:
+        if not self.wg_names and not any(w.regs for w in self.warps.values()) and "reg" in self.kinds:
             self.kinds = self.kinds - {"reg"}
             self.bus.refresh()
+
+    # ----------------------------------------------------------------------------------------- wgmma registers
+    def _wg_reg(self, ev) -> None:
+        """A warp instruction touches a register some wgmma.mma_async uses (PTX ISA 9.1 §9.7.15.5.2, §9.7.15.7.1)."""
+        ws = self._warp(ev.cta, ev.warp)
+        pend = ws.wg_regs.get(ev.reg)
+        text, loc, _, _ = self._pcinfo(ev.pc)
+        use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
+        if pend is not None:
+            rec, op_id, role = pend
+            for r in [r for r, x in ws.wg_regs.items() if x[1] == op_id]:
+                del ws.wg_regs[r]           # one finding per MMA
+            self.report(explain.wgmma_register_in_flight(rec, use, ev.reg, ev.write, role))
+        if ev.write:
+            ws.wg_unfenced[ev.reg] = use
+
+    def _wg_issue(self, ws, o, ev) -> None:
+        """A wgmma.mma_async share issued by warp ``ws``: its registers are in flight from now; the ones the warp
+        wrote since its last wgmma.fence make the 'missing wgmma.fence' finding."""
+        rec = AccessRec(o.what, o.loc, ws.key[0], ws.key[1], None, "async", "wgmma", ev.cycle, ws.key)
+        d = ev.detail
+        roles = [(r, "accumulator") for r in d.get("d_regs") or ()] + [(r, "A fragment") for r in
+                                                                        d.get("a_regs") or ()]
+        for r, role in roles:
+            w = ws.wg_unfenced.pop(r, None)
+            if w is not None:
+                self.report(explain.wgmma_unfenced(w, rec, r, role))
+                for r2, _ in roles:
+                    ws.wg_unfenced.pop(r2, None)
+        for r, role in roles:
+            ws.wg_regs[r] = (rec, o.op_id, role)
 
     # ----------------------------------------------------------------------------------------- async ops
     def _async_issue(self, ev) -> None:
@@ -436,6 +487,10 @@ class HappensBefore:
         elif unit == "tcgen05" and ws is not None:
             ws.tst_seq += 1
             streams = {"x": (ws.tst, ws.tst_seq)}
+        elif unit == "wgmma" and ws is not None:
+            s = self._stream(("wgmma", cta, ws.key[1] // 4))
+            s[1] += 1
+            streams = {"x": (s[0], s[1])}
         elif ws is not None and ev.agent == "lsu":
             ws.cpa_seq += 1
             streams = {"x": (ws.cpa, ws.cpa_seq)}
@@ -455,6 +510,9 @@ class HappensBefore:
                 ws.bulk_open.append(o)
             elif ev.agent == "lsu":
                 ws.cpa_open.append(o)
+            elif unit == "wgmma":
+                ws.wg_open.append(o)
+                self._wg_issue(ws, o, ev)
             ws.tick()
 
     def _async_complete(self, ev) -> None:
@@ -470,11 +528,18 @@ class HappensBefore:
             ws.clock.join(o.completion(read_only))
         o.waiters.clear()
 
-    def _group_wait(self, ev, bulk: bool) -> None:
+    def _group_wait(self, ev, bulk) -> None:
         ws = self._warp(ev.cta, ev.warp)
         keep = int(ev.detail.get("n", 0) or 0)
-        read_only = bool(ev.detail.get("read")) if bulk else False
-        opened, groups = (ws.bulk_open, ws.bulk_groups) if bulk else (ws.cpa_open, ws.cpa_groups)
+        read_only = bool(ev.detail.get("read")) if bulk is True else False
+        if bulk == "wgmma":
+            opened, groups = ws.wg_open, ws.wg_groups
+            older = list(groups)[:max(len(groups) - keep, 0)]
+            done = {o.op_id for g in older for o in g}
+            for r in [r for r, x in ws.wg_regs.items() if x[1] in done]:
+                del ws.wg_regs[r]
+        else:
+            opened, groups = (ws.bulk_open, ws.bulk_groups) if bulk else (ws.cpa_open, ws.cpa_groups)
         if not bulk and ev.detail.get("all"):
             groups.append(list(opened))
             opened.clear()
@@ -490,9 +555,12 @@ class HappensBefore:
                 groups.popleft()
         ws.tick()
 
-    def _group_commit(self, ev, bulk: bool) -> None:
+    def _group_commit(self, ev, bulk) -> None:
         ws = self._warp(ev.cta, ev.warp)
-        if bulk:
+        if bulk == "wgmma":
+            ws.wg_groups.append(list(ws.wg_open))
+            ws.wg_open.clear()
+        elif bulk:
             ws.bulk_groups.append(list(ws.bulk_open))
             ws.bulk_open.clear()
         else:
@@ -709,6 +777,13 @@ class HappensBefore:
                 ws.fence_rel = c.copy()
         ws.tick()
 
+    def _wgmma_fence(self, ev) -> None:
+        """wgmma.fence (§9.7.15.7.1): the warp's earlier register accesses are ordered before later wgmma.mma_async
+        register accesses."""
+        ws = self._warp(ev.cta, ev.warp)
+        ws.wg_unfenced.clear()
+        ws.tick()
+
     def _tcgen05_fence(self, ev) -> None:
         ws = self._warp(ev.cta, ev.warp)
         if ev.detail.get("fence") == "before_thread_sync":
@@ -823,6 +898,9 @@ _SYNC = {
     "bulk.wait_group": lambda self, ev: self._group_wait(ev, True),
     "cp.async.commit_group": lambda self, ev: self._group_commit(ev, False),
     "cp.async.wait_group": lambda self, ev: self._group_wait(ev, False),
+    "wgmma.commit_group": lambda self, ev: self._group_commit(ev, "wgmma"),
+    "wgmma.wait_group": lambda self, ev: self._group_wait(ev, "wgmma"),
+    "wgmma.fence": lambda self, ev: self._wgmma_fence(ev),
     "cluster.arrive": HappensBefore._cluster_arrive,
     "cluster.wait": HappensBefore._cluster_wait,
     "cluster.release": HappensBefore._cluster_release,
