@@ -197,7 +197,8 @@ class ExecContext:
     # ------------------------------------------------------------------------------------------ addresses
     def symbol_address(self, name: str) -> int:
         """Address of a named variable in its own state space (shared: 32-bit shared address with this CTA's
-        rank bits; global: generic address; param/const/local: state-space offset)."""
+        rank bits, counted from the start of the shared window; local: its address in the kernel's frame below the
+        stack top; global: generic address; param/const: state-space offset)."""
         p = self.program
         s = p.shared_symbols.get(name)
         if s is not None:
@@ -207,7 +208,7 @@ class ExecContext:
             return s.offset
         s = p.local_symbols.get(name)
         if s is not None:
-            return s.offset
+            return p.local_base + s.offset      # the frame lies below the stack top (tcsim.address_map)
         s = p.const_symbols.get(name)
         if s is not None:
             return s.offset

@@ -325,8 +325,37 @@ def record(out_dir: Path, argv) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------ compare
+#: generic addresses: the driver picks the windows' bases per process (the record shows a new base in every launch),
+#: so these are compared relative to the CTA's own window base (the slot named), and the bases by their alignment
+#: (the low bits they must have: 4 GiB for shared, 16 MiB for local; the parameter bank's address by its low 24
+#: bits)
+RELATIVE = {"cvta_shared": "shared_window_base", "cvta_shared_cluster": "shared_window_base",
+            "local_generic": "local_window_base",
+            **{f"{n}:{r}": "shared_window_base" for r in range(MAX_RANKS)
+               for n in ("mapa_generic", "cvta_cluster_of_mapa")}}
+LOW_BITS = {"shared_window_base": 32, "local_window_base": 24, "param_generic": 24}
+
+
+def normalised(values: dict) -> dict:
+    """``values`` (one case's {slot: per CTA}) with every generic address replaced by what is comparable across
+    processes: its offset from the window base (:data:`RELATIVE`), or its low bits (:data:`LOW_BITS`)."""
+    out = {}
+    for slot, per in values.items():
+        if slot in RELATIVE:
+            bases = values[RELATIVE[slot]]
+            out[slot] = [v if v == NONE or not isinstance(v, int) else
+                         f"{RELATIVE[slot]}+0x{(v - b) % (1 << 64):x}" for v, b in zip(per, bases)]
+        elif slot in LOW_BITS:
+            k = LOW_BITS[slot]
+            out[slot] = [f"low {k} bits 0x{v % (1 << k):x}" if isinstance(v, int) else v for v in per]
+        else:
+            out[slot] = per
+    return out
+
+
 def compare(golden: dict, sim: dict) -> list:
-    """[(case, slot, cta, gpu value, tcsim value)] where tcsim differs from the record."""
+    """[(case, slot, cta, gpu value, tcsim value)] where tcsim differs from the record (generic addresses
+    compared by :func:`normalised`)."""
     diffs = []
     for name, g in golden["cases"].items():
         s = sim.get(name)
@@ -335,8 +364,9 @@ def compare(golden: dict, sim: dict) -> list:
         if s is None or "values" not in s:
             diffs.append((name, "*", -1, "recorded", (s or {}).get("detail", "not run")))
             continue
-        for slot, per in g["values"].items():
-            mine = s["values"].get(slot)
+        gv, sv = normalised(g["values"]), normalised(s["values"])
+        for slot, per in gv.items():
+            mine = sv.get(slot)
             for cta, want in enumerate(per):
                 got = None if mine is None else mine[cta]
                 if got != want:

@@ -148,7 +148,9 @@ def decode_cvta(ins, info):
 
 @semantics("isspacep")
 def decode_isspacep(ins, info):
-    """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window."""
+    """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window.  As on the H100
+    (tests/hw/golden_h100/address_layout.json): ``.shared::cta`` holds for the executing CTA's own window only,
+    ``.shared::cluster`` for every CTA's; ``.param`` and ``.global`` both hold for a kernel-parameter address."""
     f = parse_isspacep(ins)
     space, dst, src = f.space, f.dst, f.src
 
@@ -156,6 +158,8 @@ def decode_isspacep(ins, info):
         a = ctx.read(src, "u64").astype(np.uint64)
         sh = (a >= np.uint64(M.SHARED_WINDOW)) & (a < np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE))
         lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
+        pa = (a >= np.uint64(M.PARAM_WINDOW)) & (a < np.uint64(M.PARAM_WINDOW + M.WINDOW_SIZE))
+        co = (a >= np.uint64(M.CONST_WINDOW)) & (a < np.uint64(M.CONST_WINDOW + M.WINDOW_SIZE))
         if space in ("shared", "shared::cta"):
             r = sh & ((a - np.uint64(M.SHARED_WINDOW)) >> np.uint64(M.SHARED_RANK_SHIFT) ==
                       np.uint64(ctx.rank))
@@ -164,7 +168,13 @@ def decode_isspacep(ins, info):
         elif space == "local":
             r = lo
         elif space == "global":
-            r = ~(sh | lo) & (a >= np.uint64(M.GLOBAL_BASE))
+            # the kernel-parameter (and constant) banks live in global memory: isspacep.global of a generic
+            # parameter address is true on the H100 (tests/hw/golden_h100/address_layout.json)
+            r = ~(sh | lo) & ((a >= np.uint64(M.GLOBAL_BASE)) | pa | co)
+        elif space in ("param", "param::entry"):
+            r = pa
+        elif space == "const":
+            r = co
         else:
             r = np.zeros(32, dtype=bool)
         ctx.write_pred(dst, r)
