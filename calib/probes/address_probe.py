@@ -66,6 +66,9 @@ class Variant:
     module: tuple
     recorded: tuple
     primary: str
+    #: .local declarations: the first is ``loc`` (the local slots start from it); every one is stored to and has its
+    #: address recorded (``laddr:<name>``)
+    locals: tuple = (".local .align 8 .b8 loc[16];",)
 
 
 VARIANTS = {
@@ -93,6 +96,18 @@ VARIANTS = {
     "big": Variant(decls=(".shared .align 16 .b8 big[40000];", ".shared .align 8 .b64 after;"),
                    module=(".extern .shared .align 16 .b8 dyn[];",), recorded=("big", "after", "dyn"),
                    primary="after"),
+    # no dynamic array declared: where the static section ends (the shared-size registers show it)
+    "noext": Variant(decls=(".shared .align 4 .b8 t3[3];", ".shared .align 2 .b16 t2;"), module=(),
+                     recorded=("t3", "t2"), primary="t3"),
+    # an unreferenced variable and a 128-aligned dynamic array: does the dead variable come before or after it
+    "dead": Variant(decls=(".shared .align 8 .b8 d_used[8];", ".shared .align 16 .b8 d_dead[100];"),
+                    module=(".extern .shared .align 128 .b8 dyn[];",), recorded=("d_used", "dyn"), primary="d_used"),
+    # module-scope variables (one unreferenced) around a kernel-scope one; two .local arrays of other sizes
+    "mod2": Variant(decls=(".shared .align 8 .b8 ka[8];",),
+                    module=(".shared .align 4 .b8 ga[4];", ".shared .align 4 .b8 gdead[32];",
+                            ".shared .align 4 .b8 gb[4];", ".extern .shared .align 16 .b8 dyn[];"),
+                    recorded=("ga", "gb", "ka", "dyn"), primary="ka",
+                    locals=(".local .align 16 .b8 loc[40];", ".local .align 4 .b8 loc2[12];")),
 }
 
 
@@ -116,6 +131,10 @@ CASES = {
     "dyn1k_c2_d2048": Case("dyn1k", (4, 1, 1), (2, 1, 1), 2048),
     "mod_c1_d16": Case("mod", (2, 1, 1), (1, 1, 1), 16),
     "big_c2_d20000": Case("big", (4, 1, 1), (2, 1, 1), 20000),
+    "noext_c1_d0": Case("noext", (2, 1, 1), (1, 1, 1), 0),
+    "noext_c2_d64": Case("noext", (4, 1, 1), (2, 1, 1), 64),
+    "dead_c1_d32": Case("dead", (2, 1, 1), (1, 1, 1), 32),
+    "mod2_c2_d0": Case("mod2", (4, 1, 1), (2, 1, 1), 0),
 }
 
 SREGS = ("%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%reserved_smem_offset_begin",
@@ -171,9 +190,14 @@ def slots(variant: str) -> list:
     """The slot names of ``variant``'s kernel, in the order of its output row."""
     v = VARIANTS[variant]
     names = [f"addr:{n}" for n in v.recorded] + [f"addr32:{n}" for n in v.recorded]
+    names += [f"laddr:{_local_name(d)}" for d in v.locals]
     names += [n for n, _ in _OWN] + [n for n, _ in _isspacep_slots()] + [f"sreg:{s[1:]}" for s in SREGS]
     names += [f"{n}:{r}" for r in range(MAX_RANKS) for n, _ in _PEER]
     return names
+
+
+def _local_name(decl: str) -> str:
+    return decl.rstrip(";").split()[-1].split("[")[0]
 
 
 def kernel_name(variant: str) -> str:
@@ -193,6 +217,9 @@ def ptx(variant: str) -> str:
         store(f"addr:{n}", f"mov.u64 %v, {n};")
     for n in v.recorded:
         store(f"addr32:{n}", f"mov.u32 %w, {n};\n\tcvt.u64.u32 %v, %w;")
+    for d in v.locals:
+        n = _local_name(d)
+        store(f"laddr:{n}", f"mov.u64 %v, {n};\n\tst.local.u32 [{n}], %rT6;")
     for n, code in _OWN:
         store(n, code)
     for n, code in _isspacep_slots():
@@ -210,7 +237,7 @@ def ptx(variant: str) -> str:
     return (_HDR + "\n".join(v.module) + f"\n\n.visible .entry {kernel_name(variant)}(.param .u64 out_ptr)\n{{\n"
             "\t.reg .b32 %w, %wT, %rP32, %rN, %rT<8>;\n\t.reg .b64 %v, %rdT, %rdP, %rdG, %rdL, %rdLG, %rdPG, %rdO, "
             "%rdX<8>;\n\t.reg .pred %q, %pr;\n"
-            f"\t{decls}\n\t.local .align 8 .b8 loc[16];\n"
+            f"\t{decls}\n\t" + "\n\t".join(v.locals) + "\n"
             "\tld.param.u64 %rdX0, [out_ptr];\n\tcvta.to.global.u64 %rdX0, %rdX0;\n"
             # linear thread index: (ctaid.y * nctaid.x + ctaid.x) * ntid.x + tid.x (1-D blocks)
             "\tmov.u32 %rT0, %ctaid.y;\n\tmov.u32 %rT1, %nctaid.x;\n\tmov.u32 %rT2, %ctaid.x;\n"

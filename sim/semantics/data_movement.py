@@ -15,7 +15,7 @@ import numpy as np
 from tcsim.isa import ir
 from tcsim.isa.data_movement_forms import (parse_cvta, parse_getctarank, parse_isspacep, parse_ld, parse_mapa,
                                            parse_mov, parse_prefetch, parse_st)
-from tcsim.isa.errors import VerifyError
+from tcsim.isa.errors import MemoryFault, VerifyError
 from .. import memory as M
 from ..ptxtypes import UINT, size_of, view_dtype
 from .registry import semantics
@@ -186,7 +186,10 @@ def decode_isspacep(ins, info):
 def decode_mapa(ins, info):
     """PTX ISA §9.7.9.23 mapa: address of the same shared variable in CTA ``rank`` of the cluster.
 
-    ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.
+    ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.  The result
+    replaces the rank field (bits 24 and up) and keeps the window offset, as the H100 does
+    (tests/hw/golden_h100/address_layout.json: every rank of clusters of 1, 2, 4 and 2 x 2).  A rank outside the
+    cluster, or a generic address outside the shared window, is a located error.
     """
     f = parse_mapa(ins)
     shared, size, dst, src, rank = f.space is not None, f.size, f.dst, f.src, f.rank
@@ -198,6 +201,14 @@ def decode_mapa(ins, info):
         bad = ctx.mask & (r >= np.uint64(n))
         if bad.any():
             raise VerifyError(f"mapa to CTA rank {int(r[bad][0])} but the cluster has {n} CTAs")
+        if not shared:
+            outside = ctx.mask & ((a < np.uint64(M.SHARED_WINDOW)) |
+                                  (a >= np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE)))
+            if outside.any():
+                i = int(np.nonzero(outside)[0][0])
+                raise MemoryFault(f"mapa of generic address 0x{int(a[i]):x} (lane {i}), which is not in the shared "
+                                  f"window", expected="the generic address of a shared variable (cvta.shared), or "
+                                                      "mapa.shared::cluster with a shared address")
         off = a if shared else a - np.uint64(M.SHARED_WINDOW)
         out = (off & np.uint64(M.SHARED_OFFSET_MASK)) | (r << np.uint64(M.SHARED_RANK_SHIFT))
         if not shared:
