@@ -15,9 +15,11 @@ against tcsim.  What the record shows:
   (``%reserved_smem_offset_begin`` 0, ``_end`` 0x120, ``_0``/``_1`` 0); the first user byte is at 0x400;
 * static variables referenced by the kernel are laid out from there at their natural alignment, the kernel's own
   (kernel-scope) declarations first, then module-scope ones, each group in declaration order; the dynamic
-  ``.extern .shared`` array follows at its alignment (at least 16); variables the kernel never references are
-  counted in the static size (``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES``) after the dynamic base but take no
-  address a program can see;
+  ``.extern .shared`` array follows at its alignment (at least 16), right after the referenced ones;
+  unreferenced kernel-scope variables follow the referenced ones (the dynamic array may overlap them) and count in
+  the static size (``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES``), unreferenced module-scope ones are dropped; the
+  static size runs to the dynamic base or the last variable, whichever is further, rounded up to 16 when a
+  dynamic array is declared and not rounded otherwise;
 * the 32-bit ``shared::cta`` address of a CTA of cluster rank ``r`` is ``r << 24 | offset`` (rank 0, and every CTA
   of a launch without clusters, carries no rank bits); ``mapa`` replaces the rank field, ``getctarank`` reads it;
   a ``shared::cta`` address is a valid ``shared::cluster`` address of the same bytes;
@@ -27,7 +29,10 @@ against tcsim.  What the record shows:
 * ``%total_smem_size`` = static + dynamic bytes rounded up to 128; ``%aggr_smem_size`` = reserved + static +
   dynamic (not rounded); ``%dynamic_smem_size`` = the launch's dynamic bytes;
 * local memory: the per-thread stack starts at ``c[0x0][0x28]`` = 0xFFFDC0 (16 MiB - 0x240) and a kernel's frame
-  (its ``.local`` variables) lies just below it, in a 16 MiB-aligned generic window;
+  (its ``.local`` variables, the size rounded up to 8 or to the largest variable alignment) lies just below it, in
+  a 16 MiB-aligned generic window.  Not modelled: ptxas drops a ``.local`` variable that is only written (its
+  frame shrinks), and a ``mov`` of such a variable's address gives its frame offset (0x28 in case mod2) instead of
+  a stack address; tcsim keeps every declared variable in the frame;
 * the generic address of kernel-parameter byte 0 ends in 0x280210 (the parameters live at offset 0x210 of
   constant bank 0); ``isspacep.param`` and ``isspacep.global`` both hold for it.
 
@@ -71,7 +76,7 @@ class AddressMap:
     total_smem_granule: int = 128
     #: the local stack's top (c[0x0][0x28]); a kernel's .local frame lies just below it
     local_stack_top: int = 0xFFFDC0
-    #: a .local frame's size is rounded up to this
+    #: a .local frame's size is rounded up to this, or to its most aligned variable's alignment if larger
     local_frame_align: int = 8
     #: generic address of kernel-parameter byte 0 (low bits as on the GPU; the high bits are tcsim's choice)
     param_generic_base: int = 0x7C00_0028_0210
@@ -81,14 +86,15 @@ class AddressMap:
         a = self.dynamic_smem_align
         return (end + a - 1) // a * a
 
-    def local_frame(self, local_size: int) -> int:
-        """Size of a kernel's .local frame holding ``local_size`` bytes of variables."""
-        a = self.local_frame_align
+    def local_frame(self, local_size: int, align: int = 1) -> int:
+        """Size of a kernel's .local frame holding ``local_size`` bytes of variables, the most aligned of which
+        needs ``align``."""
+        a = max(self.local_frame_align, int(align))
         return (int(local_size) + a - 1) // a * a
 
-    def local_base(self, local_size: int) -> int:
+    def local_base(self, local_size: int, align: int = 1) -> int:
         """Local-space address of byte 0 of the kernel's .local frame."""
-        return self.local_stack_top - self.local_frame(local_size)
+        return self.local_stack_top - self.local_frame(local_size, align)
 
     def total_smem_size(self, static: int, dynamic: int) -> int:
         g = self.total_smem_granule

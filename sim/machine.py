@@ -236,9 +236,11 @@ def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
     ``amap.reserved_smem`` bytes of which are the system's; the static variables the kernel references follow at
     their natural alignment, kernel-scope declarations first, then module-scope ones, each in declaration order;
     the dynamic (``.extern``) array comes next, aligned to the largest of its declarations' alignments and
-    ``amap.dynamic_smem_align``; variables never referenced come after it (they count in the static size and take
-    no address a program can see).  ``shared_static_size``: the static section's bytes (what the driver reports
-    as the kernel's static shared size)."""
+    ``amap.dynamic_smem_align``.  Kernel-scope variables never referenced follow the referenced ones (the dynamic
+    array may overlap them: they take no address a program can see, but count in the static size); unreferenced
+    module-scope ones are dropped.  ``shared_static_size``: the static section's bytes (what the driver reports as
+    the kernel's static shared size): up to the dynamic base or the last variable, whichever is further, rounded
+    up to ``amap.dynamic_smem_align`` when the kernel declares a dynamic array, and not rounded when it does not."""
     from .address_map import address_map
 
     amap = amap or address_map(module.arch)
@@ -248,14 +250,16 @@ def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
     off = base
     dyn_align = amap.dynamic_smem_align
     extern_shared, dead = [], []
-    decls = [v for v in kernel.locals if v.space == "shared"] + [v for v in module.globals if v.space == "shared"]
-    for v in decls:
+    decls = [(v, True) for v in kernel.locals if v.space == "shared"] + \
+        [(v, False) for v in module.globals if v.space == "shared"]
+    for v, kernel_scope in decls:
         if v.linkage == "extern" or (v.dims and v.dims[-1] is None):
             extern_shared.append(v)
             dyn_align = max(dyn_align, v.alignment)
             continue
         if v.name not in used:
-            dead.append(v)
+            if kernel_scope:                # module-scope ones are dropped (H100 record, case mod2)
+                dead.append(v)
             continue
         off = _align(off, v.alignment)
         shared[v.name] = Symbol(v.name, "shared", off, v.size_bytes, v)
@@ -263,13 +267,15 @@ def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
     dyn_base = _align(off, dyn_align) if extern_shared else off
     for v in extern_shared:
         shared[v.name] = Symbol(v.name, "shared", dyn_base, 0, v)
-    end = dyn_base
-    for v in dead:
+    end = off
+    for v in dead:                          # after the referenced ones; the dynamic array may overlap them
         end = _align(end, v.alignment) + v.size_bytes
-    static_size = amap.static_smem_end(end) - base
+    static_size = (amap.static_smem_end(max(end, dyn_base)) if extern_shared else end) - base
     loff = 0
+    local_align = 1
     for v in kernel.locals:
         if v.space == "local":
+            local_align = max(local_align, v.alignment)
             loff = _align(loff, v.alignment)
             local[v.name] = Symbol(v.name, "local", loff, v.size_bytes, v)
             loff += v.size_bytes
@@ -285,7 +291,7 @@ def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
             consts[v.name] = Symbol(v.name, "const", coff, v.size_bytes, v)
             coff += v.size_bytes
     return dict(shared_symbols=shared, shared_static_size=static_size, dynamic_smem_align=dyn_align,
-                dynamic_smem_base=dyn_base, address_map=amap, local_base=amap.local_base(loff),
+                dynamic_smem_base=dyn_base, address_map=amap, local_base=amap.local_base(loff, local_align),
                 local_symbols=local, local_size=loff, param_symbols=params, param_size=poff,
                 const_symbols=consts, const_size=coff)
 

@@ -79,17 +79,20 @@ def test_local_frame_lies_below_the_stack_top():
 
 def test_static_layout_rules():
     """Referenced kernel-scope variables first in declaration order, then module-scope ones; unreferenced ones
-    take no address; the dynamic array after them at its alignment (H100: tests/hw/golden_h100/address_layout.json,
-    cases decl / rev / mod)."""
+    take no address; the dynamic array right after the referenced ones at its alignment (H100/H200:
+    tests/hw/golden_h100/address_layout.json, cases decl / rev / mod / dead / mod2)."""
     text = _kernel("  mov.u32 %r1, a;\n  mov.u32 %r2, b;\n  mov.u32 %r3, g;\n  mov.u32 %r4, dyn;",
                    ".shared .align 4 .b8 unused[64];\n  .shared .align 2 .b8 a[3];\n  .shared .align 16 .b8 b[4];",
-                   ".shared .align 8 .b8 g[8];\n.extern .shared .align 64 .b8 dyn[];\n")
+                   ".shared .align 8 .b8 g[8];\n.shared .align 8 .b8 gunused[256];\n"
+                   ".extern .shared .align 64 .b8 dyn[];\n")
     m = parse(text, "<t>")
     lay = layout_program(m, m.kernel("k"))
     sym = lay["shared_symbols"]
     assert (sym["a"].offset, sym["b"].offset, sym["g"].offset, sym["dyn"].offset) == (0x400, 0x410, 0x418, 0x440)
-    assert "unused" not in sym
-    assert lay["shared_static_size"] == 0x440 + 64 - 0x400       # the unreferenced bytes count in the static size
+    assert "unused" not in sym and "gunused" not in sym
+    # the unreferenced kernel-scope bytes follow g ([0x420, 0x460), overlapped by dyn) and count in the static
+    # size; the unreferenced module-scope variable does not
+    assert lay["shared_static_size"] == 0x460 - 0x400
 
 
 def test_shared_size_registers():
