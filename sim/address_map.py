@@ -115,11 +115,10 @@ def address_map(arch: str | None) -> AddressMap:
     """The :class:`AddressMap` of ``arch`` (a module without ``.target``: sm_100a, as the rest of tcsim)."""
     a = ALIASES.get(arch or "sm_100a", arch or "sm_100a")
     m = MAPS.get(a)
-    if m is None:
-        if a.startswith("sm_9"):
-            return SM_90A
-        if a.startswith("sm_1"):
-            return SM_100A
-        raise LaunchError(f"no address layout is known for target {arch}",
-                          expected="one of " + ", ".join(sorted(MAPS)))
-    return m
+    if m is not None:
+        return m
+    if a.startswith("sm_1") and len(a) >= 6:       # sm_100 .. sm_121 families
+        return SM_100A
+    if a.startswith("sm_"):                         # sm_80 / sm_86 / sm_89 / sm_90 forms: the same 1 KB reservation
+        return SM_90A
+    raise LaunchError(f"no address layout is known for target {arch}", expected="one of " + ", ".join(sorted(MAPS)))

@@ -112,3 +112,14 @@ def test_sm100a_assumes_the_sm90a_layout():
               "param_generic_base", "dynamic_smem_align"):
         assert getattr(SM_100A, f) == getattr(SM_90A, f), f
     assert "assumed" in SM_100A.source and address_map("sm_100f") is SM_100A
+
+
+def test_memory_layer_constants_are_the_maps():
+    """The memory layer's window constants (shared by every target) are the maps' values."""
+    from tcsim import memory as M
+    from tcsim.address_map import MAPS
+
+    for m in MAPS.values():
+        assert m.rank_shift == M.SHARED_RANK_SHIFT and m.param_generic_base == M.PARAM_WINDOW
+    assert M.SHARED_WINDOW % (1 << 32) == 0 and M.LOCAL_WINDOW % (1 << 24) == 0
+    assert address_map("sm_80") is SM_90A and address_map("sm_120a") is SM_100A
