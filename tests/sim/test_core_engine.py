@@ -121,7 +121,8 @@ def test_misaligned_vector_access():
 """, params="", regs="  .shared .align 16 .b8 smem[64];")
     with pytest.raises(MemoryFault) as e:
         run_launch(Launch(ptx=src))
-    assert "misaligned shared::cta access of 8 bytes at address 0x4 (lane 0)" in str(e.value)
+    # smem is the first user shared byte, address 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert "misaligned shared::cta access of 8 bytes at address 0x404 (lane 0)" in str(e.value)
     assert "aligned to 8 bytes" in str(e.value)
 
 
