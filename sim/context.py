@@ -209,7 +209,8 @@ class ExecContext:
     # ------------------------------------------------------------------------------------------ addresses
     def symbol_address(self, name: str) -> int:
         """Address of a named variable in its own state space (shared: 32-bit shared address with this CTA's
-        rank bits; global: generic address; param/const/local: state-space offset)."""
+        rank bits, counted from the start of the shared window; local: its address in the kernel's frame below the
+        stack top; global: generic address; param/const: state-space offset)."""
         p = self.program
         s = p.shared_symbols.get(name)
         if s is not None:
@@ -219,7 +220,7 @@ class ExecContext:
             return s.offset
         s = p.local_symbols.get(name)
         if s is not None:
-            return s.offset
+            return p.local_base + s.offset      # the frame lies below the stack top (tcsim.address_map)
         s = p.const_symbols.get(name)
         if s is not None:
             return s.offset
@@ -260,7 +261,14 @@ class ExecContext:
     # ------------------------------------------------------------------------------------------ memory
     def _check_align(self, addrs, lanes, nbytes, align, space):
         if align > 1:
-            bad = (addrs % np.uint64(align)) != 0
+            a = addrs
+            if space in ("generic", "") and align > 16:
+                # the parameter bank starts at offset 0x210 of constant bank 0 on the H100, so a generic parameter
+                # address is only 16-byte aligned where the parameter is 64-byte aligned (a tensor map): alignment
+                # beyond 16 is the parameter offset's (tcsim.address_map)
+                pa = (a >= np.uint64(M.PARAM_WINDOW)) & (a < np.uint64(M.PARAM_WINDOW + M.WINDOW_SIZE))
+                a = np.where(pa, a - np.uint64(M.PARAM_WINDOW), a)
+            bad = (a % np.uint64(align)) != 0
             if bad.any():
                 i = int(np.nonzero(bad)[0][0])
                 raise MemoryFault(f"misaligned {space} access of {nbytes} bytes at address "

@@ -97,7 +97,8 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=fn.body, decoded=decoded,
                    shared_symbols=lay["shared_symbols"], shared_static_size=lay["shared_static_size"],
-                   dynamic_smem_align=lay["dynamic_smem_align"], local_symbols=lay["local_symbols"],
+                   dynamic_smem_align=lay["dynamic_smem_align"], dynamic_smem_base=lay["dynamic_smem_base"],
+                   address_map=lay["address_map"], local_base=lay["local_base"], local_symbols=lay["local_symbols"],
                    local_size=lay["local_size"], param_symbols=lay["param_symbols"], param_size=lay["param_size"],
                    const_symbols=lay["const_symbols"], const_image=const_image.tobytes(),
                    global_decls=[v for v in module.globals if v.space == "global"],
@@ -125,7 +126,11 @@ class Simulation:
         self.grid, self.block, self.cluster_dims = tuple(grid), tuple(block), tuple(cluster)
         self.dynamic_smem = int(dynamic_smem)
         self.arch = program.module.arch or "sm_100a"
-        smem_total = self._dyn_base() + self.dynamic_smem
+        #: the target's address layout (tcsim.address_map): reserved shared bytes, rank field, local stack
+        self.address_map = program.address_map
+        # user shared bytes per CTA: the static section, then the dynamic bytes (the GPU's %aggr_smem_size less the
+        # reserved bytes)
+        smem_total = program.shared_static_size + self.dynamic_smem
         check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total)
         self.smem_total = smem_total
         #: the schedule perturbation (:class:`tcsim.explore.Schedule`) or None
@@ -176,11 +181,6 @@ class Simulation:
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
-    def _dyn_base(self) -> int:
-        p = self.program
-        a = p.dynamic_smem_align
-        return (p.shared_static_size + a - 1) // a * a if self.dynamic_smem else p.shared_static_size
-
     def _build(self) -> None:
         gx, gy, gz = self.grid
         cx, cy, cz = self.cluster_dims
@@ -199,14 +199,16 @@ class Simulation:
                             for rx in range(cx):
                                 rank = rx + ry * cx + rz * cx * cy
                                 ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
-                                cta = Cta(self, cl, ctaid, rank, self.smem_total)
+                                cta = Cta(self, cl, ctaid, rank, self.smem_total,
+                                          self.address_map.reserved_smem)
                                 cl.ctas.append(cta)
                                 self.ctas.append(cta)
                                 for w in range(nwarps):
                                     n = min(WARP, nthreads - w * WARP)
                                     tids = np.zeros((WARP, 3), dtype=np.int64)
                                     tids[:n] = tid_all[w * WARP:w * WARP + n]
-                                    warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size)
+                                    warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size,
+                                                self.program.local_base)
                                     warp.ctx = ExecContext(self, warp)
                                     warp.wake_event = None
                                     self.timing.attach(warp)
@@ -694,11 +696,20 @@ class Simulation:
         if name == "%is_explicit_cluster":
             return full(1 if self.cluster_dims != (1, 1, 1) or "explicitcluster" in self.program.kernel.directives
                         or "reqnctapercluster" in self.program.kernel.directives else 0)
+        am = self.address_map
         if name == "%dynamic_smem_size":
             return full(self.dynamic_smem)
-        if name in ("%total_smem_size", "%aggr_smem_size"):
-            return full(self.smem_total)
-        if name.startswith("%envreg") or name.startswith("%pm") or name.startswith("%reserved_smem"):
+        if name == "%total_smem_size":
+            return full(am.total_smem_size(self.program.shared_static_size, self.dynamic_smem))
+        if name == "%aggr_smem_size":
+            return full(am.aggr_smem_size(self.program.shared_static_size, self.dynamic_smem))
+        if name.startswith("%reserved_smem_offset_"):
+            v = {"begin": am.reserved_smem_begin, "end": am.reserved_smem_end, "cap": am.reserved_smem,
+                 "0": am.reserved_smem_0, "1": am.reserved_smem_1}.get(name[len("%reserved_smem_offset_"):])
+            if v is None:
+                raise UnsupportedError(f"special register {sreg} is not supported")
+            return full(v)
+        if name.startswith("%envreg") or name.startswith("%pm"):
             return full(0)
         raise UnsupportedError(f"special register {sreg} is not supported")
 

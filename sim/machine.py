@@ -45,9 +45,9 @@ class Program:
     body: list
     decoded: list                      # one callable per instruction
     shared_symbols: dict               # name -> Symbol (CTA-relative offset)
-    shared_static_size: int
+    shared_static_size: int            # bytes of the static shared section (tcsim.address_map)
     dynamic_smem_align: int
-    local_symbols: dict
+    local_symbols: dict                # name -> Symbol (offset in the kernel's .local frame)
     local_size: int
     param_symbols: dict                # name -> Symbol (offset into the param buffer)
     param_size: int
@@ -55,6 +55,9 @@ class Program:
     const_image: bytes
     global_decls: list                 # module .global variables (allocated per launch)
     syncish: list                      # per instruction: warp-synchronous (the engine keeps the warp converged)
+    dynamic_smem_base: int = 0         # window offset of the dynamic shared array
+    address_map: object = None         # tcsim.address_map.AddressMap of the target
+    local_base: int = 0                # local address of byte 0 of the kernel's .local frame
 
     @property
     def name(self) -> str:
@@ -78,12 +81,13 @@ class NamedBarrier:
 class Cta:
     """One CTA: its SMEM, mbarriers, named barriers and warps."""
 
-    def __init__(self, machine, cluster, ctaid: tuple, rank: int, smem_size: int):
+    def __init__(self, machine, cluster, ctaid: tuple, rank: int, smem_size: int, reserved: int = 0):
         self.machine = machine
         self.cluster = cluster
         self.ctaid = ctaid
         self.rank = rank
-        self.smem = FlatMemory(smem_size, f"shared memory of CTA ({ctaid[0]},{ctaid[1]},{ctaid[2]})")
+        #: the CTA's shared window: ``reserved`` system bytes, then ``smem_size`` user bytes (tcsim.address_map)
+        self.smem = FlatMemory(smem_size, f"shared memory of CTA ({ctaid[0]},{ctaid[1]},{ctaid[2]})", reserved)
         self.mbarriers: dict[int, MBarrier] = {}
         self.barriers = [NamedBarrier(i) for i in range(16)]
         self.warps: list = []
@@ -142,7 +146,8 @@ class Cluster:
 class Warp:
     """A warp: per-lane program counters, liveness, wait state and registers (numpy vectors of 32 lanes)."""
 
-    def __init__(self, cta: Cta, warp_id: int, tids: np.ndarray, nlanes: int, regs: dict, local_size: int):
+    def __init__(self, cta: Cta, warp_id: int, tids: np.ndarray, nlanes: int, regs: dict, local_size: int,
+                 local_base: int = 0):
         self.cta = cta
         self.id = warp_id
         self.nlanes = nlanes
@@ -163,7 +168,7 @@ class Warp:
                 for i in range(vec):
                     self.regs[f"{name}.{i}"] = np.zeros(WARP, dtype=container(ptype))
             self.regs[name] = np.zeros(WARP, dtype=container(ptype))
-        self.local = LocalMemory(WARP, local_size) if local_size else None
+        self.local = LocalMemory(WARP, local_size, local_base) if local_size else None
         self.ctx = None                # ExecContext, attached by the engine
         self.last_sync = None          # description of the last sync op (for runaway diagnostics)
         #: CC.CF, the carry flag of the extended-precision integer chains (PTX ISA §9.7.2), per lane
@@ -195,29 +200,84 @@ class Wait:
         self.cause = cause
 
 
-def layout_program(module: ir.Module, kernel: ir.Function) -> dict:
-    """Lay out SMEM, local, param and const symbols of ``kernel`` (PTX ISA §5.1 state spaces)."""
-    shared, local, params, consts = {}, {}, {}, {}
-    off = 0
-    dyn_align = 16
-    extern_shared = []
+def _referenced_symbols(module: ir.Module, kernel: ir.Function) -> set:
+    """Names of the variables the kernel's code can reach: symbols named by an operand of the kernel or of any
+    device function of the module, or by a variable's initialiser."""
+    names: set = set()
+
+    def walk(op):
+        if isinstance(op, ir.Sym):
+            names.add(op.name)
+        elif isinstance(op, ir.Address):
+            walk(op.base)
+        elif isinstance(op, (ir.Vector, ir.ParenList)):
+            for e in op.elems:
+                walk(e)
+        elif isinstance(op, ir.Not):
+            walk(op.operand)
+        elif isinstance(op, ir.PredPair):
+            walk(op.first)
+            walk(op.second)
+
+    for fn in module.functions.values():
+        if fn is kernel or fn.kind == "func":
+            for ins in fn.body:
+                for op in ins.operands:
+                    walk(op)
     for v in list(module.globals) + list(kernel.locals):
-        if v.space != "shared":
-            continue
+        for item in v.init or ():
+            walk(item)
+    return names
+
+
+def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
+    """Lay out SMEM, local, param and const symbols of ``kernel`` (PTX ISA §5.1 state spaces).
+
+    Shared memory as ptxas lays it out for the H100 (:mod:`tcsim.address_map`; measured by
+    calib/probes/address_probe.py): offsets count from the start of the CTA's shared window, the first
+    ``amap.reserved_smem`` bytes of which are the system's; the static variables the kernel references follow at
+    their natural alignment, kernel-scope declarations first, then module-scope ones, each in declaration order;
+    the dynamic (``.extern``) array comes next, aligned to the largest of its declarations' alignments and
+    ``amap.dynamic_smem_align``.  Kernel-scope variables never referenced follow the referenced ones (the dynamic
+    array may overlap them: they take no address a program can see, but count in the static size); unreferenced
+    module-scope ones are dropped.  ``shared_static_size``: the static section's bytes (what the driver reports as
+    the kernel's static shared size): up to the dynamic base or the last variable, whichever is further, rounded
+    up to ``amap.dynamic_smem_align`` when the kernel declares a dynamic array, and not rounded when it does not."""
+    from .address_map import address_map
+
+    amap = amap or address_map(module.arch)
+    shared, local, params, consts = {}, {}, {}, {}
+    used = _referenced_symbols(module, kernel)
+    base = amap.reserved_smem
+    off = base
+    dyn_align = amap.dynamic_smem_align
+    extern_shared, dead = [], []
+    decls = [(v, True) for v in kernel.locals if v.space == "shared"] + \
+        [(v, False) for v in module.globals if v.space == "shared"]
+    for v, kernel_scope in decls:
         if v.linkage == "extern" or (v.dims and v.dims[-1] is None):
             extern_shared.append(v)
             dyn_align = max(dyn_align, v.alignment)
             continue
+        if v.name not in used:
+            if kernel_scope:                # module-scope ones are dropped (H100 record, case mod2)
+                dead.append(v)
+            continue
         off = _align(off, v.alignment)
         shared[v.name] = Symbol(v.name, "shared", off, v.size_bytes, v)
         off += v.size_bytes
-    static_size = off
-    dyn_base = _align(static_size, dyn_align)
+    dyn_base = _align(off, dyn_align) if extern_shared else off
     for v in extern_shared:
         shared[v.name] = Symbol(v.name, "shared", dyn_base, 0, v)
+    end = off
+    for v in dead:                          # after the referenced ones; the dynamic array may overlap them
+        end = _align(end, v.alignment) + v.size_bytes
+    static_size = (amap.static_smem_end(max(end, dyn_base)) if extern_shared else end) - base
     loff = 0
+    local_align = 1
     for v in kernel.locals:
         if v.space == "local":
+            local_align = max(local_align, v.alignment)
             loff = _align(loff, v.alignment)
             local[v.name] = Symbol(v.name, "local", loff, v.size_bytes, v)
             loff += v.size_bytes
@@ -233,6 +293,7 @@ def layout_program(module: ir.Module, kernel: ir.Function) -> dict:
             consts[v.name] = Symbol(v.name, "const", coff, v.size_bytes, v)
             coff += v.size_bytes
     return dict(shared_symbols=shared, shared_static_size=static_size, dynamic_smem_align=dyn_align,
+                dynamic_smem_base=dyn_base, address_map=amap, local_base=amap.local_base(loff, local_align),
                 local_symbols=local, local_size=loff, param_symbols=params, param_size=poff,
                 const_symbols=consts, const_size=coff)
 

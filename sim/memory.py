@@ -5,11 +5,15 @@ Address model (tcsim's choice where the hardware encoding is not public):
 * **Global** allocations live in the generic 64-bit space from ``GLOBAL_BASE`` upward, each 256-byte aligned,
   with a guard gap between them so an overrun faults instead of reading a neighbour.
 * **Shared** state-space addresses are 32-bit.  The CTA of cluster rank ``r`` sees its own SMEM at
-  ``(r << SHARED_RANK_SHIFT) | offset``; ``mapa`` swaps the rank bits.  This matches CUTLASS's assumption that
-  bit 24 of a ``shared::cluster`` address selects the odd CTA of a pair (mbarrier.md, tma.md).  A
-  ``.shared::cta`` access must carry the executing CTA's own rank bits.
-* **Generic** addresses of shared memory are ``SHARED_WINDOW + shared_address``; of local memory
-  ``LOCAL_WINDOW + offset`` (per thread).  ``cvta`` converts between them.
+  ``(r << SHARED_RANK_SHIFT) | offset``; ``mapa`` swaps the rank bits.  The offset counts from the start of the
+  CTA's shared window, whose first ``reserved`` bytes (0x400 on sm_90a / sm_100a) belong to the system: the
+  first user byte is at offset 0x400, as on the H100 (:mod:`tcsim.address_map` holds the per-architecture
+  numbers and their sources; tests/hw/golden_h100/address_layout.json the H100's record).  A ``.shared::cta``
+  access must carry the executing CTA's own rank bits; an access to the reserved bytes is a located fault.
+* **Generic** addresses of shared memory are ``SHARED_WINDOW + shared_address`` (a 4 GiB-aligned window, as on the
+  GPU, whose driver picks the base per process); of local memory ``LOCAL_WINDOW + local address`` (per thread;
+  the local address of a kernel's frame lies below the stack top, :meth:`tcsim.address_map.AddressMap.local_base`);
+  of kernel parameters ``PARAM_WINDOW + offset`` (low bits as on the H100).  ``cvta`` converts between them.
 
 Memories are plain ``numpy.uint8`` arrays; accesses are vectorised over the lanes of a warp.
 
@@ -35,7 +39,7 @@ GLOBAL_ALIGN = 256
 GLOBAL_GUARD = 4096
 SHARED_WINDOW = 0x7E00_0000_0000
 LOCAL_WINDOW = 0x7D00_0000_0000
-PARAM_WINDOW = 0x7C00_0000_0000
+PARAM_WINDOW = 0x7C00_0028_0210     # tcsim.address_map.AddressMap.param_generic_base
 CONST_WINDOW = 0x7B00_0000_0000
 WINDOW_SIZE = 1 << 32
 SHARED_RANK_SHIFT = 24
@@ -155,26 +159,40 @@ class GlobalMemory:
 
 
 class FlatMemory:
-    """A contiguous byte array addressed by offset (one CTA's SMEM); ``data`` is a read-only view of it."""
+    """A contiguous byte array addressed by offset (one CTA's SMEM window); ``data`` is a read-only view of the
+    user bytes ``[base, end)``.  Offsets below ``base`` (the system-reserved bytes at the start of the window) and
+    from ``end`` on fault."""
 
-    def __init__(self, size: int, name: str):
-        self._bytes = np.zeros(int(size), dtype=np.uint8)
-        self.data = _read_only(self._bytes)
+    def __init__(self, size: int, name: str, reserved: int = 0):
+        self.base = int(reserved)
+        self._bytes = np.zeros(self.base + int(size), dtype=np.uint8)
+        self.data = _read_only(self._bytes[self.base:])
         self.name = name
 
     @property
     def size(self) -> int:
+        """User bytes (static + dynamic shared memory)."""
+        return self._bytes.size - self.base
+
+    @property
+    def end(self) -> int:
+        """The offset one past the last user byte."""
         return self._bytes.size
 
     def check(self, offs: np.ndarray, nbytes: int, what: str) -> None:
         offs = np.asarray(offs, dtype=np.int64)
-        size = self._bytes.size
-        bad = (offs < 0) | (offs + nbytes > size)
+        end = self._bytes.size
+        bad = (offs < self.base) | (offs + nbytes > end)
         if bad.any():
             o = int(offs[np.nonzero(bad)[0][0]])
+            if 0 <= o < self.base:
+                raise MemoryFault(f"{self.name} {what} of {nbytes} bytes at offset 0x{o:x}, in the "
+                                  f"{self.base} system-reserved bytes [0, 0x{self.base:x}) of the shared window",
+                                  expected=f"offsets in [0x{self.base:x}, 0x{end - nbytes:x}] (the user shared "
+                                           f"memory starts at 0x{self.base:x})")
             raise MemoryFault(f"out-of-bounds {self.name} {what} of {nbytes} bytes at offset 0x{o:x}; "
-                              f"{self.name} is {size} bytes",
-                              expected=f"offsets in [0, {size - nbytes}]")
+                              f"{self.name} is {self.size} bytes at [0x{self.base:x}, 0x{end:x})",
+                              expected=f"offsets in [0x{self.base:x}, 0x{end - nbytes:x}]")
 
     def read_rows(self, offs: np.ndarray, nbytes: int) -> np.ndarray:
         """``nbytes`` at each offset: a new array of shape (len(offs), nbytes)."""
@@ -202,28 +220,30 @@ class FlatMemory:
 
 
 class LocalMemory:
-    """The local memory of the 32 threads of one warp (PTX ISA §5.1.5): ``size`` bytes per lane; ``data`` is a
-    read-only (32, size) view."""
+    """The local memory of the 32 threads of one warp (PTX ISA §5.1.5): ``size`` bytes per lane at local addresses
+    ``[base, base + size)`` (the kernel's frame below the stack top); ``data`` is a read-only (32, size) view."""
 
-    def __init__(self, nlanes: int, size: int):
+    def __init__(self, nlanes: int, size: int, base: int = 0):
         self._bytes = np.zeros((nlanes, int(size)), dtype=np.uint8)
         self.data = _read_only(self._bytes)
+        self.base = int(base)
 
     @property
     def size(self) -> int:
         return self._bytes.shape[1]
 
     def _offsets(self, a, nbytes: int, what: str) -> np.ndarray:
-        offs = np.asarray(a).astype(np.int64)
+        addrs = np.asarray(a).astype(np.int64)
+        offs = addrs - self.base
         if (offs < 0).any() or (offs + nbytes > self.size).any():
-            if what == "read":
-                raise MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
-                                  f"local memory is {self.size} bytes per thread")
-            raise MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset 0x{int(offs.max()):x}")
+            bad = int(addrs[np.nonzero((offs < 0) | (offs + nbytes > self.size))[0][0]])
+            raise MemoryFault(f"out-of-bounds local {what} of {nbytes} bytes at local address 0x{bad:x}; the "
+                              f"thread's local memory is {self.size} bytes at [0x{self.base:x}, "
+                              f"0x{self.base + self.size:x})")
         return offs
 
     def read_rows(self, lanes: np.ndarray, a: np.ndarray, nbytes: int) -> np.ndarray:
-        """``nbytes`` at offset ``a[i]`` of lane ``lanes[i]``'s local memory (rows)."""
+        """``nbytes`` at local address ``a[i]`` of lane ``lanes[i]``'s local memory (rows)."""
         offs = self._offsets(a, nbytes, "read")
         return self._bytes[lanes[:, None], offs[:, None] + np.arange(nbytes)]
 
@@ -267,11 +287,9 @@ class CallParams:
 
 def no_local_memory(nbytes: int, what: str, a) -> MemoryFault:
     """The fault of a local access by a kernel that declares no local memory."""
-    offs = np.asarray(a).astype(np.int64)
-    if what == "read":
-        return MemoryFault(f"out-of-bounds local read of {nbytes} bytes at offset 0x{int(offs.max()):x}; "
-                           f"local memory is 0 bytes per thread")
-    return MemoryFault(f"out-of-bounds local write of {nbytes} bytes at offset 0x{int(offs.max()):x}")
+    addrs = np.asarray(a).astype(np.int64)
+    return MemoryFault(f"out-of-bounds local {what} of {nbytes} bytes at local address 0x{int(addrs.max()):x}; the "
+                       f"kernel declares no local memory (0 bytes per thread)")
 
 
 def read_image(image: np.ndarray, a, nbytes: int, name: str) -> np.ndarray:

@@ -259,9 +259,10 @@ def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: 
     pieces = swizzle(np.int64(off) + image_offsets(nbytes, tm), tm.swizzle)
     if pieces.size:
         lo, hi = int(pieces.min()), int(pieces.max()) + 8
-        if lo < 0 or hi > cta.smem.size:
+        if lo < cta.smem.base or hi > cta.smem.end:
             raise MemoryFault(f"{what}: the {nbytes}-byte box image at SMEM offset 0x{off:x} (lane {lane}) "
-                              f"extends to 0x{hi:x}, past the end of {cta.smem.name} ({cta.smem.size} bytes)",
+                              f"extends to 0x{hi:x}, past the end of {cta.smem.name} ({cta.smem.size} bytes at "
+                              f"[0x{cta.smem.base:x}, 0x{cta.smem.end:x}))",
                               expected="the whole box inside the CTA's shared memory")
     return pieces
 

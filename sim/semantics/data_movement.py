@@ -20,7 +20,7 @@ import numpy as np
 from tcsim.isa import ir
 from tcsim.isa.data_movement_forms import (parse_cvta, parse_getctarank, parse_isspacep, parse_ld, parse_mapa,
                                            parse_mov, parse_prefetch, parse_st)
-from tcsim.isa.errors import VerifyError
+from tcsim.isa.errors import MemoryFault, VerifyError
 from .. import memory as M
 from ..ptxtypes import B128, UINT, b128_of, size_of, view_dtype
 from .registry import semantics
@@ -199,7 +199,9 @@ def decode_cvta(ins, info):
 
 @semantics("isspacep")
 def decode_isspacep(ins, info):
-    """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window."""
+    """PTX ISA §9.7.9.20 isspacep: does a generic address fall in a state-space window.  As on the H100
+    (tests/hw/golden_h100/address_layout.json): ``.shared::cta`` holds for the executing CTA's own window only,
+    ``.shared::cluster`` for every CTA's; ``.param`` and ``.global`` both hold for a kernel-parameter address."""
     f = parse_isspacep(ins)
     space, dst, src = f.space, f.dst, f.src
 
@@ -207,6 +209,8 @@ def decode_isspacep(ins, info):
         a = ctx.read(src, "u64").astype(np.uint64)
         sh = (a >= np.uint64(M.SHARED_WINDOW)) & (a < np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE))
         lo = (a >= np.uint64(M.LOCAL_WINDOW)) & (a < np.uint64(M.LOCAL_WINDOW + M.WINDOW_SIZE))
+        pa = (a >= np.uint64(M.PARAM_WINDOW)) & (a < np.uint64(M.PARAM_WINDOW + M.WINDOW_SIZE))
+        co = (a >= np.uint64(M.CONST_WINDOW)) & (a < np.uint64(M.CONST_WINDOW + M.WINDOW_SIZE))
         if space in ("shared", "shared::cta"):
             r = sh & ((a - np.uint64(M.SHARED_WINDOW)) >> np.uint64(M.SHARED_RANK_SHIFT) ==
                       np.uint64(ctx.rank))
@@ -215,7 +219,13 @@ def decode_isspacep(ins, info):
         elif space == "local":
             r = lo
         elif space == "global":
-            r = ~(sh | lo) & (a >= np.uint64(M.GLOBAL_BASE))
+            # the kernel-parameter (and constant) banks live in global memory: isspacep.global of a generic
+            # parameter address is true on the H100 (tests/hw/golden_h100/address_layout.json)
+            r = ~(sh | lo) & ((a >= np.uint64(M.GLOBAL_BASE)) | pa | co)
+        elif space in ("param", "param::entry"):
+            r = pa
+        elif space == "const":
+            r = co
         else:
             r = np.zeros(32, dtype=bool)
         ctx.write_pred(dst, r)
@@ -227,7 +237,10 @@ def decode_isspacep(ins, info):
 def decode_mapa(ins, info):
     """PTX ISA §9.7.9.23 mapa: address of the same shared variable in CTA ``rank`` of the cluster.
 
-    ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.
+    ``mapa.shared::cluster`` maps a 32/64-bit shared address; plain ``mapa`` maps a generic address.  The result
+    replaces the rank field (bits 24 and up) and keeps the window offset, as the H100 does
+    (tests/hw/golden_h100/address_layout.json: every rank of clusters of 1, 2, 4 and 2 x 2).  A rank outside the
+    cluster, or a generic address outside the shared window, is a located error.
     """
     f = parse_mapa(ins)
     shared, size, dst, src, rank = f.space is not None, f.size, f.dst, f.src, f.rank
@@ -239,6 +252,14 @@ def decode_mapa(ins, info):
         bad = ctx.mask & (r >= np.uint64(n))
         if bad.any():
             raise VerifyError(f"mapa to CTA rank {int(r[bad][0])} but the cluster has {n} CTAs")
+        if not shared:
+            outside = ctx.mask & ((a < np.uint64(M.SHARED_WINDOW)) |
+                                  (a >= np.uint64(M.SHARED_WINDOW + M.WINDOW_SIZE)))
+            if outside.any():
+                i = int(np.nonzero(outside)[0][0])
+                raise MemoryFault(f"mapa of generic address 0x{int(a[i]):x} (lane {i}), which is not in the shared "
+                                  f"window", expected="the generic address of a shared variable (cvta.shared), or "
+                                                      "mapa.shared::cluster with a shared address")
         off = a if shared else a - np.uint64(M.SHARED_WINDOW)
         out = (off & np.uint64(M.SHARED_OFFSET_MASK)) | (r << np.uint64(M.SHARED_RANK_SHIFT))
         if not shared:

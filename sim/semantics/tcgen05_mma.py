@@ -203,9 +203,10 @@ def split_taddr(v: int) -> tuple[int, int]:
 
 def check_smem_span(cta, addrs, what: str) -> None:
     lo, hi = addrs.span()
-    if lo < 0 or hi > cta.smem.size:
+    if lo < cta.smem.base or hi > cta.smem.end:
         raise MemoryFault(f"{what} reads SMEM bytes [0x{lo:x}, 0x{hi:x}) of {cta.label}, outside its "
-                          f"{cta.smem.size}-byte shared memory", expected="a descriptor whose operand lies inside "
+                          f"{cta.smem.size}-byte shared memory [0x{cta.smem.base:x}, 0x{cta.smem.end:x})",
+                          expected="a descriptor whose operand lies inside "
                                                                            "the CTA's shared memory")
 
 

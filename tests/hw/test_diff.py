@@ -16,8 +16,15 @@ from tcsim.hw.diff import diff_runs
 from tcsim.hw.trace import run_traced
 
 import tcsim.examples.bulk_pipeline as bulk_pipeline
+import tcsim.examples.cluster_exchange as cluster_exchange
 import tcsim.examples.mma_gemm as mma_gemm
 import tcsim.examples.tma_mma_gemm as tma_mma_gemm
+
+#: every example of tcsim.examples that runs on sm_90a (Hopper); the others (cta_pair_gemm, gemm_async, nvfp4_gemm,
+#: tcgen05_walkthrough, tma_gather_mma_scatter, tma_gather_scatter) need Blackwell's tcgen05 / TMA gather and are
+#: checked in tcsim only
+HOPPER_EXAMPLES = {"mma_gemm": mma_gemm, "tma_mma_gemm": tma_mma_gemm, "bulk_pipeline": bulk_pipeline,
+                   "cluster_exchange": cluster_exchange}
 
 ROOT = Path(__file__).resolve().parents[2]
 HDR = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -264,13 +271,13 @@ def test_cli_without_gpu_says_so_in_one_line(capsys):
 
 # ------------------------------------------------------------------------------------------- the GPU
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["mma_gemm", "tma_mma_gemm", "bulk_pipeline"])
+@pytest.mark.parametrize("name", sorted(HOPPER_EXAMPLES))
 def test_examples_traced_on_gpu_match_the_simulator(name):
     hw = pytest.importorskip("tcsim.hw.launcher")
     ok, why = hw.gpu_available()
     if not ok:
         pytest.skip(why)
-    mod = {"mma_gemm": mma_gemm, "tma_mma_gemm": tma_mma_gemm, "bulk_pipeline": bulk_pipeline}[name]
+    mod = HOPPER_EXAMPLES[name]
     launch = mod.make_launch()
     gpu = run_traced(launch, backend="gpu", ring_records=2048)
     sim = run_traced(launch, backend="sim", ring_records=2048)
@@ -295,9 +302,31 @@ def _against_golden(name, launch):
     return sim, gold
 
 
-@pytest.mark.parametrize("name", ["mma_gemm", "tma_mma_gemm", "bulk_pipeline"])
+def test_every_hopper_example_is_compared():
+    """Every example whose PTX targets sm_90a is in HOPPER_EXAMPLES (and has an H100 golden trace)."""
+    import tcsim.examples as ex
+
+    hopper = {p.stem for p in Path(ex.__file__).parent.glob("*.ptx")
+              if ".target sm_90a" in p.read_text()}
+    assert hopper == set(HOPPER_EXAMPLES)
+    assert all((GOLDEN / f"{n}.npz").is_file() for n in HOPPER_EXAMPLES)
+
+
+def _shared_points(layout, launch):
+    """Trace points whose destinations hold shared-window addresses: mapa, cvta to shared, and a mov of a shared
+    variable's address."""
+    from tcsim.machine import layout_program
+
+    m = launch.module()
+    names = set(layout_program(m, m.kernel(launch.kernel))["shared_symbols"])
+    return [p.id for p in layout.points
+            if p.opcode.startswith(("mapa", "cvta.to.shared")) or
+            (p.opcode.startswith("mov") and p.text.rstrip(";").split(",")[-1].strip() in names)]
+
+
+@pytest.mark.parametrize("name", sorted(HOPPER_EXAMPLES))
 def test_simulator_matches_h100_golden(name):
-    mod = {"mma_gemm": mma_gemm, "tma_mma_gemm": tma_mma_gemm, "bulk_pipeline": bulk_pipeline}[name]
+    mod = HOPPER_EXAMPLES[name]
     launch = mod.make_launch()
     sim, gold = _against_golden(name, launch)
     ok, msg = mod.check(gold, launch)
@@ -305,6 +334,17 @@ def test_simulator_matches_h100_golden(name):
     rep = diff_runs(sim, gold)
     assert rep.identical, rep.format()
     assert rep.relocated > 0                                 # buffers live elsewhere on the GPU
+    # shared addresses are the H100's bit for bit, not merely at the same offset from an anchor
+    pts = set(_shared_points(sim.layout, launch))
+    assert pts or name == "mma_gemm"                         # mma_gemm takes no shared address
+    for ws, wg in zip(sim.traces, gold.traces):
+        ks = np.isin(ws.points, list(pts))
+        kg = np.isin(wg.points, list(pts))
+        assert np.array_equal(ws.points[ks], wg.points[kg])
+        lanes = ws.masks[ks]
+        for r, m in enumerate(lanes):
+            sel = [(int(m) >> l) & 1 == 1 for l in range(32)]
+            assert np.array_equal(ws.values[ks][r][:, sel], wg.values[kg][r][:, sel]), ws.label
     if name == "bulk_pipeline":
         assert rep.poll_collapsed[1] > rep.poll_collapsed[0]   # the H100 polled its mbarriers more often
         assert rep.compared["opaque"] > 0                     # mbarrier.arrive state tokens: not compared

@@ -374,7 +374,8 @@ def test_shared_cta_to_peer_cta():
 
 def test_shared_cta_to_own_cta_faults():
     ptx = DSMEM.replace("@BAD@", "mov.u32 %r11, %r6;\n  mov.u32 %r12, %r4;")
-    with pytest.raises(MemoryFault, match="destination \\[dstMem\\] = 0x80 \\(lane 0\\) is in the executing CTA"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match="destination \\[dstMem\\] = 0x480 \\(lane 0\\) is in the executing CTA"):
         run(ptx, [np.zeros(2, np.uint32)], grid=(2, 1, 1), cluster=(2, 1, 1))
 
 
@@ -415,7 +416,8 @@ def test_fault_size_not_multiple_of_16():
 
 
 def test_fault_destination_misaligned():
-    with pytest.raises(MemoryFault, match=r"cp.async.bulk destination \[dstMem\] = 0x8 \(lane 0\) is not 16-byte "
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match=r"cp.async.bulk destination \[dstMem\] = 0x408 \(lane 0\) is not 16-byte "
                                           r"aligned"):
         one(64, doff=8)
 
@@ -434,14 +436,16 @@ def test_fault_source_out_of_bounds_and_smem_out_of_bounds():
 
 
 def test_fault_uninitialised_mbarrier():
-    with pytest.raises(SyncError, match="no mbarrier was initialised at SMEM offset 0x200"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(SyncError, match="no mbarrier was initialised at SMEM offset 0x600"):
         one(64, init="")
 
 
 def test_fault_at_completion_is_located_at_the_issue():
     # the mbarrier is invalidated while the copy is in flight: complete-tx fails when the copy lands
     ptx = ONE.replace("@INIT@", INIT).replace("  ret;", "  mbarrier.inval.shared::cta.b64 [%r4];\n  ret;", 1)
-    with pytest.raises(SyncError, match=r"<ptx>:22:3: sync error: complete-tx on SMEM offset 0x200, which holds no "
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(SyncError, match=r"<ptx>:22:3: sync error: complete-tx on SMEM offset 0x600, which holds no "
                                         r"initialised mbarrier .*\(in TMA engine of CTA \(0,0,0\), completing "
                                         r"cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes issued by "
                                         r"CTA \(0,0,0\) warp 0 lane 0 at cycle"):

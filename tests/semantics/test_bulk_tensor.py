@@ -301,8 +301,9 @@ def test_cta_group_2_signals_the_even_peer():
     for rank, cta in enumerate(res.simulation.ctas):
         exp = model_smem(model_box(A, (0, 8 * rank), (8, 32)), 0, "none", 2048)
         assert np.array_equal(cta.smem.data[:2048], exp)
-    assert res.simulation.ctas[0].mbarriers[2048].phase == 1
-    assert res.simulation.ctas[1].mbarriers[2048].phase == 0
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert res.simulation.ctas[0].mbarriers[0x400 + 2048].phase == 1
+    assert res.simulation.ctas[1].mbarriers[0x400 + 2048].phase == 0
 
 
 def test_cta_group_1_mbarrier_in_other_cta_faults():
@@ -312,7 +313,8 @@ def test_cta_group_1_mbarrier_in_other_cta_faults():
   setp.ne.u32 %p2, %r9, 1;
   @%p2 bra SKIP;
   cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [%rd2, {0, 0}], [%r5];""", "bra SKIP;")
-    with pytest.raises(MemoryFault, match=r"mbarrier \[mbar\] = 0x800 \(lane 0\) is in CTA \(0,0,0\), but with "
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match=r"mbarrier \[mbar\] = 0xc00 \(lane 0\) is in CTA \(0,0,0\), but with "
                                           r"\.cta_group::1 it must be in the destination CTA CTA \(1,0,0\)"):
         run_launch(Launch(ptx=ptx, block=(1, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1), args=[tm, tm.box_bytes()]))
 
@@ -461,23 +463,26 @@ def test_reduce_add_ieee_specials_without_numpy_warnings(ptype, dtype):
 # ---------------------------------------------------------------------------------------------- faults
 def test_fault_destination_misaligned():
     A = np.zeros((16, 16), np.float32)
-    with pytest.raises(MemoryFault, match=r"cp.async.bulk.tensor destination \[dstMem\] = 0x8 \(lane 0\) is not "
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match=r"cp.async.bulk.tensor destination \[dstMem\] = 0x408 \(lane 0\) is not "
                                           r"128-byte aligned \(required of tile-mode tensor copies"):
         run_load(A, (4, 4), (0, 0), doff=8)
-    with pytest.raises(MemoryFault, match=r"= 0x40 \(lane 0\) is not 128-byte aligned.*CUDA_ERROR_MISALIGNED_ADDRESS"):
+    with pytest.raises(MemoryFault, match=r"= 0x440 \(lane 0\) is not 128-byte aligned.*CUDA_ERROR_MISALIGNED_ADDRESS"):
         run_load(A, (4, 4), (0, 0), doff=64)
     check_load(A, (4, 4), (0, 0), doff=128)
 
 
 def test_fault_destination_misaligned_for_atom_swizzle():
     A = np.zeros((16, 32), np.float32)
-    with pytest.raises(MemoryFault, match=r"= 0x20 \(lane 0\) is not 128-byte aligned"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match=r"= 0x420 \(lane 0\) is not 128-byte aligned"):
         run_load(A, (4, 32), (0, 0), swizzle="128B_atom_64B", doff=32)
 
 
 def test_fault_box_past_end_of_smem():
     A = np.zeros((64, 32), np.float32)
-    with pytest.raises(MemoryFault, match="box image at SMEM offset 0x0 .* past the end of shared memory"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(MemoryFault, match="box image at SMEM offset 0x400 .* past the end of shared memory"):
         run_load(A, (64, 32), (0, 0), smem=1024)
 
 

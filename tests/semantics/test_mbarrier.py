@@ -220,7 +220,8 @@ def test_deadlock_report_names_barrier_phase_and_waiting_warp():
     with pytest.raises(DeadlockError) as ei:
         launch(body, nthreads=64)
     msg = str(ei.value)
-    assert "mbarrier.try_wait.parity(parity=0) on mbarrier@0x8 of CTA (0,0,0): phase 0 (parity 0), " \
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert "mbarrier.try_wait.parity(parity=0) on mbarrier@0x408 of CTA (0,0,0): phase 0 (parity 0), " \
            "1/1 arrivals pending, tx-count 4096" in msg
     assert "CTA (0,0,0) warp 1 lane 0 at" in msg
 
@@ -229,7 +230,8 @@ def test_deadlock_token_wait():
     body = (LEADER + "  @%p15 mbarrier.init.shared::cta.b64 [bar], 2;\n  bar.sync 0;\n"
             "  @%p15 mbarrier.arrive.shared::cta.b64 %rd2, [bar];\n"
             "  @%p15 mbarrier.try_wait.shared::cta.b64 %p1, [bar], %rd2;\n")
-    with pytest.raises(DeadlockError, match=r"mbarrier.try_wait\(token phase=0\) on mbarrier@0x0 .*1/2 arrivals"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(DeadlockError, match=r"mbarrier.try_wait\(token phase=0\) on mbarrier@0x400 .*1/2 arrivals"):
         launch(body)
 
 
@@ -298,7 +300,8 @@ def test_bad_state_token_is_reported():
     body = (LEADER + "  @%p15 mbarrier.init.shared::cta.b64 [bar], 1;\n  @%p15 mbarrier.init.shared::cta.b64 [bar+8], 1;\n"
             "  @%p15 mbarrier.arrive.shared::cta.b64 %rd2, [bar+8];\n"
             "  @%p15 mbarrier.test_wait.shared::cta.b64 %p1, [bar], %rd2;\n")
-    with pytest.raises(SyncError, match="came from the mbarrier at offset 0x8"):
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
+    with pytest.raises(SyncError, match="came from the mbarrier at offset 0x408"):
         launch(body)
     with pytest.raises(SyncError, match="not a state token"):
         launch(LEADER + "  @%p15 mbarrier.init.shared::cta.b64 [bar], 1;\n  mov.u64 %rd2, 0;\n"

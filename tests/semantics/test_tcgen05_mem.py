@@ -466,7 +466,8 @@ def test_alloc_address_store_and_tmem_accesses_are_on_the_bus():
     res = run_launch(Launch(ptx=text, block=(32, 1, 1), args=[np.zeros(32 * 256, np.uint32)]), observers=[rec])
     st = rec.of("mem", op="tcgen05.alloc")
     assert len(st) == 1 and st[0].fields["space"] == "shared::cta" and st[0].fields["size"] == 4
-    assert st[0].fields["addrs"] == [res.simulation.ctas[0].shared_base() + 4]      # taddr is at offset 0
+    # the slot is at user byte 4; user bytes begin at window offset 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert st[0].fields["addrs"] == [res.simulation.ctas[0].shared_base() + 0x400 + 4]
     tm_st, tm_ld = rec.of("mem", op="st", space="tmem"), rec.of("mem", op="ld", space="tmem")
     assert len(tm_st) == 1 and len(tm_st[0].fields["addrs"]) == 32 and tm_st[0].fields["proxy"] == "async"
     assert tm_ld[0].cycle >= tm_st[0].cycle and tm_ld[0].fields["addrs"] == [l << 16 for l in range(32)]

@@ -296,8 +296,14 @@ def place(img: np.ndarray, codes: np.ndarray, ebits: int, major: str, swz: str, 
                 img[a:a + nb] = np.frombuffer(v.to_bytes(nb, "little"), np.uint8)
 
 
+#: the shared address of the kernels' ``smem`` buffer (their first shared variable): the first user byte of the shared
+#: window, 0x400, as on the H100 (tests/hw/golden_h100/address_layout.json; tcsim.address_map)
+SMEM_BASE = 0x400
+
+
 def desc(start: int, lbo: int, sbo: int, swz: str) -> int:
-    return SmemDescriptor(start_address=start, lbo=lbo, sbo=sbo, swizzle=swz).encode()
+    """The SMEM descriptor of an operand at byte ``start`` of the ``smem`` buffer."""
+    return SmemDescriptor(start_address=SMEM_BASE + start, lbo=lbo, sbo=sbo, swizzle=swz).encode()
 
 
 # ---------------------------------------------------------------------------------------------- D layout model

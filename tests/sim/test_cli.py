@@ -135,8 +135,9 @@ _DIAG_CASES = {
                     ["unsupported: instruction suld.b.1d.b32.trap"]),
     "argcount": (_K.format(body=""), "", ["launch error", "takes 1 parameters"]),
     "argtype": (_K.format(body=""), "3.5", ["launch error", "must be an integer"]),
+    # user shared bytes start at window offset 0x400 (tests/hw/golden_h100/address_layout.json)
     "smem_oob": (_K.format(body=" mov.u32 %r1, smem;\n ld.shared.u32 %r2, [%r1+64];"), "np.zeros(1, np.uint32)",
-                 ["memory fault", "out-of-bounds shared memory", "warp 0", "Expected: offsets in [0, 60]"]),
+                 ["memory fault", "out-of-bounds shared memory", "warp 0", "Expected: offsets in [0x400, 0x43c]"]),
     "misaligned": (_K.format(body=" mov.u32 %r1, smem;\n ld.shared.v4.u32 {%r0, %r1, %r2, %r3}, [%r1+8];"),
                    "np.zeros(1, np.uint32)", ["memory fault", "misaligned", "aligned to 16 bytes"]),
 }

@@ -106,8 +106,10 @@ def test_out_of_bounds_shared_access():
   ld.shared.u32 %r2, [%r1+64];
   ret;
 """, params="", regs="  .shared .align 4 .b8 smem[64];")
+    # shared offsets count from the window start: user bytes begin at 0x400 (tests/hw/golden_h100/address_layout.json)
     with pytest.raises(MemoryFault, match=r"out-of-bounds shared memory of CTA \(0,0,0\) read of 4 bytes at "
-                                          r"offset 0x40; shared memory of CTA \(0,0,0\) is 64 bytes"):
+                                          r"offset 0x440; shared memory of CTA \(0,0,0\) is 64 bytes at "
+                                          r"\[0x400, 0x440\)"):
         run_launch(Launch(ptx=src))
 
 
@@ -119,7 +121,8 @@ def test_misaligned_vector_access():
 """, params="", regs="  .shared .align 16 .b8 smem[64];")
     with pytest.raises(MemoryFault) as e:
         run_launch(Launch(ptx=src))
-    assert "misaligned shared::cta access of 8 bytes at address 0x4 (lane 0)" in str(e.value)
+    # smem is the first user shared byte, address 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert "misaligned shared::cta access of 8 bytes at address 0x404 (lane 0)" in str(e.value)
     assert "aligned to 8 bytes" in str(e.value)
 
 
