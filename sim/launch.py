@@ -40,9 +40,13 @@ class Launch:
     args: list = field(default_factory=list)
     name: str | None = None           # a label for reports
     lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
+    #: per-thread stack bytes for recursive device functions (cudaLimitStackSize; CUDA's default 1024)
+    stack_size: int = 1024
 
     def __post_init__(self):
         from . import lowering
+        from .linker import check_stack_size
+        self.stack_size = check_stack_size(self.stack_size)
         try:
             self.lowering = lowering.check(self.lowering)
         except (ValueError, TypeError) as e:
@@ -328,7 +332,7 @@ class Prepared:
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
                               max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, strict=strict,
-                              schedule=schedule,
+                              schedule=schedule, stack_size=launch.stack_size,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]))
