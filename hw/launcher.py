@@ -40,6 +40,8 @@ class GpuResult:
     compute_capability: tuple | None = None
     jit_log: str = ""
     extra: dict = field(default_factory=dict)
+    #: what the kernel printed (printf; the assertion lines of assert, before CUDA_ERROR_ASSERT)
+    stdout: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -123,17 +125,50 @@ def check_target(arch: str | None, cc: tuple, gpu_name: str) -> None:
 # ------------------------------------------------------------------------------------------- the child
 
 
+class _CapturedStdout:
+    """File descriptor 1 of the child redirected to a temporary file: what the kernel printed (device printf and
+    the assertion lines of ``assert``, which the driver writes to the process's stdout)."""
+
+    def __enter__(self):
+        import os
+        import tempfile
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(1)
+        os.dup2(self.file.fileno(), 1)
+        return self
+
+    def text(self) -> str:
+        import os
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except Exception:  # noqa: BLE001 - no libc symbol table: nothing buffered to flush
+            pass
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        self.file.seek(0)
+        return self.file.read().decode(errors="replace")
+
+    def __exit__(self, *exc):
+        self.file.close()
+        return False
+
+
 def _child(launch, conn, stage_limit, lineinfo=False):
-    try:
-        conn.send(("ok", _execute(launch, stage_limit, lineinfo)))
-    except GpuUnavailable as e:
-        conn.send(("unavailable", str(e)))
-    except _CudaError as e:
-        conn.send(("cuda", (e.name, e.what)))
-    except BaseException:  # noqa: BLE001 - reported to the parent with its traceback
-        conn.send(("crash", traceback.format_exc()))
-    finally:
-        conn.close()
+    with _CapturedStdout() as cap:
+        try:
+            res = _execute(launch, stage_limit, lineinfo)
+            res["stdout"] = cap.text()
+            conn.send(("ok", res))
+        except GpuUnavailable as e:
+            cap.text()
+            conn.send(("unavailable", str(e)))
+        except _CudaError as e:
+            conn.send(("cuda", (e.name, e.what, cap.text())))
+        except BaseException:  # noqa: BLE001 - reported to the parent with its traceback
+            cap.text()
+            conn.send(("crash", traceback.format_exc()))
+        finally:
+            conn.close()
 
 
 def _execute(launch, stage_limit=None, lineinfo=False):
@@ -173,30 +208,13 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     layout = lay(module, fn)
     params = layout["param_symbols"]
     image = np.zeros(max(layout["param_size"], 8), dtype=np.uint8)
-    dptrs = {}
-    outputs_spec = []
-    from tcsim.launch import encode_scalar
     args = list(launch.args)
     if len(args) != len(fn.params):
         raise GpuUnavailable(f"kernel {fn.name} takes {len(fn.params)} parameters, launch passes {len(args)}")
-    for i, (a, p) in enumerate(zip(args, fn.params)):
-        if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
-            arr = np.ascontiguousarray(a)
-            ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", d)
-            _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", d)
-            dptrs[id(a)] = (ptr, arr)
-            outputs_spec.append((i, ptr, a))
-    for i, (a, p) in enumerate(zip(args, fn.params)):
-        off = params[p.name].offset
-        if id(a) in dptrs and isinstance(a, np.ndarray):
-            raw = np.uint64(int(dptrs[id(a)][0])).tobytes()
-        elif hasattr(a, "to_driver_args"):
-            raw = _encode_tensormap(d, a, dptrs)
-        elif isinstance(a, (bytes, bytearray)) or isinstance(a, np.ndarray):
-            raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
-        else:
-            raw = encode_scalar(a, p)
-        image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
+    if int(getattr(launch, "stack_size", 1024)) != 1024:
+        _check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, int(launch.stack_size)), "cuCtxSetLimit", d)
+    dev = _DeviceArgs(d)
+    outputs_spec = dev.place(args, fn.params, params, image)
     # kernelParams: one pointer per parameter into the packed image
     buf = (ctypes.c_uint8 * image.size).from_buffer_copy(image.tobytes())
     base = ctypes.addressof(buf)
@@ -233,22 +251,117 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
     ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime", d)
     outputs = [None] * len(args)
-    for i, ptr, orig in outputs_spec:
-        host = np.empty_like(np.ascontiguousarray(orig))
-        _check(d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", d)
-        outputs[i] = host.reshape(orig.shape)
-    for ptr, _ in dptrs.values():
-        d.cuMemFree(ptr)
-    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info}
+    for i, spec in outputs_spec:
+        outputs[i] = [dev.download(p, a) for p, a in spec] if isinstance(spec, list) else dev.download(*spec)
+    spans = [None if ptr is None else dev.download(ptr, view, raw=True) for ptr, view in dev.spans]
+    dev.free()
+    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info, "spans": spans}
 
 
-def _encode_tensormap(d, tm, dptrs) -> bytes:
-    """cuTensorMapEncodeTiled from the simulator's TensorMap description, on the real device address."""
-    arr = getattr(tm, "array", None)
-    if arr is None or id(arr) not in dptrs:
-        raise GpuUnavailable("a tensor map's tensor must be one of the launch's array arguments on the GPU")
-    (dtype, rank, addr, dims, strides, box, estr, inter, swz, l2, oob) = tm.to_driver_args(
-        global_address=int(dptrs[id(arr)][0]))
+class _DeviceArgs:
+    """The launch's arguments on the device, laid out as :func:`tcsim.launch.prepare_arguments` lays them for the
+    simulator: arrays (numpy, or torch CPU tensors) become buffers; :class:`tcsim.launch.Pointer` s their
+    addresses; :class:`tcsim.launch.Struct` s their packed bytes (pointers and tensor maps at their offsets); a
+    tensor map whose tensor is no array argument (nor a view inside one) gets a buffer holding the memory its view
+    spans, with the view's real strides, copied back to the caller after the run (``spans``)."""
+
+    def __init__(self, d):
+        self.d = d
+        self.by_id = {}         # id(array) -> device pointer
+        self.keys = {}          # memory key -> device pointer
+        self.ranges = []        # (host pointer, nbytes, device pointer) of C-contiguous array arguments
+        self.allocs = []
+        self.spans = []         # per tensor map, in argument order: (device pointer or None, view)
+
+    def buffer(self, arr_in, share=True) -> int:
+        from tcsim.isa.tensormap import memory_key
+        if share and id(arr_in) in self.by_id:
+            return self.by_id[id(arr_in)]
+        arr = np.ascontiguousarray(arr_in)
+        ptr = _check(self.d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", self.d)
+        if arr.nbytes:
+            _check(self.d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", self.d)
+        self.allocs.append(ptr)
+        self.by_id[id(arr_in)] = ptr
+        self.keys.setdefault(memory_key(arr_in), ptr)
+        if arr_in.flags.c_contiguous:
+            self.ranges.append((arr_in.__array_interface__["data"][0], arr_in.nbytes, int(ptr)))
+        return ptr
+
+    def tensor_map(self, tm) -> bytes:
+        from tcsim.isa.tensormap import _span_view, as_numpy, memory_key
+        arr = getattr(tm, "array", None)
+        if arr is None:
+            self.spans.append((None, None))
+            return _encode_tensormap(self.d, tm, None)
+        arr = as_numpy(arr)
+        ptr = self.by_id.get(id(arr)) or self.by_id.get(id(tm.array)) or self.keys.get(memory_key(arr))
+        addr = None if ptr is None else int(ptr)
+        if addr is None and arr.size:
+            lo = arr.__array_interface__["data"][0]
+            hi = lo + _span_view(arr).size
+            addr = next((dp + (lo - hp) for hp, n, dp in self.ranges if hp <= lo and hi <= hp + n), None)
+        if addr is None:
+            span = np.ascontiguousarray(_span_view(arr))
+            ptr = _check(self.d.cuMemAlloc(max(span.size, 1)), "cuMemAlloc", self.d)
+            if span.size:
+                _check(self.d.cuMemcpyHtoD(ptr, span.ctypes.data, span.size), "cuMemcpyHtoD", self.d)
+            self.allocs.append(ptr)
+            self.spans.append((ptr, arr))
+            addr = int(ptr)
+        else:
+            self.spans.append((None, arr))
+        return _encode_tensormap(self.d, tm, addr)
+
+    def place(self, args, fparams, params, image) -> list:
+        from tcsim.isa.tensormap import as_numpy
+        from tcsim.launch import Pointer, Struct, encode_scalar
+        args = [as_numpy(a) for a in args]
+        spec = []
+        for i, (a, p) in enumerate(zip(args, fparams)):
+            if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
+                spec.append((i, (self.buffer(a, share=False), a)))
+            elif isinstance(a, Pointer):
+                spec.append((i, (self.buffer(a.array), a.array)))
+            elif isinstance(a, Struct):
+                spec.append((i, [(self.buffer(f.array), f.array) for f in a.pointers()]))
+        for i, (a, p) in enumerate(zip(args, fparams)):
+            off = params[p.name].offset
+            if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
+                raw = np.uint64(int(self.by_id[id(a)])).tobytes()
+            elif isinstance(a, Pointer):
+                raw = np.uint64(int(self.by_id[id(a.array)])).tobytes()
+            elif isinstance(a, Struct):
+                raw = a.pack(lambda arr: int(self.by_id[id(arr)]), self.tensor_map, limit=p.size_bytes,
+                             what=f"argument {i} Struct")
+            elif hasattr(a, "to_driver_args"):
+                raw = self.tensor_map(a)
+            elif isinstance(a, (bytes, bytearray)) or isinstance(a, np.ndarray):
+                raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
+            else:
+                raw = encode_scalar(a, p)
+            image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
+        return spec
+
+    def download(self, ptr, orig, raw=False):
+        if raw:
+            from tcsim.isa.tensormap import _span_view
+            host = np.empty(_span_view(orig).size, np.uint8)
+        else:
+            host = np.empty_like(np.ascontiguousarray(orig))
+        if host.nbytes:
+            _check(self.d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", self.d)
+        return host if raw else host.reshape(orig.shape)
+
+    def free(self):
+        for ptr in self.allocs:
+            self.d.cuMemFree(ptr)
+
+
+def _encode_tensormap(d, tm, addr) -> bytes:
+    """cuTensorMapEncodeTiled from the simulator's TensorMap description, at device address ``addr`` (None: the
+    map's own ``global_address``)."""
+    (dtype, rank, addr, dims, strides, box, estr, inter, swz, l2, oob) = tm.to_driver_args(global_address=addr)
     if not strides:
         # rank 1 has no strides, but cuda-python turns an empty list into a NULL pointer, which
         # cuTensorMapEncodeTiled refuses with CUDA_ERROR_INVALID_VALUE (python -m calib.probes.tensormap_rank1 on an
@@ -290,14 +403,57 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
     if kind == "unavailable":
         raise GpuUnavailable(payload)
     if kind == "cuda":
-        name, what = payload
-        return GpuResult(outputs=[], error=name, error_detail=what)
+        name, what, printed = payload
+        return GpuResult(outputs=[], error=name, error_detail=what, stdout=_lines(printed))
     if kind == "crash":
         raise RuntimeError(f"GPU back end crashed:\n{payload}")
     dev = payload.get("device", {})
-    return GpuResult(outputs=payload.get("outputs", []), elapsed_ms=payload.get("elapsed_ms"),
+    outputs = _as_callers(launch, payload.get("outputs", []))
+    _write_spans_back(launch, payload.get("spans") or [])
+    return GpuResult(outputs=outputs, elapsed_ms=payload.get("elapsed_ms"),
                      device=dev.get("name"), driver=dev.get("driver"), compute_capability=dev.get("cc"),
-                     extra={"stage": payload.get("stage")})
+                     extra={"stage": payload.get("stage")}, stdout=_lines(payload.get("stdout", "")))
+
+
+def _lines(text: str) -> list:
+    return [line + "\n" for line in (text or "").splitlines()]
+
+
+def _as_callers(launch, outputs) -> list:
+    """Outputs of torch-tensor arguments as torch tensors (the simulator's Result does the same)."""
+    from tcsim.isa.tensormap import is_torch
+    from tcsim.launch import Pointer, Struct
+
+    def conv(x, was_torch):
+        if not was_torch or x is None:
+            return x
+        import torch
+        if x.dtype.name == "bfloat16":
+            return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(x)
+
+    out = []
+    for a, o in zip(launch.args, outputs):
+        if isinstance(a, Struct) and isinstance(o, list):
+            out.append([conv(x, getattr(q, "torch", False)) for x, q in zip(o, a.pointers())])
+        else:
+            out.append(conv(o, is_torch(a) or (isinstance(a, Pointer) and getattr(a, "torch", False))))
+    return out + outputs[len(out):]
+
+
+def _write_spans_back(launch, spans) -> None:
+    """Tensor maps whose tensor had a device buffer of its own: the view's elements back into the caller's array."""
+    from tcsim.isa.tensormap import as_numpy, write_span
+    from tcsim.launch import Struct
+    maps = []
+    for a in launch.args:
+        if isinstance(a, Struct):
+            maps += a.tensor_maps()
+        elif hasattr(a, "to_driver_args"):
+            maps.append(a)
+    for tm, span in zip(maps, spans):
+        if span is not None and getattr(tm, "array", None) is not None:
+            write_span(as_numpy(tm.array), span)
 
 
 def gpu_available() -> tuple[bool, str]:
