@@ -523,6 +523,15 @@ class TensorMap:
                     if ptr <= lo and hi <= ptr + nbytes:
                         addr = a.base + (lo - ptr)
                         break
+                base = arr.base
+                while addr is None and isinstance(base, np.ndarray):     # or an argument on the view's base chain
+                    a = by_id.get(id(base))
+                    if a is not None and base.flags.c_contiguous:
+                        off = lo - base.__array_interface__["data"][0]
+                        if 0 <= off and off + (hi - lo) <= base.nbytes:
+                            addr = a.base + off
+                        break
+                    base = base.base
             if addr is None:
                 if any(st < 0 for st in arr.strides):
                     raise LaunchError(f"{name}: the tensor's strides {arr.strides} are negative",

@@ -112,7 +112,7 @@ class Struct:
         object.__setattr__(self, "fields", tuple(fields))
         for f in self.fields:
             if not (isinstance(f, (Pointer, np.generic, bytes, bytearray)) or hasattr(f, "encode_for_sim")):
-                raise LaunchError(f"Struct field {f!r} is not a Pointer, a numpy scalar, bytes or a TensorMap",
+                raise LaunchError(f"Struct field {f!r} is not a Pointer, a numpy scalar or bytes (nor a TensorMap)",
                                   expected="Pointer(array), np.int32(...)/np.int64(...)/..., bytes or TensorMap")
         if offsets is not None:
             offsets = tuple(int(o) for o in offsets)
@@ -167,7 +167,9 @@ class Struct:
                 if off < e2 and o2 < end:
                     raise LaunchError(f"{what} field {j} (bytes {off}..{end - 1}) overlaps field {k} (bytes "
                                       f"{o2}..{e2 - 1})", expected="disjoint field offsets")
-            cap = min(x for x in (self.size, limit) if x is not None) if (self.size, limit) != (None, None) else None
+            # (a positional struct that outgrows its parameter is reported whole by the launcher: "packs N bytes")
+            caps = [x for x in (self.size, limit if self.offsets is not None else None) if x is not None]
+            cap = min(caps) if caps else None
             if cap is not None and end > cap:
                 raise LaunchError(f"{what} field {j} ends at byte {end}, past the {cap}-byte "
                                   f"{'struct' if cap == self.size else 'parameter'}",
