@@ -1,6 +1,6 @@
 """GPU golden data for device-function calls, assert and launch arguments (issue 16 items 1 and 3).
 
-``python -m calib.calls_golden --out tests/golden/calls_h100.json`` (on a machine with a Hopper GPU) runs every
+``python -m calib.calls_golden --out tests/golden/calls_hopper.json`` (on a machine with a Hopper GPU) runs every
 case of :data:`CASES` through :func:`tcsim.hw.launcher.run_on_gpu` and records, per case, the CUDA error (or
 none), what the kernel printed (device printf, the assertion lines of ``assert``), every output array and the
 caller's arrays that a tensor map wrote through to.  ``tests/hw/test_calls_golden.py`` rebuilds each launch with
@@ -24,7 +24,7 @@ from . import pipeline as P
 
 ROOT = Path(__file__).resolve().parents[1]
 NVCC = ROOT / "tests" / "fixtures" / "nvcc"
-DEFAULT_OUT = ROOT / "tests" / "golden" / "calls_h100.json"
+DEFAULT_OUT = ROOT / "tests" / "golden" / "calls_hopper.json"
 
 #: ThunderKittens' global layout as a kernel parameter: a 384-byte struct, 64-byte aligned, with a pointer at 0, an
 #: int at 8 and the CUtensorMap at 128.  One thread loads box {c0, c1} through the map (TMA) into SMEM, stores it
@@ -106,8 +106,9 @@ def build(case: str):
     if case.startswith("deep_"):
         depth = {"deep_15": 15, "deep_60_stack_4096": 60, "deep_overflow": 200}[case]
         stack = 4096 if case == "deep_60_stack_4096" else 1024
+        # the simulator takes walk's frame from ptxas -v (88 bytes), as the GPU has it (the GPU ignores this)
         return Launch(NVCC / "device_calls.sm_90a.ptx", kernel="_Z11deep_kernelPii", block=32,
-                      args=[np.zeros(32, np.int32), depth], stack_size=stack), {}
+                      args=[np.zeros(32, np.int32), depth], stack_size=stack, stack_frames="ptxas"), {}
     if case == "gl_struct_strided_view":
         big = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
         tm = TensorMap.tiled(big[2::2, 8:40], (4, 8))

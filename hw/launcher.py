@@ -153,6 +153,18 @@ class _CapturedStdout:
         return False
 
 
+def _flush_device_printf() -> None:
+    """After a kernel fault the driver has not yet written the printf FIFO (an assert's lines): resetting the
+    primary context makes it write them while the capture is still in place (best effort)."""
+    try:
+        d = _driver()
+        dev = d.cuDeviceGet(0)
+        if int(dev[0]) == 0:
+            d.cuDevicePrimaryCtxReset(dev[1])
+    except Exception:  # noqa: BLE001 - nothing more to flush than the driver gives
+        pass
+
+
 def _child(launch, conn, stage_limit, lineinfo=False):
     with _CapturedStdout() as cap:
         try:
@@ -163,6 +175,7 @@ def _child(launch, conn, stage_limit, lineinfo=False):
             cap.text()
             conn.send(("unavailable", str(e)))
         except _CudaError as e:
+            _flush_device_printf()
             conn.send(("cuda", (e.name, e.what, cap.text())))
         except BaseException:  # noqa: BLE001 - reported to the parent with its traceback
             cap.text()
@@ -214,6 +227,7 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     if int(getattr(launch, "stack_size", 1024)) != 1024:
         _check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, int(launch.stack_size)), "cuCtxSetLimit", d)
     dev = _DeviceArgs(d)
+    dev.placements = list(getattr(launch, "_tensor_map_placements", None) or [])
     outputs_spec = dev.place(args, fn.params, params, image)
     # kernelParams: one pointer per parameter into the packed image
     buf = (ctypes.c_uint8 * image.size).from_buffer_copy(image.tobytes())
@@ -253,7 +267,7 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     outputs = [None] * len(args)
     for i, spec in outputs_spec:
         outputs[i] = [dev.download(p, a) for p, a in spec] if isinstance(spec, list) else dev.download(*spec)
-    spans = [None if ptr is None else dev.download(ptr, view, raw=True) for ptr, view in dev.spans]
+    spans = [None if sp is None else dev.download_bytes(*sp) for sp in dev.spans]
     dev.free()
     return {"outputs": outputs, "elapsed_ms": float(ms), "device": info, "spans": spans}
 
@@ -271,7 +285,10 @@ class _DeviceArgs:
         self.keys = {}          # memory key -> device pointer
         self.ranges = []        # (host pointer, nbytes, device pointer) of C-contiguous array arguments
         self.allocs = []
-        self.spans = []         # per tensor map, in argument order: (device pointer or None, view)
+        self.spans = []         # per tensor map, in argument order: (device pointer, bytes) of its span, or None
+        self.placements = []    # per tensor map, in argument order (tensor_map_placements)
+        self.arg_ptrs = {}      # argument index -> device pointer (array or Pointer argument)
+        self.field_ptrs = {}    # argument index -> device pointers of a Struct's Pointer fields
 
     def buffer(self, arr_in, share=True) -> int:
         from tcsim.isa.tensormap import memory_key
@@ -289,29 +306,24 @@ class _DeviceArgs:
         return ptr
 
     def tensor_map(self, tm) -> bytes:
-        from tcsim.isa.tensormap import _span_view, as_numpy, memory_key
-        arr = getattr(tm, "array", None)
-        if arr is None:
-            self.spans.append((None, None))
+        """The map's 128 bytes at the device address its placement (:func:`tensor_map_placements`, made in the
+        parent, where the caller's views still are views) gives."""
+        where = self.placements.pop(0) if self.placements else None
+        if where is None:
+            self.spans.append(None)
             return _encode_tensormap(self.d, tm, None)
-        arr = as_numpy(arr)
-        ptr = self.by_id.get(id(arr)) or self.by_id.get(id(tm.array)) or self.keys.get(memory_key(arr))
-        addr = None if ptr is None else int(ptr)
-        if addr is None and arr.size:
-            lo = arr.__array_interface__["data"][0]
-            hi = lo + _span_view(arr).size
-            addr = next((dp + (lo - hp) for hp, n, dp in self.ranges if hp <= lo and hi <= hp + n), None)
-        if addr is None:
-            span = np.ascontiguousarray(_span_view(arr))
+        if where[0] == "span":
+            span = np.frombuffer(where[1], dtype=np.uint8)
             ptr = _check(self.d.cuMemAlloc(max(span.size, 1)), "cuMemAlloc", self.d)
             if span.size:
                 _check(self.d.cuMemcpyHtoD(ptr, span.ctypes.data, span.size), "cuMemcpyHtoD", self.d)
             self.allocs.append(ptr)
-            self.spans.append((ptr, arr))
-            addr = int(ptr)
-        else:
-            self.spans.append((None, arr))
-        return _encode_tensormap(self.d, tm, addr)
+            self.spans.append((ptr, span.size))
+            return _encode_tensormap(self.d, tm, int(ptr))
+        _, i, j, off = where
+        base = self.arg_ptrs[i] if j is None else self.field_ptrs[i][j]
+        self.spans.append(None)
+        return _encode_tensormap(self.d, tm, int(base) + off)
 
     def place(self, args, fparams, params, image) -> list:
         from tcsim.isa.tensormap import as_numpy
@@ -320,11 +332,14 @@ class _DeviceArgs:
         spec = []
         for i, (a, p) in enumerate(zip(args, fparams)):
             if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
-                spec.append((i, (self.buffer(a, share=False), a)))
+                self.arg_ptrs[i] = self.buffer(a, share=False)
+                spec.append((i, (self.arg_ptrs[i], a)))
             elif isinstance(a, Pointer):
-                spec.append((i, (self.buffer(a.array), a.array)))
+                self.arg_ptrs[i] = self.buffer(a.array)
+                spec.append((i, (self.arg_ptrs[i], a.array)))
             elif isinstance(a, Struct):
-                spec.append((i, [(self.buffer(f.array), f.array) for f in a.pointers()]))
+                self.field_ptrs[i] = [self.buffer(f.array) for f in a.pointers()]
+                spec.append((i, [(q, f.array) for q, f in zip(self.field_ptrs[i], a.pointers())]))
         for i, (a, p) in enumerate(zip(args, fparams)):
             off = params[p.name].offset
             if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
@@ -343,15 +358,17 @@ class _DeviceArgs:
             image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
         return spec
 
-    def download(self, ptr, orig, raw=False):
-        if raw:
-            from tcsim.isa.tensormap import _span_view
-            host = np.empty(_span_view(orig).size, np.uint8)
-        else:
-            host = np.empty_like(np.ascontiguousarray(orig))
+    def download(self, ptr, orig):
+        host = np.empty_like(np.ascontiguousarray(orig))
         if host.nbytes:
             _check(self.d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", self.d)
-        return host if raw else host.reshape(orig.shape)
+        return host.reshape(orig.shape)
+
+    def download_bytes(self, ptr, n) -> bytes:
+        host = np.empty(n, np.uint8)
+        if n:
+            _check(self.d.cuMemcpyDtoH(host.ctypes.data, ptr, n), "cuMemcpyDtoH", self.d)
+        return host.tobytes()
 
     def free(self):
         for ptr in self.allocs:
@@ -387,6 +404,7 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
     _driver()  # fail fast (one line) when cuda-python is missing
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
+    launch = _with_placements(launch)
     p = ctx.Process(target=_child, args=(launch, child, stage, lineinfo), daemon=True)
     p.start()
     child.close()
@@ -441,9 +459,7 @@ def _as_callers(launch, outputs) -> list:
     return out + outputs[len(out):]
 
 
-def _write_spans_back(launch, spans) -> None:
-    """Tensor maps whose tensor had a device buffer of its own: the view's elements back into the caller's array."""
-    from tcsim.isa.tensormap import as_numpy, write_span
+def _tensor_maps(launch) -> list:
     from tcsim.launch import Struct
     maps = []
     for a in launch.args:
@@ -451,7 +467,57 @@ def _write_spans_back(launch, spans) -> None:
             maps += a.tensor_maps()
         elif hasattr(a, "to_driver_args"):
             maps.append(a)
-    for tm, span in zip(maps, spans):
+    return maps
+
+
+def tensor_map_placements(launch) -> list:
+    """Where each tensor map's tensor goes on the device, decided in the caller's process (a view pickled into the
+    child arrives as a contiguous copy): ``None`` (no array: its own global address), ``("arg", i, None, off)`` /
+    ``("arg", i, j, off)`` (inside array argument / Pointer ``i``, or Pointer field ``j`` of Struct ``i``, at byte
+    ``off``), or ``("span", bytes)`` (a buffer of its own holding the memory the view spans)."""
+    from tcsim.isa.tensormap import _span_view, as_numpy
+    from tcsim.launch import Pointer, Struct
+    owners = []
+    for i, a in enumerate(launch.args):
+        a = as_numpy(a)
+        if isinstance(a, np.ndarray):
+            owners.append((i, None, a))
+        elif isinstance(a, Pointer):
+            owners.append((i, None, a.array))
+        elif isinstance(a, Struct):
+            owners += [(i, j, f.array) for j, f in enumerate(a.pointers())]
+    out = []
+    for tm in _tensor_maps(launch):
+        arr = getattr(tm, "array", None)
+        if arr is None:
+            out.append(None)
+            continue
+        arr = as_numpy(arr)
+        span = _span_view(arr) if arr.size else np.zeros(0, np.uint8)
+        lo = arr.__array_interface__["data"][0]
+        hit = None
+        for i, j, own in owners:
+            if not own.flags.c_contiguous:
+                continue
+            base = own.__array_interface__["data"][0]
+            if base <= lo and lo + span.size <= base + own.nbytes:
+                hit = ("arg", i, j, lo - base)
+                break
+        out.append(hit or ("span", np.ascontiguousarray(span).tobytes()))
+    return out
+
+
+def _with_placements(launch):
+    import copy
+    lc = copy.copy(launch)
+    lc._tensor_map_placements = tensor_map_placements(launch)
+    return lc
+
+
+def _write_spans_back(launch, spans) -> None:
+    """Tensor maps whose tensor had a device buffer of its own: the view's elements back into the caller's array."""
+    from tcsim.isa.tensormap import as_numpy, write_span
+    for tm, span in zip(_tensor_maps(launch), spans):
         if span is not None and getattr(tm, "array", None) is not None:
             write_span(as_numpy(tm.array), span)
 

@@ -85,7 +85,7 @@ class CallStack:
         #: byte offset of the executing function's frame in each thread's local memory
         self.base = np.zeros(WARP, dtype=np.int64)
         #: first free byte of each thread's stack
-        self.sp = np.full(WARP, _align(k.frame_size, 16), dtype=np.int64)
+        self.sp = np.full(WARP, k.own_frame, dtype=np.int64)
         #: activations of each function on each lane's stack
         self.active = np.zeros((n, WARP), dtype=np.int32)
         self.active[0] = 1
@@ -99,15 +99,20 @@ class CallStack:
         context then fills with the arguments."""
         f = self.link.functions[callee]
         sel = np.nonzero(lanes)[0]
-        new_sp = self.sp[sel] + f.frame_cost
+        a = f.frame_align
+        start = (self.sp[sel] + a - 1) // a * a        # the callee's frame, aligned for its .local variables
+        new_sp = start + f.frame_cost
         over = new_sp > self.capacity
         if over.any():
             lane = int(sel[np.nonzero(over)[0][0]])
             raise StackOverflow(
                 f"call of {f.name} by lane {lane} at call depth {self.depth(lane) + 1} needs "
                 f"{int(new_sp[np.nonzero(over)[0][0]])} bytes of stack; the thread has {self.capacity} "
-                f"(each activation of {f.name} takes {f.frame_cost} bytes: {f.frame_size} of .local and "
-                f"{f.frame_cost - _align(f.frame_size, 16)} of call overhead, tcsim's frame model)",
+                + (f"(each activation of {f.name} takes {f.frame_cost} bytes, its SASS frame by ptxas -v)"
+                   if f.sass_frame is not None else
+                   f"(each activation of {f.name} takes {f.frame_cost} bytes: {f.frame_size} of .local and "
+                   f"{f.frame_cost - _align(f.frame_size, 16)} of call overhead, tcsim's frame model; "
+                   f"Launch(stack_frames='ptxas') uses ptxas's frame sizes)"),
                 expected="recursion that fits cudaLimitStackSize (Launch(stack_size=...), 1024 bytes per thread "
                          "by default), or a bounded depth")
         act = self.activations[callee]
@@ -115,7 +120,7 @@ class CallStack:
         frame = Frame(caller, callee, return_pc, self.base.copy(), self.sp.copy(), saved, tuple(returns))
         for lane in sel:
             self.frames[lane].append(frame)
-        self.base[sel] = self.sp[sel]
+        self.base[sel] = start
         self.sp[sel] = new_sp
         self.active[callee][sel] += 1
         return act

@@ -90,14 +90,16 @@ def _sentinel(fn: ir.Function):
     return ins, run
 
 
-def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset()) -> Program:
-    """The kernel ``kernel`` and the device functions it reaches, linked (:mod:`tcsim.linker`) and decoded."""
+def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset(),
+                 frames: dict | None = None) -> Program:
+    """The kernel ``kernel`` and the device functions it reaches, linked (:mod:`tcsim.linker`; ``frames``: SASS
+    stack-frame sizes by function) and decoded."""
     from .linker import link as link_program
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
         raise LaunchError(str(e.args[0])) from None
-    link = link_program(module, fn)
+    link = link_program(module, fn, frames)
     body, decoded = [], []
     for lf in link.functions:
         decoded += decode_function(module, lf.fn, lowering=lowering, pc_base=lf.base)

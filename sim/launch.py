@@ -43,11 +43,17 @@ class Launch:
     lowering: frozenset = frozenset()  # lowering variants to decode with (tcsim.lowering; differential tools only)
     #: per-thread stack bytes for recursive device functions (cudaLimitStackSize; CUDA's default 1024)
     stack_size: int = 1024
+    #: the stack frame of each device function (tcsim.linker): None -- tcsim's model; "ptxas" -- the SASS frame
+    #: sizes ``ptxas -v`` reports (needs ptxas on PATH), which match the GPU's; or a dict name -> bytes
+    stack_frames: object = None
 
     def __post_init__(self):
         from . import lowering
         from .linker import check_stack_size
         self.stack_size = check_stack_size(self.stack_size)
+        if not (self.stack_frames is None or self.stack_frames == "ptxas" or isinstance(self.stack_frames, dict)):
+            raise LaunchError(f"stack_frames={self.stack_frames!r}", expected="None, 'ptxas' or a dict function -> "
+                              "bytes")
         try:
             self.lowering = lowering.check(self.lowering)
         except (ValueError, TypeError) as e:
@@ -56,6 +62,19 @@ class Launch:
         self.grid = _dim3(self.grid, "grid")
         self.block = _dim3(self.block, "block")
         self.cluster = _dim3(self.cluster, "cluster")
+
+    def frame_sizes(self, module) -> dict | None:
+        """The stack frames ``stack_frames`` asks for (function name -> bytes), or None for tcsim's model."""
+        if self.stack_frames != "ptxas":
+            return self.stack_frames
+        from tcsim.isa.ptxas import stack_frames
+        if isinstance(self.ptx, ir.Module):
+            raise LaunchError("stack_frames='ptxas' needs the launch's PTX text, not a parsed module")
+        frames = stack_frames(self.ptx_text()[0], module.arch or "sm_90a")
+        if frames is None:
+            raise LaunchError("stack_frames='ptxas' but ptxas is not on PATH",
+                              expected="the CUDA toolkit's ptxas, or stack_frames=None (tcsim's frame model)")
+        return frames
 
     # ---------------------------------------------------------------------------------- the PTX
     def ptx_text(self) -> tuple[str, str]:
@@ -394,7 +413,8 @@ class Prepared:
 
         self.launch = launch
         self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
+        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
+                                    frames=launch.frame_sizes(self.module))
         self.gmem = GlobalMemory()
         self.global_symbols = allocate_globals(self.module, self.gmem)
         image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem)

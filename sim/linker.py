@@ -12,8 +12,11 @@ switches to the executing function's register file (:mod:`tcsim.callstack`).  It
 *frame* on the thread's stack: the kernel's at offset 0, each call's above its caller's.
 
 Stack sizes (tcsim's model, documented here because PTX leaves them to ptxas): a frame costs its ``.local``
-bytes rounded up to 16 plus :data:`CALL_FRAME_OVERHEAD` bytes for the return address and saved registers
-(ptxas's real frames are this or larger).  A program whose call graph has no cycle gets the stack it needs (the
+bytes rounded up to 16 plus :data:`CALL_FRAME_OVERHEAD` bytes for the return address and saved registers.
+ptxas's real frames are larger (``walk`` of tests/fixtures/nvcc/device_calls.cu: 48 bytes in the model, 88 in
+SASS), so with the model deeper recursion fits than on the GPU; ``Launch(stack_frames="ptxas")`` takes each
+function's frame from ``ptxas -v`` instead, which matches the H100/H200 (tests/golden/calls_h100.json: depth 15
+of walk overflows the default 1 KiB on the GPU: 16 frames of 88 bytes).  A program whose call graph has no cycle gets the stack it needs (the
 CUDA driver sizes the stack of a kernel whose need is statically known); a recursive one gets the launch's
 ``stack_size`` (``cudaLimitStackSize``, 1 KiB per thread by default) and a call that would pass it is a located
 :class:`StackOverflow`.
@@ -67,6 +70,10 @@ class LinkedFunction:
     address: int
     callees: set = field(default_factory=set)
     indirect: bool = False          # the body makes an indirect call
+    #: the SASS frame size (``ptxas -v``) when the launch asks for ptxas's frames, else None (tcsim's model)
+    sass_frame: int | None = None
+    #: the alignment its frame starts at (the largest of its .local variables', at least 16)
+    frame_align: int = 16
 
     @property
     def name(self) -> str:
@@ -79,8 +86,16 @@ class LinkedFunction:
 
     @property
     def frame_cost(self) -> int:
-        """Stack bytes one activation takes (see the module docstring)."""
+        """Stack bytes one activation takes (see the module docstring): ptxas's SASS frame when given, else the
+        .local bytes rounded to 16 plus :data:`CALL_FRAME_OVERHEAD`."""
+        if self.sass_frame is not None:
+            return self.sass_frame
         return _align(self.frame_size, 16) + CALL_FRAME_OVERHEAD
+
+    @property
+    def own_frame(self) -> int:
+        """The stack bytes of the kernel's own frame (function 0)."""
+        return self.sass_frame if self.sass_frame is not None else _align(self.frame_size, 16)
 
 
 def frame_layout(fn: ir.Function) -> tuple[dict, int]:
@@ -170,12 +185,13 @@ class Linkage:
         least the kernel's own frame)."""
         if not self.recursive:
             return self.static_stack
-        return max(int(stack_size), self.functions[0].frame_size)
+        return max(int(stack_size), self.functions[0].own_frame, self.functions[0].frame_size)
 
 
-def link(module: ir.Module, kernel: ir.Function) -> Linkage:
+def link(module: ir.Module, kernel: ir.Function, frames: dict | None = None) -> Linkage:
     """Lay out ``kernel`` and every ``.func`` it can reach (functions without a body are system calls or
-    external; the call decoder decides)."""
+    external; the call decoder decides).  ``frames``: function name -> SASS stack-frame bytes (``ptxas -v``,
+    :func:`tcsim.isa.ptxas.stack_frames`) to use instead of tcsim's frame model."""
     funcs = module.functions
     order = [kernel.name]
     seen = {kernel.name}
@@ -210,6 +226,9 @@ def link(module: ir.Module, kernel: ir.Function) -> Linkage:
         d, t, ind = refs[name]
         lf.callees = {n for n in d if n in seen}
         lf.indirect = ind
+        if frames is not None and name in frames:
+            lf.sass_frame = int(frames[name])
+        lf.frame_align = max([16] + [v.alignment for v in fn.locals if v.space == "local"])
         functions.append(lf)
         owner.extend([idx] * (len(fn.body) + 1))
         sentinels.append(body_pc + len(fn.body))
@@ -259,7 +278,7 @@ def _stack_need(functions, by_name) -> tuple[bool, int]:
     r = visit(k.name)
     if r is None:
         return True, 0
-    return False, _align(k.frame_size, 16) + r
+    return False, k.own_frame + r
 
 
 def check_stack_size(value) -> int:

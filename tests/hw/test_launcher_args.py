@@ -10,7 +10,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tcsim.hw.launcher import _DeviceArgs, _write_spans_back
+import pickle
+
+from tcsim.hw.launcher import _DeviceArgs, _write_spans_back, tensor_map_placements
 from tcsim.isa.parser import parse
 from tcsim.isa.tensormap import TensorMap
 from tcsim.launch import Launch, Pointer, Struct
@@ -63,13 +65,18 @@ PTX = """.version 8.7
 
 
 def _place(args):
+    """What the child process does, on a pickled copy of the launch (as multiprocessing sends it: views arrive as
+    contiguous copies, so the placements are decided in the caller's process)."""
     module = parse(PTX)
     fn = module.kernel()
     lay = layout_program(module, fn)
     image = np.zeros(lay["param_size"], np.uint8)
     d = FakeDriver()
     dev = _DeviceArgs(d)
-    spec = dev.place(args, fn.params, lay["param_symbols"], image)
+    launch = Launch(PTX, args=args)
+    dev.placements = tensor_map_placements(launch)
+    child = pickle.loads(pickle.dumps(launch))
+    spec = dev.place(child.args, fn.params, lay["param_symbols"], image)
     return d, dev, spec, image, lay["param_symbols"]
 
 
@@ -110,4 +117,4 @@ def test_tensor_map_over_a_view_of_an_array_argument_uses_its_buffer():
     d, dev, spec, image, syms = _place([s, 3, A])
     (addr, strides), = d.encoded
     assert addr == dict(spec)[2][0] + 4 * 32 * 4 and strides == (32 * 4,)
-    assert dev.spans == [(None, dev.spans[0][1])]
+    assert dev.spans == [None]

@@ -462,3 +462,20 @@ def test_struct_param_array_by_value_and_local_frames():
 """
     got = _run(_module(body, funcs))
     assert list(got) == [1000 + 77 - t for t in range(32)]
+
+
+def test_ptxas_frames_bound_the_recursion_as_on_the_gpu():
+    """stack_frames='ptxas': each activation of walk takes its SASS frame (ptxas -v); the depth that fits 1 KiB is
+    the one the GPU allows (tests/golden/calls_hopper.json: depth 15 faults on the GPU)."""
+    from tcsim.isa.ptxas import stack_frames
+    path = NVCC / "device_calls.sm_90a.ptx"
+    frames = stack_frames(path.read_text(), "sm_90a")
+    if frames is None:
+        pytest.skip("ptxas is not on PATH")
+    walk = frames["_Z4walkii"]
+    fits = 1024 // walk - 1                     # activations of depth 0..fits
+    out = np.zeros(32, np.int32)
+    r = run_launch(Launch(path, kernel="_Z11deep_kernelPii", block=32, args=[out, fits], stack_frames="ptxas"))
+    assert list(r.outputs[0]) == [_walk(fits, t) for t in range(32)]
+    with pytest.raises(StackOverflow, match="SASS frame"):
+        run_launch(Launch(path, kernel="_Z11deep_kernelPii", block=32, args=[out, fits + 1], stack_frames="ptxas"))
