@@ -11,9 +11,10 @@ the execution context.  Each thread has its own stack, so the lanes of a warp ma
   stack pointer, where the return values go.  When a lane calls a function that is already active on its stack
   (recursion), the callee's registers and ``.param`` variables are saved in the frame first and restored by the
   matching ``ret``, so each activation sees its own.
-* ``.local`` frames: the callee's frame starts at the caller's stack pointer; the stack pointer rises by the
-  callee's frame cost (:attr:`tcsim.linker.LinkedFunction.frame_cost`).  A call that would pass the thread's
-  stack capacity raises :class:`tcsim.linker.StackOverflow`.
+* ``.local`` frames: the callee's frame starts at the caller's stack pointer (aligned for its variables); the
+  thread's stack use rises by the callee's frame cost (:attr:`tcsim.linker.LinkedFunction.frame_cost`: tcsim's
+  model or ptxas's SASS frame).  A call that would take the use past the thread's stack capacity raises
+  :class:`tcsim.linker.StackOverflow`.
 """
 from __future__ import annotations
 
@@ -59,15 +60,16 @@ class Activation:
 class Frame:
     """What a call pushed on the stacks of the lanes that made it (shared by them)."""
 
-    __slots__ = ("caller", "callee", "return_pc", "base", "sp", "saved", "returns")
+    __slots__ = ("caller", "callee", "return_pc", "base", "sp", "used", "saved", "returns")
 
-    def __init__(self, caller: int, callee: int, return_pc: int, base: np.ndarray, sp: np.ndarray, saved,
-                 returns: tuple):
+    def __init__(self, caller: int, callee: int, return_pc: int, base: np.ndarray, sp: np.ndarray, used: np.ndarray,
+                 saved, returns: tuple):
         self.caller = caller
         self.callee = callee
         self.return_pc = return_pc
         self.base = base                # the caller's frame base, per lane (restored by ret)
         self.sp = sp                    # the caller's stack pointer, per lane
+        self.used = used                # the caller's stack use, per lane
         self.saved = saved              # the callee's Activation snapshot (recursion), or None
         self.returns = returns          # caller-side .param names receiving the return values
 
@@ -84,8 +86,10 @@ class CallStack:
         k = link.functions[0]
         #: byte offset of the executing function's frame in each thread's local memory
         self.base = np.zeros(WARP, dtype=np.int64)
-        #: first free byte of each thread's stack
-        self.sp = np.full(WARP, k.own_frame, dtype=np.int64)
+        #: first free byte of each thread's stack (where the next frame's .local variables go)
+        self.sp = np.full(WARP, _align(max(k.own_frame, k.frame_size), 16), dtype=np.int64)
+        #: stack bytes each thread's activations take (what cudaLimitStackSize bounds)
+        self.used = np.full(WARP, k.own_frame, dtype=np.int64)
         #: activations of each function on each lane's stack
         self.active = np.zeros((n, WARP), dtype=np.int32)
         self.active[0] = 1
@@ -101,13 +105,14 @@ class CallStack:
         sel = np.nonzero(lanes)[0]
         a = f.frame_align
         start = (self.sp[sel] + a - 1) // a * a        # the callee's frame, aligned for its .local variables
-        new_sp = start + f.frame_cost
-        over = new_sp > self.capacity
+        new_sp = start + _align(max(f.frame_cost, f.frame_size), 16)
+        new_used = self.used[sel] + f.frame_cost       # what the activation costs (model or ptxas's SASS frame)
+        over = new_used > self.capacity
         if over.any():
             lane = int(sel[np.nonzero(over)[0][0]])
             raise StackOverflow(
                 f"call of {f.name} by lane {lane} at call depth {self.depth(lane) + 1} needs "
-                f"{int(new_sp[np.nonzero(over)[0][0]])} bytes of stack; the thread has {self.capacity} "
+                f"{int(new_used[np.nonzero(over)[0][0]])} bytes of stack; the thread has {self.capacity} "
                 + (f"(each activation of {f.name} takes {f.frame_cost} bytes, its SASS frame by ptxas -v)"
                    if f.sass_frame is not None else
                    f"(each activation of {f.name} takes {f.frame_cost} bytes: {f.frame_size} of .local and "
@@ -117,11 +122,13 @@ class CallStack:
                          "by default), or a bounded depth")
         act = self.activations[callee]
         saved = act.snapshot() if (self.active[callee][sel] > 0).any() else None
-        frame = Frame(caller, callee, return_pc, self.base.copy(), self.sp.copy(), saved, tuple(returns))
+        frame = Frame(caller, callee, return_pc, self.base.copy(), self.sp.copy(), self.used.copy(), saved,
+                      tuple(returns))
         for lane in sel:
             self.frames[lane].append(frame)
         self.base[sel] = start
         self.sp[sel] = new_sp
+        self.used[sel] = new_used
         self.active[callee][sel] += 1
         return act
 
@@ -146,6 +153,7 @@ class CallStack:
             self.activations[fr.callee].restore(fr.saved, m)
         self.base[m] = fr.base[m]
         self.sp[m] = fr.sp[m]
+        self.used[m] = fr.used[m]
         self.active[fr.callee][m] -= 1
 
     def frames_of(self, lane: int) -> list:

@@ -170,7 +170,9 @@ class Warp:
             self.regs = act.regs
             #: the .param variables of the executing function (PTX ISA §5.1.6.2)
             self.call_params = act.params
-            local_size = max(local_size, self.callstack.capacity)
+            # room for the frames' .local variables at their 16-byte aligned places: twice the stack the threads may
+            # use (alignment slack; a placement beyond it would be a located out-of-bounds local access)
+            local_size = max(local_size, 2 * self.callstack.capacity + 64)
         else:
             self.regs = make_regfile(regs)
             self.call_params = CallParams()
