@@ -40,6 +40,8 @@ class GpuResult:
     compute_capability: tuple | None = None
     jit_log: str = ""
     extra: dict = field(default_factory=dict)
+    #: what the kernel printed (printf; the assertion lines of assert, before CUDA_ERROR_ASSERT)
+    stdout: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -123,20 +125,66 @@ def check_target(arch: str | None, cc: tuple, gpu_name: str) -> None:
 # ------------------------------------------------------------------------------------------- the child
 
 
-def _child(launch, conn, stage_limit, lineinfo=False):
+class _CapturedStdout:
+    """File descriptor 1 of the child redirected to a temporary file: what the kernel printed (device printf and
+    the assertion lines of ``assert``, which the driver writes to the process's stdout)."""
+
+    def __enter__(self):
+        import os
+        import tempfile
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(1)
+        os.dup2(self.file.fileno(), 1)
+        return self
+
+    def text(self) -> str:
+        import os
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except Exception:  # noqa: BLE001 - no libc symbol table: nothing buffered to flush
+            pass
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        self.file.seek(0)
+        return self.file.read().decode(errors="replace")
+
+    def __exit__(self, *exc):
+        self.file.close()
+        return False
+
+
+def _flush_device_printf() -> None:
+    """After a kernel fault the driver has not yet written the printf FIFO (an assert's lines): resetting the
+    primary context makes it write them while the capture is still in place (best effort)."""
     try:
-        if isinstance(launch, (list, tuple)):
-            conn.send(("ok", _execute_sequence(list(launch), lineinfo)))
-        else:
-            conn.send(("ok", _execute(launch, stage_limit, lineinfo)))
-    except GpuUnavailable as e:
-        conn.send(("unavailable", str(e)))
-    except _CudaError as e:
-        conn.send(("cuda", (e.name, e.what)))
-    except BaseException:  # noqa: BLE001 - reported to the parent with its traceback
-        conn.send(("crash", traceback.format_exc()))
-    finally:
-        conn.close()
+        d = _driver()
+        dev = d.cuDeviceGet(0)
+        if int(dev[0]) == 0:
+            d.cuDevicePrimaryCtxReset(dev[1])
+    except Exception:  # noqa: BLE001 - nothing more to flush than the driver gives
+        pass
+
+
+def _child(launch, conn, stage_limit, lineinfo=False):
+    with _CapturedStdout() as cap:
+        try:
+            if isinstance(launch, (list, tuple)):
+                res = _execute_sequence(list(launch), lineinfo)
+            else:
+                res = _execute(launch, stage_limit, lineinfo)
+            res["stdout"] = cap.text()
+            conn.send(("ok", res))
+        except GpuUnavailable as e:
+            cap.text()
+            conn.send(("unavailable", str(e)))
+        except _CudaError as e:
+            _flush_device_printf()
+            conn.send(("cuda", (e.name, e.what, cap.text())))
+        except BaseException:  # noqa: BLE001 - reported to the parent with its traceback
+            cap.text()
+            conn.send(("crash", traceback.format_exc()))
+        finally:
+            conn.close()
 
 
 def _execute(launch, stage_limit=None, lineinfo=False):
@@ -146,8 +194,8 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     if stage_limit == "load":
         _load(d, launch, info, lineinfo)
         return {"outputs": [], "device": info, "stage": "load"}
-    dptrs: dict = {}
-    k = _prepare(d, launch, info, lineinfo, dptrs)
+    dev = _DeviceArgs(d)
+    k = _prepare(d, launch, info, lineinfo, dev)
     ev0 = _check(d.cuEventCreate(0), "cuEventCreate", d)
     ev1 = _check(d.cuEventCreate(0), "cuEventCreate", d)
     _check(d.cuEventRecord(ev0, 0), "cuEventRecord", d)
@@ -155,10 +203,10 @@ def _execute(launch, stage_limit=None, lineinfo=False):
     _check(d.cuEventRecord(ev1, 0), "cuEventRecord", d)
     _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
     ms = _check(d.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime", d)
-    outputs = _download(d, k)
-    for ptr, _ in dptrs.values():
-        d.cuMemFree(ptr)
-    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info}
+    outputs = _download(dev, k)
+    spans = [None if sp is None else dev.download_bytes(*sp) for sp in dev.spans]
+    dev.free()
+    return {"outputs": outputs, "elapsed_ms": float(ms), "device": info, "spans": spans}
 
 
 def _execute_sequence(launches, lineinfo=False):
@@ -169,14 +217,13 @@ def _execute_sequence(launches, lineinfo=False):
     d = _driver()
     info = probe()
     _context(d)
-    dptrs: dict = {}
-    ks = [_prepare(d, launch, info, lineinfo, dptrs) for launch in launches]
+    dev = _DeviceArgs(d, share_arguments=True)
+    ks = [_prepare(d, launch, info, lineinfo, dev) for launch in launches]
     for launch, k in zip(launches, ks):
         _launch(d, k, programmatic=bool(getattr(launch, "programmatic", False)))
     _check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)", d)
-    outputs = [_download(d, k) for k in ks]
-    for ptr, _ in dptrs.values():
-        d.cuMemFree(ptr)
+    outputs = [_download(dev, k) for k in ks]
+    dev.free()
     return {"outputs": outputs, "device": info}
 
 
@@ -216,8 +263,8 @@ def _load(d, launch, info, lineinfo):
     return module, fn, kfn
 
 
-def _prepare(d, launch, info, lineinfo, dptrs: dict) -> dict:
-    """Load the kernel, place its arrays (``dptrs``: id(array) -> (device pointer, array), shared by the launches
+def _prepare(d, launch, info, lineinfo, dev) -> dict:
+    """Load the kernel, place its arguments on the device (``dev``: a :class:`_DeviceArgs`, shared by the launches
     of a sequence) and pack its parameters; returns what :func:`_launch` and :func:`_download` need."""
     from tcsim.machine import layout_program as lay
 
@@ -225,30 +272,13 @@ def _prepare(d, launch, info, lineinfo, dptrs: dict) -> dict:
     layout = lay(module, fn)
     params = layout["param_symbols"]
     image = np.zeros(max(layout["param_size"], 8), dtype=np.uint8)
-    outputs_spec = []
-    from tcsim.launch import encode_scalar
     args = list(launch.args)
     if len(args) != len(fn.params):
         raise GpuUnavailable(f"kernel {fn.name} takes {len(fn.params)} parameters, launch passes {len(args)}")
-    for i, (a, p) in enumerate(zip(args, fn.params)):
-        if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
-            if id(a) not in dptrs:
-                arr = np.ascontiguousarray(a)
-                ptr = _check(d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", d)
-                _check(d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", d)
-                dptrs[id(a)] = (ptr, a)
-            outputs_spec.append((i, dptrs[id(a)][0], a))
-    for i, (a, p) in enumerate(zip(args, fn.params)):
-        off = params[p.name].offset
-        if id(a) in dptrs and isinstance(a, np.ndarray):
-            raw = np.uint64(int(dptrs[id(a)][0])).tobytes()
-        elif hasattr(a, "to_driver_args"):
-            raw = _encode_tensormap(d, a, dptrs)
-        elif isinstance(a, (bytes, bytearray)) or isinstance(a, np.ndarray):
-            raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
-        else:
-            raw = encode_scalar(a, p)
-        image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
+    if int(getattr(launch, "stack_size", 1024)) != 1024:
+        _check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, int(launch.stack_size)), "cuCtxSetLimit", d)
+    dev.placements = list(getattr(launch, "_tensor_map_placements", None) or [])
+    outputs_spec = dev.place(args, fn.params, params, image)
     # kernelParams: one pointer per parameter into the packed image
     buf = (ctypes.c_uint8 * image.size).from_buffer_copy(image.tobytes())
     base = ctypes.addressof(buf)
@@ -293,22 +323,122 @@ def _launch(d, k: dict, programmatic: bool) -> None:
     _check(d.cuLaunchKernelEx(cfg, k["kfn"], ctypes.addressof(k["ptrs"]), 0), "cuLaunchKernelEx", d)
 
 
-def _download(d, k: dict) -> list:
+def _download(dev, k: dict) -> list:
     outputs = [None] * k["nargs"]
-    for i, ptr, orig in k["outputs_spec"]:
-        host = np.empty_like(np.ascontiguousarray(orig))
-        _check(d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", d)
-        outputs[i] = host.reshape(orig.shape)
+    for i, spec in k["outputs_spec"]:
+        outputs[i] = [dev.download(p, a) for p, a in spec] if isinstance(spec, list) else dev.download(*spec)
     return outputs
 
 
-def _encode_tensormap(d, tm, dptrs) -> bytes:
-    """cuTensorMapEncodeTiled from the simulator's TensorMap description, on the real device address."""
-    arr = getattr(tm, "array", None)
-    if arr is None or id(arr) not in dptrs:
-        raise GpuUnavailable("a tensor map's tensor must be one of the launch's array arguments on the GPU")
-    (dtype, rank, addr, dims, strides, box, estr, inter, swz, l2, oob) = tm.to_driver_args(
-        global_address=int(dptrs[id(arr)][0]))
+class _DeviceArgs:
+    """The launch's arguments on the device, laid out as :func:`tcsim.launch.prepare_arguments` lays them for the
+    simulator: arrays (numpy, or torch CPU tensors) become buffers; :class:`tcsim.launch.Pointer` s their
+    addresses; :class:`tcsim.launch.Struct` s their packed bytes (pointers and tensor maps at their offsets); a
+    tensor map whose tensor is no array argument (nor a view inside one) gets a buffer holding the memory its view
+    spans, with the view's real strides, copied back to the caller after the run (``spans``)."""
+
+    def __init__(self, d, share_arguments: bool = False):
+        self.d = d
+        #: array arguments passed again (a later launch of a sequence) find their buffer: one buffer per array
+        self.share_arguments = share_arguments
+        self.by_id = {}         # id(array) -> device pointer
+        self.keys = {}          # memory key -> device pointer
+        self.ranges = []        # (host pointer, nbytes, device pointer) of C-contiguous array arguments
+        self.allocs = []
+        self.spans = []         # per tensor map, in argument order: (device pointer, bytes) of its span, or None
+        self.placements = []    # per tensor map, in argument order (tensor_map_placements)
+        self.arg_ptrs = {}      # argument index -> device pointer (array or Pointer argument)
+        self.field_ptrs = {}    # argument index -> device pointers of a Struct's Pointer fields
+
+    def buffer(self, arr_in, share=True) -> int:
+        from tcsim.isa.tensormap import memory_key
+        if share and id(arr_in) in self.by_id:
+            return self.by_id[id(arr_in)]
+        arr = np.ascontiguousarray(arr_in)
+        ptr = _check(self.d.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc", self.d)
+        if arr.nbytes:
+            _check(self.d.cuMemcpyHtoD(ptr, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD", self.d)
+        self.allocs.append(ptr)
+        self.by_id[id(arr_in)] = ptr
+        self.keys.setdefault(memory_key(arr_in), ptr)
+        if arr_in.flags.c_contiguous:
+            self.ranges.append((arr_in.__array_interface__["data"][0], arr_in.nbytes, int(ptr)))
+        return ptr
+
+    def tensor_map(self, tm) -> bytes:
+        """The map's 128 bytes at the device address its placement (:func:`tensor_map_placements`, made in the
+        parent, where the caller's views still are views) gives."""
+        where = self.placements.pop(0) if self.placements else None
+        if where is None:
+            self.spans.append(None)
+            return _encode_tensormap(self.d, tm, None)
+        if where[0] == "span":
+            span = np.frombuffer(where[1], dtype=np.uint8)
+            ptr = _check(self.d.cuMemAlloc(max(span.size, 1)), "cuMemAlloc", self.d)
+            if span.size:
+                _check(self.d.cuMemcpyHtoD(ptr, span.ctypes.data, span.size), "cuMemcpyHtoD", self.d)
+            self.allocs.append(ptr)
+            self.spans.append((ptr, span.size))
+            return _encode_tensormap(self.d, tm, int(ptr))
+        _, i, j, off = where
+        base = self.arg_ptrs[i] if j is None else self.field_ptrs[i][j]
+        self.spans.append(None)
+        return _encode_tensormap(self.d, tm, int(base) + off)
+
+    def place(self, args, fparams, params, image) -> list:
+        from tcsim.isa.tensormap import as_numpy
+        from tcsim.launch import Pointer, Struct, encode_scalar
+        args = [as_numpy(a) for a in args]
+        spec = []
+        for i, (a, p) in enumerate(zip(args, fparams)):
+            if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
+                self.arg_ptrs[i] = self.buffer(a, share=self.share_arguments)
+                spec.append((i, (self.arg_ptrs[i], a)))
+            elif isinstance(a, Pointer):
+                self.arg_ptrs[i] = self.buffer(a.array)
+                spec.append((i, (self.arg_ptrs[i], a.array)))
+            elif isinstance(a, Struct):
+                self.field_ptrs[i] = [self.buffer(f.array) for f in a.pointers()]
+                spec.append((i, [(q, f.array) for q, f in zip(self.field_ptrs[i], a.pointers())]))
+        for i, (a, p) in enumerate(zip(args, fparams)):
+            off = params[p.name].offset
+            if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
+                raw = np.uint64(int(self.by_id[id(a)])).tobytes()
+            elif isinstance(a, Pointer):
+                raw = np.uint64(int(self.by_id[id(a.array)])).tobytes()
+            elif isinstance(a, Struct):
+                raw = a.pack(lambda arr: int(self.by_id[id(arr)]), self.tensor_map, limit=p.size_bytes,
+                             what=f"argument {i} Struct")
+            elif hasattr(a, "to_driver_args"):
+                raw = self.tensor_map(a)
+            elif isinstance(a, (bytes, bytearray)) or isinstance(a, np.ndarray):
+                raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
+            else:
+                raw = encode_scalar(a, p)
+            image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
+        return spec
+
+    def download(self, ptr, orig):
+        host = np.empty_like(np.ascontiguousarray(orig))
+        if host.nbytes:
+            _check(self.d.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH", self.d)
+        return host.reshape(orig.shape)
+
+    def download_bytes(self, ptr, n) -> bytes:
+        host = np.empty(n, np.uint8)
+        if n:
+            _check(self.d.cuMemcpyDtoH(host.ctypes.data, ptr, n), "cuMemcpyDtoH", self.d)
+        return host.tobytes()
+
+    def free(self):
+        for ptr in self.allocs:
+            self.d.cuMemFree(ptr)
+
+
+def _encode_tensormap(d, tm, addr) -> bytes:
+    """cuTensorMapEncodeTiled from the simulator's TensorMap description, at device address ``addr`` (None: the
+    map's own ``global_address``)."""
+    (dtype, rank, addr, dims, strides, box, estr, inter, swz, l2, oob) = tm.to_driver_args(global_address=addr)
     if not strides:
         # rank 1 has no strides, but cuda-python turns an empty list into a NULL pointer, which
         # cuTensorMapEncodeTiled refuses with CUDA_ERROR_INVALID_VALUE (python -m calib.probes.tensormap_rank1 on an
@@ -334,6 +464,7 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
     _driver()  # fail fast (one line) when cuda-python is missing
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
+    launch = _with_placements(launch)
     p = ctx.Process(target=_child, args=(launch, child, stage, lineinfo), daemon=True)
     p.start()
     child.close()
@@ -350,14 +481,16 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
     if kind == "unavailable":
         raise GpuUnavailable(payload)
     if kind == "cuda":
-        name, what = payload
-        return GpuResult(outputs=[], error=name, error_detail=what)
+        name, what, printed = payload
+        return GpuResult(outputs=[], error=name, error_detail=what, stdout=_lines(printed))
     if kind == "crash":
         raise RuntimeError(f"GPU back end crashed:\n{payload}")
     dev = payload.get("device", {})
-    return GpuResult(outputs=payload.get("outputs", []), elapsed_ms=payload.get("elapsed_ms"),
+    outputs = _as_callers(launch, payload.get("outputs", []))
+    _write_spans_back(launch, payload.get("spans") or [])
+    return GpuResult(outputs=outputs, elapsed_ms=payload.get("elapsed_ms"),
                      device=dev.get("name"), driver=dev.get("driver"), compute_capability=dev.get("cc"),
-                     extra={"stage": payload.get("stage")})
+                     extra={"stage": payload.get("stage")}, stdout=_lines(payload.get("stdout", "")))
 
 
 def run_sequence_on_gpu(launches, timeout: float = 120.0) -> GpuResult:
@@ -365,7 +498,123 @@ def run_sequence_on_gpu(launches, timeout: float = 120.0) -> GpuResult:
     ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` where its ``programmatic`` is set -- the GPU side of
     :func:`tcsim.launch.run_sequence`.  ``GpuResult.outputs``: one list per launch (its arguments'
     buffers after the sequence; an array shared by several launches is one buffer)."""
-    return run_on_gpu(list(launches), timeout=timeout)
+    _driver()
+    launches = [_with_placements(lc) for lc in launches]
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_child, args=(launches, child, None, False), daemon=True)
+    p.start()
+    child.close()
+    if not parent.poll(timeout):
+        p.kill()
+        p.join()
+        return GpuResult(outputs=[], error="TIMEOUT", error_detail=f"no result within {timeout} s (hang?)")
+    try:
+        kind, payload = parent.recv()
+    except EOFError:
+        p.join()
+        return GpuResult(outputs=[], error="CHILD_DIED", error_detail=f"exit code {p.exitcode}")
+    p.join()
+    if kind == "unavailable":
+        raise GpuUnavailable(payload)
+    if kind == "cuda":
+        name, what, printed = payload
+        return GpuResult(outputs=[], error=name, error_detail=what, stdout=_lines(printed))
+    if kind == "crash":
+        raise RuntimeError(f"GPU back end crashed:\n{payload}")
+    dev = payload.get("device", {})
+    outputs = [_as_callers(lc, o) for lc, o in zip(launches, payload.get("outputs", []))]
+    return GpuResult(outputs=outputs, device=dev.get("name"), driver=dev.get("driver"),
+                     compute_capability=dev.get("cc"), stdout=_lines(payload.get("stdout", "")))
+
+
+def _lines(text: str) -> list:
+    return [line + "\n" for line in (text or "").splitlines()]
+
+
+def _as_callers(launch, outputs) -> list:
+    """Outputs of torch-tensor arguments as torch tensors (the simulator's Result does the same)."""
+    from tcsim.isa.tensormap import is_torch
+    from tcsim.launch import Pointer, Struct
+
+    def conv(x, was_torch):
+        if not was_torch or x is None:
+            return x
+        import torch
+        if x.dtype.name == "bfloat16":
+            return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(x)
+
+    out = []
+    for a, o in zip(launch.args, outputs):
+        if isinstance(a, Struct) and isinstance(o, list):
+            out.append([conv(x, getattr(q, "torch", False)) for x, q in zip(o, a.pointers())])
+        else:
+            out.append(conv(o, is_torch(a) or (isinstance(a, Pointer) and getattr(a, "torch", False))))
+    return out + outputs[len(out):]
+
+
+def _tensor_maps(launch) -> list:
+    from tcsim.launch import Struct
+    maps = []
+    for a in launch.args:
+        if isinstance(a, Struct):
+            maps += a.tensor_maps()
+        elif hasattr(a, "to_driver_args"):
+            maps.append(a)
+    return maps
+
+
+def tensor_map_placements(launch) -> list:
+    """Where each tensor map's tensor goes on the device, decided in the caller's process (a view pickled into the
+    child arrives as a contiguous copy): ``None`` (no array: its own global address), ``("arg", i, None, off)`` /
+    ``("arg", i, j, off)`` (inside array argument / Pointer ``i``, or Pointer field ``j`` of Struct ``i``, at byte
+    ``off``), or ``("span", bytes)`` (a buffer of its own holding the memory the view spans)."""
+    from tcsim.isa.tensormap import _span_view, as_numpy
+    from tcsim.launch import Pointer, Struct
+    owners = []
+    for i, a in enumerate(launch.args):
+        a = as_numpy(a)
+        if isinstance(a, np.ndarray):
+            owners.append((i, None, a))
+        elif isinstance(a, Pointer):
+            owners.append((i, None, a.array))
+        elif isinstance(a, Struct):
+            owners += [(i, j, f.array) for j, f in enumerate(a.pointers())]
+    out = []
+    for tm in _tensor_maps(launch):
+        arr = getattr(tm, "array", None)
+        if arr is None:
+            out.append(None)
+            continue
+        arr = as_numpy(arr)
+        span = _span_view(arr) if arr.size else np.zeros(0, np.uint8)
+        lo = arr.__array_interface__["data"][0]
+        hit = None
+        for i, j, own in owners:
+            if not own.flags.c_contiguous:
+                continue
+            base = own.__array_interface__["data"][0]
+            if base <= lo and lo + span.size <= base + own.nbytes:
+                hit = ("arg", i, j, lo - base)
+                break
+        out.append(hit or ("span", np.ascontiguousarray(span).tobytes()))
+    return out
+
+
+def _with_placements(launch):
+    import copy
+    lc = copy.copy(launch)
+    lc._tensor_map_placements = tensor_map_placements(launch)
+    return lc
+
+
+def _write_spans_back(launch, spans) -> None:
+    """Tensor maps whose tensor had a device buffer of its own: the view's elements back into the caller's array."""
+    from tcsim.isa.tensormap import as_numpy, write_span
+    for tm, span in zip(_tensor_maps(launch), spans):
+        if span is not None and getattr(tm, "array", None) is not None:
+            write_span(as_numpy(tm.array), span)
 
 
 def gpu_available() -> tuple[bool, str]:

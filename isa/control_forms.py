@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir
-from .errors import UnsupportedError, VerifyError
+from .errors import VerifyError
 from .forms import FormSpec, QualGroup, split_qualifiers
 
 _UNI = QualGroup("uni", ("uni",))
@@ -61,11 +61,29 @@ class ControlForm:
 
 @dataclass(frozen=True)
 class CallForm:
-    """``call{.uni} (ret), vprintf, (format, args)``: the callee's name and its parameter operands."""
+    """``call{.uni} (ret), func, (args)`` / ``call{.uni} func, (args)`` / ``call{.uni} (ret), fptr, (args), flist``:
+    ``returns`` and ``args`` the .param operands as written (symbols or, for system calls, registers/immediates);
+    ``target`` the callee's name (a direct call) or the register holding its address (an indirect call);
+    ``prototype`` the label of the ``.callprototype`` / ``.calltargets`` an indirect call names."""
 
     uni: bool
-    target: str
-    params: tuple
+    target: object
+    returns: tuple
+    args: tuple
+    prototype: object = None
+
+    @property
+    def direct(self) -> bool:
+        return isinstance(self.target, ir.Sym)
+
+    @property
+    def name(self) -> str:
+        return self.target.name if self.direct else str(self.target)
+
+    #: kept for callers of the vprintf-only form
+    @property
+    def params(self) -> tuple:
+        return self.args
 
 
 @dataclass(frozen=True)
@@ -147,17 +165,33 @@ def parse_setmaxnreg(ins: ir.Instruction) -> SetmaxnregForm:
 
 
 def parse_call(ins: ir.Instruction) -> CallForm:
-    """A ``call``: only ``vprintf`` is executed (device functions must be inlined), with two parameters."""
+    """A ``call`` (PTX ISA §9.7.12.5): ``[(ret-list),] target [, (arg-list)] [, prototype-or-targets]``.  The
+    target is a function name (direct) or a 64-bit register (indirect, which needs the label of a
+    ``.callprototype`` or ``.calltargets``).  Matching the callee's signature is the decoder's (it knows the
+    module)."""
     q = _quals(ins)
-    target = next((o.name for o in ins.operands if isinstance(o, ir.Sym)), None)
-    if target != "vprintf":
-        raise UnsupportedError(f"call to {target or 'an indirect target'} is not supported; tcsim executes "
-                               f"kernels whose device functions are inlined (vprintf is the exception)", ins.loc)
-    args = [o for o in ins.operands if isinstance(o, ir.ParenList)]
-    params = tuple(args[-1].elems) if args else ()
-    if len(params) != 2:
-        raise VerifyError("vprintf takes (format, args)", ins.loc)
-    return CallForm("uni" in q, target, params)
+    ops = list(ins.operands)
+    returns = ()
+    if ops and isinstance(ops[0], ir.ParenList):
+        returns = tuple(ops.pop(0).elems)
+    if not ops or not isinstance(ops[0], (ir.Sym, ir.Reg)) or (isinstance(ops[0], ir.Sym) and ops[0].offset):
+        raise VerifyError("call needs a function name or a register holding a function address", ins.loc,
+                          expected="call{.uni} (ret), func, (args);  or  call (ret), %rd, (args), prototype;")
+    target = ops.pop(0)
+    args = ()
+    if ops and isinstance(ops[0], ir.ParenList):
+        args = tuple(ops.pop(0).elems)
+    proto = None
+    if ops and isinstance(ops[0], ir.LabelRef):
+        proto = ops.pop(0)
+    if ops:
+        raise VerifyError(f"unexpected operand {ops[0]} in call", ins.loc)
+    if isinstance(target, ir.Reg) and proto is None:
+        raise VerifyError(f"indirect call through {target} names no .callprototype or .calltargets", ins.loc,
+                          expected="call (ret), %rd, (args), prototype_label;")
+    if isinstance(target, ir.Sym) and proto is not None:
+        raise VerifyError(f"a direct call of {target.name} takes no prototype ({proto})", ins.loc)
+    return CallForm("uni" in q, target, returns, args, proto)
 
 
 __all__ = ["SPECS", "SECTIONS", "SETMAXNREG_RANGE", "ControlForm", "SetmaxnregForm", "CallForm", "parse_control",

@@ -34,6 +34,8 @@ class TcsimError(Exception):
     kind = "error"
     #: the run's findings (:class:`tcsim.findings.Finding`) up to the error, when it ended a simulation
     findings: tuple = ()
+    #: the lines the kernel printed (vprintf, __assertfail) before the error ended the simulation
+    stdout: tuple = ()
 
     def __init__(self, message: str, loc: SourceLoc | None = None, *, where: str | None = None,
                  expected: str | None = None, user_loc: str | None = None):

@@ -293,6 +293,15 @@ class Param:
         return self.align if self.align else TYPE_SIZES[self.type]
 
 
+@dataclass(frozen=True)
+class CallPrototype:
+    """The signature of an indirect call (``Label: .callprototype (.param .b32 _) _ (.param .b64 _);``, PTX ISA
+    §11.4.3): its return and argument parameters (names are the placeholder ``_``)."""
+
+    returns: tuple
+    params: tuple
+
+
 @dataclass
 class Function:
     """An ``.entry`` (kind ``'entry'``) or ``.func`` (kind ``'func'``).
@@ -317,6 +326,10 @@ class Function:
     labels: dict = field(default_factory=dict)
     directives: dict = field(default_factory=dict)
     branch_targets: dict = field(default_factory=dict)
+    #: label -> :class:`CallPrototype` of each ``.callprototype`` declared in the body (not code labels)
+    call_prototypes: dict = field(default_factory=dict)
+    #: label -> tuple of function names of each ``.calltargets`` list declared in the body
+    call_targets: dict = field(default_factory=dict)
     linkage: str | None = None
     is_declaration: bool = False    # prototype without a body (e.g. .extern .func vprintf)
 

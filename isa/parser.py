@@ -36,11 +36,13 @@ L1, L2, ...;`` declares a target list (``Function.branch_targets``; every target
 from the list, resolved at the end of the function; the list label itself is not a code label).  For other
 instructions a top-level identifier that names a visible label becomes a ``LabelRef`` too; anything else is a
 ``Sym`` that must name a module variable or a function by the end of the module (``call`` targets must name
-functions).  ``.loc`` positions are mapped through ``.file`` at the end of the module, so ``.file`` may
+functions).  ``Label: .callprototype (ret)? _ (params)?;`` declares an indirect call's signature
+(``Function.call_prototypes``) and ``Label: .calltargets f1, f2;`` its possible targets (``Function.call_targets``);
+a ``call`` naming such a label gets it as a ``LabelRef``.  ``.loc`` positions are mapped through ``.file`` at the end of the module, so ``.file`` may
 follow the functions (as LLVM writes it).
 
 Not supported (rejected with a PtxSyntaxError, never silently dropped): ``.reg`` function parameters,
-vector parameters, vector-register element access (``%v.x``), ``.calltargets`` / ``.callprototype``,
+vector parameters, vector-register element access (``%v.x``),
 a ``.branchtargets`` list without a label, ``.alias``, texture/surface/sampler reference types,
 floating-point constant *expressions* (a float literal, optionally negated, is fine), the C preprocessor.
 """
@@ -50,7 +52,7 @@ import os
 import re
 
 from .errors import PtxSyntaxError, SourceLoc
-from .ir import (TYPE_SIZES, Address, Function, Imm, Instruction, LabelRef, Module, Not, Param, ParenList,
+from .ir import (TYPE_SIZES, Address, CallPrototype, Function, Imm, Instruction, LabelRef, Module, Not, Param, ParenList,
                  PredPair, Reg, Sink, SpecialReg, Sym, VarDecl, Vector)
 from .lexer import Tokens, tokenize
 
@@ -98,7 +100,7 @@ _PERF_TUPLE = frozenset((".maxntid", ".reqntid", ".reqnctapercluster"))
 _PERF_INT = frozenset((".maxnreg", ".minnctapersm", ".maxclusterrank", ".abi_preserve",
                        ".abi_preserve_control"))
 _PERF_FLAG = frozenset((".explicitcluster", ".noreturn", ".blocksareclusters"))
-_UNSUPPORTED_BODY = frozenset((".calltargets", ".callprototype"))
+_CALL_LISTS = frozenset((".calltargets", ".callprototype"))
 
 _BRANCH_OPS = frozenset(("bra", "brx"))
 
@@ -651,9 +653,70 @@ class _Parser:
         if self.K[self.i] == "dir" and self.T[self.i] == ".branchtargets":
             self.parse_branchtargets(new)
             return
+        if self.K[self.i] == "dir" and self.T[self.i] == ".callprototype":
+            self.parse_callprototype(new)
+            return
+        if self.K[self.i] == "dir" and self.T[self.i] == ".calltargets":
+            self.parse_calltargets(new)
+            return
         self.fn.labels[new] = len(self.fn.body)
-        if self.K[self.i] == "dir" and self.T[self.i] in _UNSUPPORTED_BODY:
-            self.err(f"{self.T[self.i]} is not supported", self.i)
+
+    def parse_callprototype(self, name: str):
+        """``Label: .callprototype (ret-param)? _ (param, ...)?;`` (PTX ISA §11.4.3): the signature of an indirect
+        call; recorded in ``Function.call_prototypes`` (not a code label)."""
+        K, T = self.K, self.T
+        self.i += 1
+        returns = []
+        if K[self.i] == "(":
+            returns = self.parse_proto_params("return parameter")
+        j = self.i
+        if K[j] != "id" or T[j] != "_":
+            self.err(f"expected '_' (the function name placeholder) in .callprototype, found {self.describe(j)}", j)
+        self.i = j + 1
+        params = []
+        if K[self.i] == "(":
+            params = self.parse_proto_params("parameter")
+        while K[self.i] == "dir" and T[self.i] == ".noreturn":
+            self.i += 1
+        self.expect_semicolon(".callprototype")
+        self.fn.call_prototypes[name] = CallPrototype(tuple(returns), tuple(params))
+
+    def parse_proto_params(self, what: str) -> list:
+        self.expect("(")
+        out = []
+        if self.K[self.i] == ")":
+            self.i += 1
+            return out
+        while True:
+            out.append(self.parse_param(what))
+            k = self.K[self.i]
+            if k == ",":
+                self.i += 1
+                continue
+            if k == ")":
+                self.i += 1
+                return out
+            self.err(f"expected ',' or ')' in the .callprototype {what} list, found {self.describe(self.i)}")
+
+    def parse_calltargets(self, name: str):
+        """``Label: .calltargets f1, f2, ...;`` (PTX ISA §11.4.2): the possible targets of an indirect call;
+        recorded in ``Function.call_targets`` (each must name a function by the end of the module)."""
+        K, T = self.K, self.T
+        self.i += 1
+        names = []
+        while True:
+            j = self.i
+            if K[j] != "id" or "." in T[j] or T[j][:1] == "%":
+                self.err(f"expected a function name in the .calltargets list, found {self.describe(j)}", j)
+            names.append(T[j])
+            self.pending_syms.append((T[j], j, True))
+            self.i = j + 1
+            if K[self.i] == ",":
+                self.i += 1
+                continue
+            break
+        self.expect_semicolon(".calltargets list")
+        self.fn.call_targets[name] = tuple(names)
 
     def parse_branchtargets(self, list_name: str):
         """``.branchtargets L1, L2, ...;`` after the list's label (self.i at the directive)."""
@@ -692,8 +755,8 @@ class _Parser:
             self.parse_pragma()
         elif t == ".file":
             self.parse_file_directive()
-        elif t in _UNSUPPORTED_BODY:
-            self.err(f"{t} is not supported", i)
+        elif t in _CALL_LISTS:
+            self.err(f"{t} must follow the label that names it (Label: {t} ...;)", i)
         elif t == ".branchtargets":
             self.err(".branchtargets must follow the label that names the list (Label: .branchtargets ...;)", i)
         elif t in _PERF_TUPLE or t in _PERF_INT or t in _PERF_FLAG:
@@ -1135,6 +1198,12 @@ class _Parser:
             off = self.parse_const_int("symbol offset")
         sym = Sym(t, off)
         if mode == 2:
+            s = self.scope
+            while s is not None and not off:
+                lab = s.labels.get(t)
+                if lab is not None and (lab in self.fn.call_prototypes or lab in self.fn.call_targets):
+                    return LabelRef(lab)
+                s = s.parent
             self.pending_syms.append((t, i, top))
         elif top and t not in self.gsyms and t not in self.mod.functions:
             self.add_pending(sym, t, i, False)

@@ -26,6 +26,24 @@ def assemble(text: str, arch: str = "sm_100a", name: str = "kernel.ptx", timeout
     return r.returncode, r.stdout + r.stderr
 
 
+def stack_frames(text: str, arch: str = "sm_90a", timeout: float = 300) -> dict | None:
+    """Per function, the bytes of its SASS stack frame as ``ptxas -v`` reports them ("N bytes stack frame": its
+    .local variables, spills, saved registers and return address), or None when ptxas is not on PATH.  A PTX file
+    ptxas refuses gives an empty dict."""
+    import re
+    if PTXAS is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "kernel.ptx"
+        p.write_text(text)
+        r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", str(Path(tmp) / "out.cubin")],
+                           capture_output=True, text=True, timeout=timeout)
+    out = {}
+    for m in re.finditer(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame", r.stdout + r.stderr):
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
 def sass(text: str, arch: str = "sm_90a", lineinfo: bool = False, disassembler: str = "cuobjdump",
          timeout: float = 300) -> tuple | None:
     """``(True, listing)`` of what ptxas makes of ``text`` (``cuobjdump -sass``, or ``nvdisasm -g -hex`` with the

@@ -75,6 +75,62 @@ from .errors import LaunchError, MemoryFault
 from .swizzle import SWIZZLE_MODES, SWIZZLE_SPAN
 
 
+def is_torch(obj) -> bool:
+    """``obj`` is a torch tensor (checked without importing torch)."""
+    return type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "numpy") and hasattr(obj, "device")
+
+
+def as_numpy(obj):
+    """A torch CPU tensor as a numpy array sharing its memory (bfloat16 as ml_dtypes' bfloat16); anything else
+    unchanged.  A tensor on another device is a LaunchError (tcsim's arrays live on the host)."""
+    if not is_torch(obj):
+        return obj
+    if obj.device.type != "cpu":
+        raise LaunchError(f"a torch tensor on {obj.device} cannot be a tcsim argument",
+                          expected="a CPU tensor (tensor.cpu())")
+    t = obj.detach()
+    if str(t.dtype) == "torch.bfloat16":
+        import ml_dtypes
+        return t.view(_torch_int16()).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _torch_int16():
+    import torch
+    return torch.int16
+
+
+#: key of the launch's table of host address ranges of its C-contiguous array arguments: ``[(ptr, nbytes, alloc)]``
+HOST_RANGES = "host ranges"
+
+
+def memory_key(arr) -> tuple:
+    """What identifies an array's memory regardless of the Python object: data pointer, shape, strides, dtype."""
+    ai = arr.__array_interface__
+    return ("memory", ai["data"][0], tuple(arr.shape), tuple(arr.strides), arr.dtype.str)
+
+
+def _span_view(arr: np.ndarray) -> np.ndarray:
+    """The bytes from ``arr``'s first element to the end of its last (non-negative strides) as a 1-D uint8 view of
+    the same memory."""
+    n = (sum((d - 1) * st for d, st in zip(arr.shape, arr.strides)) + arr.itemsize) if arr.size else 0
+    flat = np.lib.stride_tricks.as_strided(arr, shape=(n // arr.itemsize,), strides=(arr.itemsize,),
+                                           writeable=False)
+    return flat.view(np.uint8)
+
+
+def write_span(arr: np.ndarray, span) -> None:
+    """Write the elements of the view ``arr`` from ``span``, the bytes of the memory it spans (as :func:`_span_view`
+    lays them out: its first element at byte 0, its own strides)."""
+    if not arr.size or not arr.flags.writeable:
+        return
+    dev = np.frombuffer(bytes(span), dtype=np.uint8)
+    if dev.size % arr.itemsize:
+        return
+    arr[...] = np.lib.stride_tricks.as_strided(dev.view(arr.dtype), shape=arr.shape, strides=arr.strides,
+                                               writeable=False)
+
+
 @dataclass(frozen=True)
 class DataType:
     """One ``CUtensorMapDataType``: driver enum value, element size in bits, and kind."""
@@ -341,8 +397,10 @@ class TensorMap:
         (a :data:`DATA_TYPES` name or enum value) overrides the type derived from ``array.dtype``.  The map is
         validated now (except the global address, which the launcher fills in).
         """
+        array = as_numpy(array)
         if not isinstance(array, np.ndarray):
-            raise LaunchError(f"TensorMap.tiled needs a numpy array, got {type(array).__name__}")
+            raise LaunchError(f"TensorMap.tiled needs a numpy array (or a torch CPU tensor), got "
+                              f"{type(array).__name__}")
         nd = array.ndim
         if not 1 <= nd <= 5:
             raise LaunchError(f"invalid tensor map: tensorRank must be 1..5 (array has {nd} dimensions)",
@@ -439,44 +497,64 @@ class TensorMap:
         """The 128 bytes passed as the kernel parameter (called by ``tcsim.launch.prepare_arguments``).
 
         With an ``array``: the global address becomes the device address of the launch argument that *is*
-        that array (``by_id[id(array)]``), or of the launch argument it is a view into (found on the view's
-        ``.base`` chain, so the argument must own its memory or be on that chain; C-contiguous; at the view's byte
-        offset); otherwise a buffer is allocated in ``gmem`` and the array's contents copied in
-        (C order; the strides are re-derived for the copy) and the allocation is remembered in
-        ``self.sim_allocation`` (the last launch's buffer; ``.data`` holds the bytes after the run, so TMA stores
-        into a tensor that is not a launch argument can still be inspected).  Without an array,
-        ``global_address`` is used as is.
+        that array (``by_id[id(array)]``, or the same memory: :func:`memory_key`), or of the C-contiguous array
+        argument whose memory holds the array's (a view into it, found by address: ``by_id[HOST_RANGES]``; at the
+        view's byte offset).  Otherwise the
+        memory the array spans (first to last element, its real strides kept: a sliced, transposed or
+        ``as_strided`` view) is placed in a buffer of ``gmem`` and the launch writes the view's elements back into
+        the caller's array after the run (:meth:`write_back`), so TMA stores land where the caller sees them, as
+        on the GPU where the map points at the caller's memory; the allocation is ``self.sim_allocation``.
+        Without an array, ``global_address`` is used as is.
         """
         tm = self
+        self.sim_allocation = None
+        self.sim_view = None
         if self.array is not None:
-            arr = self.array
+            arr = as_numpy(self.array)
             addr = None
-            alloc = by_id.get(id(arr))
+            alloc = by_id.get(id(arr)) or by_id.get(id(self.array)) or by_id.get(memory_key(arr))
             if alloc is not None:
                 addr = alloc.base
-            else:
+            elif arr.size and all(st >= 0 for st in arr.strides):
+                # a view whose memory lies inside a C-contiguous array argument: that argument's buffer
+                lo = arr.__array_interface__["data"][0]
+                hi = lo + _span_view(arr).size
+                for ptr, nbytes, a in by_id.get(HOST_RANGES, ()):
+                    if ptr <= lo and hi <= ptr + nbytes:
+                        addr = a.base + (lo - ptr)
+                        break
                 base = arr.base
-                while base is not None and isinstance(base, np.ndarray):
+                while addr is None and isinstance(base, np.ndarray):     # or an argument on the view's base chain
                     a = by_id.get(id(base))
                     if a is not None and base.flags.c_contiguous:
-                        off = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-                        if 0 <= off < max(base.nbytes, 1):
+                        off = lo - base.__array_interface__["data"][0]
+                        if 0 <= off and off + (hi - lo) <= base.nbytes:
                             addr = a.base + off
                         break
                     base = base.base
             if addr is None:
-                copy = np.ascontiguousarray(arr)
-                alloc = gmem.allocate(copy.nbytes, name=f"{name}.tensor")
-                alloc.upload(copy)
+                if any(st < 0 for st in arr.strides):
+                    raise LaunchError(f"{name}: the tensor's strides {arr.strides} are negative",
+                                      expected="non-negative strides")
+                span = _span_view(arr)
+                alloc = gmem.allocate(max(span.size, 1), name=f"{name}.tensor")
+                alloc.upload(span)
                 addr = alloc.base
                 self.sim_allocation = alloc     # lets a caller read back what TMA stores wrote
-                tm = dataclasses.replace(self, global_strides=copy.strides[::-1][1:])
+                self.sim_view = arr
             tm = dataclasses.replace(tm, global_address=addr)
         try:
             return tm.encode()
         except LaunchError as e:
             e.message = f"{name}: {e.message}"
             raise e.with_context()
+
+    def write_back(self) -> None:
+        """After a launch that placed the map's tensor in a buffer of its own (:meth:`encode_for_sim`): write the
+        elements the view covers back into the caller's array (a read-only array is left alone)."""
+        arr, alloc = getattr(self, "sim_view", None), getattr(self, "sim_allocation", None)
+        if arr is not None and alloc is not None:
+            write_span(arr, alloc.download())
 
     def to_driver_args(self, global_address: int | None = None) -> tuple:
         """The arguments of ``cuTensorMapEncodeTiled`` after ``tensorMap``: ``(tensorDataType, tensorRank,

@@ -145,6 +145,8 @@ def _run_sim(mod, launch, args):
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
                             detect=getattr(args, "detect", True))
     except TcsimError as e:
+        for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
+            print(line, end="" if line.endswith("\n") else "\n")
         found = list(getattr(e, "findings", ()))
         if found and not getattr(args, "strict", False):
             print_findings([f for f in found if f is not getattr(e, "finding", None)])

@@ -122,6 +122,10 @@ class ExecContext:
                                   expected=f"mov.pred %p, {op.name} (then selp for a number)")
             return to_type(self.special(op), ptype)
         if isinstance(op, ir.Sym):
+            frame = self._frame_offset(op.name)
+            if frame is not None:                   # a .local variable of a called function: per-thread frame
+                a = (frame + op.offset).astype(np.uint64) & np.uint64((1 << (8 * size_of(ptype))) - 1)
+                return a.astype(UINT[size_of(ptype)]).view(view_dtype(ptype))
             a = self.symbol_address(op.name) + op.offset
             return np.full(WARP, a & ((1 << (8 * size_of(ptype))) - 1), dtype=UINT[size_of(ptype)]).view(
                 view_dtype(ptype))
@@ -207,10 +211,22 @@ class ExecContext:
         return self.engine.special_register(self, sreg)
 
     # ------------------------------------------------------------------------------------------ addresses
+    def _frame_offset(self, name: str):
+        """Per-lane local-memory offsets of ``name`` when it is a ``.local`` variable of the executing device
+        function (each thread's frame sits at its own stack depth, tcsim.callstack); None otherwise."""
+        cs = self.warp.callstack
+        if cs is None or self.warp.func_index == 0:
+            return None
+        off = cs.link.functions[self.warp.func_index].local_symbols.get(name)
+        if off is None:
+            return None
+        return cs.base + off
+
     def symbol_address(self, name: str) -> int:
         """Address of a named variable in its own state space (shared: 32-bit shared address with this CTA's
         rank bits, counted from the start of the shared window; local: its address in the kernel's frame below the
-        stack top; global: generic address; param/const: state-space offset)."""
+        stack top; global: generic address; param/const: state-space offset; a function: its address,
+        tcsim.linker)."""
         p = self.program
         s = p.shared_symbols.get(name)
         if s is not None:
@@ -228,7 +244,11 @@ class ExecContext:
         if g is not None:
             return g
         if name in p.module.functions:
-            raise UnsupportedError(f"taking the address of function {name} is not supported")
+            lf = p.link.by_name.get(name) if p.link is not None else None
+            if lf is None or lf.index == 0:
+                raise UnsupportedError(f"taking the address of {name} is not supported (only a linked .func has "
+                                       f"an address)")
+            return lf.address
         raise VerifyError(f"unknown symbol {name}")
 
     def symbol_space(self, name: str) -> str | None:
@@ -246,7 +266,11 @@ class ExecContext:
         if base is None:
             a = np.zeros(WARP, dtype=np.uint64)
         elif isinstance(base, ir.Sym):
-            a = np.full(WARP, self.symbol_address(base.name) + base.offset, dtype=np.uint64)
+            frame = self._frame_offset(base.name)
+            if frame is not None:
+                a = (frame + base.offset).astype(np.uint64)
+            else:
+                a = np.full(WARP, self.symbol_address(base.name) + base.offset, dtype=np.uint64)
         elif isinstance(base, ir.Reg):
             r = self.reg_array(base.name)
             if r.dtype == np.bool_:
@@ -460,6 +484,53 @@ class ExecContext:
         if self.bus.active:
             lanes = self.lane_ids()
             self._publish_mem("st", "param", "generic", [offset] * lanes.size, rows.shape[1], lanes, traced=False)
+
+    # ------------------------------------------------------------------------------------------ calls
+    @property
+    def callstack(self):
+        """The warp's call stack (:class:`tcsim.callstack.CallStack`), None when the kernel calls no function."""
+        return self.warp.callstack
+
+    def call_enter(self, callee: int, return_pc: int, args: list, returns: tuple, lanes=None) -> None:
+        """The executing lanes (or ``lanes``) call linked function ``callee`` (PTX ISA §9.7.12.5): push their
+        frames, pass ``args`` (``(callee parameter, rows)``), jump to its first instruction; reported as sync
+        event ``call``."""
+        m = self.mask if lanes is None else lanes
+        cs = self.warp.callstack
+        act = cs.enter(m, self.warp.func_index, callee, return_pc, returns)
+        for name, rows in args:
+            act.params.write_rows(name, 0, rows, m)
+        lf = cs.link.functions[callee]
+        self.jump(lf.base, m)
+        self.emit_sync("call", callee=lf.name, lanes=tuple(int(x) for x in np.nonzero(m)[0]), traced=False)
+
+    def call_return(self) -> None:
+        """The executing lanes return from the executing function (PTX ISA §9.7.12.6): pop their frames, pass the
+        return values, jump back; reported as sync event ``ret``."""
+        cs = self.warp.callstack
+        fi = self.warp.func_index
+        act = cs.activations[fi]
+        for m, fr in cs.pop(self.mask):
+            # the return values are read before a recursive callee's state is restored, and written into the
+            # caller's variables after (the caller may be the same function)
+            rows = [act.params.read_rows(p.name, 0, act.params.size_of(p.name))
+                    for p in cs.link.functions[fi].fn.returns]
+            cs.unwind(m, fr)
+            caller = cs.activations[fr.caller].params
+            for name, r in zip(fr.returns, rows):
+                n = min(r.shape[1], caller.size_of(name))
+                caller.write_rows(name, 0, r[:, :n], m)
+            self.jump(fr.return_pc, m)
+        self.emit_sync("ret", callee=cs.link.functions[fi].name, traced=False)
+
+    def call_param_size(self, name: str) -> int:
+        """Declared bytes of the executing function's .param variable ``name``."""
+        return self.warp.call_params.size_of(name)
+
+    def call_param_rows(self, name: str, nbytes: int) -> np.ndarray:
+        """(32, nbytes) bytes of the executing function's .param variable ``name`` (a call's argument), untraced
+        like :meth:`call_param_load`."""
+        return self.call_param_load(name, 0, nbytes)
 
     # ------------------------------------------------------------------------------------------ warp state
     def carry_flag(self) -> np.ndarray:

@@ -52,10 +52,13 @@ class Reachability:
     """Can control get from PC ``a`` to PC ``b`` in the function body (branches, fall-through; exit/ret/trap end
     a path unless guarded)?  Answers are cached."""
 
-    def __init__(self, body, labels: dict, branch_targets: dict):
+    def __init__(self, body, labels: dict, branch_targets: dict, link=None):
         self.body = body
         self.labels = labels
         self.branch_targets = branch_targets
+        #: a linked program (tcsim.linker): labels are per function, ``call`` leads into the callees (and on to
+        #: the next instruction), a function's ``ret`` to every return site
+        self.link = link if link is not None and len(link.functions) > 1 else None
         self._succ: dict = {}
         self._reach: dict = {}
 
@@ -69,18 +72,36 @@ class Reachability:
             ins = self.body[pc]
             guarded = ins.guard is not None
             op = ins.opcode
+            labels, targets, base = self.labels, self.branch_targets, 0
+            lf = None
+            if self.link is not None:
+                lf = self.link.function_at(pc)
+                labels, targets, base = lf.fn.labels, lf.fn.branch_targets, lf.base
             if op == "bra":
                 t = ins.operands[0] if ins.operands else None
                 name = getattr(t, "name", None)
-                if name in self.labels:
-                    out.append(self.labels[name])
+                if name in labels:
+                    out.append(base + labels[name])
                 if guarded:
                     out.append(pc + 1)
             elif op == "brx":
                 tl = ins.operands[-1] if ins.operands else None
-                for name in self.branch_targets.get(getattr(tl, "name", None), ()):
-                    if name in self.labels:
-                        out.append(self.labels[name])
+                for name in targets.get(getattr(tl, "name", None), ()):
+                    if name in labels:
+                        out.append(base + labels[name])
+                if guarded:
+                    out.append(pc + 1)
+            elif op == "call" and lf is not None:
+                ops = [o for o in ins.operands if not isinstance(o, ir.ParenList)]
+                name = getattr(ops[0], "name", None) if ops else None
+                callee = self.link.by_name.get(name)
+                if callee is not None:
+                    out.append(callee.base)
+                elif ops and isinstance(ops[0], ir.Reg):
+                    out.extend(self.link.by_name[c].base for c in sorted(lf.callees))
+                out.append(pc + 1)
+            elif op == "ret" and lf is not None and lf.index > 0:
+                out.extend(sorted(self.link.return_sites.values()))
                 if guarded:
                     out.append(pc + 1)
             elif op in ("exit", "ret", "trap"):

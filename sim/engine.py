@@ -66,11 +66,12 @@ def _is_warp_synchronous(ins) -> bool:
 
 
 def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None,
-                    lowering: frozenset = frozenset()) -> list:
+                    lowering: frozenset = frozenset(), pc_base: int = 0) -> list:
     """Decode every instruction of ``fn`` (with the ``lowering`` variants on, :mod:`tcsim.lowering`); with
-    ``errors`` given, collect diagnostics instead of raising."""
+    ``errors`` given, collect diagnostics instead of raising.  ``pc_base``: where the body starts in a linked
+    program (branch targets are program PCs)."""
     load_all()
-    info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering)
+    info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering, pc_base)
     out = []
     for ins in fn.body:
         try:
@@ -84,25 +85,46 @@ def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = No
     return out
 
 
-def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset()) -> Program:
+def _sentinel(fn: ir.Function):
+    """The instruction after a function's body: lanes reaching it fell off the end without ret/exit."""
+    last = fn.body[-1].loc if fn.body else fn.loc
+    ins = ir.Instruction("trap", (), (), last, index=len(fn.body))
+    what = "kernel" if fn.kind == "entry" else "function"
+
+    def run(ctx):
+        if ctx.mask.any():
+            raise SyncError(f"{lanes_str(ctx.mask)} ran past the end of {what} {fn.name} without ret/exit", last)
+
+    return ins, run
+
+
+def load_program(module: ir.Module, kernel: str | None = None, lowering: frozenset = frozenset(),
+                 frames: dict | None = None) -> Program:
+    """The kernel ``kernel`` and the device functions it reaches, linked (:mod:`tcsim.linker`; ``frames``: SASS
+    stack-frame sizes by function) and decoded."""
+    from .linker import link as link_program
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
         raise LaunchError(str(e.args[0])) from None
-    for f in module.functions.values():
-        if f is not fn and not f.is_declaration and f.kind == "func":
-            pass  # device functions are decoded when called (see control.call)
-    decoded = decode_function(module, fn, lowering=lowering)
+    link = link_program(module, fn, frames)
+    body, decoded = [], []
+    for lf in link.functions:
+        decoded += decode_function(module, lf.fn, lowering=lowering, pc_base=lf.base)
+        body += lf.fn.body
+        ins, run = _sentinel(lf.fn)
+        body.append(ins)
+        decoded.append(run)
     lay = layout_program(module, fn)
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
-    return Program(module=module, kernel=fn, body=fn.body, decoded=decoded,
+    return Program(module=module, kernel=fn, body=body, decoded=decoded,
                    shared_symbols=lay["shared_symbols"], shared_static_size=lay["shared_static_size"],
                    dynamic_smem_align=lay["dynamic_smem_align"], dynamic_smem_base=lay["dynamic_smem_base"],
                    address_map=lay["address_map"], local_base=lay["local_base"], local_symbols=lay["local_symbols"],
                    local_size=lay["local_size"], param_symbols=lay["param_symbols"], param_size=lay["param_size"],
                    const_symbols=lay["const_symbols"], const_image=const_image.tobytes(),
                    global_decls=[v for v in module.globals if v.space == "global"],
-                   syncish=[_is_warp_synchronous(i) for i in fn.body])
+                   syncish=[_is_warp_synchronous(i) for i in body], link=link)
 
 
 class Simulation:
@@ -112,12 +134,16 @@ class Simulation:
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
-                 timing=False, strict: bool = False, schedule=None, grid_dependency=None):
+                 timing=False, strict: bool = False, schedule=None, grid_dependency=None,
+                 stack_size: int | None = None):
         from .grid_dependency import GridDependency
+        from .linker import DEFAULT_STACK_SIZE
         self.program = program
         #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
         #: flight before it
         self.grid_dependency = grid_dependency if grid_dependency is not None else GridDependency()
+        #: per-thread stack bytes for recursive device functions (cudaLimitStackSize; tcsim.linker)
+        self.stack_size = DEFAULT_STACK_SIZE if stack_size is None else int(stack_size)
         self.gmem = gmem
         self.param_image = param_image
         self.const_image = const_image if const_image is not None else np.frombuffer(program.const_image,
@@ -177,7 +203,7 @@ class Simulation:
         #: per PC: None, or the lanes a warp-collective .sync instruction waits for (tcsim.convergence)
         self.collective = [collective_members(ins) for ins in program.body]
         fn = program.kernel
-        self.reach = Reachability(program.body, fn.labels, getattr(fn, "branch_targets", {}) or {})
+        self.reach = Reachability(program.body, fn.labels, getattr(fn, "branch_targets", {}) or {}, program.link)
         self._build()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -208,7 +234,7 @@ class Simulation:
                                     tids = np.zeros((WARP, 3), dtype=np.int64)
                                     tids[:n] = tid_all[w * WARP:w * WARP + n]
                                     warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size,
-                                                self.program.local_base)
+                                                self.program.local_base, self.program.link, self.stack_size)
                                     warp.ctx = ExecContext(self, warp)
                                     warp.wake_event = None
                                     self.timing.attach(warp)
@@ -292,6 +318,7 @@ class Simulation:
         warp.spin = 0
         collective = self.collective
         perturbed = self._perturbed
+        owner = prog.link.owner if warp.callstack is not None else None
         prio = self._priority.get(warp)
         if prio is None:
             sleep = env.timeout
@@ -339,6 +366,8 @@ class Simulation:
                                 body[-1].loc if body else None, where=warp.label)
                 self._fail(err)
                 return
+            if owner is not None and owner[pc] != warp.func_index:
+                warp.switch_function(int(owner[pc]))    # the lanes at pc are in another function (tcsim.callstack)
             if collective[pc] is not None:
                 group = self._converge(warp, pc, group, collective[pc])
                 if group is None:                       # parked: the rest of the warp runs first
@@ -490,6 +519,8 @@ class Simulation:
     def _with_findings(self, err: BaseException) -> BaseException:
         if isinstance(err, TcsimError):
             err.findings = list(self.findings.items)
+            #: what the kernel printed before the error (printf, the assertion lines of __assertfail)
+            err.stdout = list(self.stdout)
         return err
 
     def finish(self) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import LaunchError
+from tcsim.isa.tensormap import HOST_RANGES, as_numpy, is_torch, memory_key
 from .memory import GlobalMemory
 from .ptxtypes import SIZE, view_dtype
 
@@ -43,9 +44,19 @@ class Launch:
     #: launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION after the previous launch of a sequence
     #: (:func:`tcsim.launch.run_sequence`): this grid may begin before that one completes
     programmatic: bool = False
+    #: per-thread stack bytes for recursive device functions (cudaLimitStackSize; CUDA's default 1024)
+    stack_size: int = 1024
+    #: the stack frame of each device function (tcsim.linker): None -- tcsim's model; "ptxas" -- the SASS frame
+    #: sizes ``ptxas -v`` reports (needs ptxas on PATH), which match the GPU's; or a dict name -> bytes
+    stack_frames: object = None
 
     def __post_init__(self):
         from . import lowering
+        from .linker import check_stack_size
+        self.stack_size = check_stack_size(self.stack_size)
+        if not (self.stack_frames is None or self.stack_frames == "ptxas" or isinstance(self.stack_frames, dict)):
+            raise LaunchError(f"stack_frames={self.stack_frames!r}", expected="None, 'ptxas' or a dict function -> "
+                              "bytes")
         try:
             self.lowering = lowering.check(self.lowering)
         except (ValueError, TypeError) as e:
@@ -54,6 +65,19 @@ class Launch:
         self.grid = _dim3(self.grid, "grid")
         self.block = _dim3(self.block, "block")
         self.cluster = _dim3(self.cluster, "cluster")
+
+    def frame_sizes(self, module) -> dict | None:
+        """The stack frames ``stack_frames`` asks for (function name -> bytes), or None for tcsim's model."""
+        if self.stack_frames != "ptxas":
+            return self.stack_frames
+        from tcsim.isa.ptxas import stack_frames
+        if isinstance(self.ptx, ir.Module):
+            raise LaunchError("stack_frames='ptxas' needs the launch's PTX text, not a parsed module")
+        frames = stack_frames(self.ptx_text()[0], module.arch or "sm_90a")
+        if frames is None:
+            raise LaunchError("stack_frames='ptxas' but ptxas is not on PATH",
+                              expected="the CUDA toolkit's ptxas, or stack_frames=None (tcsim's frame model)")
+        return frames
 
     # ---------------------------------------------------------------------------------- the PTX
     def ptx_text(self) -> tuple[str, str]:
@@ -84,39 +108,100 @@ class Pointer:
     array: np.ndarray
 
     def __post_init__(self):
+        object.__setattr__(self, "torch", is_torch(self.array))
+        object.__setattr__(self, "array", as_numpy(self.array))
         if not isinstance(self.array, np.ndarray):
-            raise LaunchError(f"Pointer needs a numpy array, got {type(self.array).__name__}")
+            raise LaunchError(f"Pointer needs a numpy array (or a torch CPU tensor), got {type(self.array).__name__}")
 
 
 @dataclass(frozen=True, eq=False)
 class Struct:
-    """Bytes for a ``.b8`` array parameter built from ``fields`` in order, each at the next offset aligned to its
-    size (C rules): :class:`Pointer` (8 bytes), a numpy scalar (its dtype's bytes, e.g. ``np.int32(5)``) or
-    ``bytes`` (alignment 1)."""
+    """Bytes for a ``.b8`` array parameter built from ``fields``: :class:`Pointer` (8 bytes, align 8), a numpy
+    scalar (its dtype's bytes and alignment, e.g. ``np.int32(5)``), ``bytes`` (align 1) or a tensor map
+    (:class:`tcsim.isa.tensormap.TensorMap`: its 128 bytes, align 64 -- ThunderKittens' global-layout structs hold
+    the CUtensorMap at offset 128).
+
+    Without ``offsets`` each field goes at the next offset aligned to its alignment (C rules).  With ``offsets``
+    (one per field) each goes exactly there; a field that is misaligned, overlaps another or ends past ``size`` (or
+    past the parameter) is a :class:`~tcsim.isa.errors.LaunchError` naming the field.  ``size``: the struct's byte
+    size (the rest is zero)."""
 
     fields: tuple
+    offsets: tuple | None = None
+    size: int | None = None
 
-    def __init__(self, *fields):
+    def __init__(self, *fields, offsets=None, size=None):
         object.__setattr__(self, "fields", tuple(fields))
         for f in self.fields:
-            if not isinstance(f, (Pointer, np.generic, bytes, bytearray)):
-                raise LaunchError(f"Struct field {f!r} is not a Pointer, a numpy scalar or bytes",
-                                  expected="Pointer(array), np.int32(...)/np.int64(...)/..., or bytes")
+            if not (isinstance(f, (Pointer, np.generic, bytes, bytearray)) or hasattr(f, "encode_for_sim")):
+                raise LaunchError(f"Struct field {f!r} is not a Pointer, a numpy scalar or bytes (nor a TensorMap)",
+                                  expected="Pointer(array), np.int32(...)/np.int64(...)/..., bytes or TensorMap")
+        if offsets is not None:
+            offsets = tuple(int(o) for o in offsets)
+            if len(offsets) != len(self.fields):
+                raise LaunchError(f"Struct has {len(self.fields)} fields but {len(offsets)} offsets",
+                                  expected="one offset per field")
+        object.__setattr__(self, "offsets", offsets)
+        object.__setattr__(self, "size", None if size is None else int(size))
 
     def pointers(self) -> list:
         return [f for f in self.fields if isinstance(f, Pointer)]
 
-    def pack(self, address_of) -> bytes:
+    def tensor_maps(self) -> list:
+        return [f for f in self.fields if hasattr(f, "encode_for_sim")]
+
+    @staticmethod
+    def _align_of(f) -> int:
+        if isinstance(f, Pointer):
+            return 8
+        if isinstance(f, np.generic):
+            return f.dtype.itemsize
+        if hasattr(f, "encode_for_sim"):
+            return 64
+        return 1
+
+    def pack(self, address_of, tensor_map_bytes=None, limit: int | None = None, what: str = "Struct") -> bytes:
+        """The struct's bytes: ``address_of(array)`` gives a Pointer's value, ``tensor_map_bytes(tm)`` a tensor map's
+        128 bytes; ``limit``: the parameter's size."""
         out = bytearray()
-        for f in self.fields:
+        placed = []
+        for j, f in enumerate(self.fields):
             if isinstance(f, Pointer):
-                raw, align = np.uint64(address_of(f.array)).tobytes(), 8
+                raw = np.uint64(address_of(f.array)).tobytes()
             elif isinstance(f, np.generic):
-                raw, align = f.tobytes(), f.dtype.itemsize
+                raw = f.tobytes()
+            elif hasattr(f, "encode_for_sim"):
+                if tensor_map_bytes is None:
+                    raise LaunchError(f"{what} field {j} is a tensor map, which needs a launch to be encoded")
+                raw = bytes(tensor_map_bytes(f))
             else:
-                raw, align = bytes(f), 1
-            out += bytes(-len(out) % align)
-            out += raw
+                raw = bytes(f)
+            align = self._align_of(f)
+            if self.offsets is None:
+                off = len(out) + (-len(out) % align)
+            else:
+                off = self.offsets[j]
+                if off < 0 or off % align:
+                    raise LaunchError(f"{what} field {j} ({type(f).__name__}) at offset {off} is misaligned",
+                                      expected=f"an offset that is a non-negative multiple of {align}")
+            end = off + len(raw)
+            for (o2, e2, k) in placed:
+                if off < e2 and o2 < end:
+                    raise LaunchError(f"{what} field {j} (bytes {off}..{end - 1}) overlaps field {k} (bytes "
+                                      f"{o2}..{e2 - 1})", expected="disjoint field offsets")
+            # (a positional struct that outgrows its parameter is reported whole by the launcher: "packs N bytes")
+            caps = [x for x in (self.size, limit if self.offsets is not None else None) if x is not None]
+            cap = min(caps) if caps else None
+            if cap is not None and end > cap:
+                raise LaunchError(f"{what} field {j} ends at byte {end}, past the {cap}-byte "
+                                  f"{'struct' if cap == self.size else 'parameter'}",
+                                  expected=f"fields inside {cap} bytes")
+            placed.append((off, end, j))
+            if len(out) < end:
+                out += bytes(end - len(out))
+            out[off:end] = raw
+        if self.size is not None and len(out) < self.size:
+            out += bytes(self.size - len(out))
         return bytes(out)
 
 
@@ -146,10 +231,9 @@ class Result:
         return self.outputs[i]
 
 
-_INT_RANGES = {t: ((0, (1 << (8 * s)) - 1) if t[0] == "u" else
-                   (-(1 << (8 * s - 1)), (1 << (8 * s - 1)) - 1) if t[0] == "s" else
-                   (-(1 << (8 * s - 1)), (1 << (8 * s)) - 1))
-               for t, s in SIZE.items() if t[0] in "sub"}
+#: the integers a .uN / .sN / .bN parameter accepts: [-2^(N-1), 2^N), written as their N-bit two's-complement
+#: pattern, as the CUDA launcher does (it copies the C argument's bytes; Triton declares i32 arguments .u32)
+_INT_RANGES = {t: (-(1 << (8 * s - 1)), (1 << (8 * s)) - 1) for t, s in SIZE.items() if t[0] in "sub"}
 
 
 def encode_scalar(value, param: ir.Param) -> bytes:
@@ -185,7 +269,7 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     ``shared`` (a launch sequence's): id(array) -> allocation of the arrays earlier launches placed; an array
     found there is that buffer (not uploaded again), a new one is added."""
     params = kernel.params
-    args = list(launch.args)
+    args = [as_numpy(a) for a in launch.args]
     if len(args) != len(params):
         sig = ", ".join(f".{p.type}{'[%d]' % p.array if p.array else ''} {p.name}" for p in params)
         raise LaunchError(f"kernel {kernel.name} takes {len(params)} parameters ({sig}) but the launch passes "
@@ -207,6 +291,12 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
             by_id[id(arr_in)] = alloc
             if shared is not None:
                 shared[id(arr_in)] = (alloc, arr_in)    # the array is kept alive, so its id stays its own
+            # the same memory seen through another array object (a torch tensor's numpy view, a TensorMap's own
+            # reference) finds this buffer too (tcsim.isa.tensormap.memory_key)
+            by_id.setdefault(memory_key(arr_in), alloc)
+            if arr_in.flags.c_contiguous:           # views into it (TensorMap tensors) find it by address
+                by_id.setdefault(HOST_RANGES, []).append((arr_in.__array_interface__["data"][0], arr_in.nbytes,
+                                                          alloc))
         return (alloc, arr_in)
 
     # first pass: arrays become buffers (so tensor maps can refer to them)
@@ -231,7 +321,13 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
         off = program.param_symbols[p.name].offset
         if isinstance(a, Struct):
             own = {id(arr): alloc.base for alloc, arr in buffers[i]}
-            raw = a.pack(lambda arr: own[id(arr)])
+
+            def tmap_bytes(tm, i=i, p=p):
+                return _tensor_map_bytes(tm, gmem, by_id, f"arg{i}({p.name})", program)
+            try:
+                raw = a.pack(lambda arr: own[id(arr)], tmap_bytes, limit=p.size_bytes, what=f"argument {i} Struct")
+            except LaunchError as e:
+                raise e.with_context(loc=p.loc)
             if len(raw) > p.size_bytes:
                 raise LaunchError(f"argument {i} packs {len(raw)} bytes; parameter {p.name} holds {p.size_bytes}",
                                   p.loc)
@@ -241,13 +337,7 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
             if not (p.array and p.size_bytes >= 128):
                 raise LaunchError(f"argument {i} is a tensor map but parameter {p.name} is .{p.type} "
                                   f"(needs .param .align 64 .b8 {p.name}[128])", p.loc)
-            raw = a.encode_for_sim(gmem, by_id, name=f"arg{i}({p.name})")
-            if hasattr(a, "check_device"):
-                try:
-                    a.check_device(program.module.arch)
-                except LaunchError as e:
-                    e.message = f"arg{i}({p.name}): {e.message}"
-                    raise
+            raw = _tensor_map_bytes(a, gmem, by_id, f"arg{i}({p.name})", program)
         elif isinstance(a, (bytes, bytearray)) or (isinstance(a, np.ndarray) and p.array):
             raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
             if len(raw) > p.size_bytes:
@@ -260,6 +350,17 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
             raw = encode_scalar(a, p)
         image[off:off + len(raw)] = np.frombuffer(bytes(raw), dtype=np.uint8)
     return image, buffers
+
+
+def _tensor_map_bytes(tm, gmem, by_id, name, program) -> bytes:
+    raw = tm.encode_for_sim(gmem, by_id, name=name)
+    if hasattr(tm, "check_device"):
+        try:
+            tm.check_device(program.module.arch)
+        except LaunchError as e:
+            e.message = f"{name}: {e.message}"
+            raise
+    return raw
 
 
 def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
@@ -322,7 +423,8 @@ class Prepared:
 
         self.launch = launch
         self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering)
+        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
+                                    frames=launch.frame_sizes(self.module))
         self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
         image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem, shared_buffers)
@@ -338,7 +440,7 @@ class Prepared:
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
                               max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, strict=strict,
-                              schedule=schedule,
+                              schedule=schedule, stack_size=launch.stack_size,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]),
@@ -363,13 +465,26 @@ class Prepared:
             alloc, orig = b
             return alloc.download(orig.nbytes).view(orig.dtype).reshape(orig.shape)
 
-        for b in self.buffers:
+        def torch_if(x, was_torch):
+            if not was_torch:
+                return x
+            import torch
+            if x.dtype.name == "bfloat16":
+                return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+            return torch.from_numpy(x)
+
+        for a, b in zip(self.launch.args, self.buffers):
             if b is None:
                 outputs.append(None)
             elif isinstance(b, list):
-                outputs.append([contents(x) for x in b])
+                ptrs = a.pointers() if isinstance(a, Struct) else []
+                outputs.append([torch_if(contents(x), getattr(q, "torch", False)) for x, q in zip(b, ptrs)])
             else:
-                outputs.append(contents(b))
+                outputs.append(torch_if(contents(b), is_torch(a) or getattr(a, "torch", False)))
+        # tensor maps whose tensor got a buffer of its own write it back into the caller's array
+        for a in self.launch.args:
+            for tm in ([a] if hasattr(a, "write_back") else a.tensor_maps() if isinstance(a, Struct) else []):
+                tm.write_back()
         glob = {}
         for v in self.module.globals:
             if v.space == "global" and v.name in self.global_symbols:

@@ -13,7 +13,8 @@ from tcsim.isa import ir
 from tcsim.isa.errors import LaunchError, MemoryFault, SyncError
 from .memory import CallParams, FlatMemory, GlobalMemory, LocalMemory, shared_address
 from .mbarrier_state import MBarrier
-from .ptxtypes import container, size_of
+from .callstack import CallStack, make_regfile
+from .ptxtypes import size_of
 
 WARP = 32
 MAX_SMEM_PER_CTA = 227 * 1024     # sm_90a / sm_100a: 227 KB per block (timing.md)
@@ -58,6 +59,9 @@ class Program:
     dynamic_smem_base: int = 0         # window offset of the dynamic shared array
     address_map: object = None         # tcsim.address_map.AddressMap of the target
     local_base: int = 0                # local address of byte 0 of the kernel's .local frame
+    #: the kernel and the device functions it calls, laid out in ``body`` (tcsim.linker); ``None`` entries of
+    #: ``owner`` never occur: the kernel is function 0
+    link: object = None
 
     @property
     def name(self) -> str:
@@ -147,7 +151,7 @@ class Warp:
     """A warp: per-lane program counters, liveness, wait state and registers (numpy vectors of 32 lanes)."""
 
     def __init__(self, cta: Cta, warp_id: int, tids: np.ndarray, nlanes: int, regs: dict, local_size: int,
-                 local_base: int = 0):
+                 local_base: int = 0, link=None, stack_size: int = 0):
         self.cta = cta
         self.id = warp_id
         self.nlanes = nlanes
@@ -162,23 +166,39 @@ class Warp:
         self.pc = np.zeros(WARP, dtype=np.int64)
         self.tid = tids                # (32, 3) int array
         self.retired = 0
-        self.regs = {}
-        for name, (ptype, vec) in regs.items():
-            if vec != 1:
-                for i in range(vec):
-                    self.regs[f"{name}.{i}"] = np.zeros(WARP, dtype=container(ptype))
-            self.regs[name] = np.zeros(WARP, dtype=container(ptype))
+        #: the call stack of the warp's threads (tcsim.callstack) when the kernel calls device functions
+        self.callstack = None
+        #: index of the linked function whose registers ``regs`` / ``call_params`` are (0: the kernel)
+        self.func_index = 0
+        if link is not None and len(link.functions) > 1:
+            self.callstack = CallStack(link, link.stack_capacity(stack_size))
+            act = self.callstack.activations[0]
+            self.regs = act.regs
+            #: the .param variables of the executing function (PTX ISA §5.1.6.2)
+            self.call_params = act.params
+            # room for the frames' .local variables at their 16-byte aligned places: twice the stack the threads may
+            # use (alignment slack; a placement beyond it would be a located out-of-bounds local access)
+            local_size = max(local_size, 2 * self.callstack.capacity + 64)
+        else:
+            self.regs = make_regfile(regs)
+            self.call_params = CallParams()
         self.local = LocalMemory(WARP, local_size, local_base) if local_size else None
         self.ctx = None                # ExecContext, attached by the engine
         self.last_sync = None          # description of the last sync op (for runaway diagnostics)
         #: CC.CF, the carry flag of the extended-precision integer chains (PTX ISA §9.7.2), per lane
         self.carry = np.zeros(WARP, dtype=bool)
-        #: the caller-side .param variables of device-function calls (PTX ISA §5.1.6.2)
-        self.call_params = CallParams()
 
     @property
     def label(self) -> str:
         return f"{self.cta.label} warp {self.id}"
+
+    def switch_function(self, index: int) -> None:
+        """Execute with the registers and .param variables of linked function ``index`` (the engine calls this
+        when the lanes it runs are in another function than the last ones)."""
+        act = self.callstack.activations[index]
+        self.regs = act.regs
+        self.call_params = act.params
+        self.func_index = index
 
     def runnable(self) -> np.ndarray:
         return self.alive & ~self.waiting

@@ -254,22 +254,32 @@ class LocalMemory:
 
 
 class CallParams:
-    """The caller-side ``.param`` variables a thread declares for a ``call`` (PTX ISA §5.1.6.2, kernel function
-    parameters in the caller's local .param area), per warp: name -> (32 lanes, 64 bytes), zero until written."""
+    """The ``.param`` variables of one function's activations in a warp (PTX ISA §5.1.6.2 and the call ABI of §7):
+    the call-site variables a caller declares for a ``call`` and, for a ``.func``, its parameters and return
+    values.  Per variable: (32 lanes, size) bytes, zero until written.  ``sizes`` gives the declared size of each
+    variable; an undeclared one gets :attr:`SIZE` bytes."""
 
     SIZE = 64
 
-    def __init__(self):
+    def __init__(self, sizes: dict | None = None):
+        self._sizes = dict(sizes or {})
         self._vars: dict[str, np.ndarray] = {}
 
     def __contains__(self, name: str) -> bool:
-        return name in self._vars
+        return name in self._vars or name in self._sizes
+
+    def size_of(self, name: str) -> int:
+        return self._sizes.get(name, self.SIZE)
+
+    def _check(self, name: str, offset: int, n: int) -> None:
+        size = self.size_of(name)
+        if offset < 0 or offset + n > size:
+            raise MemoryFault(f"access of {n} bytes at offset {offset} of .param variable {name}, which is "
+                              f"{size} bytes", expected=f"offsets in [0, {size - n}]")
 
     def read_rows(self, name: str, offset: int, nbytes: int) -> np.ndarray:
         """(32, nbytes) bytes of variable ``name`` from ``offset`` (zeros for a variable never written)."""
-        if offset < 0 or offset + nbytes > self.SIZE:
-            raise MemoryFault(f"access of {nbytes} bytes at offset {offset} of call parameter {name}, which is "
-                              f"{self.SIZE} bytes")
+        self._check(name, offset, nbytes)
         buf = self._vars.get(name)
         if buf is None:
             return np.zeros((32, nbytes), dtype=np.uint8)
@@ -278,11 +288,21 @@ class CallParams:
     def write_rows(self, name: str, offset: int, rows: np.ndarray, mask: np.ndarray) -> None:
         """Rows of ``rows`` (32, n) into variable ``name`` at ``offset``, for the lanes of ``mask``."""
         n = rows.shape[1]
-        if offset < 0 or offset + n > self.SIZE:
-            raise MemoryFault(f"access of {n} bytes at offset {offset} of call parameter {name}, which is "
-                              f"{self.SIZE} bytes")
-        buf = self._vars.setdefault(name, np.zeros((32, self.SIZE), dtype=np.uint8))
+        self._check(name, offset, n)
+        buf = self._vars.get(name)
+        if buf is None:
+            buf = self._vars[name] = np.zeros((32, self.size_of(name)), dtype=np.uint8)
         buf[mask, offset:offset + n] = rows[mask]
+
+    def snapshot(self) -> dict:
+        """A copy of every variable (a recursive call saves its callee's)."""
+        return {k: v.copy() for k, v in self._vars.items()}
+
+    def restore(self, snap: dict, lanes: np.ndarray) -> None:
+        """Put back the lanes ``lanes`` (a mask) of a :meth:`snapshot` (variables written since are zeroed)."""
+        for k, v in self._vars.items():
+            old = snap.get(k)
+            v[lanes] = 0 if old is None else old[lanes]
 
 
 def no_local_memory(nbytes: int, what: str, a) -> MemoryFault:

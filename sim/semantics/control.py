@@ -1,4 +1,4 @@
-"""Control flow: bra, brx.idx, ret, exit, trap, brkpt, nanosleep, pmevent, setmaxnreg.
+"""Control flow: bra, brx.idx, exit, trap, brkpt, nanosleep, pmevent, setmaxnreg (call and ret: sim/semantics/calls.py).
 
 PTX ISA 9.1 §9.7.12 (control flow instructions) and §9.7.19 (miscellaneous instructions).  Divergence is
 handled by the engine's per-lane PCs: ``bra`` only moves the PCs of the lanes whose guard is true; the engine
@@ -11,17 +11,14 @@ to be executed by the whole warp, and recorded as a ``sync`` event ``setmaxnreg`
 ``count``.  Not checked: that all four warps of the warpgroup execute the same ``setmaxnreg``, and the
 direction rule (``.inc`` must not lower, ``.dec`` must not raise, the current count).
 
-Not supported (clear diagnostic at load): ``call`` to a defined ``.func`` (functions must be inlined),
-indirect calls.  ``call`` to ``vprintf`` is executed (the formatted text goes to the simulation's stdout
-buffer).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.control_forms import parse_brx, parse_call, parse_control, parse_nanosleep, parse_setmaxnreg
-from tcsim.isa.errors import MemoryFault, TcsimError, UnsupportedError, VerifyError
+from tcsim.isa.control_forms import parse_brx, parse_control, parse_nanosleep, parse_setmaxnreg
+from tcsim.isa.errors import TcsimError, VerifyError
 from .registry import semantics
 
 
@@ -50,7 +47,7 @@ def decode_brx(ins, info):
         raise VerifyError(f"brx.idx target {tl} is not a .branchtargets list of {info.function.name}", ins.loc,
                           expected="the label of a `Label: .branchtargets L1, L2, ...;` list")
     names = info.function.branch_targets[tl.name]
-    targets = np.asarray([info.function.labels[n] for n in names], dtype=np.int64)
+    targets = np.asarray([info.pc_base + info.function.labels[n] for n in names], dtype=np.int64)
 
     def run(ctx):
         idx = ctx.read(index_op, "u32").astype(np.int64)
@@ -61,19 +58,6 @@ def decode_brx(ins, info):
                               f"lists {targets.size} labels (the branch is undefined in PTX)",
                               expected=f"an index 0..{targets.size - 1}")
         ctx.jump(targets[idx[ctx.mask]], ctx.mask)
-
-    return run
-
-
-@semantics("ret")
-def decode_ret(ins, info):
-    """PTX ISA §9.7.12.6 ret: in a kernel, lanes that return finish (as ``exit``)."""
-    parse_control(ins)
-    if info.function.kind != "entry":
-        raise UnsupportedError("ret from a .func is not supported (device functions must be inlined)", ins.loc)
-
-    def run(ctx):
-        ctx.exit_lanes(ctx.mask.copy())
 
     return run
 
@@ -154,91 +138,3 @@ def decode_pmevent(ins, info):
         ctx.emit_sync("pmevent", args=[str(o) for o in ins.operands])
 
     return run
-
-
-@semantics("call")
-def decode_call(ins, info):
-    """PTX ISA §9.7.12.5 call.  Only ``vprintf`` is executed; calls to other functions are rejected."""
-    params = parse_call(ins).params
-
-    def run(ctx):
-        _vprintf(ctx, params)
-
-    return run
-
-
-def _param_value(ctx, op, ptype):
-    # vprintf's arguments are call-site .param variables written by st.param: they live in the caller's
-    # local .param area (the warp's declared Warp.call_params).
-    if isinstance(op, ir.Sym) and ctx.has_call_param(op.name):
-        return ctx.call_param_load(op.name, 0, 8).view(np.uint64).reshape(-1)
-    return ctx.read(op, ptype)
-
-
-def _vprintf(ctx, params):
-    fmt_addr = _param_value(ctx, params[0], "u64")
-    arg_addr = _param_value(ctx, params[1], "u64")
-    out = ctx.stdout
-    for lane in np.nonzero(ctx.mask)[0]:
-        fa = int(fmt_addr[lane])
-        fmt = bytearray()
-        while True:
-            b = ctx.global_bytes(fa + len(fmt), 1)[0]
-            if b == 0:
-                break
-            fmt.append(int(b))
-            if len(fmt) > 4096:
-                raise MemoryFault("printf format string is not terminated within 4096 bytes")
-        out.append(_format_c(ctx, fmt.decode("latin-1"), int(arg_addr[lane]), int(lane)))
-
-
-def _format_c(ctx, fmt: str, argp: int, lane: int) -> str:
-    import re
-
-    res = []
-    pos = 0
-    off = 0
-    for m in re.finditer(r"%[-+ #0]*\d*(?:\.\d+)?(hh|h|ll|l|z)?([diouxXfFeEgGcsp%])", fmt):
-        res.append(fmt[pos:m.start()])
-        pos = m.end()
-        conv = m.group(2)
-        if conv == "%":
-            res.append("%")
-            continue
-        size = 8 if conv in "fFeEgGsp" or m.group(1) in ("l", "ll", "z") else 4
-        off = (off + size - 1) // size * size
-        raw = _read_generic(ctx, argp + off, size, lane)
-        off += size
-        v = int.from_bytes(bytes(raw), "little")
-        spec = m.group(0).replace(m.group(1) or "", "")
-        if conv in "fFeEgG":
-            val = float(np.frombuffer(bytes(raw), dtype=np.float64)[0])
-            res.append(spec % val)
-        elif conv in "di":
-            bits = size * 8
-            if v >= 1 << (bits - 1):
-                v -= 1 << bits
-            res.append(spec % v)
-        elif conv == "s":
-            s = bytearray()
-            while len(s) < 4096:
-                b = _read_generic(ctx, v + len(s), 1, lane)[0]
-                if b == 0:
-                    break
-                s.append(int(b))
-            res.append(spec % s.decode("latin-1"))
-        elif conv == "p":
-            res.append(hex(v))
-        elif conv == "c":
-            res.append(chr(v & 0xFF))
-        else:
-            res.append(spec % v)
-    res.append(fmt[pos:])
-    return "".join(res)
-
-
-def _read_generic(ctx, addr: int, size: int, lane: int):
-    mask = np.zeros(32, dtype=bool)
-    mask[lane] = True
-    addrs = np.full(32, addr, dtype=np.uint64)
-    return ctx.load("generic", addrs, size, mask=mask, align=1)[lane]

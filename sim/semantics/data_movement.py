@@ -35,10 +35,16 @@ def _split_elems(raw: np.ndarray, vec: int, typ: str) -> list:
     return [np.ascontiguousarray(raw[:, i * es:(i + 1) * es]).view(UINT[es]).reshape(-1) for i in range(vec)]
 
 
-def _is_local_param(ctx, op):
-    return isinstance(op, ir.Address) and isinstance(op.base, ir.Sym) and op.base.name not in \
-        ctx.program.param_symbols and any(v.space == "param" and v.name == op.base.name
-                                          for v in ctx.program.kernel.locals)
+def _is_call_param(info, op) -> bool:
+    """``[name+off]`` names one of the function's own .param variables (PTX ISA §5.1.6.2): a call-site variable
+    declared in its body or, in a ``.func``, one of its parameters / return values -- not a kernel parameter."""
+    if not (isinstance(op, ir.Address) and isinstance(op.base, ir.Sym)):
+        return False
+    fn = info.function
+    name = op.base.name
+    if any(v.space == "param" and v.name == name for v in fn.locals):
+        return True
+    return fn.kind == "func" and any(p.name == name for p in list(fn.params) + list(fn.returns))
 
 
 @semantics("ld", "ldu")
@@ -50,11 +56,12 @@ def decode_ld(ins, info):
     nbytes = es * vec
     sp = _space_for(space)
     signed = typ[0] == "s"
+    local_param = space == "param" and _is_call_param(info, src)
 
     def run(ctx):
         if f.policy is not None:
             ctx.read(f.policy, "b64")          # the .L2::cache_hint policy: read, no functional effect
-        if _is_local_param(ctx, src):
+        if local_param:
             raw = ctx.call_param_load(src.base.name, src.offset, nbytes)
         else:
             raw = ctx.load(sp, ctx.address(src), nbytes)
@@ -84,6 +91,7 @@ def decode_st(ins, info):
     space, vec, typ, dst, src = f.space, f.vec, f.type, f.addr, f.value
     es = size_of(typ)
     sp = _space_for(space)
+    local_param = space == "param" and _is_call_param(info, dst)
 
     def run(ctx):
         if f.policy is not None:
@@ -95,7 +103,7 @@ def decode_st(ins, info):
         vals = ctx.read_vector(src, typ) if vec > 1 else [ctx.read(src, typ)]
         raw = np.concatenate([np.ascontiguousarray(v).view(UINT[es]).reshape(-1, 1).view(np.uint8)
                               for v in vals], axis=1)
-        if space == "param" and _is_local_param(ctx, dst):
+        if local_param:
             ctx.call_param_store(dst.base.name, dst.offset, raw)
             return
         ctx.store(sp, ctx.address(dst), raw)

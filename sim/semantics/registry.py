@@ -40,11 +40,14 @@ class DecodeInfo:
     arch: str
     #: the lowering variants the launch turns on (tcsim.lowering; empty in normal runs)
     lowering: frozenset = frozenset()
+    #: where the function's body starts in the linked program (tcsim.linker): label PCs are offset by it
+    pc_base: int = 0
 
     def label_index(self, ins: ir.Instruction, op) -> int:
+        """The program PC of the label ``op`` names."""
         if not isinstance(op, (ir.LabelRef, ir.Sym)) or op.name not in self.function.labels:
             raise UnsupportedError(f"branch target {op} is not a label of {self.function.name}", ins.loc)
-        return self.function.labels[op.name]
+        return self.pc_base + self.function.labels[op.name]
 
     def reg_type(self, op) -> str | None:
         if isinstance(op, ir.Reg):

@@ -206,6 +206,9 @@ def test_registers_declared_and_labels_resolve(path):
                         assert leaf.name in f.regs, f"{f.name}: {inst} uses undeclared {leaf.name}"
                     elif isinstance(leaf, ir.LabelRef) and inst.opcode == "brx":
                         assert leaf.name in f.branch_targets, f"{f.name}: {inst} names no .branchtargets list"
+                    elif isinstance(leaf, ir.LabelRef) and inst.opcode == "call":
+                        assert leaf.name in f.call_prototypes or leaf.name in f.call_targets, \
+                            f"{f.name}: {inst} names no .callprototype / .calltargets"
                     elif isinstance(leaf, ir.LabelRef):
                         assert leaf.name in f.labels, f"{f.name}: {inst} branches to unknown {leaf.name}"
             if inst.opcode in ("bra", "brx"):

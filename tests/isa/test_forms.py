@@ -782,7 +782,8 @@ def test_control_forms():
     call, _ = control_instruction("call.uni (%r3), vprintf, (%rd1, %rd2);")
     c = parse_call(call)
     assert isinstance(c, CallForm)
-    assert (c.uni, c.target, [str(p) for p in c.params]) == (True, "vprintf", ["%rd1", "%rd2"])
+    assert (c.uni, c.name, c.direct, [str(p) for p in c.args]) == (True, "vprintf", True, ["%rd1", "%rd2"])
+    assert [str(r) for r in c.returns] == ["%r3"] and c.prototype is None
 
 
 @pytest.mark.parametrize("line, parser, err, match", [
@@ -803,8 +804,8 @@ def test_control_forms():
     ("setmaxnreg.inc.sync.aligned.u32 41;", parse_setmaxnreg, VerifyError, r"register count 41 is not valid"),
     ("setmaxnreg.inc.sync.aligned.u32 %r1;", parse_setmaxnreg, VerifyError, r"takes one integer constant"),
     ("call.foo (%r3), vprintf, (%rd1, %rd2);", parse_call, UnsupportedError, r"qualifier \.foo of call"),
-    ("call.uni (%r3), helper, (%rd1);", parse_call, UnsupportedError, r"call to helper is not supported"),
-    ("call.uni (%r3), vprintf, (%rd1);", parse_call, VerifyError, r"vprintf takes \(format, args\)"),
+    ("call.uni (%r3);", parse_call, VerifyError, r"call needs a function name or a register"),
+    ("call.uni (%r3), %rd1, (%rd2);", parse_call, VerifyError, r"names no \.callprototype or \.calltargets"),
     ("prefetch.global.L3 [%rd1];", parse_prefetch, UnsupportedError, r"qualifier \.L3 of prefetch"),
     ("prefetch.global [%rd1];", parse_prefetch, VerifyError, r"prefetch needs a level"),
     ("prefetch.local.L2::evict_last [%rd1];", parse_prefetch, VerifyError, r"does not take the state space \.local"),

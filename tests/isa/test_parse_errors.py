@@ -99,7 +99,7 @@ CASES = [
     ("branch targets without a label", body("    .branchtargets L1;", "L1: ret;"), 6, 5,
      ".branchtargets must follow the label"),
     ("branch targets not a label", body("ts: .branchtargets %r1;"), 6, 20, "expected a label"),
-    ("call targets unsupported", body("ct: .calltargets f;"), 6, 5, ".calltargets is not supported"),
+    ("call targets name no function", body("ct: .calltargets f;"), 6, 18, "call to undefined function 'f'"),
     ("texref unsupported", H + [".global .texref t;"], 3, 9, "not supported"),
     ("missing function body", H + [".entry k()", "ret;"], 4, 1, "expected '{'"),
     ("instruction after closing brace of function", body("    ret;", tail=("}", "}")), 8, 1,

@@ -678,8 +678,6 @@ def test_empty_statements_and_unusual_spacing():
     HDR + ".func f(.reg .b32 x) { ret; }",
     HDR + ".entry k(.param .v2 .u32 x) { ret; }",
     kernel_src(".reg .v4 .b32 %v;\n.reg .b32 %r;\nmov.b32 %r, %v.y;"),
-    kernel_src("ts: .calltargets f;\nL1: ret;"),
-    kernel_src("proto: .callprototype ()_ (.param .b32 _);"),
     HDR + ".alias a, b;",
     HDR + ".global .texref t;",
     kernel_src(".reg .f32 %f;\nmov.f32 %f, 1.5 + 1.5;"),
@@ -702,3 +700,18 @@ def test_branchtargets_list_and_brx():
     assert k.body[4].operands == (Reg("%r1"), LabelRef("JT@1"))
     with pytest.raises(PtxSyntaxError, match="undefined label 'D'"):
         kern("JT: .branchtargets D;\n{\nD: ret;\n}")          # D is not visible from the list's scope
+
+
+def test_call_prototypes_and_target_lists_are_parsed():
+    """``.callprototype`` / ``.calltargets`` (PTX ISA §11.4.2-3) label an indirect call's signature / targets; they
+    are not code labels, and a target list naming no function is a located error."""
+    m = parse(kernel_src("proto: .callprototype (.param .b32 _) _ (.param .b32 _);\nts: .calltargets f;\nL1: ret;",
+                         prelude=".func (.param .b32 r) f(.param .b32 a) { ret; }\n"))
+    k = m.kernel("k")
+    proto = k.call_prototypes["proto"]
+    assert [p.type for p in proto.returns] == ["b32"] and [p.type for p in proto.params] == ["b32"]
+    assert k.call_targets["ts"] == ("f",)
+    assert "proto" not in k.labels and "ts" not in k.labels and "L1" in k.labels
+    with pytest.raises(PtxSyntaxError) as ei:
+        parse(kernel_src("ts: .calltargets nosuch;\nL1: ret;"))
+    assert ei.value.loc is not None and "nosuch" in ei.value.message

@@ -651,16 +651,19 @@ def test_nvcc_tma_mbarrier_fixture(arch):
     from pathlib import Path
     path = Path(__file__).resolve().parents[1] / "fixtures" / "nvcc" / f"tma_mbarrier.{arch}.ptx"
     A = np.random.default_rng(7).standard_normal((256, 96)).astype(np.float32)
+    A0 = A.copy()
     tm = TensorMap.tiled(A, (64, 32))
     out = np.zeros(64 * 32, np.float32)
     res = run_launch(Launch(ptx=str(path), block=(128, 1, 1), args=[tm, out, 1, 2, np.float32(2.5)]))
-    tile = A[128:192, 32:64]
+    tile = A0[128:192, 32:64]
     exp = (tile.astype(np.float64) * 2.5 + 1.0).astype(np.float32)      # fma.rn.f32: one rounding
     assert np.array_equal(res.outputs[1].reshape(64, 32), exp)
     back = tm.sim_allocation.data.view(np.float32).reshape(A.shape)     # the map's own buffer (not an argument)
-    want = A.copy()
+    want = A0.copy()
     want[128:192, 32:64] = exp
     assert np.array_equal(back, want)
+    # the map's tensor is the caller's array: the tensor store lands there too (as on the GPU)
+    assert np.array_equal(A, want)
 
 
 # ---------------------------------------------------------------------------------------------- H100-measured rules

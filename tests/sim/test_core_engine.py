@@ -71,8 +71,8 @@ def test_wrong_argument_count_is_a_launch_error():
 def test_wrong_argument_type_is_a_launch_error():
     with pytest.raises(LaunchError, match="must be an integer, got str"):
         run_launch(Launch(ptx=kernel("  ret;", params=".param .u32 n"), args=["x"]))
-    with pytest.raises(LaunchError, match=r"argument -1 does not fit parameter n \(.u32\)"):
-        run_launch(Launch(ptx=kernel("  ret;", params=".param .u32 n"), args=[-1]))
+    with pytest.raises(LaunchError, match=r"argument -2147483649 does not fit parameter n \(.u32\)"):
+        run_launch(Launch(ptx=kernel("  ret;", params=".param .u32 n"), args=[-2 ** 31 - 1]))
     with pytest.raises(LaunchError, match="argument 0 is an array but parameter n has type .u32"):
         run_launch(Launch(ptx=kernel("  ret;", params=".param .u32 n"), args=[np.zeros(2)]))
 

@@ -12,8 +12,7 @@ also pass their own ``check``.
 Fixtures not launched here and why: ``tests/fixtures/triton/{vector_add,matmul_128x128x64,matmul_tma_host_desc,
 copy_tma_device_desc}`` (``gen_triton_ptx.py``, older Triton ABI) have no launcher in the project yet; they are
 parsed and ptxas-checked by ``tests/isa/test_fixtures_parse.py`` and ``tests/test_ptxas_guard.py``;
-``tests/fixtures/nvcc/printf_calls`` calls a non-inlined device function (``_Z4polyfi``), which tcsim does not
-execute (UnsupportedError, not a finding).
+``tests/fixtures/nvcc/assert_fail`` ends its launch by design (tests/semantics/test_calls.py runs it).
 """
 from __future__ import annotations
 
@@ -146,7 +145,22 @@ def _nvcc_tcgen05_lineinfo(arch):
     return launch
 
 
+def _nvcc_device_calls(arch):
+    n = 24
+    inp = np.random.default_rng(1).integers(-50, 50, n).astype(np.int32)
+    return Launch(ptx=str(NVCC / f"device_calls.{arch}.ptx"), kernel="_Z12calls_kernelPKiPiPxPfPji", block=(32, 1, 1),
+                  args=[inp, np.zeros(n, np.int32), np.zeros(2 * n, np.int64), np.zeros(n, np.float32),
+                        np.zeros(n, np.uint32), n])
+
+
+def _nvcc_printf_calls(arch):
+    return Launch(ptx=str(NVCC / f"printf_calls.{arch}.ptx"), block=(32, 1, 1),
+                  args=[np.linspace(-3.0, 40.0, 32).astype(np.float32), np.zeros(32, np.float32), 32, 5])
+
+
 NVCC_CASES = [(f, arch) for f, archs in ((_nvcc_tma_mbarrier, ("sm_90a", "sm_100a")),
+                                         (_nvcc_device_calls, ("sm_90a",)),
+                                         (_nvcc_printf_calls, ("sm_100a",)),
                                          (_nvcc_mma_sync, ("sm_90a", "sm_100a")),
                                          (_nvcc_cluster, ("sm_90a", "sm_100a")),
                                          (_nvcc_mma_sync_lineinfo, ("sm_90a",)),

@@ -1,0 +1,93 @@
+"""Device-function calls, assert and launch arguments against the GPU (issue 16 items 1 and 3): every case of
+``calib.calls_golden`` recorded on a Hopper GPU (an H200) (``tests/golden/calls_hopper.json``, made by ``python -m calib.calls_golden
+--out tests/golden/calls_hopper.json`` on the GPU) is rebuilt and simulated here; outputs must be bit-identical, the
+assertion lines identical, printf lines the same multiset, and a launch that failed on the GPU must fail here."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from calib.calls_golden import CASES, DEFAULT_OUT, build, decode_array
+from calib.pipeline import current_command
+from tcsim.isa.errors import TcsimError
+from tcsim.launch import run_launch
+from tcsim.linker import StackOverflow
+from tcsim.semantics.calls import DeviceAssert
+
+pytestmark = pytest.mark.skipif(not DEFAULT_OUT.exists(), reason="no GPU record yet: python -m calib.calls_golden "
+                                                                 "--out tests/golden/calls_hopper.json on a GPU")
+
+
+def _record():
+    return json.loads(DEFAULT_OUT.read_text())
+
+
+def test_record_provenance():
+    rec = _record()
+    assert current_command(rec["meta"]["command"]).startswith("python -m calib.calls_golden")
+    assert ("H100" in rec["meta"]["gpu"] or "H200" in rec["meta"]["gpu"]) and rec["meta"]["cc"] == [9, 0]
+    assert set(rec["rows"]) == set(CASES)
+
+
+def test_the_model_frames_fit_where_the_gpu_overflows():
+    """Without ptxas's frame sizes tcsim's model (48 bytes per activation of walk) lets depth 15 through in 1 KiB,
+    where the GPU (88-byte SASS frames) faults: the documented difference stack_frames='ptxas' removes."""
+    launch, _ = build("deep_15")
+    launch.stack_frames = None
+    r = run_launch(launch)
+    assert r.outputs[0].shape == (32,)
+    assert _record()["rows"]["deep_15"]["error"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def _same(got, want):
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    w = decode_array(want)
+    g = np.asarray(got)
+    assert g.dtype == w.dtype and g.shape == w.shape
+    assert np.array_equal(g.view(np.uint8), w.view(np.uint8)), "not bit-identical"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_matches_the_gpu(case):
+    row = _record()["rows"][case]
+    launch, through = build(case)
+    if launch.stack_frames == "ptxas" and shutil.which("ptxas") is None:
+        pytest.skip("the stack-overflow cases take the functions' frames from ptxas -v")
+    if row["error"] is not None:
+        with pytest.raises(TcsimError) as ei:
+            run_launch(launch)
+        err = ei.value
+        if row["error"] == "CUDA_ERROR_ASSERT":
+            assert isinstance(err, DeviceAssert)
+            gpu = row["stdout"] or row.get("stdout_teardown", [])
+            assert gpu and [s.rstrip("\n") for s in err.stdout] == [s.rstrip("\n") for s in gpu]
+        elif row["error"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and case.startswith("deep_"):
+            assert isinstance(err, StackOverflow)      # recursion past cudaLimitStackSize (ptxas's frames)
+        else:
+            pytest.fail(f"unexpected GPU error {row['error']} for {case}; tcsim: {err}")
+        return
+    r = run_launch(launch)
+    for got, want in zip(r.outputs, row["outputs"]):
+        if want is not None:
+            _same(got, want)
+    for name, want in row["through"].items():
+        _same(through[name], want)
+    assert Counter(_relocated(r.stdout)) == Counter(_relocated(row["stdout"]))
+
+
+def _relocated(lines) -> list:
+    """The printed lines with each printed address ``(hex)`` (printf_calls prints &ys[i]) made relative to the
+    lowest one of the run: the buffers sit at other addresses on the GPU."""
+    lines = [s.rstrip("\n") for s in lines]
+    addrs = [int(m, 16) for s in lines for m in re.findall(r"\(([0-9a-f]+)\)", s)]
+    lo = min(addrs, default=0)
+    return [re.sub(r"\(([0-9a-f]+)\)", lambda m: f"(+0x{int(m.group(1), 16) - lo:x})", s) for s in lines]
