@@ -258,8 +258,8 @@ def test_gather4_cta_group_2_signals_the_even_peer():
     for rank, cta in enumerate(res.simulation.ctas):
         rows = tuple(range(4 * rank, 4 * rank + 4))
         assert np.array_equal(cta.smem.data[:2048], model_smem(model_rows(A, 8, rows, 16), 0, "64B", 2048))
-    assert res.simulation.ctas[0].mbarriers[2048].phase == 1
-    assert res.simulation.ctas[1].mbarriers[2048].phase == 0
+    assert res.simulation.ctas[0].mbarriers[0x400 + 2048].phase == 1   # keys are window offsets: user SMEM starts at 0x400 (tests/hw/golden_h100/address_layout.json)
+    assert res.simulation.ctas[1].mbarriers[0x400 + 2048].phase == 0
 
 
 # ---------------------------------------------------------------------------------------------- scatter4
@@ -337,7 +337,7 @@ def test_gather4_negative_coordinates_are_fine():
 def test_fault_gather4_smem_destination_misaligned(swizzle, cols, doff, need):
     A = np.zeros((16, 32), np.float32)
     e = located_fault("tile::gather4", run_gather, A, cols, 0, (0, 1, 2, 3), swizzle=swizzle, doff=doff)
-    assert f"destination [dstMem] = 0x{doff:x} (lane 0) is not {need}-byte aligned" in e.message, e.message
+    assert f"destination [dstMem] = 0x{0x400 + doff:x} (lane 0) is not {need}-byte aligned" in e.message, e.message
     assert "misaligned address" in e.message
     if need > 16:
         assert f"(required by swizzle {swizzle})" in e.message
@@ -347,13 +347,13 @@ def test_fault_scatter4_smem_source_misaligned():
     T = np.zeros((16, 32), np.float32)
     issue = f"add.u32 %r2, %r2, 8;\n  {S4} [%rd2, {REG_COORDS}], [%r2];"
     e = located_fault("tile::scatter4", run_scatter, T, 16, 0, (0, 1, 2, 3), issue=issue)
-    assert "source [srcMem] = 0x8 (lane 0) is not 16-byte aligned" in e.message, e.message
+    assert "source [srcMem] = 0x408 (lane 0) is not 16-byte aligned" in e.message, e.message
 
 
 def test_fault_gather4_image_past_the_end_of_smem():
     A = np.zeros((16, 32), np.float32)
     e = located_fault("tile::gather4", run_gather, A, 32, 0, (0, 1, 2, 3), doff=0x300, smem=1024)
-    assert re.search(r"the 512-byte box image at SMEM offset 0x300 .* past the end", e.message), e.message
+    assert re.search(r"the 512-byte box image at SMEM offset 0x700 .* past the end", e.message), e.message
 
 
 @pytest.mark.parametrize("shape, box, err, msg, expected", [
