@@ -308,8 +308,10 @@ def test_every_hopper_example_is_compared():
 
     hopper = {p.stem for p in Path(ex.__file__).parent.glob("*.ptx")
               if ".target sm_90a" in p.read_text()}
-    assert hopper == set(HOPPER_EXAMPLES)
-    assert all((GOLDEN / f"{n}.npz").is_file() for n in HOPPER_EXAMPLES)
+    # wgmma_pipeline_gemm's golden trace came from an H200 (same Hopper ISA); tests/hw/test_wgmma_golden.py
+    # replays it
+    assert hopper == set(HOPPER_EXAMPLES) | {"wgmma_pipeline_gemm"}
+    assert all((GOLDEN / f"{n}.npz").is_file() for n in hopper)
 
 
 def _shared_points(layout, launch):
