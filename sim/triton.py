@@ -60,6 +60,8 @@ without an array passed to two parameters run: the launcher there takes plain ar
 """
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import inspect
 from dataclasses import dataclass, field
@@ -556,7 +558,7 @@ class Kernel:
             src_cls = GluonASTSource
         try:
             compiled = self._triton.compile(src_cls(self.fn, signature, constexprs, attrs), target=self.target,
-                                            options=opts.__dict__)
+                                            options={f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)})
         except Exception as e:   # CompilationError, a failed MLIR pass, ptxas: Triton's message, at the kernel
             raise TritonCompileError(f"kernel {self.name} for {self.arch}: {type(e).__name__}: {_first_lines(e)}",
                                      self.loc) from e

@@ -148,7 +148,7 @@ def test_the_examples_carry_every_kind_of_event(streams):
     assert {e.detail["kind"] for e in by[("sync", "tcgen05.wait")]} == {"ld", "st"}
     assert all(isinstance(e.detail["n"], int) for e in by[("sync", "bulk.wait_group")])
     issues = by[("sync", "async.issue")]
-    assert {e.unit for e in issues} == {"tma", "tensor_pipe", "tcgen05"}
+    assert {e.unit for e in issues} == {"tma", "tensor_pipe", "tcgen05", "wgmma"}   # wgmma: examples/wgmma_pipeline_gemm
     assert all(isinstance(e, AsyncIssue) for e in issues)
     assert all(isinstance(e, AsyncComplete) for e in by[("sync", "async.complete")])
 

@@ -28,8 +28,9 @@ ISA = Path(tcsim.isa.__path__[0])
 MEMORY_LAYER = {"memory.py", "tmem.py", "mbarrier_state.py"}
 #: the two doors: the only callers of the raw access methods
 DOORS = {"context.py", "agents/port.py"}
-#: host-side copies (cudaMemcpy): the launch and the tensor-map encoder placing a non-argument tensor
-HOST = {"launch.py", "isa:tensormap.py"}
+#: host-side copies (cudaMemcpy): the launch, the tensor-map encoder placing a non-argument tensor, and the Triton
+#: front end's host tensor descriptors placing theirs (the same job for Triton's descriptor objects)
+HOST = {"launch.py", "isa:tensormap.py", "triton.py"}
 #: the memory layer's raw access methods
 RAW = {"read_rows", "write_rows", "read_range", "write_range", "read_cells", "write_cells", "land_store"}
 #: the private arrays behind the read-only ``data`` views
@@ -116,8 +117,16 @@ def test_no_dict_stashes_in_the_package():
     assert dict_stashes("warp.__dict__.setdefault('carry', 0)\nx = e.__dict__['stdout']", "m.py") == ["m.py:1",
                                                                                                          "m.py:2"]
     assert dict_stashes("class C:\n    def __getattr__(self, n):\n        return self.__dict__['p'][n]", "m.py") == []
-    found = [v for name, src in _package_modules() for v in dict_stashes(src, name)]
+    found = [v for name, src in _package_modules() for v in dict_stashes(src, name)
+             if v.split(":")[0] not in FOREIGN_OBJECTS]
     assert not found, found
+
+
+#: modules allowed one ``__dict__`` write on a third-party object (not tcsim state), with the reason
+FOREIGN_OBJECTS = {
+    "cute.py": "pre-fills the CuTe DSL compiled object's cached num_devices property (the DSL asks the CUDA driver "
+               "for it otherwise; there is no driver where tcsim runs it)",
+}
 
 
 #: where observation events are published: the two doors, plus the engine's retire record and the timing model's

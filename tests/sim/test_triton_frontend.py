@@ -4,7 +4,6 @@ result must be exact; a float64 bound otherwise).  Also: what the front end lays
 shape) against Triton's compiled metadata, write-back through views, and the diagnostics for bad input."""
 from __future__ import annotations
 
-import importlib
 import sys
 
 import numpy as np
@@ -14,7 +13,7 @@ triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 import tcsim.triton as tt  # noqa: E402
-from tcsim.isa.errors import LaunchError, TcsimError  # noqa: E402
+from tcsim.isa.errors import LaunchError  # noqa: E402
 
 ARCHES = ("sm_100a", "sm_90a")
 THIS = __file__
@@ -378,12 +377,6 @@ def test_column_sums_loop():
 
 
 # ------------------------------------------------------------------------------------------ matmul (tl.dot)
-def _has_wgmma() -> bool:
-    importlib.import_module("tcsim.semantics")   # registers the decoders
-    from tcsim.semantics.registry import REGISTRY
-    return "wgmma" in REGISTRY.opcodes()
-
-
 def _mm(arch, M, N, K, a, b, c, BM=64, BN=64, BK=32, **kw):
     return tt.launch(matmul, (triton.cdiv(M, BM), triton.cdiv(N, BN)), a, b, c, M, N, K,
                      a.strides[0] // a.itemsize, a.strides[1] // a.itemsize,
@@ -391,11 +384,7 @@ def _mm(arch, M, N, K, a, b, c, BM=64, BN=64, BK=32, **kw):
                      c.strides[0] // c.itemsize, c.strides[1] // c.itemsize, BM=BM, BN=BN, BK=BK, arch=arch, **kw)
 
 
-@pytest.mark.parametrize("arch", [
-    "sm_100a",
-    pytest.param("sm_90a", marks=pytest.mark.xfail(
-        not _has_wgmma(), raises=TcsimError, strict=True,
-        reason="on sm_90a tl.dot is wgmma, which lands with issue 16 item 2 (drop this mark then)"))])
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_90a"])     # tl.dot: tcgen05.mma / wgmma
 def test_tiled_matmul_exact(arch):
     """f16 A @ B -> f32 with ragged M, N, K (masked loads); small integers, so every product and partial sum is
     exact and the result must equal the float64 product."""
