@@ -456,16 +456,13 @@ def _encode_tensormap(d, tm, addr) -> bytes:
 # ------------------------------------------------------------------------------------------- the parent
 
 
-def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinfo: bool = False) -> GpuResult:
-    """Run ``launch`` on GPU 0 in a child process.  Raises :class:`GpuUnavailable` with a one-line reason
-    when it cannot run here; kernel faults come back as ``GpuResult.error``.  ``lineinfo``: JIT with line
-    tables (``CU_JIT_GENERATE_LINE_INFO``), so that tools such as compute-sanitizer place an error at the
-    ``.loc`` position of the PTX."""
-    _driver()  # fail fast (one line) when cuda-python is missing
+def _in_child(work, timeout: float, stage, lineinfo):
+    """Run ``work`` (a launch, or a list of launches) in a spawned child process: ("ok", payload) or a finished
+    :class:`GpuResult` for a timeout, a dead child or a CUDA error; raises :class:`GpuUnavailable` / the child's
+    crash."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    launch = _with_placements(launch)
-    p = ctx.Process(target=_child, args=(launch, child, stage, lineinfo), daemon=True)
+    p = ctx.Process(target=_child, args=(work, child, stage, lineinfo), daemon=True)
     p.start()
     child.close()
     if not parent.poll(timeout):
@@ -485,6 +482,20 @@ def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinf
         return GpuResult(outputs=[], error=name, error_detail=what, stdout=_lines(printed))
     if kind == "crash":
         raise RuntimeError(f"GPU back end crashed:\n{payload}")
+    return kind, payload
+
+
+def run_on_gpu(launch, timeout: float = 120.0, stage: str | None = None, lineinfo: bool = False) -> GpuResult:
+    """Run ``launch`` on GPU 0 in a child process.  Raises :class:`GpuUnavailable` with a one-line reason
+    when it cannot run here; kernel faults come back as ``GpuResult.error``.  ``lineinfo``: JIT with line
+    tables (``CU_JIT_GENERATE_LINE_INFO``), so that tools such as compute-sanitizer place an error at the
+    ``.loc`` position of the PTX."""
+    _driver()  # fail fast (one line) when cuda-python is missing
+    launch = _with_placements(launch)
+    got = _in_child(launch, timeout, stage, lineinfo)
+    if isinstance(got, GpuResult):
+        return got
+    payload = got[1]
     dev = payload.get("device", {})
     outputs = _as_callers(launch, payload.get("outputs", []))
     _write_spans_back(launch, payload.get("spans") or [])
@@ -500,28 +511,10 @@ def run_sequence_on_gpu(launches, timeout: float = 120.0) -> GpuResult:
     buffers after the sequence; an array shared by several launches is one buffer)."""
     _driver()
     launches = [_with_placements(lc) for lc in launches]
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(launches, child, None, False), daemon=True)
-    p.start()
-    child.close()
-    if not parent.poll(timeout):
-        p.kill()
-        p.join()
-        return GpuResult(outputs=[], error="TIMEOUT", error_detail=f"no result within {timeout} s (hang?)")
-    try:
-        kind, payload = parent.recv()
-    except EOFError:
-        p.join()
-        return GpuResult(outputs=[], error="CHILD_DIED", error_detail=f"exit code {p.exitcode}")
-    p.join()
-    if kind == "unavailable":
-        raise GpuUnavailable(payload)
-    if kind == "cuda":
-        name, what, printed = payload
-        return GpuResult(outputs=[], error=name, error_detail=what, stdout=_lines(printed))
-    if kind == "crash":
-        raise RuntimeError(f"GPU back end crashed:\n{payload}")
+    got = _in_child(launches, timeout, None, False)
+    if isinstance(got, GpuResult):
+        return got
+    payload = got[1]
     dev = payload.get("device", {})
     outputs = [_as_callers(lc, o) for lc, o in zip(launches, payload.get("outputs", []))]
     return GpuResult(outputs=outputs, device=dev.get("name"), driver=dev.get("driver"),
