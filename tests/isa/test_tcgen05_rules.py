@@ -142,7 +142,7 @@ REJECTED = [
     (f"{MMA}.kind::f16.ashift {D}, %p1;", "sm_100a", "ashift-a-tmem",
      "tcgen05.mma.cta_group::1.kind::f16.ashift: .ashift needs the A operand in tensor memory ([a-tmem]) "
      "[rule ashift-a-tmem]"),
-    (f"tcgen05.mma.ws.cta_group::1.kind::f16.ashift [%r1], [%r2], %rd2, %r3, %p1;", "sm_100a", "ashift-ws",
+    ("tcgen05.mma.ws.cta_group::1.kind::f16.ashift [%r1], [%r2], %rd2, %r3, %p1;", "sm_100a", "ashift-ws",
      "tcgen05.mma.ws.cta_group::1.kind::f16.ashift: .ashift is not supported with .ws [rule ashift-ws]"),
     (f"tcgen05.mma.ws.cta_group::2.kind::f16 {D}, %p1;", "sm_100a", "ws-cta-group",
      "tcgen05.mma.ws.cta_group::2.kind::f16: cta_group::2 is not supported with weight-stationary (.ws) "
@@ -269,7 +269,7 @@ def test_ptxas_agrees_with_the_static_rules():
 
 
 @pytest.mark.parametrize("line, what", [
-    (f"tcgen05.mma.sp.cta_group::1.kind::f16 [%r1], %rd1, %rd2, [%r6], %r3, %p1;", "sparse"),
+    ("tcgen05.mma.sp.cta_group::1.kind::f16 [%r1], %rd1, %rd2, [%r6], %r3, %p1;", "sparse"),
     (f"{MMA}.kind::i8 {D}, %p1, 2;", "scale-input-d with kind::i8"),
 ])
 def test_legal_but_unsupported_forms(line, what):

@@ -3,7 +3,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tcsim.isa.errors import MemoryFault, RunawayError, UnsupportedError, VerifyError
+from tcsim.isa.errors import MemoryFault, VerifyError
 from tcsim.launch import Launch, run_launch
 
 HEAD = ".version 8.5\n.target {arch}\n.address_size 64\n"

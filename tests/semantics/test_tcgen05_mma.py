@@ -60,8 +60,8 @@ def kernel(issue: str, ncols: int = 256, smem: int = 32768, cg: int = 1, version
     dealloc; 'never' does not wait at all.  ``phases``: mbarrier phases to wait for (the issue code may commit
     more than once)."""
     cluster_sync = "  barrier.cluster.arrive.aligned;\n  barrier.cluster.wait.aligned;\n" if cg == 2 else ""
-    commit_mc = (f"  mov.b16 %rs1, 3;\n  tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster"
-                 f".multicast::cluster.b64 [%r11], %rs1;\n" if cg == 2 else
+    commit_mc = ("  mov.b16 %rs1, 3;\n  tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster"
+                 ".multicast::cluster.b64 [%r11], %rs1;\n" if cg == 2 else
                  "  tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r11];\n")
     waiting = "".join(f"""WAIT_{ph}:
   mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r11], {ph};
