@@ -112,13 +112,9 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
     for lf in link.functions:
         decoded += decode_function(module, lf.fn, lowering=lowering, pc_base=lf.base)
         body += lf.fn.body
-        if len(link.functions) > 1:
-            # a linked program's functions lie one after another: a lane falling off one body must not run into
-            # the next.  A lone kernel keeps its body as it was (the timing model's per-instruction SASS facts
-            # are laid out over it: an extra instruction moved the H100-validated pipelined GEMMs by 20-29%)
-            ins, run = _sentinel(lf.fn)
-            body.append(ins)
-            decoded.append(run)
+        ins, run = _sentinel(lf.fn)
+        body.append(ins)
+        decoded.append(run)
     lay = layout_program(module, fn)
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=body, decoded=decoded,

@@ -136,8 +136,12 @@ class TimingModel:
         # loop's instructions are free and each execution of the loop costs its SASS block's steady schedule
         if self.dataflow and cfg.sass_timed_loops:
             lat = default_latencies(cfg)
-            at = {ins.loc.line: pc for pc, ins in enumerate(self.body)}
-            for head, (back, instrs) in load_loops(self.body).items():
+            # the facts are keyed by the kernel's own body (a linked program appends its device functions and an
+            # end-of-body sentinel, which shares the last instruction's line: the first pc of a line is meant)
+            at: dict = {}
+            for pc, ins in enumerate(self.body):
+                at.setdefault(ins.loc.line, pc)
+            for head, (back, instrs) in load_loops(sim.program.kernel.body).items():
                 if head not in at or back not in at:
                     continue
                 h, b = at[head], at[back]
