@@ -82,7 +82,7 @@ import numpy as np
 
 from tcsim.isa.errors import LaunchError, SourceLoc, TcsimError
 from .launch import Launch, Pointer, Result, Struct, run_launch
-from .triton import HostTensorMap, _as_array, _Regions, _sim_options
+from .triton import HostTensorMap, as_host_array, Regions, sim_options
 
 #: tcsim architecture -> SM count the stand-in runtime reports (B200 / H100 SXM)
 ARCHES = {"sm_100a": 148, "sm_90a": 132}
@@ -328,7 +328,7 @@ class CuteLaunch:
 
     launches: list
     ptx: str
-    regions: _Regions
+    regions: Regions
     arg_regions: list                 # per launch: {launch argument index: region (or [regions] of a Struct)}
     named: dict                       # argument label -> region
     record: dict
@@ -366,7 +366,7 @@ class CuteLaunch:
     def run(self, sim: dict | None = None) -> "CuteRun":
         results, written = [], []
         for i, ln in enumerate(self.launches):
-            res = run_launch(ln, **_sim_options(sim))
+            res = run_launch(ln, **sim_options(sim))
             results.append(res)
             written += [w for w in self.write_back(i, res) if w not in written]
         return CuteRun(results=results, prepared=self, written=written)
@@ -424,7 +424,7 @@ def _host_arrays(args, labels, loc):
     arrays = {}
     for i, a in enumerate(args):
         v = a.array if isinstance(a, TensorArg) else a
-        arr = _as_array(v)
+        arr = as_host_array(v)
         if arr is None:
             if isinstance(a, TensorArg) or isinstance(v, (list, tuple)):
                 raise LaunchError(f"argument {labels[i]}: {type(v).__name__} is not a numpy array or a CPU torch "
@@ -458,7 +458,7 @@ def _layout(entries, launches, maps, arrays, labels, loc):
     array arguments become device pointers, recorded tensor maps tcsim TensorMaps."""
     from tcsim.isa.swizzle import SWIZZLE_NAMES
     from tcsim.isa.tensormap import INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, TensorMap
-    regions = _Regions()
+    regions = Regions()
     named = {labels[i]: regions.of(arr, labels[i]) for i, arr in arrays.items()}
     spans = [(arr.__array_interface__["data"][0], arr.__array_interface__["data"][0]
               + max(named[labels[i]].host.nbytes, 1), i) for i, arr in arrays.items()]

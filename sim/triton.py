@@ -192,7 +192,7 @@ def _torch_to_numpy(t) -> np.ndarray:
         raise LaunchError(f"torch tensor of dtype {t.dtype} cannot be viewed as a numpy array ({e})") from None
 
 
-def _as_array(v):
+def as_host_array(v):
     """The numpy array behind an array-like argument, or None when ``v`` is not one."""
     if isinstance(v, np.ndarray):
         return v
@@ -209,7 +209,7 @@ def tensor_descriptor(array, block_shape, padding: str = "zero", round_f32_to_tf
     array, ``block_shape`` the TMA box.  Pass it where the kernel takes a tensor descriptor.  It is Triton's
     ``triton.tools.tensor_descriptor.TensorDescriptor`` (validated by it) when Triton is installed, else a
     :class:`HostTensorDescriptor` (for :func:`replay`)."""
-    arr = _as_array(array)
+    arr = as_host_array(array)
     if arr is None:
         raise LaunchError(f"tensor_descriptor needs a numpy array or a torch tensor, got {type(array).__name__}")
     if any(s % arr.itemsize for s in arr.strides):
@@ -256,7 +256,10 @@ def _extent(shape, strides_el) -> int:
     return 1 + sum((d - 1) * s for d, s in zip(shape, strides_el))
 
 
-class _Regions:
+class Regions:
+    """The host memory regions of a launch's array arguments (shared with tcsim.cute, the other front end that
+    turns caller arrays into device buffers and writes them back)."""
+
     def __init__(self):
         self.by_key: dict = {}
 
@@ -356,7 +359,7 @@ class TritonLaunch:
     signature: dict
     constexprs: dict
     params: list
-    regions: _Regions
+    regions: Regions
     arg_regions: dict                 # launch argument index -> _Region (pointer arguments)
     named: dict                       # kernel argument name -> _Region (arrays and descriptor bases)
     shapes: dict                      # kernel argument name -> the caller's array (for read-back in its shape)
@@ -585,12 +588,13 @@ class Kernel:
         """Compile, simulate and write back; ``sim``: keyword arguments of :func:`tcsim.launch.run_launch`
         (``seed``, ``timing``, ``strict``, ``detect``, ``trace``, ``max_instructions``, ...)."""
         prep = self.prepare(grid, *args, **kwargs)
-        res = run_launch(prep.launch, **_sim_options(sim))
+        res = run_launch(prep.launch, **sim_options(sim))
         written = prep.write_back(res)
         return TritonRun(result=res, prepared=prep, written=written)
 
 
-def _sim_options(sim) -> dict:
+def sim_options(sim) -> dict:
+    """The checked keyword options a front end passes on to tcsim.launch.run_launch (shared with tcsim.cute)."""
     sim = dict(sim or {})
     bad = [k for k in sim if k not in _SIM_KEYS and not k.endswith("_params")]
     if bad:
@@ -648,7 +652,7 @@ def _layout(ptx: str, md: dict, signature: dict, constexprs: dict, bound: dict, 
         kfn = module.kernel(kname)
     except Exception:
         raise LaunchError(f"Triton's PTX for {name} has no .entry {kname}", loc) from None
-    regions = _Regions()
+    regions = Regions()
     launch_args: list = []
     sources: list = []
     arg_regions: dict = {}
@@ -883,7 +887,7 @@ def _host_value(name, v, loc):
         return tuple(_host_value(name, x, loc) for x in v)
     if isinstance(v, HostArray):
         return v
-    arr = _as_array(v)
+    arr = as_host_array(v)
     if arr is not None:
         if not arr.dtype.isnative:
             raise LaunchError(f"argument {name}: array of byte order {arr.dtype.str!r} (tcsim's device is "
@@ -892,7 +896,7 @@ def _host_value(name, v, loc):
     if isinstance(v, np.generic) and not isinstance(v, (np.void, np.str_, np.bytes_)):
         return v.item()
     if _is_descriptor(v) and not isinstance(v.base, HostArray):
-        base = _as_array(v.base)
+        base = as_host_array(v.base)
         if base is None:
             raise LaunchError(f"argument {name}: tensor descriptor over {type(v.base).__name__}", loc,
                               expected="a descriptor over a numpy array or CPU torch tensor "
