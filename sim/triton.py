@@ -61,9 +61,10 @@ without an array passed to two parameters run: the launcher there takes plain ar
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import inspect
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -581,7 +582,8 @@ class Kernel:
                   "divisibility_16": sorted(names[p[0]] for p, a in attrs.items()
                                             if len(p) == 1 and ["tt.divisibility", 16] in [list(x) for x in a]),
                   "metadata": metadata_of(compiled)}
-        return _layout(compiled.asm["ptx"], record["metadata"], signature, constexprs, bound, grid,
+        return _layout(current_source_paths(compiled.asm["ptx"], self.fn), record["metadata"], signature,
+                       constexprs, bound, grid,
                        name=self.name, arch=self.arch, loc=self.loc, compiled=compiled, record=record)
 
     def run(self, grid, *args, sim: dict | None = None, **kwargs) -> TritonRun:
@@ -640,6 +642,40 @@ def metadata_of(compiled) -> dict:
             v = [dict(m) if m is not None else None for m in v]
         out[f] = v
     return out
+
+
+_FILE_DIRECTIVE = re.compile(r'^(\s*\.file\s+\d+\s+")([^"]*)(")', re.M)
+
+
+def current_source_paths(ptx: str, fn) -> str:
+    """Triton's on-disk cache is keyed by the kernel's source, not by where that source lives: a checkout moved or
+    copied after a compile gets PTX whose ``.file`` directives (and so every ``.loc``-mapped fault position) name
+    the old location.  A ``.file`` naming a file of the kernel's basename at another path is pointed at the
+    kernel's file as it is loaded now; any other path that no longer exists is pointed at a loaded module of the
+    same basename when exactly one is loaded (a helper ``@triton.jit`` function's file)."""
+    import sys
+    code = getattr(getattr(fn, "fn", fn), "__code__", None)
+    own = os.path.abspath(code.co_filename) if code is not None else None
+    loaded: dict | None = None
+
+    def fix(m):
+        nonlocal loaded
+        path = m.group(2)
+        base = os.path.basename(path)
+        if own and base == os.path.basename(own):
+            return m.group(1) + own + m.group(3)
+        if os.path.exists(path):
+            return m.group(0)
+        if loaded is None:
+            loaded = {}
+            for mod in list(sys.modules.values()):
+                f = getattr(mod, "__file__", None)
+                if f:
+                    loaded.setdefault(os.path.basename(f), set()).add(os.path.abspath(f))
+        hits = loaded.get(base, ())
+        return m.group(1) + next(iter(hits)) + m.group(3) if len(hits) == 1 else m.group(0)
+
+    return _FILE_DIRECTIVE.sub(fix, ptx)
 
 
 def _layout(ptx: str, md: dict, signature: dict, constexprs: dict, bound: dict, grid, *, name: str, arch: str,

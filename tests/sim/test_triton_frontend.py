@@ -644,6 +644,18 @@ def test_fault_in_the_kernel_names_the_python_line():
     assert "ld.global" in ei.value.loc.text
 
 
+def test_ptx_from_a_moved_checkout_names_the_file_where_it_is_now():
+    """Triton's disk cache ignores where a kernel's file lives: PTX compiled from a copy of this file elsewhere comes
+    back naming the old path.  tcsim points it at the file as loaded now; a vanished path of an unknown basename is
+    left alone."""
+    from tcsim.triton import current_source_paths
+    ptx = ('.version 8.7\n\t.file\t1 "/old/checkout/tests/sim/test_triton_frontend.py"\n'
+           '\t.file\t2 "/gone/helpers_nobody_loaded_xyz.py"\n')
+    fixed = current_source_paths(ptx, unmasked_load)
+    assert f'.file\t1 "{THIS}"' in fixed
+    assert '.file\t2 "/gone/helpers_nobody_loaded_xyz.py"' in fixed
+
+
 def test_not_a_jit_function():
     def plain(x):
         return x
