@@ -73,14 +73,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if cproxy == ASYNC:
             if not c.known:
                 if cur.op is not None and prev.cycle >= cur.op.issued:
-                    return Finding(5, f"{cur.what} issued at cycle {cur.op.issued:g} read {rng} that "
-                                      f"{_at(prev)} overwrote at cycle {prev.cycle:g}, while the asynchronous "
-                                      f"read was in flight: it may read either value", sides,
-                                   missing=f"the wait for the asynchronous read issued at line {cur.line} "
-                                           f"(cp.async.bulk.wait_group.read for a bulk store; the mbarrier phase of "
-                                           f"the tcgen05.commit for an MMA operand) before line {prev.line}",
-                                   fix=f"wait for the read issued at line {cur.line} to complete before writing "
-                                       f"its source at line {prev.line}")
+                    return _source_overwritten(cur, prev, rng)
                 k, missing, fix = _race_edge(det, prev, cur)
                 return Finding(k, f"{cur.what} (async proxy) read {rng} written by {_at(prev)} with no "
                                   f"happens-before between them", sides, missing=missing, fix=fix)
@@ -141,12 +134,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
             k, missing, fix = _race_edge(det, prev, cur)
             return Finding(k, f"{_at(cur)} rewrites the tensor map at {rng} that {_at(prev)} may still read",
                            sides, missing=missing, fix=fix)
-        return Finding(5, f"{_at(cur)} overwrites {rng} while the asynchronous read by {_at(prev)} may still be "
-                          f"in flight: its completion was not observed first", sides,
-                       missing=f"the completion of line {prev.line} observed before line {cur.line}: "
-                               f"cp.async.bulk.wait_group.read for a bulk store's source, the mbarrier wait on the "
-                               f"phase its tcgen05.commit arrives on for an MMA operand (a fence does not order it)",
-                       fix=f"wait for the asynchronous read of line {prev.line} to complete before line {cur.line}")
+        return _source_overwritten(prev, cur, rng)
     if cproxy == ASYNC:
         if not c.known:
             return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
@@ -191,6 +179,19 @@ def classify(det, c, prev, cur, clock, flags, write, key):
     k, missing, fix = _race_edge(det, prev, cur)
     return Finding(k, f"data race: {_at(cur)} writes {rng} that {_at(prev)} read, and neither is ordered before the "
                       f"other", sides, missing=missing, fix=fix)
+
+
+def _source_overwritten(read, write, rng) -> Finding:
+    """Class 5 (PTX ISA 9.1 §9.7.9.25.6.2 cp.async.bulk.wait_group.read; §9.7.16.10.9.1 / §9.7.16.12.1 an MMA's
+    operands are read until its tcgen05.commit's mbarrier phase): ``write`` overwrites bytes the asynchronous
+    ``read`` may still be reading -- the same finding whichever of the two the schedule performed first."""
+    return Finding(5, f"{_at(write)} overwrites {rng} while the asynchronous read by {_at(read)} may still be in "
+                      f"flight: its completion was not observed first, so the asynchronous operation may read either "
+                      f"value", (read.side(rng), write.side(rng)),
+                   missing=f"the completion of line {read.line} observed before line {write.line}: "
+                           f"cp.async.bulk.wait_group.read for a bulk store's source, the mbarrier wait on the phase "
+                           f"its tcgen05.commit arrives on for an MMA operand (a fence does not order it)",
+                   fix=f"wait for the asynchronous read of line {read.line} to complete before line {write.line}")
 
 
 def _release_missing(det, prev, cur) -> str:
