@@ -126,6 +126,31 @@ def imm_ok(imm: ir.Imm, typ: str) -> bool:
     return typ == ("b32" if imm.kind == "f32" else "b64")
 
 
+#: instructions whose address operand without a state-space qualifier is a generic address (tcgen05's [taddr] are
+#: 32-bit tensor-memory addresses, ld/st are checked by check_memop)
+GENERIC_ADDRESS_OPCODES = frozenset(("mbarrier", "atom", "red", "prefetch", "prefetchu"))
+
+
+def check_address_bases(ins: ir.Instruction, info) -> None:
+    """Every address operand ``[reg+off]`` of every instruction (PTX ISA §6.4.1): the base register is an integer
+    or bit-type register ("Illegal to use symbol of type .pred as address operand"), and an instruction that names
+    no state space addresses generic memory, which needs a 64-bit base under ``.address_size 64``."""
+    spaced = any(m.split("::")[0] in ("global", "shared", "local", "param", "const") for m in ins.mods)
+    for op in ins.operands:
+        if not (isinstance(op, ir.Address) and isinstance(op.base, ir.Reg)):
+            continue
+        rt = _reg_type(info, op.base)
+        if rt is None:
+            continue
+        if rt == "pred" or _kind(rt) == "float":
+            raise _err(ins, f"Illegal to use symbol '{op.base}' of type .{rt} as address operand",
+                       "an integer or bit-type register")
+        if not spaced and _size(rt) == 4 and _addr64(info) and ins.opcode in GENERIC_ADDRESS_OPCODES:
+            raise _err(ins, f"a generic address needs a 64-bit register under .address_size 64; {op.base} is .{rt} "
+                            "(ptxas: 32-bit addressing is not supported on sm_90 or higher)",
+                       f"{ins.opcode}.shared::cta... for a shared-memory address in a 32-bit register")
+
+
 def reject_special_registers(ins: ir.Instruction) -> None:
     """Special registers are sources of ``mov`` and ``cvt`` only (ptxas: "Special register argument not allowed
     for instruction")."""
@@ -184,6 +209,9 @@ def check_mov(ins: ir.Instruction, info) -> None:
         if m in SPACE_QUALS:
             raise _err(ins, "No state space qualifier expected for instruction 'mov'",
                        "mov.type d, var (the address of a variable) or cvta for generic addresses")
+    for m in ins.mods:
+        if not (m in ir.TYPE_SIZES or m in ("v2", "v4", "v8")):
+            raise _err(ins, f"Unknown modifier '.{m}' for instruction 'mov'")
     types = [m for m in ins.mods if m in ir.TYPE_SIZES or m in ("f16x2", "bf16x2", "tf32") or m in LDST_TYPES]
     if len(types) == 1 and types[0] not in MOV_TYPES:
         raise _err(ins, f"Unexpected instruction types specified for 'mov' (.{types[0]})",
@@ -418,6 +446,8 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         raise _err(ins, f"Unexpected number of state spaces specified in instruction '{ins.opcode}'")
     if ins.opcode == "ldu" and space not in ("global", "generic"):
         raise _err(ins, "State space incorrect for instruction 'ldu'", ".global")
+    if "nc" in ins.mods and ins.opcode == "ldu":
+        raise _err(ins, "Illegal modifier '.nc' for instruction 'ldu'")
     if "nc" in ins.mods and space != "global":
         raise _err(ins, "Modifier '.nc' requires .global space")
     if vec > 1 and vec * _size(typ) > 16:
@@ -494,6 +524,9 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
     if size == "u32" and _addr64(info):
         raise _err(ins, f"{ins.full_opcode}: a 32-bit address conversion under .address_size 64 (ptxas: 32-bit "
                         "addressing is not supported on sm_90 or higher)", f"cvta{'.to' if to else ''}.{space}.u64")
+    for op in (dst, src):
+        if isinstance(op, ir.Vector):
+            raise _mismatch(ins, f"{op}: cvta takes scalar operands")
     check_destination(ins, dst)
     rt = _reg_type(info, dst)
     if rt is not None and (rt == "pred" or not compatible(rt, size)):
@@ -518,5 +551,5 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
         raise _mismatch(ins, f"{src} is a .{rt} register, the operand is .{size}")
 
 
-__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "check_destination",
+__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "check_address_bases", "check_destination",
            "check_mov", "check_special_source", "check_address", "check_memop", "check_cvta"]

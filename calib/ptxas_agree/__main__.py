@@ -17,13 +17,14 @@ def main(argv=None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--no-load", action="store_true", help="skip loading accepted mutants")
+    ap.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds (partial record)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         print("ptxas is not on PATH: nothing to compare against", file=sys.stderr)
         return 2
-    rec = run_campaign(a.seed, a.count, a.start, a.jobs, ptxas, load=not a.no_load)
+    rec = run_campaign(a.seed, a.count, a.start, a.jobs, ptxas, load=not a.no_load, time_limit=a.time_limit)
     rec["command"] = "python -m calib.ptxas_agree " + " ".join(argv if argv is not None else sys.argv[1:])
     text = json.dumps(rec, indent=1)
     if a.out:

@@ -15,7 +15,8 @@ import resource
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
 from pathlib import Path
 
 from .mutate import REPO, corpus, mutant
@@ -103,16 +104,28 @@ def agrees(r: dict) -> bool:
 
 
 def run_campaign(seed: int, count: int, start: int = 0, jobs: int | None = None, ptxas: str = "ptxas",
-                 load: bool = True, chunk: int = 25) -> dict:
+                 load: bool = True, chunk: int = 25, time_limit: float | None = None) -> dict:
+    """Judge mutants ``start..start+count``; with ``time_limit`` (seconds), chunks not finished by then are
+    dropped and the record says how many mutants were judged (always a prefix-independent, reproducible set:
+    every mutant is a pure function of ``(seed, index)``)."""
     files = corpus(REPO)
     jobs = jobs or os.cpu_count() or 1
     idx = list(range(start, start + count))
     chunks = [(seed, idx[k:k + chunk], files, ptxas, load) for k in range(0, len(idx), chunk)]
     t0 = time.time()
     results: list = []
-    with ProcessPoolExecutor(jobs, initializer=_limit_memory) as ex:
-        for part in ex.map(_judge_many, chunks):
-            results += part
+    ex = ProcessPoolExecutor(jobs, initializer=_limit_memory)
+    futs = [ex.submit(_judge_many, c) for c in chunks]
+    try:
+        for f in as_completed(futs, timeout=time_limit):
+            results += f.result()
+    except FuturesTimeout:
+        pass
+    finally:
+        for f in futs:
+            f.cancel()
+        ex.shutdown(wait=False, cancel_futures=True)
+    results.sort(key=lambda r: r["i"])
     return summarise(results, seed=seed, start=start, count=count, seconds=round(time.time() - t0, 1),
                      files=len(files))
 
