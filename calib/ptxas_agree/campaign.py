@@ -104,7 +104,7 @@ def agrees(r: dict) -> bool:
 
 
 def run_campaign(seed: int, count: int, start: int = 0, jobs: int | None = None, ptxas: str = "ptxas",
-                 load: bool = True, chunk: int = 25, time_limit: float | None = None) -> dict:
+                 load: bool = True, chunk: int = 10, time_limit: float | None = None) -> dict:
     """Judge mutants ``start..start+count``; with ``time_limit`` (seconds), chunks not finished by then are
     dropped and the record says how many mutants were judged (always a prefix-independent, reproducible set:
     every mutant is a pure function of ``(seed, index)``)."""
