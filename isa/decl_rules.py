@@ -9,7 +9,10 @@ ptxas 13.0's, verified with one-declaration probes on ``-arch=sm_90a`` and ``sm_
   type can only be used to define scalar register variables"); a ``.f16x2`` kernel parameter "cannot be allocated
   in .param state space".
 * Kernel parameters (§5.1.6): at most 32,764 bytes (0x7ffc) laid out at their alignments ("Entry function uses too
-  much parameter space"), on sm_90a and sm_100a.
+  much parameter space"), on sm_90a and sm_100a; 4,352 bytes (0x1100) under ``.version`` 8.0 and older.  A
+  ``.param`` variable or parameter is aligned to at most 128 bytes ("illegal alignment").  A direct call's argument
+  and return variables have the sizes of the callee's parameters ("Type of argument does not match formal
+  parameter").
 * Static shared memory (§5.1.5): the kernel-scope ``.shared`` variables plus the module-scope ones the kernel
   names, at their alignments, at most 232,448 bytes (0x38c00, the 227 KiB of an sm_90 / sm_100 SM) -- "Entry
   function uses too much shared data".  A larger total is possible only dynamically (``.extern .shared``), up to the
@@ -28,6 +31,9 @@ from .errors import VerifyError
 
 INSTRUCTION_ONLY_TYPES = frozenset(("bf16", "bf16x2", "tf32", "e4m3", "e5m2", "e4m3x2", "e5m2x2"))
 MAX_PARAM_BYTES = 0x7FFC
+#: before PTX ISA 8.1 (ptxas 13.0 with .version 8.0: "0x1100 max")
+MAX_PARAM_BYTES_OLD = 0x1100
+MAX_PARAM_ALIGN = 128
 #: static shared memory per kernel by SM major generation (ptxas 13.0: "... uses too much shared data (..., max)")
 MAX_STATIC_SHARED = {9: 0x38C00, 10: 0x38C00}
 MAX_CONST_BYTES = 0x10000
@@ -75,6 +81,29 @@ def _check_var_type(v, where: str) -> None:
                           v.loc)
 
 
+def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
+    """A direct call's arguments and return slots are ``.param`` variables of the caller of the callee's formal
+    parameters' sizes (PTX ISA §9.7.12.5; ptxas: "Type of argument does not match formal parameter")."""
+    decl = {v.name: v for v in fn.locals if v.space == "param"}
+    for ins in fn.body:
+        if ins.opcode != "call":
+            continue
+        ops = list(ins.operands)
+        rets = ops.pop(0).elems if ops and isinstance(ops[0], ir.ParenList) else ()
+        if not ops or not isinstance(ops[0], ir.Sym):
+            continue
+        callee = module.functions.get(ops.pop(0).name)
+        args = ops.pop(0).elems if ops and isinstance(ops[0], ir.ParenList) else ()
+        if callee is None:
+            continue
+        for actuals, formals in ((args, callee.params), (rets, callee.returns)):
+            for a, f in zip(actuals, formals):
+                v = decl.get(a.name) if isinstance(a, ir.Sym) else None
+                if v is not None and v.size_bytes != f.size_bytes:
+                    raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of {callee.name}: "
+                                      f"{v.name} has {v.size_bytes} bytes, the parameter {f.size_bytes}", ins.loc)
+
+
 def verify_declarations(module: ir.Module) -> None:
     """Raise VerifyError (located at the declaration or kernel) for the first declaration ptxas rejects."""
     for v in module.globals:
@@ -100,16 +129,24 @@ def verify_declarations(module: ir.Module) -> None:
             if p.type in INSTRUCTION_ONLY_TYPES or p.type == "pred":
                 raise VerifyError(f"parameter {p.name} of {fn.name} cannot have the type .{p.type}", p.loc,
                                   expected="a bit-size, integer or .f16/.f32/.f64 type")
+        for p in list(fn.params) + list(fn.returns) + [v for v in fn.locals if v.space == "param"]:
+            a = p.align or 0
+            if a > MAX_PARAM_ALIGN:
+                raise VerifyError(f"Parameter '{p.name}' has illegal alignment {a} (must be aligned to 1, 2, 4, 8, 16, "
+                                  "32, 64, or 128 bytes)", p.loc)
+        _check_call_arguments(module, fn)
         if fn.kind != "entry" or fn.is_declaration:
             continue
+        limit = MAX_PARAM_BYTES if tuple(module.version or (9, 0)) >= (8, 1) else MAX_PARAM_BYTES_OLD
         off = 0
         for p in fn.params:
             if p.type in ("f16x2",):
                 raise VerifyError(f"Variable '{p.name}' cannot be allocated in .param state space (.{p.type})", p.loc)
             off = _align(off, p.alignment) + p.size_bytes
-            if off > MAX_PARAM_BYTES:
+            if off > limit:
                 raise VerifyError(f"Entry function '{fn.name}' uses too much parameter space ({off:#x} bytes, "
-                                  f"{MAX_PARAM_BYTES:#x} max) at parameter {p.name}", p.loc,
+                                  f"{limit:#x} max under .version {'.'.join(map(str, module.version or ()))}) at "
+                                  f"parameter {p.name}", p.loc,
                                   expected="pass large data through a global-memory pointer")
         if shared_max is None:
             continue

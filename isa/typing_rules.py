@@ -151,6 +151,21 @@ def check_address_bases(ins: ir.Instruction, info) -> None:
                        f"{ins.opcode}.shared::cta... for a shared-memory address in a 32-bit register")
 
 
+#: instructions none of whose operands is a vector ``{a, b}`` (ptxas: "Vector operand is not allowed" /
+#: "Arguments mismatch"); the others (ld/st/mov/mma/wgmma/tcgen05/tensor copies/tex/...) check their own
+SCALAR_OPERAND_OPCODES = frozenset(("mapa", "getctarank", "isspacep", "nanosleep", "bar", "barrier", "mbarrier",
+                                    "elect", "vote", "match", "redux", "shfl", "createpolicy", "cvta", "prefetch",
+                                    "prefetchu", "activemask", "setmaxnreg", "griddepcontrol", "fence", "membar"))
+
+
+def reject_vector_operands(ins: ir.Instruction) -> None:
+    if ins.opcode in SCALAR_OPERAND_OPCODES or (ins.opcode == "cp" and "bulk" in ins.mods and "tensor" not in ins.mods
+                                                and "prefetch" not in ins.mods):
+        for op in ins.operands:
+            if isinstance(op, ir.Vector):
+                raise _err(ins, f"Vector operand is not allowed for instruction '{ins.opcode}' ({op})")
+
+
 def reject_special_registers(ins: ir.Instruction) -> None:
     """Special registers are sources of ``mov`` and ``cvt`` only (ptxas: "Special register argument not allowed
     for instruction")."""
@@ -446,6 +461,12 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         raise _err(ins, f"Unexpected number of state spaces specified in instruction '{ins.opcode}'")
     if ins.opcode == "ldu" and space not in ("global", "generic"):
         raise _err(ins, "State space incorrect for instruction 'ldu'", ".global")
+    if "volatile" in ins.mods and _canon_space(space) == "param":
+        raise _err(ins, "Modifier '.volatile' cannot be applied to '.param' space")
+    if not load and _canon_space(space) == "param" and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Reg):
+        # ptxas 13.0 dies with a segmentation fault on it: a call's .param variables are written by name
+        raise _err(ins, "st.param through a register address: the .param variables of a call are written by name "
+                        "(st.param [name+offset]); a kernel's parameters are read-only", "st.param.type [param0], %r;")
     if "nc" in ins.mods and ins.opcode == "ldu":
         raise _err(ins, "Illegal modifier '.nc' for instruction 'ldu'")
     if "nc" in ins.mods and space != "global":
@@ -521,6 +542,9 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
     name = "cvta.to" if to else "cvta"
     if any(m in ("v2", "v4", "v8") for m in ins.mods):
         raise _err(ins, f"Vector qualifier is not allowed for instruction '{name}'")
+    for m in ins.mods:
+        if m not in ("to", "u32", "u64") and m not in SPACE_QUALS:
+            raise _err(ins, f"Unknown modifier '.{m}' for instruction '{name}'")
     if size == "u32" and _addr64(info):
         raise _err(ins, f"{ins.full_opcode}: a 32-bit address conversion under .address_size 64 (ptxas: 32-bit "
                         "addressing is not supported on sm_90 or higher)", f"cvta{'.to' if to else ''}.{space}.u64")
@@ -551,5 +575,6 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
         raise _mismatch(ins, f"{src} is a .{rt} register, the operand is .{size}")
 
 
-__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "check_address_bases", "check_destination",
+__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "check_address_bases",
+           "reject_vector_operands", "check_destination",
            "check_mov", "check_special_source", "check_address", "check_memop", "check_cvta"]

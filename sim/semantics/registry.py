@@ -25,7 +25,7 @@ from typing import Callable
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError, UnsupportedError
 from tcsim.isa.forms import check_family_key, family_of, opcode_of_key
-from tcsim.isa.typing_rules import check_address_bases, reject_special_registers
+from tcsim.isa.typing_rules import check_address_bases, reject_special_registers, reject_vector_operands
 
 
 class DecoderOverlap(ValueError):
@@ -107,6 +107,7 @@ class Registry:
         try:
             reject_special_registers(ins)
             check_address_bases(ins, info)
+            reject_vector_operands(ins)
             return decoder(ins, info)
         except TcsimError as err:
             raise err.with_context(loc=ins.loc)
