@@ -1,0 +1,372 @@
+"""The fast execution tier: the reference warp processes, with lockstep groups (see :mod:`tcsim.fast`).
+
+:class:`FastTier` is attached to a :class:`tcsim.engine.Simulation` built with ``tier="fast"``.  It
+
+* lays the warps' registers out as one flat ``(warps, 32)`` array per register (each warp's ``regs`` entries are
+  rows of it) and the CTAs' shared memories as rows of one ``(CTAs, bytes)`` array;
+* runs each warp as the reference process does (:meth:`warp_process` is :meth:`Simulation._warp_process` with one
+  change: a groupable instruction is recorded instead of executed, and runs at the next :meth:`flush`);
+* runs the event loop (:meth:`run`), flushing the recorded instructions before any event other than a warp's issue.
+
+Every warp-instruction is issued, timed, counted and ordered exactly as in the reference tier; only the execution
+of the recorded instructions is moved to the flush, where nothing has observed their effects yet (the package
+docstring gives the argument).
+"""
+from __future__ import annotations
+
+import numpy as np
+import simpy
+from simpy.core import EmptySchedule
+
+from tcsim.isa.errors import SyncError, TcsimError
+from tcsim.isa.forms import family_of
+from ..observe import InstRetired
+from .batch import BATCHABLE, LOADS, WARP, BatchCtx, Fallback
+
+#: what a group's semantics may raise when they are not lane-parallel or need what the group context lacks
+_FAILOVER = (Fallback, ValueError, IndexError, TypeError, AttributeError, KeyError)
+
+
+class _WarpTick(simpy.events.Timeout):
+    """A warp's sleep until its next issue (processing one resumes the warp and nothing else)."""
+
+
+def _tick_prio(env, delay, priority):
+    from ..engine import _Timeout
+
+    class _T(_Timeout, _WarpTick):
+        pass
+    return _T(env, delay, priority)
+
+
+class FastTier:
+    def __init__(self, sim):
+        self.sim = sim
+        prog = sim.program
+        self.enabled = all(w.callstack is None for w in sim.warps)
+        #: per PC: the family may run as a lockstep group (None: never), and whether it reads memory
+        self.groupable = [None] * len(prog.body)
+        #: pending groups: pc -> list of (sequence number, warp)
+        self.pending: dict = {}
+        self.npending = 0
+        self._seq = 0
+        self.groups = 0                  # groups executed together (statistics)
+        self.grouped = 0                 # warp-instructions they held
+        self.failovers = 0               # warp-instructions run warp by warp at a flush
+        if not self.enabled:
+            return
+        for pc, ins in enumerate(prog.body):
+            if pc >= len(prog.decoded) or prog.decoded[pc] is None or prog.syncish[pc]:
+                continue
+            if sim.collective[pc] is not None:
+                continue
+            try:
+                fam = family_of(ins.opcode, tuple(ins.mods))
+            except Exception:
+                continue
+            if fam in BATCHABLE:
+                self.groupable[pc] = fam in LOADS
+        self._layout()
+
+    # ------------------------------------------------------------------------------------------ layout
+    def _layout(self) -> None:
+        sim = self.sim
+        warps = sim.warps
+        for i, w in enumerate(warps):
+            w.fast_index = i
+            w.fast_pending = False
+        # registers: one (warps, 32) array per name; every warp's regs entries become its rows
+        self.flat = {}
+        names = list(warps[0].regs) if warps else []
+        for name in names:
+            a = warps[0].regs[name]
+            flat = np.zeros((len(warps), WARP), dtype=a.dtype)
+            for i, w in enumerate(warps):
+                flat[i] = w.regs[name]
+                w.regs[name] = flat[i]
+            self.flat[name] = flat
+        # shared memories: rows of one array (all CTAs' windows have one size)
+        ctas = sim.ctas
+        self.cta_index = np.asarray([ctas.index(w.cta) for w in warps], dtype=np.int64) if warps else \
+            np.zeros(0, np.int64)
+        self.cta_rank = np.asarray([c.rank for c in ctas], dtype=np.int64)
+        if ctas:
+            size = ctas[0].smem._bytes.size
+            self.smem = np.zeros((len(ctas), size), dtype=np.uint8)
+            for i, c in enumerate(ctas):
+                m = c.smem
+                self.smem[i] = m._bytes
+                m._bytes = self.smem[i]
+                data = m._bytes[m.base:]
+                data.flags.writeable = False
+                m.data = data
+            self.smem_base = ctas[0].smem.base
+            self.smem_end = size
+        else:
+            self.smem = np.zeros((0, 0), dtype=np.uint8)
+            self.smem_base = self.smem_end = 0
+
+    def all_global(self, a: np.ndarray) -> bool:
+        """Every generic address ``a`` lies outside the shared, local, param and const windows."""
+        from .. import memory as M
+        win = [M.SHARED_WINDOW, M.LOCAL_WINDOW, M.PARAM_WINDOW, M.CONST_WINDOW]
+        for w in win:
+            if ((a >= np.uint64(w)) & (a < np.uint64(w + M.WINDOW_SIZE))).any():
+                return False
+        return True
+
+    # ------------------------------------------------------------------------------------------ flush
+    def flush(self) -> None:
+        """Execute every recorded instruction: each PC's warps as one group, a group that cannot run together warp
+        by warp with the reference semantics; faults are raised in issue order."""
+        if not self.npending:
+            return
+        pending = dict(self.pending)
+        self.pending.clear()
+        self.npending = 0
+        sim = self.sim
+        prog = sim.program
+        errors = []
+        for pc, items in pending.items():
+            warps = [w for _, w in items]
+            for w in warps:
+                w.fast_pending = False
+            if self.groupable[pc] is not None and len(items) > 1:
+                ins = prog.body[pc]
+                idx = np.fromiter((w.fast_index for w in warps), dtype=np.int64, count=len(warps))
+                mask = np.stack([w.ctx.mask for w in warps])
+                group = np.stack([w.ctx.group for w in warps])
+                bctx = BatchCtx(self, ins, pc, idx, warps, mask, group)
+                try:
+                    prog.decoded[pc](bctx)
+                except _FAILOVER:
+                    pass
+                except TcsimError:
+                    pass
+                else:
+                    bctx.commit()
+                    self.groups += 1
+                    self.grouped += len(items)
+                    continue
+            for seq, w in items:
+                self.failovers += 1
+                ctx = w.ctx
+                try:
+                    prog.decoded[pc](ctx)
+                except TcsimError as e:
+                    from ..engine import _user_loc
+                    ins = prog.body[pc]
+                    e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
+                    errors.append((seq, e, w))
+        if errors:
+            errors.sort(key=lambda x: x[0])
+            for _, e, w in errors:
+                w.fast_failed = True
+                sim._fail(e)
+
+    # ------------------------------------------------------------------------------------------ event loop
+    def run(self) -> None:
+        """``env.run()``, flushing the recorded instructions before every event that is not a warp's issue."""
+        env = self.sim.env
+        q = env._queue
+        step = env.step
+        try:
+            while True:
+                if self.npending and (not q or not isinstance(q[0][3], _WarpTick)):
+                    self.flush()
+                step()
+        except EmptySchedule:
+            pass
+        finally:
+            self.flush()
+
+    # ------------------------------------------------------------------------------------------ warp process
+    def warp_process(self, warp):
+        """:meth:`tcsim.engine.Simulation._warp_process`, recording groupable instructions instead of executing
+        them (keep the two in step: every change there is a change here).
+
+        One shortcut: while every live lane of the warp stands at one PC, none waits or is parked and no spin focus
+        is set (a *uniform* warp), the PC is kept as a number (``warp.fast_upc``) and the lane-mask bookkeeping
+        is skipped: the group is the live lanes and the spin check cannot fire (no other lanes).  The warp is
+        uniform after a recorded instruction issued by all its live lanes (recorded instructions neither jump nor
+        block); any other instruction, a wake-up or a stall sends it back to the general path."""
+        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _lane_ints, _user_loc, pcs_min, lanes_str
+        tier = self
+        sim = self.sim
+        ctx = warp.ctx
+        prog = sim.program
+        body = prog.body
+        decoded = prog.decoded
+        nbody = len(body)
+        syncish = prog.syncish
+        bus = sim.bus
+        tm = sim.timing
+        stall, prepare, issued = tm.stall, tm.prepare, tm.issued
+        env = self.sim.env
+        warp.focus = None
+        warp.focus_left = 0
+        warp.spin = 0
+        collective = sim.collective
+        perturbed = sim._perturbed
+        owner = prog.link.owner if warp.callstack is not None else None
+        prio = sim._priority.get(warp)
+        groupable = tier.groupable if tier.enabled else [None] * nbody
+        pending = tier.pending
+        count_nonzero = np.count_nonzero
+        warp.fast_failed = False
+        warp.fast_upc = None
+        if prio is None:
+            def sleep(delay, env=env):
+                return _WarpTick(env, delay)
+        else:
+            def sleep(delay, env=env, prio=prio):
+                return _tick_prio(env, delay, prio)
+            yield sleep(0)
+        while True:
+            if warp.fast_pending:
+                tier.flush()
+            if warp.fast_failed:
+                return
+            pcs = warp.pc
+            upc = warp.fast_upc
+            if upc is not None and upc < nbody and collective[upc] is None and owner is None:
+                # a uniform warp (see the docstring): its group is every live lane
+                pc = upc
+                group = warp.alive.copy()
+                uniform = True
+            else:
+                uniform = False
+                warp.fast_upc = None
+                runnable = warp.alive & ~warp.waiting & ~warp.parked
+                if not runnable.any():
+                    if not warp.alive.any():
+                        return
+                    if warp.parked.any() and not (warp.alive & warp.waiting).any():
+                        warp.force_pc = int(pcs_min(warp.pc, warp.parked))
+                        warp.parked &= ~(warp.pc == warp.force_pc)
+                        continue
+                    warp.wake_event = env.event()
+                    blocked_at, waits_before = env.now, list(warp.waits)
+                    yield warp.wake_event
+                    warp.wake_event = None
+                    category, detail, wake = tm.released(warp, waits_before)
+                    if wake or prio is not None:
+                        yield sleep(wake)
+                    tm.stall_record(warp, category, detail, env.now - blocked_at, blocked_at)
+                    continue
+                group = None
+                focus_left = warp.focus_left
+                if warp.focus is not None:
+                    f = warp.focus & runnable
+                    if f.any() and warp.focus_left > 0:
+                        pc = int(pcs[f].min())
+                        if pc < nbody and not syncish[pc]:
+                            group = runnable & (pcs == pc)
+                            warp.focus_left -= 1
+                    if group is None:
+                        warp.focus = None
+                if group is None:
+                    pc = int(pcs[runnable].min())
+                    group = runnable & (pcs == pc)
+                if pc >= nbody:
+                    err = SyncError(f"{lanes_str(group)} ran past the end of kernel {prog.name} without ret/exit",
+                                    body[-1].loc if body else None, where=warp.label)
+                    tier.flush()
+                    sim._fail(err)
+                    return
+                if owner is not None and owner[pc] != warp.func_index:
+                    warp.switch_function(int(owner[pc]))
+                if collective[pc] is not None:
+                    tier.flush()                            # (the member mask may be a register)
+                    group = sim._converge(warp, pc, group, collective[pc])
+                    if group is None:
+                        continue
+            now = env.now
+            st = stall(warp, pc, now)
+            if st is not None:
+                if not uniform:
+                    warp.focus_left = focus_left
+                warp.fast_upc = None
+                t0 = env.now
+                yield sleep(st[0] - t0)
+                tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
+                continue
+            ins = body[pc]
+            ctx.ins = ins
+            ctx.pc = pc
+            ctx.group = group
+            if ins.guard is not None:
+                g = ctx.read_pred(ins.guard[0])
+                mask = group & (~g if ins.guard[1] else g)
+            else:
+                mask = group
+            ctx.mask = mask
+            ctx.extra_delay = 0
+            pcs[group] = pc + 1
+            gk = groupable[pc]
+            if gk is None:
+                defer = False
+            elif bus.active:
+                w = bus._wanted
+                defer = w is not None and "inst" not in w and "reg" not in w and not (gk and "mem" in w)
+            else:
+                defer = True
+            if bus.active and not defer:
+                ctx.writes = {}
+            pre = prepare(ctx, pc)
+            if defer:
+                tier._seq += 1
+                items = pending.get(pc)
+                if items is None:
+                    pending[pc] = [(tier._seq, warp)]
+                else:
+                    items.append((tier._seq, warp))
+                tier.npending += 1
+                warp.fast_pending = True
+                # the warp stays (or becomes) uniform when all its live lanes issued this instruction
+                if uniform or (warp.focus is None and not (group ^ warp.alive).any()):
+                    warp.fast_upc = pc + 1
+                else:
+                    warp.fast_upc = None
+            else:
+                warp.fast_upc = None
+                if tier.npending:
+                    tier.flush()
+                nwaits = len(warp.waits)
+                try:
+                    decoded[pc](ctx)
+                except TcsimError as e:
+                    e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
+                    sim._fail(e)
+                    return
+                if len(warp.waits) > nwaits:
+                    tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
+            gap, done = issued(ctx, pc, pre, now)
+            # (a uniform warp has no lanes outside its group: the spin check cannot fire)
+            if not uniform and warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
+                    (runnable & ~group & (pcs > pc)).any():
+                warp.spin += 1
+                if warp.spin >= SPIN_LIMIT:
+                    hi = int(pcs[runnable & ~group].max())
+                    warp.focus = runnable & (pcs == hi)
+                    warp.focus_left = FOCUS_SLICE
+                    warp.spin = 0
+            warp.retired += 1
+            sim.retired += 1
+            sim.lane_instructions += int(count_nonzero(mask))
+            if bus.active and not defer:
+                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
+                                        done=done))
+                ctx.writes = None
+            if sim.retired > sim.max_instructions:
+                sim._fail(sim._runaway())
+                return
+            if ctx.extra_delay:
+                tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
+                                env.now, pc)
+            yield sleep(gap + ctx.extra_delay + (sim._issue_delay(warp) if perturbed else 0))
+
+
+__all__ = ["FastTier"]
