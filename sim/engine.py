@@ -245,14 +245,14 @@ class Simulation:
                                     cta.warps.append(warp)
                                     self.warps.append(warp)
         self._warp_knobs(self.schedule)
-        proc = self._warp_process
-        if self.tier == "fast":
+        if self.tier == "fast":                 # (its driver runs the warps: tcsim.fast.tier)
             from .fast.tier import FastTier
             self._fast = FastTier(self)
-            proc = self._fast.warp_process
+            self._fast.start()
+            return
         # Launch-order processes: warps of CTA 0 first, then CTA 1...
         for warp in self.warps:
-            self._procs.append(self.env.process(proc(warp)))
+            self._procs.append(self.env.process(self._warp_process(warp)))
 
     # ------------------------------------------------------------------------------------------ agents
     def agent(self, name: str, factory, key=None):
@@ -548,6 +548,8 @@ class Simulation:
     def step_instruction(self) -> bool:
         """Process events until one more warp-instruction retires; False when the run is over."""
         target = self.retired + 1
+        if self._fast is not None:
+            self._fast.single_step()
         while self.retired < target:
             if self.error is not None:
                 raise self.error

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 import simpy
+from heapq import heappush
 from simpy.core import EmptySchedule
+from simpy.events import NORMAL, URGENT
 
 from tcsim.isa.errors import SyncError, TcsimError
 from tcsim.isa.forms import family_of
@@ -27,16 +29,34 @@ from .batch import BATCHABLE, LOADS, WARP, BatchCtx, Fallback
 _FAILOVER = (Fallback, ValueError, IndexError, TypeError, AttributeError, KeyError)
 
 
-class _WarpTick(simpy.events.Timeout):
-    """A warp's sleep until its next issue (processing one resumes the warp and nothing else)."""
+class _Count:
+    """The environment's event-id counter, readable (simpy's is an ``itertools.count``)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, start: int):
+        self.n = start
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> int:
+        self.n += 1
+        return self.n
 
 
-def _tick_prio(env, delay, priority):
-    from ..engine import _Timeout
+class _Gang(simpy.events.Event):
+    """One queue entry standing for the issue events of several warps that the reference tier would have queued
+    back to back (same cycle, same priority, consecutive ids): processing it resumes them in that order."""
 
-    class _T(_Timeout, _WarpTick):
-        pass
-    return _T(env, delay, priority)
+    def __init__(self, tier, members: list, key: tuple):
+        self.env = tier.sim.env
+        self.callbacks = [tier._run_gang]
+        self._value = None
+        self._ok = True
+        self.members = members
+        self.key = key
+        self.popped = False
 
 
 class FastTier:
@@ -79,11 +99,9 @@ class FastTier:
         self.flat = {}
         names = list(warps[0].regs) if warps else []
         for name in names:
-            a = warps[0].regs[name]
-            flat = np.zeros((len(warps), WARP), dtype=a.dtype)
-            for i, w in enumerate(warps):
-                flat[i] = w.regs[name]
-                w.regs[name] = flat[i]
+            flat = np.stack([w.regs[name] for w in warps])
+            for w, row in zip(warps, flat):
+                w.regs[name] = row
             self.flat[name] = flat
         # shared memories: rows of one array (all CTAs' windows have one size)
         ctas = sim.ctas
@@ -164,6 +182,91 @@ class FastTier:
                 w.fast_failed = True
                 sim._fail(e)
 
+    # ------------------------------------------------------------------------------------------ warp driver
+    # The warps are not simpy processes here: each warp's generator (:meth:`warp_process`) is resumed by this
+    # driver, and their issue events are queued as gangs.  A warp's issue event joins the gang queued last when
+    # nothing else was queued since and it is for the same cycle and priority -- where the reference tier's would
+    # have come right after the gang's in the queue; a gang resumes its warps in order and, should one of them
+    # queue an event that comes before the gang's place in the queue (an URGENT one, now), puts the rest back at
+    # that very place (same cycle, priority and id).  So every event is processed in the reference tier's order.
+    def start(self) -> None:
+        """Queue the warps' start, in launch order (the reference's processes' URGENT initialisations)."""
+        env = self.sim.env
+        self._eid = _Count(next(env._eid))
+        env._eid = self._eid
+        self._last = None
+        self._last_n = -1
+        self.merge = True
+        for w in self.sim.warps:
+            w.fast_gen = self.warp_process(w)
+        self._push(list(self.sim.warps), env.now, URGENT)
+
+    def single_step(self) -> None:
+        """A debugger steps the run one event at a time: one warp per issue event from now on (the gangs already
+        queued are split into their warps' events, at their places: ids between the gang's and the next)."""
+        if not self.merge:
+            return
+        self.merge = False
+        q = self.sim.env._queue
+        for i, (t, p, eid, ev) in enumerate(list(q)):
+            if isinstance(ev, _Gang) and len(ev.members) > 1:
+                n = len(ev.members)
+                q[i] = (t, p, eid, _Gang(self, ev.members[:1], (t, p, eid)))
+                for j in range(1, n):
+                    k = (t, p, eid + j / n)
+                    q.append(k + (_Gang(self, ev.members[j:j + 1], k),))
+        import heapq
+        heapq.heapify(q)
+
+    def _push(self, members: list, t, prio) -> None:
+        eid = next(self._eid)
+        g = _Gang(self, members, (t, prio, eid))
+        heappush(self.sim.env._queue, (t, prio, eid, g))
+        self._last = g
+        self._last_n = self._eid.n
+
+    def _tick(self, w, delay) -> None:
+        env = self.sim.env
+        t = env._now + delay
+        p = w.fast_prio
+        g = self._last
+        if g is not None and self.merge and not g.popped and self._eid.n == self._last_n and g.key[0] == t \
+                and g.key[1] == p:
+            g.members.append(w)
+        else:
+            self._push([w], t, p)
+
+    def _advance(self, w, value=None) -> None:
+        """Resume warp ``w`` (with ``value``, the event it waited for) until it yields its next wait."""
+        gen = w.fast_gen
+        while True:
+            try:
+                y = gen.send(value)
+            except StopIteration:
+                return
+            if isinstance(y, simpy.events.Event):
+                if y.callbacks is None:             # already processed: go on at once, as a simpy process does
+                    value = y._value
+                    continue
+                y.callbacks.append(lambda ev, w=w: self._advance(w, ev._value))
+                return
+            self._tick(w, y)
+            return
+
+    def _run_gang(self, gang) -> None:
+        gang.popped = True
+        members = gang.members
+        key = gang.key
+        q = self.sim.env._queue
+        n = len(members)
+        for i in range(n):
+            self._advance(members[i])
+            if i + 1 < n and q and q[0][:3] < key:
+                # an event now comes before the rest of the gang: they go back at the gang's own place
+                rest = _Gang(self, members[i + 1:], key)
+                heappush(q, key + (rest,))
+                return
+
     # ------------------------------------------------------------------------------------------ event loop
     def run(self) -> None:
         """``env.run()``, flushing the recorded instructions before every event that is not a warp's issue."""
@@ -172,7 +275,7 @@ class FastTier:
         step = env.step
         try:
             while True:
-                if self.npending and (not q or not isinstance(q[0][3], _WarpTick)):
+                if self.npending and (not q or not isinstance(q[0][3], _Gang)):
                     self.flush()
                 step()
         except EmptySchedule:
@@ -215,13 +318,11 @@ class FastTier:
         count_nonzero = np.count_nonzero
         warp.fast_failed = False
         warp.fast_upc = None
-        if prio is None:
-            def sleep(delay, env=env):
-                return _WarpTick(env, delay)
-        else:
-            def sleep(delay, env=env, prio=prio):
-                return _tick_prio(env, delay, prio)
-            yield sleep(0)
+        # (the process yields a number -- cycles until its next issue, an issue event the driver queues at the
+        # warp's priority, :meth:`_tick` -- or an event to wait for)
+        warp.fast_prio = NORMAL if prio is None else prio
+        if prio is not None:
+            yield 0
         while True:
             if warp.fast_pending:
                 tier.flush()
@@ -251,7 +352,7 @@ class FastTier:
                     warp.wake_event = None
                     category, detail, wake = tm.released(warp, waits_before)
                     if wake or prio is not None:
-                        yield sleep(wake)
+                        yield wake
                     tm.stall_record(warp, category, detail, env.now - blocked_at, blocked_at)
                     continue
                 group = None
@@ -288,7 +389,7 @@ class FastTier:
                     warp.focus_left = focus_left
                 warp.fast_upc = None
                 t0 = env.now
-                yield sleep(st[0] - t0)
+                yield st[0] - t0
                 tm.stall_record(warp, st[1], st[2], env.now - t0, t0, pc)
                 continue
             ins = body[pc]
@@ -366,7 +467,7 @@ class FastTier:
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
-            yield sleep(gap + ctx.extra_delay + (sim._issue_delay(warp) if perturbed else 0))
+            yield gap + ctx.extra_delay + (sim._issue_delay(warp) if perturbed else 0)
 
 
 __all__ = ["FastTier"]
