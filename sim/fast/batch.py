@@ -235,4 +235,44 @@ class BatchCtx:
         raise Fallback(f"space {space}")
 
 
+    def store(self, space: str, addrs: np.ndarray, data: np.ndarray, mask=None, align: int | None = None,
+              op: str = "st") -> None:
+        """The reference :meth:`tcsim.context.ExecContext.store` for the group, warp after warp in group order and
+        each warp's lanes in descending order (the reference's order: a later warp's store, and a lower lane's,
+        lands last), in shared::cta of each warp's own CTA (none holding an mbarrier) and global memory; checked
+        before anything is written, any access the reference would fault on (or another space) fails over."""
+        m = self.mask if mask is None else mask
+        k = len(self.warps)
+        order = (np.arange(k)[:, None] * WARP + np.arange(WARP - 1, -1, -1)[None, :]).reshape(-1)
+        lanes = order[m[order]]
+        if lanes.size == 0:
+            return
+        nbytes = data.shape[1]
+        a = np.asarray(addrs, dtype=np.uint64)[lanes]
+        al = nbytes if align is None else align
+        if al > 1 and (a % np.uint64(al)).any():
+            raise Fallback("misaligned")
+        rows = data[lanes]
+        t = self.tier
+        if space in ("shared", "shared::cta"):
+            ranks, offs = M.split_shared(a)
+            cta_of = t.cta_index[self.idx][lanes // WARP]
+            if (ranks != t.cta_rank[cta_of]).any():
+                raise Fallback("foreign rank")
+            if (offs < t.smem_base).any() or (offs + nbytes > t.smem_end).any():
+                raise Fallback("out of bounds")
+            if any(w.cta.mbarriers for w in self.warps):
+                raise Fallback("mbarriers")         # (the reference checks stores over live barriers)
+            t.smem[cta_of[:, None], offs[:, None] + np.arange(nbytes)] = rows
+            return
+        if space == "global":
+            g = t.sim.gmem
+            _, _, ok = g._locate(a, nbytes)
+            if not ok.all():
+                raise Fallback("global bounds")
+            g.write_rows(a, rows)
+            return
+        raise Fallback(f"space {space}")
+
+
 __all__ = ["BATCHABLE", "LOADS", "BatchCtx", "Fallback"]

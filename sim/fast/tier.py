@@ -14,6 +14,8 @@ docstring gives the argument).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import simpy
 from heapq import heappush
@@ -23,10 +25,26 @@ from simpy.events import NORMAL, URGENT
 from tcsim.isa.errors import SyncError, TcsimError
 from tcsim.isa.forms import family_of
 from ..observe import InstRetired
-from .batch import BATCHABLE, LOADS, WARP, BatchCtx, Fallback
+from .batch import BATCHABLE, LOADS, BatchCtx, Fallback
 
 #: what a group's semantics may raise when they are not lane-parallel or need what the group context lacks
 _FAILOVER = (Fallback, ValueError, IndexError, TypeError, AttributeError, KeyError)
+
+
+_TIME_SREGS = ("%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")
+
+
+def _reads_time(ins) -> bool:
+    """``ins`` reads a clock special register (its value is the cycle it executes in)."""
+    from tcsim.isa import ir
+
+    def walk(op):
+        if isinstance(op, ir.SpecialReg):
+            return op.name in _TIME_SREGS
+        if isinstance(op, ir.Vector):
+            return any(walk(e) for e in op.elems)
+        return False
+    return any(walk(op) for op in ins.operands)
 
 
 class _Count:
@@ -66,6 +84,16 @@ class FastTier:
         self.enabled = all(w.callstack is None for w in sim.warps)
         #: per PC: the family may run as a lockstep group (None: never), and whether it reads memory
         self.groupable = [None] * len(prog.body)
+        self.collective = sim.collective
+        self.nbody = len(prog.body)
+        # the bulk issue of lockstep groups (_bulk) answers for the functional issue model, unperturbed
+        from ..timing.functional import FunctionalModel
+        self.bulk_ok = type(sim.timing) is FunctionalModel and not sim._perturbed and not sim._priority \
+            and not os.environ.get("TCSIM_FAST_NOBULK")
+        #: per PC: the target of a plain ``bra`` (issued by lockstep groups at once, _bulk)
+        self.branch: dict = {}
+        #: per PC: a ``st`` (a lockstep group stores at once, in the reference's lane and warp order, _bulk)
+        self.store: dict = {}
         #: pending groups: pc -> list of (sequence number, warp)
         self.pending: dict = {}
         self.npending = 0
@@ -74,6 +102,7 @@ class FastTier:
         self.grouped = 0                 # warp-instructions they held
         self.failovers = 0               # warp-instructions run warp by warp at a flush
         if not self.enabled:
+            self.bulk_ok = False
             return
         for pc, ins in enumerate(prog.body):
             if pc >= len(prog.decoded) or prog.decoded[pc] is None or prog.syncish[pc]:
@@ -84,9 +113,21 @@ class FastTier:
                 fam = family_of(ins.opcode, tuple(ins.mods))
             except Exception:
                 continue
+            if _reads_time(ins):
+                continue                    # (%clock, %globaltimer: a recorded instruction runs later)
             if fam in BATCHABLE:
                 self.groupable[pc] = fam in LOADS
+            elif fam == "bra" and not ins.operands[0:1] == [] and getattr(ins.operands[0], "name", None) in \
+                    prog.kernel.labels:
+                self.branch[pc] = prog.kernel.labels[ins.operands[0].name]
+            elif fam == "st":
+                self.store[pc] = True
         self._layout()
+        from tcsim.isa import ir
+        #: per PC: its guard (if any) is a predicate register the group can read (_guard)
+        self.guard_ok = [ins.guard is None or (isinstance(ins.guard[0], ir.Reg) and ins.guard[0].name in self.flat
+                                               and self.flat[ins.guard[0].name].dtype == np.bool_)
+                         for ins in prog.body]
 
     # ------------------------------------------------------------------------------------------ layout
     def _layout(self) -> None:
@@ -103,6 +144,13 @@ class FastTier:
             for w, row in zip(warps, flat):
                 w.regs[name] = row
             self.flat[name] = flat
+        # program counters and live lanes: rows of one array each (a lockstep group updates them at once)
+        if warps:
+            self.pcs = np.stack([w.pc for w in warps])
+            self.alive = np.stack([w.alive for w in warps])
+            for w, p, a in zip(warps, self.pcs, self.alive):
+                w.pc = p
+                w.alive = a
         # shared memories: rows of one array (all CTAs' windows have one size)
         ctas = sim.ctas
         self.cta_index = np.asarray([ctas.index(w.cta) for w in warps], dtype=np.int64) if warps else \
@@ -259,13 +307,184 @@ class FastTier:
         key = gang.key
         q = self.sim.env._queue
         n = len(members)
-        for i in range(n):
+        bulk = self.bulk_ok and n > 1 and key[1] == NORMAL and self.merge
+        i = 0
+        while i < n:
+            if bulk:
+                j = self._bulk(members, i)
+                if j > i:
+                    i = j
+                    continue
             self._advance(members[i])
-            if i + 1 < n and q and q[0][:3] < key:
+            i += 1
+            if i < n and q and q[0][:3] < key:
                 # an event now comes before the rest of the gang: they go back at the gang's own place
-                rest = _Gang(self, members[i + 1:], key)
+                rest = _Gang(self, members[i:], key)
                 heappush(q, key + (rest,))
                 return
+
+    def _bulk(self, members: list, i: int) -> int:
+        """Issue, for the run of gang members from ``i`` on that are uniform warps standing at a recorded
+        instruction or a plain ``bra`` (or, a run of its own, at one ``st``), that instruction -- what each one's
+        :meth:`warp_process` iteration would do on the functional issue model (no stall, nothing to prepare, one
+        cycle), for all of them at once: record it (or jump, or store), advance the PCs, count, queue the next
+        issue.  Returns the index after the run (``i``: none)."""
+        sim = self.sim
+        bus = sim.bus
+        if bus.active:
+            w_ = bus._wanted
+            if w_ is None or "inst" in w_ or "reg" in w_:
+                return i
+            mem_ok = "mem" not in w_
+        else:
+            mem_ok = True
+        groupable = self.groupable
+        collective = self.collective
+        branch = self.branch
+        nbody = self.nbody
+        n = len(members)
+        j = i
+        run = []
+        store_pc = None
+        while j < n:
+            w = members[j]
+            upc = w.fast_upc
+            if upc is None or not w.fast_at_top or w.fast_failed or upc >= nbody or collective[upc] is not None:
+                break
+            if not self.guard_ok[upc]:
+                break
+            gk = groupable[upc]
+            if gk is not None and (mem_ok or not gk) and store_pc is None:
+                pass
+            elif upc in branch and store_pc is None:
+                pass
+            elif mem_ok and upc in self.store and (store_pc is None and not run or store_pc == upc):
+                store_pc = upc
+            else:
+                break
+            run.append(w)
+            j += 1
+        k = len(run)
+        if k < 2 or sim.retired + k > sim.max_instructions:
+            return i
+        if store_pc is not None:
+            if self.npending:
+                self.flush()                # (the stores must not be seen by loads issued before them)
+            if not self._store(run, store_pc):
+                return i
+        elif any(w.fast_pending for w in run):
+            self.flush()
+        prog = sim.program
+        body = prog.body
+        pending = self.pending
+        # the members by PC (a gang is mostly at one PC)
+        by_pc: dict = {}
+        for w in run:
+            by_pc.setdefault(w.fast_upc, []).append(w)
+        seq0 = self._seq
+        order = {id(w): seq0 + 1 + t for t, w in enumerate(run)}
+        self._seq = seq0 + k
+        lanes = 0
+        npend = 0
+        for pc, ws in by_pc.items():
+            ins = body[pc]
+            idx = np.fromiter((w.fast_index for w in ws), dtype=np.int64, count=len(ws))
+            group = self.alive[idx]
+            if pc == store_pc:
+                mask = self._store_mask
+            elif ins.guard is not None:
+                g = self._guard(ins.guard[0], idx)
+                mask = group & (~g if ins.guard[1] else g)
+            else:
+                mask = group
+            pcs = self.pcs[idx]
+            pcs[group] = pc + 1
+            target = branch.get(pc)
+            if target is not None:
+                pcs[mask] = target
+            self.pcs[idx] = pcs
+            lanes += int(np.count_nonzero(mask))
+            if target is None and pc != store_pc:
+                items = pending.get(pc)
+                if items is None:
+                    items = pending[pc] = []
+                npend += len(ws)
+            for t, w in enumerate(ws):
+                ctx = w.ctx
+                ctx.ins = ins
+                ctx.pc = pc
+                ctx.group = group[t]
+                ctx.mask = mask[t]
+                ctx.extra_delay = 0
+                w.retired += 1
+                if target is not None:
+                    m = mask[t]
+                    if not m.any():
+                        w.fast_upc = pc + 1
+                    elif (m == group[t]).all():
+                        w.fast_upc = target
+                    else:                   # diverged: the general path picks the lanes from now on
+                        w.fast_upc = None
+                elif pc == store_pc:
+                    w.fast_upc = pc + 1
+                else:
+                    items.append((order[id(w)], w))
+                    w.fast_pending = True
+                    w.fast_upc = pc + 1
+        self.npending += npend
+        sim.retired += k
+        sim.lane_instructions += lanes
+        # the next issues, one cycle on, in gang order: one gang (they are queued back to back)
+        self._tick(run[0], 1)
+        last = self._last
+        if len(last.members) and last.members[-1] is run[0]:
+            last.members.extend(run[1:])
+        else:                                   # (not merged where expected: queue them one by one)
+            for w in run[1:]:
+                self._tick(w, 1)
+        return j
+
+    def _store(self, run: list, pc: int) -> bool:
+        """Execute the ``st`` at ``pc`` for the warps ``run`` (their guard read now, as at issue) in one group;
+        False (nothing written) when it must run warp by warp."""
+        prog = self.sim.program
+        ins = prog.body[pc]
+        idx = np.fromiter((w.fast_index for w in run), dtype=np.int64, count=len(run))
+        group = self.alive[idx]
+        if ins.guard is not None:
+            g = self._guard(ins.guard[0], idx)
+            if g is None:
+                return False
+            mask = group & (~g if ins.guard[1] else g)
+        else:
+            mask = group
+        bctx = BatchCtx(self, ins, pc, idx, run, mask, group)
+        try:
+            prog.decoded[pc](bctx)
+        except (*_FAILOVER, TcsimError):
+            return False
+        if bctx._writes:                        # (a store writes no register)
+            return False
+        self._store_mask = mask
+        self.groups += 1
+        self.grouped += len(run)
+        return True
+
+    def _guard(self, op, idx):
+        """The guard predicate of the warps ``idx`` as (k, 32) lanes (a predicate register or its negation,
+        what PTX allows as a guard)."""
+        from tcsim.isa import ir
+        neg = False
+        while isinstance(op, ir.Not):
+            neg = not neg
+            op = op.operand
+        if not isinstance(op, ir.Reg):
+            return None
+        r = self.flat.get(op.name)
+        if r is None or r.dtype != np.bool_:
+            return None
+        g = r[idx]
+        return ~g if neg else g
 
     # ------------------------------------------------------------------------------------------ event loop
     def run(self) -> None:
@@ -318,6 +537,7 @@ class FastTier:
         count_nonzero = np.count_nonzero
         warp.fast_failed = False
         warp.fast_upc = None
+        warp.fast_at_top = False
         # (the process yields a number -- cycles until its next issue, an issue event the driver queues at the
         # warp's priority, :meth:`_tick` -- or an event to wait for)
         warp.fast_prio = NORMAL if prio is None else prio
@@ -467,7 +687,9 @@ class FastTier:
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
+            warp.fast_at_top = True                     # (resuming goes straight to the next issue: _bulk)
             yield gap + ctx.extra_delay + (sim._issue_delay(warp) if perturbed else 0)
+            warp.fast_at_top = False
 
 
 __all__ = ["FastTier"]
