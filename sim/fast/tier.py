@@ -82,6 +82,9 @@ class FastTier:
         self.sim = sim
         prog = sim.program
         self.enabled = all(w.callstack is None for w in sim.warps)
+        for i, w in enumerate(sim.warps):
+            w.fast_index = i
+            w.fast_pending = False
         #: per PC: the family may run as a lockstep group (None: never), and whether it reads memory
         self.groupable = [None] * len(prog.body)
         self.collective = sim.collective
@@ -133,9 +136,6 @@ class FastTier:
     def _layout(self) -> None:
         sim = self.sim
         warps = sim.warps
-        for i, w in enumerate(warps):
-            w.fast_index = i
-            w.fast_pending = False
         # registers: one (warps, 32) array per name; every warp's regs entries become its rows
         self.flat = {}
         names = list(warps[0].regs) if warps else []
