@@ -255,3 +255,25 @@ def test_fuzz_sweep_identical(chunk):
 def test_bench_kernels_full_size_identical(timing):
     assert_identical(lambda: _gemm_tiled(64, 64, 64), timing=timing)
     assert_identical(lambda: _alu_loop(128, 1000), timing=timing)
+
+
+def test_cli_tier_option(tmp_path, capsys):
+    """``tcsim run --tier fast`` runs the fast tier (every simulation of the command, --explore included) and
+    writes the reference tier's trace."""
+    from tcsim.cli import main
+    from tcsim.fast import default_tier
+    traces = {}
+    for tier in ("reference", "fast"):
+        out = tmp_path / f"{tier}.jsonl"
+        assert main(["run", str(ROOT / "examples" / "mma_gemm.py"), "--tier", tier, "--no-timing", "--no-detect",
+                     "--trace", str(out)]) == 0
+        traces[tier] = out.read_text()
+    assert traces["fast"] == traces["reference"] and '"kind":"inst"' in traces["fast"]
+    assert default_tier() == "reference"             # (the option does not outlive the command)
+    capsys.readouterr()
+
+
+def test_unknown_tier_is_a_located_error():
+    from tcsim.isa.errors import LaunchError
+    with pytest.raises(LaunchError, match="unknown execution tier 'turbo'"):
+        run_launch(_gemm_tiled(16, 16, 16), tier="turbo")
