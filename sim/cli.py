@@ -387,6 +387,9 @@ def main(argv=None) -> int:
                             "exploration's seed)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
+        p.add_argument("--tier", choices=["reference", "fast"], default=None,
+                       help="execution tier (tcsim.fast): reference (default; $TCSIM_TIER) or fast (lockstep groups "
+                            "of warps; identical results, traces and cycles)")
 
     p = sub.add_parser("demo", help="simulate the embedded default kernel (the tcgen05 GEMM gemm_async)")
     run_opts(p)
@@ -405,6 +408,10 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_check)
     args = ap.parse_args(argv)
     try:
+        if getattr(args, "tier", None):
+            from .fast import use_tier
+            with use_tier(args.tier):
+                return args.fn(args)
         return args.fn(args)
     except TcsimError as e:
         print(str(e), file=sys.stderr)

@@ -416,7 +416,7 @@ class Prepared:
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
                  strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
-                 shared_buffers: dict | None = None, grid_dependency=None):
+                 shared_buffers: dict | None = None, grid_dependency=None, tier: str | None = None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
         from .observe import JsonlTracer, ObservationBus
         from .timing.params import timing_config
@@ -444,7 +444,7 @@ class Prepared:
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]),
-                              grid_dependency=grid_dependency)
+                              grid_dependency=grid_dependency, tier=tier)
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:
@@ -500,7 +500,7 @@ class Prepared:
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
                observers=(), timing=False, strict: bool = False, schedule=None, detect: bool = True,
-               **units) -> Result:
+               tier: str | None = None, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -520,9 +520,12 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`).
 
     ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
-    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it."""
+    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it.
+
+    ``tier``: the execution tier (:mod:`tcsim.fast`): 'reference' or 'fast' (lockstep groups; same results, traces
+    and cycles); None takes :func:`tcsim.fast.default_tier`."""
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, schedule=schedule, detect=detect, **units)
+                    timing=timing, strict=strict, schedule=schedule, detect=detect, tier=tier, **units)
     try:
         prep.sim.run()
     finally:
