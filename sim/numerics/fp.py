@@ -485,11 +485,13 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
             xs.append(x.astype(dt, copy=False))
         shape = np.broadcast_shapes(*(x.shape for x in xs))
         a, b, c = (np.broadcast_to(x, shape).ravel() for x in xs)
-    out = np.empty(a.shape, dt)
+    # one specialisation of the kernel: contiguous uint32 lanes (f16 / bf16 codes widened)
+    a, b, c = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b, c))
+    out = np.empty(a.shape, np.uint32)
     man, exp_bits, bias, width = _FMA_GEOM[fmt]
     kern.ffma_small(a, b, c, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), bool(relu),
                     _NAN[fmt])
-    return out.reshape(shape)
+    return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
 
 
 def ffma_reference(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):

@@ -12,6 +12,7 @@ point then runs its reference -- for post-mortem debugging inside the numpy code
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 
 __all__ = ["kernels", "enabled"]
@@ -22,9 +23,7 @@ def kernels():
     """The compiled kernels module, or None when numba is absent or ``TCSIM_NUMBA=0``."""
     if os.environ.get("TCSIM_NUMBA", "1").strip() in ("0", "false", "no", "off"):
         return None
-    try:
-        import numba  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("numba") is None:
         return None
     from . import jit_kernels
     return jit_kernels
