@@ -36,14 +36,14 @@ schedule (DESIGN.md principle 5; tests/sim/test_explore.py runs the examples).
 """
 from __future__ import annotations
 
-import multiprocessing
+import functools
 import random
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tcsim.isa.errors import TcsimError
+from .parallel import fork_map
 from .timing.params import LATENCY_KNOBS
 
 #: extra cycles before each instruction of a warp a schedule puts last (or of every other warp, to put it first)
@@ -616,41 +616,18 @@ def _outcome(launch, s: Schedule, prep, res, err, params, check):
     return run, outputs_of(prep, res, params)
 
 
-def _schedule_outcome(launch, s: Schedule, params, check, opts):
+def _schedule_outcome(launch, s: Schedule, *, params, check, opts):
     prep, res, err = _run(launch, s, **opts)
     return _outcome(launch, s, prep, res, err, params, check)
 
 
 def _outcomes(launch, schedules, first, params, check, opts, jobs: int):
     """The outcome of every schedule in order: ``first`` (schedule 0's, already run), then the others -- in
-    this process, or in ``jobs`` forked workers."""
+    this process, or in ``jobs`` forked workers (tcsim.parallel.fork_map: the launch, ``check`` and the detectors
+    travel by fork, never pickled)."""
     yield first
-    rest = schedules[1:]
-    if jobs > 1 and len(rest) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(rest)), mp_context=ctx, initializer=_worker_init,
-                                 initargs=((launch, params, check, opts),)) as pool:
-            yield from pool.map(_worker_run, rest)
-        return
-    for s in rest:
-        yield _schedule_outcome(launch, s, params, check, opts)
-
-
-class _Worker:
-    """The exploration a forked worker process serves (set once by its initializer, in the worker only; the
-    parent never writes it).  A class attribute, not an argument, because the launch, ``check`` and the
-    detectors must travel by fork: launch files' functions and detector closures need not pickle."""
-
-    job = None
-
-
-def _worker_init(job) -> None:
-    _Worker.job = job
-
-
-def _worker_run(s: Schedule):
-    launch, params, check, opts = _Worker.job
-    return _schedule_outcome(launch, s, params, check, opts)
+    yield from fork_map(functools.partial(_schedule_outcome, launch, params=params, check=check, opts=opts),
+                        schedules[1:], jobs)
 
 
 def run_schedule(launch, k: int, *, timing=False, seed: int = 0, max_instructions=None, strict=False, trace=None,
