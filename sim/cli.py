@@ -12,7 +12,8 @@
               [--explore N] [--schedule K]        --explore N: run N schedules (warp order, async completion
                                                   early/late; tcsim.explore) and report the union of findings,
                                                   output differences and a --schedule K reproducing each;
-                                                  --schedule K: run exactly schedule K (0: the default)
+                                                  --schedule K: run exactly schedule K (0: the default);
+              [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
@@ -213,7 +214,8 @@ def _explore(mod, launch, args) -> int:
     timing = getattr(args, "timing", True)
     report = explore(launch, args.explore, timing=timing, seed=args.seed or 0,
                      max_instructions=args.max_instructions, strict=getattr(args, "strict", False),
-                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True))
+                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True),
+                     jobs=max(1, getattr(args, "jobs", 1) or 1))
     for line in report.format(getattr(args, "launch_name", None) or "LAUNCH"):
         print(line)
     path = getattr(args, "findings", None)
@@ -385,6 +387,8 @@ def main(argv=None) -> int:
         p.add_argument("--schedule", type=int, metavar="K", default=None,
                        help="run exactly schedule K of an exploration (0: the default schedule; --seed: the "
                             "exploration's seed)")
+        p.add_argument("--jobs", type=int, metavar="J", default=1,
+                       help="with --explore: run the schedules in J worker processes (the same report as 1)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
         p.add_argument("--tier", choices=["reference", "fast"], default=None,

@@ -45,9 +45,11 @@ import numpy as np
 
 from tcsim.isa.formats import FORMATS, decode, encode, f64_parts, round_scaled
 
+from . import jit
+
 __all__ = [
     "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "fmin", "fmax", "fabs", "fneg",
-    "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS",
+    "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS", "ffma_reference",
 ]
 
 ARITH_FORMATS = ("f16", "bf16", "f32", "f64")
@@ -462,10 +464,50 @@ def _ffma_f32_rn_round_to_odd(va, vb, vc, fin, ftz):
 def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
     """d = a * b + c with a single rounding.  PTX ISA 9.1 §9.7.3.5 fma (floating point) and
     §9.7.4.4 fma (half precision; `relu` is the .relu modifier: negative results become +0, NaN
-    stays canonical NaN)."""
+    stays canonical NaN).  f16 / bf16 / f32 run the compiled kernel where numba is installed (bit for bit
+    :func:`ffma_reference`, tests/numerics/test_jit.py); f64 runs the reference."""
     _chk(fmt, rnd, ftz, sat)
     if relu and fmt not in ("f16", "bf16"):
         raise ValueError(".relu is only allowed with fma.rn.{f16,bf16}")
+    kern = jit.kernels() if fmt != "f64" else None
+    if kern is None:
+        return _ffma(fmt, a, b, c, rnd, ftz, sat, relu)
+    dt = _DT[fmt]
+    if (type(a) is np.ndarray and type(b) is np.ndarray and type(c) is np.ndarray and a.ndim == 1
+            and a.dtype == dt and b.dtype == dt and c.dtype == dt and a.shape == b.shape == c.shape):
+        shape = a.shape                 # the semantics layer's case: one lane vector per operand
+    else:
+        xs = []
+        for x in (a, b, c):
+            x = np.atleast_1d(np.asarray(x))
+            if x.dtype.kind not in "ui":
+                raise ValueError(f"expected raw bit patterns (unsigned integers), got dtype {x.dtype}")
+            xs.append(x.astype(dt, copy=False))
+        shape = np.broadcast_shapes(*(x.shape for x in xs))
+        a, b, c = (np.broadcast_to(x, shape).ravel() for x in xs)
+    # one specialisation of the kernel: contiguous uint32 lanes (f16 / bf16 codes widened)
+    a, b, c = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b, c))
+    out = np.empty(a.shape, np.uint32)
+    man, exp_bits, bias, width = _FMA_GEOM[fmt]
+    kern.ffma_small(a, b, c, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), bool(relu),
+                    _NAN[fmt])
+    return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
+
+
+def ffma_reference(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
+    """:func:`ffma` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    _chk(fmt, rnd, ftz, sat)
+    if relu and fmt not in ("f16", "bf16"):
+        raise ValueError(".relu is only allowed with fma.rn.{f16,bf16}")
+    return _ffma(fmt, a, b, c, rnd, ftz, sat, relu)
+
+
+_RND_CODE = {"rn": 0, "rz": 1, "rm": 2, "rp": 3}     # jit_kernels.RND_CODES
+_FMA_GEOM = {f: (FORMATS[f].man_bits, FORMATS[f].exp_bits, FORMATS[f].bias, FORMATS[f].bits)
+             for f in ("f16", "bf16", "f32")}
+
+
+def _ffma(fmt, a, b, c, rnd, ftz, sat, relu):
     (ba, bb, bc), (va, vb, vc) = _prep(fmt, ftz, a, b, c)
     with np.errstate(all="ignore"):
         fin = np.isfinite(va) & np.isfinite(vb) & np.isfinite(vc)
