@@ -207,7 +207,7 @@ def minimize(prog: Program, pred, time_limit: float | None = 120.0, max_evals: i
             return prog
     while not budget.out():
         changed = False
-        if prog.nwarps > 1:
+        if prog.nwarps > 1 and not prog.has_wgmma:      # (wgmma needs its whole warpgroup)
             cands = []
             for w in range(1, prog.nwarps):
                 c = prog.copy()

@@ -66,7 +66,9 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         if time_limit and time.time() - t0 > time_limit:
             return [], []
         progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
-        sims = pool.map_async([("seed", (s, VERSION), (None,)) for s in chunk]) if pool else None
+        # the programs themselves go to the simulator workers (generating a version-6 program again costs more
+        # than sending it)
+        sims = pool.map_async([("prog", p, (None,)) for p in progs]) if pool else None
         res = backend().run(progs)
         return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
 
