@@ -296,8 +296,10 @@ class Program:
 
     @property
     def has_wgmma(self) -> bool:
-        """Whether the program holds warpgroup MMA items (then it needs its 4 warps)."""
-        return self.nacc > 0
+        """Whether the program (still) holds warpgroup instructions -- wgmma-groups, waits, accumulator
+        instructions -- and so needs its 4 warps.  (A minimised program may have lost them all: then it runs on
+        fewer warps, its accumulator bank loaded and dumped like the pools.)"""
+        return self.nacc > 0 and WG.has_wgmma(self.items)
 
     def copy(self) -> "Program":
         return copy.deepcopy(self)
@@ -367,6 +369,7 @@ class _Render:
         self.uses_mbar = False
         self.bulk_rounds = 0
         self.wg_inflight: list = []    # register sets of the wgmma-groups in flight (calib.fuzz.wgmma_ops)
+        self.wg_tiles: list = []       # (tile, byte offset in fz_smem) of every wgmma tile rendered
         self.align = 128
 
     def label(self, what: str) -> str:
@@ -513,7 +516,7 @@ class _Render:
                     "bar.sync 0;"]
         if wg:
             pro += WG.prologue(wg, nt, STRIDE, BULK_BYTES)
-        epi = WG.epilogue(wg) if wg else []
+        epi = WG.epilogue(wg, self.p.has_wgmma) if wg else []
         for i in range(N32):
             epi.append(f"st.global.b32 [%kd4+{OFF32 + 4 * i}], %r{i};")
         for i in range(N64):

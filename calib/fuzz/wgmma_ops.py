@@ -146,8 +146,9 @@ class WgWait:
 
 
 def has_wgmma(items) -> bool:
-    return any(isinstance(it, (WgGroup, WgWait)) or (hasattr(it, "text") and "%ac" in getattr(it, "text", ""))
-               for it in items)
+    """Whether top-level ``items`` hold a wgmma-group or wait (accumulator instructions alone need no warpgroup:
+    the renderer waits only where a group is in flight)."""
+    return any(isinstance(it, (WgGroup, WgWait)) for it in items)
 
 
 # ============================================================================================ rendering
@@ -206,6 +207,7 @@ def render_group(r, g: WgGroup) -> list:
     for t in g.tiles:
         base = r.alloc_aligned(t.size, 1024)
         bases.append(base)
+        r.wg_tiles.append((t, base))
         for j, src in enumerate(t.fills):
             if src[0] == "regs":
                 regs = ", ".join(src[1])
@@ -259,8 +261,8 @@ def prologue(nacc: int, nt: int, stride: int, bulk: int) -> list:
     return out
 
 
-def epilogue(nacc: int) -> list:
-    out = ["wgmma.wait_group.sync.aligned 0;"]
+def epilogue(nacc: int, wgmma: bool = True) -> list:
+    out = ["wgmma.wait_group.sync.aligned 0;"] if wgmma else []
     for i in range(0, nacc, 4):
         out.append(f"st.global.v4.b32 [%kd13+{4 * i}], {{%ac{i}, %ac{i + 1}, %ac{i + 2}, %ac{i + 3}}};")
     return out
