@@ -418,9 +418,13 @@ class Prepared:
                  strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
                  shared_buffers: dict | None = None, grid_dependency=None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
-        from .observe import JsonlTracer, ObservationBus
+        from .observe import ObservationBus
+        from .launch_options import check_run_options, open_trace
         from .timing.params import timing_config
 
+        check_run_options(seed=seed, trace=trace, observers=observers, timing=timing, schedule=schedule,
+                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
+                                 "async_copy_params": async_copy_params})
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
@@ -431,7 +435,7 @@ class Prepared:
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
-            self.tracer = JsonlTracer(trace)
+            self.tracer = open_trace(trace)
             self.bus.subscribe(self.tracer)
         for o in observers:
             self.bus.subscribe(o)
@@ -521,6 +525,8 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
 
     ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
     and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it."""
+    from .launch_options import check_run_options
+    check_run_options(units=units)
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
                     timing=timing, strict=strict, schedule=schedule, detect=detect, **units)
     try:
