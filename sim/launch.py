@@ -370,7 +370,12 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.linkage == "extern":
             raise LaunchError(f"extern .global variable {v.name} has no definition", v.loc)
-        alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        try:
+            alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        except (MemoryError, ValueError) as e:      # numpy: "Unable to allocate", "Maximum allowed dimension"
+            raise LaunchError(f".global variable {v.name} ({v.size_bytes:,} bytes) cannot be allocated: {e}",
+                              v.loc, expected="a .global variable that fits in the simulating host's memory") \
+                from None
         addrs[v.name] = alloc.base
     for v in decls:
         if v.init:

@@ -30,11 +30,13 @@ def check_run_options(*, seed=None, trace=None, observers=(), timing=False, sche
         obs = list(observers)
     except TypeError:
         raise LaunchError(f"observers={observers!r:.60} is not a sequence",
-                          expected="observers as a list of objects with an on_event(event) method") from None
+                          expected="observers as a list of callables taking an event (or objects with an "
+                                   "on_event(event) method)") from None
     for o in obs:
-        if not callable(getattr(o, "on_event", None)):
-            raise LaunchError(f"observers holds {o!r:.60}, which has no on_event(event) method",
-                              expected="observers as a list of objects with an on_event(event) method")
+        if not (callable(getattr(o, "on_event", None)) or callable(o)):
+            raise LaunchError(f"observers holds {o!r:.60}, which is neither callable nor has an on_event(event) "
+                              "method", expected="observers as a list of callables taking an event (or objects "
+                                                 "with an on_event(event) method)")
     from .timing.params import ArchConfig
     if not (isinstance(timing, (bool, ArchConfig)) or timing is None
             or (isinstance(timing, numbers.Integral) and timing in (0, 1))):

@@ -72,8 +72,8 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
                     p = save_regression(small, o, Path(save))
                     if log:
                         log(f"saved {p.name}: {s}")
-    from .generate import MIX, RUN_BUDGET
-    return {"seed": seed, "start": start, "count": count, "time_limit_s": time_limit, "mem_bytes": mem,
+    from .generate import MIX, RUN_BUDGET, tracked_ptx
+    return {"ptx_files": len(tracked_ptx()), "seed": seed, "start": start, "count": count, "time_limit_s": time_limit, "mem_bytes": mem,
             "mix": mix or MIX, "run_budget": RUN_BUDGET if budget == "default" else budget,
             "jobs": jobs, "classes": {k: classes.get(k, 0) for k in CLASSES},
             "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
@@ -158,10 +158,15 @@ def minimize(case: dict, outcome: dict, pool: Pool, log=None, budget_s: float = 
         return build(keys)
     if case["kind"] == "cli":
         argv = case["argv"]
-        head, opts = argv[:2], argv[2:]
-        if len(opts) >= 2:
-            opts = _ddmin(opts, lambda cs: same([dict(case, argv=head + c) for c in cs]), log, deadline)
-        return dict(case, argv=head + opts)
+        head, units = argv[:2], []
+        for a in argv[2:]:                      # an option with its values is one unit
+            if a.startswith("--") or not units:
+                units.append([a])
+            else:
+                units[-1].append(a)
+        if len(units) >= 2:
+            units = _ddmin(units, lambda cs: same([dict(case, argv=head + sum(c, [])) for c in cs]), log, deadline)
+        return dict(case, argv=head + sum(units, []))
     return case
 
 

@@ -233,7 +233,7 @@ def run_launch_case(case: dict, tmp: Path) -> dict:
         loc = _launch_located(e, names)
         return {"cls": "diagnostic" if loc else "unlocated",
                 "detail": f"{type(e).__name__}: {str(e)[:300]}".replace(str(tmp), "{tmp}"),
-                "sig": None if loc else f"unlocated|launch|{','.join(sorted(case.get('launch', {})) + sorted(case.get('run', {})))}"}
+                "sig": None if loc else f"unlocated|launch|{type(e).__name__}|{_shape(e.message, str(tmp))}"}
     except (Hang, MemoryError):
         raise
     except Exception as e:  # noqa: BLE001
@@ -259,9 +259,14 @@ def run_cli_case(case: dict, tmp: Path) -> dict:
     # a usage error names the option; a launch-file error names the file (with its line when it is the user's code)
     want = case.get("expect_in", [])
     low = text.replace(str(tmp), "{tmp}")
-    located = (not want or any(w in low for w in want)) and bool(low.strip())
-    return {"cls": "diagnostic" if located else "unlocated", "detail": low.strip().splitlines()[-1][:300] if low.strip()
-            else f"exit {rc} with no output", "sig": None if located else f"unlocated|cli|{case['argv'][0]}|{want}"}
+    # the thing named, or a PTX position (a diagnostic of the kernel the launch file runs)
+    located = bool(low.strip()) and (not want or any(w in low for w in want) or bool(_PTX_LOC.search(low)))
+    detail = low.strip().splitlines()[-1][:300] if low.strip() else f"exit {rc} with no output"
+    return {"cls": "diagnostic" if located else "unlocated", "detail": detail,
+            "sig": None if located else f"unlocated|cli|{case['argv'][0]}|{_shape(detail, str(tmp))}"}
+
+
+_PTX_LOC = re.compile(r"\.ptx:\d+:\d+: ")
 
 
 def run_selftest(case: dict, tmp: Path) -> dict:

@@ -125,7 +125,9 @@ def tracked_ptx() -> tuple:
         names = subprocess.run(["git", "ls-files", "*.ptx"], cwd=REPO, capture_output=True, text=True,
                                check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError):
-        names = sorted(str(p.relative_to(REPO)) for p in REPO.rglob("*.ptx"))
+        names = []
+    if not names:
+        names = sorted(str(p.relative_to(REPO)) for p in REPO.rglob("*.ptx"))   # a copy without .git
     out = []
     for n in sorted(names):
         p = REPO / n

@@ -38,6 +38,7 @@ class _Worker:
 
     def send(self, case: dict, limit: float) -> None:
         self.case = case
+        self.limit = limit
         self.deadline = time.monotonic() + limit + GRACE_S + (30.0 if not self.ready else 0.0)
         self.proc.stdin.write((json.dumps(case) + "\n").encode())
         self.proc.stdin.flush()
@@ -137,8 +138,10 @@ class Pool:
                 while b"\n" in w.buf:
                     line, w.buf = w.buf.split(b"\n", 1)
                     msg = json.loads(line)
-                    if "ready" in msg:
+                    if "ready" in msg:               # imports done: the case's clock starts now
                         w.ready = True
+                        if w.case is not None:
+                            w.deadline = time.monotonic() + w.limit + GRACE_S
                         continue
                     c = w.case
                     w.case = None

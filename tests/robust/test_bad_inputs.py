@@ -106,7 +106,7 @@ def _tiny(tmp_path, body="\tmov.u32 %r1, 7;"):
 @pytest.mark.parametrize("kw,name", [({"seed": "abc"}, "seed="), ({"seed": 1.5}, "seed="),
                                      ({"timing": "x"}, "timing="), ({"schedule": 5}, "schedule="),
                                      ({"trace": 5}, "trace="), ({"observers": 5}, "observers="),
-                                     ({"observers": [object()]}, "on_event"),
+                                     ({"observers": [object()]}, "neither callable"),
                                      ({"tma_params": "x"}, "tma_params="),
                                      ({"nosuch_keyword": 1}, "'nosuch_keyword'")])
 def test_run_launch_names_a_bad_option(tmp_path, kw, name):
