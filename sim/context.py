@@ -204,6 +204,9 @@ class ExecContext:
             self._publish_reg(op.name, True, m)
 
     def _publish_reg(self, name: str, write: bool, mask=None) -> None:
+        rn = self.bus.reg_names
+        if rn is not None and name not in rn:
+            return
         m = self.mask if mask is None else mask
         if not m.any():
             return

@@ -38,7 +38,10 @@ wrote that an MMA then uses with no ``wgmma.fence`` in between is class 19 too (
 Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
 clock components (:meth:`ShadowSpace.access`) are classified by :func:`tcsim.race.explain.classify` into the bug
 classes of :data:`tcsim.findings.CLASSES` (2, 5, 6, 7, 8, 9, 16, 20, 21).  Besides: class 10 at every arrive /
-complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 14 at each CTA's exit
+complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 16 at a named-barrier arrival that an earlier generation of the same id,
+in which the arriving warp took no part, is not ordered before (the id is shared by unrelated groups: who meets whom
+is up to the schedule, :meth:`HappensBefore._bar_groups`), class 9 for a generic read released through an mbarrier
+hand-off while it may still be in flight (:meth:`HappensBefore.read_in_flight_at_release`), class 14 at each CTA's exit
 (peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
 register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text).
 """
@@ -187,6 +190,11 @@ class HappensBefore:
                                   if isinstance(e, ir.Reg))
         if self.wg_names:
             self.kinds = self.kinds | {"reg"}
+        #: the registers whose accesses the detector watches (the bus publishes only those): wgmma accumulators and
+        #: A fragments, and every tcgen05.ld destination (pending until tcgen05.wait::ld)
+        self.reg_names = self.wg_names | frozenset(
+            n for ins in self.program.body if ins.opcode == "tcgen05" and ins.mods[:1] == ("ld",) and ins.operands
+            for n in ir.reg_names(ins.operands[0]))
         sim.cta_exit_hooks.append(self._cta_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
