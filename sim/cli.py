@@ -15,9 +15,15 @@
                                                   --schedule K: run exactly schedule K (0: the default)
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
+Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
+``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s
+(``--no-progress``: none), report a livelock (every live warp polling while the machine state repeats) like a
+deadlock, and stop on Ctrl-C with every warp's position (exit status 130); :mod:`tcsim.watch`.
+
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
-returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
+returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage (or a launch
+file that cannot be imported), 130 stopped by Ctrl-C.
 """
 from __future__ import annotations
 

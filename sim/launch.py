@@ -53,8 +53,9 @@ class Launch:
     #: instead of the portable 8 (tcsim.limits)
     non_portable_cluster: bool = False
     #: registers per thread the kernel uses (``ptxas -v``: "Used N registers"), checked against the register file
-    #: (64 K per CTA) and ``.maxnreg``; None: not checked (PTX does not say; tcsim.limits)
-    registers: int | None = None
+    #: (64 K per CTA) and ``.maxnreg``; "ptxas": ask ptxas (needs it on PATH); None: not checked (PTX does not say;
+    #: tcsim.limits)
+    registers: object = None
     #: the element type each pointer parameter points to, where the PTX (an untyped .u64) does not say: a sequence
     #: in parameter order or a dict name -> type, each None (unchecked) or a type name ("f16", "bf16", "f32",
     #: "s32", "u8"..., optionally with a trailing "*") or a numpy dtype.  A kernel with a C++ mangled name

@@ -115,6 +115,24 @@ def test_declared_register_count_against_the_register_file():
     assert "registers=" in _err(lambda: run_launch(Launch(ptx=RET, registers=256)))
 
 
+def test_register_count_from_ptxas():
+    from tcsim.isa.ptxas import PTXAS
+    if PTXAS is None:
+        pytest.skip("ptxas not on PATH")
+    # 90 volatile loads all before the first volatile store (volatile accesses keep their order): 90 live registers
+    n = 90
+    body = "\n".join(f"  ld.volatile.global.u32 %r{i}, [%rd1+{4 * i}];" for i in range(n)) + "\n" + \
+        "\n".join(f"  st.volatile.global.u32 [%rd1+{4 * i}], %r{n - 1 - i};" for i in range(n))
+    src = HEAD + (".visible .entry k(.param .u64 p)\n{\n  .reg .b32 %r<" + str(n) + ">;\n  .reg .b64 %rd<2>;\n"
+                  "  ld.param.u64 %rd1, [p];\n" + body + "\n  ret;\n}\n")
+    # 1024 threads x >= 90 registers > the 64 K register file
+    msg = _err(lambda: run_launch(Launch(ptx=src, block=(1024, 1, 1), args=[np.zeros(n, np.uint32)],
+                                         registers="ptxas")))
+    assert "too many resources requested for launch" in msg
+    r = run_launch(Launch(ptx=src, block=(32, 1, 1), args=[np.arange(n, dtype=np.uint32)], registers="ptxas"))
+    assert np.array_equal(r.outputs[0], np.arange(n, dtype=np.uint32)[::-1])
+
+
 # ------------------------------------------------------------------------------------------------ argument dtypes
 def test_mangled_name_gives_pointer_types():
     # expectations from c++filt: mma_16x16(__half const*, __half const*, __half*, int) ...
