@@ -16,9 +16,15 @@
               [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
+Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
+``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s
+(``--no-progress``: none), report a livelock (every live warp polling while the machine state repeats) like a
+deadlock, and stop on Ctrl-C with every warp's position (exit status 130); :mod:`tcsim.watch`.
+
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
-returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
+returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage (or a launch
+file that cannot be imported), 130 stopped by Ctrl-C.
 """
 from __future__ import annotations
 
@@ -240,7 +246,8 @@ def _run_sim(mod, launch, args):
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
-                            detect=getattr(args, "detect", True))
+                            detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
+                            progress=None if getattr(args, "progress", True) else False)
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -398,6 +405,12 @@ def cmd_run(args) -> int:
     except (FileNotFoundError, ModuleNotFoundError) as e:
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
+    except TcsimError:
+        raise
+    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
+        print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+              f"{_user_frame(e)})", file=sys.stderr)
+        return 2
     args.launch_name = args.launch
     return _run_module(mod, args)
 
@@ -487,7 +500,12 @@ def main(argv=None) -> int:
     def run_opts(p):
         p.add_argument("--trace", help="write a JSONL event trace to this file")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
-        p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
+        p.add_argument("--max-instructions", type=int, default=None,
+                       help="budget in warp-instructions (a positive count)")
+        p.add_argument("--max-seconds", type=float, default=None,
+                       help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
+        p.add_argument("--no-progress", dest="progress", action="store_false", default=True,
+                       help="no progress line on stderr for runs longer than ~2 s")
         p.add_argument("--timing", dest="timing", action="store_true", default=True,
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",
@@ -534,15 +552,22 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")
     p.set_defaults(fn=cmd_check)
     args = ap.parse_args(argv)
+    from tcsim.isa.errors import RunInterrupted
     try:
         if getattr(args, "tier", None):
             from .fast import use_tier
             with use_tier(args.tier):
                 return args.fn(args)
         return args.fn(args)
+    except RunInterrupted as e:
+        print(str(e), file=sys.stderr)
+        return 130                      # 128 + SIGINT, as shells report a process Ctrl-C ended
     except TcsimError as e:
         print(str(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("tcsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

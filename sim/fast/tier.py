@@ -365,7 +365,7 @@ class FastTier:
             run.append(w)
             j += 1
         k = len(run)
-        if k < 2 or sim.retired + k > sim.max_instructions:
+        if k < 2 or sim.retired + k >= sim.watch.next_check:     # (the run watch sees each check point)
             return i
         if store_pc is not None:
             if self.npending:
@@ -681,9 +681,11 @@ class FastTier:
                                         writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
                                         done=done))
                 ctx.writes = None
-            if sim.retired > sim.max_instructions:
-                sim._fail(sim._runaway())
-                return
+            if sim.retired >= sim.watch.next_check:      # budget, Ctrl-C, livelock, progress (tcsim.watch)
+                err = sim._watch_check()
+                if err is not None:
+                    sim._fail(err)
+                    return
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
