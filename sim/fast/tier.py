@@ -278,8 +278,9 @@ class FastTier:
         t = env._now + delay
         p = w.fast_prio
         g = self._last
+        # (the same cycle as the same number: a warp resumes with ``env.now`` the value its own event would carry)
         if g is not None and self.merge and not g.popped and self._eid.n == self._last_n and g.key[0] == t \
-                and g.key[1] == p:
+                and type(g.key[0]) is type(t) and g.key[1] == p:
             g.members.append(w)
         else:
             self._push([w], t, p)
