@@ -430,12 +430,7 @@ class Simulation:
             self.retired += 1
             self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
-                # ``done``: the cycle the results are readable, where the model times them
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
+                self._retire_event(warp, pc, ins, mask, done)
             if self.retired > self.max_instructions:
                 self._fail(self._runaway())
                 return
@@ -443,6 +438,15 @@ class Simulation:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
             yield sleep(gap + ctx.extra_delay + (self._issue_delay(warp) if perturbed else 0))
+
+    def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
+        """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
+        times them) with the register writes its context collected."""
+        ctx = warp.ctx
+        self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
+        ctx.writes = None
 
     def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
         """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None

@@ -24,7 +24,6 @@ from simpy.events import NORMAL, URGENT
 
 from tcsim.isa.errors import SyncError, TcsimError
 from tcsim.isa.forms import family_of
-from ..observe import InstRetired
 from .batch import BATCHABLE, LOADS, BatchCtx, Fallback
 
 #: what a group's semantics may raise when they are not lane-parallel or need what the group context lacks
@@ -151,26 +150,14 @@ class FastTier:
             for w, p, a in zip(warps, self.pcs, self.alive):
                 w.pc = p
                 w.alive = a
-        # shared memories: rows of one array (all CTAs' windows have one size)
+        # the CTAs' shared memories, by index (a group's lanes name theirs: cta_index)
         ctas = sim.ctas
-        self.cta_index = np.asarray([ctas.index(w.cta) for w in warps], dtype=np.int64) if warps else \
-            np.zeros(0, np.int64)
+        self.smems = [c.smem for c in ctas]
+        pos = {id(c): i for i, c in enumerate(ctas)}
+        self.cta_index = np.asarray([pos[id(w.cta)] for w in warps], dtype=np.int64)
         self.cta_rank = np.asarray([c.rank for c in ctas], dtype=np.int64)
-        if ctas:
-            size = ctas[0].smem._bytes.size
-            self.smem = np.zeros((len(ctas), size), dtype=np.uint8)
-            for i, c in enumerate(ctas):
-                m = c.smem
-                self.smem[i] = m._bytes
-                m._bytes = self.smem[i]
-                data = m._bytes[m.base:]
-                data.flags.writeable = False
-                m.data = data
-            self.smem_base = ctas[0].smem.base
-            self.smem_end = size
-        else:
-            self.smem = np.zeros((0, 0), dtype=np.uint8)
-            self.smem_base = self.smem_end = 0
+        self.smem_base = ctas[0].smem.base if ctas else 0
+        self.smem_end = ctas[0].smem.end if ctas else 0
 
     def all_global(self, a: np.ndarray) -> bool:
         """Every generic address ``a`` lies outside the shared, local, param and const windows."""
@@ -513,7 +500,7 @@ class FastTier:
         is skipped: the group is the live lanes and the spin check cannot fire (no other lanes).  The warp is
         uniform after a recorded instruction issued by all its live lanes (recorded instructions neither jump nor
         block); any other instruction, a wake-up or a stall sends it back to the general path."""
-        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _lane_ints, _user_loc, pcs_min, lanes_str
+        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _user_loc, pcs_min, lanes_str
         tier = self
         sim = self.sim
         ctx = warp.ctx
@@ -677,11 +664,7 @@ class FastTier:
             sim.retired += 1
             sim.lane_instructions += int(count_nonzero(mask))
             if bus.active and not defer:
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
+                sim._retire_event(warp, pc, ins, mask, done)
             if sim.retired > sim.max_instructions:
                 sim._fail(sim._runaway())
                 return
