@@ -84,12 +84,45 @@ def _load_launch_module(path: str):
         raise FileNotFoundError(f"launch file or module {path} not found") from None
 
 
+def _user_frame(exc: BaseException, mod=None) -> str:
+    """``file:line`` of the innermost traceback frame in the launch file (else the innermost frame at all)."""
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    want = getattr(mod, "__file__", None)
+    pick = [f for f in frames if want and Path(f.filename).resolve() == Path(want).resolve()] or frames
+    return f"{pick[-1].filename}:{pick[-1].lineno}" if pick else "?"
+
+
 def _get_launch(mod):
+    """The :class:`tcsim.launch.Launch` a launch module defines (``make_launch()`` or ``LAUNCH``); a module without
+    one, a ``make_launch`` that raises, or one returning something else is a LaunchError naming the file."""
+    from tcsim.isa.errors import LaunchError
+    from .launch import Launch
+
+    name = getattr(mod, "__file__", None) or mod.__name__
     if hasattr(mod, "make_launch"):
-        return mod.make_launch()
-    if hasattr(mod, "LAUNCH"):
-        return mod.LAUNCH
-    raise AttributeError(f"{mod.__name__} defines neither make_launch() nor LAUNCH")
+        if not callable(mod.make_launch):
+            raise LaunchError(f"{name}: make_launch is not a function", expected="def make_launch() -> Launch")
+        try:
+            launch = mod.make_launch()
+        except TcsimError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"{name}: make_launch() raised {type(e).__name__}: {e} (at {_user_frame(e, mod)})",
+                              expected="make_launch() returning a tcsim.launch.Launch") from e
+        what = "make_launch()"
+    elif hasattr(mod, "LAUNCH"):
+        launch, what = mod.LAUNCH, "LAUNCH"
+    else:
+        raise LaunchError(f"{name} defines neither make_launch() nor LAUNCH",
+                          expected="a launch file defining make_launch() (or LAUNCH) returning a tcsim.launch.Launch, "
+                                   "and optionally check(result, launch) -> (ok, message)")
+    if not isinstance(launch, Launch):
+        raise LaunchError(f"{name}: {what} is a {type(launch).__name__}, not a tcsim.launch.Launch",
+                          expected=f"{what} returning a tcsim.launch.Launch")
+    return launch
 
 
 def _launch_of(spec: str):
@@ -143,7 +176,8 @@ def _run_sim(mod, launch, args):
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
-                            detect=getattr(args, "detect", True))
+                            detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
+                            progress=None if getattr(args, "progress", True) else False)
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -282,6 +316,12 @@ def cmd_run(args) -> int:
     except (FileNotFoundError, ModuleNotFoundError) as e:
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
+    except TcsimError:
+        raise
+    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
+        print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+              f"{_user_frame(e)})", file=sys.stderr)
+        return 2
     args.launch_name = args.launch
     return _run_module(mod, args)
 
@@ -362,7 +402,12 @@ def main(argv=None) -> int:
     def run_opts(p):
         p.add_argument("--trace", help="write a JSONL event trace to this file")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
-        p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
+        p.add_argument("--max-instructions", type=int, default=None,
+                       help="budget in warp-instructions (a positive count)")
+        p.add_argument("--max-seconds", type=float, default=None,
+                       help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
+        p.add_argument("--no-progress", dest="progress", action="store_false", default=True,
+                       help="no progress line on stderr for runs longer than ~2 s")
         p.add_argument("--timing", dest="timing", action="store_true", default=True,
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",
@@ -407,15 +452,22 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")
     p.set_defaults(fn=cmd_check)
     args = ap.parse_args(argv)
+    from tcsim.isa.errors import RunInterrupted
     try:
         if getattr(args, "tier", None):
             from .fast import use_tier
             with use_tier(args.tier):
                 return args.fn(args)
         return args.fn(args)
+    except RunInterrupted as e:
+        print(str(e), file=sys.stderr)
+        return 130                      # 128 + SIGINT, as shells report a process Ctrl-C ended
     except TcsimError as e:
         print(str(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("tcsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
