@@ -142,8 +142,8 @@ class Simulation:
                  max_instructions: int | None = None, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
                  timing=False, strict: bool = False, schedule=None, grid_dependency=None,
-                 stack_size: int | None = None, tier: str | None = None, max_seconds: float | None = None,
-                 progress=None, non_portable_cluster: bool = False):
+                 stack_size: int | None = None, max_seconds: float | None = None, progress=None,
+                 non_portable_cluster: bool = False, tier: str | None = None):
         from .grid_dependency import GridDependency
         from .fast import check_tier, default_tier
         #: the execution tier (tcsim.fast): 'reference' (this module's warp process) or 'fast' (lockstep groups)
@@ -245,28 +245,19 @@ class Simulation:
         self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
                                                       self.smem_total) // csize)
         self._warp_knobs(self.schedule)
-        nstart = min(self._clusters_total, self.resident_clusters)
-        if self.tier == "fast" and self._clusters_total > self.resident_clusters:
-            # the fast tier lays every warp's registers out as rows of shared arrays when the run starts: a grid
-            # larger than the GPU holds at once (clusters starting as others exit) runs on the reference tier
-            self.tier = "reference"
         if self.tier == "fast":                 # (its driver runs the warps: tcsim.fast.tier)
-            for _ in range(nstart):
-                self._start_cluster(start=False)
             from .fast.tier import FastTier
             self._fast = FastTier(self)
-            self._fast.start()
-            return
-        for _ in range(nstart):
+        for _ in range(min(self._clusters_total, self.resident_clusters)):
             self._start_cluster()
 
     def clusters_pending(self) -> int:
         """Clusters of the grid not started yet."""
         return self._clusters_total - self._clusters_started
 
-    def _start_cluster(self, start: bool = True) -> None:
+    def _start_cluster(self) -> None:
         """Create the next cluster of the grid (launch order: x fastest), its CTAs and their warps, and start the
-        warps' processes (CTA by CTA, warp by warp; ``start=False``: the fast tier's driver starts them)."""
+        warps' processes (CTA by CTA, warp by warp)."""
         k = self._clusters_started
         self._clusters_started += 1
         nx, ny, _ = self._cluster_grid
@@ -300,7 +291,10 @@ class Simulation:
                         cta.warps.append(warp)
                         self.warps.append(warp)
                         new.append(warp)
-        for warp in new if start else ():
+        if self._fast is not None:
+            self._fast.add_warps(new)
+            return
+        for warp in new:
             self._procs.append(self.env.process(self._warp_process(warp)))
 
     def _cluster_exited(self, cta: Cta) -> None:
@@ -504,12 +498,7 @@ class Simulation:
             self.retired += 1
             self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
-                # ``done``: the cycle the results are readable, where the model times them
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
+                self._retire_event(warp, pc, ins, mask, done)
             if self.retired >= watch.next_check:
                 err = self._watch_check()
                 if err is not None:
@@ -519,6 +508,15 @@ class Simulation:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
             yield sleep(gap + ctx.extra_delay + (self._issue_delay(warp) if perturbed else 0))
+
+    def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
+        """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
+        times them) with the register writes its context collected."""
+        ctx = warp.ctx
+        self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
+        ctx.writes = None
 
     def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
         """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None

@@ -18,6 +18,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from .. import memory as M
+from ..context import group_read_global, group_read_shared, group_write_global, group_write_shared
 from ..ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 
 WARP = 32
@@ -207,7 +208,6 @@ class BatchCtx:
         al = nbytes if align is None else align
         if al > 1 and (a % np.uint64(al)).any():
             raise Fallback("misaligned")
-        cols = np.arange(nbytes)
         if space in ("shared", "shared::cta"):
             ranks, offs = M.split_shared(a)
             wl = lanes // WARP                       # the group member of each lane
@@ -217,20 +217,19 @@ class BatchCtx:
                 raise Fallback("foreign rank")
             if (offs < t.smem_base).any() or (offs + nbytes > t.smem_end).any():
                 raise Fallback("out of bounds")
-            out[lanes] = t.smem[cta_of[:, None], offs[:, None] + cols]
+            out[lanes] = group_read_shared(t.smems, cta_of, offs, nbytes)
             return out
         if space == "global" or (space in ("generic", "") and self.tier.all_global(a)):
             try:
-                out[lanes] = self.tier.sim.gmem.read_rows(a, nbytes)
+                out[lanes] = group_read_global(self.tier.sim.gmem, a, nbytes)
             except Exception:
                 raise Fallback("global read") from None
             return out
         if space == "param":
-            img = self.tier.sim.param_image
-            offs = a.astype(np.int64)
-            if (offs < 0).any() or (offs + nbytes > img.size).any():
-                raise Fallback("param bounds")
-            out[lanes] = img[offs[:, None] + cols]
+            try:
+                out[lanes] = M.read_image(self.tier.sim.param_image, a, nbytes, "kernel parameter space")
+            except Exception:
+                raise Fallback("param bounds") from None
             return out
         raise Fallback(f"space {space}")
 
@@ -263,14 +262,13 @@ class BatchCtx:
                 raise Fallback("out of bounds")
             if any(w.cta.mbarriers for w in self.warps):
                 raise Fallback("mbarriers")         # (the reference checks stores over live barriers)
-            t.smem[cta_of[:, None], offs[:, None] + np.arange(nbytes)] = rows
+            group_write_shared(t.smems, cta_of, offs, rows)
             return
         if space == "global":
-            g = t.sim.gmem
-            _, _, ok = g._locate(a, nbytes)
-            if not ok.all():
-                raise Fallback("global bounds")
-            g.write_rows(a, rows)
+            try:
+                group_write_global(t.sim.gmem, a, rows)
+            except Exception:                       # (a fault is raised before anything is written)
+                raise Fallback("global write") from None
             return
         raise Fallback(f"space {space}")
 

@@ -24,8 +24,7 @@ from simpy.events import NORMAL, URGENT
 
 from tcsim.isa.errors import SyncError, TcsimError
 from tcsim.isa.forms import family_of
-from ..observe import InstRetired
-from .batch import BATCHABLE, LOADS, BatchCtx, Fallback
+from .batch import BATCHABLE, LOADS, WARP, BatchCtx, Fallback
 
 #: what a group's semantics may raise when they are not lane-parallel or need what the group context lacks
 _FAILOVER = (Fallback, ValueError, IndexError, TypeError, AttributeError, KeyError)
@@ -81,18 +80,16 @@ class FastTier:
     def __init__(self, sim):
         self.sim = sim
         prog = sim.program
-        self.enabled = all(w.callstack is None for w in sim.warps)
-        for i, w in enumerate(sim.warps):
-            w.fast_index = i
-            w.fast_pending = False
+        #: lockstep groups need one register file per warp (a kernel without device functions)
+        self.enabled = prog.link is None or len(prog.link.functions) <= 1
         #: per PC: the family may run as a lockstep group (None: never), and whether it reads memory
         self.groupable = [None] * len(prog.body)
         self.collective = sim.collective
         self.nbody = len(prog.body)
         # the bulk issue of lockstep groups (_bulk) answers for the functional issue model, unperturbed
         from ..timing.functional import FunctionalModel
-        self.bulk_ok = type(sim.timing) is FunctionalModel and not sim._perturbed and not sim._priority \
-            and not os.environ.get("TCSIM_FAST_NOBULK")
+        self.bulk_ok = self.enabled and type(sim.timing) is FunctionalModel and not sim._perturbed \
+            and sim._schedule_knobs is None and not os.environ.get("TCSIM_FAST_NOBULK")
         #: per PC: the target of a plain ``bra`` (issued by lockstep groups at once, _bulk)
         self.branch: dict = {}
         #: per PC: a ``st`` (a lockstep group stores at once, in the reference's lane and warp order, _bulk)
@@ -104,8 +101,23 @@ class FastTier:
         self.groups = 0                  # groups executed together (statistics)
         self.grouped = 0                 # warp-instructions they held
         self.failovers = 0               # warp-instructions run warp by warp at a flush
+        # the warp driver's state (start / _tick / _run_gang)
+        env = sim.env
+        self._eid = _Count(next(env._eid))
+        env._eid = self._eid
+        self._last = None
+        self._last_n = -1
+        self.merge = True
+        # the flat register file, PCs and live lanes (rows by warp index; capacity grows as CTAs start)
+        self.flat = None
+        self.nwarps = 0
+        self.cap = 0
+        self.smems: list = []
+        self.cta_pos: dict = {}
+        self.cta_rank = np.zeros(0, np.int64)
+        self.cta_index = np.zeros(0, np.int64)
+        self.guard_ok = [False] * self.nbody
         if not self.enabled:
-            self.bulk_ok = False
             return
         for pc, ins in enumerate(prog.body):
             if pc >= len(prog.decoded) or prog.decoded[pc] is None or prog.syncish[pc]:
@@ -120,57 +132,90 @@ class FastTier:
                 continue                    # (%clock, %globaltimer: a recorded instruction runs later)
             if fam in BATCHABLE:
                 self.groupable[pc] = fam in LOADS
-            elif fam == "bra" and not ins.operands[0:1] == [] and getattr(ins.operands[0], "name", None) in \
-                    prog.kernel.labels:
+            elif fam == "bra" and ins.operands and getattr(ins.operands[0], "name", None) in prog.kernel.labels:
                 self.branch[pc] = prog.kernel.labels[ins.operands[0].name]
             elif fam == "st":
                 self.store[pc] = True
-        self._layout()
-        from tcsim.isa import ir
-        #: per PC: its guard (if any) is a predicate register the group can read (_guard)
-        self.guard_ok = [ins.guard is None or (isinstance(ins.guard[0], ir.Reg) and ins.guard[0].name in self.flat
-                                               and self.flat[ins.guard[0].name].dtype == np.bool_)
-                         for ins in prog.body]
 
     # ------------------------------------------------------------------------------------------ layout
-    def _layout(self) -> None:
+    def add_warps(self, new: list) -> None:
+        """Warps of CTAs that start now (launch order): give them their rows and queue their start, as the
+        reference's processes' URGENT initialisations are queued."""
+        sim = self.sim
+        for w in new:
+            w.fast_index = self.nwarps
+            w.fast_pending = False
+            self.nwarps += 1
+        if self.enabled and new:
+            self._layout(new)
+        for w in new:
+            w.fast_gen = self.warp_process(w)
+        if new:
+            self._push(list(new), sim.env.now, URGENT)
+
+    def _layout(self, new: list) -> None:
+        """Registers, PCs and live lanes of the warps ``new`` become rows of the flat arrays (one per register
+        name: a lockstep group's operand is one gather); when they are full, the arrays double and every warp's
+        entries are pointed at the new rows (nothing keeps a register array across instructions)."""
         sim = self.sim
         warps = sim.warps
-        # registers: one (warps, 32) array per name; every warp's regs entries become its rows
-        self.flat = {}
-        names = list(warps[0].regs) if warps else []
-        for name in names:
-            flat = np.stack([w.regs[name] for w in warps])
-            for w, row in zip(warps, flat):
-                w.regs[name] = row
-            self.flat[name] = flat
-        # program counters and live lanes: rows of one array each (a lockstep group updates them at once)
-        if warps:
-            self.pcs = np.stack([w.pc for w in warps])
-            self.alive = np.stack([w.alive for w in warps])
-            for w, p, a in zip(warps, self.pcs, self.alive):
-                w.pc = p
-                w.alive = a
-        # shared memories: rows of one array (all CTAs' windows have one size)
-        ctas = sim.ctas
-        self.cta_index = np.asarray([ctas.index(w.cta) for w in warps], dtype=np.int64) if warps else \
-            np.zeros(0, np.int64)
-        self.cta_rank = np.asarray([c.rank for c in ctas], dtype=np.int64)
-        if ctas:
-            size = ctas[0].smem._bytes.size
-            self.smem = np.zeros((len(ctas), size), dtype=np.uint8)
-            for i, c in enumerate(ctas):
-                m = c.smem
-                self.smem[i] = m._bytes
-                m._bytes = self.smem[i]
-                data = m._bytes[m.base:]
-                data.flags.writeable = False
-                m.data = data
-            self.smem_base = ctas[0].smem.base
-            self.smem_end = size
-        else:
-            self.smem = np.zeros((0, 0), dtype=np.uint8)
-            self.smem_base = self.smem_end = 0
+        first = self.flat is None
+        if first:
+            self.flat = {name: None for name in new[0].regs}
+            from tcsim.isa import ir
+            body = sim.program.body
+            self.guard_ok = [ins.guard is None or (isinstance(ins.guard[0], ir.Reg) and ins.guard[0].name in
+                                                   self.flat and new[0].regs[ins.guard[0].name].dtype == np.bool_)
+                             for ins in body]
+        if self.nwarps > self.cap:
+            cap = max(self.nwarps, 2 * self.cap)
+            old = warps[:self.nwarps - len(new)]
+            for name in self.flat:
+                a = np.zeros((cap, WARP), dtype=new[0].regs[name].dtype)
+                if old:
+                    a[:len(old)] = self.flat[name][:len(old)]
+                    for w, row in zip(old, a):
+                        w.regs[name] = row
+                self.flat[name] = a
+            pcs = np.zeros((cap, WARP), dtype=np.int64)
+            alive = np.zeros((cap, WARP), dtype=bool)
+            if old:
+                pcs[:len(old)] = self.pcs[:len(old)]
+                alive[:len(old)] = self.alive[:len(old)]
+                for w, p, a in zip(old, pcs, alive):
+                    w.pc = p
+                    w.alive = a
+            self.pcs, self.alive = pcs, alive
+            self.cap = cap
+        for w in new:
+            i = w.fast_index
+            for name, a in self.flat.items():
+                a[i] = w.regs[name]
+                w.regs[name] = a[i]
+            self.pcs[i] = w.pc
+            w.pc = self.pcs[i]
+            self.alive[i] = w.alive
+            w.alive = self.alive[i]
+        # the CTAs' shared memories, by index (a group's lanes name theirs: cta_index)
+        for w in new:
+            if id(w.cta) not in self.cta_pos:
+                self.cta_pos[id(w.cta)] = len(self.smems)
+                self.smems.append(w.cta.smem)
+        ranks = {self.cta_pos[id(w.cta)]: w.cta.rank for w in new}
+        if len(self.cta_rank) < len(self.smems):
+            cr = np.zeros(len(self.smems), dtype=np.int64)
+            cr[:len(self.cta_rank)] = self.cta_rank
+            self.cta_rank = cr
+        for j, r in ranks.items():
+            self.cta_rank[j] = r
+        ci = np.zeros(self.nwarps, dtype=np.int64)
+        ci[:len(self.cta_index)] = self.cta_index
+        for w in new:
+            ci[w.fast_index] = self.cta_pos[id(w.cta)]
+        self.cta_index = ci
+        c0 = new[0].cta.smem
+        self.smem_base = c0.base
+        self.smem_end = c0.end
 
     def all_global(self, a: np.ndarray) -> bool:
         """Every generic address ``a`` lies outside the shared, local, param and const windows."""
@@ -237,18 +282,6 @@ class FastTier:
     # have come right after the gang's in the queue; a gang resumes its warps in order and, should one of them
     # queue an event that comes before the gang's place in the queue (an URGENT one, now), puts the rest back at
     # that very place (same cycle, priority and id).  So every event is processed in the reference tier's order.
-    def start(self) -> None:
-        """Queue the warps' start, in launch order (the reference's processes' URGENT initialisations)."""
-        env = self.sim.env
-        self._eid = _Count(next(env._eid))
-        env._eid = self._eid
-        self._last = None
-        self._last_n = -1
-        self.merge = True
-        for w in self.sim.warps:
-            w.fast_gen = self.warp_process(w)
-        self._push(list(self.sim.warps), env.now, URGENT)
-
     def single_step(self) -> None:
         """A debugger steps the run one event at a time: one warp per issue event from now on (the gangs already
         queued are split into their warps' events, at their places: ids between the gang's and the next)."""
@@ -278,8 +311,9 @@ class FastTier:
         t = env._now + delay
         p = w.fast_prio
         g = self._last
+        # (the same cycle as the same number: a warp resumes with ``env.now`` the value its own event would carry)
         if g is not None and self.merge and not g.popped and self._eid.n == self._last_n and g.key[0] == t \
-                and g.key[1] == p:
+                and type(g.key[0]) is type(t) and g.key[1] == p:
             g.members.append(w)
         else:
             self._push([w], t, p)
@@ -365,7 +399,7 @@ class FastTier:
             run.append(w)
             j += 1
         k = len(run)
-        if k < 2 or sim.retired + k >= sim.watch.next_check:     # (the run watch sees each check point)
+        if k < 2 or sim.retired + k >= sim.watch.next_check:     # (the watch looks at a retirement on its own)
             return i
         if store_pc is not None:
             if self.npending:
@@ -512,7 +546,7 @@ class FastTier:
         is skipped: the group is the live lanes and the spin check cannot fire (no other lanes).  The warp is
         uniform after a recorded instruction issued by all its live lanes (recorded instructions neither jump nor
         block); any other instruction, a wake-up or a stall sends it back to the general path."""
-        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _lane_ints, _user_loc, pcs_min, lanes_str
+        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _user_loc, pcs_min, lanes_str
         tier = self
         sim = self.sim
         ctx = warp.ctx
@@ -676,12 +710,8 @@ class FastTier:
             sim.retired += 1
             sim.lane_instructions += int(count_nonzero(mask))
             if bus.active and not defer:
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
-            if sim.retired >= sim.watch.next_check:      # budget, Ctrl-C, livelock, progress (tcsim.watch)
+                sim._retire_event(warp, pc, ins, mask, done)
+            if sim.retired >= sim.watch.next_check:
                 err = sim._watch_check()
                 if err is not None:
                     sim._fail(err)

@@ -146,6 +146,9 @@ def test_tma_mma_gemm_identical():
 
 def test_cluster_exchange_identical():
     assert_identical(_golden("cluster_exchange_c2_seed0"), detect=True)
+    # timed and seeded: stalls of fractional length make some cycles floats; a warp's records keep the type of
+    # its own issue cycle (a gang of same-cycle warps must not hand it another's 5.0 for 5)
+    assert_identical(_example("cluster_exchange"), timing=True, seed=1)
 
 
 @pytest.mark.parametrize("seed", [400003, 400011])
@@ -277,3 +280,20 @@ def test_unknown_tier_is_a_located_error():
     from tcsim.isa.errors import LaunchError
     with pytest.raises(LaunchError, match="unknown execution tier 'turbo'"):
         run_launch(_gemm_tiled(16, 16, 16), tier="turbo")
+
+
+def test_lazy_ctas_identical():
+    """A grid larger than the GPU runs at once (here a 2-SM machine, one CTA per SM by its shared memory): the later
+    CTAs start as the first ones exit, on both tiers at the same cycles (the fast tier takes their warps as they
+    start)."""
+    from tcsim.timing.params import timing_config
+    cfg = timing_config("sm_100a", False).with_overrides({"num_sms": 2})
+
+    def make():
+        return Launch(ptx=BENCH / "alu_loop.sm_100a.ptx", kernel="alu_loop", grid=(7, 1, 1), block=(64, 1, 1),
+                      dynamic_smem=200 * 1024,
+                      args=[np.zeros(64, np.int64), np.zeros(64, np.int64), np.zeros(64, np.float64), 3,
+                            1103515245, 12345, 0.999, 0.5])
+    ref = assert_identical(make, timing=cfg)
+    res = run_launch(make(), tier="fast", detect=False, timing=cfg)
+    assert res.simulation.resident_clusters == 2 and ref["_fast"][0] > 0
