@@ -31,43 +31,25 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 _DROPPED = -(1 << 40)
 
 # ================================================================================================ helpers
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bitlen(x):
-    """Exact bit length of a non-negative int64 (0 -> 0)."""
-    n = 0
-    if x >= (1 << 32):
-        x >>= 32
-        n += 32
-    if x >= (1 << 16):
-        x >>= 16
-        n += 16
-    if x >= (1 << 8):
-        x >>= 8
-        n += 8
-    if x >= (1 << 4):
-        x >>= 4
-        n += 4
-    if x >= (1 << 2):
-        x >>= 2
-        n += 2
-    if x >= (1 << 1):
-        x >>= 1
-        n += 1
-    return n + x
+    """Exact bit length of a non-negative int64 (0 -> 0): 64 - count of leading zeros (LLVM ctlz)."""
+    return 64 - leading_zeros(x)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _align(sig, exp, frac, E, F):
     """tensor_core._fused_sum.align for one term."""
     sh = F + exp - E - frac
@@ -117,7 +99,7 @@ def _round_pack(T, lsb_exp, man, emin, bias, exp_bits, width, rne, p_frac, overf
     return bits
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _decode_acc(x, man, exp_bits, bias):
     """lowp.decode of one IEEE accumulator code (f32 / f16): (sign, exp, sig, nan, inf)."""
     mant = x & ((1 << man) - 1)
@@ -252,8 +234,8 @@ def fused_group_rows(a_int, b_int, sa_sig, sa_exp, sb_sig, sb_exp, ALs, ALg, ALn
                      width, p_frac, overflow_to_inf, nan_code):
     """mma_block_scaled's loop for the group-scaled kinds (tensor_core._group_block chained over K blocks).
 
-    a_int (M, K), b_int (K, N): signed exact products' factors on the common grid (a_int * b_int = the
-    reference's P); sa_* (M, K/G), sb_* (K/G, N): the scale of each group (sig, exp); AL* / BR*: the scaled
+    a_int (M, K), b_int (K, N): int32, signed exact products' factors on the common grid (a_int * b_int = the
+    reference's P; the caller guarantees every group sum fits in int32); sa_* (M, K/G), sb_* (K/G, N): the scale of each group (sig, exp); AL* / BR*: the scaled
     operands (sign, sig, nan, inf) for step 1; live_products: group_exp_policy == 'products'.  Returns
     (M, N) int64 f32 codes."""
     M, K = a_int.shape
@@ -268,29 +250,25 @@ def fused_group_rows(a_int, b_int, sa_sig, sa_exp, sb_sig, sb_exp, ALs, ALg, ALn
         for j in range(N):
             if BRnan[k, j] or BRinf[k, j]:
                 r_special[k // block] = True
-    Gs = np.empty((ng, N), np.int64)
-    nz = np.empty((ng, N), np.bool_)
-    E = np.empty(N, np.int64)
-    T = np.empty(N, np.int64)
+    Gs = np.empty((ng, N), np.int32)
+    nz = np.empty((ng, N), np.int32)
     cur = np.empty(N, np.int64)
-    Cs = np.empty(N, np.bool_)
-    Ce = np.empty(N, np.int64)
-    Cg = np.empty(N, np.int64)
-    Cn = np.empty(N, np.bool_)
-    Ci = np.empty(N, np.bool_)
+    t_sig = np.empty(gpb, np.int64)
+    t_exp = np.empty(gpb, np.int64)
+    t_neg = np.empty(gpb, np.bool_)
     for i in range(M):
         # exact group sums of row i (the reference's P summed over each group)
         for g in range(ng):
             for j in range(N):
                 Gs[g, j] = 0
-                nz[g, j] = False
+                nz[g, j] = 0
             for k in range(g * G, (g + 1) * G):
                 a = a_int[i, k]
                 if a != 0:
                     for j in range(N):
                         bv = b_int[k, j]
                         Gs[g, j] += a * bv
-                        nz[g, j] |= bv != 0
+                        nz[g, j] |= bv
         for j in range(N):
             cur[j] = c[i, j]
         for b in range(nb):
@@ -298,61 +276,42 @@ def fused_group_rows(a_int, b_int, sa_sig, sa_exp, sb_sig, sb_exp, ALs, ALg, ALn
             g1 = min(g0 + gpb, ng)
             k0 = b * block
             k1 = min(k0 + block, K)
-            for j in range(N):
-                s, e, gg, n_, f_ = _decode_acc(cur[j], man, exp_bits, bias)
-                Cs[j] = s
-                Cg[j] = gg
-                Cn[j] = n_
-                Ci[j] = f_
-                ce = zero_exp if gg == 0 else e
-                Ce[j] = ce
-                E[j] = ce if ce > _DROPPED else _DROPPED
-            for g in range(g0, g1):
-                ssa = sa_sig[i, g]
-                esa = sa_exp[i, g]
-                for j in range(N):
-                    sc = ssa * sb_sig[g, j]
-                    gs = Gs[g, j]
-                    sig = (-gs if gs < 0 else gs) * sc
-                    if live_products:
-                        live = nz[g, j] and sc != 0
-                    else:
-                        live = sig != 0
-                    te = esa + sb_exp[g, j] if live else zero_exp
-                    if te > E[j]:
-                        E[j] = te
-            if has_floor:
-                for j in range(N):
-                    if E[j] < floor:
-                        E[j] = floor
-            for j in range(N):
-                T[j] = 0
-            for g in range(g0, g1):
-                ssa = sa_sig[i, g]
-                esa = sa_exp[i, g]
-                for j in range(N):
-                    sc = ssa * sb_sig[g, j]
-                    gs = Gs[g, j]
-                    sig = (-gs if gs < 0 else gs) * sc
-                    if live_products:
-                        live = nz[g, j] and sc != 0
-                    else:
-                        live = sig != 0
-                    te = esa + sb_exp[g, j] if live else zero_exp
-                    al = _align(sig, te, frac, E[j], F)
-                    T[j] += -al if gs < 0 else al
             l_special = False
             for k in range(k0, k1):
                 if ALnan[i, k] or ALinf[i, k]:
                     l_special = True
             for j in range(N):
-                ca = _align(Cg[j], Ce[j], man, E[j], F)
-                t = T[j] + (-ca if Cs[j] else ca)
-                bits = _round_pack(t, E[j] - F, man, 1 - bias, bias, exp_bits, width, False, p_frac,
-                                   overflow_to_inf)
+                cs, ce, cg, cn, ci = _decode_acc(cur[j], man, exp_bits, bias)
+                if cg == 0:
+                    ce = zero_exp
+                E = ce if ce > _DROPPED else _DROPPED
+                # the block's group terms: sig, exponent (zero_exp when not live), sign
+                for g in range(g0, g1):
+                    sc = sa_sig[i, g] * sb_sig[g, j]
+                    gs = np.int64(Gs[g, j])
+                    sig = (-gs if gs < 0 else gs) * sc
+                    if live_products:
+                        live = nz[g, j] != 0 and sc != 0
+                    else:
+                        live = sig != 0
+                    te = sa_exp[i, g] + sb_exp[g, j] if live else zero_exp
+                    t_sig[g - g0] = sig
+                    t_exp[g - g0] = te
+                    t_neg[g - g0] = gs < 0
+                    if te > E:
+                        E = te
+                if has_floor and E < floor:
+                    E = floor
+                t = np.int64(0)
+                for q in range(g1 - g0):
+                    al = _align(t_sig[q], t_exp[q], frac, E, F)
+                    t += -al if t_neg[q] else al
+                ca = _align(cg, ce, man, E, F)
+                t += -ca if cs else ca
+                bits = _round_pack(t, E - F, man, 1 - bias, bias, exp_bits, width, False, p_frac, overflow_to_inf)
                 pnan = False
-                pos = Ci[j] and not Cs[j]
-                negi = Ci[j] and Cs[j]
+                pos = ci and not cs
+                negi = ci and cs
                 if l_special or r_special[b]:
                     for k in range(k0, k1):
                         ln, li = ALnan[i, k], ALinf[i, k]
@@ -367,8 +326,7 @@ def fused_group_rows(a_int, b_int, sa_sig, sa_exp, sb_sig, sb_exp, ALs, ALg, ALn
                                 negi = True
                             else:
                                 pos = True
-                nan = pnan or Cn[j] or (pos and negi)
-                if nan:
+                if pnan or cn or (pos and negi):
                     bits = nan_code
                 elif pos or negi:
                     bits = inf_code | (np.int64(1) << (width - 1)) if negi else inf_code
@@ -384,7 +342,7 @@ _RN, _RZ, _RM, _RP = 0, 1, 2, 3
 RND_CODES = {"rn": _RN, "rz": _RZ, "rm": _RM, "rp": _RP}
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _val_small(x, man, exp_bits, bias):
     """isa.formats.decode of one f16 / bf16 / f32 code: its exact float64 value."""
     frac = x & ((np.int64(1) << man) - 1)
@@ -399,7 +357,7 @@ def _val_small(x, man, exp_bits, bias):
     return -v if neg else v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _flush_small(x, man, exp_bits, width):
     """fp._flush of one code: a subnormal keeps only its sign."""
     if ((x >> man) & ((1 << exp_bits) - 1)) == 0 and (x & ((np.int64(1) << man) - 1)) != 0:

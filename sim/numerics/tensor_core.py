@@ -691,6 +691,8 @@ def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_f
     sa, sb = _slice(SAk, gi, 1), _slice(SBk, gi, 0)
     frac = A.man_bits + B.man_bits - (ea + eb) + sa.man_bits + sb.man_bits
     gs_bits = _bits_of_max(a_int) + _bits_of_max(b_int) + int(G).bit_length()
+    if gs_bits > 31:                                     # group sums in int32 (e2m1: 4 + 4 + 5 = 13 bits)
+        return None
     k = max(gs_bits + _bits_of_max(sa.sig) + _bits_of_max(sb.sig) - frac, 1, 0)
     n_terms = min(params.block, K) // G
     if params.frac_bits + k + int(n_terms).bit_length() > 62:
@@ -699,7 +701,7 @@ def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_f
     b_int = np.where(B.sign, -b_int, b_int)
     (zero_exp, has_floor, floor, man, exp_bits, bias, width, _rne, p_frac, ovf, nan_code) = \
         _acc_geometry(acc_fmt, params)
-    out = kern.fused_group_rows(_i64(a_int), _i64(b_int), _i64(sa.sig), _i64(sa.exp), _i64(sb.sig), _i64(sb.exp),
+    out = kern.fused_group_rows(np.ascontiguousarray(a_int, np.int32), np.ascontiguousarray(b_int, np.int32), _i64(sa.sig), _i64(sa.exp), _i64(sb.sig), _i64(sb.exp),
                                 _b(AL.sign), _i64(AL.sig), _b(AL.nan), _b(AL.inf),
                                 _b(BR.sign), _i64(BR.sig), _b(BR.nan), _b(BR.inf), _i64(c),
                                 int(G), int(params.block), int(frac), params.frac_bits, zero_exp,
