@@ -9,7 +9,7 @@ numpy references), alternating, best of ``--repeat``:
   kind::f16 MMAs) and the cta_pair_gemm example: wall time of ``run_launch`` (the example's check must pass),
   and the part of it spent in the tensor-core numerics (``mma_block_scaled`` / ``mma_float``, cProfile-free:
   timed around the calls);
-* per call: exact ``fp.ffma`` on one warp (32 lanes, f32 .rn and f16 .rn), ``mma_block_scaled`` at the nvfp4
+* per call: exact ``fp.ffma`` on one warp (32 lanes: f32 .rn and .rz, f16 .rn, f64 .rn), ``mma_block_scaled`` at the nvfp4
   MMA's shape (128x256x64) and ``mma_float`` at the gemm_async MMA's shape (128x128x16);
 * the cold start of the compiled kernels (unless ``--no-cold``): importing numba plus compiling every kernel
   into an empty cache (``NUMBA_CACHE_DIR`` a fresh temporary folder), then the same in a new process loading
@@ -20,6 +20,7 @@ Ratios are reference time / compiled time, measured in this one run.  Not part o
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -101,6 +102,7 @@ def child_calls() -> dict:
     v = rng.standard_normal((3, 32))
     a32, b32, c32 = (x.astype(np.float32).view(np.uint32) for x in v)
     a16, b16, c16 = (x.astype(np.float16).view(np.uint16) for x in v)
+    a64, b64, c64 = (x.view(np.uint64) for x in v)
     p4 = tc.tc_params("sm_100a", "tcgen05", "e2m1", kind="mxf4nvf4")
     a = rng.integers(0, 16, (128, 64)).astype(np.uint8)
     b = rng.integers(0, 16, (64, 256)).astype(np.uint8)
@@ -114,6 +116,8 @@ def child_calls() -> dict:
     return {
         "ffma f32 .rn, 32 lanes": _per_call(lambda: fp.ffma("f32", a32, b32, c32, "rn")),
         "ffma f16 .rn, 32 lanes": _per_call(lambda: fp.ffma("f16", a16, b16, c16, "rn")),
+        "ffma f64 .rn, 32 lanes": _per_call(lambda: fp.ffma("f64", a64, b64, c64, "rn")),
+        "ffma f32 .rz, 32 lanes": _per_call(lambda: fp.ffma("f32", a32, b32, c32, "rz")),
         "mma_block_scaled mxf4nvf4 128x256x64": _per_call(
             lambda: tc.mma_block_scaled(a, b, c, sfa, sfb, "e2m1", "e2m1", "ue4m3", 16, p4)),
         "mma_float f16->f32 128x128x16": _per_call(lambda: tc.mma_float(fa, fb, fc, "f16", "f16", "f32", pf)),
@@ -125,7 +129,7 @@ def child_cold() -> dict:
     import numpy as np
 
     t0 = time.perf_counter()
-    import numba  # noqa: F401
+    importlib.import_module("numba")
     t1 = time.perf_counter()
     from tcsim.numerics import fp
     from tcsim.numerics import tensor_core as tc

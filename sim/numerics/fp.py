@@ -464,12 +464,12 @@ def _ffma_f32_rn_round_to_odd(va, vb, vc, fin, ftz):
 def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
     """d = a * b + c with a single rounding.  PTX ISA 9.1 §9.7.3.5 fma (floating point) and
     §9.7.4.4 fma (half precision; `relu` is the .relu modifier: negative results become +0, NaN
-    stays canonical NaN).  f16 / bf16 / f32 run the compiled kernel where numba is installed (bit for bit
-    :func:`ffma_reference`, tests/numerics/test_jit.py); f64 runs the reference."""
+    stays canonical NaN).  Runs the compiled kernel where numba is installed (bit for bit :func:`ffma_reference`,
+    tests/numerics/test_jit.py; f64 lanes outside the float64 error-free range go through the reference)."""
     _chk(fmt, rnd, ftz, sat)
     if relu and fmt not in ("f16", "bf16"):
         raise ValueError(".relu is only allowed with fma.rn.{f16,bf16}")
-    kern = jit.kernels() if fmt != "f64" else None
+    kern = jit.kernels()
     if kern is None:
         return _ffma(fmt, a, b, c, rnd, ftz, sat, relu)
     dt = _DT[fmt]
@@ -485,6 +485,8 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
             xs.append(x.astype(dt, copy=False))
         shape = np.broadcast_shapes(*(x.shape for x in xs))
         a, b, c = (np.broadcast_to(x, shape).ravel() for x in xs)
+    if fmt == "f64":
+        return _ffma_f64_compiled(kern, a, b, c, rnd).reshape(shape)
     # one specialisation of the kernel: contiguous uint32 lanes (f16 / bf16 codes widened)
     a, b, c = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b, c))
     out = np.empty(a.shape, np.uint32)
@@ -492,6 +494,18 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
     kern.ffma_small(a, b, c, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), bool(relu),
                     _NAN[fmt])
     return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
+
+
+def _ffma_f64_compiled(kern, a, b, c, rnd):
+    """f64 lanes by the compiled kernel; the lanes it marks hard (where the reference leaves float64 error-free
+    transformations for exact Python-integer arithmetic) by the reference, lane by lane independent."""
+    a, b, c = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, c))
+    out = np.empty(a.shape, np.uint64)
+    hard = np.empty(a.shape, np.bool_)
+    kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, _RND_CODE[rnd])
+    if hard.any():
+        out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
+    return out
 
 
 def ffma_reference(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):

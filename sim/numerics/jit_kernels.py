@@ -516,3 +516,111 @@ def ffma_small(a, b, c, out, man, exp_bits, bias, width, rnd, ftz, sat, relu, na
             if not is_nan and (r & sign) != 0:
                 r = 0
         out[i] = r
+
+
+_QNAN64 = np.uint64(0x0008000000000000)
+_INVALID64 = np.uint64(0xFFF8000000000000)
+
+
+@njit(cache=True)
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(cache=True)
+def _split(a):
+    t = 134217729.0 * a                # 2**27 + 1
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+@njit(cache=True)
+def _two_prod(a, b):
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@njit(cache=True)
+def _directed_adjust(hi, lo, rnd):
+    """fp._directed_adjust: hi = RN(exact), lo = exact - hi: the directed rounding of exact."""
+    if rnd == _RP:
+        return np.nextafter(hi, np.inf) if lo > 0 else hi
+    if rnd == _RM:
+        return np.nextafter(hi, -np.inf) if lo < 0 else hi
+    if rnd == _RZ:
+        if (hi > 0 and lo < 0) or (hi < 0 and lo > 0):
+            return np.nextafter(hi, 0.0)
+    return hi
+
+
+@njit(cache=True)
+def _is_nan64(u):
+    return (u & np.uint64(0x7FF0000000000000)) == np.uint64(0x7FF0000000000000) and \
+        (u & np.uint64(0x000FFFFFFFFFFFFF)) != 0
+
+
+@njit(cache=True)
+def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
+    """fp.ffma for f64 (a, b, c: float64 views of the operands' bits ua, ub, uc): the Boldo-Melquiond
+    round-to-odd emulation where it is provably exact, the zero-product and special cases, and the measured NaN
+    propagation (b, then c, then a, quieted; else 0xFFF8000000000000).  ``hard[i]`` marks the lanes the reference
+    computes with exact Python integers (out[i] is not set there); out: the result bits (uint64)."""
+    buf = np.empty(1, np.float64)
+    ubuf = buf.view(np.uint64)
+    for i in range(a.shape[0]):
+        va, vb, vc = a[i], b[i], c[i]
+        hard[i] = False
+        fin = np.isfinite(va) and np.isfinite(vb) and np.isfinite(vc)
+        psign = np.signbit(va) != np.signbit(vb)
+        sc = np.signbit(vc)
+        zs = psign if psign == sc else rnd == _RM
+        r = 0.0
+        if not fin:
+            if np.isfinite(va) and np.isfinite(vb) and np.isinf(vc):
+                r = vc
+            else:
+                r = va * vb + vc
+        elif va == 0 or vb == 0:
+            if vc == 0:
+                r = -0.0 if zs else 0.0
+            else:
+                r = vc
+        else:
+            aa, ab, ac = abs(va), abs(vb), abs(vc)
+            p = va * vb
+            safe = (aa < 2.0 ** 995 and ab < 2.0 ** 995 and abs(p) >= 2.0 ** -900 and abs(p) < 2.0 ** 1000
+                    and (ac == 0 or (ac >= 2.0 ** -900 and ac < 2.0 ** 1000)))
+            if safe:
+                uh, ul = _two_prod(va, vb)
+                th, tl = _two_sum(vc, uh)
+                s, e = _two_sum(tl, ul)
+                buf[0] = s
+                odd = (ubuf[0] & np.uint64(1)) == np.uint64(1)
+                v = s
+                if e != 0 and not odd:
+                    v = np.nextafter(s, np.inf) if e > 0 else np.nextafter(s, -np.inf)
+                z, w = _two_sum(th, v)
+                z = _directed_adjust(z, w, rnd)
+                if abs(z) >= 2.0 ** -900 or z == 0:
+                    r = z if z != 0 else (-0.0 if zs else 0.0)
+                else:
+                    safe = False
+            if not safe:
+                hard[i] = True
+                continue
+        buf[0] = r
+        u = ubuf[0]
+        if _is_nan64(u):
+            if _is_nan64(ub[i]):
+                u = ub[i] | _QNAN64
+            elif _is_nan64(uc[i]):
+                u = uc[i] | _QNAN64
+            elif _is_nan64(ua[i]):
+                u = ua[i] | _QNAN64
+            else:
+                u = _INVALID64
+        out[i] = u

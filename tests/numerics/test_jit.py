@@ -38,8 +38,8 @@ def test_compiled_path_is_on():
 
 
 # ============================================================================================ exact fma
-_GEOM = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23)}
-_DT = {16: np.uint16, 32: np.uint32}
+_GEOM = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23), "f64": (64, 52)}
+_DT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
@@ -50,7 +50,8 @@ def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
     bias = (1 << (eb - 1)) - 1
     sel = rng.integers(0, 7, n)
     frac = rng.integers(0, 1 << man, n, dtype=np.uint64)
-    x = rng.integers(0, 1 << w, n, dtype=np.uint64)
+    x = rng.integers(0, 1 << w, n, dtype=np.uint64, endpoint=False) if w < 64 else \
+        rng.integers(0, 1 << 64, n, dtype=np.uint64, endpoint=False)
     x = np.where(sel == 1, frac, x)
     x = np.where(sel == 2, np.uint64(((1 << eb) - 1) << man) | rng.integers(0, 3, n, dtype=np.uint64), x)
     x = np.where(sel == 3, np.uint64(0), x)
@@ -67,12 +68,13 @@ def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
 def _fma_modes(fmt):
     for rnd, ftz, sat, relu in itertools.product(("rn", "rz", "rm", "rp"), (False, True), (False, True),
                                                  (False, True)):
-        if (ftz and fmt == "bf16") or (relu and (fmt == "f32" or rnd != "rn" or sat)):
+        if (ftz and fmt in ("bf16", "f64")) or (sat and fmt == "f64") or \
+                (relu and (fmt in ("f32", "f64") or rnd != "rn" or sat)):
             continue
         yield rnd, ftz, sat, relu
 
 
-@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16", "f64"])
 def test_ffma_matches_reference(fmt):
     rng = np.random.default_rng(zlib_seed(fmt))
     n = 12000
