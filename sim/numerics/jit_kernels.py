@@ -624,3 +624,92 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
             else:
                 u = _INVALID64
         out[i] = u
+
+
+# ================================================================================================ add / sub / mul
+@njit(cache=True)
+def _finish_small(r, man, exp_bits, width, ftz, sat, nan_code):
+    """fp._finish (no .relu): flush a subnormal result (.ftz), the canonical NaN, .sat clamping to [+0, 1]."""
+    sign = np.int64(1) << (width - 1)
+    if ftz:
+        r = _flush_small(r, man, exp_bits, width)
+    mag = r & (sign - 1)
+    is_nan = mag > (((np.int64(1) << exp_bits) - 1) << man)
+    if is_nan:
+        r = nan_code
+    if sat:
+        one = np.int64((1 << (exp_bits - 1)) - 1) << man
+        if is_nan or (r & sign) != 0 or r == 0:
+            r = 0
+        elif mag > one:
+            r = one
+    return r
+
+
+@njit(cache=True)
+def _special_small(s, man, exp_bits, width, nan_code):
+    """fp._enc of a NaN / +-Inf float64: the canonical NaN, or the signed Inf code."""
+    if np.isnan(s):
+        return np.int64(nan_code)
+    r = ((np.int64(1) << exp_bits) - 1) << man
+    return r | (np.int64(1) << (width - 1)) if s < 0 else r
+
+
+@njit(cache=True)
+def fadd_small(a, b, out, man, exp_bits, bias, width, rnd, ftz, sat, nan_code, negate_b):
+    """fp.fadd / fp.fsub (``negate_b``) for f16 / bf16 / f32: TwoSum, one rounding, the exact-zero sign rule,
+    .ftz (tiny exact sums flush, keeping the sign), .sat; uint32 lanes."""
+    sign = np.int64(1) << (width - 1)
+    emask = ((np.int64(1) << exp_bits) - 1) << man
+    for i in range(a.shape[0]):
+        xa, xb = np.int64(a[i]), np.int64(b[i])
+        if ftz:
+            xa = _flush_small(xa, man, exp_bits, width)
+            xb = _flush_small(xb, man, exp_bits, width)
+        va = _val_small(xa, man, exp_bits, bias)
+        vb = _val_small(xb, man, exp_bits, bias)
+        if negate_b:
+            vb = -vb
+        if np.isfinite(va) and np.isfinite(vb):
+            hi, lo = _two_sum(va, vb)
+            if hi == 0:
+                sa, sb = np.signbit(va), np.signbit(vb)
+                zneg = sa if sa == sb else rnd == _RM
+                r = sign if zneg else np.int64(0)
+            else:
+                r = _round_pair(hi, lo, rnd, man, exp_bits, bias, width)
+                # fp._ftz_result: the exact sum is tiny when its rz rounding has a zero exponent field
+                if ftz and (_round_pair(hi, lo, _RZ, man, exp_bits, bias, width) & emask) == 0:
+                    r = r & sign
+        else:
+            r = _special_small(va + vb, man, exp_bits, width, nan_code)
+        out[i] = _finish_small(r, man, exp_bits, width, ftz, sat, nan_code)
+
+
+@njit(cache=True)
+def fmul_small(a, b, out, man, exp_bits, bias, width, rnd, ftz, sat, nan_code):
+    """fp.fmul for f16 / bf16 / f32: the exact float64 product rounded once, the sign of a zero product, .ftz
+    (tininess after rounding), .sat; uint32 lanes."""
+    sign = np.int64(1) << (width - 1)
+    one = np.int64(bias) << man
+    mn = math.ldexp(1.0, 1 - bias)
+    for i in range(a.shape[0]):
+        xa, xb = np.int64(a[i]), np.int64(b[i])
+        if ftz:
+            xa = _flush_small(xa, man, exp_bits, width)
+            xb = _flush_small(xb, man, exp_bits, width)
+        va = _val_small(xa, man, exp_bits, bias)
+        vb = _val_small(xb, man, exp_bits, bias)
+        p = va * vb
+        if np.isfinite(va) and np.isfinite(vb):
+            if p == 0:
+                r = sign if np.signbit(va) != np.signbit(vb) else np.int64(0)
+            else:
+                r = _round_pair(p, 0.0, rnd, man, exp_bits, bias, width)
+                if ftz and abs(p) < 2 * mn:
+                    t = _round_pair(p / mn, 0.0, rnd, man, exp_bits, bias, width)
+                    if (t & (sign - 1)) < one:
+                        r = r & sign
+        else:
+            r = _special_small(p, man, exp_bits, width, nan_code)
+        out[i] = _finish_small(r, man, exp_bits, width, ftz, sat, nan_code)

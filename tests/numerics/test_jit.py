@@ -91,6 +91,25 @@ def test_ffma_matches_reference(fmt):
                               f"compiled {int(got[bad[0]]):#x}, reference {int(want[bad[0]]):#x}")
 
 
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul"])
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_add_sub_mul_match_reference(op, fmt):
+    rng = np.random.default_rng(zlib_seed(op + fmt))
+    n = 6000
+    a, b = edge_codes(rng, fmt, n), edge_codes(rng, fmt, n)
+    b[: n // 8] = a[: n // 8] ^ _DT[_GEOM[fmt][0]](1 << (_GEOM[fmt][0] - 1) if op == "fadd" else 0)  # x + -x
+    fast, ref = getattr(fp, op), getattr(fp, op + "_reference")
+    for rnd, ftz, sat in itertools.product(("rn", "rz", "rm", "rp"), (False, True), (False, True)):
+        if ftz and fmt == "bf16":
+            continue
+        want, got = ref(fmt, a, b, rnd, ftz, sat), fast(fmt, a, b, rnd, ftz, sat)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        bad = np.nonzero(got != want)[0]
+        assert not len(bad), (f"{op} {fmt} {rnd} ftz={ftz} sat={sat}: {len(bad)} lanes differ, first "
+                              f"a={int(a[bad[0]]):#x} b={int(b[bad[0]]):#x}: compiled {int(got[bad[0]]):#x}, "
+                              f"reference {int(want[bad[0]]):#x}")
+
+
 def test_ffma_f32_rn_all_finite_takes_the_same_bits_as_the_round_to_odd_path():
     """The reference's f32 .rn fast path (round to odd) decides a call whose lanes are all finite and non-zero;
     the compiled kernel rounds the TwoSum pair directly: both must agree."""
