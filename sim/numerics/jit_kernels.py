@@ -713,3 +713,67 @@ def fmul_small(a, b, out, man, exp_bits, bias, width, rnd, ftz, sat, nan_code):
         else:
             r = _special_small(p, man, exp_bits, width, nan_code)
         out[i] = _finish_small(r, man, exp_bits, width, ftz, sat, nan_code)
+
+
+# ================================================================================================ codes -> mma_float
+_SPECIALS = {"ieee": 0, "fn": 1, "none": 2, "e8m0": 3}
+
+
+@njit(cache=True)
+def decode_codes(x, man, exp_bits, bias, specials, has_sign, ignore_low):
+    """lowp.decode of an int64 code array (any shape, flattened view): (sign, exp, sig, nan, inf) arrays."""
+    flat = x.ravel()
+    n = flat.shape[0]
+    sign = np.empty(n, np.bool_)
+    exp = np.empty(n, np.int64)
+    sig = np.empty(n, np.int64)
+    nan = np.empty(n, np.bool_)
+    inf = np.empty(n, np.bool_)
+    top = (1 << exp_bits) - 1
+    emin = -bias if specials == 3 else 1 - bias
+    for i in range(n):
+        v = flat[i] >> ignore_low
+        m = v & ((np.int64(1) << man) - 1)
+        field = (v >> man) & top
+        sign[i] = has_sign and ((v >> (man + exp_bits)) & 1) == 1
+        if specials == 3:
+            nn = field == top
+            ii = False
+            e = field - bias
+            s = np.int64(1)
+        else:
+            if specials == 0:
+                nn = field == top and m != 0
+                ii = field == top and m == 0
+            elif specials == 1:
+                nn = field == top and m == (np.int64(1) << man) - 1
+                ii = False
+            else:
+                nn = False
+                ii = False
+            if field != 0:
+                e = field - bias
+                s = m | (np.int64(1) << man)
+            else:
+                e = np.int64(emin)
+                s = m
+        if nn or ii:
+            e = np.int64(emin)
+            s = np.int64(0)
+        nan[i] = nn
+        inf[i] = ii
+        exp[i] = e
+        sig[i] = s
+    sh = x.shape
+    return sign.reshape(sh), exp.reshape(sh), sig.reshape(sh), nan.reshape(sh), inf.reshape(sh)
+
+
+@njit(cache=True)
+def mma_float_codes(a, b, c, fa, fb, block, F, zero_exp, has_floor, floor, man, exp_bits, bias, width, rne,
+                    p_frac, overflow_to_inf, nan_code):
+    """mma_float from raw codes: decode A (M, K) and B (K, N) (fa / fb: man, exp_bits, bias, specials code,
+    has_sign, ignore_low) and run :func:`fused_float_rows`; one call instead of a dozen numpy decodes."""
+    Ls, Le, Lg, Ln, Li = decode_codes(a, fa[0], fa[1], fa[2], fa[3], fa[4] != 0, fa[5])
+    Rs, Re, Rg, Rn, Ri = decode_codes(b, fb[0], fb[1], fb[2], fb[3], fb[4] != 0, fb[5])
+    return fused_float_rows(Ls, Le, Lg, Ln, Li, Rs, Re, Rg, Rn, Ri, c, block, fa[0] + fb[0], F, zero_exp,
+                            has_floor, floor, man, exp_bits, bias, width, rne, p_frac, overflow_to_inf, nan_code)

@@ -183,7 +183,7 @@ def test_tensor_core_kinds_match_reference(v, monkeypatch):
     """Every kind of the sm_100a table (f8f6f4 / mxf8f6f4: a sample of the 25 format pairs, both
     accumulators), K over two blocks (three for the group kinds' smaller scale blocks) and, for the unscaled
     kinds, a K that leaves a partial last block."""
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
     rng = np.random.default_rng(zlib_seed(v.name))
     p = MO.tcsim_params(v)
     Ks = [2 * p.block] if v.scale_fmt else [2 * p.block, p.block + p.block // 2]
@@ -284,7 +284,7 @@ def test_golden_replays_run_compiled(monkeypatch):
     went through compiled code."""
     if not jit.enabled():
         pytest.skip("compiled kernels off")
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
     for path in MO._golden_files():
         got, g, _ = MO.replay_golden(path)
         np.testing.assert_array_equal(got, g["expected"])
@@ -296,4 +296,16 @@ def test_golden_replays_run_compiled(monkeypatch):
         a, bt, c, d = (tgt[f"{name}/{k}"] for k in ("a", "bt", "c", "d"))
         got = np.stack([tc.mma_float(a[i], bt[i].T, c[i], pair.ab, pair.ab, pair.acc, P) for i in range(len(a))])
         assert np.array_equal(got, d), name
-    assert spy.calls["fused_float_rows"] > 0
+    assert spy.calls["mma_float_codes"] > 0
+
+
+def test_codes_out_of_range_raise_as_the_reference_does():
+    p = tc_params("sm_100a", "tcgen05", "e2m1")                       # kind::f8f6f4 with fp4 operands
+    a = np.full((2, 32), 0x1F, np.uint8)                              # 5 bits: not an e2m1 code
+    b = np.zeros((32, 2), np.uint8)
+    c = np.zeros((2, 2), np.uint32)
+    for f in (tc.mma_float, tc.mma_float_reference):
+        with pytest.raises(ValueError, match="out of range"):
+            f(a, b, c, "e2m1", "e2m1", "f32", p)
+        with pytest.raises(ValueError, match="out of range"):
+            f(b.T.astype(np.int16) - 1, a.T, c, "e2m1", "e2m1", "f32", p)
