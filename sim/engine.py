@@ -135,8 +135,12 @@ class Simulation:
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
                  timing=False, strict: bool = False, schedule=None, grid_dependency=None,
-                 stack_size: int | None = None):
+                 stack_size: int | None = None, tier: str | None = None):
         from .grid_dependency import GridDependency
+        from .fast import check_tier, default_tier
+        #: the execution tier (tcsim.fast): 'reference' (this module's warp process) or 'fast' (lockstep groups)
+        self.tier = default_tier() if tier is None else check_tier(tier)
+        self._fast = None
         from .linker import DEFAULT_STACK_SIZE
         self.program = program
         #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
@@ -241,6 +245,11 @@ class Simulation:
                                     cta.warps.append(warp)
                                     self.warps.append(warp)
         self._warp_knobs(self.schedule)
+        if self.tier == "fast":                 # (its driver runs the warps: tcsim.fast.tier)
+            from .fast.tier import FastTier
+            self._fast = FastTier(self)
+            self._fast.start()
+            return
         # Launch-order processes: warps of CTA 0 first, then CTA 1...
         for warp in self.warps:
             self._procs.append(self.env.process(self._warp_process(warp)))
@@ -507,7 +516,10 @@ class Simulation:
     def run(self) -> None:
         t0 = time.perf_counter()
         try:
-            self.env.run()
+            if self._fast is not None:
+                self._fast.run()
+            else:
+                self.env.run()
         except _Stop:
             pass
         finally:
@@ -536,6 +548,8 @@ class Simulation:
     def step_instruction(self) -> bool:
         """Process events until one more warp-instruction retires; False when the run is over."""
         target = self.retired + 1
+        if self._fast is not None:
+            self._fast.single_step()
         while self.retired < target:
             if self.error is not None:
                 raise self.error
@@ -545,6 +559,9 @@ class Simulation:
                 return False
             except _Stop:
                 raise self.error
+            finally:
+                if self._fast is not None:
+                    self._fast.flush()      # (a debugger looks at the state after every step)
         if self.error is not None:
             raise self.error
         return True

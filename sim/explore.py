@@ -415,7 +415,16 @@ def schedule_of(launch, k: int, *, timing=False, seed: int = 0, max_instructions
     if k == 0:
         return Schedule()
     b = baseline(launch, timing=timing, max_instructions=max_instructions)[0]
-    return make_schedules(b, k + 1, seed)[k]
+    # schedule k of make_schedules(b, n, seed) for any n > k, without building the k before it (k may be huge)
+    out = [Schedule()]
+    seen = {out[0].knobs()}
+    for s in _systematic(b):
+        if len(out) > k:
+            break
+        if s.knobs() not in seen:
+            seen.add(s.knobs())
+            out.append(s)
+    return _with_index(out[k] if k < len(out) else _random(b, k, seed), k)
 
 
 # ---------------------------------------------------------------------------------------------- the report

@@ -370,7 +370,12 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.linkage == "extern":
             raise LaunchError(f"extern .global variable {v.name} has no definition", v.loc)
-        alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        try:
+            alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        except (MemoryError, ValueError) as e:      # numpy: "Unable to allocate", "Maximum allowed dimension"
+            raise LaunchError(f".global variable {v.name} ({v.size_bytes:,} bytes) cannot be allocated: {e}",
+                              v.loc, expected="a .global variable that fits in the simulating host's memory") \
+                from None
         addrs[v.name] = alloc.base
     for v in decls:
         if v.init:
@@ -416,11 +421,15 @@ class Prepared:
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
                  strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
-                 shared_buffers: dict | None = None, grid_dependency=None):
+                 shared_buffers: dict | None = None, grid_dependency=None, tier: str | None = None):
         from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
-        from .observe import JsonlTracer, ObservationBus
+        from .observe import ObservationBus
+        from .launch_options import check_run_options, open_trace
         from .timing.params import timing_config
 
+        check_run_options(seed=seed, trace=trace, observers=observers, timing=timing, schedule=schedule,
+                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
+                                 "async_copy_params": async_copy_params})
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
@@ -431,7 +440,7 @@ class Prepared:
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
-            self.tracer = JsonlTracer(trace)
+            self.tracer = open_trace(trace)
             self.bus.subscribe(self.tracer)
         for o in observers:
             self.bus.subscribe(o)
@@ -444,7 +453,7 @@ class Prepared:
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]),
-                              grid_dependency=grid_dependency)
+                              grid_dependency=grid_dependency, tier=tier)
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:
@@ -500,7 +509,7 @@ class Prepared:
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
                observers=(), timing=False, strict: bool = False, schedule=None, detect: bool = True,
-               **units) -> Result:
+               tier: str | None = None, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -520,9 +529,14 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`).
 
     ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
-    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it."""
+    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it.
+
+    ``tier``: the execution tier (:mod:`tcsim.fast`): 'reference' or 'fast' (lockstep groups; same results, traces
+    and cycles); None takes :func:`tcsim.fast.default_tier`."""
+    from .launch_options import check_run_options
+    check_run_options(units=units)
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, schedule=schedule, detect=detect, **units)
+                    timing=timing, strict=strict, schedule=schedule, detect=detect, tier=tier, **units)
     try:
         prep.sim.run()
     finally:
