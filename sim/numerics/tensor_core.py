@@ -81,6 +81,7 @@ mxf4 group, integer-kind tables through `mma_float`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple, Optional
@@ -502,8 +503,48 @@ def _mma_float(a_bits, b_bits, c_bits, a_fmt, b_fmt, acc_fmt, params, kern) -> n
     M, K, N = _check_shapes(a, b, c)
     if params.lowering == LOWER_FP8_VIA_F16:
         return _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params, kern)
+    if kern is not None:
+        out = _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params)
+        if out is not None:
+            return out
     A, B = decode(a, a_fmt), decode(b, b_fmt)
     return _chained_blocks(A, B, c, acc_fmt, params, params.block, kern)
+
+
+def _code_params(x: np.ndarray, fmt: str):
+    """(int64 codes, the kernel's format tuple) after lowp.decode's checks, or None for codes decode would
+    reject (the reference then raises its error)."""
+    f = lowp_format(fmt)
+    if x.dtype.kind not in "iu":
+        return None
+    if (x.dtype.kind == "i" or x.dtype.itemsize * 8 > f.width) and x.size and \
+            (int(x.min()) < 0 or int(x.max()) >> f.width):
+        return None
+    has_sign = f.signed and not f.ignore_sign
+    return (np.ascontiguousarray(x, dtype=np.int64),
+            np.array([f.man_bits, f.exp_bits, f.bias, _SPECIALS_CODE[f.specials], has_sign, f.ignore_low],
+                     np.int64))
+
+
+_SPECIALS_CODE = {"ieee": 0, "fn": 1, "none": 2, "e8m0": 3}      # jit_kernels._SPECIALS
+
+
+def _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params, block=None):
+    """mma_float by one compiled call from the raw codes (decode included), or None where the reference decides
+    (codes out of range, or int64 headroom not guaranteed by the formats: sig < 2**(man + 1) per operand, so a
+    product's k is 2)."""
+    block = params.block if block is None else block
+    n = min(block, a.shape[1])
+    if params.frac_bits + 2 + int(n).bit_length() > 62:
+        return None
+    pa, pb = _code_params(a, a_fmt), _code_params(b, b_fmt)
+    if pa is None or pb is None:
+        return None
+    (zero_exp, has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code) = \
+        _acc_geometry(acc_fmt, params)
+    out = kern.mma_float_codes(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
+                               has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
+    return out.astype(_ACC_DTYPE[acc_fmt])
 
 
 def _chained_blocks(L: Decoded, R: Decoded, c: np.ndarray, acc_fmt: str, params: TensorCoreParams,
@@ -561,8 +602,19 @@ def _compiled_float(kern, L: Decoded, R: Decoded, c, acc_fmt, params, block) -> 
 
 def _f16_codes(bits, fmt: str) -> np.ndarray:
     """fp8 codes -> f16 codes (exact: e4m3 and e5m2 are subsets of f16; NaN stays NaN)."""
+    x = np.asarray(bits)
+    if x.dtype == np.uint8 and x.ndim and lowp_format(fmt).width == 8:
+        return _f16_code_table(fmt)[x]             # the same conversion, of every byte code once
     with np.errstate(invalid="ignore"):
         return to_float64(bits, fmt).astype(np.float16).view(np.uint16)
+
+
+@functools.lru_cache(maxsize=None)
+def _f16_code_table(fmt: str) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        t = to_float64(np.arange(1 << lowp_format(fmt).width), fmt).astype(np.float16).view(np.uint16)
+    t.flags.writeable = False
+    return t
 
 
 def _ieee_add(c: np.ndarray, p: np.ndarray, acc_fmt: str) -> np.ndarray:
@@ -584,13 +636,22 @@ def _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params, kern=None) -> np.nd
     """H100 mma.sync fp8 as ptxas lowers it (LOWER_FP8_VIA_F16): per instruction K of 32 (or a
     final 16, the m16n8k16 form), fused f16 block over k%4 in {0,1} from +0, chained fused f16 block
     over k%4 in {2,3}, then D = C + P rounded to nearest even."""
-    A, B = decode(_f16_codes(a, a_fmt), "f16"), decode(_f16_codes(b, b_fmt), "f16")
+    a16, b16 = _f16_codes(a, a_fmt), _f16_codes(b, b_fmt)
+    A = B = None
     K = a.shape[1]
     for k0 in range(0, K, _FP8_INSTR_K):
         ks = np.arange(k0, min(k0 + _FP8_INSTR_K, K))
         p = np.zeros(c.shape, dtype=_ACC_DTYPE[acc_fmt])
         for half in ((ks - k0) % 4 < 2, (ks - k0) % 4 >= 2):
             kk = ks[half]
+            fast = None
+            if len(kk) and kern is not None:      # the half fused as one block, from the f16 codes
+                fast = _compiled_codes(kern, a16[:, kk], b16[kk], p, "f16", "f16", acc_fmt, params, len(kk))
+            if fast is not None:
+                p = fast
+                continue
+            if A is None:
+                A, B = decode(a16, "f16"), decode(b16, "f16")
             if len(kk):
                 p = _chained_blocks(_slice(A, kk, 1), _slice(B, kk, 0), p, acc_fmt, params, len(kk), kern)
             else:                           # an empty half (K % 32 in {1, 2}) still re-rounds P
@@ -691,6 +752,8 @@ def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_f
     sa, sb = _slice(SAk, gi, 1), _slice(SBk, gi, 0)
     frac = A.man_bits + B.man_bits - (ea + eb) + sa.man_bits + sb.man_bits
     gs_bits = _bits_of_max(a_int) + _bits_of_max(b_int) + int(G).bit_length()
+    if gs_bits > 31:                                     # group sums in int32 (e2m1: 4 + 4 + 5 = 13 bits)
+        return None
     k = max(gs_bits + _bits_of_max(sa.sig) + _bits_of_max(sb.sig) - frac, 1, 0)
     n_terms = min(params.block, K) // G
     if params.frac_bits + k + int(n_terms).bit_length() > 62:
@@ -699,7 +762,7 @@ def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_f
     b_int = np.where(B.sign, -b_int, b_int)
     (zero_exp, has_floor, floor, man, exp_bits, bias, width, _rne, p_frac, ovf, nan_code) = \
         _acc_geometry(acc_fmt, params)
-    out = kern.fused_group_rows(_i64(a_int), _i64(b_int), _i64(sa.sig), _i64(sa.exp), _i64(sb.sig), _i64(sb.exp),
+    out = kern.fused_group_rows(np.ascontiguousarray(a_int, np.int32), np.ascontiguousarray(b_int, np.int32), _i64(sa.sig), _i64(sa.exp), _i64(sb.sig), _i64(sb.exp),
                                 _b(AL.sign), _i64(AL.sig), _b(AL.nan), _b(AL.inf),
                                 _b(BR.sign), _i64(BR.sig), _b(BR.nan), _b(BR.inf), _i64(c),
                                 int(G), int(params.block), int(frac), params.frac_bits, zero_exp,

@@ -38,8 +38,8 @@ def test_compiled_path_is_on():
 
 
 # ============================================================================================ exact fma
-_GEOM = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23)}
-_DT = {16: np.uint16, 32: np.uint32}
+_GEOM = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23), "f64": (64, 52)}
+_DT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
@@ -50,7 +50,8 @@ def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
     bias = (1 << (eb - 1)) - 1
     sel = rng.integers(0, 7, n)
     frac = rng.integers(0, 1 << man, n, dtype=np.uint64)
-    x = rng.integers(0, 1 << w, n, dtype=np.uint64)
+    x = rng.integers(0, 1 << w, n, dtype=np.uint64, endpoint=False) if w < 64 else \
+        rng.integers(0, 1 << 64, n, dtype=np.uint64, endpoint=False)
     x = np.where(sel == 1, frac, x)
     x = np.where(sel == 2, np.uint64(((1 << eb) - 1) << man) | rng.integers(0, 3, n, dtype=np.uint64), x)
     x = np.where(sel == 3, np.uint64(0), x)
@@ -67,12 +68,13 @@ def edge_codes(rng, fmt: str, n: int) -> np.ndarray:
 def _fma_modes(fmt):
     for rnd, ftz, sat, relu in itertools.product(("rn", "rz", "rm", "rp"), (False, True), (False, True),
                                                  (False, True)):
-        if (ftz and fmt == "bf16") or (relu and (fmt == "f32" or rnd != "rn" or sat)):
+        if (ftz and fmt in ("bf16", "f64")) or (sat and fmt == "f64") or \
+                (relu and (fmt in ("f32", "f64") or rnd != "rn" or sat)):
             continue
         yield rnd, ftz, sat, relu
 
 
-@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16", "f64"])
 def test_ffma_matches_reference(fmt):
     rng = np.random.default_rng(zlib_seed(fmt))
     n = 12000
@@ -87,6 +89,25 @@ def test_ffma_matches_reference(fmt):
         assert not len(bad), (f"{fmt} {rnd} ftz={ftz} sat={sat} relu={relu}: {len(bad)} lanes differ, first "
                               f"a={int(a[bad[0]]):#x} b={int(b[bad[0]]):#x} c={int(c[bad[0]]):#x}: "
                               f"compiled {int(got[bad[0]]):#x}, reference {int(want[bad[0]]):#x}")
+
+
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul"])
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+def test_add_sub_mul_match_reference(op, fmt):
+    rng = np.random.default_rng(zlib_seed(op + fmt))
+    n = 6000
+    a, b = edge_codes(rng, fmt, n), edge_codes(rng, fmt, n)
+    b[: n // 8] = a[: n // 8] ^ _DT[_GEOM[fmt][0]](1 << (_GEOM[fmt][0] - 1) if op == "fadd" else 0)  # x + -x
+    fast, ref = getattr(fp, op), getattr(fp, op + "_reference")
+    for rnd, ftz, sat in itertools.product(("rn", "rz", "rm", "rp"), (False, True), (False, True)):
+        if ftz and fmt == "bf16":
+            continue
+        want, got = ref(fmt, a, b, rnd, ftz, sat), fast(fmt, a, b, rnd, ftz, sat)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        bad = np.nonzero(got != want)[0]
+        assert not len(bad), (f"{op} {fmt} {rnd} ftz={ftz} sat={sat}: {len(bad)} lanes differ, first "
+                              f"a={int(a[bad[0]]):#x} b={int(b[bad[0]]):#x}: compiled {int(got[bad[0]]):#x}, "
+                              f"reference {int(want[bad[0]]):#x}")
 
 
 def test_ffma_f32_rn_all_finite_takes_the_same_bits_as_the_round_to_odd_path():
@@ -162,7 +183,7 @@ def test_tensor_core_kinds_match_reference(v, monkeypatch):
     """Every kind of the sm_100a table (f8f6f4 / mxf8f6f4: a sample of the 25 format pairs, both
     accumulators), K over two blocks (three for the group kinds' smaller scale blocks) and, for the unscaled
     kinds, a K that leaves a partial last block."""
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
     rng = np.random.default_rng(zlib_seed(v.name))
     p = MO.tcsim_params(v)
     Ks = [2 * p.block] if v.scale_fmt else [2 * p.block, p.block + p.block // 2]
@@ -263,7 +284,7 @@ def test_golden_replays_run_compiled(monkeypatch):
     went through compiled code."""
     if not jit.enabled():
         pytest.skip("compiled kernels off")
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
     for path in MO._golden_files():
         got, g, _ = MO.replay_golden(path)
         np.testing.assert_array_equal(got, g["expected"])
@@ -275,4 +296,16 @@ def test_golden_replays_run_compiled(monkeypatch):
         a, bt, c, d = (tgt[f"{name}/{k}"] for k in ("a", "bt", "c", "d"))
         got = np.stack([tc.mma_float(a[i], bt[i].T, c[i], pair.ab, pair.ab, pair.acc, P) for i in range(len(a))])
         assert np.array_equal(got, d), name
-    assert spy.calls["fused_float_rows"] > 0
+    assert spy.calls["mma_float_codes"] > 0
+
+
+def test_codes_out_of_range_raise_as_the_reference_does():
+    p = tc_params("sm_100a", "tcgen05", "e2m1")                       # kind::f8f6f4 with fp4 operands
+    a = np.full((2, 32), 0x1F, np.uint8)                              # 5 bits: not an e2m1 code
+    b = np.zeros((32, 2), np.uint8)
+    c = np.zeros((2, 2), np.uint32)
+    for f in (tc.mma_float, tc.mma_float_reference):
+        with pytest.raises(ValueError, match="out of range"):
+            f(a, b, c, "e2m1", "e2m1", "f32", p)
+        with pytest.raises(ValueError, match="out of range"):
+            f(b.T.astype(np.int16) - 1, a.T, c, "e2m1", "e2m1", "f32", p)
