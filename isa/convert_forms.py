@@ -107,6 +107,8 @@ def check_cvt_operands(ins: ir.Instruction, info, form: CvtForm) -> tuple:
     check_count(ins, 2)
     d, a = ins.operands
     check_dst(ins, info, d, reg_type(form.dst), wider=True)
+    if isinstance(a, ir.SpecialReg) and a.component is not None and reg_type(form.src) in ("u32", "s32", "b32"):
+        return d, a          # cvt reads a 32-bit special register directly (ptxas 13.0: cvt.u64.u32 %rd, %tid.x)
     check_src(ins, info, a, reg_type(form.src), wider=True)
     return d, a
 
