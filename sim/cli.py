@@ -400,8 +400,9 @@ def cmd_run(args) -> int:
     return _run_module(mod, args)
 
 
-def check_ptx_text(text: str, name: str) -> list:
-    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute."""
+def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:
+    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute.  With
+    ``notes_out``, the notes of :func:`ptx_notes` of a file without diagnostics are appended to it (one parse)."""
     from tcsim.isa.parser import parse
     from .engine import decode_function
 
@@ -414,6 +415,9 @@ def check_ptx_text(text: str, name: str) -> list:
         if fn.is_declaration:
             continue
         decode_function(module, fn, errors)
+    if notes_out is not None and not errors:
+        from tcsim.isa.lint import notes
+        notes_out.extend(notes(module))
     return errors
 
 
@@ -465,13 +469,14 @@ def cmd_check(args) -> int:
                 print(f"{f or repr(f)}: error: {e.message}", file=sys.stderr)
             bad += 1
             continue
-        errs = check_ptx_text(text, str(p))
+        found_notes: list = []
+        errs = check_ptx_text(text, str(p), found_notes)
         for e in errs:
             print(str(e))
         if errs:
             bad += 1
         else:
-            for n in ptx_notes(text, str(p)):
+            for n in found_notes:
                 print(str(n))
             print(f"{f}: OK (every instruction is executable by tcsim)")
     return 1 if bad else 0

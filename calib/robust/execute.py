@@ -77,12 +77,26 @@ def _captured():
         yield out, err
 
 
-def _cli(argv) -> tuple[int | None, str, BaseException | None]:
+def _check_main(argv) -> int:
+    """``tcsim check FILE``: :func:`tcsim.cli.main` without building the whole argument parser each time (the
+    parser costs more than checking a small file); the same command function and the same error handling."""
+    import argparse
+
+    from tcsim.cli import cmd_check
+    from tcsim.isa.errors import TcsimError
+    try:
+        return cmd_check(argparse.Namespace(files=list(argv[1:]), list=False))
+    except TcsimError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+
+
+def _cli(argv, fast_check: bool = False) -> tuple[int | None, str, BaseException | None]:
     from tcsim.cli import main
     exc = None
     with _captured() as (out, err):
         try:
-            rc = main(list(argv))
+            rc = _check_main(argv) if fast_check else main(list(argv))
         except SystemExit as e:                     # argparse usage errors
             rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
         except (Hang, MemoryError):
@@ -109,7 +123,7 @@ def _ptx_located(text: str, path: str) -> bool:
 def run_check(case: dict, tmp: Path) -> dict:
     path = tmp / "mutant.ptx"
     path.write_bytes(unlatin1(case["ptx"]))
-    rc, text, exc = _cli(["check", str(path)])
+    rc, text, exc = _cli(["check", str(path)], fast_check=True)
     if exc is not None:
         return _exc_outcome(exc)
     if rc == 0:
