@@ -33,6 +33,7 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
     by_kind: dict = defaultdict(Counter)
     findings: list = []
     sigs: Counter = Counter()
+    seconds: Counter = Counter()
     done = 0
     kw = {"max_bytes": max_bytes}
     if mix is not None:
@@ -44,6 +45,7 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
             cls = o["cls"]
             classes[cls] += 1
             by_kind[case["kind"]][cls] += 1
+            seconds[case["kind"]] += o.get("s", 0.0)
             if case["kind"] == "run":
                 by_kind["run:" + o.get("stage", "check")][cls] += 1
             if cls in FINDINGS:
@@ -78,6 +80,7 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
             "jobs": jobs, "classes": {k: classes.get(k, 0) for k in CLASSES},
             "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
             "findings": len(findings), "signatures": dict(sigs.most_common()),
+            "case_seconds_by_kind": {k: round(v, 1) for k, v in sorted(seconds.items())},
             "examples": [{"sig": o.get("sig"), "detail": o.get("detail"), "kind": c["kind"], "id": c["id"],
                           "mutations": c.get("mutations"), "source": c.get("source"),
                           "launch": c.get("launch"), "run": c.get("run"), "argv": c.get("argv")}
