@@ -88,6 +88,22 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
             "cpu_wall_s": round(time.time() - t0, 1)}
 
 
+def combine(records: list) -> dict:
+    """One record of several campaign chunks (each a :func:`campaign` record with its ``command``): the summed
+    counts per class and per kind, and every chunk as it was."""
+    classes: Counter = Counter()
+    by_kind: dict = defaultdict(Counter)
+    sigs: Counter = Counter()
+    for r in records:
+        classes.update(r["classes"])
+        for k, v in r["by_kind"].items():
+            by_kind[k].update(v)
+        sigs.update(r.get("signatures", {}))
+    return {"cases": sum(r["count"] for r in records), "classes": {k: classes.get(k, 0) for k in CLASSES},
+            "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())}, "findings": sum(r["findings"] for r in records),
+            "signatures": dict(sigs.most_common()), "chunks": records}
+
+
 def _one_per_sig(findings):
     seen = set()
     for c, o in findings:

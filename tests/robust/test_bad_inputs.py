@@ -133,3 +133,30 @@ def test_float_immediate_for_an_integer_of_another_size_is_located(tmp_path, bod
         run_launch(_tiny(tmp_path, text))
     assert isinstance(e.value, VerifyError) and e.value.loc is not None
     assert e.value.loc.text.strip() == body.strip() and f".{typ} operand" in str(e.value)
+
+
+def test_an_address_far_past_every_buffer_is_a_memory_fault(tmp_path):
+    """A pointer argument of 2^64 - 2^31 (the fuzzer's -2**31 for a .u64 parameter) lies more than 2^63 bytes past
+    the last buffer: an out-of-bounds store (it was an IndexError from a wrapped negative offset)."""
+    from tcsim.isa.errors import MemoryFault
+    with pytest.raises(MemoryFault, match="out-of-bounds global write") as e:
+        run_launch(Launch(ptx=KERNEL, kernel="k", args=[(1 << 64) - (1 << 31)]))
+    assert e.value.loc is not None and e.value.loc.line == 12
+
+
+def test_a_global_variable_too_large_for_the_host_is_located(tmp_path):
+    text = KERNEL.replace("// a comment", ".global .align 4 .b8 huge[1125899906842624];")   # 2^50 bytes
+    with pytest.raises(LaunchError, match="huge .* cannot be allocated") as e:
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 4
+
+
+def test_schedule_k_is_built_directly_for_any_k(tmp_path):
+    """tcsim run --schedule K: schedule K of an exploration, without making the K before it (K = 10^11 hung)."""
+    from tcsim.explore import baseline, make_schedules, schedule_of
+    launch = Launch(ptx=KERNEL, kernel="k", block=(64, 1, 1), args=[np.zeros(1, np.uint32)])
+    ref = make_schedules(baseline(launch)[0], 8, seed=3)
+    for k in range(8):
+        assert repr(schedule_of(launch, k, seed=3)) == repr(ref[k])
+    big = schedule_of(launch, 10 ** 11, seed=3)
+    assert big.index == 10 ** 11 and big.label().startswith("schedule 100000000000")
