@@ -239,7 +239,8 @@ def _run_sim(mod, launch, args):
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
-                            detect=getattr(args, "detect", True))
+                            detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
+                            progress=None if getattr(args, "progress", True) else False)
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -396,6 +397,12 @@ def cmd_run(args) -> int:
     except (FileNotFoundError, ModuleNotFoundError) as e:
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
+    except TcsimError:
+        raise
+    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
+        print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+              f"{_user_frame(e) or args.launch})", file=sys.stderr)
+        return 2
     args.launch_name = args.launch
     return _run_module(mod, args)
 
@@ -490,7 +497,12 @@ def main(argv=None) -> int:
     def run_opts(p):
         p.add_argument("--trace", help="write a JSONL event trace to this file")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
-        p.add_argument("--max-instructions", type=int, default=None, help="instruction budget")
+        p.add_argument("--max-instructions", type=int, default=None,
+                       help="budget in warp-instructions (a positive count)")
+        p.add_argument("--max-seconds", type=float, default=None,
+                       help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
+        p.add_argument("--no-progress", dest="progress", action="store_false", default=True,
+                       help="no progress line on stderr for runs longer than ~2 s")
         p.add_argument("--timing", dest="timing", action="store_true", default=True,
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",
@@ -532,11 +544,18 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")
     p.set_defaults(fn=cmd_check)
     args = ap.parse_args(argv)
+    from tcsim.isa.errors import RunInterrupted
     try:
         return args.fn(args)
+    except RunInterrupted as e:
+        print(str(e), file=sys.stderr)
+        return 130                      # 128 + SIGINT, as shells report a process Ctrl-C ended
     except TcsimError as e:
         print(str(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("tcsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -24,7 +24,13 @@
   (``*_extra_latency``, ``async_jitter_seed``: :data:`tcsim.timing.params.LATENCY_KNOBS`); semantics never see
   it.
 * When no event is left but some warp is still alive, that is a deadlock: the report names every waiting
-  warp, its lanes and what it waits on.  An instruction budget stops runaway kernels.
+  warp, its lanes and what it waits on.  A budget (seconds of work by default, or warp-instructions) stops
+  runaway kernels; a run in which every live warp polls while the machine state repeats is a livelock, reported
+  like a deadlock; long runs print a progress line and stop on Ctrl-C with every warp's position
+  (:mod:`tcsim.watch`, consulted every few thousand instructions through :meth:`Simulation._watch_check`).
+* CTAs are created when they are scheduled (:meth:`Simulation._start_cluster`): as many clusters as the GPU holds
+  at once (:func:`tcsim.limits.resident_ctas`) start at cycle 0, and each cluster that exits lets the next one
+  of the grid start, so a huge grid starts at once and its memory stays bounded by what has run.
 """
 from __future__ import annotations
 
@@ -46,7 +52,8 @@ from .observe import InstRetired, ObservationBus
 from .ptxtypes import B128, b128_int
 from .semantics import REGISTRY, DecodeInfo, load_all
 
-DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+#: (kept for callers that imported it; the default budget is :data:`tcsim.watch.DEFAULT_MAX_SECONDS` of work)
+DEFAULT_MAX_INSTRUCTIONS = None
 SPIN_LIMIT = 64          # backward branches by the lowest-PC group before waiting lanes get a turn
 FOCUS_SLICE = 512        # instructions such a turn may run
 
@@ -132,10 +139,11 @@ class Simulation:
 
     def __init__(self, program: Program, gmem: M.GlobalMemory, param_image: np.ndarray, *, grid, block,
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
-                 max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
+                 max_instructions: int | None = None, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
                  timing=False, strict: bool = False, schedule=None, grid_dependency=None,
-                 stack_size: int | None = None):
+                 stack_size: int | None = None, max_seconds: float | None = None, progress=None,
+                 non_portable_cluster: bool = False):
         from .grid_dependency import GridDependency
         from .linker import DEFAULT_STACK_SIZE
         self.program = program
@@ -157,7 +165,8 @@ class Simulation:
         # user shared bytes per CTA: the static section, then the dynamic bytes (the GPU's %aggr_smem_size less the
         # reserved bytes)
         smem_total = program.shared_static_size + self.dynamic_smem
-        check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total)
+        check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total,
+                           non_portable_cluster=non_portable_cluster, arch=self.arch)
         self.smem_total = smem_total
         #: the schedule perturbation (:class:`tcsim.explore.Schedule`) or None
         self.schedule = schedule
@@ -167,6 +176,9 @@ class Simulation:
         self._rng = random.Random(seed) if seed is not None else None
         self._jitter = 3 if schedule is None else int(schedule.jitter)   # random issue delay: 0..jitter cycles
         self.max_instructions = max_instructions
+        from .watch import RunWatch
+        #: budget, progress line, Ctrl-C and livelock detection (tcsim.watch)
+        self.watch = RunWatch(self, max_instructions, max_seconds, progress)
         self.bus = bus or ObservationBus()
         self.env = simpy.Environment()
         self.retired = 0
@@ -176,8 +188,10 @@ class Simulation:
         self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
         self.finish_hooks: list = []    # callables (sim) run after the run completes (leak checks...)
         self.clusters: list[Cluster] = []
-        self.ctas: list[Cta] = []
+        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order
         self.warps: list[Warp] = []
+        #: ctaid -> Cta of the CTAs started so far
+        self.cta_index: dict = {}
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
@@ -208,42 +222,83 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ setup
     def _build(self) -> None:
-        gx, gy, gz = self.grid
-        cx, cy, cz = self.cluster_dims
+        """Set up the grid: the per-CTA thread ids, the cluster order, and the clusters that start at cycle 0."""
+        from .limits import resident_ctas
         bx, by, bz = self.block
         nthreads = bx * by * bz
-        nwarps = (nthreads + WARP - 1) // WARP
+        self._nthreads = nthreads
+        self._nwarps = (nthreads + WARP - 1) // WARP
         lin = np.arange(nthreads)
-        tid_all = np.stack([lin % bx, (lin // bx) % by, lin // (bx * by)], axis=1)
-        for kz in range(gz // cz):
-            for ky in range(gy // cy):
-                for kx in range(gx // cx):
-                    cl = Cluster(self, (kx, ky, kz), self.cluster_dims)
-                    self.clusters.append(cl)
-                    for rz in range(cz):
-                        for ry in range(cy):
-                            for rx in range(cx):
-                                rank = rx + ry * cx + rz * cx * cy
-                                ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
-                                cta = Cta(self, cl, ctaid, rank, self.smem_total,
-                                          self.address_map.reserved_smem)
-                                cl.ctas.append(cta)
-                                self.ctas.append(cta)
-                                for w in range(nwarps):
-                                    n = min(WARP, nthreads - w * WARP)
-                                    tids = np.zeros((WARP, 3), dtype=np.int64)
-                                    tids[:n] = tid_all[w * WARP:w * WARP + n]
-                                    warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size,
-                                                self.program.local_base, self.program.link, self.stack_size)
-                                    warp.ctx = ExecContext(self, warp)
-                                    warp.wake_event = None
-                                    self.timing.attach(warp)
-                                    cta.warps.append(warp)
-                                    self.warps.append(warp)
+        self._tid_all = np.stack([lin % bx, (lin // bx) % by, lin // (bx * by)], axis=1)
+        gx, gy, gz = self.grid
+        cx, cy, cz = self.cluster_dims
+        self._cluster_grid = (gx // cx, gy // cy, gz // cz)
+        self._clusters_total = self._cluster_grid[0] * self._cluster_grid[1] * self._cluster_grid[2]
+        self._clusters_started = 0
+        self._clusters_reserved = 0         # clusters about to start (one cycle after a cluster exits)
+        csize = cx * cy * cz
+        #: clusters that run at once (the GPU's occupancy bound); the rest start as clusters exit
+        self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
+                                                      self.smem_total) // csize)
         self._warp_knobs(self.schedule)
-        # Launch-order processes: warps of CTA 0 first, then CTA 1...
-        for warp in self.warps:
+        for _ in range(min(self._clusters_total, self.resident_clusters)):
+            self._start_cluster()
+
+    def clusters_pending(self) -> int:
+        """Clusters of the grid not started yet."""
+        return self._clusters_total - self._clusters_started
+
+    def _start_cluster(self) -> None:
+        """Create the next cluster of the grid (launch order: x fastest), its CTAs and their warps, and start the
+        warps' processes (CTA by CTA, warp by warp)."""
+        k = self._clusters_started
+        self._clusters_started += 1
+        nx, ny, _ = self._cluster_grid
+        kx, ky, kz = k % nx, (k // nx) % ny, k // (nx * ny)
+        cx, cy, cz = self.cluster_dims
+        nthreads, tid_all = self._nthreads, self._tid_all
+        prog = self.program
+        cl = Cluster(self, (kx, ky, kz), self.cluster_dims)
+        self.clusters.append(cl)
+        new = []
+        for rz in range(cz):
+            for ry in range(cy):
+                for rx in range(cx):
+                    rank = rx + ry * cx + rz * cx * cy
+                    ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
+                    cta = Cta(self, cl, ctaid, rank, self.smem_total, self.address_map.reserved_smem)
+                    cta.index = len(self.ctas)
+                    cl.ctas.append(cta)
+                    self.ctas.append(cta)
+                    self.cta_index[ctaid] = cta
+                    for w in range(self._nwarps):
+                        n = min(WARP, nthreads - w * WARP)
+                        tids = np.zeros((WARP, 3), dtype=np.int64)
+                        tids[:n] = tid_all[w * WARP:w * WARP + n]
+                        warp = Warp(cta, w, tids, n, prog.kernel.regs, prog.local_size, prog.local_base, prog.link,
+                                    self.stack_size)
+                        warp.ctx = ExecContext(self, warp)
+                        warp.wake_event = None
+                        self.timing.attach(warp)
+                        self._knobs_of(warp, len(self.warps))
+                        cta.warps.append(warp)
+                        self.warps.append(warp)
+                        new.append(warp)
+        for warp in new:
             self._procs.append(self.env.process(self._warp_process(warp)))
+
+    def _cluster_exited(self, cta: Cta) -> None:
+        """A CTA exited: when its whole cluster has, the next cluster of the grid starts in the next cycle (not in
+        this one: a grid of CTAs that exit at once would otherwise run whole within one simulated instant)."""
+        if self._clusters_started < self._clusters_total and all(c.exited for c in cta.cluster.ctas):
+            self._clusters_reserved += 1
+            self.env.process(self._start_next_cluster())
+
+    def _start_next_cluster(self):
+        yield self.env.timeout(1)
+        self._clusters_reserved -= 1
+        if self.error is None and self._clusters_started < self._clusters_total:
+            self._start_cluster()
 
     # ------------------------------------------------------------------------------------------ agents
     def agent(self, name: str, factory, key=None):
@@ -263,20 +318,31 @@ class Simulation:
         self._slow: dict = {}
         #: (warp, n, gap): ``gap`` extra cycles after the warp's n-th retired instruction
         self._stall = None
+        self._schedule_knobs = None
         if schedule is None:
             self._perturbed = self._rng is not None
             return
-        n = len(self.warps)
-        for i, rank in (schedule.priority or {}).items():
-            if 0 <= i < n:
-                self._priority[self.warps[i]] = 0.5 + (rank + 1) / (n + 2)
-        for i, extra in (schedule.slow or {}).items():
-            if 0 <= i < n and extra:
-                self._slow[self.warps[i]] = int(extra)
-        if schedule.stall is not None and 0 <= schedule.stall[0] < n:
-            i, at, gap = schedule.stall
-            self._stall = (self.warps[i], int(at), int(gap))
-        self._perturbed = self._rng is not None or bool(self._slow) or self._stall is not None
+        # warps are numbered over the whole grid (the resident ones at first; later ones as they start)
+        n = self._clusters_total * (self.cluster_dims[0] * self.cluster_dims[1] * self.cluster_dims[2]) * \
+            self._nwarps
+        self._schedule_knobs = (schedule, n)
+        self._perturbed = self._rng is not None or any(schedule.slow.values() if schedule.slow else ()) or \
+            (schedule.stall is not None and 0 <= schedule.stall[0] < n)
+
+    def _knobs_of(self, warp: Warp, i: int) -> None:
+        """The schedule's knobs for warp number ``i`` (creation order)."""
+        if self._schedule_knobs is None:
+            return
+        schedule, n = self._schedule_knobs
+        rank = (schedule.priority or {}).get(i)
+        if rank is not None:
+            self._priority[warp] = 0.5 + (rank + 1) / (n + 2)
+        extra = (schedule.slow or {}).get(i)
+        if extra:
+            self._slow[warp] = int(extra)
+        if schedule.stall is not None and schedule.stall[0] == i:
+            _, at, gap = schedule.stall
+            self._stall = (warp, int(at), int(gap))
 
     def _issue_delay(self, warp) -> int:
         """Cycles the warp waits after an instruction on top of what the issue model says: 0 unless a seed or a
@@ -318,6 +384,7 @@ class Simulation:
         warp.spin = 0
         collective = self.collective
         perturbed = self._perturbed
+        watch = self.watch
         owner = prog.link.owner if warp.callstack is not None else None
         prio = self._priority.get(warp)
         if prio is None:
@@ -427,9 +494,11 @@ class Simulation:
                                         writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
                                         done=done))
                 ctx.writes = None
-            if self.retired > self.max_instructions:
-                self._fail(self._runaway())
-                return
+            if self.retired >= watch.next_check:
+                err = self._watch_check()
+                if err is not None:
+                    self._fail(err)
+                    return
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
@@ -491,6 +560,7 @@ class Simulation:
             self.grid_dependency.cta_exit(cta.ctaid, self.env.now)
             for hook in self.cta_exit_hooks:
                 hook(cta)
+            self._cluster_exited(cta)
 
     def fail(self, err: BaseException) -> None:
         """Stop the run with ``err`` (used by warps and async agents alike)."""
@@ -504,14 +574,23 @@ class Simulation:
         ev.fail(_Stop())
         ev.defused = False
 
+    def _watch_check(self):
+        """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,
+        or None."""
+        return self.watch.check()
+
     def run(self) -> None:
         t0 = time.perf_counter()
+        sigint = self.watch.install_sigint()
+        self.watch.started()
         try:
             self.env.run()
         except _Stop:
             pass
         finally:
             self.wall_time += time.perf_counter() - t0
+            self.watch.stopped()
+            self.watch.restore_sigint(sigint)
         if self.error is not None:
             raise self._with_findings(self.error)
         self.finish()
@@ -619,24 +698,14 @@ class Simulation:
             why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" + (f"; missing: {f.missing}" if f.missing
                                                                               else "") for f in causes) + "."
             loc = causes[0].loc or loc
+        if self.clusters_pending():
+            lines.append(f"{self.clusters_pending()} clusters of the grid never started (at most "
+                         f"{self.resident_clusters} run at once; they start as running ones exit)")
         return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
     def _runaway(self) -> RunawayError:
-        lines = []
-        loc = None
-        for w in self.warps:
-            if w.alive.any():
-                pc = int(w.pc[w.alive].min())
-                pc = min(pc, len(self.program.body) - 1)
-                ins = self.program.body[pc]
-                loc = loc or ins.loc
-                extra = f", last sync op {w.last_sync}" if w.last_sync else ""
-                lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
-        return RunawayError(f"more than {self.max_instructions} warp-instructions executed; the kernel looks "
-                            f"stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: "
-                            + "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""), loc,
-                            expected="raise max_instructions if the kernel really is this long")
+        return self.watch.runaway(f"more than {self.max_instructions} warp-instructions executed")
 
     # ------------------------------------------------------------------------------------------ mbarrier guard
     def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool,
@@ -677,7 +746,7 @@ class Simulation:
         if name == "%nctaid":
             return full(self.grid[axis])
         if name == "%smid":
-            return full(self.ctas.index(cta) % int(self.arch_config.num_sms))
+            return full(cta.index % int(self.arch_config.num_sms))
         if name == "%nsmid":
             return full(int(self.arch_config.num_sms))
         if name == "%gridid":

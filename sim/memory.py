@@ -97,6 +97,10 @@ class GlobalMemory:
         self._next = base + max(int(nbytes), 1) + GLOBAL_GUARD
         return alloc
 
+    def allocations(self) -> list:
+        """Every allocation, in address order."""
+        return list(self._allocs)
+
     def allocation_of(self, addr: int) -> Allocation | None:
         i = bisect.bisect_right(self._bases, addr) - 1
         if i >= 0 and addr < self._allocs[i].end:
