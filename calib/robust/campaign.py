@@ -40,6 +40,10 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
         kw["mix"] = mix
     if budget != "default":
         kw["budget"] = budget
+    sink = None
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        sink = open(Path(out) / "findings.jsonl", "w")      # written as they come (a long campaign can be read)
     with Pool(jobs, time_limit, mem) as pool:
         for case, o in pool.imap(gen_cases(seed, count, start, **kw)):
             cls = o["cls"]
@@ -51,15 +55,14 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
             if cls in FINDINGS:
                 sigs[o.get("sig") or cls] += 1
                 findings.append((case, o))
+                if sink:
+                    sink.write(json.dumps({"case": case, "outcome": o}) + "\n")
+                    sink.flush()
             done += 1
             if log and done % 2000 == 0:
                 log(f"{done}/{count} cases, {time.time() - t0:.0f} s: {dict(classes)}")
-        if out:
-            d = Path(out)
-            d.mkdir(parents=True, exist_ok=True)
-            with open(d / "findings.jsonl", "w") as f:
-                for c, o in findings:
-                    f.write(json.dumps({"case": c, "outcome": o}) + "\n")
+        if sink:
+            sink.close()
         minimised = []
         if minimize:
             seen = set()

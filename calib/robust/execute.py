@@ -318,6 +318,7 @@ def execute(case: dict, tmp_root: Path) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     cwd = os.getcwd()
+    os.chdir(tmp)                                   # a relative path a case writes (a trace named b'x') lands here
     mods = set(sys.modules)
     try:
         out = RUNNERS[case["kind"]](case, tmp)
