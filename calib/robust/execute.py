@@ -274,6 +274,8 @@ def run_cli_case(case: dict, tmp: Path) -> dict:
     want = case.get("expect_in", [])
     low = text.replace(str(tmp), "{tmp}")
     # the thing named, or a PTX position (a diagnostic of the kernel the launch file runs)
+    # an option is named as on the command line (--max-instructions) or as run_launch's keyword (max_instructions)
+    want = list(want) + [w.lstrip("-").replace("-", "_") + "=" for w in want if w.startswith("--")]
     located = bool(low.strip()) and (not want or any(w in low for w in want) or bool(_PTX_LOC.search(low)))
     detail = low.strip().splitlines()[-1][:300] if low.strip() else f"exit {rc} with no output"
     return {"cls": "diagnostic" if located else "unlocated", "detail": detail,
