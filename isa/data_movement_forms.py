@@ -309,8 +309,21 @@ def parse_isspacep(ins: ir.Instruction) -> AddressQueryForm:
     return AddressQueryForm("isspacep", ins.mods[0] if ins.mods else None, None, dst, src)
 
 
+def _address_query_mods(ins) -> None:
+    """mapa / getctarank take ``.shared::cluster`` and one of ``.u32 .u64`` (ptxas: "Unexpected instruction types
+    specified" for any other type)."""
+    sizes = [m for m in ins.mods if m in ("u32", "u64")]
+    other = [m for m in ins.mods if m not in ("u32", "u64", "shared::cluster")]
+    if other:
+        raise VerifyError(f"Unexpected instruction types specified for '{ins.opcode}' (.{other[0]})", ins.loc,
+                          expected=".u32 or .u64")
+    if len(sizes) != 1:
+        raise VerifyError(f"{ins.full_opcode} needs exactly one of .u32 / .u64", ins.loc)
+
+
 def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
     """``mapa{.shared::cluster}.{u32|u64} d, a, b`` (PTX ISA §9.7.9.23)."""
+    _address_query_mods(ins)
     dst, src, rank = _operands(ins, 3, "d, a, b")
     return AddressQueryForm("mapa", "shared::cluster" if "shared::cluster" in ins.mods else None,
                             "u64" if "u64" in ins.mods else "u32", dst, src, rank)
@@ -318,6 +331,7 @@ def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
 
 def parse_getctarank(ins: ir.Instruction) -> AddressQueryForm:
     """``getctarank{.shared::cluster}.{u32|u64} d, a`` (PTX ISA §9.7.9.24)."""
+    _address_query_mods(ins)
     dst, src = _operands(ins, 2, "d, a")
     return AddressQueryForm("getctarank", "shared::cluster" if "shared::cluster" in ins.mods else None,
                             "u64" if "u64" in ins.mods else "u32", dst, src)

@@ -129,7 +129,7 @@ def verify_declarations(module: ir.Module) -> None:
             if p.type in INSTRUCTION_ONLY_TYPES or p.type == "pred":
                 raise VerifyError(f"parameter {p.name} of {fn.name} cannot have the type .{p.type}", p.loc,
                                   expected="a bit-size, integer or .f16/.f32/.f64 type")
-        for p in list(fn.params) + list(fn.returns) + [v for v in fn.locals if v.space == "param"]:
+        for p in [v for v in fn.locals if v.space == "param"]:      # (kernel parameters may be aligned higher)
             a = p.align or 0
             if a > MAX_PARAM_ALIGN:
                 raise VerifyError(f"Parameter '{p.name}' has illegal alignment {a} (must be aligned to 1, 2, 4, 8, 16, "

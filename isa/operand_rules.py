@@ -145,6 +145,9 @@ def compatible(reg_type: str, ptype: str) -> bool:
     rc, pc = _category(reg_type), _category(ptype)
     if "pred" in (rc, pc):
         return False
+    sizes = {**_SIZE, **_EXTRA_SIZE}
+    if reg_type not in sizes or ptype not in sizes:     # .b128 (agrees with .b128 only) or a type ALU rules lack
+        return False
     if type_size(reg_type) != type_size(ptype):
         return False
     if ptype.endswith("x2") or reg_type.endswith("x2"):

@@ -461,8 +461,8 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         raise _err(ins, f"Unexpected number of state spaces specified in instruction '{ins.opcode}'")
     if ins.opcode == "ldu" and space not in ("global", "generic"):
         raise _err(ins, "State space incorrect for instruction 'ldu'", ".global")
-    if "volatile" in ins.mods and _canon_space(space) == "param":
-        raise _err(ins, "Modifier '.volatile' cannot be applied to '.param' space")
+    if "volatile" in ins.mods and _canon_space(space) in ("param", "local", "const"):
+        raise _err(ins, f"Modifier '.volatile' cannot be applied to '.{_canon_space(space)}' space")
     if not load and _canon_space(space) == "param" and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Reg):
         # ptxas 13.0 dies with a segmentation fault on it: a call's .param variables are written by name
         raise _err(ins, "st.param through a register address: the .param variables of a call are written by name "

@@ -87,24 +87,18 @@ def _user_error(exc: BaseException, what: str, path: Path | None = None):
     from tcsim.isa.errors import LaunchError
     where = _user_frame(exc, path)
     msg = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return LaunchError(f"{where + ': ' if where else ''}{what} raised {msg}")
+    return LaunchError(f"{what} raised {msg}" + (f" (at {where})" if where else ""))
 
 
 def _load_launch_module(path: str):
     """Import a launch file: a .py path (as part of its package when it sits in one) or a module name.  A path that
-    is not a file or module is a FileNotFoundError; an exception raised while importing it is a
-    :class:`~tcsim.isa.errors.LaunchError` located in the launch file."""
+    is not a file or module is a FileNotFoundError; what importing it raises propagates (``tcsim run`` reports it
+    with its place in the launch file, :func:`_launch_of` as a LaunchError)."""
     p = Path(path)
     if p.is_dir():
         raise FileNotFoundError(f"launch file {path or '.'} is a directory")
     if p.suffix == ".py" and p.is_file():
-        p = p.resolve()
-        try:
-            return _import_launch_file(p)
-        except TcsimError:
-            raise
-        except Exception as e:  # noqa: BLE001 -- the user's code: reported where it failed
-            raise _user_error(e, f"importing launch file {path}", p) from e
+        return _import_launch_file(p.resolve())
     if p.suffix == ".py":
         raise FileNotFoundError(f"launch file {path} not found")
     if not path or any(not part.isidentifier() for part in path.split(".")):
@@ -114,11 +108,7 @@ def _load_launch_module(path: str):
     except ModuleNotFoundError as e:
         if e.name is not None and (path == e.name or path.startswith(e.name + ".")):
             raise FileNotFoundError(f"launch file or module {path} not found") from None
-        raise _user_error(e, f"importing launch module {path}") from e
-    except TcsimError:
         raise
-    except Exception as e:  # noqa: BLE001
-        raise _user_error(e, f"importing launch module {path}") from e
 
 
 def _import_launch_file(p: Path):
@@ -162,18 +152,18 @@ def _get_launch(mod):
         except TcsimError:
             raise
         except Exception as e:  # noqa: BLE001 -- the user's code: reported where it failed
-            raise _user_error(e, "make_launch()", _mod_path(mod)) from e
-        what = "make_launch() returned"
+            raise _user_error(e, f"{where}: make_launch()", _mod_path(mod)) from e
+        what = "make_launch()"
     elif hasattr(mod, "LAUNCH"):
-        launch, what = mod.LAUNCH, "LAUNCH is"
+        launch, what = mod.LAUNCH, "LAUNCH"
     else:
         raise LaunchError(f"{where} defines neither make_launch() nor LAUNCH",
                           expected="a launch file defining make_launch() that returns a tcsim.launch.Launch "
                                    "(or a module-level LAUNCH)")
     if not isinstance(launch, Launch):
-        raise LaunchError(f"{where}: {what} {type(launch).__name__} {launch!r:.60}, not a tcsim.launch.Launch",
-                          expected="make_launch() returning tcsim.launch.Launch(ptx=..., kernel=..., grid=..., "
-                                   "block=..., args=[...])")
+        raise LaunchError(f"{where}: {what} is a {type(launch).__name__}, not a tcsim.launch.Launch",
+                          expected=f"{what} returning tcsim.launch.Launch(ptx=..., kernel=..., grid=..., block=..., "
+                                   "args=[...])")
     return launch
 
 
@@ -188,7 +178,7 @@ def _call_check(mod, result, launch) -> tuple[bool, str]:
     except TcsimError:
         raise
     except Exception as e:  # noqa: BLE001 -- the user's code
-        raise _user_error(e, "check(result, launch)", _mod_path(mod)) from e
+        raise _user_error(e, f"{where}: check(result, launch)", _mod_path(mod)) from e
     if not (isinstance(out, tuple) and len(out) == 2):
         raise LaunchError(f"{where}: check(result, launch) returned {out!r:.60}",
                           expected="check(result, launch) returning a pair (ok, message)")
@@ -197,7 +187,13 @@ def _call_check(mod, result, launch) -> tuple[bool, str]:
 
 def _launch_of(spec: str):
     """The launch of a launch file or module name (``tcsim diff`` builds its launch with this)."""
-    return _get_launch(_load_launch_module(spec))
+    try:
+        mod = _load_launch_module(spec)
+    except (TcsimError, FileNotFoundError):
+        raise
+    except Exception as e:  # noqa: BLE001 -- the launch file's own error, with its place
+        raise _user_error(e, f"importing launch file {spec}") from e
+    return _get_launch(mod)
 
 
 def summary(result) -> str:
@@ -402,21 +398,22 @@ def cmd_demo(args) -> int:
 def cmd_run(args) -> int:
     try:
         mod = _load_launch_module(args.launch)
-    except (FileNotFoundError, ModuleNotFoundError) as e:
+    except FileNotFoundError as e:              # (a module that is not there is one too: _load_launch_module)
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
     except TcsimError:
         raise
     except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
         print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
-              f"{_user_frame(e)})", file=sys.stderr)
+              f"{_user_frame(e) or args.launch})", file=sys.stderr)
         return 2
     args.launch_name = args.launch
     return _run_module(mod, args)
 
 
-def check_ptx_text(text: str, name: str) -> list:
-    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute."""
+def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:
+    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute.  With
+    ``notes_out``, the notes of :func:`ptx_notes` of a file without diagnostics are appended to it (one parse)."""
     from tcsim.isa.parser import parse
     from .engine import decode_function
 
@@ -429,6 +426,9 @@ def check_ptx_text(text: str, name: str) -> list:
         if fn.is_declaration:
             continue
         decode_function(module, fn, errors)
+    if notes_out is not None and not errors:
+        from tcsim.isa.lint import notes
+        notes_out.extend(notes(module))
     return errors
 
 
@@ -480,13 +480,14 @@ def cmd_check(args) -> int:
                 print(f"{f or repr(f)}: error: {e.message}", file=sys.stderr)
             bad += 1
             continue
-        errs = check_ptx_text(text, str(p))
+        found_notes: list = []
+        errs = check_ptx_text(text, str(p), found_notes)
         for e in errs:
             print(str(e))
         if errs:
             bad += 1
         else:
-            for n in ptx_notes(text, str(p)):
+            for n in found_notes:
                 print(str(n))
             print(f"{f}: OK (every instruction is executable by tcsim)")
     return 1 if bad else 0

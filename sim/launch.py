@@ -589,12 +589,12 @@ class Prepared:
 
         if not isinstance(launch, Launch):
             raise LaunchError(f"expected a tcsim.launch.Launch, got {type(launch).__name__}")
-        check_run_options(seed=seed, trace=trace, observers=observers, timing=timing, schedule=schedule,
-                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
-                                 "async_copy_params": async_copy_params})
         seed = check_seed(seed)
         max_instructions = check_max_instructions(max_instructions)
         max_seconds = check_max_seconds(max_seconds)
+        check_run_options(trace=trace, observers=observers, timing=timing, schedule=schedule,
+                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
+                                 "async_copy_params": async_copy_params})
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
@@ -709,8 +709,8 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     stderr once the run is longer than ~2 s; False -- none; a file -- write it there."""
     from .launch_options import check_run_options
     from .limits import check_max_instructions, check_max_seconds, check_seed
-    check_run_options(units=units)
     check_seed(seed), check_max_instructions(max_instructions), check_max_seconds(max_seconds)
+    check_run_options(units=units)
     if not isinstance(launch, Launch):
         raise LaunchError(f"expected a tcsim.launch.Launch, got {type(launch).__name__}")
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,

@@ -2,8 +2,8 @@
 wrong value is a :class:`~tcsim.isa.errors.LaunchError` naming the option, never a Python traceback from deep
 inside the engine.
 
-The launch description itself (:class:`tcsim.launch.Launch`: grid / block / cluster, shared memory, arguments) is
-checked by the launcher; ``max_instructions`` by the engine's budget.
+The launch description itself (:class:`tcsim.launch.Launch`: grid / block / cluster, shared memory, arguments) and
+``seed`` / ``max_instructions`` / ``max_seconds`` are checked by :mod:`tcsim.limits`.
 """
 from __future__ import annotations
 
@@ -17,10 +17,8 @@ UNIT_PARAMS = {"tma_params": ("tcsim.agents.tma", "TmaParams"),
                "async_copy_params": ("tcsim.agents.async_copy", "AsyncCopyParams")}
 
 
-def check_run_options(*, seed=None, trace=None, observers=(), timing=False, schedule=None, units=None) -> None:
+def check_run_options(*, trace=None, observers=(), timing=False, schedule=None, units=None) -> None:
     """Raise a LaunchError naming the first option whose value the simulator cannot use."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise LaunchError(f"seed={seed!r} is not an integer", expected="seed as an int (the scheduler's seed) or None")
     if trace is not None and not (isinstance(trace, str) or hasattr(trace, "__fspath__") or hasattr(trace, "write")):
         raise LaunchError(f"trace={trace!r:.60} is neither a path nor a writable file",
                           expected="trace as a path (str / pathlib.Path) or a file object opened for writing")
@@ -51,8 +49,8 @@ def check_run_options(*, seed=None, trace=None, observers=(), timing=False, sche
     for key, value in (units or {}).items():
         if key not in UNIT_PARAMS:
             raise LaunchError(f"run_launch() got an unexpected keyword argument {key!r}",
-                              expected=f"keywords seed, trace, max_instructions, observers, timing, strict, schedule, "
-                                       f"detect, {', '.join(UNIT_PARAMS)}")
+                              expected=f"keywords seed, trace, max_instructions, max_seconds, observers, timing, strict, "
+                                       f"schedule, detect, progress, {', '.join(UNIT_PARAMS)}")
         if value is None:
             continue
         import importlib

@@ -3,6 +3,7 @@
     python -m calib.robust --count N [--seed S] [--jobs J] [--time-limit T] [--mem-gib G] [--out DIR]
                            [--record FILE] [--minimize K] [--save-regressions]
     python -m calib.robust --replay [DIR]          replay the regression files (default tests/robust_regressions)
+    python -m calib.robust --combine R1.json R2.json ... --record OUT.json   one record of several chunks
 
 Exit status: 0 no finding (no traceback, hang, memory blow-up, crash or unlocated diagnostic), 1 findings, 2 usage.
 """
@@ -36,8 +37,17 @@ def main(argv=None) -> int:
                     help="write the minimised findings as regression files into DIR")
     ap.add_argument("--replay", nargs="?", const="tests/robust_regressions", default=None,
                     help="replay the regression files of DIR")
+    ap.add_argument("--combine", nargs="+", default=None, metavar="RECORD", help="combine chunk records")
     args = ap.parse_args(argv)
-    from .campaign import campaign, replay
+    from .campaign import campaign, combine, replay
+
+    if args.combine:
+        rec = combine([json.loads(Path(p).read_text()) for p in args.combine])
+        text = json.dumps(rec, indent=1, sort_keys=True) + "\n"
+        if args.record:
+            Path(args.record).write_text(text)
+        print(json.dumps({k: rec[k] for k in ("cases", "classes", "findings")}, indent=1))
+        return 1 if rec["findings"] else 0
 
     if args.replay is not None:
         bad = replay(Path(args.replay), jobs=args.jobs, time_limit=args.time_limit,

@@ -33,31 +33,36 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
     by_kind: dict = defaultdict(Counter)
     findings: list = []
     sigs: Counter = Counter()
+    seconds: Counter = Counter()
     done = 0
     kw = {"max_bytes": max_bytes}
     if mix is not None:
         kw["mix"] = mix
     if budget != "default":
         kw["budget"] = budget
+    sink = None
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        sink = open(Path(out) / "findings.jsonl", "w")      # written as they come (a long campaign can be read)
     with Pool(jobs, time_limit, mem) as pool:
         for case, o in pool.imap(gen_cases(seed, count, start, **kw)):
             cls = o["cls"]
             classes[cls] += 1
             by_kind[case["kind"]][cls] += 1
+            seconds[case["kind"]] += o.get("s", 0.0)
             if case["kind"] == "run":
                 by_kind["run:" + o.get("stage", "check")][cls] += 1
             if cls in FINDINGS:
                 sigs[o.get("sig") or cls] += 1
                 findings.append((case, o))
+                if sink:
+                    sink.write(json.dumps({"case": case, "outcome": o}) + "\n")
+                    sink.flush()
             done += 1
             if log and done % 2000 == 0:
                 log(f"{done}/{count} cases, {time.time() - t0:.0f} s: {dict(classes)}")
-        if out:
-            d = Path(out)
-            d.mkdir(parents=True, exist_ok=True)
-            with open(d / "findings.jsonl", "w") as f:
-                for c, o in findings:
-                    f.write(json.dumps({"case": c, "outcome": o}) + "\n")
+        if sink:
+            sink.close()
         minimised = []
         if minimize:
             seen = set()
@@ -78,11 +83,28 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
             "jobs": jobs, "classes": {k: classes.get(k, 0) for k in CLASSES},
             "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
             "findings": len(findings), "signatures": dict(sigs.most_common()),
+            "case_seconds_by_kind": {k: round(v, 1) for k, v in sorted(seconds.items())},
             "examples": [{"sig": o.get("sig"), "detail": o.get("detail"), "kind": c["kind"], "id": c["id"],
                           "mutations": c.get("mutations"), "source": c.get("source"),
                           "launch": c.get("launch"), "run": c.get("run"), "argv": c.get("argv")}
                          for c, o in _one_per_sig(findings)],
             "cpu_wall_s": round(time.time() - t0, 1)}
+
+
+def combine(records: list) -> dict:
+    """One record of several campaign chunks (each a :func:`campaign` record with its ``command``): the summed
+    counts per class and per kind, and every chunk as it was."""
+    classes: Counter = Counter()
+    by_kind: dict = defaultdict(Counter)
+    sigs: Counter = Counter()
+    for r in records:
+        classes.update(r["classes"])
+        for k, v in r["by_kind"].items():
+            by_kind[k].update(v)
+        sigs.update(r.get("signatures", {}))
+    return {"cases": sum(r["count"] for r in records), "classes": {k: classes.get(k, 0) for k in CLASSES},
+            "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())}, "findings": sum(r["findings"] for r in records),
+            "signatures": dict(sigs.most_common()), "chunks": records}
 
 
 def _one_per_sig(findings):

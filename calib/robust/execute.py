@@ -77,12 +77,26 @@ def _captured():
         yield out, err
 
 
-def _cli(argv) -> tuple[int | None, str, BaseException | None]:
+def _check_main(argv) -> int:
+    """``tcsim check FILE``: :func:`tcsim.cli.main` without building the whole argument parser each time (the
+    parser costs more than checking a small file); the same command function and the same error handling."""
+    import argparse
+
+    from tcsim.cli import cmd_check
+    from tcsim.isa.errors import TcsimError
+    try:
+        return cmd_check(argparse.Namespace(files=list(argv[1:]), list=False))
+    except TcsimError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+
+
+def _cli(argv, fast_check: bool = False) -> tuple[int | None, str, BaseException | None]:
     from tcsim.cli import main
     exc = None
     with _captured() as (out, err):
         try:
-            rc = main(list(argv))
+            rc = _check_main(argv) if fast_check else main(list(argv))
         except SystemExit as e:                     # argparse usage errors
             rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
         except (Hang, MemoryError):
@@ -109,7 +123,7 @@ def _ptx_located(text: str, path: str) -> bool:
 def run_check(case: dict, tmp: Path) -> dict:
     path = tmp / "mutant.ptx"
     path.write_bytes(unlatin1(case["ptx"]))
-    rc, text, exc = _cli(["check", str(path)])
+    rc, text, exc = _cli(["check", str(path)], fast_check=True)
     if exc is not None:
         return _exc_outcome(exc)
     if rc == 0:
@@ -260,6 +274,8 @@ def run_cli_case(case: dict, tmp: Path) -> dict:
     want = case.get("expect_in", [])
     low = text.replace(str(tmp), "{tmp}")
     # the thing named, or a PTX position (a diagnostic of the kernel the launch file runs)
+    # an option is named as on the command line (--max-instructions) or as run_launch's keyword (max_instructions)
+    want = list(want) + [w.lstrip("-").replace("-", "_") + "=" for w in want if w.startswith("--")]
     located = bool(low.strip()) and (not want or any(w in low for w in want) or bool(_PTX_LOC.search(low)))
     detail = low.strip().splitlines()[-1][:300] if low.strip() else f"exit {rc} with no output"
     return {"cls": "diagnostic" if located else "unlocated", "detail": detail,
@@ -304,6 +320,7 @@ def execute(case: dict, tmp_root: Path) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     cwd = os.getcwd()
+    os.chdir(tmp)                                   # a relative path a case writes (a trace named b'x') lands here
     mods = set(sys.modules)
     try:
         out = RUNNERS[case["kind"]](case, tmp)

@@ -20,6 +20,8 @@ from .pool import REPO
 
 #: the fraction of each kind in a campaign (check mutants are by far the cheapest)
 MIX = {"check": 0.90, "run": 0.04, "launch": 0.045, "cli": 0.015}
+#: files larger than this many bytes are mutated proportionally less often (``check`` cases)
+BIG_FILE = 16384
 #: instruction budget of ``run`` / ``launch`` cases (a looping mutant ends as a runaway diagnostic)
 RUN_BUDGET = 5_000
 
@@ -162,7 +164,8 @@ def make_case(seed: int, i: int, mix=None, files=None, max_bytes: int | None = N
     if kind == "check":
         pool = [(n, b) for n, b in tracked_ptx() if (files is None or n in files)
                 and (max_bytes is None or len(b) <= max_bytes)]
-        name, data = rng.choice(pool)
+        # every file, the large ones (up to 180 KB: 20-50x the cost of checking a small one) less often
+        name, data = rng.choices(pool, [min(1.0, BIG_FILE / max(len(b), 1)) for _, b in pool])[0]
         mut, labels = mutate(data, rng)
         case.update(source=name, mutations=labels, ptx=latin1(mut))
     elif kind == "run":

@@ -15,6 +15,7 @@ import resource
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -48,6 +49,7 @@ def main(argv=None) -> int:
             continue
         case = json.loads(line)
         signal.setitimer(signal.ITIMER_REAL, float(case.get("time_limit", limit)))
+        t0 = time.perf_counter()
         try:
             out = execute(case, root)
         except Hang as e:                               # raised outside execute's own handler
@@ -56,6 +58,7 @@ def main(argv=None) -> int:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         out["id"] = case.get("id")
+        out["s"] = round(time.perf_counter() - t0, 4)
         try:
             proto.write(json.dumps(out) + "\n")
         except MemoryError:

@@ -68,22 +68,23 @@ def _launch_file(tmp_path, text):
     return str(p)
 
 
-@pytest.mark.parametrize("text,want", [
-    ("x = 1\n", "defines neither make_launch() nor LAUNCH"),
-    ("def make_launch():\n    return 5\n", "make_launch() returned int 5, not a tcsim.launch.Launch"),
-    ("LAUNCH = 'x.ptx'\n", "LAUNCH is str 'x.ptx', not a tcsim.launch.Launch"),
-    ("make_launch = 5\n", "make_launch is a int, not a function"),
-    ("def make_launch():\n    raise ValueError('boom')\n", "launch.py:2: make_launch() raised ValueError: boom"),
-    ("def make_launch(:\n", "launch.py:1: importing launch file"),
-    ("import nosuchmodule_xyz\n", "launch.py:1: importing launch file"),
-    ("from tcsim.examples.mma_gemm import make_launch\ndef check(result, launch):\n    raise KeyError('k')\n",
-     "launch.py:3: check(result, launch) raised KeyError"),
-    ("from tcsim.examples.mma_gemm import make_launch\ndef check(result, launch):\n    return True\n",
-     "check(result, launch) returned True"),
+@pytest.mark.parametrize("text,rc,wants", [
+    ("x = 1\n", 1, ["defines neither make_launch() nor LAUNCH"]),
+    ("def make_launch():\n    return 5\n", 1, ["make_launch() is a int, not a tcsim.launch.Launch"]),
+    ("LAUNCH = 'x.ptx'\n", 1, ["LAUNCH is a str, not a tcsim.launch.Launch"]),
+    ("make_launch = 5\n", 1, ["make_launch is a int, not a function"]),
+    ("def make_launch():\n    raise ValueError('boom')\n", 1, ["make_launch() raised ValueError: boom (at ",
+                                                                "launch.py:2)"]),
+    ("def make_launch(:\n", 2, ["SyntaxError", "launch.py:1"]),
+    ("import nosuchmodule_xyz\n", 2, ["ModuleNotFoundError", "launch.py:1"]),
+    ("from tcsim.examples.mma_gemm import make_launch\ndef check(result, launch):\n    raise KeyError('k')\n", 1,
+     ["check(result, launch) raised KeyError: 'k' (at ", "launch.py:3)"]),
+    ("from tcsim.examples.mma_gemm import make_launch\ndef check(result, launch):\n    return True\n", 1,
+     ["check(result, launch) returned True"]),
 ])
-def test_run_reports_launch_file_problems_with_their_place(tmp_path, capsys, text, want):
-    rc, out = _cli(capsys, "run", _launch_file(tmp_path, text), "--no-detect")
-    assert rc == 1 and want in out and "Traceback" not in out
+def test_run_reports_launch_file_problems_with_their_place(tmp_path, capsys, text, rc, wants):
+    got, out = _cli(capsys, "run", _launch_file(tmp_path, text), "--no-detect")
+    assert got == rc and all(w in out for w in wants) and "Traceback" not in out, out
 
 
 @pytest.mark.parametrize("path", ["{tmp}", "{tmp}/missing.py", "", "nosuch.module.xyz", "a:b", "tcsim..x"])
@@ -133,3 +134,30 @@ def test_float_immediate_for_an_integer_of_another_size_is_located(tmp_path, bod
         run_launch(_tiny(tmp_path, text))
     assert isinstance(e.value, VerifyError) and e.value.loc is not None
     assert e.value.loc.text.strip() == body.strip() and f".{typ} operand" in str(e.value)
+
+
+def test_an_address_far_past_every_buffer_is_a_memory_fault(tmp_path):
+    """A pointer argument of 2^64 - 2^31 (the fuzzer's -2**31 for a .u64 parameter) lies more than 2^63 bytes past
+    the last buffer: an out-of-bounds store (it was an IndexError from a wrapped negative offset)."""
+    from tcsim.isa.errors import MemoryFault
+    with pytest.raises(MemoryFault, match="out-of-bounds global write") as e:
+        run_launch(Launch(ptx=KERNEL, kernel="k", args=[(1 << 64) - (1 << 31)]))
+    assert e.value.loc is not None and e.value.loc.line == 12
+
+
+def test_a_global_variable_too_large_for_the_host_is_located(tmp_path):
+    text = KERNEL.replace("// a comment", ".global .align 4 .b8 huge[1125899906842624];")   # 2^50 bytes
+    with pytest.raises(LaunchError, match="huge .* cannot be allocated") as e:
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 4
+
+
+def test_schedule_k_is_built_directly_for_any_k(tmp_path):
+    """tcsim run --schedule K: schedule K of an exploration, without making the K before it (K = 10^11 hung)."""
+    from tcsim.explore import baseline, make_schedules, schedule_of
+    launch = Launch(ptx=KERNEL, kernel="k", block=(64, 1, 1), args=[np.zeros(1, np.uint32)])
+    ref = make_schedules(baseline(launch)[0], 8, seed=3)
+    for k in range(8):
+        assert repr(schedule_of(launch, k, seed=3)) == repr(ref[k])
+    big = schedule_of(launch, 10 ** 11, seed=3)
+    assert big.index == 10 ** 11 and big.label().startswith("schedule 100000000000")

@@ -75,15 +75,16 @@ def test_regression_files_are_what_was_found():
             assert (REGRESSIONS / body["ptx_file"]).is_file()
 
 
-# the CI sample: small tracked files (fast to check), bad command lines and launches
-CI_MIX = {"check": 0.93, "cli": 0.05, "launch": 0.02}
+# the CI sample: mutants of the small tracked PTX files (the cheapest to check: ~5-10 ms a case) for tcsim check; the
+# bad launches and command lines of CI are the regression files and test_bad_inputs.py, the full mix is slow
+CI_MIX = {"check": 1.0}
 
 
 def test_ci_sample_has_no_finding():
-    rec = campaign(1234, 2000, jobs=2, time_limit=30.0, max_bytes=3000, mix=CI_MIX)
-    assert rec["count"] == 2000 and sum(rec["classes"].values()) == 2000
+    rec = campaign(1234, 1000, jobs=2, time_limit=30.0, max_bytes=2000, mix=CI_MIX)
+    assert sum(rec["classes"].values()) == 1000
     # the sample reaches both the front end's rejections and its acceptances
-    assert rec["classes"]["diagnostic"] > 500 and rec["classes"]["accepted"] > 100
+    assert rec["classes"]["diagnostic"] > 400 and rec["classes"]["accepted"] > 80
     assert rec["findings"] == 0, json.dumps(rec["examples"], indent=1)
 
 
