@@ -1301,6 +1301,13 @@ def _generate(seed: int, size, nwarps, version: int) -> Program:
     if g.nacc:
         inputs = np.concatenate([inputs, np.frombuffer(WG.tile_area(seed) + WG.acc_area(seed, g.nacc), np.uint8)])
     prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc)
+    while g.nacc:           # the exchange rounds and the tiles together within the static shared memory
+        r = _Render(prog)
+        r.block(prog.items)
+        if r.smem <= WG.SMEM_LIMIT:
+            break
+        last = max(i for i, it in enumerate(prog.items) if isinstance(it, WgGroup))
+        del prog.items[last]
     if version >= 3:
         _without_noted(g, prog)
     return prog

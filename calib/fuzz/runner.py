@@ -768,9 +768,10 @@ def classify(m: Mismatch) -> str:
 def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jobs: int | None = None,
          time_limit: float | None = None, batch_size: int = 64, minimize_limit: int = 6,
          minimize_time: float = 60.0, gpu_workers: int | None = None, driver: str = "cuda",
-         log=print) -> dict:
-    """Generate programs ``seed .. seed+count-1``; simulate each under :data:`SIM_SEEDS`; with backend 'gpu'
-    compare with the GPU.  Returns a summary dict (also written to ``out_dir/summary.json``)."""
+         log=print, version: int | None = None) -> dict:
+    """Generate programs ``seed .. seed+count-1`` (of generator ``version``, default the current one); simulate
+    each under :data:`SIM_SEEDS`; with backend 'gpu' compare with the GPU.  Returns a summary dict (also written
+    to ``out_dir/summary.json``)."""
     from .minimize import minimize
 
     t0 = time.time()
@@ -792,8 +793,8 @@ def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jo
     backend = per_thread.get
 
     def process(chunk):
-        progs = [generate(s) for s in chunk]
-        sim_async = pool.map_async([("seed", s, SIM_SEEDS) for s in chunk])
+        progs = [generate(s, version=version) for s in chunk]
+        sim_async = pool.map_async([("prog", p, SIM_SEEDS) for p in progs])
         gres = backend().run(progs) if gpu_workers else [None] * len(chunk)
         return progs, sim_async.get(), gres
 

@@ -198,3 +198,114 @@ def test_accumulator_fields_are_named_in_diffs(programs):
     got = field_diffs(p, bytes(a), bytes(b))
     assert sorted((t, f) for t, f, _, _ in got) == [(5, "%ac3"), (7, "%r1")]
     assert field_diffs(None, bytes(a), bytes(b), p.nthreads, p.nacc) == got
+
+
+# ------------------------------------------------------------------------------------------- an exact oracle
+
+def _int_program(seed: int):
+    """A warpgroup program of one wgmma-group: a chain of 1..3 integer wgmma (s8/u8, with and without
+    .satfinite) over fresh tiles of random layout (A from a tile or from pool registers), filled from the input
+    alone -- so every operand byte is known from the input."""
+    import random as _random
+
+    from calib.fuzz.generator import _Gen, make_inputs
+
+    g = _Gen(seed, 6)
+    g.nacc = WG.NACC_MAX
+    rng = g.rng
+    _, dtype, atype, btype, sat = rng.choice([f for f in WG.FORMS if f[0] == "int"])
+    n = rng.choice(WG.INT_N)
+    swz = rng.choice(WG.SWIZZLES)
+    kblocks = rng.randint(1, {"none": 3, "32B": 1, "64B": 2, "128B": 4}[swz])
+    bt = WG._tile(g, n, 1, kblocks, "K", swz, 1 << 20)
+    swa = rng.choice(WG.SWIZZLES)
+    at = WG._tile(g, 64, 1, min(kblocks, 1 if swa == "32B" else 2 if swa == "64B" else kblocks), "K", swa, 1 << 20)
+    tiles = [bt, at]
+    d0 = rng.randrange(WG.NACC_MAX - n // 2 + 1)
+    a_regs = tuple(f"%r{rng.randrange(12)}" for _ in range(4)) if rng.random() < 0.4 else None
+    ops = []
+    for i in range(rng.randint(1, 3)):
+        kb = rng.randrange(kblocks)
+        sd = rng.choice(["0", "1"]) if i == 0 else "1"
+        ops.append(WG.WgOp("int", dtype, atype, btype, sat, n, d0, None if a_regs else 1,
+                           min(kb, at.kblocks - 1), a_regs, 0, 0, kb, sd, id=g.nid()))
+    inputs = make_inputs(_random.Random(seed * 7919 + 17))
+    inputs = np.concatenate([inputs, np.frombuffer(WG.tile_area(seed) + WG.acc_area(seed, g.nacc), np.uint8)])
+    return Program(seed=seed, nwarps=4, items=[WG.WgGroup(tiles, ops, g.nid())], inputs=inputs, nacc=g.nacc)
+
+
+def _smem_image(p: Program) -> np.ndarray:
+    """fz_smem as the tiles' fill stores leave it (per thread: a tile-area chunk or four pool registers)."""
+    from calib.fuzz.generator import OFF32, STRIDE
+
+    area = np.frombuffer(WG.tile_area(p.seed), np.uint8).reshape(-1, 16)
+    rec = p.inputs[:128 * STRIDE].reshape(128, STRIDE)
+    tiles = _tiles(p)
+    img = np.zeros(max(b + t.size for t, b in tiles), np.uint8)
+    for t, base in tiles:
+        for j, src in enumerate(t.fills):
+            for tid in range(128):
+                if src[0] == "tile":
+                    chunk = area[(tid * src[1] + src[2]) & 255]
+                else:
+                    chunk = np.concatenate([rec[tid, OFF32 + 4 * int(r[2:]):OFF32 + 4 * int(r[2:]) + 4]
+                                            for r in src[1]])
+                o = base + WG.STRIPE * j + 16 * tid
+                img[o:o + 16] = chunk
+    return img, tiles
+
+
+def _reference_int(p: Program) -> np.ndarray:
+    """The accumulator bank every thread should end with: D = A x B^T (+ C) over the chain, int32 wrapping or
+    saturating -- operands read through CUTLASS's layouts (above), the register fragments of CUTLASS's
+    ``ALayout_64x32`` (8-bit A) and ``CLayout_64xN`` (mma_traits_sm90_gmma.hpp)."""
+    from calib.fuzz.generator import OFF32, STRIDE
+
+    (g,) = p.items
+    img, tiles = _smem_image(p)
+    rec = p.inputs[:128 * STRIDE].reshape(128, STRIDE)
+    acc = np.frombuffer(p.inputs[-128 * p.nacc * 4:].tobytes(), np.uint32).reshape(128, p.nacc).copy()
+    op0 = g.ops[0]
+    T = np.arange(128)
+    lane, w = T % 32, T // 32
+    nd = op0.n // 2
+    v = np.arange(nd)
+    dm = (lane // 4 + 16 * w)[:, None] + 8 * ((v // 2) % 2)[None, :]          # CLayout: (thread, value) -> m, n
+    dn = (2 * (lane % 4))[:, None] + (v % 2 + 8 * (v // 4))[None, :]
+    D = np.zeros((64, op0.n), np.int64)
+    C = acc[:, op0.d:op0.d + nd].view(np.int32).astype(np.int64)
+    D[dm, dn] = C
+    sgn = lambda x, t: x.astype(np.int8).astype(np.int64) if t == "s8" else x.astype(np.int64)  # noqa: E731
+    for op in g.ops:
+        bt, bbase = tiles[op.b_tile]
+        B = img[_cutlass_layout(bt, bbase + bt.kstart(op.b_kb), op.n, 32)]
+        if op.a_regs is None:
+            at, abase = tiles[op.a_tile]
+            A = img[_cutlass_layout(at, abase + at.kstart(op.a_kb), 64, 32)]
+        else:                                              # ALayout_64x32: register r, byte b of a thread
+            A = np.zeros((64, 32), np.uint8)
+            for r, name in enumerate(op.a_regs):
+                word = rec[:, OFF32 + 4 * int(name[2:]):OFF32 + 4 * int(name[2:]) + 4]
+                for b in range(4):
+                    A[lane // 4 + 16 * w + 8 * (r % 2), 4 * (lane % 4) + b + 16 * (r // 2)] = word[:, b]
+        prod = sgn(A, op.atype) @ sgn(B, op.btype).T
+        D = prod + (D if op.scale_d == "1" else 0)
+        D = np.clip(D, -2**31, 2**31 - 1) if op.sat else (D + 2**31) % 2**32 - 2**31
+    acc[:, op0.d:op0.d + nd] = D[dm, dn].astype(np.int64).astype(np.uint32)
+    return acc
+
+
+@pytest.mark.parametrize("seed", [700001, 700002, 700003, 700004, 700005, 700006])
+def test_integer_wgmma_programs_match_an_exact_reference(seed):
+    """The simulator's accumulators after a generated chain of integer wgmma equal A x B (+ C) computed here from
+    the input bytes, through CUTLASS's operand layouts and register fragments (no tensor-core rounding in the
+    integer kinds, so the reference is exact): the descriptors, swizzles, K-block starts, register-A and
+    accumulator fragments, scale-d and the chain's order as the program draws them."""
+    p = _int_program(seed)
+    out = run_sim(p)
+    assert out.ok, out.error
+    got = np.frombuffer(out.output, np.uint8)[p.nthreads * 112:].view(np.uint32).reshape(128, p.nacc)
+    want = _reference_int(p)
+    (g,) = p.items
+    assert np.array_equal(got, want), (seed, g.ops[0], [(t.swizzle, t.lbo, t.sbo) for t in g.tiles],
+                                       int((got != want).sum()))
