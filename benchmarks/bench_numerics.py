@@ -15,7 +15,8 @@ numpy references), alternating, best of ``--repeat``:
   into an empty cache (``NUMBA_CACHE_DIR`` a fresh temporary folder), then the same in a new process loading
   that cache -- what the first test process on a fresh CI machine and every later one pay.
 
-Ratios are reference time / compiled time, measured in this one run.  Not part of the test suite.
+Ratios are reference time / compiled time, measured in this one run (wall time; the process CPU time of the
+example runs is printed beside it, less sensitive to other load on the machine).  Not part of the test suite.
 """
 from __future__ import annotations
 
@@ -72,12 +73,12 @@ def child_examples(k: int) -> dict:
     run_launch(cases[1][2])                      # warm-up: imports, and the kernels' first (cache-loading) call
     for name, mod, launch in cases:
         spent[0] = 0.0
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         res = run_launch(launch)
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
         numerics = spent[0]
         ok, msg = mod.check(res, launch)
-        out[name] = {"wall": wall, "numerics": numerics, "ok": bool(ok), "msg": msg}
+        out[name] = {"wall": wall, "cpu": cpu, "numerics": numerics, "ok": bool(ok), "msg": msg}
     return out
 
 
@@ -197,13 +198,14 @@ def main(argv=None) -> int:
     ex = {c: _best(runs[c]) for c in runs}
     cl = {c: _best(calls[c]) for c in calls}
     ok = True
-    print(f"{'example (run_launch wall, best of ' + str(args.repeat) + ')':44s} {'reference s':>11s} "
-          f"{'compiled s':>10s} {'ratio':>6s}   {'numerics ref s':>14s} {'numerics jit s':>14s}  check")
+    print(f"{'example (run_launch, best of ' + str(args.repeat) + ')':36s} {'reference s':>11s} "
+          f"{'compiled s':>10s} {'ratio':>6s} {'(CPU s: ref':>11s} {'jit)':>6s}   {'numerics ref s':>14s} "
+          f"{'numerics jit s':>14s}  check")
     for name in ex[True]:
         r, c = ex[False][name], ex[True][name]
         ok &= r["ok"] and c["ok"]
-        print(f"{name:44s} {r['wall']:11.3f} {c['wall']:10.3f} {r['wall'] / c['wall']:6.2f}   "
-              f"{r['numerics']:14.3f} {c['numerics']:14.4f}  {'ok' if r['ok'] and c['ok'] else 'FAIL'}")
+        print(f"{name:36s} {r['wall']:11.3f} {c['wall']:10.3f} {r['wall'] / c['wall']:6.2f} {r['cpu']:11.3f} "
+              f"{c['cpu']:6.3f}   {r['numerics']:14.3f} {c['numerics']:14.4f}  {'ok' if r['ok'] and c['ok'] else 'FAIL'}")
     print(f"{'per call':44s} {'reference us':>11s} {'compiled us':>10s} {'ratio':>6s}")
     for name in cl[True]:
         r, c = cl[False][name], cl[True][name]
