@@ -9,11 +9,11 @@ numpy references), alternating, best of ``--repeat``:
   kind::f16 MMAs) and the cta_pair_gemm example: wall time of ``run_launch`` (the example's check must pass),
   and the part of it spent in the tensor-core numerics (``mma_block_scaled`` / ``mma_float``, cProfile-free:
   timed around the calls);
-* per call: exact ``fp.ffma`` on one warp (32 lanes: f32 .rn and .rz, f16 .rn, f64 .rn), ``mma_block_scaled`` at the nvfp4
-  MMA's shape (128x256x64) and ``mma_float`` at the gemm_async MMA's shape (128x128x16);
-* the cold start of the compiled kernels (unless ``--no-cold``): importing numba plus compiling every kernel
-  into an empty cache (``NUMBA_CACHE_DIR`` a fresh temporary folder), then the same in a new process loading
-  that cache -- what the first test process on a fresh CI machine and every later one pay.
+* per call: exact ``fp.ffma`` on one warp (32 lanes: f32 .rn and .rz, f16 .rn, f64 .rn), ``mma_block_scaled``
+  at the nvfp4 MMA's shape (128x256x64) and ``mma_float`` at the gemm_async MMA's shape (128x128x16);
+* the cold start of the compiled kernels (unless ``--no-cold``), wall and CPU seconds: importing numba, compiling
+  every kernel into an empty cache (``NUMBA_CACHE_DIR`` a fresh temporary folder), then the same in a new process
+  loading that cache -- what the first test process on a fresh CI machine and every later one pay.
 
 Ratios are reference time / compiled time, measured in this one run (wall time; the process CPU time of the
 example runs is printed beside it, less sensitive to other load on the machine).  Not part of the test suite.
@@ -127,25 +127,13 @@ def child_calls() -> dict:
 
 def child_cold() -> dict:
     """Import numba, then the first call of every kernel (compiling, or loading the cache)."""
-    import numpy as np
-
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     importlib.import_module("numba")
-    t1 = time.perf_counter()
-    from tcsim.numerics import fp
-    from tcsim.numerics import tensor_core as tc
-    from tcsim.numerics import jit
-    assert jit.enabled()
-    u32 = np.zeros(32, np.uint32)
-    fp.ffma("f32", u32, u32, u32)
-    p4 = tc.tc_params("sm_100a", "tcgen05", "e2m1", kind="mxf4nvf4")
-    tc.mma_block_scaled(np.zeros((128, 64), np.uint8), np.zeros((64, 8), np.uint8), np.zeros((128, 8), np.uint32),
-                        np.full((128, 4), 0x38, np.uint8), np.full((4, 8), 0x38, np.uint8), "e2m1", "e2m1", "ue4m3",
-                        16, p4)
-    pf = tc.tc_params("sm_100a", "tcgen05", "f16")
-    tc.mma_float(np.zeros((64, 16), np.uint16), np.zeros((16, 8), np.uint16), np.zeros((64, 8), np.uint32),
-                 "f16", "f16", "f32", pf)
-    return {"import numba": t1 - t0, "first calls": time.perf_counter() - t1}
+    t1, c1 = time.perf_counter(), time.process_time()
+    from tcsim.numerics.jit_warmup import warm_up
+    assert warm_up()
+    return {"import numba": t1 - t0, "first calls": time.perf_counter() - t1, "import numba cpu": c1 - c0,
+            "first calls cpu": time.process_time() - c1}
 
 
 # ------------------------------------------------------------------------------------------------ parent side
@@ -214,9 +202,10 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as d:
             cold = _child("cold", True, {"NUMBA_CACHE_DIR": d})
             warm = _child("cold", True, {"NUMBA_CACHE_DIR": d})
-        print(f"cold start: import numba {cold['import numba']:.2f} s; first call of every kernel: compiling "
-              f"{cold['first calls']:.2f} s (empty cache), loading the cache {warm['first calls']:.2f} s "
-              f"(import numba {warm['import numba']:.2f} s)")
+        print(f"cold start (wall / CPU s): import numba {cold['import numba']:.2f} / {cold['import numba cpu']:.2f}; "
+              f"first call of every kernel: compiling {cold['first calls']:.2f} / {cold['first calls cpu']:.2f} "
+              f"(empty cache), loading the cache {warm['first calls']:.2f} / {warm['first calls cpu']:.2f} "
+              f"(import numba {warm['import numba']:.2f} / {warm['import numba cpu']:.2f})")
     return 0 if ok else 1
 
 

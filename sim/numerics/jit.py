@@ -8,6 +8,10 @@ use on a machine pays the compilation.
 
 ``TCSIM_NUMBA=0`` in the environment (read once, at the first use) turns the compiled kernels off: every entry
 point then runs its reference -- for post-mortem debugging inside the numpy code, or to time the reference.
+
+``python -m tcsim.numerics.jit_warmup`` compiles (or loads from the cache) every kernel once and prints how long that
+took: on a fresh checkout, run it once before a parallel test run so the test processes load the cache instead of
+each compiling the kernels (~20 s of CPU once; loading ~1 s per process).
 """
 from __future__ import annotations
 
@@ -32,3 +36,4 @@ def kernels():
 def enabled() -> bool:
     """Whether the public numerics entry points run compiled kernels."""
     return kernels() is not None
+
