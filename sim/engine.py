@@ -54,8 +54,7 @@ from .semantics import REGISTRY, DecodeInfo, load_all
 
 #: (kept for callers that imported it; the default budget is :data:`tcsim.watch.DEFAULT_MAX_SECONDS` of work)
 DEFAULT_MAX_INSTRUCTIONS = None
-SPIN_LIMIT = 64          # backward branches by the lowest-PC group before waiting lanes get a turn
-FOCUS_SLICE = 512        # instructions such a turn may run
+from .warp_turns import FOCUS_SLICE, SPIN_LIMIT, pcs_min, user_loc as _user_loc  # noqa: F401 (engine's names)
 
 _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldmatrix", "stmatrix", "movmatrix",
                  "elect", "activemask", "wgmma", "tcgen05", "wmma"}
@@ -836,10 +835,6 @@ class Simulation:
         raise UnsupportedError(f"special register {sreg} is not supported")
 
 
-def pcs_min(pcs: np.ndarray, mask: np.ndarray) -> int:
-    return int(pcs[mask].min())
-
-
 class _Stop(Exception):
     """Internal: unwinds simpy when a warp hits an error."""
 
@@ -857,8 +852,3 @@ class _Timeout(simpy.events.Timeout):
         env.schedule(self, priority, delay)
 
 
-def _user_loc(ins: ir.Instruction) -> str | None:
-    if ins.user_loc:
-        f, l, c = ins.user_loc
-        return f"{f}:{l}:{c}"
-    return None

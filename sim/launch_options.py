@@ -42,8 +42,9 @@ def check_run_options(*, trace=None, observers=(), timing=False, schedule=None, 
                           expected="timing=False (1-cycle model), True (the target's timing model) or a "
                                    "tcsim.timing.params.ArchConfig")
     if schedule is not None:
-        from .explore import Schedule
-        if not isinstance(schedule, Schedule):
+        import sys
+        explore = sys.modules.get("tcsim.explore")      # (not loaded: nothing can be one of its Schedules)
+        if explore is None or not isinstance(schedule, explore.Schedule):
             raise LaunchError(f"schedule={schedule!r:.60} is not a tcsim.explore.Schedule",
                               expected="schedule as a tcsim.explore.Schedule (tcsim.explore.schedule_of) or None")
     for key, value in (units or {}).items():

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import wgmma_ops as WG
+import calib.fuzz.wgmma_ops as WG
+from .ins import Ins
 from .wgmma_ops import WgGroup, WgWait
 
 N32, N64, N16, NP = 12, 6, 4, 4               # pool sizes
@@ -161,17 +162,6 @@ def reg_size(t: str) -> int:
 
 
 # ============================================================================================ the tree
-
-@dataclass
-class Ins:
-    """One instruction (text without guard and ';')."""
-    text: str
-    guard: str | None = None
-    id: int = 0
-
-    def lines(self, r: "_Render") -> list:
-        return [(f"@{self.guard} " if self.guard else "") + self.text + ";"]
-
 
 @dataclass
 class Seq:

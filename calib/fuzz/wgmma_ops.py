@@ -502,7 +502,7 @@ def gen_wait(gen) -> WgWait:
 
 def gen_acc_ins(gen):
     """An instruction reading or writing accumulator registers (at top level: the renderer may wait first)."""
-    from .generator import Ins
+    from .ins import Ins
     rng = gen.rng
     j = rng.randrange(gen.nacc)
     k = rng.randrange(gen.nacc)

@@ -265,7 +265,7 @@ class FastTier:
                 try:
                     prog.decoded[pc](ctx)
                 except TcsimError as e:
-                    from ..engine import _user_loc
+                    from ..warp_turns import user_loc as _user_loc
                     ins = prog.body[pc]
                     e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
                     errors.append((seq, e, w))
@@ -546,7 +546,8 @@ class FastTier:
         is skipped: the group is the live lanes and the spin check cannot fire (no other lanes).  The warp is
         uniform after a recorded instruction issued by all its live lanes (recorded instructions neither jump nor
         block); any other instruction, a wake-up or a stall sends it back to the general path."""
-        from ..engine import FOCUS_SLICE, SPIN_LIMIT, _user_loc, pcs_min, lanes_str
+        from ..context import lanes_str
+        from ..warp_turns import FOCUS_SLICE, SPIN_LIMIT, pcs_min, user_loc as _user_loc
         tier = self
         sim = self.sim
         ctx = warp.ctx
