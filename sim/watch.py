@@ -346,8 +346,9 @@ class RunWatch:
                 h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
             h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
             tm = c.tmem
-            if tm is not None and hasattr(tm, "_cells"):
-                h.update(memoryview(tm._cells))
+            if tm is not None:
+                h.update(memoryview(tm.data))
+                h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
         for cl in sim.clusters:
             h.update(repr((cl.barrier_arrived, cl.barrier_expected)).encode())
         for alloc in sim.gmem.allocations():
