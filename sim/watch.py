@@ -304,18 +304,7 @@ class RunWatch:
 
     def _quiescent(self) -> bool:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
-        sim = self.sim
-        own = set()
-        for p in sim._procs:
-            t = getattr(p, "_target", None)
-            if t is not None:
-                own.add(id(t))
-            own.add(id(p))
-        for item in sim.env._queue:
-            ev = item[-1]
-            if id(ev) not in own:
-                return False
-        return True
+        return self.sim.only_warps_pending()
 
     def _warp_fingerprint(self) -> bytes:
         sim = self.sim
