@@ -487,8 +487,10 @@ def check_array_dtype(i: int, p: ir.Param, a: np.ndarray, declared, cast: bool) 
     elem, per = declared
     want = _element_dtype(elem)
     size = _SIZES[elem]
-    ok = a.dtype == want
+    ok = a.dtype == want or elem == "u8"                 # (uint8_t* is the raw-bytes idiom: any data)
     if not ok and kind in "iub":                         # integers of the same size (bit patterns)
+        ok = a.dtype.itemsize == size
+    if not ok and elem[0] in "su" and kind != "c":       # an integer pointer over same-size data: bit patterns
         ok = a.dtype.itemsize == size
     if not ok and kind == "c" and elem in ("f32", "f64") and per >= 2:
         ok = a.dtype.itemsize == 2 * size                # cuComplex / float2 data as complex numbers

@@ -162,6 +162,21 @@ def test_array_dtype_must_match_the_mangled_pointer_type():
     assert np.array_equal(r.outputs[1].view(np.float16), x.astype(np.float16))
 
 
+def test_dtype_rules_per_element_type():
+    from tcsim.isa import ir
+    from tcsim.launch import check_array_dtype
+    p = ir.Param("p", "u64", None)
+    ok = [(("u8", 1), np.float16), (("s32", 1), np.float32), (("s32", 1), np.uint32), (("f16", 1), np.uint16),
+          (("f32", 2), np.complex64), (("f32", 4), np.float32), (("any", 1), np.complex128)]
+    bad = [(("f16", 1), np.float64), (("f16", 1), np.complex64), (("f32", 1), np.float16), (("s32", 1), np.int16),
+           (("f32", 1), np.complex64), (("bf16", 1), np.float16)]
+    for decl, dt in ok:
+        check_array_dtype(0, p, np.zeros(4, dt), decl, False)
+    for decl, dt in bad:
+        with pytest.raises(LaunchError):
+            check_array_dtype(0, p, np.zeros(4, dt), decl, False)
+
+
 def test_cast_converts_to_the_declared_type():
     x = np.linspace(-3, 3, 32)
     r = run_launch(Launch(ptx=COPY16, args=[x, np.zeros(32)], cast=True))
