@@ -708,7 +708,8 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
     polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
     :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on
-    stderr once the run is longer than ~2 s; False -- none; a file -- write it there."""
+    stderr, when it is a terminal, once the run is longer than ~2 s; True -- on stderr in any case; False -- none;
+    a file -- write it there."""
     from .launch_options import check_run_options
     from .limits import check_max_instructions, check_max_seconds, check_seed
     check_seed(seed), check_max_instructions(max_instructions), check_max_seconds(max_seconds)
