@@ -17,9 +17,10 @@
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
 
 Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
-``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s
-(``--no-progress``: none), report a livelock (every live warp polling while the machine state repeats) like a
-deadlock, and stop on Ctrl-C with every warp's position (exit status 130); :mod:`tcsim.watch`.
+``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
+terminal; ``--progress``: also when stderr is not one, ``--no-progress``: never), report a livelock (every live
+warp polling while the machine state repeats) like a deadlock, and stop on Ctrl-C with every warp's position
+(exit status 130); :mod:`tcsim.watch`.
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
@@ -243,7 +244,7 @@ def _run_sim(mod, launch, args):
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
                             detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
-                            progress=None if getattr(args, "progress", True) else False)
+                            progress=getattr(args, "progress", None))
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -505,8 +506,11 @@ def main(argv=None) -> int:
                        help="budget in warp-instructions (a positive count)")
         p.add_argument("--max-seconds", type=float, default=None,
                        help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
-        p.add_argument("--no-progress", dest="progress", action="store_false", default=True,
-                       help="no progress line on stderr for runs longer than ~2 s")
+        p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="a progress line on stderr for runs longer than ~2 s even when stderr is not a terminal "
+                            "(default: on a terminal only)")
+        p.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="no progress line")
         p.add_argument("--timing", dest="timing", action="store_true", default=True,
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",

@@ -587,6 +587,18 @@ class Simulation:
         ev.fail(_Stop())
         ev.defused = False
 
+    def only_warps_pending(self) -> bool:
+        """Whether every pending event is one a warp's own process waits for (no async unit, timer, barrier
+        release or CTA start in flight): what the livelock detector asks (tcsim.watch)."""
+        self._procs = [p for p in self._procs if p.is_alive]
+        own = set()
+        for p in self._procs:
+            own.add(id(p))
+            t = getattr(p, "target", None)
+            if t is not None:
+                own.add(id(t))
+        return all(id(item[-1]) in own for item in self.env._queue)
+
     def _watch_check(self):
         """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,
         or None."""

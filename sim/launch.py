@@ -487,8 +487,10 @@ def check_array_dtype(i: int, p: ir.Param, a: np.ndarray, declared, cast: bool) 
     elem, per = declared
     want = _element_dtype(elem)
     size = _SIZES[elem]
-    ok = a.dtype == want
+    ok = a.dtype == want or elem == "u8"                 # (uint8_t* is the raw-bytes idiom: any data)
     if not ok and kind in "iub":                         # integers of the same size (bit patterns)
+        ok = a.dtype.itemsize == size
+    if not ok and elem[0] in "su" and kind != "c":       # an integer pointer over same-size data: bit patterns
         ok = a.dtype.itemsize == size
     if not ok and kind == "c" and elem in ("f32", "f64") and per >= 2:
         ok = a.dtype.itemsize == 2 * size                # cuComplex / float2 data as complex numbers
@@ -706,7 +708,8 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
     polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
     :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on
-    stderr once the run is longer than ~2 s; False -- none; a file -- write it there."""
+    stderr, when it is a terminal, once the run is longer than ~2 s; True -- on stderr in any case; False -- none;
+    a file -- write it there."""
     from .launch_options import check_run_options
     from .limits import check_max_instructions, check_max_seconds, check_seed
     check_seed(seed), check_max_instructions(max_instructions), check_max_seconds(max_seconds)
