@@ -113,7 +113,12 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
-        raise LaunchError(str(e.args[0])) from None
+        other = module.functions.get(kernel) if isinstance(kernel, str) else None
+        if other is not None:               # a .func of that name (no .entry): where it is declared
+            raise LaunchError(f"kernel={kernel!r}: {module.source_name} declares {kernel} as a .func, not a kernel",
+                              other.loc, expected="the name of a .entry function") from None
+        raise LaunchError(f"kernel={kernel!r}: {e.args[0]}",
+                          expected="the name of one of the module's .entry functions") from None
     link = link_program(module, fn, frames)
     body, decoded = [], []
     for lf in link.functions:

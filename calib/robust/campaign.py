@@ -212,6 +212,20 @@ def save_regression(case: dict, outcome: dict, folder: Path = REGRESSIONS) -> Pa
     return folder / f"{name}.json"
 
 
+def rerun(findings_file: Path, *, jobs: int = 1, time_limit: float = 20.0, mem: int = DEFAULT_MEM) -> dict:
+    """Run again every case of a campaign's ``findings.jsonl`` (after fixing what they found): the classes they
+    fall in now, and the cases that are still findings."""
+    cases = [json.loads(line)["case"] for line in Path(findings_file).read_text().splitlines() if line.strip()]
+    classes: Counter = Counter()
+    still = []
+    with Pool(jobs, time_limit, mem) as pool:
+        for c, o in pool.imap(cases):
+            classes[o["cls"]] += 1
+            if o["cls"] in FINDINGS:
+                still.append({"id": c["id"], "kind": c["kind"], "sig": o.get("sig"), "detail": o.get("detail")})
+    return {"cases": len(cases), "classes": {k: classes.get(k, 0) for k in CLASSES}, "still_findings": still}
+
+
 def load_regressions(folder: Path = REGRESSIONS) -> list:
     out = []
     for p in sorted(folder.glob("*.json")):

@@ -164,7 +164,8 @@ def run_run(case: dict, tmp: Path) -> dict:
         with _captured():
             run_launch(launch, max_instructions=case.get("max_instructions"))
     except TcsimError as e:
-        located = e.loc is not None or e.where is not None
+        # a PTX position, the warp it happened in, or the launch argument it concerns
+        located = e.loc is not None or e.where is not None or str(e).startswith(("launch error: kernel=",))
         return {"cls": "diagnostic" if located else "unlocated", "stage": "run",
                 "detail": f"{type(e).__name__}: {str(e)[:300]}".replace(str(tmp), "{tmp}"),
                 "sig": None if located else f"unlocated|run|{type(e).__name__}|{_frames_sig(e.__traceback__)}"}

@@ -161,3 +161,12 @@ def test_schedule_k_is_built_directly_for_any_k(tmp_path):
         assert repr(schedule_of(launch, k, seed=3)) == repr(ref[k])
     big = schedule_of(launch, 10 ** 11, seed=3)
     assert big.index == 10 ** 11 and big.label().startswith("schedule 100000000000")
+
+
+def test_a_kernel_name_the_module_lacks_names_the_argument(tmp_path):
+    with pytest.raises(LaunchError, match=r"kernel='nosuch': .* has no kernel named 'nosuch' \(kernels: k\)"):
+        run_launch(Launch(ptx=KERNEL, kernel="nosuch", args=[np.zeros(1, np.uint32)]))
+    as_func = KERNEL.replace(".visible .entry k(.param .u64 out)", ".visible .func k(.param .u64 out)")
+    with pytest.raises(LaunchError, match="declares k as a .func, not a kernel") as e:
+        run_launch(Launch(ptx=as_func, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 5
