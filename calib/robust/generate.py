@@ -58,7 +58,7 @@ SCALARS = INTS + ["np.uint32(5)", "np.int8(-1)", "np.float64(1.0)", "np.bool_(Tr
 LAUNCH_VALUES = {
     "ptx": PTXS, "kernel": KERNELS, "grid": DIMS, "block": BLOCKS, "cluster": CLUSTERS, "dynamic_smem": SMEM,
     "args": ["None", "[]", "ARGS[:-1]", "ARGS + [1]", "ARGS + ARGS", "tuple(ARGS)", "5", "'x'", "iter(ARGS)",
-             "{0: 1}", "ARGS[::-1]", "[None] * len(ARGS)", "np.array(ARGS, dtype=object)"],
+             "{0: 1}", "ARGS[::-1]", "[None] * len(ARGS)", "OBJECTS(ARGS)"],
     "name": ["5", "None", "b'x'", "'\\xff'", "object()"],
     "lowering": ["{'nosuch'}", "'x'", "5", "None", "{5}", "frozenset({'x@y'})", "[1]"],
     "programmatic": ["'x'", "2", "None", "-1", "[]"],
