@@ -170,3 +170,18 @@ def test_a_kernel_name_the_module_lacks_names_the_argument(tmp_path):
     with pytest.raises(LaunchError, match="declares k as a .func, not a kernel") as e:
         run_launch(Launch(ptx=as_func, kernel="k", args=[np.zeros(1, np.uint32)]))
     assert e.value.loc is not None and e.value.loc.line == 5
+
+
+def test_a_function_declaring_too_many_registers_is_located(tmp_path, capsys):
+    """.reg .pred %p<524289> made every warp allocate half a million registers (minutes, gigabytes): now check
+    and run report it at the function."""
+    from tcsim.engine import MAX_DECLARED_REGISTERS
+    from tcsim.isa.errors import UnsupportedError
+    n = MAX_DECLARED_REGISTERS + 1
+    text = KERNEL.replace("\t.reg .b32 %r<3>;", f"\t.reg .b32 %r<3>;\n\t.reg .pred %q<{n}>;")
+    p = tmp_path / "k.ptx"
+    p.write_text(text)
+    rc, out = _cli(capsys, "check", str(p))
+    assert rc == 1 and out.startswith(f"{p}:5:") and f"declares {n + 6:,} registers" in out    # with %rd<3> and %r<3>
+    with pytest.raises(UnsupportedError, match="registers"):
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
