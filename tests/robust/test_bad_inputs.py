@@ -185,3 +185,10 @@ def test_a_function_declaring_too_many_registers_is_located(tmp_path, capsys):
     assert rc == 1 and out.startswith(f"{p}:5:") and f"declares {n + 6:,} registers" in out    # with %rd<3> and %r<3>
     with pytest.raises(UnsupportedError, match="registers"):
         run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+
+
+def test_a_block_against_the_kernels_reqntid_is_located_at_the_kernel(tmp_path):
+    text = KERNEL.replace(".visible .entry k(.param .u64 out)", ".visible .entry k(.param .u64 out)\n.reqntid 64, 1, 1")
+    with pytest.raises(LaunchError, match=r"requires .reqntid \(64, 1, 1\) but the launch uses block \(32, 1, 1\)") as e:
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 5
