@@ -12,12 +12,20 @@
               [--explore N] [--schedule K]        --explore N: run N schedules (warp order, async completion
                                                   early/late; tcsim.explore) and report the union of findings,
                                                   output differences and a --schedule K reproducing each;
-                                                  --schedule K: run exactly schedule K (0: the default)
+                                                  --schedule K: run exactly schedule K (0: the default);
+              [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
+
+Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
+``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
+terminal; ``--progress``: also when stderr is not one, ``--no-progress``: never), report a livelock (every live
+warp polling while the machine state repeats) like a deadlock, and stop on Ctrl-C with every warp's position
+(exit status 130); :mod:`tcsim.watch`.
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
-returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
+returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage (or a launch
+file that cannot be imported), 130 stopped by Ctrl-C.
 """
 from __future__ import annotations
 
@@ -236,7 +244,7 @@ def _run_sim(mod, launch, args):
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
                             detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
-                            progress=None if getattr(args, "progress", True) else False)
+                            progress=getattr(args, "progress", None))
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -302,7 +310,8 @@ def _explore(mod, launch, args) -> int:
     timing = getattr(args, "timing", True)
     report = explore(launch, args.explore, timing=timing, seed=args.seed or 0,
                      max_instructions=args.max_instructions, strict=getattr(args, "strict", False),
-                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True))
+                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True),
+                     jobs=max(1, getattr(args, "jobs", 1) or 1))
     for line in report.format(getattr(args, "launch_name", None) or "LAUNCH"):
         print(line)
     path = getattr(args, "findings", None)
@@ -497,8 +506,11 @@ def main(argv=None) -> int:
                        help="budget in warp-instructions (a positive count)")
         p.add_argument("--max-seconds", type=float, default=None,
                        help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
-        p.add_argument("--no-progress", dest="progress", action="store_false", default=True,
-                       help="no progress line on stderr for runs longer than ~2 s")
+        p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="a progress line on stderr for runs longer than ~2 s even when stderr is not a terminal "
+                            "(default: on a terminal only)")
+        p.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="no progress line")
         p.add_argument("--timing", dest="timing", action="store_true", default=True,
                        help="cycle-approximate timing of the kernel's .target (default)")
         p.add_argument("--no-timing", dest="timing", action="store_false",
@@ -521,8 +533,13 @@ def main(argv=None) -> int:
         p.add_argument("--schedule", type=int, metavar="K", default=None,
                        help="run exactly schedule K of an exploration (0: the default schedule; --seed: the "
                             "exploration's seed)")
+        p.add_argument("--jobs", type=int, metavar="J", default=1,
+                       help="with --explore: run the schedules in J worker processes (the same report as 1)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
+        p.add_argument("--tier", choices=["reference", "fast"], default=None,
+                       help="execution tier (tcsim.fast): reference (default; $TCSIM_TIER) or fast (lockstep groups "
+                            "of warps; identical results, traces and cycles)")
 
     p = sub.add_parser("demo", help="simulate the embedded default kernel (the tcgen05 GEMM gemm_async)")
     run_opts(p)
@@ -542,6 +559,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from tcsim.isa.errors import RunInterrupted
     try:
+        if getattr(args, "tier", None):
+            from .fast import use_tier
+            with use_tier(args.tier):
+                return args.fn(args)
         return args.fn(args)
     except RunInterrupted as e:
         print(str(e), file=sys.stderr)

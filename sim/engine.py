@@ -161,8 +161,12 @@ class Simulation:
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
                  timing=False, strict: bool = False, schedule=None, grid_dependency=None,
                  stack_size: int | None = None, max_seconds: float | None = None, progress=None,
-                 non_portable_cluster: bool = False):
+                 non_portable_cluster: bool = False, tier: str | None = None):
         from .grid_dependency import GridDependency
+        from .fast import check_tier, default_tier
+        #: the execution tier (tcsim.fast): 'reference' (this module's warp process) or 'fast' (lockstep groups)
+        self.tier = default_tier() if tier is None else check_tier(tier)
+        self._fast = None
         from .linker import DEFAULT_STACK_SIZE
         self.program = program
         #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
@@ -259,6 +263,9 @@ class Simulation:
         self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
                                                       self.smem_total) // csize)
         self._warp_knobs(self.schedule)
+        if self.tier == "fast":                 # (its driver runs the warps: tcsim.fast.tier)
+            from .fast.tier import FastTier
+            self._fast = FastTier(self)
         for _ in range(min(self._clusters_total, self.resident_clusters)):
             self._start_cluster()
 
@@ -302,6 +309,9 @@ class Simulation:
                         cta.warps.append(warp)
                         self.warps.append(warp)
                         new.append(warp)
+        if self._fast is not None:
+            self._fast.add_warps(new)
+            return
         for warp in new:
             self._procs.append(self.env.process(self._warp_process(warp)))
 
@@ -506,12 +516,7 @@ class Simulation:
             self.retired += 1
             self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
-                # ``done``: the cycle the results are readable, where the model times them
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
+                self._retire_event(warp, pc, ins, mask, done)
             if self.retired >= watch.next_check:
                 err = self._watch_check()
                 if err is not None:
@@ -521,6 +526,15 @@ class Simulation:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
             yield sleep(gap + ctx.extra_delay + (self._issue_delay(warp) if perturbed else 0))
+
+    def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
+        """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
+        times them) with the register writes its context collected."""
+        ctx = warp.ctx
+        self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
+        ctx.writes = None
 
     def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
         """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None
@@ -592,6 +606,18 @@ class Simulation:
         ev.fail(_Stop())
         ev.defused = False
 
+    def only_warps_pending(self) -> bool:
+        """Whether every pending event is one a warp's own process waits for (no async unit, timer, barrier
+        release or CTA start in flight): what the livelock detector asks (tcsim.watch)."""
+        self._procs = [p for p in self._procs if p.is_alive]
+        own = set()
+        for p in self._procs:
+            own.add(id(p))
+            t = getattr(p, "target", None)
+            if t is not None:
+                own.add(id(t))
+        return all(id(item[-1]) in own for item in self.env._queue)
+
     def _watch_check(self):
         """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,
         or None."""
@@ -602,7 +628,10 @@ class Simulation:
         sigint = self.watch.install_sigint()
         self.watch.started()
         try:
-            self.env.run()
+            if self._fast is not None:
+                self._fast.run()
+            else:
+                self.env.run()
         except _Stop:
             pass
         finally:
@@ -633,6 +662,8 @@ class Simulation:
     def step_instruction(self) -> bool:
         """Process events until one more warp-instruction retires; False when the run is over."""
         target = self.retired + 1
+        if self._fast is not None:
+            self._fast.single_step()
         while self.retired < target:
             if self.error is not None:
                 raise self.error
@@ -642,6 +673,9 @@ class Simulation:
                 return False
             except _Stop:
                 raise self.error
+            finally:
+                if self._fast is not None:
+                    self._fast.flush()      # (a debugger looks at the state after every step)
         if self.error is not None:
             raise self.error
         return True

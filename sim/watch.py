@@ -7,9 +7,10 @@ instruction for it.
 * **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
   spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
   with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
-* **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line on stderr (instructions retired,
-  simulated cycles, rate, CTAs finished) every :data:`PROGRESS_EVERY` seconds; on a terminal it is redrawn in
-  place.
+* **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
+  cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
+  (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
+  there; False: nowhere).
 * **Ctrl-C** (SIGINT, while :meth:`tcsim.engine.Simulation.run` runs in the main thread): the run stops at the
   next check with a :class:`~tcsim.isa.errors.RunInterrupted` holding the position of every warp (the debugger's
   ``where()`` picture); a second Ctrl-C interrupts at once (KeyboardInterrupt).
@@ -230,7 +231,12 @@ class RunWatch:
     def _out(self):
         if self.progress is False:
             return None
-        return sys.stderr if self.progress is None or self.progress is True else self.progress
+        if self.progress is None:           # auto: a terminal only (logs and captured output stay as they were)
+            try:
+                return sys.stderr if sys.stderr.isatty() else None
+            except (AttributeError, ValueError):
+                return None
+        return sys.stderr if self.progress is True else self.progress
 
     def _progress(self, t: float) -> None:
         out = self._out()
@@ -304,18 +310,7 @@ class RunWatch:
 
     def _quiescent(self) -> bool:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
-        sim = self.sim
-        own = set()
-        for p in sim._procs:
-            t = getattr(p, "_target", None)
-            if t is not None:
-                own.add(id(t))
-            own.add(id(p))
-        for item in sim.env._queue:
-            ev = item[-1]
-            if id(ev) not in own:
-                return False
-        return True
+        return self.sim.only_warps_pending()
 
     def _warp_fingerprint(self) -> bytes:
         sim = self.sim
@@ -346,8 +341,9 @@ class RunWatch:
                 h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
             h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
             tm = c.tmem
-            if tm is not None and hasattr(tm, "_cells"):
-                h.update(memoryview(tm._cells))
+            if tm is not None:
+                h.update(memoryview(tm.data))
+                h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
         for cl in sim.clusters:
             h.update(repr((cl.barrier_arrived, cl.barrier_expected)).encode())
         for alloc in sim.gmem.allocations():

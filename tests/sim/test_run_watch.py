@@ -132,10 +132,13 @@ def test_seconds_budget_and_progress_line():
     assert lines and "warp-instructions retired" in lines[0] and "cycles" in lines[0] and "warp-inst/s" in lines[0]
 
 
-def test_no_progress_line_when_off_or_short():
+def test_no_progress_line_when_short_or_not_a_terminal(capsys):
     buf = io.StringIO()
     run_launch(Launch(ptx=RET), progress=buf)
     assert buf.getvalue() == ""
+    with pytest.raises(RunawayError):                   # auto: stderr (captured here) is not a terminal
+        run_launch(Launch(ptx=COUNT_FOREVER), max_seconds=2.2, detect=False)
+    assert "[tcsim]" not in capsys.readouterr().err
 
 
 def test_livelock_is_reported_like_a_deadlock():
@@ -162,7 +165,8 @@ def test_ctrl_c_ends_the_run_with_every_warps_position(tmp_path):
     f.write_text("from tcsim.launch import Launch\n"
                  f"LAUNCH = Launch(ptx={COUNT_FOREVER!r}, block=(64, 1, 1))\n")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-m", "tcsim.cli", "run", str(f), "--no-timing", "--no-detect"],
+    p = subprocess.Popen([sys.executable, "-m", "tcsim.cli", "run", str(f), "--no-timing", "--no-detect",
+                          "--progress"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = p.stderr.readline()                     # the first progress line: the run is under way
