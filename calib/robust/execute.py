@@ -340,8 +340,9 @@ def execute(case: dict, tmp_root: Path) -> dict:
         out = _exc_outcome(e, "harness")
     finally:
         os.chdir(cwd)
-        for m in set(sys.modules) - mods:           # launch files imported by a cli case
-            if not m.startswith(("tcsim", "numpy", "ml_dtypes", "simpy", "encodings", "_")):
+        for m in set(sys.modules) - mods:           # launch files imported by a cli case (only those)
+            f = getattr(sys.modules.get(m), "__file__", None) or ""
+            if f.startswith(str(tmp_root)):
                 sys.modules.pop(m, None)
     if out["cls"] == "hang":                        # where a hang was stopped varies; the case kind does not
         out["sig"] = f"hang|{case['kind']}"

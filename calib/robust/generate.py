@@ -84,6 +84,7 @@ RUN_VALUES = {
     "async_copy_params": ["5", "'x'", "object()"],
     "max_seconds": ["0", "-1", "'x'", "float('nan')", "float('inf')", "1e-9", "None", "[]", "10**30"],
     "progress": ["'x'", "5", "object()", "True", "None"],
+    "tier": ["'x'", "5", "None", "'fast'", "'reference'", "'FAST'", "[]"],
     "nosuch_keyword": ["1"],
 }
 
