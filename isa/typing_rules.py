@@ -49,6 +49,18 @@ Types and sizes (§6.4.1 operand type agreement; §6.4.2 relaxed rules for ``ld`
   variable of the state space).
 
 Wider-than-128-bit ``ld``/``st`` (``.v8.b32``, ``.v4.b64``) need PTX ISA 8.8 and sm_100 or newer.
+``.volatile`` does not apply to ``.param``, ``.local`` or ``.const``; ``st.param`` writes a call's ``.param``
+variable by name (ptxas 13.0 crashes on ``st.param [%reg]``).
+
+Rules for every instruction (run by the decode table before each decoder, ``tcsim.semantics.registry``):
+:func:`reject_special_registers` (special registers only as ``mov``/``cvt`` sources; an integer ``cvt`` reads any
+integer special register, :func:`tcsim.isa.convert_forms.check_cvt_operands`), :func:`check_address_bases`
+(address bases are integer registers; a generic ``mbarrier``/``atom``/``red``/``prefetch`` address needs 64 bits)
+and :func:`reject_vector_operands` (no ``{a, b}`` operand on scalar-only instructions: mapa, bar, mbarrier,
+elect, shfl, ...).
+
+Not checked (yet): register types of tcgen05, cp.async, tensormap and matrix operands beyond their decoders'
+own checks; call argument types (only sizes, :mod:`tcsim.isa.decl_rules`).
 """
 from __future__ import annotations
 

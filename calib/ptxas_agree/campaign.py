@@ -45,6 +45,8 @@ def ptxas_verdict(text: str, arch: str, ptxas: str = "ptxas") -> tuple:
     log = (r.stdout + r.stderr).replace(str(p), "m.ptx")
     if r.returncode == 0:
         return "accept", ""
+    if r.returncode < 0:
+        return "reject", f"ptxas crashed (signal {-r.returncode})"
     first = next((ln for ln in log.splitlines() if "error" in ln or "fatal" in ln), log.strip()[:200])
     return "reject", first.strip()[:300]
 
