@@ -170,7 +170,23 @@ SCALAR_OPERAND_OPCODES = frozenset(("mapa", "getctarank", "isspacep", "nanosleep
                                     "prefetchu", "activemask", "setmaxnreg", "griddepcontrol", "fence", "membar"))
 
 
+#: instructions without an address operand whose immediates are integers (ptxas: "Arguments mismatch")
+INTEGER_OPERAND_OPCODES = frozenset(("shfl", "nanosleep", "bar", "barrier", "elect", "vote", "match", "redux",
+                                     "activemask", "mapa", "getctarank", "isspacep", "setmaxnreg"))
+
+
 def reject_vector_operands(ins: ir.Instruction) -> None:
+    """No vector operand on scalar-only instructions; no ``_`` source anywhere (ptxas: "Sink '_' not allowed as a
+    source operand" or a syntax error); no address and no float immediate on the instructions of
+    :data:`INTEGER_OPERAND_OPCODES`."""
+    first_is_dst = ins.opcode not in ir.NO_REG_DEST
+    for k, op in enumerate(ins.operands):
+        if isinstance(op, ir.Sink) and (k > 0 or not first_is_dst):
+            raise _err(ins, f"Sink '_' not allowed as a source operand of '{ins.opcode}'")
+    if ins.opcode in INTEGER_OPERAND_OPCODES:
+        for op in ins.operands:
+            if isinstance(op, ir.Address) or (isinstance(op, ir.Imm) and op.kind != "int"):
+                raise _mismatch(ins, f"operand {op} is not an integer value")
     if ins.opcode in SCALAR_OPERAND_OPCODES or (ins.opcode == "cp" and "bulk" in ins.mods and "tensor" not in ins.mods
                                                 and "prefetch" not in ins.mods):
         for op in ins.operands:

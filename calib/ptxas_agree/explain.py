@@ -13,6 +13,7 @@ Each class is a verified, deliberate difference or a named gap:
                      mbarrier wait on an immediate state, an mbarrier count out of range.
 ``pred-vector``      a predicate register inside a packed vector operand: ptxas accepts it, tcsim does not
                      execute it.
+``fixed``            (assigned by the record test, not here) check agrees with ptxas at the current commit.
 ``gap``              a rule ptxas enforces that tcsim's check does not yet (listed in :data:`GAPS` by what it is;
                      the instruction is otherwise executable and its run reports the operand as it reads it).
 """
@@ -29,6 +30,7 @@ GAPS = (
     (r"^(wgmma|mma|ldmatrix|stmatrix)\.", r"", "register types of warp-level matrix operands"),
     (r"^setp\..*(bf16x2|f16x2)", r"Arguments mismatch", "destination of packed-half setp"),
     (r"^getctarank", r"Arguments mismatch", "getctarank destination size"),
+    (r"\.(f32x2|bf16x2|bf16)\b", r"Arguments mismatch", "immediates of packed f32x2 / bf16x2 and bf16 operands"),
     (r"^mov\.b\d+\s+%\w+, \{\s*-?\d", r"", "ptxas skips element-size checks when a vector starts with an immediate"),
     (r"", r"Type of argument does not match formal parameter", "call argument types (only sizes are compared)"),
     (r"", r"Illegal operand type", "operand kinds of st through ptxas's 'Illegal operand type'"),
@@ -55,7 +57,7 @@ def explain(r: dict) -> tuple | None:
             return "sreg-address", "special register as an address base"
         if re.search(r"thread count|barrier \S+ out of range|state operand must be|out of range", cmsg):
             return "runtime-rule", "checked at load by tcsim, at run time on the GPU"
-        if "predicate element" in cmsg:
+        if "predicate element" in cmsg or (".pred register" in cmsg and "{" in line):
             return "pred-vector", "predicate inside a packed vector"
         return None
     if r["check"] == "accept" and r["ptxas"] == "reject":
