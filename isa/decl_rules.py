@@ -81,6 +81,10 @@ def _check_var_type(v, where: str) -> None:
                           v.loc)
 
 
+def _natural(p) -> int:
+    return ir.TYPE_SIZES.get(p.type, 1) * getattr(p, "vector", 1)
+
+
 def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
     """A direct call's arguments and return slots are ``.param`` variables of the caller of the callee's formal
     parameters' sizes (PTX ISA §9.7.12.5; ptxas: "Type of argument does not match formal parameter")."""
@@ -102,7 +106,8 @@ def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
                 if v is not None and v.size_bytes != f.size_bytes:
                     raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of {callee.name}: "
                                       f"{v.name} has {v.size_bytes} bytes, the parameter {f.size_bytes}", ins.loc)
-                if v is not None and v.alignment != f.alignment:
+                # ptxas compares alignments no smaller than the natural one (`.align 1 .b64` is aligned to 8)
+                if v is not None and max(v.alignment, v.elem_size) != max(f.alignment, _natural(f)):
                     raise VerifyError(f"Alignment of argument does not match formal parameter '{f.name}' of "
                                       f"{callee.name}: {v.name} is aligned to {v.alignment}, the parameter to "
                                       f"{f.alignment}", ins.loc)

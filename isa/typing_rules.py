@@ -514,6 +514,10 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         if vec > 1 and len(value.elems) not in (2, 4, 8):
             raise _err(ins, f"Illegal vector size: {len(value.elems)}")
         _vector_sizes(ins, info, value)
+        for e in value.elems[1:]:
+            if _reg_type(info, e) == "pred":
+                raise _err(ins, f"Vector with elements of different types are not allowed in {ins.opcode} instruction "
+                                f"({e} is a predicate)")
         first = None
         for e in value.elems:
             if load:

@@ -13,6 +13,9 @@ Each class is a verified, deliberate difference or a named gap:
                      mbarrier wait on an immediate state, an mbarrier count out of range.
 ``pred-vector``      a predicate register inside a packed vector operand: ptxas accepts it, tcsim does not
                      execute it.
+``imm-first-vector`` a vector operand whose first element is an immediate (``{1, %rd0, %rs1}``): ptxas skips
+                     the element-size checks; tcsim keeps them (the elements' sizes define what it would execute).
+``bracketless-address`` ptxas accepts a register where the form has an address (``..., %r7`` for ``[%r7]``).
 ``fixed``            (assigned by the record test, not here) check agrees with ptxas at the current commit.
 ``gap``              a rule ptxas enforces that tcsim's check does not yet (listed in :data:`GAPS` by what it is;
                      the instruction is otherwise executable and its run reports the operand as it reads it).
@@ -59,6 +62,10 @@ def explain(r: dict) -> tuple | None:
             return "runtime-rule", "checked at load by tcsim, at run time on the GPU"
         if "predicate element" in cmsg or (".pred register" in cmsg and "{" in line):
             return "pred-vector", "predicate inside a packed vector"
+        if re.search(r"\{\s*-?\d", line) and ("elements" in cmsg or "Incompatible" in cmsg):
+            return "imm-first-vector", "ptxas skips a vector's element checks when it starts with an immediate"
+        if "must be a memory address" in cmsg:
+            return "bracketless-address", "ptxas takes a register for a [register] address operand"
         return None
     if r["check"] == "accept" and r["ptxas"] == "reject":
         if "crashed" in pmsg or "Segmentation" in pmsg or pmsg == "":
