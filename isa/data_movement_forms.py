@@ -312,13 +312,15 @@ def parse_isspacep(ins: ir.Instruction) -> AddressQueryForm:
 def _address_query_mods(ins) -> None:
     """mapa / getctarank take ``.shared::cluster`` and one of ``.u32 .u64`` (ptxas: "Unexpected instruction types
     specified" for any other type)."""
-    sizes = [m for m in ins.mods if m in ("u32", "u64")]
-    other = [m for m in ins.mods if m not in ("u32", "u64", "shared::cluster")]
+    sizes = [m for m in ins.mods if m in ("u32", "u64", "s32", "s64")]
+    other = [m for m in ins.mods if m not in ("u32", "u64", "s32", "s64", "shared::cluster")]
     if other:
         raise VerifyError(f"Unexpected instruction types specified for '{ins.opcode}' (.{other[0]})", ins.loc,
                           expected=".u32 or .u64")
     if len(sizes) != 1:
         raise VerifyError(f"{ins.full_opcode} needs exactly one of .u32 / .u64", ins.loc)
+    if isinstance(ins.operands[0] if ins.operands else None, ir.Sink):
+        raise VerifyError(f"Result discard mode is not allowed for instruction '{ins.opcode}'", ins.loc)
 
 
 def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
@@ -326,7 +328,7 @@ def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
     _address_query_mods(ins)
     dst, src, rank = _operands(ins, 3, "d, a, b")
     return AddressQueryForm("mapa", "shared::cluster" if "shared::cluster" in ins.mods else None,
-                            "u64" if "u64" in ins.mods else "u32", dst, src, rank)
+                            "u64" if ("u64" in ins.mods or "s64" in ins.mods) else "u32", dst, src, rank)
 
 
 def parse_getctarank(ins: ir.Instruction) -> AddressQueryForm:
@@ -334,7 +336,7 @@ def parse_getctarank(ins: ir.Instruction) -> AddressQueryForm:
     _address_query_mods(ins)
     dst, src = _operands(ins, 2, "d, a")
     return AddressQueryForm("getctarank", "shared::cluster" if "shared::cluster" in ins.mods else None,
-                            "u64" if "u64" in ins.mods else "u32", dst, src)
+                            "u64" if ("u64" in ins.mods or "s64" in ins.mods) else "u32", dst, src)
 
 
 def parse_prefetch(ins: ir.Instruction) -> ir.Address:

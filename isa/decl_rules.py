@@ -11,8 +11,8 @@ ptxas 13.0's, verified with one-declaration probes on ``-arch=sm_90a`` and ``sm_
 * Kernel parameters (§5.1.6): at most 32,764 bytes (0x7ffc) laid out at their alignments ("Entry function uses too
   much parameter space"), on sm_90a and sm_100a; 4,352 bytes (0x1100) under ``.version`` 8.0 and older.  A
   ``.param`` variable or parameter is aligned to at most 128 bytes ("illegal alignment").  A direct call's argument
-  and return variables have the sizes of the callee's parameters ("Type of argument does not match formal
-  parameter").
+  and return variables have the sizes and alignments of the callee's parameters ("Type / Alignment of argument
+  does not match formal parameter"); a ``.func`` parameter is aligned to at most 128 bytes too.
 * Static shared memory (§5.1.5): the kernel-scope ``.shared`` variables plus the module-scope ones the kernel
   names, at their alignments, at most 232,448 bytes (0x38c00, the 227 KiB of an sm_90 / sm_100 SM) -- "Entry
   function uses too much shared data".  A larger total is possible only dynamically (``.extern .shared``), up to the
@@ -81,6 +81,10 @@ def _check_var_type(v, where: str) -> None:
                           v.loc)
 
 
+def _natural(p) -> int:
+    return ir.TYPE_SIZES.get(p.type, 1) * getattr(p, "vector", 1)
+
+
 def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
     """A direct call's arguments and return slots are ``.param`` variables of the caller of the callee's formal
     parameters' sizes (PTX ISA §9.7.12.5; ptxas: "Type of argument does not match formal parameter")."""
@@ -102,6 +106,11 @@ def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
                 if v is not None and v.size_bytes != f.size_bytes:
                     raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of {callee.name}: "
                                       f"{v.name} has {v.size_bytes} bytes, the parameter {f.size_bytes}", ins.loc)
+                # ptxas compares alignments no smaller than the natural one (`.align 1 .b64` is aligned to 8)
+                if v is not None and max(v.alignment, v.elem_size) != max(f.alignment, _natural(f)):
+                    raise VerifyError(f"Alignment of argument does not match formal parameter '{f.name}' of "
+                                      f"{callee.name}: {v.name} is aligned to {v.alignment}, the parameter to "
+                                      f"{f.alignment}", ins.loc)
 
 
 def verify_declarations(module: ir.Module) -> None:
@@ -129,7 +138,10 @@ def verify_declarations(module: ir.Module) -> None:
             if p.type in INSTRUCTION_ONLY_TYPES or p.type == "pred":
                 raise VerifyError(f"parameter {p.name} of {fn.name} cannot have the type .{p.type}", p.loc,
                                   expected="a bit-size, integer or .f16/.f32/.f64 type")
-        for p in [v for v in fn.locals if v.space == "param"]:      # (kernel parameters may be aligned higher)
+        call_params = [v for v in fn.locals if v.space == "param"]
+        if fn.kind == "func":
+            call_params += list(fn.params) + list(fn.returns)
+        for p in call_params:                                       # (kernel parameters may be aligned higher)
             a = p.align or 0
             if a > MAX_PARAM_ALIGN:
                 raise VerifyError(f"Parameter '{p.name}' has illegal alignment {a} (must be aligned to 1, 2, 4, 8, 16, "
@@ -140,7 +152,7 @@ def verify_declarations(module: ir.Module) -> None:
         limit = MAX_PARAM_BYTES if tuple(module.version or (9, 0)) >= (8, 1) else MAX_PARAM_BYTES_OLD
         off = 0
         for p in fn.params:
-            if p.type in ("f16x2",):
+            if p.type in ("f16x2",) and not p.array:
                 raise VerifyError(f"Variable '{p.name}' cannot be allocated in .param state space (.{p.type})", p.loc)
             off = _align(off, p.alignment) + p.size_bytes
             if off > limit:

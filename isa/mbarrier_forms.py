@@ -209,5 +209,28 @@ def parse_mbarrier(ins: ir.Instruction) -> MbarrierForm:
     return MbarrierForm(**base, dst=ops[0], src=ops[1])
 
 
-__all__ = ["SECTION", "OPS", "SPACES", "SEMS", "SCOPES", "MAX_COUNT", "GROUPS", "SPEC", "MbarrierForm",
+def check_mbarrier_operand_types(ins: ir.Instruction, info, f: MbarrierForm) -> None:
+    """Register types of the operands (ptxas 13.0 "Arguments mismatch", verified per operand): an arrive's state
+    destination is 64-bit (or ``_``), every count / txCount / phaseParity / suspendTimeHint a 32-bit value, a wait's
+    state 64-bit and its waitComplete a predicate, pending_count's count 32-bit and state 64-bit."""
+    from .operand_rules import check_dst, check_src
+    if f.op in ("arrive", "arrive_drop"):
+        if f.dst is not None:
+            check_dst(ins, info, f.dst, "b64", sink=True)
+        if f.count is not None:
+            check_src(ins, info, f.count, "b32")
+    elif f.op in ("init", "expect_tx", "complete_tx"):
+        if f.count is not None:
+            check_src(ins, info, f.count, "b32")
+    elif f.op in ("test_wait", "try_wait"):
+        check_dst(ins, info, f.dst, "pred")
+        check_src(ins, info, f.arg, "b32" if f.parity else "b64")
+        if f.hint is not None:
+            check_src(ins, info, f.hint, "b32")
+    elif f.op == "pending_count":
+        check_dst(ins, info, f.dst, "b32")
+        check_src(ins, info, f.src, "b64", imm=False)
+
+
+__all__ = ["check_mbarrier_operand_types", "SECTION", "OPS", "SPACES", "SEMS", "SCOPES", "MAX_COUNT", "GROUPS", "SPEC", "MbarrierForm",
            "parse_mbarrier"]

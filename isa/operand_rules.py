@@ -39,6 +39,8 @@ def type_size(t: str) -> int:
 def _category(t: str) -> str:
     if t == "pred":
         return "pred"
+    if t in ("bf16", "bf16x2"):
+        return "float"
     if t[0] == "b":
         return "bits"
     if t[0] in "us" and t[1:].isdigit():

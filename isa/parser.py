@@ -875,12 +875,15 @@ class _Parser:
         self.expect_semicolon(".param declaration")
 
     # ------------------------------------------------------------------ variables
-    def parse_dims(self) -> list:
+    def parse_dims(self, extern: bool = False) -> list:
         dims = []
         while self.K[self.i] == "[":
             self.i += 1
             if self.K[self.i] == "]":
                 dims.append(None)
+            elif extern and not dims and self.T[self.i] == "0":
+                self.i += 1
+                dims.append(None)       # ptxas 13.0 takes `.extern .shared .b8 x[0]` as the unsized x[]
             else:
                 dims.append(self.expect_int("array extent", lo=1))
             self.expect("]", "']'")
@@ -925,7 +928,7 @@ class _Parser:
         while True:
             ni = self.expect_name("a variable name")
             name = T[ni]
-            dims = self.parse_dims()
+            dims = self.parse_dims(extern=linkage == "extern")
             init = None
             if K[self.i] == "=":
                 eq = self.i

@@ -49,6 +49,18 @@ Types and sizes (§6.4.1 operand type agreement; §6.4.2 relaxed rules for ``ld`
   variable of the state space).
 
 Wider-than-128-bit ``ld``/``st`` (``.v8.b32``, ``.v4.b64``) need PTX ISA 8.8 and sm_100 or newer.
+``.volatile`` does not apply to ``.param``, ``.local`` or ``.const``; ``st.param`` writes a call's ``.param``
+variable by name (ptxas 13.0 crashes on ``st.param [%reg]``).
+
+Rules for every instruction (run by the decode table before each decoder, ``tcsim.semantics.registry``):
+:func:`reject_special_registers` (special registers only as ``mov``/``cvt`` sources; an integer ``cvt`` reads any
+integer special register, :func:`tcsim.isa.convert_forms.check_cvt_operands`), :func:`check_address_bases`
+(address bases are integer registers; a generic ``mbarrier``/``atom``/``red``/``prefetch`` address needs 64 bits)
+and :func:`reject_vector_operands` (no ``{a, b}`` operand on scalar-only instructions: mapa, bar, mbarrier,
+elect, shfl, ...).
+
+Not checked (yet): register types of tcgen05, cp.async, tensormap and matrix operands beyond their decoders'
+own checks; call argument types (only sizes, :mod:`tcsim.isa.decl_rules`).
 """
 from __future__ import annotations
 
@@ -158,7 +170,23 @@ SCALAR_OPERAND_OPCODES = frozenset(("mapa", "getctarank", "isspacep", "nanosleep
                                     "prefetchu", "activemask", "setmaxnreg", "griddepcontrol", "fence", "membar"))
 
 
+#: instructions without an address operand whose immediates are integers (ptxas: "Arguments mismatch")
+INTEGER_OPERAND_OPCODES = frozenset(("shfl", "nanosleep", "bar", "barrier", "elect", "vote", "match", "redux",
+                                     "activemask", "mapa", "getctarank", "isspacep", "setmaxnreg"))
+
+
 def reject_vector_operands(ins: ir.Instruction) -> None:
+    """No vector operand on scalar-only instructions; no ``_`` source anywhere (ptxas: "Sink '_' not allowed as a
+    source operand" or a syntax error); no address and no float immediate on the instructions of
+    :data:`INTEGER_OPERAND_OPCODES`."""
+    first_is_dst = ins.opcode not in ir.NO_REG_DEST
+    for k, op in enumerate(ins.operands):
+        if isinstance(op, ir.Sink) and (k > 0 or not first_is_dst):
+            raise _err(ins, f"Sink '_' not allowed as a source operand of '{ins.opcode}'")
+    if ins.opcode in INTEGER_OPERAND_OPCODES:
+        for op in ins.operands:
+            if isinstance(op, ir.Address) or (isinstance(op, ir.Imm) and op.kind != "int"):
+                raise _mismatch(ins, f"operand {op} is not an integer value")
     if ins.opcode in SCALAR_OPERAND_OPCODES or (ins.opcode == "cp" and "bulk" in ins.mods and "tensor" not in ins.mods
                                                 and "prefetch" not in ins.mods):
         for op in ins.operands:
@@ -486,6 +514,10 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         if vec > 1 and len(value.elems) not in (2, 4, 8):
             raise _err(ins, f"Illegal vector size: {len(value.elems)}")
         _vector_sizes(ins, info, value)
+        for e in value.elems[1:]:
+            if _reg_type(info, e) == "pred":
+                raise _err(ins, f"Vector with elements of different types are not allowed in {ins.opcode} instruction "
+                                f"({e} is a predicate)")
         first = None
         for e in value.elems:
             if load:

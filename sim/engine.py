@@ -71,12 +71,25 @@ def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
 
 
+#: registers a function may declare (each warp holds all of them as 32-lane arrays: 500 K of them took minutes and
+#: gigabytes to set up; the largest tracked kernel, a Triton GEMM, declares ~3,200)
+MAX_DECLARED_REGISTERS = 65536
+
+
 def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None,
                     lowering: frozenset = frozenset(), pc_base: int = 0) -> list:
     """Decode every instruction of ``fn`` (with the ``lowering`` variants on, :mod:`tcsim.lowering`); with
     ``errors`` given, collect diagnostics instead of raising.  ``pc_base``: where the body starts in a linked
     program (branch targets are program PCs)."""
     load_all()
+    nregs = sum(vec + (vec != 1) for _, vec in fn.regs.values())
+    if nregs > MAX_DECLARED_REGISTERS:
+        e = UnsupportedError(f"{fn.name} declares {nregs:,} registers; tcsim keeps every declared register of "
+                             f"every warp and supports at most {MAX_DECLARED_REGISTERS:,} per function", fn.loc,
+                             expected="smaller .reg ranges (%r<N>: the largest tracked kernel declares ~3,200)")
+        if errors is None:
+            raise e
+        errors.append(e)
     info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering, pc_base)
     out = []
     for ins in fn.body:
@@ -112,7 +125,12 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
-        raise LaunchError(str(e.args[0])) from None
+        other = module.functions.get(kernel) if isinstance(kernel, str) else None
+        if other is not None:               # a .func of that name (no .entry): where it is declared
+            raise LaunchError(f"kernel={kernel!r}: {module.source_name} declares {kernel} as a .func, not a kernel",
+                              other.loc, expected="the name of a .entry function") from None
+        raise LaunchError(f"kernel={kernel!r}: {e.args[0]}",
+                          expected="the name of one of the module's .entry functions") from None
     link = link_program(module, fn, frames)
     body, decoded = [], []
     for lf in link.functions:

@@ -51,7 +51,7 @@ def check_run_options(*, trace=None, observers=(), timing=False, schedule=None, 
         if key not in UNIT_PARAMS:
             raise LaunchError(f"run_launch() got an unexpected keyword argument {key!r}",
                               expected=f"keywords seed, trace, max_instructions, max_seconds, observers, timing, strict, "
-                                       f"schedule, detect, progress, {', '.join(UNIT_PARAMS)}")
+                                       f"schedule, detect, tier, progress, {', '.join(UNIT_PARAMS)}")
         if value is None:
             continue
         import importlib

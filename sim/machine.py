@@ -334,6 +334,7 @@ def check_launch_shape(kernel: ir.Function, grid, block, cluster, smem_total: in
         raise e.with_context(loc=loc)
     nthreads = block[0] * block[1] * block[2]
     d = kernel.directives
+    loc = loc or kernel.loc                 # a directive of the kernel: where the kernel is declared
     if "reqntid" in d and tuple(d["reqntid"]) != tuple(block):
         raise LaunchError(f"kernel {kernel.name} requires .reqntid {tuple(d['reqntid'])} but the launch uses "
                           f"block {tuple(block)}", loc, expected=f"block {tuple(d['reqntid'])}")

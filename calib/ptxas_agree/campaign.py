@@ -45,6 +45,8 @@ def ptxas_verdict(text: str, arch: str, ptxas: str = "ptxas") -> tuple:
     log = (r.stdout + r.stderr).replace(str(p), "m.ptx")
     if r.returncode == 0:
         return "accept", ""
+    if r.returncode < 0:
+        return "reject", f"ptxas crashed (signal {-r.returncode})"
     first = next((ln for ln in log.splitlines() if "error" in ln or "fatal" in ln), log.strip()[:200])
     return "reject", first.strip()[:300]
 
@@ -143,7 +145,12 @@ def summarise(results: list, **meta) -> dict:
     agree = sum(agrees(r) for r in results)
     dis = [r for r in results if not agrees(r)]
     load_missed = [r for r in results if r.get("load") not in (None, "ok")]
+    code = {"accept": "a", "reject": "r", "crash": "c", "timeout": "t"}
     return {**meta, "mutants": len(results), "agree": agree,
+            # per mutant (in index order): tcsim's and ptxas's verdicts, one letter each (a/r/c/t)
+            "indices": [r["i"] for r in results] if len(results) < 50 else [results[0]["i"], results[-1]["i"]],
+            "check_verdicts": "".join(code[r["check"]] for r in results),
+            "ptxas_verdicts": "".join(code[r["ptxas"]] for r in results),
             "agreement": round(agree / max(1, len(results)), 5), "counts": dict(sorted(counts.items())),
             "by_operator": {k: {"mutants": v[0], "agree": v[1]} for k, v in sorted(by_op.items())},
             "crashes": [r for r in results if r["check"] == "crash"],

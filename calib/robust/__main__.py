@@ -4,6 +4,8 @@
                            [--record FILE] [--minimize K] [--save-regressions]
     python -m calib.robust --replay [DIR]          replay the regression files (default tests/robust_regressions)
     python -m calib.robust --combine R1.json R2.json ... --record OUT.json   one record of several chunks
+    python -m calib.robust --rerun FINDINGS.jsonl [--record R.json]   run a campaign's findings again (after the
+                                                   fixes); with --record, added to that record as findings_rerun
 
 Exit status: 0 no finding (no traceback, hang, memory blow-up, crash or unlocated diagnostic), 1 findings, 2 usage.
 """
@@ -38,8 +40,19 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", nargs="?", const="tests/robust_regressions", default=None,
                     help="replay the regression files of DIR")
     ap.add_argument("--combine", nargs="+", default=None, metavar="RECORD", help="combine chunk records")
+    ap.add_argument("--rerun", default=None, metavar="FINDINGS", help="run a campaign's findings.jsonl again")
     args = ap.parse_args(argv)
-    from .campaign import campaign, combine, replay
+    from .campaign import campaign, combine, replay, rerun
+
+    if args.rerun:
+        res = rerun(Path(args.rerun), jobs=args.jobs, time_limit=args.time_limit, mem=int(args.mem_gib * (1 << 30)))
+        res["command"] = "python -m calib.robust " + " ".join(sys.argv[1:] if argv is None else argv)
+        print(json.dumps(res, indent=1))
+        if args.record:
+            rec = json.loads(Path(args.record).read_text())
+            rec["findings_rerun"] = res
+            Path(args.record).write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        return 1 if res["still_findings"] else 0
 
     if args.combine:
         rec = combine([json.loads(Path(p).read_text()) for p in args.combine])

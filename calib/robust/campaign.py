@@ -93,16 +93,25 @@ def campaign(seed: int, count: int, *, start: int = 0, jobs: int = 1, time_limit
 
 def combine(records: list) -> dict:
     """One record of several campaign chunks (each a :func:`campaign` record with its ``command``): the summed
-    counts per class and per kind, and every chunk as it was."""
+    counts per class and per kind, every chunk as it was, and ``classes_after_fixes``: the counts with each chunk's
+    findings replaced by the classes they got when run again after the fixes (``findings_rerun``, :func:`rerun`)."""
     classes: Counter = Counter()
+    final: Counter = Counter()
     by_kind: dict = defaultdict(Counter)
     sigs: Counter = Counter()
     for r in records:
         classes.update(r["classes"])
+        final.update(r["classes"])
+        again = r.get("findings_rerun")
+        if again is not None:               # the findings, run again after their fixes, in the classes they got
+            for k in FINDINGS:
+                final[k] -= r["classes"].get(k, 0)
+            final.update(again["classes"])
         for k, v in r["by_kind"].items():
             by_kind[k].update(v)
         sigs.update(r.get("signatures", {}))
     return {"cases": sum(r["count"] for r in records), "classes": {k: classes.get(k, 0) for k in CLASSES},
+            "classes_after_fixes": {k: final.get(k, 0) for k in CLASSES},
             "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())}, "findings": sum(r["findings"] for r in records),
             "signatures": dict(sigs.most_common()), "chunks": records}
 
@@ -210,6 +219,20 @@ def save_regression(case: dict, outcome: dict, folder: Path = REGRESSIONS) -> Pa
         body["ptx_file"] = f"{name}.ptx"
     (folder / f"{name}.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
     return folder / f"{name}.json"
+
+
+def rerun(findings_file: Path, *, jobs: int = 1, time_limit: float = 20.0, mem: int = DEFAULT_MEM) -> dict:
+    """Run again every case of a campaign's ``findings.jsonl`` (after fixing what they found): the classes they
+    fall in now, and the cases that are still findings."""
+    cases = [json.loads(line)["case"] for line in Path(findings_file).read_text().splitlines() if line.strip()]
+    classes: Counter = Counter()
+    still = []
+    with Pool(jobs, time_limit, mem) as pool:
+        for c, o in pool.imap(cases):
+            classes[o["cls"]] += 1
+            if o["cls"] in FINDINGS:
+                still.append({"id": c["id"], "kind": c["kind"], "sig": o.get("sig"), "detail": o.get("detail")})
+    return {"cases": len(cases), "classes": {k: classes.get(k, 0) for k in CLASSES}, "still_findings": still}
 
 
 def load_regressions(folder: Path = REGRESSIONS) -> list:

@@ -16,7 +16,8 @@ A case is a JSON-able dict with a ``kind``:
 Classes (:data:`CLASSES`): ``diagnostic`` (a non-zero exit / a :class:`~tcsim.isa.errors.TcsimError` that says
 where: ``file:line:col`` for PTX, the argument's name for a launch), ``unlocated`` (a diagnostic that does not),
 ``accepted`` (``tcsim check`` passed), ``ran`` (a run completed), ``traceback`` (any other exception escaped),
-``hang`` (the time limit), ``memory`` (``MemoryError`` under the memory limit), ``crash`` (the worker died).
+``hang`` (the time limit), ``memory`` (``MemoryError`` under the memory limit), ``crash`` (the worker died);
+``harness``: the fuzzer could not build the case (its own bug; not a finding of the product).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import sys
 import traceback
 from pathlib import Path
 
-CLASSES = ("diagnostic", "unlocated", "accepted", "ran", "traceback", "hang", "memory", "crash")
+CLASSES = ("diagnostic", "unlocated", "accepted", "ran", "traceback", "hang", "memory", "crash", "harness")
 #: classes that are findings (each is minimised into a regression file)
 FINDINGS = ("unlocated", "traceback", "hang", "memory", "crash")
 
@@ -164,7 +165,8 @@ def run_run(case: dict, tmp: Path) -> dict:
         with _captured():
             run_launch(launch, max_instructions=case.get("max_instructions"))
     except TcsimError as e:
-        located = e.loc is not None or e.where is not None
+        # a PTX position, the warp it happened in, or the launch argument it concerns
+        located = e.loc is not None or e.where is not None or str(e).startswith(("launch error: kernel=",))
         return {"cls": "diagnostic" if located else "unlocated", "stage": "run",
                 "detail": f"{type(e).__name__}: {str(e)[:300]}".replace(str(tmp), "{tmp}"),
                 "sig": None if located else f"unlocated|run|{type(e).__name__}|{_frames_sig(e.__traceback__)}"}
@@ -190,7 +192,12 @@ def namespace(tmp: Path, base) -> dict:
     bad.write_bytes(b"// \xff\xfe comment\n" + text.encode())
     empty = tmp / "empty.ptx"
     empty.write_bytes(b"")
-    return {"np": np, "Path": Path, "Launch": Launch, "Pointer": Pointer, "Struct": Struct, "DIR": str(d),
+    def objects(xs):
+        a = np.empty(len(xs), dtype=object)
+        a[:] = list(xs)
+        return a
+
+    return {"np": np, "Path": Path, "OBJECTS": objects, "Launch": Launch, "Pointer": Pointer, "Struct": Struct, "DIR": str(d),
             "DIRPTX": str(tmp / "dir.ptx"), "MISSING": str(tmp / "missing.ptx"), "BADUTF": str(bad),
             "EMPTY": str(empty), "TEXT": text, "BASE": base, "ARGS": list(base.args), "TMP": str(tmp)}
 
@@ -228,9 +235,9 @@ def run_launch_case(case: dict, tmp: Path) -> dict:
                 names += [key, "kernel"] if key == "ptx" else [key]
         kw = {k: eval(v, ns) for k, v in case.get("run", {}).items()}  # noqa: S307
         names += list(case.get("run", {}))
-    except Exception as e:  # noqa: BLE001 -- a case that cannot be built is the fuzzer's bug
-        return {"cls": "traceback", "detail": f"case construction: {type(e).__name__}: {e}",
-                "sig": f"fuzzer|{type(e).__name__}"}
+    except Exception as e:  # noqa: BLE001 -- a case that cannot be built is the fuzzer's bug, not the product's
+        return {"cls": "harness", "detail": f"case construction: {type(e).__name__}: {e}",
+                "sig": f"harness|{type(e).__name__}"}
     # names the kernel's parameters under the mutated args too
     try:
         kparams = [p.name for p in base.module().functions[base.kernel].params] if base.kernel else []
@@ -300,8 +307,11 @@ def run_selftest(case: dict, tmp: Path) -> dict:
         return {"cls": "ran", "detail": str(len(bytearray(64 << 30)))}
     if what == "crash":
         os._exit(7)
-    if what == "raise":
-        raise KeyError("selftest")
+    if what == "raise":                          # as if the code under test raised
+        try:
+            raise KeyError("selftest")
+        except KeyError as e:
+            return _exc_outcome(e)
     if what == "diagnostic":
         from tcsim.isa.errors import LaunchError
         try:
@@ -327,12 +337,12 @@ def execute(case: dict, tmp_root: Path) -> dict:
     except (Hang, MemoryError) as e:
         out = _exc_outcome(e)
     except Exception as e:  # noqa: BLE001 -- outside the code under test: the harness itself
-        out = _exc_outcome(e)
-        out["sig"] = "fuzzer|" + out["sig"]
+        out = _exc_outcome(e, "harness")
     finally:
         os.chdir(cwd)
-        for m in set(sys.modules) - mods:           # launch files imported by a cli case
-            if not m.startswith(("tcsim", "numpy", "ml_dtypes", "simpy", "encodings", "_")):
+        for m in set(sys.modules) - mods:           # launch files imported by a cli case (only those)
+            f = getattr(sys.modules.get(m), "__file__", None) or ""
+            if f.startswith(str(tmp_root)):
                 sys.modules.pop(m, None)
     if out["cls"] == "hang":                        # where a hang was stopped varies; the case kind does not
         out["sig"] = f"hang|{case['kind']}"

@@ -2,8 +2,8 @@
 command lines (``cli``).  Case ``i`` of seed ``s`` depends only on ``(s, i)``, so any case of a campaign can be
 rebuilt from its record.
 
-The launch values (:data:`LAUNCH_VALUES`) cover every field of :class:`tcsim.launch.Launch` and every keyword of
-:func:`tcsim.launch.run_launch`, with wrong types, negative / zero / huge / over-the-limit numbers, bad dtypes and
+The launch values (:data:`LAUNCH_VALUES`, :data:`RUN_VALUES`) cover every field of :class:`tcsim.launch.Launch`
+and every keyword of :func:`tcsim.launch.run_launch` (a test checks they are all there), with wrong types, negative / zero / huge / over-the-limit numbers, bad dtypes and
 paths that are directories, missing or not UTF-8; the command lines (:data:`CLI_CASES`) cover ``tcsim check`` and
 ``tcsim run`` with such paths, launch files without ``make_launch`` (or returning something else), and bad option
 values.
@@ -58,12 +58,17 @@ SCALARS = INTS + ["np.uint32(5)", "np.int8(-1)", "np.float64(1.0)", "np.bool_(Tr
 LAUNCH_VALUES = {
     "ptx": PTXS, "kernel": KERNELS, "grid": DIMS, "block": BLOCKS, "cluster": CLUSTERS, "dynamic_smem": SMEM,
     "args": ["None", "[]", "ARGS[:-1]", "ARGS + [1]", "ARGS + ARGS", "tuple(ARGS)", "5", "'x'", "iter(ARGS)",
-             "{0: 1}", "ARGS[::-1]", "[None] * len(ARGS)", "np.array(ARGS, dtype=object)"],
+             "{0: 1}", "ARGS[::-1]", "[None] * len(ARGS)", "OBJECTS(ARGS)"],
     "name": ["5", "None", "b'x'", "'\\xff'", "object()"],
     "lowering": ["{'nosuch'}", "'x'", "5", "None", "{5}", "frozenset({'x@y'})", "[1]"],
     "programmatic": ["'x'", "2", "None", "-1", "[]"],
     "stack_size": INTS + ["2**40", "512 * 1024 + 1", "7"],
     "stack_frames": ["'x'", "5", "{'f': -1}", "{'f': 'x'}", "{5: 5}", "[]", "'ptxas'"],
+    "non_portable_cluster": ["'x'", "2", "None", "[]"],
+    "registers": ["-1", "0", "'x'", "1.5", "10**6", "256", "255", "None", "[]"],
+    "signature": ["'x'", "5", "['nosuch']", "{'nosuch': 'f16'}", "['f16'] * 40", "[np.float16] * len(ARGS)",
+                  "[None] * len(ARGS)", "['f16*'] * len(ARGS)", "{0: 'f32'}", "[object()] * len(ARGS)"],
+    "cast": ["'x'", "5", "None", "True"],
 }
 RUN_VALUES = {
     "seed": ["'abc'", "-1", "2**70", "1.5", "None", "[]", "float('nan')", "True", "np.int64(3)", "b'x'"],
@@ -77,6 +82,9 @@ RUN_VALUES = {
     "tma_params": ["5", "'x'", "object()"],
     "tensor_pipe_params": ["5", "'x'", "object()"],
     "async_copy_params": ["5", "'x'", "object()"],
+    "max_seconds": ["0", "-1", "'x'", "float('nan')", "float('inf')", "1e-9", "None", "[]", "10**30"],
+    "progress": ["'x'", "5", "object()", "True", "None"],
+    "tier": ["'x'", "5", "None", "'fast'", "'reference'", "'FAST'", "[]"],
     "nosuch_keyword": ["1"],
 }
 

@@ -76,7 +76,8 @@ def decode_shfl(ins, info):
     f = parse_shfl(ins)
     mode, dst, pdst, a, b, c, mop = f.mode, f.dst, f.pdst, f.a, f.b, f.c, f.membermask
     check_dst(ins, info, dst, "b32")
-    check_src(ins, info, mop, "b32")
+    for op in (a, b, c, mop):
+        check_src(ins, info, op, "b32")
     what = ins.full_opcode
     lane = np.arange(WARP, dtype=np.int64)
 

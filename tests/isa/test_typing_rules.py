@@ -50,6 +50,9 @@ KNOWN = {
     "ld.global.u32 %r1, [%rd2+18446744073709551616];": "parser: an address offset beyond 64 bits is rejected "
                                                        "(ptxas wraps it)",
     "getctarank.u64 %rd1, %rd2;": "accepted by tcsim: the destination of getctarank is not size-checked yet",
+    "add.bf16x2 %r1, %r2, 48;": "accepted by tcsim: integer immediates of bf16x2 operands are not rejected yet",
+    "cvt.rn.f16.bf16 %h0, -1;": "accepted by tcsim: integer immediates of a bf16 cvt source are not rejected yet",
+    "cvt.rn.f32.bf16 %f0, 1;": "accepted by tcsim: integer immediates of a bf16 cvt source are not rejected yet",
 }
 
 

@@ -161,3 +161,34 @@ def test_schedule_k_is_built_directly_for_any_k(tmp_path):
         assert repr(schedule_of(launch, k, seed=3)) == repr(ref[k])
     big = schedule_of(launch, 10 ** 11, seed=3)
     assert big.index == 10 ** 11 and big.label().startswith("schedule 100000000000")
+
+
+def test_a_kernel_name_the_module_lacks_names_the_argument(tmp_path):
+    with pytest.raises(LaunchError, match=r"kernel='nosuch': .* has no kernel named 'nosuch' \(kernels: k\)"):
+        run_launch(Launch(ptx=KERNEL, kernel="nosuch", args=[np.zeros(1, np.uint32)]))
+    as_func = KERNEL.replace(".visible .entry k(.param .u64 out)", ".visible .func k(.param .u64 out)")
+    with pytest.raises(LaunchError, match="declares k as a .func, not a kernel") as e:
+        run_launch(Launch(ptx=as_func, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 5
+
+
+def test_a_function_declaring_too_many_registers_is_located(tmp_path, capsys):
+    """.reg .pred %p<524289> made every warp allocate half a million registers (minutes, gigabytes): now check
+    and run report it at the function."""
+    from tcsim.engine import MAX_DECLARED_REGISTERS
+    from tcsim.isa.errors import UnsupportedError
+    n = MAX_DECLARED_REGISTERS + 1
+    text = KERNEL.replace("\t.reg .b32 %r<3>;", f"\t.reg .b32 %r<3>;\n\t.reg .pred %q<{n}>;")
+    p = tmp_path / "k.ptx"
+    p.write_text(text)
+    rc, out = _cli(capsys, "check", str(p))
+    assert rc == 1 and out.startswith(f"{p}:5:") and f"declares {n + 6:,} registers" in out    # with %rd<3> and %r<3>
+    with pytest.raises(UnsupportedError, match="registers"):
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+
+
+def test_a_block_against_the_kernels_reqntid_is_located_at_the_kernel(tmp_path):
+    text = KERNEL.replace(".visible .entry k(.param .u64 out)", ".visible .entry k(.param .u64 out)\n.reqntid 64, 1, 1")
+    with pytest.raises(LaunchError, match=r"requires .reqntid \(64, 1, 1\) but the launch uses block \(32, 1, 1\)") as e:
+        run_launch(Launch(ptx=text, kernel="k", args=[np.zeros(1, np.uint32)]))
+    assert e.value.loc is not None and e.value.loc.line == 5

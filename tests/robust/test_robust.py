@@ -98,3 +98,15 @@ def test_larger_sample_with_runs_has_no_finding():
 def test_latin1_round_trip_keeps_every_byte():
     raw = bytes(range(256))
     assert latin1(raw).encode("latin-1") == raw
+
+
+def test_the_launch_values_cover_every_launch_field_and_run_keyword():
+    import dataclasses
+    import inspect
+
+    from calib.robust.generate import LAUNCH_VALUES, RUN_VALUES
+    from tcsim.launch import Launch, run_launch
+    fields = {f.name for f in dataclasses.fields(Launch)}
+    keywords = {n for n, p in inspect.signature(run_launch).parameters.items() if p.kind == p.KEYWORD_ONLY}
+    assert set(LAUNCH_VALUES) == fields
+    assert keywords <= set(RUN_VALUES)
