@@ -13,7 +13,8 @@
 # and the SASS ptxas makes of each reproducer (<name>.sass; the evidence for a ptxas diagnosis), plus logs;
 # `campaign` also leaves $OUT/rec.npz (the whole recording) and $OUT/compare.json.
 # Environment: TRIAGE_TIME_PER (s per minimisation, default 25), TRIAGE_DEADLINE (s, default 200),
-# RECORD_TIME_LIMIT (s, default 300), COMPARE_TIME (s the compare may take, default 120), CALL_BUDGET (s the whole campaign call may take, default 560: the triage
+# RECORD_TIME_LIMIT (s, default 300), KEEP_LIMIT (whole GPU outputs kept, default 2000; 150 for generator
+# version 6, whose outputs are ~80 KB: $OUT files must stay under 16 MiB), COMPARE_TIME (s the compare may take, default 120), CALL_BUDGET (s the whole campaign call may take, default 560: the triage
 # gets what record and compare leave).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -54,7 +55,7 @@ case "${1:-}" in
     campaign)
         seed=$2; count=$3
         python3 -m calib.fuzz.record gpu --seed "$seed" --count "$count" --out "$W/rec.npz" --gpu-workers 4 \
-            --jobs 12 --time-limit "${RECORD_TIME_LIMIT:-300}" 2>&1 | tee "$W/record.log" | grep -v "^\[record\] [0-9]* programs, "
+            --jobs 12 --time-limit "${RECORD_TIME_LIMIT:-300}" --keep-limit "${KEEP_LIMIT:-2000}" 2>&1 | tee "$W/record.log" | grep -v "^\[record\] [0-9]* programs, "
         tail -n 1 "$W/record.log"
         cp "$W/rec.npz" "$OUT/rec.npz"
         timeout "${COMPARE_TIME:-120}" python3 -m calib.fuzz.record compare --gpu "$W/rec.npz" --differing --jobs 14 \

@@ -29,8 +29,11 @@ The program model
 Versions: 1 draws everything below; 2 leaves out the constructs of :data:`V2_AVOIDS`; 3, 4 and 5 then redraw every
 instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, :data:`V4_LINT_CHECKS`,
 :data:`V5_LINT_CHECKS`) note --
-ptxas 13.0 lowers those against the PTX ISA.  Each H100 campaign (tests/golden/fuzz_campaign) names the version
-that made it, and ``generate(seed, version=v)`` makes the same program for ever.
+ptxas 13.0 lowers those against the PTX ISA.  Version 6 also avoids :data:`V6_AVOIDS` and makes most programs one
+warpgroup (4 warps) with warpgroup MMA among the items (:mod:`calib.fuzz.wgmma_ops`: wgmma-groups, waits,
+accumulator instructions; the accumulator bank is dumped after the records).  Each H100 campaign
+(tests/golden/fuzz_campaign) names the version that made it, and ``generate(seed, version=v)`` makes the same
+program for ever.
 
 Left out on purpose: ``.approx`` operations (not bit-exact in tcsim yet), %clock/%warpid-like
 nondeterministic special registers, atomics, cluster features, anything sm_100-only, and two register

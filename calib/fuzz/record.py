@@ -251,6 +251,8 @@ def _main(argv=None) -> int:
     g.add_argument("--gpu-workers", type=int, default=4)
     g.add_argument("--jobs", type=int, default=0, help="simulator processes (outputs kept only where it differs)")
     g.add_argument("--time-limit", type=float, default=None)
+    g.add_argument("--keep-limit", type=int, default=2000,
+                   help="at most this many whole GPU outputs (a version-6 warpgroup program's is ~80 KB)")
     mg = sub.add_parser("merge")
     mg.add_argument("dst")
     mg.add_argument("parts", nargs="+")
@@ -277,7 +279,8 @@ def _main(argv=None) -> int:
         return 0
     if args.cmd == "gpu":
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
-                      time_limit=args.time_limit, command=P.command_line("calib.fuzz.record", argv))
+                      time_limit=args.time_limit, keep_limit=args.keep_limit,
+                      command=P.command_line("calib.fuzz.record", argv))
         return 0 if not meta["errors"] else 1
     seeds = set(args.seeds) if args.seeds else None
     if args.differing:

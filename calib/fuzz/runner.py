@@ -735,6 +735,7 @@ def replay_on_sim(rec: dict, seed=None) -> Outcome:
 def writers(prog: Program, reg: str) -> set:
     """Opcodes (text before the first dot) of the instructions whose first operand names ``reg``."""
     from .generator import Ins, LdMatrix, Load, walk_leaves
+    from .wgmma_ops import WgOp
 
     out = set()
     for it in walk_leaves(prog.items):
@@ -751,6 +752,8 @@ def writers(prog: Program, reg: str) -> set:
             out.add("ld.shared")
         elif isinstance(it, LdMatrix) and reg in it.dsts:
             out.add("ldmatrix")
+        elif isinstance(it, WgOp) and reg in it.d_regs():
+            out.add(f"wgmma.{it.kind}")
     return out
 
 

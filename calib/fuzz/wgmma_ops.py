@@ -364,7 +364,6 @@ def _layout(rng, rows: int, esize: int, kblocks: int, major: str, swizzle: str) 
             else:
                 sbo = 8 * W + rng.choice([0, 0, 8 * W])
                 lbo = sbo * g2
-            lbo, sbo = lbo, sbo
             atom = 8 * W
     big, small = max(lbo, sbo), min(lbo, sbo)
     extent = (max(g1, g2) - 1) * big + (min(g1, g2) - 1) * small + atom + 1024

@@ -68,6 +68,16 @@ def test_version_6_programs_cover_the_wgmma_space(programs):
     assert inflight >= 3
 
 
+def test_version_6_programs_carry_no_note_of_its_checks(programs):
+    from calib.fuzz.generator import V5_LINT_CHECKS, V6_AVOIDS, V6_LINT_CHECKS
+    from tcsim.isa.lint import CHECKS, notes
+    from tcsim.isa.parser import parse
+
+    assert set(V6_LINT_CHECKS) <= set(CHECKS) and not set(V6_AVOIDS) & set(V5_LINT_CHECKS)
+    for p in programs[:12]:
+        assert not notes(parse(p.render()), checks=V6_LINT_CHECKS), p.seed
+
+
 # ------------------------------------------------------------------------------------------- operand addresses
 
 def _tiles(p: Program) -> list:
