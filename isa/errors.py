@@ -114,4 +114,17 @@ class DeadlockError(TcsimError):
 
 
 class RunawayError(TcsimError):
-    kind = "instruction budget exceeded"
+    kind = "budget exceeded"
+
+
+class LivelockError(DeadlockError):
+    """Every live warp keeps executing but the machine state repeats: polling that nothing can ever satisfy
+    (reported like a deadlock, with each warp's position)."""
+
+    kind = "livelock"
+
+
+class RunInterrupted(TcsimError):
+    """The user stopped the run (Ctrl-C); the message holds every warp's position."""
+
+    kind = "interrupted"

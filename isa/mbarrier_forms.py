@@ -191,12 +191,16 @@ def parse_mbarrier(ins: ir.Instruction) -> MbarrierForm:
             raise _err(ins, f"{what} takes waitComplete, [addr], {'phaseParity' if q['parity'] else 'state'}"
                             + (", {suspendTimeHint}" if blocking else ""))
         dst = ops[0]
-        if not isinstance(dst, (ir.Reg, ir.Sink)):
+        if isinstance(dst, ir.Sink):
+            # ptxas 13.0: "Result discard mode is not allowed for instruction 'mbarrier.try_wait.parity'"
+            raise _err(ins, f"{what}: Result discard mode is not allowed (waitComplete must be a predicate)")
+        if not isinstance(dst, ir.Reg):
             raise _err(ins, f"{what}: waitComplete must be a predicate register")
         addr = _addr_operand(ins, ops[1], what)
         arg = ops[2]
         if q["parity"]:
-            _check_imm_range(ins, arg, 0, 0xFFFFFFFF, "phaseParity")
+            # ptxas 13.0: an immediate phaseParity "expected to be 0 or 1"
+            _check_imm_range(ins, arg, 0, 1, "phaseParity")
         elif isinstance(arg, ir.Imm):
             raise _err(ins, f"{what}: the state operand must be the .b64 register returned by an arrive")
         return MbarrierForm(**base, addr=addr, dst=dst, arg=arg, hint=ops[3] if len(ops) == 4 else None)
@@ -205,5 +209,28 @@ def parse_mbarrier(ins: ir.Instruction) -> MbarrierForm:
     return MbarrierForm(**base, dst=ops[0], src=ops[1])
 
 
-__all__ = ["SECTION", "OPS", "SPACES", "SEMS", "SCOPES", "MAX_COUNT", "GROUPS", "SPEC", "MbarrierForm",
+def check_mbarrier_operand_types(ins: ir.Instruction, info, f: MbarrierForm) -> None:
+    """Register types of the operands (ptxas 13.0 "Arguments mismatch", verified per operand): an arrive's state
+    destination is 64-bit (or ``_``), every count / txCount / phaseParity / suspendTimeHint a 32-bit value, a wait's
+    state 64-bit and its waitComplete a predicate, pending_count's count 32-bit and state 64-bit."""
+    from .operand_rules import check_dst, check_src
+    if f.op in ("arrive", "arrive_drop"):
+        if f.dst is not None:
+            check_dst(ins, info, f.dst, "b64", sink=True)
+        if f.count is not None:
+            check_src(ins, info, f.count, "b32")
+    elif f.op in ("init", "expect_tx", "complete_tx"):
+        if f.count is not None:
+            check_src(ins, info, f.count, "b32")
+    elif f.op in ("test_wait", "try_wait"):
+        check_dst(ins, info, f.dst, "pred")
+        check_src(ins, info, f.arg, "b32" if f.parity else "b64")
+        if f.hint is not None:
+            check_src(ins, info, f.hint, "b32")
+    elif f.op == "pending_count":
+        check_dst(ins, info, f.dst, "b32")
+        check_src(ins, info, f.src, "b64", imm=False)
+
+
+__all__ = ["check_mbarrier_operand_types", "SECTION", "OPS", "SPACES", "SEMS", "SCOPES", "MAX_COUNT", "GROUPS", "SPEC", "MbarrierForm",
            "parse_mbarrier"]

@@ -51,6 +51,7 @@ from __future__ import annotations
 import os
 import re
 
+from .decl_rules import verify_declarations
 from .errors import PtxSyntaxError, SourceLoc
 from .ir import (TYPE_SIZES, Address, CallPrototype, Function, Imm, Instruction, LabelRef, Module, Not, Param, ParenList,
                  PredPair, Reg, Sink, SpecialReg, Sym, VarDecl, Vector)
@@ -874,12 +875,15 @@ class _Parser:
         self.expect_semicolon(".param declaration")
 
     # ------------------------------------------------------------------ variables
-    def parse_dims(self) -> list:
+    def parse_dims(self, extern: bool = False) -> list:
         dims = []
         while self.K[self.i] == "[":
             self.i += 1
             if self.K[self.i] == "]":
                 dims.append(None)
+            elif extern and not dims and self.T[self.i] == "0":
+                self.i += 1
+                dims.append(None)       # ptxas 13.0 takes `.extern .shared .b8 x[0]` as the unsized x[]
             else:
                 dims.append(self.expect_int("array extent", lo=1))
             self.expect("]", "']'")
@@ -924,7 +928,7 @@ class _Parser:
         while True:
             ni = self.expect_name("a variable name")
             name = T[ni]
-            dims = self.parse_dims()
+            dims = self.parse_dims(extern=linkage == "extern")
             init = None
             if K[self.i] == "=":
                 eq = self.i
@@ -1477,9 +1481,11 @@ def parse(text: str, source_name: str = "<string>") -> Module:
     if not isinstance(text, str):
         raise TypeError(f"parse() needs PTX text as str, got {type(text).__name__}")
     try:
-        return _Parser(text, source_name).parse_module()
+        module = _Parser(text, source_name).parse_module()
     except RecursionError:  # pragma: no cover - guarded by depth limits; keep the promise anyway
         raise PtxSyntaxError("input nested too deeply", SourceLoc(source_name, 1, 1, "")) from None
+    verify_declarations(module)
+    return module
 
 
 def parse_file(path) -> Module:

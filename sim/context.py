@@ -113,7 +113,11 @@ class ExecContext:
                 if op.kind != "int":
                     raise VerifyError(f"a float constant {op} cannot be a .b128 value")
                 return b128_of(np.full(WARP, int(op.value) & ((1 << 64) - 1), np.uint64), np.zeros(WARP, np.uint64))
-            b = imm_bits(op.value, op.kind, ptype, op.bits)
+            try:
+                b = imm_bits(op.value, op.kind, ptype, op.bits)
+            except ValueError as e:         # a float immediate where an integer of another size belongs
+                raise VerifyError(str(e), expected=f"an integer immediate for a .{ptype} operand (PTX ISA §4.5)") \
+                    from None
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
             if op.name in PRED_SREGS:
@@ -787,3 +791,34 @@ class ExecContext:
             raise SyncError(f"{what} is warp-collective but {lanes_str(missing)} of the member mask "
                             f"0x{membermask:08x} are not executing it together with {lanes_str(self.mask)}",
                             expected="all member lanes converged at the same instruction")
+
+
+# ---------------------------------------------------------------------------------------------- group accesses
+# The warp side of the door for a lockstep group of warps (the fast tier, tcsim.fast.batch.BatchCtx): the same raw
+# accesses ExecContext.load / store make, for the lanes of several warps at once.  The group context checks
+# alignment, rank and bounds before it calls these (an access the reference would fault on runs warp by warp).
+def group_read_shared(smems: list, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    """Rows of ``nbytes`` at ``offs[i]`` of shared memory ``smems[which[i]]`` (one read per memory)."""
+    out = np.empty((offs.size, nbytes), dtype=np.uint8)
+    for j in np.unique(which):
+        sel = which == j
+        out[sel] = smems[int(j)].read_rows(offs[sel], nbytes)
+    return out
+
+
+def group_write_shared(smems: list, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
+    """Row ``i`` of ``rows`` at ``offs[i]`` of shared memory ``smems[which[i]]``; later rows win (each memory's rows
+    keep their order)."""
+    for j in np.unique(which):
+        sel = which == j
+        smems[int(j)].write_rows(offs[sel], rows[sel])
+
+
+def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+    return gmem.read_rows(addrs, nbytes)
+
+
+def group_write_global(gmem, addrs: np.ndarray, rows: np.ndarray) -> None:
+    """Rows at ``addrs`` (later rows win); faults before writing anything when an address is outside every
+    allocation (GlobalMemory.write_rows checks them all first)."""
+    gmem.write_rows(addrs, rows)

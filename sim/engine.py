@@ -24,7 +24,13 @@
   (``*_extra_latency``, ``async_jitter_seed``: :data:`tcsim.timing.params.LATENCY_KNOBS`); semantics never see
   it.
 * When no event is left but some warp is still alive, that is a deadlock: the report names every waiting
-  warp, its lanes and what it waits on.  An instruction budget stops runaway kernels.
+  warp, its lanes and what it waits on.  A budget (seconds of work by default, or warp-instructions) stops
+  runaway kernels; a run in which every live warp polls while the machine state repeats is a livelock, reported
+  like a deadlock; long runs print a progress line and stop on Ctrl-C with every warp's position
+  (:mod:`tcsim.watch`, consulted every few thousand instructions through :meth:`Simulation._watch_check`).
+* CTAs are created when they are scheduled (:meth:`Simulation._start_cluster`): as many clusters as the GPU holds
+  at once (:func:`tcsim.limits.resident_ctas`) start at cycle 0, and each cluster that exits lets the next one
+  of the grid start, so a huge grid starts at once and its memory stays bounded by what has run.
 """
 from __future__ import annotations
 
@@ -46,9 +52,9 @@ from .observe import InstRetired, ObservationBus
 from .ptxtypes import B128, b128_int
 from .semantics import REGISTRY, DecodeInfo, load_all
 
-DEFAULT_MAX_INSTRUCTIONS = 20_000_000
-SPIN_LIMIT = 64          # backward branches by the lowest-PC group before waiting lanes get a turn
-FOCUS_SLICE = 512        # instructions such a turn may run
+#: (kept for callers that imported it; the default budget is :data:`tcsim.watch.DEFAULT_MAX_SECONDS` of work)
+DEFAULT_MAX_INSTRUCTIONS = None
+from .warp_turns import FOCUS_SLICE, SPIN_LIMIT, pcs_min, user_loc as _user_loc  # noqa: F401 (engine's names)
 
 _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldmatrix", "stmatrix", "movmatrix",
                  "elect", "activemask", "wgmma", "tcgen05", "wmma"}
@@ -65,12 +71,25 @@ def _is_warp_synchronous(ins) -> bool:
     return ins.opcode in _SYNC_OPCODES or "aligned" in ins.mods or "sync" in ins.mods
 
 
+#: registers a function may declare (each warp holds all of them as 32-lane arrays: 500 K of them took minutes and
+#: gigabytes to set up; the largest tracked kernel, a Triton GEMM, declares ~3,200)
+MAX_DECLARED_REGISTERS = 65536
+
+
 def decode_function(module: ir.Module, fn: ir.Function, errors: list | None = None,
                     lowering: frozenset = frozenset(), pc_base: int = 0) -> list:
     """Decode every instruction of ``fn`` (with the ``lowering`` variants on, :mod:`tcsim.lowering`); with
     ``errors`` given, collect diagnostics instead of raising.  ``pc_base``: where the body starts in a linked
     program (branch targets are program PCs)."""
     load_all()
+    nregs = sum(vec + (vec != 1) for _, vec in fn.regs.values())
+    if nregs > MAX_DECLARED_REGISTERS:
+        e = UnsupportedError(f"{fn.name} declares {nregs:,} registers; tcsim keeps every declared register of "
+                             f"every warp and supports at most {MAX_DECLARED_REGISTERS:,} per function", fn.loc,
+                             expected="smaller .reg ranges (%r<N>: the largest tracked kernel declares ~3,200)")
+        if errors is None:
+            raise e
+        errors.append(e)
     info = DecodeInfo(module, fn, module.arch or "sm_100a", lowering, pc_base)
     out = []
     for ins in fn.body:
@@ -106,7 +125,12 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
     try:
         fn = module.kernel(kernel)
     except KeyError as e:
-        raise LaunchError(str(e.args[0])) from None
+        other = module.functions.get(kernel) if isinstance(kernel, str) else None
+        if other is not None:               # a .func of that name (no .entry): where it is declared
+            raise LaunchError(f"kernel={kernel!r}: {module.source_name} declares {kernel} as a .func, not a kernel",
+                              other.loc, expected="the name of a .entry function") from None
+        raise LaunchError(f"kernel={kernel!r}: {e.args[0]}",
+                          expected="the name of one of the module's .entry functions") from None
     link = link_program(module, fn, frames)
     body, decoded = [], []
     for lf in link.functions:
@@ -132,11 +156,16 @@ class Simulation:
 
     def __init__(self, program: Program, gmem: M.GlobalMemory, param_image: np.ndarray, *, grid, block,
                  cluster=(1, 1, 1), dynamic_smem: int = 0, seed: int | None = None,
-                 max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, bus: ObservationBus | None = None,
+                 max_instructions: int | None = None, bus: ObservationBus | None = None,
                  global_symbols: dict | None = None, const_image: np.ndarray | None = None,
                  timing=False, strict: bool = False, schedule=None, grid_dependency=None,
-                 stack_size: int | None = None):
+                 stack_size: int | None = None, max_seconds: float | None = None, progress=None,
+                 non_portable_cluster: bool = False, tier: str | None = None):
         from .grid_dependency import GridDependency
+        from .fast import check_tier, default_tier
+        #: the execution tier (tcsim.fast): 'reference' (this module's warp process) or 'fast' (lockstep groups)
+        self.tier = default_tier() if tier is None else check_tier(tier)
+        self._fast = None
         from .linker import DEFAULT_STACK_SIZE
         self.program = program
         #: programmatic dependent launch state of this grid (tcsim.grid_dependency); a lone launch has none in
@@ -157,7 +186,8 @@ class Simulation:
         # user shared bytes per CTA: the static section, then the dynamic bytes (the GPU's %aggr_smem_size less the
         # reserved bytes)
         smem_total = program.shared_static_size + self.dynamic_smem
-        check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total)
+        check_launch_shape(program.kernel, self.grid, self.block, self.cluster_dims, smem_total,
+                           non_portable_cluster=non_portable_cluster, arch=self.arch)
         self.smem_total = smem_total
         #: the schedule perturbation (:class:`tcsim.explore.Schedule`) or None
         self.schedule = schedule
@@ -167,6 +197,9 @@ class Simulation:
         self._rng = random.Random(seed) if seed is not None else None
         self._jitter = 3 if schedule is None else int(schedule.jitter)   # random issue delay: 0..jitter cycles
         self.max_instructions = max_instructions
+        from .watch import RunWatch
+        #: budget, progress line, Ctrl-C and livelock detection (tcsim.watch)
+        self.watch = RunWatch(self, max_instructions, max_seconds, progress)
         self.bus = bus or ObservationBus()
         self.env = simpy.Environment()
         self.retired = 0
@@ -176,8 +209,10 @@ class Simulation:
         self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
         self.finish_hooks: list = []    # callables (sim) run after the run completes (leak checks...)
         self.clusters: list[Cluster] = []
-        self.ctas: list[Cta] = []
+        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order
         self.warps: list[Warp] = []
+        #: ctaid -> Cta of the CTAs started so far
+        self.cta_index: dict = {}
         self._procs = []
         self.error: BaseException | None = None
         self.wall_time = 0.0
@@ -208,42 +243,89 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ setup
     def _build(self) -> None:
-        gx, gy, gz = self.grid
-        cx, cy, cz = self.cluster_dims
+        """Set up the grid: the per-CTA thread ids, the cluster order, and the clusters that start at cycle 0."""
+        from .limits import resident_ctas
         bx, by, bz = self.block
         nthreads = bx * by * bz
-        nwarps = (nthreads + WARP - 1) // WARP
+        self._nthreads = nthreads
+        self._nwarps = (nthreads + WARP - 1) // WARP
         lin = np.arange(nthreads)
-        tid_all = np.stack([lin % bx, (lin // bx) % by, lin // (bx * by)], axis=1)
-        for kz in range(gz // cz):
-            for ky in range(gy // cy):
-                for kx in range(gx // cx):
-                    cl = Cluster(self, (kx, ky, kz), self.cluster_dims)
-                    self.clusters.append(cl)
-                    for rz in range(cz):
-                        for ry in range(cy):
-                            for rx in range(cx):
-                                rank = rx + ry * cx + rz * cx * cy
-                                ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
-                                cta = Cta(self, cl, ctaid, rank, self.smem_total,
-                                          self.address_map.reserved_smem)
-                                cl.ctas.append(cta)
-                                self.ctas.append(cta)
-                                for w in range(nwarps):
-                                    n = min(WARP, nthreads - w * WARP)
-                                    tids = np.zeros((WARP, 3), dtype=np.int64)
-                                    tids[:n] = tid_all[w * WARP:w * WARP + n]
-                                    warp = Warp(cta, w, tids, n, self.program.kernel.regs, self.program.local_size,
-                                                self.program.local_base, self.program.link, self.stack_size)
-                                    warp.ctx = ExecContext(self, warp)
-                                    warp.wake_event = None
-                                    self.timing.attach(warp)
-                                    cta.warps.append(warp)
-                                    self.warps.append(warp)
+        self._tid_all = np.stack([lin % bx, (lin // bx) % by, lin // (bx * by)], axis=1)
+        gx, gy, gz = self.grid
+        cx, cy, cz = self.cluster_dims
+        self._cluster_grid = (gx // cx, gy // cy, gz // cz)
+        self._clusters_total = self._cluster_grid[0] * self._cluster_grid[1] * self._cluster_grid[2]
+        self._clusters_started = 0
+        self._clusters_reserved = 0         # clusters about to start (one cycle after a cluster exits)
+        csize = cx * cy * cz
+        #: clusters that run at once (the GPU's occupancy bound); the rest start as clusters exit
+        self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
+                                                      self.smem_total) // csize)
         self._warp_knobs(self.schedule)
-        # Launch-order processes: warps of CTA 0 first, then CTA 1...
-        for warp in self.warps:
+        if self.tier == "fast":                 # (its driver runs the warps: tcsim.fast.tier)
+            from .fast.tier import FastTier
+            self._fast = FastTier(self)
+        for _ in range(min(self._clusters_total, self.resident_clusters)):
+            self._start_cluster()
+
+    def clusters_pending(self) -> int:
+        """Clusters of the grid not started yet."""
+        return self._clusters_total - self._clusters_started
+
+    def _start_cluster(self) -> None:
+        """Create the next cluster of the grid (launch order: x fastest), its CTAs and their warps, and start the
+        warps' processes (CTA by CTA, warp by warp)."""
+        k = self._clusters_started
+        self._clusters_started += 1
+        nx, ny, _ = self._cluster_grid
+        kx, ky, kz = k % nx, (k // nx) % ny, k // (nx * ny)
+        cx, cy, cz = self.cluster_dims
+        nthreads, tid_all = self._nthreads, self._tid_all
+        prog = self.program
+        cl = Cluster(self, (kx, ky, kz), self.cluster_dims)
+        self.clusters.append(cl)
+        new = []
+        for rz in range(cz):
+            for ry in range(cy):
+                for rx in range(cx):
+                    rank = rx + ry * cx + rz * cx * cy
+                    ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
+                    cta = Cta(self, cl, ctaid, rank, self.smem_total, self.address_map.reserved_smem)
+                    cta.index = len(self.ctas)
+                    cl.ctas.append(cta)
+                    self.ctas.append(cta)
+                    self.cta_index[ctaid] = cta
+                    for w in range(self._nwarps):
+                        n = min(WARP, nthreads - w * WARP)
+                        tids = np.zeros((WARP, 3), dtype=np.int64)
+                        tids[:n] = tid_all[w * WARP:w * WARP + n]
+                        warp = Warp(cta, w, tids, n, prog.kernel.regs, prog.local_size, prog.local_base, prog.link,
+                                    self.stack_size)
+                        warp.ctx = ExecContext(self, warp)
+                        warp.wake_event = None
+                        self.timing.attach(warp)
+                        self._knobs_of(warp, len(self.warps))
+                        cta.warps.append(warp)
+                        self.warps.append(warp)
+                        new.append(warp)
+        if self._fast is not None:
+            self._fast.add_warps(new)
+            return
+        for warp in new:
             self._procs.append(self.env.process(self._warp_process(warp)))
+
+    def _cluster_exited(self, cta: Cta) -> None:
+        """A CTA exited: when its whole cluster has, the next cluster of the grid starts in the next cycle (not in
+        this one: a grid of CTAs that exit at once would otherwise run whole within one simulated instant)."""
+        if self._clusters_started < self._clusters_total and all(c.exited for c in cta.cluster.ctas):
+            self._clusters_reserved += 1
+            self.env.process(self._start_next_cluster())
+
+    def _start_next_cluster(self):
+        yield self.env.timeout(1)
+        self._clusters_reserved -= 1
+        if self.error is None and self._clusters_started < self._clusters_total:
+            self._start_cluster()
 
     # ------------------------------------------------------------------------------------------ agents
     def agent(self, name: str, factory, key=None):
@@ -263,20 +345,31 @@ class Simulation:
         self._slow: dict = {}
         #: (warp, n, gap): ``gap`` extra cycles after the warp's n-th retired instruction
         self._stall = None
+        self._schedule_knobs = None
         if schedule is None:
             self._perturbed = self._rng is not None
             return
-        n = len(self.warps)
-        for i, rank in (schedule.priority or {}).items():
-            if 0 <= i < n:
-                self._priority[self.warps[i]] = 0.5 + (rank + 1) / (n + 2)
-        for i, extra in (schedule.slow or {}).items():
-            if 0 <= i < n and extra:
-                self._slow[self.warps[i]] = int(extra)
-        if schedule.stall is not None and 0 <= schedule.stall[0] < n:
-            i, at, gap = schedule.stall
-            self._stall = (self.warps[i], int(at), int(gap))
-        self._perturbed = self._rng is not None or bool(self._slow) or self._stall is not None
+        # warps are numbered over the whole grid (the resident ones at first; later ones as they start)
+        n = self._clusters_total * (self.cluster_dims[0] * self.cluster_dims[1] * self.cluster_dims[2]) * \
+            self._nwarps
+        self._schedule_knobs = (schedule, n)
+        self._perturbed = self._rng is not None or any(schedule.slow.values() if schedule.slow else ()) or \
+            (schedule.stall is not None and 0 <= schedule.stall[0] < n)
+
+    def _knobs_of(self, warp: Warp, i: int) -> None:
+        """The schedule's knobs for warp number ``i`` (creation order)."""
+        if self._schedule_knobs is None:
+            return
+        schedule, n = self._schedule_knobs
+        rank = (schedule.priority or {}).get(i)
+        if rank is not None:
+            self._priority[warp] = 0.5 + (rank + 1) / (n + 2)
+        extra = (schedule.slow or {}).get(i)
+        if extra:
+            self._slow[warp] = int(extra)
+        if schedule.stall is not None and schedule.stall[0] == i:
+            _, at, gap = schedule.stall
+            self._stall = (warp, int(at), int(gap))
 
     def _issue_delay(self, warp) -> int:
         """Cycles the warp waits after an instruction on top of what the issue model says: 0 unless a seed or a
@@ -318,6 +411,7 @@ class Simulation:
         warp.spin = 0
         collective = self.collective
         perturbed = self._perturbed
+        watch = self.watch
         owner = prog.link.owner if warp.callstack is not None else None
         prio = self._priority.get(warp)
         if prio is None:
@@ -421,19 +515,25 @@ class Simulation:
             self.retired += 1
             self.lane_instructions += int(np.count_nonzero(mask))
             if bus.active:
-                # ``done``: the cycle the results are readable, where the model times them
-                bus.publish(InstRetired(env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                        text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
-                                        writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()},
-                                        done=done))
-                ctx.writes = None
-            if self.retired > self.max_instructions:
-                self._fail(self._runaway())
-                return
+                self._retire_event(warp, pc, ins, mask, done)
+            if self.retired >= watch.next_check:
+                err = self._watch_check()
+                if err is not None:
+                    self._fail(err)
+                    return
             if ctx.extra_delay:
                 tm.stall_record(warp, "sleep", f"{ins.full_opcode} (line {ins.loc.line})", ctx.extra_delay,
                                 env.now, pc)
             yield sleep(gap + ctx.extra_delay + (self._issue_delay(warp) if perturbed else 0))
+
+    def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
+        """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
+        times them) with the register writes its context collected."""
+        ctx = warp.ctx
+        self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
+                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
+        ctx.writes = None
 
     def _converge(self, warp: Warp, pc: int, group: np.ndarray, members):
         """Lanes ``group`` reached the warp-collective instruction at ``pc``: the lanes to execute it with, or None
@@ -491,6 +591,7 @@ class Simulation:
             self.grid_dependency.cta_exit(cta.ctaid, self.env.now)
             for hook in self.cta_exit_hooks:
                 hook(cta)
+            self._cluster_exited(cta)
 
     def fail(self, err: BaseException) -> None:
         """Stop the run with ``err`` (used by warps and async agents alike)."""
@@ -504,14 +605,38 @@ class Simulation:
         ev.fail(_Stop())
         ev.defused = False
 
+    def only_warps_pending(self) -> bool:
+        """Whether every pending event is one a warp's own process waits for (no async unit, timer, barrier
+        release or CTA start in flight): what the livelock detector asks (tcsim.watch)."""
+        self._procs = [p for p in self._procs if p.is_alive]
+        own = set()
+        for p in self._procs:
+            own.add(id(p))
+            t = getattr(p, "target", None)
+            if t is not None:
+                own.add(id(t))
+        return all(id(item[-1]) in own for item in self.env._queue)
+
+    def _watch_check(self):
+        """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,
+        or None."""
+        return self.watch.check()
+
     def run(self) -> None:
         t0 = time.perf_counter()
+        sigint = self.watch.install_sigint()
+        self.watch.started()
         try:
-            self.env.run()
+            if self._fast is not None:
+                self._fast.run()
+            else:
+                self.env.run()
         except _Stop:
             pass
         finally:
             self.wall_time += time.perf_counter() - t0
+            self.watch.stopped()
+            self.watch.restore_sigint(sigint)
         if self.error is not None:
             raise self._with_findings(self.error)
         self.finish()
@@ -536,6 +661,8 @@ class Simulation:
     def step_instruction(self) -> bool:
         """Process events until one more warp-instruction retires; False when the run is over."""
         target = self.retired + 1
+        if self._fast is not None:
+            self._fast.single_step()
         while self.retired < target:
             if self.error is not None:
                 raise self.error
@@ -545,6 +672,9 @@ class Simulation:
                 return False
             except _Stop:
                 raise self.error
+            finally:
+                if self._fast is not None:
+                    self._fast.flush()      # (a debugger looks at the state after every step)
         if self.error is not None:
             raise self.error
         return True
@@ -619,24 +749,14 @@ class Simulation:
             why = " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" + (f"; missing: {f.missing}" if f.missing
                                                                               else "") for f in causes) + "."
             loc = causes[0].loc or loc
+        if self.clusters_pending():
+            lines.append(f"{self.clusters_pending()} clusters of the grid never started (at most "
+                         f"{self.resident_clusters} run at once; they start as running ones exit)")
         return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
     def _runaway(self) -> RunawayError:
-        lines = []
-        loc = None
-        for w in self.warps:
-            if w.alive.any():
-                pc = int(w.pc[w.alive].min())
-                pc = min(pc, len(self.program.body) - 1)
-                ins = self.program.body[pc]
-                loc = loc or ins.loc
-                extra = f", last sync op {w.last_sync}" if w.last_sync else ""
-                lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
-        return RunawayError(f"more than {self.max_instructions} warp-instructions executed; the kernel looks "
-                            f"stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: "
-                            + "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""), loc,
-                            expected="raise max_instructions if the kernel really is this long")
+        return self.watch.runaway(f"more than {self.max_instructions} warp-instructions executed")
 
     # ------------------------------------------------------------------------------------------ mbarrier guard
     def check_mbarrier_overlap(self, cta: Cta, offs: np.ndarray, nbytes: int, write: bool,
@@ -677,7 +797,7 @@ class Simulation:
         if name == "%nctaid":
             return full(self.grid[axis])
         if name == "%smid":
-            return full(self.ctas.index(cta) % int(self.arch_config.num_sms))
+            return full(cta.index % int(self.arch_config.num_sms))
         if name == "%nsmid":
             return full(int(self.arch_config.num_sms))
         if name == "%gridid":
@@ -745,10 +865,6 @@ class Simulation:
         raise UnsupportedError(f"special register {sreg} is not supported")
 
 
-def pcs_min(pcs: np.ndarray, mask: np.ndarray) -> int:
-    return int(pcs[mask].min())
-
-
 class _Stop(Exception):
     """Internal: unwinds simpy when a warp hits an error."""
 
@@ -766,8 +882,3 @@ class _Timeout(simpy.events.Timeout):
         env.schedule(self, priority, delay)
 
 
-def _user_loc(ins: ir.Instruction) -> str | None:
-    if ins.user_loc:
-        f, l, c = ins.user_loc
-        return f"{f}:{l}:{c}"
-    return None

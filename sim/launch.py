@@ -49,6 +49,23 @@ class Launch:
     #: the stack frame of each device function (tcsim.linker): None -- tcsim's model; "ptxas" -- the SASS frame
     #: sizes ``ptxas -v`` reports (needs ptxas on PATH), which match the GPU's; or a dict name -> bytes
     stack_frames: object = None
+    #: the non-portable cluster opt-in (cudaFuncAttributeNonPortableClusterSizeAllowed): clusters of up to 16 CTAs
+    #: instead of the portable 8 (tcsim.limits)
+    non_portable_cluster: bool = False
+    #: registers per thread the kernel uses (``ptxas -v``: "Used N registers"), checked against the register file
+    #: (64 K per CTA) and ``.maxnreg``; "ptxas": ask ptxas (needs it on PATH); None: not checked (PTX does not say;
+    #: tcsim.limits)
+    registers: object = None
+    #: the element type each pointer parameter points to, where the PTX (an untyped .u64) does not say: a sequence
+    #: in parameter order or a dict name -> type, each None (unchecked) or a type name ("f16", "bf16", "f32",
+    #: "s32", "u8"..., optionally with a trailing "*") or a numpy dtype.  A kernel with a C++ mangled name
+    #: (``_Z9mma_16x16PK6__halfS1_PS_i``) has its pointer types read from it (tcsim.isa.mangling) when this is None.
+    #: An array argument whose dtype is not the declared type (nor an integer of the same size: bit patterns) is a
+    #: LaunchError naming the argument, unless ``cast``
+    signature: object = None
+    #: convert an array argument whose dtype differs from its parameter's declared element type to that type
+    #: (``array.astype``) instead of rejecting it; the result holds the converted array
+    cast: bool = False
 
     def __post_init__(self):
         from . import lowering
@@ -62,9 +79,18 @@ class Launch:
         except (ValueError, TypeError) as e:
             raise LaunchError(f"Launch lowering={self.lowering!r}: {e}",
                               expected="a set of tcsim.lowering.VARIANTS names (each also as <variant>@<line>)") from None
-        self.grid = _dim3(self.grid, "grid")
-        self.block = _dim3(self.block, "block")
-        self.cluster = _dim3(self.cluster, "cluster")
+        from .limits import byte_count, check_dims, dim3
+        self.grid = dim3(self.grid, "grid")
+        self.block = dim3(self.block, "block")
+        self.cluster = dim3(self.cluster, "cluster")
+        check_dims(self.grid, self.block, self.cluster, bool(self.non_portable_cluster))
+        self.dynamic_smem = byte_count(self.dynamic_smem, "dynamic_smem")
+        if isinstance(self.args, (str, bytes, np.ndarray)) or not hasattr(self.args, "__iter__"):
+            raise LaunchError(f"args={self.args!r} is not a list of arguments",
+                              expected="args as a list, one entry per kernel parameter")
+        self.args = list(self.args)
+        if self.kernel is not None and not isinstance(self.kernel, str):
+            raise LaunchError(f"kernel={self.kernel!r} is not a kernel name", expected="kernel as a str or None")
 
     def frame_sizes(self, module) -> dict | None:
         """The stack frames ``stack_frames`` asks for (function name -> bytes), or None for tcsim's model."""
@@ -85,11 +111,24 @@ class Launch:
         p = self.ptx
         if isinstance(p, ir.Module):
             raise TypeError("launch holds a parsed module; no text")
-        if isinstance(p, Path) or (isinstance(p, str) and "\n" not in p and p.endswith(".ptx")):
+        if isinstance(p, (bytes, bytearray)):
+            return _decode_ptx(bytes(p), "ptx=<bytes>"), self.name or "<ptx>"
+        if not isinstance(p, (str, Path)):
+            raise LaunchError(f"ptx={p!r} is not PTX", expected="ptx as PTX text, a path to a .ptx file or a "
+                              "parsed tcsim.isa.ir.Module")
+        if isinstance(p, Path) or ("\n" not in p and p.endswith(".ptx")) or \
+                ("\n" not in p and len(p) < 4096 and _is_dir(p)):
             path = Path(p)
             if not path.exists():
-                raise LaunchError(f"PTX file {path} does not exist")
-            return path.read_text(), str(path)
+                raise LaunchError(f"ptx={str(p)!r}: PTX file {path} does not exist")
+            if path.is_dir():
+                raise LaunchError(f"ptx={str(p)!r} is a directory", expected="ptx as PTX text or the path of a "
+                                  ".ptx file")
+            try:
+                raw = path.read_bytes()
+            except OSError as e:
+                raise LaunchError(f"ptx={str(p)!r}: cannot read {path}: {e.strerror or e}") from None
+            return _decode_ptx(raw, str(path)), str(path)
         return str(p), self.name or "<ptx>"
 
     def module(self) -> ir.Module:
@@ -205,13 +244,23 @@ class Struct:
         return bytes(out)
 
 
-def _dim3(d, what) -> tuple:
-    if isinstance(d, (int, np.integer)):
-        return (int(d), 1, 1)
-    t = tuple(int(x) for x in d)
-    if not 1 <= len(t) <= 3:
-        raise LaunchError(f"{what} must have 1 to 3 dimensions, got {d!r}")
-    return t + (1,) * (3 - len(t))
+def _is_dir(p: str) -> bool:
+    try:
+        return Path(p).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _decode_ptx(raw: bytes, name: str) -> str:
+    """PTX bytes as text: PTX is ASCII (PTX ISA §4.1); a byte that is not UTF-8 is a located diagnostic."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        from tcsim.isa.errors import SourceLoc
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise LaunchError(f"byte 0x{raw[e.start]:02x} is not UTF-8 text", SourceLoc(name, line, col),
+                          expected="PTX source in ASCII (PTX ISA §4.1)") from None
 
 
 @dataclass
@@ -270,6 +319,7 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     found there is that buffer (not uploaded again), a new one is added."""
     params = kernel.params
     args = [as_numpy(a) for a in launch.args]
+    declared = declared_pointees(launch, kernel) if len(args) == len(params) else None
     if len(args) != len(params):
         sig = ", ".join(f".{p.type}{'[%d]' % p.array if p.array else ''} {p.name}" for p in params)
         raise LaunchError(f"kernel {kernel.name} takes {len(params)} parameters ({sig}) but the launch passes "
@@ -301,6 +351,10 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
 
     # first pass: arrays become buffers (so tensor maps can refer to them)
     for i, (a, p) in enumerate(zip(args, params)):
+        if isinstance(a, np.ndarray):
+            a = args[i] = check_array_dtype(i, p, a, declared[i] if declared else None, launch.cast)
+        elif isinstance(a, Pointer):
+            check_array_dtype(i, p, a.array, declared[i] if declared else None, False)
         if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
             if p.type not in ("u64", "b64", "s64"):
                 raise LaunchError(f"argument {i} is an array but parameter {p.name} has type .{p.type}",
@@ -352,6 +406,112 @@ def prepare_arguments(launch: Launch, kernel: ir.Function, program, gmem: Global
     return image, buffers
 
 
+#: element type names -> numpy dtype names (ml_dtypes for bf16 / fp8)
+_ELEMENT_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "e4m3": "float8_e4m3fn",
+                   "e5m2": "float8_e5m2", "s8": "int8", "u8": "uint8", "s16": "int16", "u16": "uint16",
+                   "s32": "int32", "u32": "uint32", "s64": "int64", "u64": "uint64"}
+_DTYPE_ELEMENTS = {v: k for k, v in _ELEMENT_DTYPES.items()}
+_SIZES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2,
+          "s32": 4, "u32": 4, "s64": 8, "u64": 8}
+#: dtype kinds that are never device data: objects, str/bytes, datetimes
+_NOT_DEVICE_DATA = {"O": "Python objects", "U": "str", "S": "bytes strings", "M": "datetimes", "m": "timedeltas"}
+
+
+def _element_dtype(elem: str) -> np.dtype:
+    name = _ELEMENT_DTYPES[elem]
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def _normalise_declared(t, where: str):
+    """A :attr:`Launch.signature` entry as (element type, elements per value), or None."""
+    if t is None:
+        return None
+    if isinstance(t, str):
+        name = t.strip().rstrip("*").strip()
+        name = {"half": "f16", "float": "f32", "double": "f64", "bfloat16": "bf16", "void": "any",
+                "char": "any"}.get(name, name)
+        if name == "any":
+            return ("any", 1)
+        if name in _ELEMENT_DTYPES:
+            return (name, 1)
+        if name in _DTYPE_ELEMENTS:
+            return (_DTYPE_ELEMENTS[name], 1)
+    else:
+        try:
+            dt = np.dtype(t)
+        except TypeError:
+            dt = None
+        if dt is not None and dt.name in _DTYPE_ELEMENTS:
+            return (_DTYPE_ELEMENTS[dt.name], 1)
+    raise LaunchError(f"signature: {where} declares {t!r}, which is not an element type",
+                      expected="None, a type name (" + ", ".join(_ELEMENT_DTYPES) + ", 'void') or a numpy dtype")
+
+
+def declared_pointees(launch, kernel: ir.Function) -> list | None:
+    """Per parameter, the declared element type of what it points to ((type, elements per value) or None), from
+    :attr:`Launch.signature` or else the kernel's mangled name (:mod:`tcsim.isa.mangling`); None: nothing known."""
+    sig = launch.signature
+    params = kernel.params
+    if sig is None:
+        from tcsim.isa.mangling import pointee_types
+        return pointee_types(kernel.name, len(params))
+    if isinstance(sig, dict):
+        names = {p.name for p in params}
+        for k in sig:
+            if k not in names:
+                raise LaunchError(f"signature names {k!r}, which is not a parameter of kernel {kernel.name}",
+                                  kernel.loc, expected="parameter names: " + ", ".join(p.name for p in params))
+        return [_normalise_declared(sig.get(p.name), f"parameter {p.name}") for p in params]
+    if isinstance(sig, (str, bytes)) or not hasattr(sig, "__len__"):
+        raise LaunchError(f"signature={sig!r} is neither a sequence nor a dict",
+                          expected="one type per parameter, or a dict parameter name -> type")
+    if len(sig) != len(params):
+        raise LaunchError(f"signature has {len(sig)} entries but kernel {kernel.name} takes {len(params)} "
+                          "parameters", kernel.loc, expected=f"{len(params)} entries in parameter order")
+    return [_normalise_declared(t, f"entry {i}") for i, t in enumerate(sig)]
+
+
+def check_array_dtype(i: int, p: ir.Param, a: np.ndarray, declared, cast: bool) -> np.ndarray:
+    """Argument ``i`` (an array for parameter ``p``) against its element type ``declared`` ((type, elements per
+    value) or None); returns the array to upload (converted when ``cast``)."""
+    kind = a.dtype.kind
+    if kind in _NOT_DEVICE_DATA:
+        raise LaunchError(f"argument {i} (parameter {p.name}) is an array of {_NOT_DEVICE_DATA[kind]} "
+                          f"(dtype {a.dtype}), which is not device data", p.loc,
+                          expected="a numeric numpy array (or a torch CPU tensor)")
+    if declared is None or declared[0] not in _SIZES:
+        return a
+    elem, per = declared
+    want = _element_dtype(elem)
+    size = _SIZES[elem]
+    ok = a.dtype == want or elem == "u8"                 # (uint8_t* is the raw-bytes idiom: any data)
+    if not ok and kind in "iub":                         # integers of the same size (bit patterns)
+        ok = a.dtype.itemsize == size
+    if not ok and elem[0] in "su" and kind != "c":       # an integer pointer over same-size data: bit patterns
+        ok = a.dtype.itemsize == size
+    if not ok and kind == "c" and elem in ("f32", "f64") and per >= 2:
+        ok = a.dtype.itemsize == 2 * size                # cuComplex / float2 data as complex numbers
+    if ok:
+        return a
+    if cast:
+        try:
+            with np.errstate(all="ignore"):
+                import warnings
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return np.ascontiguousarray(a).astype(want)
+        except (TypeError, ValueError) as e:
+            raise LaunchError(f"argument {i} (parameter {p.name}): cannot cast {a.dtype} to {want}: {e}",
+                              p.loc) from None
+    raise LaunchError(f"argument {i} (parameter {p.name}) is a {a.dtype} array but the kernel's parameter points "
+                      f"to {elem}" + (f" (x{per})" if per > 1 else ""), p.loc,
+                      expected=f"a {want} array (or a {size}-byte integer array of bit patterns), or "
+                               f"Launch(cast=True) to convert it")
+
+
 def _tensor_map_bytes(tm, gmem, by_id, name, program) -> bytes:
     raw = tm.encode_for_sim(gmem, by_id, name=name)
     if hasattr(tm, "check_device"):
@@ -370,7 +530,12 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.linkage == "extern":
             raise LaunchError(f"extern .global variable {v.name} has no definition", v.loc)
-        alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        try:
+            alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        except (MemoryError, ValueError) as e:      # numpy: "Unable to allocate", "Maximum allowed dimension"
+            raise LaunchError(f".global variable {v.name} ({v.size_bytes:,} bytes) cannot be allocated: {e}",
+                              v.loc, expected="a .global variable that fits in the simulating host's memory") \
+                from None
         addrs[v.name] = alloc.base
     for v in decls:
         if v.init:
@@ -416,22 +581,34 @@ class Prepared:
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
                  strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
-                 shared_buffers: dict | None = None, grid_dependency=None):
-        from .engine import DEFAULT_MAX_INSTRUCTIONS, Simulation, load_program
-        from .observe import JsonlTracer, ObservationBus
+                 shared_buffers: dict | None = None, grid_dependency=None, tier: str | None = None,
+                 max_seconds=None, progress=None):
+        from .engine import Simulation, load_program
+        from .launch_options import check_run_options, open_trace
+        from .limits import check_max_instructions, check_max_seconds, check_resources, check_seed
+        from .observe import ObservationBus
         from .timing.params import timing_config
 
+        if not isinstance(launch, Launch):
+            raise LaunchError(f"expected a tcsim.launch.Launch, got {type(launch).__name__}")
+        seed = check_seed(seed)
+        max_instructions = check_max_instructions(max_instructions)
+        max_seconds = check_max_seconds(max_seconds)
+        check_run_options(trace=trace, observers=observers, timing=timing, schedule=schedule,
+                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
+                                 "async_copy_params": async_copy_params})
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
                                     frames=launch.frame_sizes(self.module))
+        check_resources(self.program, launch)        # before anything is allocated (tcsim.limits)
         self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
         image, self.buffers = prepare_arguments(launch, self.program.kernel, self.program, self.gmem, shared_buffers)
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
-            self.tracer = JsonlTracer(trace)
+            self.tracer = open_trace(trace)
             self.bus.subscribe(self.tracer)
         for o in observers:
             self.bus.subscribe(o)
@@ -439,12 +616,13 @@ class Prepared:
                               cluster=launch.cluster, dynamic_smem=launch.dynamic_smem, seed=seed, bus=self.bus,
                               global_symbols=self.global_symbols,
                               const_image=const_image(self.module, self.program, self.global_symbols),
-                              max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS, strict=strict,
+                              max_instructions=max_instructions, max_seconds=max_seconds, strict=strict,
+                              progress=progress, non_portable_cluster=launch.non_portable_cluster,
                               schedule=schedule, stack_size=launch.stack_size,
                               timing=timing_config(self.program.module.arch, timing,
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]),
-                              grid_dependency=grid_dependency)
+                              grid_dependency=grid_dependency, tier=tier)
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:
@@ -500,7 +678,7 @@ class Prepared:
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
                observers=(), timing=False, strict: bool = False, schedule=None, detect: bool = True,
-               **units) -> Result:
+               tier: str | None = None, max_seconds: float | None = None, progress=None, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -520,9 +698,27 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     the hardware allows (what ``tcsim run --explore`` / ``--schedule K`` runs; :func:`tcsim.explore.explore`).
 
     ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
-    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it."""
+    and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it.
+
+    ``tier``: the execution tier (:mod:`tcsim.fast`): 'reference' or 'fast' (lockstep groups; same results, traces
+    and cycles); None takes :func:`tcsim.fast.default_tier`.
+
+    The run's budget (:mod:`tcsim.watch`): ``max_instructions`` warp-instructions and/or ``max_seconds`` of
+    simulation work (wall-clock); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
+    it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
+    polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
+    :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on
+    stderr, when it is a terminal, once the run is longer than ~2 s; True -- on stderr in any case; False -- none;
+    a file -- write it there."""
+    from .launch_options import check_run_options
+    from .limits import check_max_instructions, check_max_seconds, check_seed
+    check_seed(seed), check_max_instructions(max_instructions), check_max_seconds(max_seconds)
+    check_run_options(units=units)
+    if not isinstance(launch, Launch):
+        raise LaunchError(f"expected a tcsim.launch.Launch, got {type(launch).__name__}")
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, schedule=schedule, detect=detect, **units)
+                    timing=timing, strict=strict, schedule=schedule, detect=detect, tier=tier,
+                    max_seconds=max_seconds, progress=progress, **units)
     try:
         prep.sim.run()
     finally:
@@ -547,7 +743,8 @@ class SequenceResult:
 
 
 def run_sequence(launches, *, seed: int | None = None, strict: bool = False, detect: bool = True,
-                 max_instructions: int | None = None, timing=False) -> SequenceResult:
+                 max_instructions: int | None = None, timing=False, max_seconds: float | None = None,
+                 progress=None) -> SequenceResult:
     """Run ``launches`` (:class:`Launch`) in order on one stream, in one global memory.  A launch with
     ``programmatic=True`` is launched with programmatic stream serialization after the one before it (the rules
     and how tcsim runs them: :mod:`tcsim.grid_dependency`).  Array arguments passed to several launches (the same
@@ -570,7 +767,8 @@ def run_sequence(launches, *, seed: int | None = None, strict: bool = False, det
         deps = GridDependency(programmatic=bool(launch.programmatic),
                               prerequisites=inflight if launch.programmatic else None)
         prep = Prepared(launch, seed=seed, strict=strict, detect=detect, max_instructions=max_instructions,
-                        timing=timing, gmem=gmem, shared_buffers=shared, grid_dependency=deps)
+                        timing=timing, gmem=gmem, shared_buffers=shared, grid_dependency=deps,
+                        max_seconds=max_seconds, progress=progress)
         gmem = prep.gmem
         log = None
         if nxt is not None and nxt.programmatic:

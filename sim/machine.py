@@ -17,7 +17,7 @@ from .callstack import CallStack, make_regfile
 from .ptxtypes import size_of
 
 WARP = 32
-MAX_SMEM_PER_CTA = 227 * 1024     # sm_90a / sm_100a: 227 KB per block (timing.md)
+MAX_SMEM_PER_CTA = 227 * 1024     # sm_90a / sm_100a: 227 KB per block (tcsim.limits has the sources)
 MAX_THREADS_PER_CTA = 1024
 MAX_CLUSTER = 16                   # non-portable maximum (8 portable)
 
@@ -318,25 +318,23 @@ def layout_program(module: ir.Module, kernel: ir.Function, amap=None) -> dict:
                 const_symbols=consts, const_size=coff)
 
 
-def check_launch_shape(kernel: ir.Function, grid, block, cluster, smem_total: int, loc=None) -> None:
-    """Launch-shape rules (CUDA limits, and the kernel's .reqntid/.maxntid/.reqnctapercluster directives)."""
+def check_launch_shape(kernel: ir.Function, grid, block, cluster, smem_total: int, loc=None,
+                       non_portable_cluster: bool = False, arch: str | None = None) -> None:
+    """Launch-shape rules: the CUDA limits (:mod:`tcsim.limits`), and the kernel's
+    .reqntid/.maxntid/.reqnctapercluster directives."""
+    from .limits import check_dims, limits_for
+    lim = limits_for(arch)
     for name, dims in (("grid", grid), ("block", block), ("cluster", cluster)):
         if len(dims) != 3 or any((not isinstance(d, (int, np.integer))) or d < 1 for d in dims):
             raise LaunchError(f"{name} dimensions {tuple(dims)} are invalid", loc,
                               expected=f"three positive integers for {name}")
+    try:
+        check_dims(grid, block, cluster, non_portable_cluster, lim)
+    except LaunchError as e:
+        raise e.with_context(loc=loc)
     nthreads = block[0] * block[1] * block[2]
-    if nthreads > MAX_THREADS_PER_CTA:
-        raise LaunchError(f"block {tuple(block)} has {nthreads} threads", loc,
-                          expected=f"at most {MAX_THREADS_PER_CTA} threads per CTA")
-    for g, c in zip(grid, cluster):
-        if g % c:
-            raise LaunchError(f"grid {tuple(grid)} is not a multiple of cluster {tuple(cluster)}", loc,
-                              expected="each grid dimension divisible by the cluster dimension")
-    csize = cluster[0] * cluster[1] * cluster[2]
-    if csize > MAX_CLUSTER:
-        raise LaunchError(f"cluster {tuple(cluster)} has {csize} CTAs", loc,
-                          expected=f"at most {MAX_CLUSTER} CTAs per cluster")
     d = kernel.directives
+    loc = loc or kernel.loc                 # a directive of the kernel: where the kernel is declared
     if "reqntid" in d and tuple(d["reqntid"]) != tuple(block):
         raise LaunchError(f"kernel {kernel.name} requires .reqntid {tuple(d['reqntid'])} but the launch uses "
                           f"block {tuple(block)}", loc, expected=f"block {tuple(d['reqntid'])}")
@@ -348,9 +346,9 @@ def check_launch_shape(kernel: ir.Function, grid, block, cluster, smem_total: in
         raise LaunchError(f"kernel {kernel.name} requires .reqnctapercluster {tuple(d['reqnctapercluster'])} "
                           f"but the launch uses cluster {tuple(cluster)}", loc,
                           expected=f"cluster {tuple(d['reqnctapercluster'])}")
-    if smem_total > MAX_SMEM_PER_CTA:
+    if smem_total > lim.max_smem_per_cta:
         raise LaunchError(f"kernel needs {smem_total} bytes of shared memory per CTA", loc,
-                          expected=f"at most {MAX_SMEM_PER_CTA} bytes (227 KB)")
+                          expected=f"at most {lim.max_smem_per_cta} bytes (227 KiB)")
 
 
 __all__ = ["Program", "Cta", "Cluster", "Warp", "Wait", "NamedBarrier", "Symbol", "GlobalMemory", "WARP",

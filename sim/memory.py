@@ -97,6 +97,10 @@ class GlobalMemory:
         self._next = base + max(int(nbytes), 1) + GLOBAL_GUARD
         return alloc
 
+    def allocations(self) -> list:
+        """Every allocation, in address order."""
+        return list(self._allocs)
+
     def allocation_of(self, addr: int) -> Allocation | None:
         i = bisect.bisect_right(self._bases, addr) - 1
         if i >= 0 and addr < self._allocs[i].end:
@@ -123,7 +127,8 @@ class GlobalMemory:
         if len(sizes):
             safe = np.where(ok, idx, 0)
             offs = (addrs - bases[safe]).astype(np.int64)
-            ok &= (offs + nbytes) <= sizes[safe]
+            # an address 2^63 or more past the last base wraps to a negative offset: outside too
+            ok &= (offs >= 0) & ((offs + nbytes) <= sizes[safe])
         return idx, offs, ok
 
     def read_rows(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:

@@ -178,7 +178,7 @@ class HappensBefore:
         self.tm_fences: dict = {}        # tensor-map address -> [(comp, epoch, clock)] of acquire fences on it
         self.lsu_arrives: dict = {}      # (cta, mbarrier, lane) -> deque of release clocks
         self._pc_info: dict = {}
-        self.ctas = {c.ctaid: c for c in sim.ctas}
+        self.ctas = sim.cta_index          # ctaid -> Cta, growing as CTAs start (the engine creates them lazily)
         self.regs_pending = 0
         #: the kernel follows the tcgen05 fence discipline (:func:`tcsim.race.explain.fence_discipline`)
         self.tcgen05_fenced = explain.fence_discipline(self.program)

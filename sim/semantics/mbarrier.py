@@ -61,7 +61,7 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import MemoryFault, SyncError
-from tcsim.isa.mbarrier_forms import MbarrierForm, parse_mbarrier
+from tcsim.isa.mbarrier_forms import MbarrierForm, check_mbarrier_operand_types, parse_mbarrier
 from .. import memory as M
 from ..findings import Finding
 from ..mbarrier_state import MAX_COUNT
@@ -186,6 +186,7 @@ def decode_mbarrier(ins, info):
     """PTX ISA 9.1 §9.7.13.15 mbarrier (init §.9, inval §.10, expect_tx §.11, complete_tx §.12, arrive §.13,
     arrive_drop §.14, test_wait/try_wait §.16, pending_count §.17)."""
     f = parse_mbarrier(ins)
+    check_mbarrier_operand_types(ins, info, f)
     ops = ins.operands
     builder = {"init": _dec_init, "inval": _dec_inval, "arrive": _dec_arrive, "arrive_drop": _dec_arrive,
                "expect_tx": _dec_tx, "complete_tx": _dec_tx, "test_wait": _dec_wait, "try_wait": _dec_wait,

@@ -1,0 +1,371 @@
+"""Watching a run: its budget, a progress line, Ctrl-C, and the livelock detector.
+
+The engine calls :meth:`RunWatch.check` every :data:`CHECK_EVERY` retired warp-instructions (and when the
+instruction budget is reached); everything here happens in that call, so a run costs one integer comparison per
+instruction for it.
+
+* **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
+  spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
+  with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
+* **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
+  cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
+  (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
+  there; False: nowhere).
+* **Ctrl-C** (SIGINT, while :meth:`tcsim.engine.Simulation.run` runs in the main thread): the run stops at the
+  next check with a :class:`~tcsim.isa.errors.RunInterrupted` holding the position of every warp (the debugger's
+  ``where()`` picture); a second Ctrl-C interrupts at once (KeyboardInterrupt).
+* **Livelock**: every :data:`LIVELOCK_SAMPLE` or more instructions (a power of two, so a loop's phase recurs),
+  when no event other than the warps' own is pending (no async copy, tensor op, timer in flight) and every warp
+  that could run has retired instructions since the last sample, the watch takes a fingerprint of the warps
+  (PCs, liveness, wait/park masks, registers, local memory).  A fingerprint seen before in this stretch is a
+  candidate: it adds a fingerprint of the memories (shared memory, mbarriers, named and cluster barriers, tensor
+  memory of every CTA; global memory); when the same warp and memory fingerprints come round again, at least
+  :data:`LIVELOCK_MIN_CYCLES` cycles later, the whole machine state has repeated with nothing in flight: it is
+  in a cycle it can never leave -- every live warp polls (``mbarrier.try_wait``,
+  a flag load, a failing CAS) for a change no one will make.  That ends the run with a
+  :class:`~tcsim.isa.errors.LivelockError`, reported like a deadlock: each warp's position.  A fingerprint that
+  includes a clock read, a counter or anything still in flight differs, so a loop that can still end is never
+  called a livelock (the budget bounds those).
+"""
+from __future__ import annotations
+
+import hashlib
+import signal
+import sys
+import threading
+import time
+
+from tcsim.isa.errors import LivelockError, RunawayError, RunInterrupted
+from .context import lanes_str
+
+#: the default budget of a run: seconds of simulation work (the run's own wall-clock time)
+DEFAULT_MAX_SECONDS = 300.0
+#: instructions between two checks
+CHECK_EVERY = 1024
+#: a progress line once the run is this long (s), then every PROGRESS_EVERY s (a terminal: redrawn more often)
+PROGRESS_AFTER = 2.0
+PROGRESS_EVERY = 5.0
+PROGRESS_EVERY_TTY = 0.5
+#: instructions between two livelock samples (at least; a power of two); distinct warp states remembered; the
+#: fewest simulated cycles between the two equal whole-machine states
+LIVELOCK_SAMPLE = 1 << 11
+LIVELOCK_STATES = 64
+LIVELOCK_MIN_CYCLES = 1000
+#: warps the reports list one by one
+REPORT_WARPS = 32
+
+
+def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
+    """One line per warp: its live lanes, the instruction each group of lanes is at, what it waits on."""
+    body = sim.program.body
+    lines = []
+    live = [w for w in sim.warps if w.alive.any()]
+    done = len(sim.warps) - len(live)
+    for w in live[:limit]:
+        groups = []
+        for pc in sorted(set(int(p) for p in w.pc[w.alive]))[:3]:
+            lanes = lanes_str(w.alive & (w.pc == pc))
+            if pc < len(body):
+                ins = body[max(pc - 1, 0)] if (w.waiting & (w.pc == pc)).any() and pc > 0 else body[pc]
+                groups.append(f"{lanes} at {ins.loc} `{ins}`")
+            else:
+                groups.append(f"{lanes} past the end")
+        waits = "; ".join((x.reason() if callable(x.reason) else x.reason) for x in w.waits)
+        lines.append(f"{w.label}: " + ", ".join(groups) + (f" -- waiting: {waits}" if waits else "") +
+                     f" ({w.retired} instructions)")
+    if len(live) > limit:
+        lines.append(f"... and {len(live) - limit} more live warps")
+    if done:
+        lines.append(f"({done} warps exited)")
+    pending = sim.clusters_pending() if hasattr(sim, "clusters_pending") else 0
+    if pending:
+        lines.append(f"({pending} clusters of the grid not started yet)")
+    return lines
+
+
+class RunWatch:
+    """Budget, progress, interrupt and livelock checks of one :class:`tcsim.engine.Simulation`."""
+
+    def __init__(self, sim, max_instructions: int | None = None, max_seconds: float | None = None,
+                 progress=None):
+        self.sim = sim
+        if max_instructions is None and max_seconds is None:
+            max_seconds = DEFAULT_MAX_SECONDS
+        self.max_instructions = max_instructions
+        self.max_seconds = max_seconds
+        self.default_budget = max_instructions is None and max_seconds == DEFAULT_MAX_SECONDS
+        #: None: stderr; False: no progress line; else a file object
+        self.progress = progress
+        self.interrupted = False
+        #: the error a check ended the run with (the other warps stop at their next instruction)
+        self.fatal = None
+        self.next_check = self._next(0)
+        self._t_start = None            # perf_counter when the current run() began
+        self._last_line = None
+        self._line_open = False
+        self._seen: dict = {}           # warp fingerprint -> cycle first seen, since the state last changed course
+        self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
+        self._last_retired = None       # per warp: instructions retired at the last sample
+        self._next_sample = LIVELOCK_SAMPLE
+
+    # ------------------------------------------------------------------------------------------ run bracket
+    def started(self) -> None:
+        self._t_start = time.perf_counter()
+
+    def stopped(self) -> None:
+        self._t_start = None
+        if self._line_open:
+            out = self._out()
+            if out is not None:
+                try:
+                    out.write("\n")
+                    out.flush()
+                except (OSError, ValueError):
+                    pass
+            self._line_open = False
+
+    def elapsed(self) -> float:
+        run = time.perf_counter() - self._t_start if self._t_start is not None else 0.0
+        return self.sim.wall_time + run
+
+    def _next(self, retired: int) -> int:
+        n = retired + CHECK_EVERY
+        if self.max_instructions is not None:
+            n = min(n, self.max_instructions + 1)
+        return n
+
+    # ------------------------------------------------------------------------------------------ the check
+    def check(self):
+        """The error that ends the run now (budget, interrupt, livelock), or None; sets the next check."""
+        if self.fatal is not None:          # every warp stops at its next instruction
+            return self.fatal
+        err = self._check()
+        if err is not None:
+            self.fatal = err
+            self.next_check = 0
+        return err
+
+    def _check(self):
+        sim = self.sim
+        retired = sim.retired
+        self.next_check = self._next(retired)
+        if self.max_instructions is not None and retired > self.max_instructions:
+            return self.runaway(f"more than {self.max_instructions} warp-instructions executed")
+        if self.interrupted:
+            return self.interrupt_error()
+        t = self.elapsed()
+        if self.max_seconds is not None and t > self.max_seconds:
+            if self.progress is not False and t >= PROGRESS_AFTER and self._last_line is None:
+                self._progress(t)           # (a run this long shows its figures at least once, even when the
+                #                             check that would have printed them came only at the budget)
+            how = ("the default budget; max_seconds= / --max-seconds or max_instructions= / --max-instructions "
+                   "sets another" if self.default_budget else "max_seconds")
+            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation ({how}) after "
+                                f"{retired} warp-instructions and {int(sim.env.now)} cycles")
+        if self.progress is not False and t >= PROGRESS_AFTER:
+            self._progress(t)
+        if retired >= self._next_sample:
+            return self._livelock_sample()
+        return None
+
+    # ------------------------------------------------------------------------------------------ budget
+    def runaway(self, what: str) -> RunawayError:
+        sim = self.sim
+        lines, loc = [], None
+        body = sim.program.body
+        for w in sim.warps:
+            if w.alive.any():
+                pc = min(int(w.pc[w.alive].min()), len(body) - 1)
+                ins = body[pc]
+                loc = loc or ins.loc
+                extra = f", last sync op {w.last_sync}" if w.last_sync else ""
+                lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
+        pending = sim.clusters_pending() if hasattr(sim, "clusters_pending") else 0
+        if lines:
+            where = ("the kernel looks stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: " +
+                     "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""))
+        else:
+            where = "no warp is live at this moment"
+        if pending:
+            where += f"; {len(sim.ctas)} CTAs started, {pending} clusters of the grid not started yet"
+        return RunawayError(f"{what}; {where}", loc,
+                            expected="raise max_instructions / max_seconds if the kernel really is this long")
+
+    # ------------------------------------------------------------------------------------------ interrupt
+    def interrupt_error(self) -> RunInterrupted:
+        sim = self.sim
+        head = (f"stopped by Ctrl-C at cycle {int(sim.env.now)} after {sim.retired} warp-instructions "
+                f"({self.elapsed():.1f} s); where every warp is:")
+        return RunInterrupted(head + "\n  " + "\n  ".join(warp_picture(sim)) + "\n")
+
+    def install_sigint(self):
+        """Route Ctrl-C to this watch while the run goes on; returns what :meth:`restore_sigint` needs."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        try:
+            before = signal.getsignal(signal.SIGINT)
+        except (ValueError, OSError):
+            return None
+        if before is not signal.default_int_handler:
+            return None                     # someone else (a debugger, a test harness) handles it
+
+        def handler(signum, frame):
+            if self.interrupted:            # a second Ctrl-C: stop at once
+                signal.signal(signal.SIGINT, before)
+                raise KeyboardInterrupt
+            self.interrupted = True
+            self.next_check = 0             # the next retired instruction checks
+
+        try:
+            signal.signal(signal.SIGINT, handler)
+        except (ValueError, OSError):
+            return None
+        return before
+
+    @staticmethod
+    def restore_sigint(before) -> None:
+        if before is not None:
+            try:
+                signal.signal(signal.SIGINT, before)
+            except (ValueError, OSError):
+                pass
+
+    # ------------------------------------------------------------------------------------------ progress
+    def _out(self):
+        if self.progress is False:
+            return None
+        if self.progress is None:           # auto: a terminal only (logs and captured output stay as they were)
+            try:
+                return sys.stderr if sys.stderr.isatty() else None
+            except (AttributeError, ValueError):
+                return None
+        return sys.stderr if self.progress is True else self.progress
+
+    def _progress(self, t: float) -> None:
+        out = self._out()
+        if out is None:
+            return
+        try:
+            tty = out.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        every = PROGRESS_EVERY_TTY if tty else PROGRESS_EVERY
+        if self._last_line is not None and t - self._last_line < every:
+            return
+        self._last_line = t
+        sim = self.sim
+        rate = sim.retired / max(t, 1e-9)
+        done = sum(1 for c in sim.ctas if c.exited)
+        total = sim.grid[0] * sim.grid[1] * sim.grid[2]
+        budget = (f"budget {self.max_seconds:g} s" if self.max_seconds is not None else
+                  f"budget {self.max_instructions:,} instructions")
+        line = (f"[tcsim] {t:6.1f} s: {sim.retired:,} warp-instructions retired, {int(sim.env.now):,} cycles, "
+                f"{rate:,.0f} warp-inst/s, {done:,}/{total:,} CTAs done ({budget}; Ctrl-C stops with every "
+                f"warp's position)")
+        try:
+            if tty:
+                out.write("\r\x1b[K" + line)
+                self._line_open = True
+            else:
+                out.write(line + "\n")
+            out.flush()
+        except (OSError, ValueError):
+            self.progress = False
+
+    # ------------------------------------------------------------------------------------------ livelock
+    def _livelock_sample(self):
+        """One livelock sample (see the module docstring); the error when the machine state has repeated."""
+        sim = self.sim
+        live = sum(1 for w in sim.warps if w.alive.any())
+        # a power of two, so that the phases of loops of any length recur within a few samples; growing with the
+        # warps so that fingerprinting costs a few instructions' time per warp
+        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1, (64 * live).bit_length()))
+        if not self._quiescent():
+            self._reset()
+            return None
+        retired = {id(w): w.retired for w in sim.warps}
+        prev = self._last_retired
+        self._last_retired = retired
+        if prev is None or not all(retired[id(w)] > prev.get(id(w), -1) for w in sim.warps
+                                   if (w.alive & ~w.waiting & ~w.parked).any()):
+            self._seen.clear()
+            self._candidates.clear()
+        wkey = self._warp_fingerprint()
+        now = sim.env.now
+        if wkey in self._seen:                  # the warps are where they were: the memories too?
+            mkey = self._memory_fingerprint()
+            c = self._candidates.get(wkey)
+            if c is not None and c[0] == mkey and now - c[1] >= LIVELOCK_MIN_CYCLES:
+                return self._livelock_error(self._seen[wkey])
+            if c is None or c[0] != mkey:
+                self._candidates[wkey] = (mkey, now)
+        else:
+            if len(self._seen) >= LIVELOCK_STATES:
+                self._seen.clear()
+                self._candidates.clear()
+            self._seen[wkey] = now
+        return None
+
+    def _reset(self) -> None:
+        self._seen.clear()
+        self._candidates.clear()
+        self._last_retired = None
+
+    def _quiescent(self) -> bool:
+        """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
+        return self.sim.only_warps_pending()
+
+    def _warp_fingerprint(self) -> bytes:
+        sim = self.sim
+        h = hashlib.blake2b(digest_size=20)
+        for w in sim.warps:
+            for a in (w.pc, w.alive, w.waiting, w.parked, w.carry):
+                h.update(a.tobytes())
+            h.update(str(len(w.waits)).encode())
+            for name in sorted(w.regs):
+                h.update(name.encode())
+                h.update(w.regs[name].tobytes())
+            if w.callstack is not None:
+                for act in w.callstack.activations:
+                    for name in sorted(act.regs):
+                        h.update(act.regs[name].tobytes())
+                h.update(w.callstack.sp.tobytes())
+            if w.local is not None:
+                h.update(memoryview(w.local.data))
+        return h.digest()
+
+    def _memory_fingerprint(self) -> bytes:
+        sim = self.sim
+        h = hashlib.blake2b(digest_size=20)
+        for c in sim.ctas:
+            h.update(memoryview(c.smem.data))
+            for off in sorted(c.mbarriers):
+                mb = c.mbarriers[off]
+                h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
+            h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
+            tm = c.tmem
+            if tm is not None:
+                h.update(memoryview(tm.data))
+                h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
+        for cl in sim.clusters:
+            h.update(repr((cl.barrier_arrived, cl.barrier_expected)).encode())
+        for alloc in sim.gmem.allocations():
+            h.update(memoryview(alloc.data))
+        return h.digest()
+
+    def _livelock_error(self, since) -> LivelockError:
+        sim = self.sim
+        body = sim.program.body
+        loc = None
+        for w in sim.warps:
+            run = w.alive & ~w.waiting & ~w.parked
+            if run.any():
+                loc = body[min(int(w.pc[run].min()), len(body) - 1)].loc
+                break
+        msg = (f"the kernel can make no progress: from cycle {int(since)} to {int(sim.env.now)} every live warp "
+               f"kept executing (polling) but the machine state (registers, shared/global/tensor memory, barriers) "
+               f"repeated exactly, with nothing in flight; every live warp: " +
+               "; ".join(warp_picture(sim)))
+        return LivelockError(msg, loc, expected="the value or phase the polling warps wait for to be produced by "
+                             "some warp or async operation")
+

@@ -1,0 +1,73 @@
+"""``tcsim check`` agrees with ``ptxas -arch=<target>`` on one-line mutants of the tracked PTX (issue 17, item 3).
+
+* The committed campaign record (``calib/ptxas_agree/records/seed17.json``, 10,000 mutants, made by the command
+  it names) shows at least 99% agreement, no Python exception from check, no program that check accepts and that
+  then fails to load, and a known reason (:func:`calib.ptxas_agree.explain.explain`) for every disagreement.
+* A CI-sized sample of fresh mutants of the small tracked files is judged by tcsim and by ptxas here (skipped
+  where ptxas is not on PATH) with the same requirements; ``-m slow`` runs a larger sample over every file.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from calib.ptxas_agree.campaign import check_verdict, judge, summarise
+from calib.ptxas_agree.explain import explain
+from calib.ptxas_agree.mutate import REPO, corpus, mutant
+
+RECORD = REPO / "calib" / "ptxas_agree" / "records" / "seed17.json"
+PTXAS = shutil.which("ptxas")
+needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not on PATH")
+
+
+def _fixed_since(d: dict) -> bool:
+    """The recorded disagreement is gone: tcsim's check at this commit gives ptxas's recorded verdict."""
+    return check_verdict(mutant(d["seed"], d["i"]).text)[0] == d["ptxas"]
+
+
+def _requirements(rec: dict, min_agreement: float) -> None:
+    assert rec["agreement"] >= min_agreement, rec["counts"]
+    assert not rec["crashes"], rec["crashes"][:3]
+    assert not rec["load_after_check"], rec["load_after_check"][:3]
+    unexplained = [(d["file"], d["line"], d["after"], d["check_msg"] or d["ptxas_msg"])
+                   for d in rec["disagreements"]
+                   if explain(d) is None and not _fixed_since({**d, "seed": rec["seed"]})]
+    assert not unexplained, unexplained
+
+
+def test_committed_campaign_record():
+    rec = json.loads(RECORD.read_text())
+    assert rec["mutants"] >= 10_000 and rec["command"].startswith("python -m calib.ptxas_agree")
+    assert rec["mutants"] == sum(rec["counts"].values())
+    _requirements(rec, 0.99)
+
+
+def test_mutants_are_reproducible_one_line_changes():
+    files = corpus()
+    assert len(files) >= 200
+    a, b = mutant(17, 123, files), mutant(17, 123, files)
+    assert a == b and a.before != a.after
+    text = (REPO / a.path).read_text(errors="replace").split("\n")
+    got = a.text.split("\n")
+    assert len(got) == len(text) and [i for i, (x, y) in enumerate(zip(text, got)) if x != y] == [a.line - 1]
+
+
+def _sample(seed: int, count: int, max_bytes: int) -> dict:
+    files = [f for f in corpus() if (REPO / f).stat().st_size <= max_bytes]
+    results = [judge(seed, i, files, PTXAS) for i in range(count)]
+    return summarise(results, seed=seed, count=count)
+
+
+@needs_ptxas
+def test_ci_sample_agrees_with_ptxas():
+    rec = _sample(seed=2026, count=150, max_bytes=4000)
+    _requirements(rec, 0.97)
+
+
+@pytest.mark.slow
+@needs_ptxas
+def test_larger_sample_agrees_with_ptxas():
+    rec = _sample(seed=4242, count=600, max_bytes=60_000)
+    _requirements(rec, 0.98)

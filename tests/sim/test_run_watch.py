@@ -1,0 +1,181 @@
+"""Long runs are visible and stoppable, huge grids start at once (issue 17 item 4): lazy CTAs, the budget in
+seconds, the progress line, Ctrl-C (a subprocess and SIGINT), the livelock detector."""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tcsim.isa.errors import DeadlockError, LivelockError, RunawayError
+from tcsim.launch import Launch, Prepared, run_launch
+
+HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
+
+RET = HEAD + ".visible .entry k()\n{\n  ret;\n}\n"
+
+# thread 0 of each CTA writes ctaid.x + 1 to out[ctaid.x] and the cycle it started at to start[ctaid.x]
+MARK = HEAD + """.visible .entry k(.param .u64 out, .param .u64 start)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<6>;
+  mov.u32 %r4, %clock;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [start];
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.u64 %rd4, %rd1, %rd3;
+  add.u32 %r3, %r2, 1;
+  st.global.u32 [%rd4], %r3;
+  add.u64 %rd5, %rd2, %rd3;
+  st.global.u32 [%rd5], %r4;
+DONE:
+  ret;
+}
+"""
+
+# a loop whose registers change every iteration (never a livelock): runs until the budget stops it
+COUNT_FOREVER = HEAD + """.visible .entry k()
+{
+  .reg .b32 %r<2>;
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  bra LOOP;
+}
+"""
+
+# every thread polls a flag nobody sets
+SPIN = HEAD + """.visible .entry k(.param .u64 flag)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [flag];
+WAIT:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra WAIT;
+  ret;
+}
+"""
+
+# warp 0 polls the flag; warp 1 counts to N first, then sets it (polling while another warp makes progress)
+SPIN_THEN_SET = HEAD + """.visible .entry k(.param .u64 flag, .param .u32 n)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u32 %r3, [n];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p2, %r2, 32;
+  @%p2 bra SETTER;
+WAIT:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra WAIT;
+  ret;
+SETTER:
+  mov.u32 %r4, 0;
+COUNT:
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p1, %r4, %r3;
+  @%p1 bra COUNT;
+  st.volatile.global.u32 [%rd1], %r4;
+  ret;
+}
+"""
+
+
+def test_huge_grid_starts_at_once_and_stops_by_budget():
+    t0 = time.perf_counter()
+    prep = Prepared(Launch(ptx=RET, grid=(2 ** 31 - 1, 1, 1), block=(32, 1, 1), dynamic_smem=200 * 1024),
+                    max_instructions=500, detect=False, progress=False)
+    assert time.perf_counter() - t0 < 10
+    with pytest.raises(RunawayError) as e:
+        prep.sim.run()
+    assert "more than 500 warp-instructions" in str(e.value) and "clusters of the grid not started yet" in str(e.value)
+    # one instruction per CTA: ~500 CTAs ran; the H100 holds 132 of these at once (228 KiB of shared memory per
+    # SM, 200 KiB + 1 KiB reserved per CTA: one CTA per SM), so ~500 + 132 were ever created, not 2^31 - 1
+    assert 500 <= len(prep.sim.ctas) <= 501 + 132
+    assert prep.sim.clusters_pending() > 2 ** 31 - 1 - 1000
+
+
+def test_grid_beyond_residency_runs_in_waves():
+    n = 200
+    r = run_launch(Launch(ptx=MARK, grid=(n, 1, 1), block=(64, 1, 1), dynamic_smem=200 * 1024,
+                          args=[np.zeros(n, np.uint32), np.zeros(n, np.uint32)]))
+    assert np.array_equal(r.outputs[0], np.arange(1, n + 1, dtype=np.uint32))
+    start = r.outputs[1]
+    # 132 SMs x 1 CTA (shared memory bound) start at cycle 0; each later CTA starts after one of them exits
+    assert (start[:132] == 0).all() and (start[132:] > 0).all()
+    assert r.stats["ctas"] == n
+
+
+def test_seconds_budget_and_progress_line():
+    buf = io.StringIO()
+    with pytest.raises(RunawayError) as e:
+        run_launch(Launch(ptx=COUNT_FOREVER), max_seconds=2.5, progress=buf, detect=False)
+    msg = str(e.value)
+    assert "budget of 2.5 s" in msg and "CTA (0,0,0) warp 0 at <ptx>:" in msg
+    lines = [ln for ln in buf.getvalue().splitlines() if ln.startswith("[tcsim]")]
+    assert lines and "warp-instructions retired" in lines[0] and "cycles" in lines[0] and "warp-inst/s" in lines[0]
+
+
+def test_no_progress_line_when_short_or_not_a_terminal(capsys):
+    buf = io.StringIO()
+    run_launch(Launch(ptx=RET), progress=buf)
+    assert buf.getvalue() == ""
+    with pytest.raises(RunawayError):                   # auto: stderr (captured here) is not a terminal
+        run_launch(Launch(ptx=COUNT_FOREVER), max_seconds=2.2, detect=False)
+    assert "[tcsim]" not in capsys.readouterr().err
+
+
+def test_livelock_is_reported_like_a_deadlock():
+    t0 = time.perf_counter()
+    with pytest.raises(LivelockError) as e:
+        run_launch(Launch(ptx=SPIN, block=(64, 1, 1), args=[np.zeros(1, np.uint32)]), progress=False, detect=False)
+    assert isinstance(e.value, DeadlockError)
+    msg = str(e.value)
+    assert "livelock" in msg and "CTA (0,0,0) warp 0" in msg and "CTA (0,0,0) warp 1" in msg
+    assert "ld.volatile.global.u32 %r1, [%rd1]" in msg or "setp.eq.u32" in msg or "@%p1 bra WAIT" in msg
+    assert e.value.loc is not None and e.value.loc.line in (11, 12, 13)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_polling_while_another_warp_progresses_is_no_livelock():
+    r = run_launch(Launch(ptx=SPIN_THEN_SET, block=(64, 1, 1), args=[np.zeros(1, np.uint32), 2500]),
+                   progress=False, detect=False)
+    assert r.outputs[0][0] == 2500
+    assert r.stats["warp_instructions"] > 4 * 2048          # several livelock samples were taken on the way
+
+
+def test_ctrl_c_ends_the_run_with_every_warps_position(tmp_path):
+    f = tmp_path / "forever.py"
+    f.write_text("from tcsim.launch import Launch\n"
+                 f"LAUNCH = Launch(ptx={COUNT_FOREVER!r}, block=(64, 1, 1))\n")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-m", "tcsim.cli", "run", str(f), "--no-timing", "--no-detect",
+                          "--progress"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stderr.readline()                     # the first progress line: the run is under way
+        assert line.startswith("[tcsim]"), line
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "stopped by Ctrl-C" in err and "CTA (0,0,0) warp 0:" in err and "CTA (0,0,0) warp 1:" in err
+    assert "Traceback" not in err
