@@ -29,7 +29,7 @@ from .machine import WARP, Wait
 from .async_groups import thread_groups
 from .observe import MemAccess, RegAccess, SyncEvent
 from .ptxtypes import UINT, b128_of, imm_bits, size_of, to_container, to_type, view_dtype
-from .tmem import make_taddr, tmem_of
+from .tmem import tmem_of
 from .race.protocol import warp_act
 from .findings import lanes_text
 
@@ -211,7 +211,7 @@ class ExecContext:
         if not m.any():
             return
         self.bus.publish(RegAccess(self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, line=self._line(),
-                                   reg=name, write=write, lanes=tuple(int(x) for x in np.nonzero(m)[0])))
+                                   reg=name, write=write, lanes=tuple(np.flatnonzero(m).tolist())))
 
     # ------------------------------------------------------------------------------------------ special regs
     def special(self, sreg: ir.SpecialReg) -> np.ndarray:
@@ -412,8 +412,8 @@ class ExecContext:
 
     def _publish_mem(self, op, space, proxy, addrs, size, lanes, traced=True) -> None:
         self.bus.publish(MemAccess(self.now, self.cta.ctaid, "warp", op=op, space=space, proxy=proxy,
-                                   warp=self.warp.id, pc=self.pc, addrs=tuple(int(x) for x in addrs), size=size,
-                                   lanes=tuple(int(x) for x in lanes), line=self._line(), traced=traced))
+                                   warp=self.warp.id, pc=self.pc, addrs=tuple(np.asarray(addrs).ravel().tolist()), size=size,
+                                   lanes=tuple(np.asarray(lanes).ravel().tolist()), line=self._line(), traced=traced))
 
     def _line(self):
         return None if self.ins is None or self.ins.loc is None else self.ins.loc.line
@@ -647,9 +647,9 @@ class ExecContext:
             vals = tm.read_cells(lanes, cols)
         if self.bus.active:
             sel = np.nonzero(self.mask)[0]
-            self._publish_mem("ld", "tmem", "async", [make_taddr(l, c) for l, c in zip(lanes[sel].ravel(),
-                                                                                       cols[sel].ravel())],
-                              size, np.repeat(sel, lanes.shape[1]))
+            taddrs = ((np.asarray(lanes[sel], dtype=np.int64) & 0xFFFF) << 16) | \
+                (np.asarray(cols[sel], dtype=np.int64) & 0xFFFF)        # tcsim.tmem.make_taddr, vectorised
+            self._publish_mem("ld", "tmem", "async", taddrs.ravel(), size, np.repeat(sel, lanes.shape[1]))
         return vals
 
     def global_bytes(self, addr: int, nbytes: int) -> np.ndarray:

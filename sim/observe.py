@@ -260,6 +260,9 @@ class ObservationBus:
         #: the register names some observer of 'reg' events watches, or None (every register): an observer selecting
         #: 'reg' with a ``reg_names`` attribute (a set) receives only the register accesses of those names
         self.reg_names: frozenset | None = None
+        #: every observer of 'reg' events takes only the warps' own register accesses (``reg_warp_only``), not those of
+        #: async units completing an op (the wgmma unit writing its accumulators)
+        self.reg_warp_only = False
         self._op_ids = itertools.count(1)
 
     def subscribe(self, observer) -> None:
@@ -288,14 +291,14 @@ class ObservationBus:
         self.active = bool(self._observers)
         self._wanted = None if any(k is None for k in self._kinds) else frozenset().union(*self._kinds)
         names: frozenset | None = frozenset()
+        warp_only = True
         for o, k in zip(self._objects, self._kinds):
             if k is None or "reg" in k:
+                warp_only = warp_only and bool(getattr(o, "reg_warp_only", False))
                 rn = getattr(o, "reg_names", None)
-                if rn is None:
-                    names = None
-                    break
-                names = names | frozenset(rn)
+                names = None if names is None or rn is None else names | frozenset(rn)
         self.reg_names = names
+        self.reg_warp_only = warp_only
 
     def wants(self, kind: str) -> bool:
         """Some observer selects events of ``kind`` (doors test it before building costly per-operand events)."""

@@ -179,7 +179,7 @@ class AgentPort:
 
     def _publish_regs(self, warp, names, write, pc, line) -> None:
         bus = self.sim.bus
-        if bus.active and bus.wants("reg"):
+        if bus.active and bus.wants("reg") and not bus.reg_warp_only:
             from ..observe import RegAccess
             lanes = tuple(range(32))
             rn = bus.reg_names

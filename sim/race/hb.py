@@ -81,7 +81,10 @@ class AccessRec:
         self.pc = None          # the instruction's index in the body (warp accesses)
 
     def side(self, where=None) -> Access:
-        return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=self.lanes,
+        lanes = self.lanes
+        if lanes is not None and not isinstance(lanes, str):
+            lanes = _lanes_str(lanes)       # the raw lanes of a memory access, worded only for a finding
+        return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=lanes,
                       proxy=self.proxy, unit=self.unit, where=where, cycle=float(self.cycle))
 
 
@@ -190,6 +193,8 @@ class HappensBefore:
                                   if isinstance(e, ir.Reg))
         if self.wg_names:
             self.kinds = self.kinds | {"reg"}
+        #: the detector takes only the warps' own register accesses (:meth:`_reg`)
+        self.reg_warp_only = True
         #: the registers whose accesses the detector watches (the bus publishes only those): wgmma accumulators and
         #: A fragments, and every tcgen05.ld destination (pending until tcgen05.wait::ld)
         self.reg_names = self.wg_names | frozenset(
@@ -313,7 +318,7 @@ class HappensBefore:
             if self.prerequisites is not None and space == "global":
                 self._grid_dependency(ws, ev, write, text, loc)
             ins = self._ins(ev.pc)
-            rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes),
+            rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, ev.lanes,
                             "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space,
                             imm=ins is not None and ins.opcode == "st" and bool(ins.operands)
                             and isinstance(ins.operands[-1], ir.Imm))
