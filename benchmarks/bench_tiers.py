@@ -189,7 +189,7 @@ def main(argv=None) -> int:
     sizes = [int(x) for x in args.sweep.split(",") if x]
     sweep = {}
     for s in sizes:
-        tiers = TIERS if (args.reference_sweep or s <= 128) else ("fast",)
+        tiers = TIERS if (args.reference_sweep or s <= 64) else ("fast",)
         r = measure(lambda: gemm_launch(s), tiers, rep, timing=False, detect=False)
         sweep[s] = r
         line = f"  {s:>4}^3  {r['fast'][1]:>10} lane-instr  fast {r['fast'][0]:8.3f} s  " \
