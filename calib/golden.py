@@ -13,8 +13,8 @@ name, driver version, compute capability, date, the exact command and the kernel
 ``tests/hw/test_golden_replay.py`` rebuilds each launch from its ``meta.json``, runs the simulator and requires
 bit-identical outputs -- real-hardware truth checking the simulator on every CI run, without a GPU.
 
-``python -m calib.golden list`` prints the registry; ``python -m calib.golden replay [--case NAME ...]`` does what
-the test does, with a report.
+``python -m calib.golden list`` prints the registry; ``python -m calib.golden replay [--case NAME ...] [--jobs J]``
+does what the test does, with a report (``--jobs``: the cases simulated in J processes, reported in order).
 """
 from __future__ import annotations
 
@@ -168,6 +168,14 @@ def replay_case(d: Path, seed: int | None = 0) -> str:
     return f"{meta['case']}: bit-identical to {meta['gpu']} ({sum(outs[k].size for k in outs)} elements)"
 
 
+def _replay_line(d: Path) -> str:
+    """replay_case's summary, or ``FAIL <mismatch>``."""
+    try:
+        return replay_case(d)
+    except GoldenMismatch as e:
+        return f"FAIL {e}"
+
+
 def golden_dirs(root: Path = GOLDEN_ROOT) -> list:
     """The example-case directories (a meta.json beside an outputs.npz; other golden sets have their own)."""
     return sorted(p.parent for p in root.glob(f"*/{META}") if (p.parent / OUTPUTS).exists())
@@ -185,22 +193,18 @@ def main(argv=None) -> int:
     p = sub.add_parser("replay", help="simulate the recorded cases and compare with the stored GPU outputs")
     p.add_argument("--case", action="append")
     p.add_argument("--root", type=Path, default=GOLDEN_ROOT)
+    p.add_argument("--jobs", type=int, default=1, help="simulate the cases in this many processes")
     args = ap.parse_args(argv)
     if args.cmd == "list":
         for c in CASES.values():
             print(f"{c.name:28s} {c.factory}(**{c.kwargs}) outputs {list(c.outputs)}")
         return 0
     if args.cmd == "replay":
-        rc = 0
-        for d in golden_dirs(args.root):
-            if args.case and d.name not in args.case:
-                continue
-            try:
-                print(replay_case(d))
-            except GoldenMismatch as e:
-                print(f"FAIL {e}")
-                rc = 1
-        return rc
+        dirs = [d for d in golden_dirs(args.root) if not args.case or d.name in args.case]
+        lines = P.run_all(dirs, _replay_line, max(1, args.jobs), processes=True)
+        for line in lines:
+            print(line)
+        return 1 if any(line.startswith("FAIL ") for line in lines) else 0
     from tcsim.hw.launcher import GpuUnavailable
 
     command = P.command_line("calib.golden", argv)

@@ -271,10 +271,11 @@ def execute(launch, backend: str, timeout: float = 120.0, seed=None, timing: boo
     return Run(True, outputs=list(res.outputs), wall_s=time.time() - t, device="tcsim")
 
 
-def run_all(items, one, jobs: int = 1, time_limit: float | None = None, not_run=None) -> list:
-    """``[one(item) for item in items]``, ``jobs`` at a time (threads: each GPU run is its own child process),
-    in order.  With ``time_limit`` (seconds from the call), an item not started by then gives ``not_run(item)``
-    instead."""
+def run_all(items, one, jobs: int = 1, time_limit: float | None = None, not_run=None, processes: bool = False) -> list:
+    """``[one(item) for item in items]``, ``jobs`` at a time, in order: threads (each GPU run is its own child
+    process), or with ``processes`` forked worker processes (simulator runs: Python-bound, independent;
+    :func:`tcsim.parallel.fork_map` -- ``one`` travels by fork, items and results must pickle).  With
+    ``time_limit`` (seconds from the call), an item not started by then gives ``not_run(item)`` instead."""
     t0 = time.time()
 
     def call(item):
@@ -283,6 +284,9 @@ def run_all(items, one, jobs: int = 1, time_limit: float | None = None, not_run=
         return one(item)
 
     items = list(items)
+    if processes:
+        from tcsim.parallel import fork_map
+        return list(fork_map(call, items, jobs))
     if jobs > 1 and len(items) > 1:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(call, items))

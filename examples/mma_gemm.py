@@ -21,7 +21,7 @@ def make_launch(beta: int = 1, seed: int = 0) -> Launch:
     c = rng.standard_normal((16, 8)).astype(np.float32)
     d = np.zeros((16, 8), dtype=np.float32)
     return Launch(ptx=PTX, kernel="mma_gemm_16x8x16", grid=(1, 1, 1), block=(32, 1, 1),
-                  args=[a, b, c, d, beta])
+                  args=[a, b, c, d, beta], signature=("f16", "f16", "f32", "f32", None))
 
 
 def reference(launch: Launch) -> np.ndarray:

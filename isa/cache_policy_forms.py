@@ -135,7 +135,7 @@ def parse_createpolicy(ins: ir.Instruction, info=None) -> CreatePolicyForm:
                                   expected="a fraction in (0.0, 1.0]")
         elif frac is not None:
             t = info.reg_type(frac) if info is not None and isinstance(frac, ir.Reg) else None
-            if not isinstance(frac, ir.Reg) or (t is not None and t != "f32"):
+            if not isinstance(frac, ir.Reg) or (t is not None and t not in ("f32", "b32")):
                 raise VerifyError(f"{name}: the fraction {frac} must be an .f32 register or a constant", ins.loc)
         return CreatePolicyForm("fractional", primary, secondary, ops[0], fraction=frac)
     if len(ops) != 4 or not isinstance(ops[1], ir.Address):

@@ -95,6 +95,16 @@ def parse_cvt(ins: ir.Instruction, info) -> CvtForm:
     return CvtForm(dst, src, rnd, pair, ftz=ftz, sat=sat, relu=relu, satfinite=satfinite)
 
 
+def _sreg_cvt_ok(a: ir.SpecialReg, form: CvtForm) -> bool:
+    """ptxas 13.0 lets an integer-to-integer cvt read any integer special register directly, of any source size
+    (a float destination is "Special register argument not allowed")."""
+    from .typing_rules import SREG_PRED, SREG_VECTOR
+    ints = ("u16", "u32", "u64", "s16", "s32", "s64", "b16", "b32", "b64")
+    if form.src not in ints or form.dst not in ints + ("u8", "s8"):
+        return False
+    return not (a.name in SREG_PRED or (a.component is None and a.name in SREG_VECTOR))
+
+
 def check_cvt_operands(ins: ir.Instruction, info, form: CvtForm) -> tuple:
     """The operands of a checked cvt: ``(d, a)``, or ``(d, a, b)`` for the two-source packed form."""
     if form.pair:
@@ -107,6 +117,8 @@ def check_cvt_operands(ins: ir.Instruction, info, form: CvtForm) -> tuple:
     check_count(ins, 2)
     d, a = ins.operands
     check_dst(ins, info, d, reg_type(form.dst), wider=True)
+    if isinstance(a, ir.SpecialReg) and _sreg_cvt_ok(a, form):
+        return d, a          # an integer cvt reads a special register directly (ptxas 13.0: cvt.u64.u32 %rd, %tid.x)
     check_src(ins, info, a, reg_type(form.src), wider=True)
     return d, a
 

@@ -25,6 +25,7 @@ from . import ir
 from .errors import UnsupportedError, VerifyError
 from .cache_policy_forms import check_policy_operand
 from .forms import FormSpec, QualGroup, split_qualifiers
+from .typing_rules import check_cvta, check_memop, check_mov
 
 SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "param::entry", "param::func",
           "const")
@@ -160,6 +161,7 @@ def parse_ld(ins: ir.Instruction, info=None) -> MemOpForm:
         raise VerifyError(f"{ins.full_opcode} needs a destination vector of {vec} registers", ins.loc)
     if typ == "b128":
         _check_b128_operand(ins, dst, info, "destination")
+    check_memop(ins, info, space=space, vec=vec, typ=typ, value=dst, addr=src, load=True)
     return MemOpForm(ins.opcode, space, sem, scope, vec, typ, dst, src, pol)
 
 
@@ -176,14 +178,15 @@ def parse_st(ins: ir.Instruction, info=None) -> MemOpForm:
         raise VerifyError(f"{ins.full_opcode} needs a source vector of {vec} values", ins.loc)
     if typ == "b128":
         _check_b128_operand(ins, src, info, "source")
+    check_memop(ins, info, space=space, vec=vec, typ=typ, value=src, addr=dst, load=False)
     return MemOpForm("st", space, sem, scope, vec, typ, src, dst, pol)
 
 
 # ---------------------------------------------------------------------------------------------- mov / cvta
 @dataclass(frozen=True)
 class MovForm:
-    """A checked mov: ``type``; ``mode`` 'pred', 'pack' (vector source), 'unpack' (vector destination) or
-    'copy'."""
+    """A checked mov: ``type``; ``mode`` 'pred', 'pack' (vector source), 'unpack' (vector destination),
+    'vector' (``mov.v2``/``.v4``: element by element) or 'copy'."""
 
     type: str
     mode: str
@@ -196,6 +199,7 @@ def parse_mov(ins: ir.Instruction, info=None) -> MovForm:
     two 64-bit or four 32-bit registers and otherwise copies a .b128 register or an immediate whole."""
     if len(ins.operands) != 2:
         raise VerifyError("mov takes a destination and a source", ins.loc)
+    check_mov(ins, info)
     types = [m for m in ins.mods if m in TYPES or m == "pred"]
     if len(types) != 1:
         raise VerifyError(f"{ins.full_opcode} needs exactly one type", ins.loc)
@@ -203,6 +207,8 @@ def parse_mov(ins: ir.Instruction, info=None) -> MovForm:
     dst, src = ins.operands
     if typ == "pred":
         mode = "pred"
+    elif any(m in ("v2", "v4") for m in ins.mods):
+        mode = "vector"
     elif isinstance(src, ir.Vector) and len(src.elems) > 1:
         mode = "pack"
     elif isinstance(dst, ir.Vector) and len(dst.elems) > 1:
@@ -266,13 +272,15 @@ class CvtaForm:
     src: object
 
 
-def parse_cvta(ins: ir.Instruction) -> CvtaForm:
-    """``cvta{.to}.space.size d, a`` (PTX ISA §9.7.9.19)."""
+def parse_cvta(ins: ir.Instruction, info=None) -> CvtaForm:
+    """``cvta{.to}.space.size d, a`` (PTX ISA §9.7.9.19); typing rules in :func:`tcsim.isa.typing_rules.check_cvta`."""
     spaces = [m for m in ins.mods if m in CVTA_SPACES]
     sizes = [m for m in ins.mods if m in ("u32", "u64")]
     if len(spaces) != 1 or len(sizes) != 1 or len(ins.operands) != 2:
         raise VerifyError(f"malformed {ins.full_opcode}", ins.loc)
-    return CvtaForm("to" in ins.mods, spaces[0], sizes[0], *ins.operands)
+    f = CvtaForm("to" in ins.mods, spaces[0], sizes[0], *ins.operands)
+    check_cvta(ins, info, to=f.to, space=f.space, size=f.size, dst=f.dst, src=f.src)
+    return f
 
 
 # ---------------------------------------------------------------------------------------------- address queries
@@ -301,8 +309,21 @@ def parse_isspacep(ins: ir.Instruction) -> AddressQueryForm:
     return AddressQueryForm("isspacep", ins.mods[0] if ins.mods else None, None, dst, src)
 
 
+def _address_query_mods(ins) -> None:
+    """mapa / getctarank take ``.shared::cluster`` and one of ``.u32 .u64`` (ptxas: "Unexpected instruction types
+    specified" for any other type)."""
+    sizes = [m for m in ins.mods if m in ("u32", "u64")]
+    other = [m for m in ins.mods if m not in ("u32", "u64", "shared::cluster")]
+    if other:
+        raise VerifyError(f"Unexpected instruction types specified for '{ins.opcode}' (.{other[0]})", ins.loc,
+                          expected=".u32 or .u64")
+    if len(sizes) != 1:
+        raise VerifyError(f"{ins.full_opcode} needs exactly one of .u32 / .u64", ins.loc)
+
+
 def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
     """``mapa{.shared::cluster}.{u32|u64} d, a, b`` (PTX ISA §9.7.9.23)."""
+    _address_query_mods(ins)
     dst, src, rank = _operands(ins, 3, "d, a, b")
     return AddressQueryForm("mapa", "shared::cluster" if "shared::cluster" in ins.mods else None,
                             "u64" if "u64" in ins.mods else "u32", dst, src, rank)
@@ -310,6 +331,7 @@ def parse_mapa(ins: ir.Instruction) -> AddressQueryForm:
 
 def parse_getctarank(ins: ir.Instruction) -> AddressQueryForm:
     """``getctarank{.shared::cluster}.{u32|u64} d, a`` (PTX ISA §9.7.9.24)."""
+    _address_query_mods(ins)
     dst, src = _operands(ins, 2, "d, a")
     return AddressQueryForm("getctarank", "shared::cluster" if "shared::cluster" in ins.mods else None,
                             "u64" if "u64" in ins.mods else "u32", dst, src)

@@ -31,7 +31,7 @@ import struct
 
 from .errors import PtxSyntaxError, SourceLoc
 
-__all__ = ["Tokens", "tokenize", "decode_number", "NumberValue"]
+__all__ = ["Tokens", "tokenize", "decode_number", "NumberValue", "decode_source", "read_source"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -159,6 +159,35 @@ def _unescape(s: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def decode_source(raw: bytes, source_name: str = "<bytes>") -> str:
+    """PTX bytes as text.  PTX source is ASCII and ptxas rejects any other byte, comments included ("Unexpected
+    non-ASCII character"), so the first non-ASCII byte (not UTF-8, or UTF-8 outside ASCII) is a
+    :class:`~tcsim.isa.errors.PtxSyntaxError` at its line and column, naming the byte."""
+    if raw.isascii():
+        return raw.decode("ascii")
+    bad = next(i for i, b in enumerate(raw) if b > 127)
+    ls = raw.rfind(b"\n", 0, bad) + 1
+    le = raw.find(b"\n", bad)
+    line_text = raw[ls:le if le >= 0 else len(raw)].decode("ascii", errors="replace")
+    raise PtxSyntaxError(f"unexpected non-ASCII byte 0x{raw[bad]:02x} (ptxas accepts ASCII only, comments included)",
+                         SourceLoc(source_name, raw.count(b"\n", 0, bad) + 1, bad - ls + 1, line_text))
+
+
+def read_source(path, source_name: str | None = None) -> str:
+    """The text of the PTX file ``path`` (:func:`decode_source`); a path that cannot be read (missing, a directory,
+    no permission) is a :class:`~tcsim.isa.errors.PtxSyntaxError` naming the file."""
+    import os
+    name = str(path) if source_name is None else source_name
+    try:
+        if os.path.isdir(path):
+            raise PtxSyntaxError(f"{name} is a directory, not a PTX file")
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise PtxSyntaxError(f"cannot read {name}: {e.strerror or e}") from None
+    return decode_source(raw, name)
 
 
 def tokenize(text: str, source_name: str = "<string>") -> Tokens:

@@ -191,12 +191,16 @@ def parse_mbarrier(ins: ir.Instruction) -> MbarrierForm:
             raise _err(ins, f"{what} takes waitComplete, [addr], {'phaseParity' if q['parity'] else 'state'}"
                             + (", {suspendTimeHint}" if blocking else ""))
         dst = ops[0]
-        if not isinstance(dst, (ir.Reg, ir.Sink)):
+        if isinstance(dst, ir.Sink):
+            # ptxas 13.0: "Result discard mode is not allowed for instruction 'mbarrier.try_wait.parity'"
+            raise _err(ins, f"{what}: Result discard mode is not allowed (waitComplete must be a predicate)")
+        if not isinstance(dst, ir.Reg):
             raise _err(ins, f"{what}: waitComplete must be a predicate register")
         addr = _addr_operand(ins, ops[1], what)
         arg = ops[2]
         if q["parity"]:
-            _check_imm_range(ins, arg, 0, 0xFFFFFFFF, "phaseParity")
+            # ptxas 13.0: an immediate phaseParity "expected to be 0 or 1"
+            _check_imm_range(ins, arg, 0, 1, "phaseParity")
         elif isinstance(arg, ir.Imm):
             raise _err(ins, f"{what}: the state operand must be the .b64 register returned by an arrive")
         return MbarrierForm(**base, addr=addr, dst=dst, arg=arg, hint=ops[3] if len(ops) == 4 else None)

@@ -145,6 +145,9 @@ def compatible(reg_type: str, ptype: str) -> bool:
     rc, pc = _category(reg_type), _category(ptype)
     if "pred" in (rc, pc):
         return False
+    sizes = {**_SIZE, **_EXTRA_SIZE}
+    if reg_type not in sizes or ptype not in sizes:     # .b128 (agrees with .b128 only) or a type ALU rules lack
+        return False
     if type_size(reg_type) != type_size(ptype):
         return False
     if ptype.endswith("x2") or reg_type.endswith("x2"):
@@ -192,6 +195,10 @@ def check_src(ins, info, op, ptype: str, *, imm: bool = True, wider: bool = Fals
             raise _mismatch(ins, op, f"integer constant {op} used as a .{ptype} operand")
         if cat == "float" and ptype not in ("f32", "f64"):
             raise _mismatch(ins, op, f"constant {op} cannot be a .{ptype} operand")
+        if cat == "bits" and op.kind != "int" and (op.kind, type_size(ptype)) not in (("f32", 4), ("f64", 8)):
+            # ptxas 13.0: a 0f literal is a 32-bit and a 0d / decimal literal a 64-bit bit pattern
+            raise _mismatch(ins, op, f"floating-point constant {op} is not a .{ptype} bit pattern (0f literals are "
+                                     "32-bit, 0d and decimal literals 64-bit)")
         return
     if isinstance(op, ir.SpecialReg):
         raise VerifyError(f"Special register argument not allowed for instruction '{ins.opcode}'", ins.loc,

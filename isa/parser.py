@@ -51,6 +51,7 @@ from __future__ import annotations
 import os
 import re
 
+from .decl_rules import verify_declarations
 from .errors import PtxSyntaxError, SourceLoc
 from .ir import (TYPE_SIZES, Address, CallPrototype, Function, Imm, Instruction, LabelRef, Module, Not, Param, ParenList,
                  PredPair, Reg, Sink, SpecialReg, Sym, VarDecl, Vector)
@@ -1477,9 +1478,11 @@ def parse(text: str, source_name: str = "<string>") -> Module:
     if not isinstance(text, str):
         raise TypeError(f"parse() needs PTX text as str, got {type(text).__name__}")
     try:
-        return _Parser(text, source_name).parse_module()
+        module = _Parser(text, source_name).parse_module()
     except RecursionError:  # pragma: no cover - guarded by depth limits; keep the promise anyway
         raise PtxSyntaxError("input nested too deeply", SourceLoc(source_name, 1, 1, "")) from None
+    verify_declarations(module)
+    return module
 
 
 def parse_file(path) -> Module:

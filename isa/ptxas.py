@@ -44,6 +44,30 @@ def stack_frames(text: str, arch: str = "sm_90a", timeout: float = 300) -> dict 
     return out
 
 
+def register_counts(text: str, arch: str = "sm_90a", timeout: float = 300) -> dict | None:
+    """Per entry function, the registers per thread ptxas allocates (``ptxas -v``: "Used N registers"), or None
+    when ptxas is not on PATH.  A PTX file ptxas refuses gives an empty dict."""
+    import re
+    if PTXAS is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "kernel.ptx"
+        p.write_text(text)
+        r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", str(Path(tmp) / "out.cubin")],
+                           capture_output=True, text=True, timeout=timeout)
+    out, fn = {}, None
+    for line in (r.stdout + r.stderr).splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            fn = m.group(1)
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m and fn is not None:
+            out[fn] = int(m.group(1))
+            fn = None
+    return out
+
+
 def sass(text: str, arch: str = "sm_90a", lineinfo: bool = False, disassembler: str = "cuobjdump",
          timeout: float = 300) -> tuple | None:
     """``(True, listing)`` of what ptxas makes of ``text`` (``cuobjdump -sass``, or ``nvdisasm -g -hex`` with the

@@ -170,5 +170,25 @@ def parse_redux(ins: ir.Instruction, arch: str) -> WarpCollectiveForm:
     return WarpCollectiveForm("redux", op, typ, dst, mop, a=src, abs="abs" in flags, nan="NaN" in flags)
 
 
+def _membermask_checked(parse):
+    """Wrap a parser: the membermask operand (PTX ISA §9.7.13: a .b32 value) is a register or an integer
+    immediate -- ptxas rejects a vector, an address, a float or ``_`` there ("Arguments mismatch")."""
+    import functools
+
+    @functools.wraps(parse)
+    def wrapped(ins, *args, **kw):
+        form = parse(ins, *args, **kw)
+        mop = form.membermask
+        if mop is not None and not (isinstance(mop, ir.Reg) or (isinstance(mop, ir.Imm) and mop.kind == "int")):
+            raise VerifyError(f"Arguments mismatch for instruction '{ins.opcode}': membermask {mop} is not a .b32 "
+                              "register or integer", ins.loc, expected="a .b32 register or an integer constant")
+        return form
+    return wrapped
+
+
+parse_shfl, parse_vote, parse_elect, parse_match, parse_redux = (
+    _membermask_checked(f) for f in (parse_shfl, parse_vote, parse_elect, parse_match, parse_redux))
+
+
 __all__ = ["SPECS", "WarpCollectiveForm", "parse_shfl", "parse_vote", "parse_elect", "parse_activemask",
            "parse_match", "parse_redux"]

@@ -12,12 +12,19 @@
               [--explore N] [--schedule K]        --explore N: run N schedules (warp order, async completion
                                                   early/late; tcsim.explore) and report the union of findings,
                                                   output differences and a --schedule K reproducing each;
-                                                  --schedule K: run exactly schedule K (0: the default)
+                                                  --schedule K: run exactly schedule K (0: the default);
+              [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
+
+Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
+``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s
+(``--no-progress``: none), report a livelock (every live warp polling while the machine state repeats) like a
+deadlock, and stop on Ctrl-C with every warp's position (exit status 130); :mod:`tcsim.watch`.
 
 A launch file is a Python file (or an ``examples`` module) that defines ``make_launch()`` returning a
 :class:`tcsim.launch.Launch` (or a module-level ``LAUNCH``), and optionally ``check(result, launch)``
-returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage.
+returning ``(ok, message)``.  Exit status: 0 success, 1 a diagnostic or failed check, 2 bad usage (or a launch
+file that cannot be imported), 130 stopped by Ctrl-C.
 """
 from __future__ import annotations
 
@@ -55,79 +62,138 @@ def _installed_module_name(p: Path) -> str | None:
     return None
 
 
+def _user_frame(exc: BaseException, path: Path | None = None) -> str | None:
+    """``file:line`` of the launch file's code where ``exc`` was raised: the innermost frame in ``path`` (or, without
+    it, the innermost frame outside the tcsim package); a SyntaxError's own position."""
+    import traceback
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f"{exc.filename}:{exc.lineno}"
+    pkg = Path(__file__).resolve().parent
+    best = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        f = Path(fr.filename)
+        try:
+            f = f.resolve()
+        except OSError:
+            pass
+        if (path is not None and f == path) or (path is None and pkg not in f.parents and f.name != "cli.py"):
+            best = f"{fr.filename}:{fr.lineno}"
+    return best
+
+
+def _user_error(exc: BaseException, what: str, path: Path | None = None):
+    """A :class:`~tcsim.isa.errors.LaunchError` for an exception the user's launch file raised: where (file:line of
+    the launch file's code), what was running and the exception."""
+    from tcsim.isa.errors import LaunchError
+    where = _user_frame(exc, path)
+    msg = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return LaunchError(f"{what} raised {msg}" + (f" (at {where})" if where else ""))
+
+
 def _load_launch_module(path: str):
-    """Import a launch file: a .py path (as part of its package when it sits in one) or a module name."""
+    """Import a launch file: a .py path (as part of its package when it sits in one) or a module name.  A path that
+    is not a file or module is a FileNotFoundError; what importing it raises propagates (``tcsim run`` reports it
+    with its place in the launch file, :func:`_launch_of` as a LaunchError)."""
     p = Path(path)
+    if p.is_dir():
+        raise FileNotFoundError(f"launch file {path or '.'} is a directory")
     if p.suffix == ".py" and p.is_file():
-        p = p.resolve()
-        name = _installed_module_name(p)
-        if name is not None:
-            return importlib.import_module(name)
-        parts = [p.stem]
-        root = p.parent
-        while (root / "__init__.py").exists():
-            parts.insert(0, root.name)
-            root = root.parent
-        if len(parts) > 1:
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            return importlib.import_module(".".join(parts))
-        spec = importlib.util.spec_from_file_location(p.stem, p)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+        return _import_launch_file(p.resolve())
     if p.suffix == ".py":
         raise FileNotFoundError(f"launch file {path} not found")
+    if not path or any(not part.isidentifier() for part in path.split(".")):
+        raise FileNotFoundError(f"launch file or module {path!r} not found (neither a .py file nor a module name)")
     try:
         return importlib.import_module(path)
-    except ModuleNotFoundError:
-        raise FileNotFoundError(f"launch file or module {path} not found") from None
+    except ModuleNotFoundError as e:
+        if e.name is not None and (path == e.name or path.startswith(e.name + ".")):
+            raise FileNotFoundError(f"launch file or module {path} not found") from None
+        raise
 
 
-def _user_frame(exc: BaseException, mod=None) -> str:
-    """``file:line`` of the innermost traceback frame in the launch file (else the innermost frame at all)."""
-    import traceback
-    frames = traceback.extract_tb(exc.__traceback__)
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{exc.filename}:{exc.lineno}"
-    want = getattr(mod, "__file__", None)
-    pick = [f for f in frames if want and Path(f.filename).resolve() == Path(want).resolve()] or frames
-    return f"{pick[-1].filename}:{pick[-1].lineno}" if pick else "?"
+def _import_launch_file(p: Path):
+    name = _installed_module_name(p)
+    if name is not None:
+        return importlib.import_module(name)
+    parts = [p.stem]
+    root = p.parent
+    while (root / "__init__.py").exists():
+        parts.insert(0, root.name)
+        root = root.parent
+    if len(parts) > 1:
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        return importlib.import_module(".".join(parts))
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mod_path(mod) -> Path | None:
+    f = getattr(mod, "__file__", None)
+    return Path(f).resolve() if f else None
 
 
 def _get_launch(mod):
-    """The :class:`tcsim.launch.Launch` a launch module defines (``make_launch()`` or ``LAUNCH``); a module without
-    one, a ``make_launch`` that raises, or one returning something else is a LaunchError naming the file."""
+    """The :class:`~tcsim.launch.Launch` of a launch module: ``make_launch()`` or ``LAUNCH``; anything else (no such
+    name, not callable, raising, returning something that is not a Launch) is a LaunchError naming it."""
     from tcsim.isa.errors import LaunchError
     from .launch import Launch
 
-    name = getattr(mod, "__file__", None) or mod.__name__
+    where = getattr(mod, "__file__", None) or mod.__name__
     if hasattr(mod, "make_launch"):
-        if not callable(mod.make_launch):
-            raise LaunchError(f"{name}: make_launch is not a function", expected="def make_launch() -> Launch")
+        fn = mod.make_launch
+        if not callable(fn):
+            raise LaunchError(f"{where}: make_launch is a {type(fn).__name__}, not a function",
+                              expected="def make_launch(): return Launch(...)")
         try:
-            launch = mod.make_launch()
+            launch = fn()
         except TcsimError:
             raise
-        except Exception as e:
-            raise LaunchError(f"{name}: make_launch() raised {type(e).__name__}: {e} (at {_user_frame(e, mod)})",
-                              expected="make_launch() returning a tcsim.launch.Launch") from e
+        except Exception as e:  # noqa: BLE001 -- the user's code: reported where it failed
+            raise _user_error(e, f"{where}: make_launch()", _mod_path(mod)) from e
         what = "make_launch()"
     elif hasattr(mod, "LAUNCH"):
         launch, what = mod.LAUNCH, "LAUNCH"
     else:
-        raise LaunchError(f"{name} defines neither make_launch() nor LAUNCH",
-                          expected="a launch file defining make_launch() (or LAUNCH) returning a tcsim.launch.Launch, "
-                                   "and optionally check(result, launch) -> (ok, message)")
+        raise LaunchError(f"{where} defines neither make_launch() nor LAUNCH",
+                          expected="a launch file defining make_launch() that returns a tcsim.launch.Launch "
+                                   "(or a module-level LAUNCH)")
     if not isinstance(launch, Launch):
-        raise LaunchError(f"{name}: {what} is a {type(launch).__name__}, not a tcsim.launch.Launch",
-                          expected=f"{what} returning a tcsim.launch.Launch")
+        raise LaunchError(f"{where}: {what} is a {type(launch).__name__}, not a tcsim.launch.Launch",
+                          expected=f"{what} returning tcsim.launch.Launch(ptx=..., kernel=..., grid=..., block=..., "
+                                   "args=[...])")
     return launch
+
+
+def _call_check(mod, result, launch) -> tuple[bool, str]:
+    """The launch file's ``check(result, launch)``: ``(ok, message)``; no check: ``(True, "no check defined")``."""
+    from tcsim.isa.errors import LaunchError
+    if not hasattr(mod, "check"):
+        return True, "no check defined"
+    where = getattr(mod, "__file__", None) or mod.__name__
+    try:
+        out = mod.check(result, launch)
+    except TcsimError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- the user's code
+        raise _user_error(e, f"{where}: check(result, launch)", _mod_path(mod)) from e
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise LaunchError(f"{where}: check(result, launch) returned {out!r:.60}",
+                          expected="check(result, launch) returning a pair (ok, message)")
+    return bool(out[0]), str(out[1])
 
 
 def _launch_of(spec: str):
     """The launch of a launch file or module name (``tcsim diff`` builds its launch with this)."""
-    return _get_launch(_load_launch_module(spec))
+    try:
+        mod = _load_launch_module(spec)
+    except (TcsimError, FileNotFoundError):
+        raise
+    except Exception as e:  # noqa: BLE001 -- the launch file's own error, with its place
+        raise _user_error(e, f"importing launch file {spec}") from e
+    return _get_launch(mod)
 
 
 def summary(result) -> str:
@@ -188,9 +254,7 @@ def _run_sim(mod, launch, args):
         raise
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
-    ok, msg = True, "no check defined"
-    if hasattr(mod, "check"):
-        ok, msg = mod.check(result, launch)
+    ok, msg = _call_check(mod, result, launch)
     print(f"[sim] {'PASS' if ok else 'FAIL'}: {msg}")
     print(f"[sim] {summary(result)}")
     for line in timing_summary(result):
@@ -211,9 +275,7 @@ def _run_gpu(mod, launch):
     if not res.ok:
         print(f"[gpu] FAIL: the kernel failed on {res.device or 'the GPU'}: {res.error} ({res.error_detail})")
         return False, res
-    ok, msg = True, "no check defined"
-    if hasattr(mod, "check"):
-        ok, msg = mod.check(res, launch)
+    ok, msg = _call_check(mod, res, launch)
     print(f"[gpu] {'PASS' if ok else 'FAIL'}: {msg}")
     print(f"[gpu] {res.device} (sm_{res.compute_capability[0]}{res.compute_capability[1]}, driver "
           f"{res.driver}): {res.elapsed_ms:.3f} ms")
@@ -247,7 +309,8 @@ def _explore(mod, launch, args) -> int:
     timing = getattr(args, "timing", True)
     report = explore(launch, args.explore, timing=timing, seed=args.seed or 0,
                      max_instructions=args.max_instructions, strict=getattr(args, "strict", False),
-                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True))
+                     check=getattr(mod, "check", None), detect=getattr(args, "detect", True),
+                     jobs=max(1, getattr(args, "jobs", 1) or 1))
     for line in report.format(getattr(args, "launch_name", None) or "LAUNCH"):
         print(line)
     path = getattr(args, "findings", None)
@@ -258,7 +321,25 @@ def _explore(mod, launch, args) -> int:
     return 0 if report.ok else 1
 
 
+def _output_path_problem(args) -> str | None:
+    """Why ``--trace`` / ``--findings`` cannot be written (checked before the run, not after it), or None."""
+    for opt in ("trace", "findings"):
+        path = getattr(args, opt, None)
+        if path is None:
+            continue
+        p = Path(path)
+        if not path or p.is_dir():
+            return f"--{opt} {path!r} is a directory, not a file to write"
+        if not p.parent.is_dir():
+            return f"--{opt} {path}: the directory {p.parent} does not exist"
+    return None
+
+
 def _run_module(mod, args) -> int:
+    problem = _output_path_problem(args)
+    if problem:
+        print(f"tcsim: {problem}", file=sys.stderr)
+        return 2
     launch = _get_launch(mod)
     backend = getattr(args, "backend", "sim")
     if getattr(args, "explore", None) is not None or getattr(args, "schedule", None) is not None:
@@ -303,6 +384,10 @@ def cmd_demo(args) -> int:
     if getattr(args, "backend", "sim") != "sim" or not hasattr(mod, "demo_summary") or \
             getattr(args, "explore", None) is not None:
         return _run_module(mod, args)
+    problem = _output_path_problem(args)
+    if problem:
+        print(f"tcsim: {problem}", file=sys.stderr)
+        return 2
     launch = _get_launch(mod)
     ok, result = _run_sim(mod, launch, args)
     for line in mod.demo_summary(result, launch):       # the decoded result: descriptors, a corner of D
@@ -313,21 +398,22 @@ def cmd_demo(args) -> int:
 def cmd_run(args) -> int:
     try:
         mod = _load_launch_module(args.launch)
-    except (FileNotFoundError, ModuleNotFoundError) as e:
+    except FileNotFoundError as e:              # (a module that is not there is one too: _load_launch_module)
         print(f"tcsim run: {e}", file=sys.stderr)
         return 2
     except TcsimError:
         raise
     except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
         print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
-              f"{_user_frame(e)})", file=sys.stderr)
+              f"{_user_frame(e) or args.launch})", file=sys.stderr)
         return 2
     args.launch_name = args.launch
     return _run_module(mod, args)
 
 
-def check_ptx_text(text: str, name: str) -> list:
-    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute."""
+def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:
+    """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute.  With
+    ``notes_out``, the notes of :func:`ptx_notes` of a file without diagnostics are appended to it (one parse)."""
     from tcsim.isa.parser import parse
     from .engine import decode_function
 
@@ -340,6 +426,9 @@ def check_ptx_text(text: str, name: str) -> list:
         if fn.is_declaration:
             continue
         decode_function(module, fn, errors)
+    if notes_out is not None and not errors:
+        from tcsim.isa.lint import notes
+        notes_out.extend(notes(module))
     return errors
 
 
@@ -374,6 +463,7 @@ def cmd_check(args) -> int:
     if not args.files:
         print("tcsim check: give one or more .ptx files (or --list)", file=sys.stderr)
         return 2
+    from tcsim.isa.lexer import read_source
     bad = 0
     for f in args.files:
         p = Path(f)
@@ -381,14 +471,23 @@ def cmd_check(args) -> int:
             print(f"{f}: error: no such file", file=sys.stderr)
             bad += 1
             continue
-        text = p.read_text()
-        errs = check_ptx_text(text, str(p))
+        try:
+            text = read_source(p, str(p))
+        except TcsimError as e:         # a directory, an unreadable file, a byte that is not ASCII
+            if e.loc is not None:
+                print(str(e))
+            else:
+                print(f"{f or repr(f)}: error: {e.message}", file=sys.stderr)
+            bad += 1
+            continue
+        found_notes: list = []
+        errs = check_ptx_text(text, str(p), found_notes)
         for e in errs:
             print(str(e))
         if errs:
             bad += 1
         else:
-            for n in ptx_notes(text, str(p)):
+            for n in found_notes:
                 print(str(n))
             print(f"{f}: OK (every instruction is executable by tcsim)")
     return 1 if bad else 0
@@ -430,6 +529,8 @@ def main(argv=None) -> int:
         p.add_argument("--schedule", type=int, metavar="K", default=None,
                        help="run exactly schedule K of an exploration (0: the default schedule; --seed: the "
                             "exploration's seed)")
+        p.add_argument("--jobs", type=int, metavar="J", default=1,
+                       help="with --explore: run the schedules in J worker processes (the same report as 1)")
         p.add_argument("--backend", choices=["sim", "gpu", "both"], default="sim",
                        help="sim: the simulator; gpu: the real GPU (hw/); both: run both and compare bit for bit")
         p.add_argument("--tier", choices=["reference", "fast"], default=None,

@@ -113,7 +113,11 @@ class ExecContext:
                 if op.kind != "int":
                     raise VerifyError(f"a float constant {op} cannot be a .b128 value")
                 return b128_of(np.full(WARP, int(op.value) & ((1 << 64) - 1), np.uint64), np.zeros(WARP, np.uint64))
-            b = imm_bits(op.value, op.kind, ptype, op.bits)
+            try:
+                b = imm_bits(op.value, op.kind, ptype, op.bits)
+            except ValueError as e:         # a float immediate where an integer of another size belongs
+                raise VerifyError(str(e), expected=f"an integer immediate for a .{ptype} operand (PTX ISA §4.5)") \
+                    from None
             return np.full(WARP, b, dtype=UINT[size_of(ptype)]).view(view_dtype(ptype))
         if isinstance(op, ir.SpecialReg):
             if op.name in PRED_SREGS:
@@ -200,6 +204,9 @@ class ExecContext:
             self._publish_reg(op.name, True, m)
 
     def _publish_reg(self, name: str, write: bool, mask=None) -> None:
+        rn = self.bus.reg_names
+        if rn is not None and name not in rn:
+            return
         m = self.mask if mask is None else mask
         if not m.any():
             return

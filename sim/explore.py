@@ -36,12 +36,14 @@ schedule (DESIGN.md principle 5; tests/sim/test_explore.py runs the examples).
 """
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tcsim.isa.errors import TcsimError
+from .parallel import fork_map
 from .timing.params import LATENCY_KNOBS
 
 #: extra cycles before each instruction of a warp a schedule puts last (or of every other warp, to put it first)
@@ -413,7 +415,16 @@ def schedule_of(launch, k: int, *, timing=False, seed: int = 0, max_instructions
     if k == 0:
         return Schedule()
     b = baseline(launch, timing=timing, max_instructions=max_instructions)[0]
-    return make_schedules(b, k + 1, seed)[k]
+    # schedule k of make_schedules(b, n, seed) for any n > k, without building the k before it (k may be huge)
+    out = [Schedule()]
+    seen = {out[0].knobs()}
+    for s in _systematic(b):
+        if len(out) > k:
+            break
+        if s.knobs() not in seen:
+            seen.add(s.knobs())
+            out.append(s)
+    return _with_index(out[k] if k < len(out) else _random(b, k, seed), k)
 
 
 # ---------------------------------------------------------------------------------------------- the report
@@ -556,38 +567,34 @@ def _jsonable(v):
 
 
 def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=None, strict: bool = False,
-            check=None, progress=None, detectors=(), detect: bool = True) -> ExploreReport:
+            check=None, progress=None, detectors=(), detect: bool = True, jobs: int = 1) -> ExploreReport:
     """Run ``launch`` (a :class:`tcsim.launch.Launch`) under schedules 0..n-1 (see the module docstring) and
     report the union of findings, output differences, stopped runs and -- with ``check`` (``check(result,
     launch) -> (ok, message)``, as a launch file defines it) -- failed checks.  ``seed`` seeds the random
     schedules; ``strict`` stops each run at its first finding; ``progress(schedule, run)`` is called after each
     run; ``detect``: run the happens-before race detector in every run (default); ``detectors``: callables
     ``f(sim)`` each returning an observer that reports findings through
-    ``sim.findings`` (subscribed afresh for every run)."""
+    ``sim.findings`` (subscribed afresh for every run).
+
+    ``jobs`` > 1 runs schedules 1..n-1 in that many worker processes (forked: the launch, ``check`` and
+    ``detectors`` are inherited, never pickled); every run is deterministic and independent of the others, and
+    the results are gathered and reported in schedule order, so the report is the one ``jobs=1`` gives
+    (tests/sim/test_explore_jobs.py).  Where the platform cannot fork, the schedules run in this process."""
     n = max(1, int(n))
     base, prep, res, err = baseline(launch, timing=timing, max_instructions=max_instructions, strict=strict,
                                     detectors=detectors, detect=detect)
     schedules = make_schedules(base, n, seed)
     params = [p.name for p in prep.program.kernel.params]
+    opts = dict(timing=timing, max_instructions=max_instructions, strict=strict, detectors=detectors,
+                detect=detect)
     union = FindingUnion()
     runs, diffs = [], []
     ref_outputs, ref_index = None, None
-    for k, s in enumerate(schedules):
-        if k:
-            prep, res, err = _run(launch, s, timing=timing, max_instructions=max_instructions, strict=strict,
-                                  detectors=detectors, detect=detect)
-        run = ScheduleRun(s, cycles=int(prep.sim.env.now))
-        if err is not None:
-            run.error = str(err).splitlines()[0]
-            run.error_kind = type(err).__name__
-            run.findings = list(getattr(err, "findings", ()) or ())
-        else:
-            run.findings = list(res.findings)
-            if check is not None:
-                ok, msg = check(res, launch)
-                if not ok:
-                    run.check = msg
-            outs = outputs_of(prep, res, params)
+    first = _outcome(launch, schedules[0], prep, res, err, params, check)
+    del prep, res
+    for k, (run, outs) in enumerate(_outcomes(launch, schedules, first, params, check, opts, jobs)):
+        run.schedule = schedules[k]                 # the caller's object (a worker returns a copy)
+        if outs is not None:
             if ref_outputs is None:
                 ref_outputs, ref_index = outs, k
             else:
@@ -596,11 +603,40 @@ def explore(launch, n: int, *, timing=False, seed: int = 0, max_instructions=Non
         union.add(k, run.findings)
         runs.append(run)
         if progress is not None:
-            progress(s, run)
-        del prep, res
+            progress(schedules[k], run)
     return ExploreReport(name=launch.name or (launch.kernel or "kernel"), timing=bool(timing), seed=seed,
                          params=params, schedules=schedules, runs=runs, union=union, diffs=diffs,
                          reference=ref_index, checked=check is not None)
+
+
+def _outcome(launch, s: Schedule, prep, res, err, params, check):
+    """(ScheduleRun, outputs or None) of one finished or stopped run: what the report needs of it."""
+    run = ScheduleRun(s, cycles=int(prep.sim.env.now))
+    if err is not None:
+        run.error = str(err).splitlines()[0]
+        run.error_kind = type(err).__name__
+        run.findings = list(getattr(err, "findings", ()) or ())
+        return run, None
+    run.findings = list(res.findings)
+    if check is not None:
+        ok, msg = check(res, launch)
+        if not ok:
+            run.check = msg
+    return run, outputs_of(prep, res, params)
+
+
+def _schedule_outcome(launch, s: Schedule, *, params, check, opts):
+    prep, res, err = _run(launch, s, **opts)
+    return _outcome(launch, s, prep, res, err, params, check)
+
+
+def _outcomes(launch, schedules, first, params, check, opts, jobs: int):
+    """The outcome of every schedule in order: ``first`` (schedule 0's, already run), then the others -- in
+    this process, or in ``jobs`` forked workers (tcsim.parallel.fork_map: the launch, ``check`` and the detectors
+    travel by fork, never pickled)."""
+    yield first
+    yield from fork_map(functools.partial(_schedule_outcome, launch, params=params, check=check, opts=opts),
+                        schedules[1:], jobs)
 
 
 def run_schedule(launch, k: int, *, timing=False, seed: int = 0, max_instructions=None, strict=False, trace=None,

@@ -53,8 +53,9 @@ class Launch:
     #: instead of the portable 8 (tcsim.limits)
     non_portable_cluster: bool = False
     #: registers per thread the kernel uses (``ptxas -v``: "Used N registers"), checked against the register file
-    #: (64 K per CTA) and ``.maxnreg``; None: not checked (PTX does not say; tcsim.limits)
-    registers: int | None = None
+    #: (64 K per CTA) and ``.maxnreg``; "ptxas": ask ptxas (needs it on PATH); None: not checked (PTX does not say;
+    #: tcsim.limits)
+    registers: object = None
     #: the element type each pointer parameter points to, where the PTX (an untyped .u64) does not say: a sequence
     #: in parameter order or a dict name -> type, each None (unchecked) or a type name ("f16", "bf16", "f32",
     #: "s32", "u8"..., optionally with a trailing "*") or a numpy dtype.  A kernel with a C++ mangled name
@@ -527,7 +528,12 @@ def allocate_globals(module: ir.Module, gmem: GlobalMemory) -> dict:
     for v in decls:
         if v.linkage == "extern":
             raise LaunchError(f"extern .global variable {v.name} has no definition", v.loc)
-        alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        try:
+            alloc = gmem.allocate(max(v.size_bytes, 1), name=v.name, align=max(v.alignment, 16))
+        except (MemoryError, ValueError) as e:      # numpy: "Unable to allocate", "Maximum allowed dimension"
+            raise LaunchError(f".global variable {v.name} ({v.size_bytes:,} bytes) cannot be allocated: {e}",
+                              v.loc, expected="a .global variable that fits in the simulating host's memory") \
+                from None
         addrs[v.name] = alloc.base
     for v in decls:
         if v.init:
@@ -573,11 +579,12 @@ class Prepared:
     def __init__(self, launch: Launch, *, seed=None, trace=None, max_instructions=None, observers=(),
                  tma_params=None, tensor_pipe_params=None, async_copy_params=None, timing=False,
                  strict: bool = False, schedule=None, detect: bool = True, gmem: GlobalMemory | None = None,
-                 shared_buffers: dict | None = None, grid_dependency=None, max_seconds=None, progress=None,
-                 tier: str | None = None):
+                 shared_buffers: dict | None = None, grid_dependency=None, tier: str | None = None,
+                 max_seconds=None, progress=None):
         from .engine import Simulation, load_program
+        from .launch_options import check_run_options, open_trace
         from .limits import check_max_instructions, check_max_seconds, check_resources, check_seed
-        from .observe import JsonlTracer, ObservationBus
+        from .observe import ObservationBus
         from .timing.params import timing_config
 
         if not isinstance(launch, Launch):
@@ -585,6 +592,9 @@ class Prepared:
         seed = check_seed(seed)
         max_instructions = check_max_instructions(max_instructions)
         max_seconds = check_max_seconds(max_seconds)
+        check_run_options(trace=trace, observers=observers, timing=timing, schedule=schedule,
+                          units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
+                                 "async_copy_params": async_copy_params})
         self.launch = launch
         self.module = launch.module()
         self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
@@ -596,7 +606,7 @@ class Prepared:
         self.bus = ObservationBus()
         self.tracer = None
         if trace is not None:
-            self.tracer = JsonlTracer(trace)
+            self.tracer = open_trace(trace)
             self.bus.subscribe(self.tracer)
         for o in observers:
             self.bus.subscribe(o)
@@ -666,7 +676,7 @@ class Prepared:
 
 def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instructions: int | None = None,
                observers=(), timing=False, strict: bool = False, schedule=None, detect: bool = True,
-               max_seconds: float | None = None, progress=None, tier: str | None = None, **units) -> Result:
+               tier: str | None = None, max_seconds: float | None = None, progress=None, **units) -> Result:
     """Simulate ``launch`` and return its :class:`Result`.  ``trace`` is a JSONL path or file object;
     ``tma_params`` / ``tensor_pipe_params`` / ``async_copy_params`` (the agents' ``*Params``) replace the async
     units' parameters in the run's arch config (:meth:`tcsim.timing.params.ArchConfig.with_units`).
@@ -688,22 +698,24 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     ``detect`` (default on): run the happens-before race detector (:mod:`tcsim.race.hb`), which reports unordered
     and unfenced accesses (classes 2, 5-10, 14, 16, 19-21) as findings; ``detect=False`` skips it.
 
+    ``tier``: the execution tier (:mod:`tcsim.fast`): 'reference' or 'fast' (lockstep groups; same results, traces
+    and cycles); None takes :func:`tcsim.fast.default_tier`.
+
     The run's budget (:mod:`tcsim.watch`): ``max_instructions`` warp-instructions and/or ``max_seconds`` of
     simulation work (wall-clock); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
     it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
     polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
     :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on
-    stderr once the run is longer than ~2 s; False -- none; a file -- write it there.
-
-    ``tier``: the execution tier (:mod:`tcsim.fast`): 'reference' or 'fast' (lockstep groups; same results, traces
-    and cycles); None takes :func:`tcsim.fast.default_tier`."""
+    stderr once the run is longer than ~2 s; False -- none; a file -- write it there."""
+    from .launch_options import check_run_options
     from .limits import check_max_instructions, check_max_seconds, check_seed
     check_seed(seed), check_max_instructions(max_instructions), check_max_seconds(max_seconds)
+    check_run_options(units=units)
     if not isinstance(launch, Launch):
         raise LaunchError(f"expected a tcsim.launch.Launch, got {type(launch).__name__}")
     prep = Prepared(launch, seed=seed, trace=trace, max_instructions=max_instructions, observers=observers,
-                    timing=timing, strict=strict, schedule=schedule, detect=detect, max_seconds=max_seconds,
-                    progress=progress, tier=tier, **units)
+                    timing=timing, strict=strict, schedule=schedule, detect=detect, tier=tier,
+                    max_seconds=max_seconds, progress=progress, **units)
     try:
         prep.sim.run()
     finally:

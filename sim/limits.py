@@ -22,8 +22,9 @@ Sources of the numbers (one table; the same on sm_90a and sm_100a unless said):
 * registers: 64 K 32-bit registers per CTA (and per SM), at most 255 per thread, allocated per warp in units of
   256 -- Hopper/Blackwell Tuning Guides ("The register file size is 64K 32-bit registers per SM. The maximum
   number of registers per thread is 255"); ptxas 13.0 ignores ``.maxnreg`` above 255 with a warning.  A launch
-  is checked against the register count it declares (:attr:`tcsim.launch.Launch.registers`, e.g. from
-  ``ptxas -v``); ``.maxnreg`` is only an upper bound of what ptxas allocates, so it alone rejects nothing.
+  is checked against the register count it declares (:attr:`tcsim.launch.Launch.registers`: a count, or
+  ``"ptxas"`` to take what ``ptxas -v`` allocates); ``.maxnreg`` is only an upper bound of what ptxas allocates,
+  so it alone rejects nothing.
 * resident CTAs per SM (how many CTAs run at once; the rest start as CTAs exit): 32 CTAs, 2048 threads, 228 KiB
   of shared memory per SM -- Hopper/Blackwell Tuning Guides.
 """
@@ -176,6 +177,19 @@ def check_resources(program, launch, lim: LaunchLimits | None = None) -> None:
                           big.decl.loc if big is not None and big.decl is not None else kernel.loc,
                           expected=f"at most {lim.max_local_per_thread} bytes (512 KiB) per thread")
     regs = getattr(launch, "registers", None)
+    if regs == "ptxas":
+        from tcsim.isa.ptxas import register_counts
+        from tcsim.isa import ir
+        if isinstance(launch.ptx, ir.Module):
+            raise LaunchError("registers='ptxas' needs the launch's PTX text, not a parsed module")
+        counts = register_counts(launch.ptx_text()[0], module.arch or "sm_90a")
+        if counts is None:
+            raise LaunchError("registers='ptxas' but ptxas is not on PATH",
+                              expected="the CUDA toolkit's ptxas, or registers=N (ptxas -v: 'Used N registers')")
+        if kernel.name not in counts:
+            raise LaunchError(f"registers='ptxas': ptxas did not assemble kernel {kernel.name}", kernel.loc,
+                              expected="PTX that ptxas accepts (tcsim check / ptxas -v shows why not)")
+        regs = counts[kernel.name]
     if regs is not None:
         check_registers(kernel, regs, launch.block, lim)
 

@@ -38,6 +38,8 @@ def active(on, name: str, line: int | None = None) -> bool:
 
 def _known(name: str) -> bool:
     """``name`` is a variant, alone or as ``variant@<line>``."""
+    if not isinstance(name, str):
+        return False
     base, at, line = name.partition("@")
     return base in VARIANTS and (not at or line.isdigit())
 
@@ -50,6 +52,6 @@ def check(names) -> frozenset:
     names = frozenset(names)
     unknown = {n for n in names if not _known(n)}
     if unknown:
-        raise ValueError(f"unknown lowering variant(s) {sorted(unknown)}; known: {', '.join(VARIANTS)} "
+        raise ValueError(f"unknown lowering variant(s) {sorted(map(repr, unknown))}; known: {', '.join(VARIANTS)} "
                          f"(each also as <variant>@<PTX line>)")
     return names

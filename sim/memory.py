@@ -127,7 +127,8 @@ class GlobalMemory:
         if len(sizes):
             safe = np.where(ok, idx, 0)
             offs = (addrs - bases[safe]).astype(np.int64)
-            ok &= (offs + nbytes) <= sizes[safe]
+            # an address 2^63 or more past the last base wraps to a negative offset: outside too
+            ok &= (offs >= 0) & ((offs + nbytes) <= sizes[safe])
         return idx, offs, ok
 
     def read_rows(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:

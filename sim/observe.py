@@ -257,6 +257,9 @@ class ObservationBus:
         self._kinds: list = []           # per observer: the set of kinds it selects, or None (all)
         self._wanted: frozenset | None = frozenset()     # union of the selected kinds (None: some observer takes all)
         self.active = False
+        #: the register names some observer of 'reg' events watches, or None (every register): an observer selecting
+        #: 'reg' with a ``reg_names`` attribute (a set) receives only the register accesses of those names
+        self.reg_names: frozenset | None = None
         self._op_ids = itertools.count(1)
 
     def subscribe(self, observer) -> None:
@@ -284,6 +287,15 @@ class ObservationBus:
     def _update(self) -> None:
         self.active = bool(self._observers)
         self._wanted = None if any(k is None for k in self._kinds) else frozenset().union(*self._kinds)
+        names: frozenset | None = frozenset()
+        for o, k in zip(self._objects, self._kinds):
+            if k is None or "reg" in k:
+                rn = getattr(o, "reg_names", None)
+                if rn is None:
+                    names = None
+                    break
+                names = names | frozenset(rn)
+        self.reg_names = names
 
     def wants(self, kind: str) -> bool:
         """Some observer selects events of ``kind`` (doors test it before building costly per-operand events)."""

@@ -431,7 +431,8 @@ class TritonRun:
 
 
 # ------------------------------------------------------------------------------------------ the kernel wrapper
-_SIM_KEYS = ("seed", "trace", "max_instructions", "observers", "timing", "strict", "schedule", "detect")
+_SIM_KEYS = ("seed", "trace", "max_instructions", "observers", "timing", "strict", "schedule", "detect", "tier",
+             "max_seconds", "progress")
 
 
 class Kernel:

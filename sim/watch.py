@@ -154,6 +154,9 @@ class RunWatch:
             return self.interrupt_error()
         t = self.elapsed()
         if self.max_seconds is not None and t > self.max_seconds:
+            if self.progress is not False and t >= PROGRESS_AFTER and self._last_line is None:
+                self._progress(t)           # (a run this long shows its figures at least once, even when the
+                #                             check that would have printed them came only at the budget)
             how = ("the default budget; max_seconds= / --max-seconds or max_instructions= / --max-instructions "
                    "sets another" if self.default_budget else "max_seconds")
             return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation ({how}) after "

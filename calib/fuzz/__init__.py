@@ -6,6 +6,9 @@
   with the GPU back end, many programs per child process; compares bit for bit; minimises and saves mismatches.
 * :mod:`calib.fuzz.minimize` -- delta debugging over the program tree (items, blocks, guards, warps, inputs)
   under any batched predicate.
+* :mod:`calib.fuzz.wgmma_ops` -- generator version 6's warpgroup MMA items (wgmma-groups over SMEM tiles of every
+  canonical layout and swizzle, register A, every dense type combination but b1, random N, scale-d / imm-scale,
+  several groups in flight, waits, accumulator instructions), mixed with the items above in 4-warp programs.
 
 Command line: ``python -m calib.fuzz --count N --seed S [--backend gpu] [--out DIR]``.  On an H100 machine
 (16 cores) ``--count 10000 --backend gpu --jobs 12 --gpu-workers 4`` runs 10,000 programs (simulator twice, GPU

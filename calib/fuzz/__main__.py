@@ -26,20 +26,21 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu-workers", type=int, default=None,
                     help="GPU child processes working in parallel (JIT is the GPU side's cost; default 1)")
     ap.add_argument("--emit", default=None, help="only write the programs as DIR/fuzz_<seed>.ptx")
+    ap.add_argument("--generator", type=int, default=None, help="generator version (default: the current one)")
     args = ap.parse_args(argv)
     if args.emit:
         from .generator import generate
         d = Path(args.emit)
         d.mkdir(parents=True, exist_ok=True)
         for s in range(args.seed, args.seed + args.count):
-            (d / f"fuzz_{s}.ptx").write_text(generate(s).render())
+            (d / f"fuzz_{s}.ptx").write_text(generate(s, version=args.generator).render())
         print(f"wrote {args.count} programs to {d}")
         return 0
     from .runner import fuzz
     try:
         summary = fuzz(args.count, args.seed, args.backend, args.out, jobs=args.jobs, time_limit=args.time_limit,
                        batch_size=args.batch, minimize_limit=args.minimize_limit, minimize_time=args.minimize_time,
-                       gpu_workers=args.gpu_workers,
+                       gpu_workers=args.gpu_workers, version=args.generator,
                        log=lambda s: print(s, flush=True))
     except Exception as e:  # noqa: BLE001
         from tcsim.hw.launcher import GpuUnavailable

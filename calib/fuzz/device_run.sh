@@ -13,7 +13,7 @@
 # and the SASS ptxas makes of each reproducer (<name>.sass; the evidence for a ptxas diagnosis), plus logs;
 # `campaign` also leaves $OUT/rec.npz (the whole recording) and $OUT/compare.json.
 # Environment: TRIAGE_TIME_PER (s per minimisation, default 25), TRIAGE_DEADLINE (s, default 200),
-# RECORD_TIME_LIMIT (s, default 300), CALL_BUDGET (s the whole campaign call may take, default 560: the triage
+# RECORD_TIME_LIMIT (s, default 300), COMPARE_TIME (s the compare may take, default 120), CALL_BUDGET (s the whole campaign call may take, default 560: the triage
 # gets what record and compare leave).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -57,11 +57,12 @@ case "${1:-}" in
             --jobs 12 --time-limit "${RECORD_TIME_LIMIT:-300}" 2>&1 | tee "$W/record.log" | grep -v "^\[record\] [0-9]* programs, "
         tail -n 1 "$W/record.log"
         cp "$W/rec.npz" "$OUT/rec.npz"
-        python3 -m calib.fuzz.record compare --gpu "$W/rec.npz" --differing --jobs 14 --out "$W/cmp" > "$W/compare.log" 2>&1
+        timeout "${COMPARE_TIME:-120}" python3 -m calib.fuzz.record compare --gpu "$W/rec.npz" --differing --jobs 14 \
+            --out "$W/cmp" > "$W/compare.log" 2>&1
         grep -v "^\[compare\]" "$W/compare.log"
-        cp "$W/cmp/mismatches.json" "$OUT/compare.json"
+        cp "$W/cmp/mismatches.json" "$OUT/compare.json" 2>/dev/null
         DL=$(( ${CALL_BUDGET:-560} - SECONDS - 30 ))        # what is left of the call for minimising
-        if [ "$DL" -gt 30 ] && [ "$(tr -d ',\n' < "$W/cmp/unexplained.txt")" != "" ]; then
+        if [ "$DL" -gt 30 ] && [ -s "$W/cmp/unexplained.txt" ] && [ "$(tr -d ',\n' < "$W/cmp/unexplained.txt")" != "" ]; then
             run_triages "$(python3 -c 'from calib.fuzz.generator import VERSION; print(VERSION)'):14:@$W/cmp/unexplained.txt"
         fi
         ;;

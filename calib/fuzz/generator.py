@@ -48,6 +48,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import wgmma_ops as WG
+from .wgmma_ops import WgGroup, WgWait
+
 N32, N64, N16, NP = 12, 6, 4, 4               # pool sizes
 SLOT_BYTES = 8                                # one thread's slot in a shared-memory exchange round
 BULK_BYTES = 512                              # global bytes a cp.async.bulk round may copy from
@@ -56,7 +59,7 @@ ARCH = "sm_90a"
 #: The generator version new campaigns use.  Version 2 leaves out the constructs below, whose GPU results depend
 #: on ptxas 13.0 rather than on the PTX ISA (each found by version 1, minimised, saved in tests/fuzz_regressions
 #: and noted by isa/lint.py); recorded campaigns name the version that made them.
-VERSION = 5
+VERSION = 6
 V2_AVOIDS = {
     "float-sign-ops": "abs/neg of f32/f16/bf16(x2): NaN results are unspecified (PTX) and ptxas folds them into "
                       "source modifiers, FADDs or nothing (neg(neg(x)) -> x, loop unrolling)",
@@ -121,7 +124,20 @@ V5_AVOIDS = {
                                  "orders the sources the other way",
 }
 V5_LINT_CHECKS = V4_LINT_CHECKS + tuple(V5_AVOIDS)
-_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS}
+#: Version 6 adds warpgroup MMA (:mod:`calib.fuzz.wgmma_ops`: most programs are one warpgroup of 4 warps with
+#: wgmma-groups among the other items) and also avoids what version 5's H100 campaign found
+#: (tests/golden/fuzz_campaign/h100_v5_seeds_400000_409999.npz, reproducers fuzz_40*_value).
+V6_AVOIDS = {
+    "half-compare-shift-after-f2i": "a 16-bit compare or right shift of a float-to-16-bit cvt: all 32 bits of a "
+                                    "register holding another value are compared / shifted",
+    "narrow-cvt-of-cnot": "cvt.sat.u16.u32 of a cnot result folded to 0",
+    "float-after-mad-hi-sat": "a max.f32 of a mad.hi.sat result dropped",
+    "logic-after-set-f32": "and.b32 of a set.f32 result and its cvt done on booleans",
+    "neg-minmax-neg-f64": "neg.f64 of min.f64(y, y) of a neg.f64 folded to a copy",
+    "pack-after-fp8x2-cvt": "an e4m3x2 cvt written over the other 16-bit register it is packed with",
+}
+V6_LINT_CHECKS = V5_LINT_CHECKS + tuple(V6_AVOIDS)
+_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS}
 
 # per-thread input/output record: r (4 B each), rd (8 B each), h (2 B each), predicate bits (u32)
 OFF32 = 0
@@ -257,7 +273,8 @@ class Program:
     nwarps: int
     items: list
     inputs: np.ndarray            # uint8[4 * 32 * STRIDE + BULK_BYTES]: records for up to 128 threads + bulk
-    name: str = ""
+    name: str = ""                # (version-6 warpgroup programs: + the tile area and 128 * nacc accumulator words)
+    nacc: int = 0                 # accumulator registers per thread (wgmma programs), dumped after the records
 
     @property
     def nthreads(self) -> int:
@@ -273,8 +290,16 @@ class Program:
         return np.concatenate([self.inputs[:n], self.inputs[4 * 32 * STRIDE:]]).copy()
 
     def output_template(self) -> np.ndarray:
-        """The global output buffer before the run: a fill pattern (every byte is overwritten)."""
-        return np.full(self.nthreads * STRIDE, 0xA5, dtype=np.uint8)
+        """The global output buffer before the run: a fill pattern (every byte is overwritten): the per-thread
+        records, then (wgmma programs) ``nacc`` accumulator words per thread."""
+        return np.full(self.nthreads * (STRIDE + 4 * self.nacc), 0xA5, dtype=np.uint8)
+
+    @property
+    def has_wgmma(self) -> bool:
+        """Whether the program (still) holds warpgroup instructions -- wgmma-groups, waits, accumulator
+        instructions -- and so needs its 4 warps.  (A minimised program may have lost them all: then it runs on
+        fewer warps, its accumulator bank loaded and dumped like the pools.)"""
+        return self.nacc > 0 and WG.has_wgmma(self.items)
 
     def copy(self) -> "Program":
         return copy.deepcopy(self)
@@ -296,13 +321,19 @@ class Program:
         return output_fields()
 
 
-def output_fields() -> list:
+def output_fields(nacc: int = 0) -> list:
     """Names of the per-thread input/output record's fields, in order: (name, byte offset, size)."""
     out = [(f"%r{i}", OFF32 + 4 * i, 4) for i in range(N32)]
     out += [(f"%rd{i}", OFF64 + 8 * i, 8) for i in range(N64)]
     out += [(f"%h{i}", OFF16 + 2 * i, 2) for i in range(N16)]
     out.append(("%p*", OFFP, 4))
     return out
+
+
+def acc_fields(nacc: int) -> list:
+    """Names of the accumulator dump's fields (after the records, ``nacc`` words per thread): (name, offset in
+    the thread's accumulator row, size)."""
+    return [(f"%ac{i}", 4 * i, 4) for i in range(nacc)]
 
 
 def module_header() -> str:
@@ -319,6 +350,9 @@ def walk_leaves(items):
         elif isinstance(it, Round):
             yield it
             yield from it.reads
+        elif isinstance(it, WgGroup):
+            yield it
+            yield from it.ops
         else:
             yield it
 
@@ -334,6 +368,9 @@ class _Render:
         self.parity = [0, 0]      # next phase parity of mbarrier 0 (thread rounds) and 1 (bulk rounds)
         self.uses_mbar = False
         self.bulk_rounds = 0
+        self.wg_inflight: list = []    # register sets of the wgmma-groups in flight (calib.fuzz.wgmma_ops)
+        self.wg_tiles: list = []       # (tile, byte offset in fz_smem) of every wgmma tile rendered
+        self.align = 128
 
     def label(self, what: str) -> str:
         self.n_label += 1
@@ -344,10 +381,24 @@ class _Render:
         self.smem += (nbytes + 127) // 128 * 128
         return off
 
+    def alloc_aligned(self, nbytes: int, align: int) -> int:
+        self.smem = -(-self.smem // align) * align
+        self.align = max(self.align, align)
+        return self.alloc(nbytes)
+
     def block(self, items) -> list:
         out = []
         for it in items:
-            out += it.lines(self) if not isinstance(it, Round) else self.round(it)
+            if isinstance(it, Round):
+                out += self.round(it)
+            elif isinstance(it, WgGroup):
+                out += WG.render_group(self, it)
+            elif isinstance(it, WgWait):
+                out += WG.render_wait(self, it)
+            elif isinstance(it, Ins) and self.p.nacc and "%ac" in it.text:
+                out += WG.render_ac_ins(self, it)
+            else:
+                out += it.lines(self)
         return out
 
     # ---------------------------------------------------------------------------------- rounds
@@ -426,10 +477,15 @@ class _Render:
         a(f"\t.reg .b16 %h<{N16}>;")
         a(f"\t.reg .b32 %r<{N32}>;")
         a(f"\t.reg .b64 %rd<{N64}>;")
-        a("\t.reg .b32 %k<12>;")
-        a("\t.reg .b64 %kd<8>;")
+        wg = self.p.nacc
+        a(f"\t.reg .b32 %k<{24 if wg else 12}>;")
+        a(f"\t.reg .b64 %kd<{16 if wg else 8}>;")
+        if wg:
+            L.extend(WG.declarations(wg))
         if self.smem:
-            a(f"\t.shared .align 128 .b8 fz_smem[{self.smem}];")
+            if self.smem > WG.SMEM_LIMIT:
+                raise ValueError(f"fuzz program {self.p.seed}: {self.smem} bytes of shared memory")
+            a(f"\t.shared .align {self.align} .b8 fz_smem[{self.smem}];")
         if self.uses_mbar:
             a("\t.shared .align 8 .b64 fz_mbar[2];")
         pro = [
@@ -458,7 +514,9 @@ class _Render:
                     f"@%q0 mbarrier.init.shared::cta.b64 [%k10], {nt};",
                     "@%q0 mbarrier.init.shared::cta.b64 [%k10+8], 1;",
                     "bar.sync 0;"]
-        epi = []
+        if wg:
+            pro += WG.prologue(wg, nt, STRIDE, BULK_BYTES)
+        epi = WG.epilogue(wg, self.p.has_wgmma) if wg else []
         for i in range(N32):
             epi.append(f"st.global.b32 [%kd4+{OFF32 + 4 * i}], %r{i};")
         for i in range(N64):
@@ -701,6 +759,9 @@ class _Gen:
         self.rng = random.Random(seed)
         self.next_id = 0
         self.version = version
+        self.nacc = 0                 # version 6, 4 warps: the accumulator bank (calib.fuzz.wgmma_ops)
+        self.wg_inflight: list = []   # register sets of the groups the generator left in flight
+        self.wg_smem = 0              # shared-memory bytes left for wgmma tiles
 
     def nid(self) -> int:
         self.next_id += 1
@@ -1181,6 +1242,19 @@ class _Gen:
         items = []
         while len(items) < n:
             u = self.rng.random()
+            if self.nacc:
+                if u < 0.10:
+                    g = WG.gen_group(self)
+                    if g is not None:
+                        items.append(g)
+                    continue
+                if u < 0.14:
+                    items.append(WG.gen_wait(self))
+                    continue
+                if u < 0.19:
+                    items.append(WG.gen_acc_ins(self))
+                    continue
+                u = self.rng.random()
             if u < 0.08:
                 items += self.g_round()
             elif u < 0.16:
@@ -1200,8 +1274,8 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
     """The program of ``seed``: ``size`` top-level items (default 20..60), ``nwarps`` warps (default 1..4).
     ``version`` selects the generator (default :data:`VERSION`; recorded campaigns name theirs)."""
     version = VERSION if version is None else version
-    if version not in (1, 2, 3, 4, 5):
-        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5)")
+    if version not in (1, 2, 3, 4, 5, 6):
+        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5, 6)")
     return _generate(seed, size, nwarps, version).copy()
 
 
@@ -1209,11 +1283,31 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
 def _generate(seed: int, size, nwarps, version: int) -> Program:
     g = _Gen(seed, version)
     rng = g.rng
-    nw = nwarps or rng.choice([1, 1, 2, 3, 4])
+    if version >= 6:
+        # most version-6 programs are one warpgroup with wgmma (calib.fuzz.wgmma_ops)
+        nw = nwarps or rng.choice([1, 2, 3, 4, 4, 4, 4, 4, 4, 4])
+        if nw == 4:
+            g.nacc = 4 * rng.randint(8, WG.NACC_MAX // 4)
+            g.wg_smem = WG.SMEM_LIMIT - 12 * 1024            # the rest for the exchange rounds
+    else:
+        nw = nwarps or rng.choice([1, 1, 2, 3, 4])
     n = size or rng.randint(20, 60)
     items = g.top_items(n)
+    if g.nacc and not any(isinstance(it, WgGroup) for it in items):
+        grp = WG.gen_group(g)
+        if grp is not None:
+            items.insert(rng.randrange(len(items) + 1), grp)
     inputs = make_inputs(random.Random(seed * 7919 + 17))
-    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs)
+    if g.nacc:
+        inputs = np.concatenate([inputs, np.frombuffer(WG.tile_area(seed) + WG.acc_area(seed, g.nacc), np.uint8)])
+    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc)
+    while g.nacc:           # the exchange rounds and the tiles together within the static shared memory
+        r = _Render(prog)
+        r.block(prog.items)
+        if r.smem <= WG.SMEM_LIMIT:
+            break
+        last = max(i for i, it in enumerate(prog.items) if isinstance(it, WgGroup))
+        del prog.items[last]
     if version >= 3:
         _without_noted(g, prog)
     return prog

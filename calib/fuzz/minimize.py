@@ -8,8 +8,10 @@ synchronisation alone; labels, SMEM layout, mbarrier parities and set-up code ar
 minimisation never produces a program that ptxas rejects or that has a data race.
 
 Passes, repeated until nothing changes (or the time limit):
-1. fewer warps (1, then the others below the current count);
-2. ddmin deletion of nodes (top-level items, items inside blocks, round reads), chunk sizes halving;
+1. fewer warps (1, then the others below the current count) -- not while wgmma items are left (they need the
+   whole warpgroup);
+2. ddmin deletion of nodes (top-level items, items inside blocks, round reads, the instructions of a
+   wgmma-group), chunk sizes halving;
 3. structural simplification, one change per candidate: unwrap an ``if``/loop into its body, drop an
    instruction's guard predicate;
 4. input simplification: a register's input slot set to 0 for every thread, or to thread 0's value for every
@@ -20,6 +22,7 @@ from __future__ import annotations
 import time
 
 from .generator import If, Ins, Loop, N16, N32, N64, OFF16, OFF32, OFF64, OFFP, Program, Round, STRIDE
+from .wgmma_ops import WgGroup
 
 
 # ============================================================================================ tree edits
@@ -33,6 +36,8 @@ def node_ids(items, out=None) -> list:
             node_ids(it.body, out)
         elif isinstance(it, Round):
             out.extend(r.id for r in it.reads)
+        elif isinstance(it, WgGroup) and len(it.ops) > 1:
+            out.extend(op.id for op in it.ops)
     return out
 
 
@@ -45,6 +50,10 @@ def _filter(items, ids: set) -> list:
             it.body = _filter(it.body, ids)
         elif isinstance(it, Round):
             it.reads = [r for r in it.reads if r.id not in ids]
+        elif isinstance(it, WgGroup):
+            it.ops = [op for op in it.ops if op.id not in ids]
+            if not it.ops:
+                continue
         res.append(it)
     return res
 
@@ -207,7 +216,7 @@ def minimize(prog: Program, pred, time_limit: float | None = 120.0, max_evals: i
             return prog
     while not budget.out():
         changed = False
-        if prog.nwarps > 1:
+        if prog.nwarps > 1 and not prog.has_wgmma:      # (wgmma needs its whole warpgroup)
             cands = []
             for w in range(1, prog.nwarps):
                 c = prog.copy()

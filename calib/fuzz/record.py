@@ -66,7 +66,9 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         if time_limit and time.time() - t0 > time_limit:
             return [], []
         progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
-        sims = pool.map_async([("seed", (s, VERSION), (None,)) for s in chunk]) if pool else None
+        # the programs themselves go to the simulator workers (generating a version-6 program again costs more
+        # than sending it)
+        sims = pool.map_async([("prog", p, (None,)) for p in progs]) if pool else None
         res = backend().run(progs)
         return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
 
@@ -198,6 +200,32 @@ def slim(src: Path, dst: Path, keep: int = 300) -> dict:
     return meta
 
 
+def merge(parts: list, dst: Path) -> dict:
+    """One recording of consecutive parts (each recorded by one device call: ``gpu --seed S --count N``), as if
+    recorded at once: hashes, errors, whole outputs and agreeing seeds joined; each part's provenance kept in
+    ``meta["parts"]``."""
+    loaded = sorted((load(Path(p)) for p in parts), key=lambda zm: zm[1]["seed"])
+    first = loaded[0][1]
+    meta = dict(first, digests={}, gpu_sha={}, errors={}, sim_agrees=[], parts=[])
+    arrays: dict = {}
+    nxt = first["seed"]
+    for z, m in loaded:
+        if m["seed"] != nxt or m.get("generator", 1) != first.get("generator", 1):
+            raise P.RecordError(f"parts are not consecutive recordings of one generator: a part starts at "
+                                f"{m['seed']}, expected {nxt}")
+        nxt = m["seed"] + m["count"]
+        for k in ("digests", "gpu_sha", "errors"):
+            meta[k].update(m[k])
+        meta["sim_agrees"] += m["sim_agrees"]
+        meta["parts"].append({k: m.get(k) for k in ("seed", "count", "device", "wall_s", "command", "date",
+                                                     "driver", "host") if k in m})
+        arrays.update({k: z[k] for k in z.files if k.startswith("s")})
+    meta["count"] = nxt - first["seed"]
+    meta["wall_s"] = round(sum(m.get("wall_s", 0) for _, m in loaded), 1)
+    P.write_packed(dst, meta, arrays)
+    return meta
+
+
 def differing_seeds(meta: dict) -> list:
     """The seeds of a campaign record on which the simulator did not reproduce the GPU (outputs or errors)."""
     agree = set(meta["sim_agrees"])
@@ -223,6 +251,9 @@ def _main(argv=None) -> int:
     g.add_argument("--gpu-workers", type=int, default=4)
     g.add_argument("--jobs", type=int, default=0, help="simulator processes (outputs kept only where it differs)")
     g.add_argument("--time-limit", type=float, default=None)
+    mg = sub.add_parser("merge")
+    mg.add_argument("dst")
+    mg.add_argument("parts", nargs="+")
     sl = sub.add_parser("slim")
     sl.add_argument("src")
     sl.add_argument("dst")
@@ -236,6 +267,10 @@ def _main(argv=None) -> int:
                    help="only the programs the simulator disagreed with when the campaign was recorded")
     c.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.cmd == "merge":
+        meta = merge(args.parts, Path(args.dst))
+        print(f"{meta['count']} programs from {len(args.parts)} parts -> {args.dst}")
+        return 0
     if args.cmd == "slim":
         meta = slim(Path(args.src), Path(args.dst), args.keep)
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")

@@ -64,15 +64,17 @@ class Mismatch:
 
 # ============================================================================================ simulator
 
-def run_sim(prog: Program, seed=None, max_instructions: int = 200_000) -> Outcome:
-    """Simulate ``prog`` under scheduler ``seed``; returns the output buffer bytes or the error."""
+def run_sim(prog: Program, seed=None, max_instructions: int = 200_000, detect: bool = False) -> Outcome:
+    """Simulate ``prog`` under scheduler ``seed``; returns the output buffer bytes or the error.  The
+    happens-before race detector is off (``detect``): its findings are no part of the outcome, and the programs
+    are race-free by construction (tests/hw/test_fuzz.py runs a sample with it on and requires no finding)."""
     from tcsim.isa.errors import TcsimError
     from tcsim.launch import Launch, run_launch
 
     try:
         launch = Launch(ptx=prog.render(), kernel=prog.kernel_name, block=(prog.nthreads, 1, 1),
                         args=[prog.input_buffer(), prog.output_template()])
-        res = run_launch(launch, seed=seed, max_instructions=max_instructions)
+        res = run_launch(launch, seed=seed, max_instructions=max_instructions, detect=detect)
         return Outcome(output=res.outputs[1].tobytes())
     except TcsimError as e:
         return Outcome(error=f"{type(e).__name__}: {e}")
@@ -104,15 +106,28 @@ def _sim_task(args):
 
 # ============================================================================================ comparison
 
-def field_diffs(prog: Program | None, a: bytes, b: bytes) -> list:
-    """[(thread, field name, a bits, b bits)] for every output field that differs (``prog`` is unused: every
-    program has the same output record)."""
+def field_diffs(prog: Program | None, a: bytes, b: bytes, nthreads: int | None = None, nacc: int = 0) -> list:
+    """[(thread, field name, a bits, b bits)] for every output field that differs: the per-thread records, then
+    (wgmma programs: ``prog.nacc``, or ``nthreads`` and ``nacc`` without a program) the accumulator dump."""
     A = np.frombuffer(a, dtype=np.uint8)
     B = np.frombuffer(b, dtype=np.uint8)
     out = []
     if A.shape != B.shape:
         return [(-1, "size", len(a), len(b))]
-    from .generator import STRIDE, output_fields
+    from .generator import STRIDE, acc_fields, output_fields
+    if prog is not None:
+        nthreads, nacc = prog.nthreads, prog.nacc
+    if nacc:
+        cut = nthreads * STRIDE
+        out = field_diffs(None, a[:cut], b[:cut])
+        Aa, Ba = A[cut:].reshape(nthreads, 4 * nacc), B[cut:].reshape(nthreads, 4 * nacc)
+        for t in np.nonzero((Aa != Ba).any(axis=1))[0]:
+            for name, off, size in acc_fields(nacc):
+                va = int.from_bytes(Aa[t, off:off + size].tobytes(), "little")
+                vb = int.from_bytes(Ba[t, off:off + size].tobytes(), "little")
+                if va != vb:
+                    out.append((int(t), name, va, vb))
+        return out
     fields = output_fields()
     for t in np.nonzero((A != B).reshape(-1, STRIDE).any(axis=1))[0]:
         rec_a = A[t * STRIDE:(t + 1) * STRIDE]
@@ -640,6 +655,7 @@ def mismatch_record(m: Mismatch, original_seed: int | None = None, device: str |
         "seed": p.seed if original_seed is None else original_seed,
         "kernel": p.kernel_name,
         "nthreads": p.nthreads,
+        "nacc": p.nacc,
         "kind": m.kind,
         "detail": m.detail,
         "device": device,
@@ -752,9 +768,10 @@ def classify(m: Mismatch) -> str:
 def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jobs: int | None = None,
          time_limit: float | None = None, batch_size: int = 64, minimize_limit: int = 6,
          minimize_time: float = 60.0, gpu_workers: int | None = None, driver: str = "cuda",
-         log=print) -> dict:
-    """Generate programs ``seed .. seed+count-1``; simulate each under :data:`SIM_SEEDS`; with backend 'gpu'
-    compare with the GPU.  Returns a summary dict (also written to ``out_dir/summary.json``)."""
+         log=print, version: int | None = None) -> dict:
+    """Generate programs ``seed .. seed+count-1`` (of generator ``version``, default the current one); simulate
+    each under :data:`SIM_SEEDS`; with backend 'gpu' compare with the GPU.  Returns a summary dict (also written
+    to ``out_dir/summary.json``)."""
     from .minimize import minimize
 
     t0 = time.time()
@@ -776,8 +793,8 @@ def fuzz(count: int, seed: int = 0, backend: str = "sim", out_dir="fuzz_out", jo
     backend = per_thread.get
 
     def process(chunk):
-        progs = [generate(s) for s in chunk]
-        sim_async = pool.map_async([("seed", s, SIM_SEEDS) for s in chunk])
+        progs = [generate(s, version=version) for s in chunk]
+        sim_async = pool.map_async([("prog", p, SIM_SEEDS) for p in progs])
         gres = backend().run(progs) if gpu_workers else [None] * len(chunk)
         return progs, sim_async.get(), gres
 

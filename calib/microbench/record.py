@@ -61,8 +61,8 @@ def record(cases, out: Path, backend: str, jobs: int, val_runs: int, command: st
     if backend == "gpu":
         done = P.run_all(calib, one, max(1, jobs))              # one child process per launch
         done += [one(c) for c in valid]                         # whole kernels one at a time: nothing beside them
-    else:
-        done = [one(c) for c in cases]
+    else:                                                       # the simulator: independent runs in processes
+        done = P.run_all(cases, one, max(1, jobs), processes=True)
     for (entry, arrs), case in zip(done, calib + valid if backend == "gpu" else cases):
         entries[case.name] = entry
         arrays.update(arrs)

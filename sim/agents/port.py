@@ -182,7 +182,10 @@ class AgentPort:
         if bus.active and bus.wants("reg"):
             from ..observe import RegAccess
             lanes = tuple(range(32))
+            rn = bus.reg_names
             for n in names:
+                if rn is not None and n not in rn:
+                    continue
                 bus.publish(RegAccess(self.env.now, warp.cta.ctaid, self.agent_name, warp=warp.id, pc=pc,
                                       line=line, reg=n, write=write, lanes=lanes))
 

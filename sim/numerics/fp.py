@@ -45,9 +45,12 @@ import numpy as np
 
 from tcsim.isa.formats import FORMATS, decode, encode, f64_parts, round_scaled
 
+from . import jit
+
 __all__ = [
     "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "fmin", "fmax", "fabs", "fneg",
-    "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS",
+    "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS", "ffma_reference",
+    "fadd_reference", "fsub_reference", "fmul_reference",
 ]
 
 ARITH_FORMATS = ("f16", "bf16", "f32", "f64")
@@ -357,6 +360,19 @@ def fadd(fmt, a, b, rnd="rn", ftz=False, sat=False):
     add (half precision).  NaN -> canonical NaN; exact zero sum is +0 (-0 with .rm) unless both
     operands are zeros of the same sign."""
     _chk(fmt, rnd, ftz, sat)
+    kern = jit.kernels() if fmt != "f64" else None
+    if kern is not None:
+        return _binary_compiled(kern, "fadd_small", fmt, a, b, rnd, ftz, sat, False)
+    return _fadd(fmt, a, b, rnd, ftz, sat)
+
+
+def fadd_reference(fmt, a, b, rnd="rn", ftz=False, sat=False):
+    """:func:`fadd` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    _chk(fmt, rnd, ftz, sat)
+    return _fadd(fmt, a, b, rnd, ftz, sat)
+
+
+def _fadd(fmt, a, b, rnd, ftz, sat):
     (ba, bb), (va, vb) = _prep(fmt, ftz, a, b)
     r = _add_core(fmt, va, vb, rnd)
     if fmt == "f64":
@@ -369,6 +385,19 @@ def fadd(fmt, a, b, rnd="rn", ftz=False, sat=False):
 def fsub(fmt, a, b, rnd="rn", ftz=False, sat=False):
     """d = a - b.  PTX ISA 9.1 §9.7.3.2 sub (floating point), §9.7.4.2 sub (half precision)."""
     _chk(fmt, rnd, ftz, sat)
+    kern = jit.kernels() if fmt != "f64" else None
+    if kern is not None:
+        return _binary_compiled(kern, "fadd_small", fmt, a, b, rnd, ftz, sat, True)
+    return _fsub(fmt, a, b, rnd, ftz, sat)
+
+
+def fsub_reference(fmt, a, b, rnd="rn", ftz=False, sat=False):
+    """:func:`fsub` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    _chk(fmt, rnd, ftz, sat)
+    return _fsub(fmt, a, b, rnd, ftz, sat)
+
+
+def _fsub(fmt, a, b, rnd, ftz, sat):
     (ba, bb), (va, vb) = _prep(fmt, ftz, a, b)
     r = _add_core(fmt, va, -vb, rnd)
     if fmt == "f64":
@@ -407,6 +436,19 @@ def fmul(fmt, a, b, rnd="rn", ftz=False, sat=False):
     """d = a * b, correctly rounded.  PTX ISA 9.1 §9.7.3.3 mul (floating point), §9.7.4.3 mul
     (half precision)."""
     _chk(fmt, rnd, ftz, sat)
+    kern = jit.kernels() if fmt != "f64" else None
+    if kern is not None:
+        return _binary_compiled(kern, "fmul_small", fmt, a, b, rnd, ftz, sat)
+    return _fmul(fmt, a, b, rnd, ftz, sat)
+
+
+def fmul_reference(fmt, a, b, rnd="rn", ftz=False, sat=False):
+    """:func:`fmul` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    _chk(fmt, rnd, ftz, sat)
+    return _fmul(fmt, a, b, rnd, ftz, sat)
+
+
+def _fmul(fmt, a, b, rnd, ftz, sat):
     (ba, bb), (va, vb) = _prep(fmt, ftz, a, b)
     with np.errstate(all="ignore"):
         p = va * vb
@@ -462,10 +504,80 @@ def _ffma_f32_rn_round_to_odd(va, vb, vc, fin, ftz):
 def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
     """d = a * b + c with a single rounding.  PTX ISA 9.1 §9.7.3.5 fma (floating point) and
     §9.7.4.4 fma (half precision; `relu` is the .relu modifier: negative results become +0, NaN
-    stays canonical NaN)."""
+    stays canonical NaN).  Runs the compiled kernel where numba is installed (bit for bit :func:`ffma_reference`,
+    tests/numerics/test_jit.py; f64 lanes outside the float64 error-free range go through the reference)."""
     _chk(fmt, rnd, ftz, sat)
     if relu and fmt not in ("f16", "bf16"):
         raise ValueError(".relu is only allowed with fma.rn.{f16,bf16}")
+    kern = jit.kernels()
+    if kern is None:
+        return _ffma(fmt, a, b, c, rnd, ftz, sat, relu)
+    dt = _DT[fmt]
+    (a, b, c), shape = _lanes(dt, a, b, c)
+    if fmt == "f64":
+        return _ffma_f64_compiled(kern, a, b, c, rnd).reshape(shape)
+    a, b, c = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b, c))
+    out = np.empty(a.shape, np.uint32)
+    man, exp_bits, bias, width = _FMA_GEOM[fmt]
+    kern.ffma_small(a, b, c, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), bool(relu),
+                    _NAN[fmt])
+    return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
+
+
+def _lanes(dt, *xs):
+    """The compiled entry points' operands: 1-d arrays of one length (the operands as ``_bits`` and a broadcast
+    make them; the semantics layer's lane vectors pass untouched) and the result shape.  The small-format kernels
+    take contiguous uint32 lanes (f16 / bf16 codes widened): one specialisation each."""
+    if all(type(x) is np.ndarray and x.ndim == 1 and x.dtype == dt and x.shape == xs[0].shape for x in xs):
+        return xs, xs[0].shape
+    ys = []
+    for x in xs:
+        x = np.atleast_1d(np.asarray(x))
+        if x.dtype.kind not in "ui":
+            raise ValueError(f"expected raw bit patterns (unsigned integers), got dtype {x.dtype}")
+        ys.append(x.astype(dt, copy=False))
+    shape = np.broadcast_shapes(*(y.shape for y in ys))
+    return [np.broadcast_to(y, shape).ravel() for y in ys], shape
+
+
+def _binary_compiled(kern, name, fmt, a, b, rnd, ftz, sat, *extra):
+    """fadd / fsub / fmul of f16 / bf16 / f32 by the compiled kernel ``name``."""
+    dt = _DT[fmt]
+    (a, b), shape = _lanes(dt, a, b)
+    a, b = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b))
+    out = np.empty(a.shape, np.uint32)
+    man, exp_bits, bias, width = _FMA_GEOM[fmt]
+    getattr(kern, name)(a, b, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), _NAN[fmt],
+                        *extra)
+    return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
+
+
+def _ffma_f64_compiled(kern, a, b, c, rnd):
+    """f64 lanes by the compiled kernel; the lanes it marks hard (where the reference leaves float64 error-free
+    transformations for exact Python-integer arithmetic) by the reference, lane by lane independent."""
+    a, b, c = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, c))
+    out = np.empty(a.shape, np.uint64)
+    hard = np.empty(a.shape, np.bool_)
+    kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, _RND_CODE[rnd])
+    if hard.any():
+        out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
+    return out
+
+
+def ffma_reference(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
+    """:func:`ffma` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    _chk(fmt, rnd, ftz, sat)
+    if relu and fmt not in ("f16", "bf16"):
+        raise ValueError(".relu is only allowed with fma.rn.{f16,bf16}")
+    return _ffma(fmt, a, b, c, rnd, ftz, sat, relu)
+
+
+_RND_CODE = {"rn": 0, "rz": 1, "rm": 2, "rp": 3}     # jit_kernels.RND_CODES
+_FMA_GEOM = {f: (FORMATS[f].man_bits, FORMATS[f].exp_bits, FORMATS[f].bias, FORMATS[f].bits)
+             for f in ("f16", "bf16", "f32")}
+
+
+def _ffma(fmt, a, b, c, rnd, ftz, sat, relu):
     (ba, bb, bc), (va, vb, vc) = _prep(fmt, ftz, a, b, c)
     with np.errstate(all="ignore"):
         fin = np.isfinite(va) & np.isfinite(vb) & np.isfinite(vc)

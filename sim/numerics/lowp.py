@@ -36,6 +36,7 @@ its sign bit); packed containers other than the fp4 nibble pairs of `unpack_e2m1
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
@@ -132,9 +133,30 @@ def decode(bits, fmt: str) -> Decoded:
     x = np.asarray(bits)
     if x.dtype.kind not in "iu":
         raise ValueError(f"{fmt} codes must be an integer array, got dtype {x.dtype}")
+    if f.width <= 8 and x.dtype.itemsize == 1 and x.ndim:
+        # byte codes: look the decoded fields up in the table of every code (built by the arithmetic below)
+        if x.size and ((x.dtype.kind == "i" and int(x.min()) < 0) or (f.width < 8 and int(x.max()) >> f.width)):
+            raise ValueError(f"{fmt} code out of range: codes must fit in {f.width} bits")
+        t = _code_table(fmt)
+        i = x.astype(np.intp) if x.dtype.kind == "i" else x
+        return Decoded(t.sign[i], t.exp[i], t.sig[i], t.nan[i], t.inf[i], t.man_bits)
     x = x.astype(np.int64)
     if x.size and (int(x.min()) < 0 or int(x.max()) >> f.width):
         raise ValueError(f"{fmt} code out of range: codes must fit in {f.width} bits")
+    return _decode_int64(f, x)
+
+
+@functools.lru_cache(maxsize=None)
+def _code_table(fmt: str) -> Decoded:
+    """decode() of every code 0 .. 2**width - 1 of a format of at most 8 bits (read-only arrays)."""
+    f = lowp_format(fmt)
+    t = _decode_int64(f, np.arange(1 << f.width, dtype=np.int64))
+    for a in t[:5]:
+        a.flags.writeable = False
+    return t
+
+
+def _decode_int64(f: LowpFormat, x: np.ndarray) -> Decoded:
     if f.ignore_low:
         x = x >> f.ignore_low
     mb, eb = f.man_bits, f.exp_bits

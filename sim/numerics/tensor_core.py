@@ -81,19 +81,21 @@ mxf4 group, integer-kind tables through `mma_float`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple, Optional
 
 import numpy as np
 
+from . import jit
 from .lowp import Decoded, decode, lowp_format, to_float64
 
 __all__ = [
     "TensorCoreParams", "tc_params", "provisional_reason", "mma_float", "mma_block_scaled", "mma_int",
     "ZERO_EXP_MIN", "E_FLOOR_F32_OUT", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN", "OUTPUT_ROUNDING",
     "ACC_FORMATS", "effective_e_floor", "LOWER_FP8_VIA_F16", "E_FLOOR_F32_OUT_GROUPED",
-    "GROUP_EXP_POLICIES", "mma_b1",
+    "GROUP_EXP_POLICIES", "mma_b1", "mma_float_reference", "mma_block_scaled_reference",
 ]
 
 # ---- named constants ---------------------------------------------------------------------------
@@ -479,8 +481,19 @@ def mma_float(a_bits, b_bits, c_bits, a_fmt: str, b_fmt: str, acc_fmt: str,
     ignored); c_bits (M,N): acc_fmt patterns (uint32 for 'f32', uint16 for 'f16').  Blocks of
     params.block products along K are fused and chained in K order.  Returns (M,N) acc_fmt bit
     patterns.  PTX ISA §9.7.14 / §9.7.15 / §9.7.16 leave the numerics unspecified; this is the
-    Khattak / MMA-Sim model.
+    Khattak / MMA-Sim model.  Runs the compiled kernel where numba is installed (bit for bit
+    :func:`mma_float_reference`; see :mod:`tcsim.numerics.jit`).
     """
+    return _mma_float(a_bits, b_bits, c_bits, a_fmt, b_fmt, acc_fmt, params, jit.kernels())
+
+
+def mma_float_reference(a_bits, b_bits, c_bits, a_fmt: str, b_fmt: str, acc_fmt: str,
+                        params: TensorCoreParams) -> np.ndarray:
+    """:func:`mma_float` by the numpy reference only (the specification the compiled kernel is tested against)."""
+    return _mma_float(a_bits, b_bits, c_bits, a_fmt, b_fmt, acc_fmt, params, None)
+
+
+def _mma_float(a_bits, b_bits, c_bits, a_fmt, b_fmt, acc_fmt, params, kern) -> np.ndarray:
     _acc_check(acc_fmt)
     _check_in_fmt(a_fmt, params)
     _check_in_fmt(b_fmt, params)
@@ -489,18 +502,119 @@ def mma_float(a_bits, b_bits, c_bits, a_fmt: str, b_fmt: str, acc_fmt: str,
     a, b, c = np.asarray(a_bits), np.asarray(b_bits), _acc_bits(c_bits, acc_fmt)
     M, K, N = _check_shapes(a, b, c)
     if params.lowering == LOWER_FP8_VIA_F16:
-        return _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params)
+        return _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params, kern)
+    if kern is not None:
+        out = _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params)
+        if out is not None:
+            return out
     A, B = decode(a, a_fmt), decode(b, b_fmt)
-    for k0 in range(0, K, params.block):
-        ks = slice(k0, min(k0 + params.block, K))
-        c = _product_block(_slice(A, ks, 1), _slice(B, ks, 0), c, acc_fmt, params)
+    return _chained_blocks(A, B, c, acc_fmt, params, params.block, kern)
+
+
+def _code_params(x: np.ndarray, fmt: str):
+    """(int64 codes, the kernel's format tuple) after lowp.decode's checks, or None for codes decode would
+    reject (the reference then raises its error)."""
+    f = lowp_format(fmt)
+    if x.dtype.kind not in "iu":
+        return None
+    if (x.dtype.kind == "i" or x.dtype.itemsize * 8 > f.width) and x.size and \
+            (int(x.min()) < 0 or int(x.max()) >> f.width):
+        return None
+    has_sign = f.signed and not f.ignore_sign
+    return (np.ascontiguousarray(x, dtype=np.int64),
+            np.array([f.man_bits, f.exp_bits, f.bias, _SPECIALS_CODE[f.specials], has_sign, f.ignore_low],
+                     np.int64))
+
+
+_SPECIALS_CODE = {"ieee": 0, "fn": 1, "none": 2, "e8m0": 3}      # jit_kernels._SPECIALS
+
+
+def _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params, block=None):
+    """mma_float by one compiled call from the raw codes (decode included), or None where the reference decides
+    (codes out of range, or int64 headroom not guaranteed by the formats: sig < 2**(man + 1) per operand, so a
+    product's k is 2)."""
+    block = params.block if block is None else block
+    n = min(block, a.shape[1])
+    if params.frac_bits + 2 + int(n).bit_length() > 62:
+        return None
+    pa, pb = _code_params(a, a_fmt), _code_params(b, b_fmt)
+    if pa is None or pb is None:
+        return None
+    (zero_exp, has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code) = \
+        _acc_geometry(acc_fmt, params)
+    out = kern.mma_float_codes(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
+                               has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
+    return out.astype(_ACC_DTYPE[acc_fmt])
+
+
+def _chained_blocks(L: Decoded, R: Decoded, c: np.ndarray, acc_fmt: str, params: TensorCoreParams,
+                    block: int, kern) -> np.ndarray:
+    """Blocks of ``block`` products along K (L: (M, K), R: (K, N)), each fused with C (_product_block), chained
+    in K order; by the compiled kernel when ``kern`` is given and the int64 headroom is guaranteed up front."""
+    K = L.sig.shape[1]
+    if kern is not None and _float_headroom_ok(L, R, acc_fmt, params, min(block, K)):
+        return _compiled_float(kern, L, R, c, acc_fmt, params, block)
+    for k0 in range(0, K, block):
+        ks = slice(k0, min(k0 + block, K))
+        c = _product_block(_slice(L, ks, 1), _slice(R, ks, 0), c, acc_fmt, params)
     return c
+
+
+def _bits_of_max(x: np.ndarray) -> int:
+    return int(np.max(x, initial=0)).bit_length()
+
+
+def _float_headroom_ok(L: Decoded, R: Decoded, acc_fmt: str, params: TensorCoreParams, n: int) -> bool:
+    """The bound _check_headroom checks, from the operands' largest significands (>= every product's): when it
+    holds, no block can overflow int64 and no block would raise, so the compiled kernel may run."""
+    # k as in _check_headroom: C's significand contributes (man + 1) - man = 1
+    k = max(_bits_of_max(L.sig) + _bits_of_max(R.sig) - (L.man_bits + R.man_bits), 1, 0)
+    return params.frac_bits + k + int(n).bit_length() <= 62
+
+
+def _acc_geometry(acc_fmt: str, params: TensorCoreParams) -> tuple:
+    fmt = lowp_format(acc_fmt)
+    prec = params.out_trunc_frac if acc_fmt == "f32" else None
+    p_frac = fmt.man_bits if prec is None else min(prec, fmt.man_bits)
+    floor = effective_e_floor(params, acc_fmt)
+    zero_exp = _DROPPED if params.zero_exp_policy == "drop" else ZERO_EXP_MIN
+    return (zero_exp, floor is not None, 0 if floor is None else floor, fmt.man_bits, fmt.exp_bits, fmt.bias,
+            fmt.width, OUTPUT_ROUNDING[acc_fmt] == "rne", p_frac, F32_RZ_OVERFLOW_TO_INF, CANONICAL_NAN[acc_fmt])
+
+
+def _i64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+def _b(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.bool_)
+
+
+def _compiled_float(kern, L: Decoded, R: Decoded, c, acc_fmt, params, block) -> np.ndarray:
+    (zero_exp, has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code) = \
+        _acc_geometry(acc_fmt, params)
+    out = kern.fused_float_rows(_b(L.sign), _i64(L.exp), _i64(L.sig), _b(L.nan), _b(L.inf),
+                                _b(R.sign), _i64(R.exp), _i64(R.sig), _b(R.nan), _b(R.inf), _i64(c),
+                                int(block), L.man_bits + R.man_bits, params.frac_bits, zero_exp, has_floor, floor,
+                                man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
+    return out.astype(_ACC_DTYPE[acc_fmt])
 
 
 def _f16_codes(bits, fmt: str) -> np.ndarray:
     """fp8 codes -> f16 codes (exact: e4m3 and e5m2 are subsets of f16; NaN stays NaN)."""
+    x = np.asarray(bits)
+    if x.dtype == np.uint8 and x.ndim and lowp_format(fmt).width == 8:
+        return _f16_code_table(fmt)[x]             # the same conversion, of every byte code once
     with np.errstate(invalid="ignore"):
         return to_float64(bits, fmt).astype(np.float16).view(np.uint16)
+
+
+@functools.lru_cache(maxsize=None)
+def _f16_code_table(fmt: str) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        t = to_float64(np.arange(1 << lowp_format(fmt).width), fmt).astype(np.float16).view(np.uint16)
+    t.flags.writeable = False
+    return t
 
 
 def _ieee_add(c: np.ndarray, p: np.ndarray, acc_fmt: str) -> np.ndarray:
@@ -518,17 +632,30 @@ def _ieee_add(c: np.ndarray, p: np.ndarray, acc_fmt: str) -> np.ndarray:
     return np.where(np.isnan(s), CANONICAL_NAN[acc_fmt], out).astype(_ACC_DTYPE[acc_fmt])
 
 
-def _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params) -> np.ndarray:
+def _mma_fp8_via_f16(a, b, c, a_fmt, b_fmt, acc_fmt, params, kern=None) -> np.ndarray:
     """H100 mma.sync fp8 as ptxas lowers it (LOWER_FP8_VIA_F16): per instruction K of 32 (or a
     final 16, the m16n8k16 form), fused f16 block over k%4 in {0,1} from +0, chained fused f16 block
     over k%4 in {2,3}, then D = C + P rounded to nearest even."""
-    A, B = decode(_f16_codes(a, a_fmt), "f16"), decode(_f16_codes(b, b_fmt), "f16")
+    a16, b16 = _f16_codes(a, a_fmt), _f16_codes(b, b_fmt)
+    A = B = None
     K = a.shape[1]
     for k0 in range(0, K, _FP8_INSTR_K):
         ks = np.arange(k0, min(k0 + _FP8_INSTR_K, K))
         p = np.zeros(c.shape, dtype=_ACC_DTYPE[acc_fmt])
         for half in ((ks - k0) % 4 < 2, (ks - k0) % 4 >= 2):
-            p = _product_block(_slice(A, ks[half], 1), _slice(B, ks[half], 0), p, acc_fmt, params)
+            kk = ks[half]
+            fast = None
+            if len(kk) and kern is not None:      # the half fused as one block, from the f16 codes
+                fast = _compiled_codes(kern, a16[:, kk], b16[kk], p, "f16", "f16", acc_fmt, params, len(kk))
+            if fast is not None:
+                p = fast
+                continue
+            if A is None:
+                A, B = decode(a16, "f16"), decode(b16, "f16")
+            if len(kk):
+                p = _chained_blocks(_slice(A, kk, 1), _slice(B, kk, 0), p, acc_fmt, params, len(kk), kern)
+            else:                           # an empty half (K % 32 in {1, 2}) still re-rounds P
+                p = _product_block(_slice(A, kk, 1), _slice(B, kk, 0), p, acc_fmt, params)
         c = _ieee_add(c, p, acc_fmt)
     return c
 
@@ -558,7 +685,21 @@ def mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt: str, b_f
     exponents (MMA-Sim's formulation); the groups of a block and C are fused with F = frac_bits.
     A NaN scale gives NaN.  The block-scaled kinds accumulate in f32 only (PTX ISA §9.7.16), so
     c_bits are f32 patterns and the result is (M,N) uint32 f32 patterns; blocks chained in K order.
+    Runs the compiled kernel where numba is installed (bit for bit :func:`mma_block_scaled_reference`).
     """
+    return _mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt, b_fmt, scale_fmt, scale_block,
+                             params, jit.kernels())
+
+
+def mma_block_scaled_reference(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt: str, b_fmt: str,
+                               scale_fmt: str, scale_block: int, params: TensorCoreParams) -> np.ndarray:
+    """:func:`mma_block_scaled` by the numpy reference only."""
+    return _mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt, b_fmt, scale_fmt, scale_block,
+                             params, None)
+
+
+def _mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt, b_fmt, scale_fmt, scale_block, params,
+                      kern) -> np.ndarray:
     acc_fmt = "f32"                        # block-scaled kinds accumulate in f32 only
     _check_in_fmt(a_fmt, params)
     _check_in_fmt(b_fmt, params)
@@ -580,15 +721,54 @@ def mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt: str, b_f
     kidx = np.arange(K) // scale_block
     SAk, SBk = _slice(SA, kidx, 1), _slice(SB, kidx, 0)        # scales per element of K
     AL, BR = _scaled(A, SAk), _scaled(B, SBk)
+    if G is None:
+        return _chained_blocks(AL, BR, c, acc_fmt, params, params.block, kern)
+    base = lowp_format(a_fmt).emin + lowp_format(b_fmt).emin
+    if kern is not None:
+        out = _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_fmt)
+        if out is not None:
+            return out
     for k0 in range(0, K, params.block):
         ks = slice(k0, min(k0 + params.block, K))
-        if G is None:
-            c = _product_block(_slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt, params)
-        else:
-            c = _group_block(_slice(A, ks, 1), _slice(B, ks, 0), _slice(SAk, ks, 1),
-                             _slice(SBk, ks, 0), _slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt,
-                             params, lowp_format(a_fmt).emin + lowp_format(b_fmt).emin)
+        c = _group_block(_slice(A, ks, 1), _slice(B, ks, 0), _slice(SAk, ks, 1),
+                         _slice(SBk, ks, 0), _slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt,
+                         params, base)
     return c
+
+
+def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_fmt):
+    """_group_block chained over K by the compiled kernel, or None where the int64 headroom is not
+    guaranteed up front (the reference then decides, raising as it does)."""
+    G = params.group
+    K = A.sig.shape[1]
+    ea, eb = lowp_format(a_fmt).emin, lowp_format(b_fmt).emin
+    sha, shb = A.exp - ea, B.exp - eb                    # >= 0: every decoded exponent is >= emin
+    if (_bits_of_max(A.sig) + int(np.max(sha, initial=0)) > 30
+            or _bits_of_max(B.sig) + int(np.max(shb, initial=0)) > 30):
+        return None
+    a_int = np.left_shift(A.sig, sha)
+    b_int = np.left_shift(B.sig, shb)
+    gi = np.arange(0, K, G)
+    sa, sb = _slice(SAk, gi, 1), _slice(SBk, gi, 0)
+    frac = A.man_bits + B.man_bits - (ea + eb) + sa.man_bits + sb.man_bits
+    gs_bits = _bits_of_max(a_int) + _bits_of_max(b_int) + int(G).bit_length()
+    if gs_bits > 31:                                     # group sums in int32 (e2m1: 4 + 4 + 5 = 13 bits)
+        return None
+    k = max(gs_bits + _bits_of_max(sa.sig) + _bits_of_max(sb.sig) - frac, 1, 0)
+    n_terms = min(params.block, K) // G
+    if params.frac_bits + k + int(n_terms).bit_length() > 62:
+        return None
+    a_int = np.where(A.sign, -a_int, a_int)
+    b_int = np.where(B.sign, -b_int, b_int)
+    (zero_exp, has_floor, floor, man, exp_bits, bias, width, _rne, p_frac, ovf, nan_code) = \
+        _acc_geometry(acc_fmt, params)
+    out = kern.fused_group_rows(np.ascontiguousarray(a_int, np.int32), np.ascontiguousarray(b_int, np.int32), _i64(sa.sig), _i64(sa.exp), _i64(sb.sig), _i64(sb.exp),
+                                _b(AL.sign), _i64(AL.sig), _b(AL.nan), _b(AL.inf),
+                                _b(BR.sign), _i64(BR.sig), _b(BR.nan), _b(BR.inf), _i64(c),
+                                int(G), int(params.block), int(frac), params.frac_bits, zero_exp,
+                                params.group_exp_policy == "products", has_floor, floor, man, exp_bits, bias, width,
+                                p_frac, ovf, nan_code)
+    return out.astype(_ACC_DTYPE[acc_fmt])
 
 
 def _group_block(A, B, SAk, SBk, AL, BR, c, acc_fmt, params, base: int) -> np.ndarray:

@@ -24,8 +24,12 @@ distinguishes (PTX ISA 9.1 §8, memory consistency model):
   (its ``VC`` at the fence);
 * ``MB`` -- what reached the thread through an mbarrier phase (arrive -> phase completion -> wait);
 * ``MI`` -- what a ``fence.mbarrier_init.release.cluster`` released (mbarrier inits visible to the cluster);
-* ``TM`` -- unused (kept for layout; ``fence.proxy.tensormap::generic.acquire [addr]`` orders one map only, so
-  the detector keeps the clock of each such fence per warp and map address, :mod:`tcsim.race.hb`).
+* ``AQ`` -- what reached the thread through an mbarrier wait with acquire semantics (the default ``.acquire``
+  ``test_wait`` / ``try_wait``, §9.7.13.15.16) -- a ``.relaxed`` wait orders execution (``VC``, ``MB``) but no
+  memory, so what arrived only through relaxed waits is in ``MB`` and not in ``AQ``: the class-7 judgement of
+  :mod:`tcsim.race.explain` follows the waits that actually carried the producing op's epoch to the consumer.
+  (``fence.proxy.tensormap::generic.acquire [addr]`` orders one map only, so the detector keeps the clock of each
+  such fence per warp and map address, :mod:`tcsim.race.hb`.)
 
 Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` into their row.
 """
@@ -33,9 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
-VC, PA, TB, TA, MB, MI, TM = range(7)
+VC, PA, TB, TA, MB, MI, AQ = range(7)
 NVIEWS = 7
-VIEW_NAMES = ("VC", "PA", "TB", "TA", "MB", "MI", "TM")
+VIEW_NAMES = ("VC", "PA", "TB", "TA", "MB", "MI", "AQ")
 
 
 class Components:
@@ -111,4 +115,4 @@ class Clock:
         return self.fit()[view]
 
 
-__all__ = ["Components", "Clock", "NVIEWS", "VIEW_NAMES", "VC", "PA", "TB", "TA", "MB", "MI", "TM"]
+__all__ = ["Components", "Clock", "NVIEWS", "VIEW_NAMES", "VC", "PA", "TB", "TA", "MB", "MI", "AQ"]

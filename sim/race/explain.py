@@ -6,7 +6,7 @@ cited per class); the other functions build the findings of the checks that are 
 from __future__ import annotations
 
 from tcsim.findings import Finding
-from .clocks import MB, PA, TA, TB
+from .clocks import AQ, MB, PA, TA, TB
 
 from .shadow import ASYNC, F_ATOMIC, F_PROXY, GENERIC, TMAP
 
@@ -73,14 +73,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if cproxy == ASYNC:
             if not c.known:
                 if cur.op is not None and prev.cycle >= cur.op.issued:
-                    return Finding(5, f"{cur.what} issued at cycle {cur.op.issued:g} read {rng} that "
-                                      f"{_at(prev)} overwrote at cycle {prev.cycle:g}, while the asynchronous "
-                                      f"read was in flight: it may read either value", sides,
-                                   missing=f"the wait for the asynchronous read issued at line {cur.line} "
-                                           f"(cp.async.bulk.wait_group.read for a bulk store; the mbarrier phase of "
-                                           f"the tcgen05.commit for an MMA operand) before line {prev.line}",
-                                   fix=f"wait for the read issued at line {cur.line} to complete before writing "
-                                       f"its source at line {prev.line}")
+                    return _source_overwritten(cur, prev, rng)
                 k, missing, fix = _race_edge(det, prev, cur)
                 return Finding(k, f"{cur.what} (async proxy) read {rng} written by {_at(prev)} with no "
                                   f"happens-before between them", sides, missing=missing, fix=fix)
@@ -141,12 +134,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
             k, missing, fix = _race_edge(det, prev, cur)
             return Finding(k, f"{_at(cur)} rewrites the tensor map at {rng} that {_at(prev)} may still read",
                            sides, missing=missing, fix=fix)
-        return Finding(5, f"{_at(cur)} overwrites {rng} while the asynchronous read by {_at(prev)} may still be "
-                          f"in flight: its completion was not observed first", sides,
-                       missing=f"the completion of line {prev.line} observed before line {cur.line}: "
-                               f"cp.async.bulk.wait_group.read for a bulk store's source, the mbarrier wait on the "
-                               f"phase its tcgen05.commit arrives on for an MMA operand (a fence does not order it)",
-                       fix=f"wait for the asynchronous read of line {prev.line} to complete before line {cur.line}")
+        return _source_overwritten(prev, cur, rng)
     if cproxy == ASYNC:
         if not c.known:
             return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
@@ -156,12 +144,28 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                                f"after their last read (line {prev.line}) before the elected thread releases the "
                                f"stage, or have every reading warp arrive and count those arrivals in the barrier's "
                                f"init count")
-        # Ordered through an mbarrier arrive -> wait (a pipeline's stage release): CUTLASS-style pipelines ship
-        # that way without a proxy fence and work on the GPU (the TMA write is issued after the wait), so it is not
-        # reported; DeepEP PR #642 added the fence for such a hand-off, so this is the one known gap of the check.
-        # Ordered only through bar.sync or a flag, it is an error.
-        if clock.knows(c.comp, c.val, PA) or clock.knows(c.comp, c.val, MB):
+        if clock.knows(c.comp, c.val, PA):
             return None
+        if clock.knows(c.comp, c.val, MB):
+            # Ordered through an mbarrier arrive -> wait (a pipeline's stage release) with no proxy fence: reported
+            # when the read may still be in flight at the release (its value is used only after the arrive, the
+            # DeepEP PR #642 combine); a stage consumed before it is released ships without the fence and works
+            # (:meth:`tcsim.race.hb.HappensBefore.read_in_flight_at_release`).
+            rel = det.read_in_flight_at_release(prev, c.val)
+            if rel is None:
+                return None
+            return Finding(9, f"{_at(cur)} writes {rng} through the async proxy; {_at(prev)} read it through the "
+                              f"generic proxy and released the stage at {_at(rel)} before any instruction used the "
+                              f"loaded value, with no fence.proxy.async between: the mbarrier arrive -> wait orders "
+                              f"the threads, not the proxies (PTX ISA §8.6), so the load may still be outstanding "
+                              f"when the asynchronous write lands and read the new data", (sides[0], rel.side(rng), sides[1]),
+                           missing=f"fence.proxy.async.shared::cta between line {prev.line} (`{_short(prev.what)}`) "
+                                   f"and line {cur.line} (`{_short(cur.what)}`): in the reading threads before the "
+                                   f"mbarrier arrive at line {rel.line}, or in the producer after its wait, before "
+                                   f"line {cur.line}",
+                           fix=f"add fence.proxy.async.shared::cta after line {prev.line}, before the release at line "
+                               f"{rel.line} (or before line {cur.line}, after the producer's wait)")
+        # Ordered only through bar.sync or a flag, it is an error.
         return Finding(9, f"{_at(cur)} writes {rng} through the async proxy; {_at(prev)} read it through the "
                           f"generic proxy, ordered before only by a generic-proxy synchronisation (a barrier or a "
                           f"flag) with no fence.proxy.async between (PTX ISA §8.6): the read may see the async "
@@ -175,6 +179,19 @@ def classify(det, c, prev, cur, clock, flags, write, key):
     k, missing, fix = _race_edge(det, prev, cur)
     return Finding(k, f"data race: {_at(cur)} writes {rng} that {_at(prev)} read, and neither is ordered before the "
                       f"other", sides, missing=missing, fix=fix)
+
+
+def _source_overwritten(read, write, rng) -> Finding:
+    """Class 5 (PTX ISA 9.1 §9.7.9.25.6.2 cp.async.bulk.wait_group.read; §9.7.16.10.9.1 / §9.7.16.12.1 an MMA's
+    operands are read until its tcgen05.commit's mbarrier phase): ``write`` overwrites bytes the asynchronous
+    ``read`` may still be reading -- the same finding whichever of the two the schedule performed first."""
+    return Finding(5, f"{_at(write)} overwrites {rng} while the asynchronous read by {_at(read)} may still be in "
+                      f"flight: its completion was not observed first, so the asynchronous operation may read either "
+                      f"value", (read.side(rng), write.side(rng)),
+                   missing=f"the completion of line {read.line} observed before line {write.line}: "
+                           f"cp.async.bulk.wait_group.read for a bulk store's source, the mbarrier wait on the phase "
+                           f"its tcgen05.commit arrives on for an MMA operand (a fence does not order it)",
+                   fix=f"wait for the asynchronous read of line {read.line} to complete before line {write.line}")
 
 
 def _release_missing(det, prev, cur) -> str:
@@ -246,9 +263,9 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
                           f"across it", sides, missing=missing, fix=fix)
     if prev.unit != "tensor_pipe" or not clock.knows(c.comp, c.val, MB):
         return None
-    # tcgen05.mma -> tcgen05.commit (its implicit ::before_thread_sync) -> mbarrier wait -> this tcgen05 op
-    ws = det.warps.get(cur.issuer)
-    return _commit_wait_unfenced(det, ws is not None and ws.wait_relaxed, prev, cur, rng, sides, missing, fix,
+    # tcgen05.mma -> tcgen05.commit (its implicit ::before_thread_sync) -> mbarrier wait -> this tcgen05 op: the
+    # waits that carried the MMA's epoch here (row AQ: through an acquire wait; only MB: through .relaxed ones)
+    return _commit_wait_unfenced(det, not clock.knows(c.comp, c.val, AQ), prev, cur, rng, sides, missing, fix,
                                  "reads the accumulator" if not write else "overwrites the cells")
 
 
@@ -308,7 +325,7 @@ def _unfenced_tcgen05_read(det, c, prev, cur, clock, rng, sides):
     """Class 7 for SMEM an async tcgen05 op (tcgen05.mma / .cp) reads: ``prev`` wrote it from another thread (a TMA
     copy issued by a producer warp), the write reached the issuing warp through an mbarrier wait (``clock``: the
     op's issue clock; rows MB, TA) and no tcgen05.fence::after_thread_sync came between the wait and the issue
-    (:func:`fence_discipline`; ``cur.op.relaxed``: the issuer's last wait was .relaxed)."""
+    (:func:`fence_discipline`): relaxed when no acquire wait carried the write's epoch to the issue (row AQ)."""
     if prev.issuer is None or cur.issuer is None or prev.issuer == cur.issuer:
         return None
     if clock.knows(c.comp, c.val, TA) or not clock.knows(c.comp, c.val, MB):
@@ -316,7 +333,7 @@ def _unfenced_tcgen05_read(det, c, prev, cur, clock, rng, sides):
     missing = (f"tcgen05.fence::after_thread_sync by warp {cur.warp} after the mbarrier wait that ordered line "
                f"{prev.line} before it, before line {cur.line}")
     fix = f"add tcgen05.fence::after_thread_sync after the wait, before line {cur.line}"
-    return _commit_wait_unfenced(det, bool(getattr(cur.op, "relaxed", False)), prev, cur, rng, sides, missing, fix,
+    return _commit_wait_unfenced(det, not clock.knows(c.comp, c.val, AQ), prev, cur, rng, sides, missing, fix,
                                  "reads")
 
 
@@ -366,6 +383,33 @@ def wgmma_unfenced(write, mma, reg: str, role: str) -> Finding:
                    missing=f"wgmma.fence.sync.aligned between line {write.line} and line {mma.line}",
                    fix=f"issue wgmma.fence.sync.aligned after line {write.line}, before the wgmma.mma_async of line "
                        f"{mma.line}")
+
+
+def shared_barrier_id(barrier, cta, gen, others, unordered, cur, cur_gen) -> Finding:
+    """Class 16: PTX ISA 9.1 §9.7.13.1 (bar / barrier) -- a generation of a named barrier completes once its thread
+    count has arrived, whichever threads they are; an id used by two groups of warps whose uses are not ordered
+    lets one group's arrival complete the other's generation (both sides: the earlier generation's arrivals,
+    ``others``, and the arrival ``cur`` not ordered after those of ``unordered``)."""
+    members = sorted(r.warp for r in others)
+    lines = sorted({r.line for r in others if r.line is not None})
+    where_ = f"named barrier {barrier} of cta ({','.join(map(str, cta))})"
+    arrivals = ", ".join(f"{_at(r)}" for r in others)
+    return Finding(16, f"{where_} is shared by unrelated groups of warps: generation {gen} completed with warps "
+                       f"{members} ({arrivals}), and {_at(cur)} arrives at the same id (generation {cur_gen}) with no "
+                       f"happens-before from the arrival of warp{'s' if len(unordered) > 1 else ''} "
+                       f"{', '.join(map(str, sorted(unordered)))}: a generation completes with whichever warps arrive "
+                       f"first (§9.7.13.1), so in another schedule warp {cur.warp}'s arrival completes generation "
+                       f"{gen} in place of one of its warps (the wrong partners meet, the other group's waiter is "
+                       f"released early or waits for the next generation)",
+                   tuple(r.side(where_) for r in others) + (cur.side(where_),),
+                   missing=f"a separate named barrier id for warp {cur.warp} (line {cur.line}) and the group of warps "
+                           f"{members} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}), or a barrier "
+                           f"both groups take part in between their uses of barrier {barrier}",
+                   fix=f"give each group of warps that synchronises together its own named barrier id (bar.sync / "
+                       f"bar.arrive {barrier} at line {cur.line} on another id than at line"
+                       f"{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}), with the same thread count "
+                       f"at every use of an id",
+                   key=(16, "shared-id", barrier, tuple(lines + [cur.line])))
 
 
 def init_not_visible(init, arrive, ordered: bool) -> Finding:

@@ -38,7 +38,10 @@ wrote that an MMA then uses with no ``wgmma.fence`` in between is class 19 too (
 Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
 clock components (:meth:`ShadowSpace.access`) are classified by :func:`tcsim.race.explain.classify` into the bug
 classes of :data:`tcsim.findings.CLASSES` (2, 5, 6, 7, 8, 9, 16, 20, 21).  Besides: class 10 at every arrive /
-complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 14 at each CTA's exit
+complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 16 at a named-barrier arrival that an earlier generation of the same id,
+in which the arriving warp took no part, is not ordered before (the id is shared by unrelated groups: who meets whom
+is up to the schedule, :meth:`HappensBefore._bar_groups`), class 9 for a generic read released through an mbarrier
+hand-off while it may still be in flight (:meth:`HappensBefore.read_in_flight_at_release`), class 14 at each CTA's exit
 (peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
 register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text).
 """
@@ -50,7 +53,7 @@ import numpy as np
 
 from tcsim.findings import Access, lanes_text
 from tcsim.isa import ir
-from .clocks import MB, MI, PA, TA, TB, VC, Components
+from .clocks import AQ, MB, MI, PA, TA, TB, VC, Components
 from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
 from . import explain
 
@@ -68,13 +71,14 @@ class AccessRec:
     """One access (or sync operation) as a finding names it."""
 
     __slots__ = ("what", "loc", "cta", "warp", "lanes", "proxy", "unit", "cycle", "issuer", "op", "space", "line",
-                 "imm")
+                 "imm", "pc")
 
     def __init__(self, what, loc, cta, warp, lanes, proxy, unit, cycle, issuer, op=None, space=None, imm=False):
         self.what, self.loc, self.cta, self.warp, self.lanes = what, loc, cta, warp, lanes
         self.proxy, self.unit, self.cycle, self.issuer, self.op, self.space = proxy, unit, cycle, issuer, op, space
         self.line = None if loc is None else loc.line
         self.imm = imm          # a store of an immediate value (every execution writes the same bytes)
+        self.pc = None          # the instruction's index in the body (warp accesses)
 
     def side(self, where=None) -> Access:
         return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=self.lanes,
@@ -84,7 +88,7 @@ class AccessRec:
 class WarpState:
     __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
-                 "cluster_phase", "wait_relaxed", "gdc_waited", "wg_open", "wg_groups", "wg_regs", "wg_unfenced")
+                 "cluster_phase", "gdc_waited", "arrives", "wg_open", "wg_groups", "wg_regs", "wg_unfenced")
 
     def __init__(self, key, reg: Components):
         self.key = key
@@ -107,8 +111,8 @@ class WarpState:
         self.cpa_groups: deque = deque()
         self.alloc_ncols = None
         self.cluster_phase = None
-        self.wait_relaxed = False    # the warp's last completed mbarrier wait was .relaxed (no acquire, §9.7.13.15)
         self.gdc_waited = np.zeros(32, dtype=bool)   # lanes past griddepcontrol.wait (tcsim.grid_dependency)
+        self.arrives = deque(maxlen=16)  # the warp's recent mbarrier arrives: (epoch, pc, cycle, lanes, barrier)
         self.wg_open: list = []      # wgmma.mma_async ops not yet committed (§9.7.15.7.2)
         self.wg_groups: deque = deque()
         self.wg_regs: dict = {}      # register -> (AccessRec of the wgmma.mma_async using it, op id, role)
@@ -126,7 +130,7 @@ class OpState:
     """An async op between its issue and its completion (and after, for late acquirers)."""
 
     __slots__ = ("op_id", "unit", "what", "clock", "streams", "issuer", "pc", "loc", "lane", "issued", "done",
-                 "waiters", "cta", "reads_smem", "relaxed")
+                 "waiters", "cta", "reads_smem")
 
     def __init__(self, op_id, unit, what, clock, streams, issuer, pc, loc, lane, issued, cta):
         self.op_id, self.unit, self.what, self.clock, self.streams = op_id, unit, what, clock, streams
@@ -134,7 +138,6 @@ class OpState:
         self.done = False
         self.waiters: list = []      # (WarpState, read_only)
         self.reads_smem = False
-        self.relaxed = False         # issued after a .relaxed mbarrier wait (the issuer's wait_relaxed then)
 
     def completion(self, read_only: bool = False):
         c = self.clock.copy()
@@ -162,7 +165,9 @@ class HappensBefore:
         self.spaces: dict = {}
         self.streams: dict = {}          # unit key -> [component, last sequence number]
         self.pipe_done: dict = {}        # tensor pipe home cta -> clock of its completed ops
-        self.bars: dict = {}             # (cta, barrier, generation) -> [clock, waiters, warps]
+        self.bars: dict = {}             # (cta, barrier, generation) -> [clock, waiters, {warp: arrival}]
+        self.bar_history: dict = {}      # (cta, barrier) -> deque of its last completed (generation, warps, arrivals)
+        self._bar_reported: set = set()
         self.mbars: dict = {}            # (cta, offset) -> MbarState
         self.cluster: dict = {}          # (cluster, phase) -> [clock, waiters]
         self.cluster_done: dict = {}     # (cluster, phase) -> clock
@@ -177,6 +182,7 @@ class HappensBefore:
         #: the global accesses of the prerequisite grids in flight (tcsim.grid_dependency.GridAccessLog) or None
         self.prerequisites = getattr(sim, "grid_dependency", None) and sim.grid_dependency.prerequisites
         self._gdc_reported: set = set()
+        self._consumed: dict = {}        # (load pc, arrive pc) -> a destination of the load read in between
         #: registers some wgmma.mma_async uses (accumulators, register A): watched through 'reg' events
         self.wg_names = frozenset(e.name for ins in self.program.body
                                   if ins.opcode == "wgmma" and ins.mods[:1] == ("mma_async",)
@@ -184,6 +190,11 @@ class HappensBefore:
                                   if isinstance(e, ir.Reg))
         if self.wg_names:
             self.kinds = self.kinds | {"reg"}
+        #: the registers whose accesses the detector watches (the bus publishes only those): wgmma accumulators and
+        #: A fragments, and every tcgen05.ld destination (pending until tcgen05.wait::ld)
+        self.reg_names = self.wg_names | frozenset(
+            n for ins in self.program.body if ins.opcode == "tcgen05" and ins.mods[:1] == ("ld",) and ins.operands
+            for n in ir.reg_names(ins.operands[0]))
         sim.cta_exit_hooks.append(self._cta_exit)
 
     # ----------------------------------------------------------------------------------------- plumbing
@@ -306,6 +317,7 @@ class HappensBefore:
                             "tensormap" if proxy == TMAP else ev.proxy, "warp", ev.cycle, ws.key, space=space,
                             imm=ins is not None and ins.opcode == "st" and bool(ins.operands)
                             and isinstance(ins.operands[-1], ir.Imm))
+            rec.pc = ev.pc
             if proxy == TMAP:
                 rec.op = tm_clock
         else:
@@ -505,7 +517,6 @@ class HappensBefore:
                     (ws.key[0] if ws is not None else cta))
         self.ops[ev.op_id] = o
         if ws is not None:
-            o.relaxed = ws.wait_relaxed
             if unit == "tma" and "bulk_group" in str(what):
                 ws.bulk_open.append(o)
             elif ev.agent == "lsu":
@@ -572,13 +583,18 @@ class HappensBefore:
     def _bar_arrive(self, ev) -> None:
         ws = self._warp(ev.cta, ev.warp)
         gen = ev.detail.get("generation")
-        k = (tuple(ev.cta), ev.barrier, gen)
+        cta = tuple(ev.cta)
+        k = (cta, ev.barrier, gen)
         st = self.bars.get(k)
         if st is None:
-            st = self.bars[k] = [ws.clock.copy(), [], set()]
+            st = self.bars[k] = [ws.clock.copy(), [], {}]
         else:
             st[0].join(ws.clock)
-        st[2].add(ev.warp)
+        if ev.warp not in st[2]:
+            st[2][ev.warp] = (ws.comp, ws.epoch, ev.pc, ev.cycle, ev.lanes)
+            hist = self.bar_history.get((cta, ev.barrier))
+            if hist:
+                self._bar_groups(ev, ws, hist)
         if ev.detail.get("form") != "arrive":
             st[1].append(ws)
         ws.tick()
@@ -588,11 +604,44 @@ class HappensBefore:
         st = self.bars.pop(k, None)
         if st is None:
             return
-        clock, waiters, warps = st
+        clock, waiters, arrivals = st
         line = None
+        warps = frozenset(arrivals)
         for ws in waiters:
             ws.clock.join(clock)
-            ws.bars.append((ev.barrier, k[2], ev.cycle, frozenset(warps), line))
+            ws.bars.append((ev.barrier, k[2], ev.cycle, warps, line))
+        hist = self.bar_history.get(k[:2])
+        if hist is None:
+            hist = self.bar_history[k[:2]] = deque(maxlen=4)
+        hist.append((k[2], warps, arrivals))
+
+    def _bar_groups(self, ev, ws, hist) -> None:
+        """Class 16, a named-barrier id shared by unrelated groups (PTX ISA 9.1 §9.7.13.1: a barrier generation
+        completes with whichever threads arrive first, up to its count): warp ``ws`` arrives at a barrier id whose
+        earlier generation it took no part in, and that generation's arrivals are not ordered before this one -- in
+        another schedule this arrival would have counted in that generation in place of one of its warps, so the
+        generation's membership is up to timing.  Arrivals ordered after the other group's (a barrier both groups
+        take part in between the two uses of the id) are a legitimate reuse of the id; a group meeting at the id
+        again and again (loop iterations, a bar.arrive producer and bar.sync consumers) never triggers it."""
+        key = (tuple(ev.cta), ev.barrier)
+        if key in self._bar_reported:
+            return
+        for gen, warps, arrivals in reversed(hist):
+            if ev.warp in warps:
+                continue
+            unordered = [w for w, a in arrivals.items() if not ws.clock.knows(a[0], a[1])]
+            if not unordered:
+                continue
+            self._bar_reported.add(key)
+            others = [self._arrival_rec(ev.cta, w, a) for w, a in sorted(arrivals.items())]
+            self.report(explain.shared_barrier_id(ev.barrier, tuple(ev.cta), gen, others, unordered,
+                                                  self._sync_rec(ev, ws), ev.detail.get("generation")))
+            return
+
+    def _arrival_rec(self, cta, warp, arrival) -> AccessRec:
+        comp, epoch, pc, cycle, lanes = arrival
+        text, loc, _, _ = self._pcinfo(pc)
+        return AccessRec(text, loc, tuple(cta), warp, _lanes_str(lanes), None, "warp", cycle, (tuple(cta), warp))
 
     # ----------------------------------------------------------------------------------------- mbarriers
     def _mb(self, cta, off):
@@ -632,6 +681,7 @@ class HappensBefore:
             ws = self._warp(ev.cta, ev.warp)
             self._remote_check(ev, st, ws.clock, ev.cta, lambda: self._sync_rec(ev, ws))
             self._mb_release(st, ws.clock)
+            ws.arrives.append((ws.epoch, ev.pc, ev.cycle, ev.lanes, ev.mbarrier))
             ws.tick()
         elif ev.agent == "tensor_pipe":
             o = self.ops.get(ev.op_id)
@@ -681,7 +731,6 @@ class HappensBefore:
     def _mbarrier_wait(self, ev) -> None:
         ws = self._warp(ev.cta, ev.warp)
         if ev.detail.get("done"):
-            ws.wait_relaxed = ev.detail.get("sem") == "relaxed"
             st = self.mbars.get((tuple(ev.target_cta or ev.cta), ev.mbarrier))
             if st is not None and st["phases"]:
                 arg = ev.detail.get("arg")
@@ -699,7 +748,12 @@ class HappensBefore:
                 if k is not None:
                     c = ph[k]
                     ws.clock.join(c)
-                    ws.clock.v[MB] = np.maximum(ws.clock.v[MB], c.row(VC))
+                    v = ws.clock.v
+                    np.maximum(v[MB], c.row(VC), out=v[MB])
+                    if ev.detail.get("sem") != "relaxed":
+                        # an acquire wait: the phase's releases are ordered before the thread's later operations
+                        # (a .relaxed one orders execution only, §9.7.13.15.16)
+                        np.maximum(v[AQ], c.row(VC), out=v[AQ])
         ws.tick()
 
     def _mbarrier_reset(self, ev) -> None:
@@ -872,6 +926,46 @@ class HappensBefore:
                         self.report(explain.exit_with_remote_access(rec, cta, last, cta.last_exit))
                         return
 
+    # ----------------------------------------------------------------------------------------- class 9 hand-offs
+    def read_in_flight_at_release(self, read, epoch: int) -> "AccessRec | None":
+        """The mbarrier arrive that released the generic read ``read`` (an :class:`AccessRec` of a warp's ld at the
+        warp's ``epoch``) while the read may still have been in flight, or None.
+
+        The release is the reading warp's first mbarrier arrive at or after the read's epoch.  The read counts as
+        performed by then when an instruction between the load and the arrive (in the body, straight-line) reads
+        one of its destination registers: the warp cannot issue that instruction before the load's data returned
+        (register scoreboard), and the arrive comes after it in issue order -- how pipelines that consume a stage
+        before releasing it ship without fence.proxy.async (the project's bulk_pipeline; CUTLASS-style consumers).
+        A load whose destinations nothing reads before the arrive (the values are used after the release, the
+        DeepEP combine of PR #642) may still be outstanding in the generic proxy's queue when the async-proxy write
+        the release enables lands: only fence.proxy.async orders the two (PTX ISA 9.1 §8.6)."""
+        ws = self.warps.get(read.issuer) if read.issuer is not None else None
+        if ws is None or read.pc is None:
+            return None
+        ins = self._ins(read.pc)
+        if ins is None or ins.opcode not in ("ld", "ldu", "ldmatrix") or not ins.operands:
+            return None
+        if len(ws.arrives) == ws.arrives.maxlen and ws.arrives[0][0] > epoch:
+            return None             # the release is older than the arrives kept
+        arrive = next((a for a in ws.arrives if a[0] >= epoch), None)
+        if arrive is None or arrive[1] is None or arrive[1] <= read.pc or self._consumed_between(read.pc, arrive[1]):
+            return None
+        text, loc, _, _ = self._pcinfo(arrive[1])
+        return AccessRec(text, loc, read.cta, read.warp, _lanes_str(arrive[3]), None, "warp", arrive[2], read.issuer)
+
+    def _consumed_between(self, load_pc: int, arrive_pc: int) -> bool:
+        """Whether an instruction strictly between ``load_pc`` and ``arrive_pc`` reads a destination register of the
+        load at ``load_pc`` (straight-line, by body index; cached)."""
+        key = (load_pc, arrive_pc)
+        r = self._consumed.get(key)
+        if r is None:
+            body = self.program.body
+            dests = set(ir.reg_names(body[load_pc].operands[0])) if body[load_pc].operands else set()
+            r = not dests or any(dests & _reads(body[j]) for j in range(load_pc + 1, min(arrive_pc, len(body)))
+                                 if isinstance(body[j], ir.Instruction))
+            self._consumed[key] = r
+        return r
+
     # ----------------------------------------------------------------------------------------- helpers
     def _sync_rec(self, ev, ws) -> AccessRec:
         text, loc, _, _ = self._pcinfo(ev.pc)
@@ -880,6 +974,28 @@ class HappensBefore:
     def _op_rec(self, o, ev, what) -> AccessRec:
         return AccessRec(f"{o.what} ({what})", o.loc, o.cta, o.issuer[1] if o.issuer else None,
                          None if o.lane is None else f"lane {o.lane}", "async", o.unit, ev.cycle, o.issuer, op=o)
+
+
+def _reads(ins) -> set:
+    """Register names instruction ``ins`` reads (its sources, address bases, guard)."""
+    ops = ins.operands if ins.opcode in ir.NO_REG_DEST else ins.operands[1:]
+    out = set()
+    if ins.guard is not None:
+        out.add(ins.guard[0].name)
+    for op in ops:
+        if isinstance(op, ir.Address):
+            if isinstance(op.base, ir.Reg):
+                out.add(op.base.name)
+            for c in op.coords or ():
+                out.update(ir.reg_names(c))
+        elif isinstance(op, ir.Not):
+            out.update(ir.reg_names(op.operand))
+        elif isinstance(op, ir.ParenList):
+            for e in op.elems:
+                out.update(ir.reg_names(e))
+        else:
+            out.update(ir.reg_names(op))
+    return out
 
 
 _SYNC = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-PAGE_BITS = 12
+PAGE_BITS = 14
 PAGE = 1 << PAGE_BITS
 NSLOTS = 4            # read slots: generic 0-1, async 2-3
 
@@ -77,22 +77,25 @@ class ShadowSpace:
         self.name = name
         self.pages: dict = {}
 
+    def _page(self, p: int) -> Page:
+        page = self.pages.get(p)
+        if page is None:
+            page = self.pages[p] = Page()
+        return page
+
     def _pieces(self, units: np.ndarray):
         """(page, offsets within it, units) per page the units touch."""
         pg = units >> PAGE_BITS
-        p0 = int(pg[0])
-        if (pg == p0).all():
-            page = self.pages.get(p0)
-            if page is None:
-                page = self.pages[p0] = Page()
-            return [(page, units & (PAGE - 1), units)]
+        lo = int(pg.min())
+        hi = int(pg.max())
+        if lo == hi:
+            return [(self._page(lo), units & (PAGE - 1), units)]
         out = []
-        for p in np.unique(pg):
+        for p in (range(lo, hi + 1) if hi - lo < 16 else np.unique(pg).tolist()):
             sel = pg == p
-            page = self.pages.get(int(p))
-            if page is None:
-                page = self.pages[int(p)] = Page()
-            out.append((page, units[sel] & (PAGE - 1), units[sel]))
+            if sel.any():
+                uu = units[sel]
+                out.append((self._page(int(p)), uu & (PAGE - 1), uu))
         return out
 
     def access(self, units: np.ndarray, row: np.ndarray, comp: int, val: int, info: int, flags: int,
@@ -137,16 +140,19 @@ class ShadowSpace:
                 c1 = page.rc[s0 + 1, off]
                 free1 = (c1 < 0) | (c1 == comp) | _known(row, c1, page.rv[s0 + 1, off])
                 # slot 0 if free; else slot 1 (free or, with two concurrent readers already, evicted)
-                to0 = free0
-                to1 = ~free0
-                for s, m in ((s0, to0), (s0 + 1, to1)):
-                    if m.any():
-                        o = off[m]
+                if free0.all():
+                    o0, o1 = off, None
+                elif not free0.any():
+                    o0, o1 = None, off
+                else:
+                    o0, o1 = off[free0], off[~free0]
+                for s, o in ((s0, o0), (s0 + 1, o1)):
+                    if o is not None:
                         page.rc[s, o] = comp
                         page.rv[s, o] = val
                         page.ri[s, o] = info
                 # a read into slot 0 that also subsumes slot 1's read frees slot 1
-                clear1 = to0 & free1 & (c1 >= 0)
+                clear1 = free0 & free1 & (c1 >= 0)
                 if clear1.any():
                     page.rc[s0 + 1, off[clear1]] = -1
         return out

@@ -43,7 +43,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tcsim.isa import ir
 from tcsim.isa.barrier_forms import NUM_BARRIERS, WARP, parse_bar
+from tcsim.isa.operand_rules import check_src
 from tcsim.isa.errors import SyncError
 from ..agents.port import SyncPort
 from ..context import lanes_str
@@ -329,6 +331,9 @@ def decode_bar(ins, info):
     """PTX ISA 9.1 §9.7.13.1 bar{.cta}.{sync,arrive,red} / barrier{.cta}.{sync,arrive,red}{.aligned}, and
     §9.7.13.2 bar.warp.sync."""
     f = parse_bar(ins)
+    for op in (f.a, f.b):
+        if isinstance(op, ir.Reg):
+            check_src(ins, info, op, "b32")       # ptxas: a predicate or 64-bit barrier operand is "Arguments mismatch"
     if f.op == "warp_sync":
         return _decode_warp_sync(ins, f.a)
     return _make(ins, ins.full_opcode, f.op, f.a, f.b, f.aligned, dst=f.dst, cop=f.c, rop=f.rop)

@@ -121,6 +121,14 @@ def decode_mov(ins, info):
         def run(ctx):
             ctx.write_pred(dst, ctx.read_pred(src))
         return run
+    if f.mode == "vector":
+        pairs = [(d, s) for d, s in zip(dst.elems, src.elems) if not isinstance(d, ir.Sink)]
+
+        def run(ctx):
+            vals = [ctx.read(s, typ) for _, s in pairs]      # every source read before any write
+            for (d, _), v in zip(pairs, vals):
+                ctx.write(d, typ, v)
+        return run
     if typ == "b128":
         return _mov_b128(f)
     size = size_of(typ)
@@ -188,7 +196,7 @@ def _mov_b128(f):
 @semantics("cvta")
 def decode_cvta(ins, info):
     """PTX ISA §9.7.9.19 cvta: convert between generic and state-space addresses (see sim/memory.py)."""
-    f = parse_cvta(ins)
+    f = parse_cvta(ins, info)
     to, space, size = f.to, f.space, f.size
     base = {"shared": M.SHARED_WINDOW, "shared::cta": M.SHARED_WINDOW, "shared::cluster": M.SHARED_WINDOW,
             "local": M.LOCAL_WINDOW, "global": 0, "param": M.PARAM_WINDOW, "const": M.CONST_WINDOW}[space]

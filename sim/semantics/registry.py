@@ -25,6 +25,7 @@ from typing import Callable
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError, UnsupportedError
 from tcsim.isa.forms import check_family_key, family_of, opcode_of_key
+from tcsim.isa.typing_rules import check_address_bases, reject_special_registers, reject_vector_operands
 
 
 class DecoderOverlap(ValueError):
@@ -104,6 +105,9 @@ class Registry:
                                        expected="an instruction tcsim implements (see `tcsim check --list`)")
             raise UnsupportedError(f"form {ins.full_opcode} is not supported by tcsim", ins.loc)
         try:
+            reject_special_registers(ins)
+            check_address_bases(ins, info)
+            reject_vector_operands(ins)
             return decoder(ins, info)
         except TcsimError as err:
             raise err.with_context(loc=ins.loc)

@@ -31,6 +31,7 @@ from tcsim.isa.errors import SyncError
 from tcsim.isa.warp_level_forms import (parse_activemask, parse_elect, parse_match, parse_redux, parse_shfl,
                                         parse_vote)
 from ..numerics import fp
+from tcsim.isa.operand_rules import check_dst, check_src
 from .registry import semantics
 
 WARP = 32
@@ -74,6 +75,8 @@ def decode_shfl(ins, info):
     """PTX ISA 9.1 §9.7.9.6 shfl.sync.{up,down,bfly,idx}.b32 d[|p], a, b, c, membermask."""
     f = parse_shfl(ins)
     mode, dst, pdst, a, b, c, mop = f.mode, f.dst, f.pdst, f.a, f.b, f.c, f.membermask
+    check_dst(ins, info, dst, "b32")
+    check_src(ins, info, mop, "b32")
     what = ins.full_opcode
     lane = np.arange(WARP, dtype=np.int64)
 
@@ -115,6 +118,7 @@ def decode_vote(ins, info):
     membermask."""
     f = parse_vote(ins)
     mode, dst, a, mop = f.mode, f.dst, f.a, f.membermask
+    check_src(ins, info, mop, "b32")
     what = ins.full_opcode
 
     def run(ctx):
@@ -147,6 +151,7 @@ def decode_elect(ins, info):
     """PTX ISA 9.1 §9.7.13.14 elect.sync d|p, membermask (d may be the sink _)."""
     f = parse_elect(ins)
     d, p, mop = f.dst, f.pdst, f.membermask
+    check_src(ins, info, mop, "b32")
     what = "elect.sync"
 
     def run(ctx):
@@ -184,6 +189,7 @@ def decode_match(ins, info):
     (.type = .b32, .b64)."""
     f = parse_match(ins)
     kind, typ, dst, pdst, a, mop = f.mode, f.type, f.dst, f.pdst, f.a, f.membermask
+    check_src(ins, info, mop, "b32")
     what = ins.full_opcode
 
     def run(ctx):

@@ -41,7 +41,7 @@ def test_simulator_matches_saved_gpu_output(path):
     assert rec["gpu_output"] is not None, "reproducer without GPU output"
     out = replay_on_sim(rec)
     assert out.ok, out.error
-    diffs = field_diffs(None, out.output, rec["gpu_output"])
+    diffs = field_diffs(None, out.output, rec["gpu_output"], rec["nthreads"], rec.get("nacc", 0))
     assert not diffs, f"{rec['kernel']}: {len(diffs)} fields differ, first {diffs[:3]} -- {rec.get('finding', '')}"
 
 

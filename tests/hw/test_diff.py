@@ -142,6 +142,21 @@ def test_addresses_relocate_against_anchors():
     assert "y_ptr+0" in rep.mismatches[0].note
 
 
+def test_a_pointer_stepped_past_its_buffer_relocates_by_derivation():
+    """A loop's last increment leaves a pointer beyond its buffer; one back end packs the next buffer right after
+    it, the other leaves a gap.  Same offset from the same anchor on both sides: the same value; a value one stride
+    past the end on one side and elsewhere on the other: a difference; offsets farther than an extent: not a
+    derivation."""
+    from tcsim.hw.diff import _same_derivation
+    a_anchors, b_anchors, ext = [0x1000, 0x1400], [0x7000_0000, 0x7020_0000], [0x400, 0x400]
+    past = 0x1000 + 0x400 + 0x80                 # A + extent + one 128-byte stride: inside B on the packed side
+    assert _same_derivation(past, 0x7000_0000 + 0x480, a_anchors, b_anchors, ext, ext)
+    assert _same_derivation(0x1000 - 0x40, 0x7000_0000 - 0x40, a_anchors, b_anchors, ext, ext)   # before the start
+    assert not _same_derivation(past, 0x7000_0000 + 0x500, a_anchors, b_anchors, ext, ext)
+    far = 3 * 0x400 + 8
+    assert not _same_derivation(0x1000 + far, 0x7000_0000 + far, a_anchors, b_anchors, ext, ext)
+
+
 APPROX = HDR + r"""
 .visible .entry approx(.param .u64 out_ptr)
 {

@@ -20,6 +20,9 @@ from calib.fuzz.runner import run_sim
 ROOT = Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign"
 FILES = sorted(ROOT.glob("h100_*seeds_*.npz"))         # every generator version
 SAMPLE = 120
+#: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator about twice a
+#: version-5 one: a smaller sample keeps the replay's CI time
+SAMPLE_BY_VERSION = {6: 40}
 KNOWN = {int(k): v for k, v in json.loads((ROOT / "known_divergent.json").read_text()).items() if k.isdigit()}
 
 
@@ -45,7 +48,8 @@ def test_recording_is_complete_and_current(path):
 def test_simulator_matches_h100_on_a_sample(path):
     z, meta = load(path)
     agree = sorted(meta["sim_agrees"])
-    sample = agree[:: max(1, len(agree) // SAMPLE)][:SAMPLE]
+    n = SAMPLE_BY_VERSION.get(meta.get("generator", 1), SAMPLE)
+    sample = agree[:: max(1, len(agree) // n)][:n]
     assert sum(s in KNOWN for s in sample) <= len(sample) // 40, "too many known divergences: fix the model"
     bad = []
     for s in sample:

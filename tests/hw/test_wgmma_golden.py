@@ -9,10 +9,9 @@ cores as the H100).  Here the simulator's traced run is compared with them:
 * every ``exact`` trace value is bit-identical; the only differing values are of class ``address`` -- the
   shared-window base (tcsim's user shared memory started at shared address 0, the GPU's at 0x400, so a value derived
   from ``ring``'s address, e.g. the wgmma descriptors, differed by a constant until issue 16 item 4 gave tcsim the
-  GPU's window layout) and a pointer advanced past the end of its buffer (relocated against the next buffer, whose
-  distance differs between back ends).  :func:`test_traces_fully_identical` is the strict form: the pipelined
-  example's trace is now identical value for value; Triton's matmul keeps the past-the-end pointer difference
-  (``xfail(strict=True)``, so it reports when that is matched too).
+  GPU's window layout) and a pointer advanced past the end of its buffer (once placed against the next buffer,
+  whose distance differs between back ends; the diff now recognises the same offset from the same anchor up to one
+  extent beyond either end).  :func:`test_traces_fully_identical` is the strict form, for both launches.
 """
 from __future__ import annotations
 
@@ -75,12 +74,7 @@ def test_outputs_and_exact_values_match_the_gpu(name):
             assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
 
 
-@pytest.mark.parametrize("name", [
-    "wgmma_pipeline_gemm",
-    pytest.param("triton_matmul_sm90a", marks=pytest.mark.xfail(
-        strict=True, reason="a pointer advanced past the end of its buffer is relocated against the next buffer, "
-                            "whose distance differs between the back ends")),
-])
+@pytest.mark.parametrize("name", ["wgmma_pipeline_gemm", "triton_matmul_sm90a"])
 def test_traces_fully_identical(name):
     launch, check, sim, gold = _runs(name)
     rep = diff_runs(sim, gold)

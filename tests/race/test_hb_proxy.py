@@ -138,7 +138,17 @@ def test_a_proxy_fence_after_the_barrier_orders_the_reads_before_the_copy():
 
 
 def test_an_mbarrier_hand_off_orders_the_reads_before_the_copy():
-    """The CUTLASS pipeline pattern (consumer_release = mbarrier.arrive on the empty barrier, the producer waits it
-    before the TMA load) ships without a proxy fence: the detector accepts a generic read ordered before the async
-    write through an mbarrier phase (documented rule of explain.classify, class 9)."""
-    assert_clean(run_rc(read_then_copy(handoff=MBAR)))
+    """The CUTLASS pipeline pattern (the consumer uses what it read, then consumer_release = mbarrier.arrive on the
+    empty barrier; the producer waits it before the TMA load) ships without a proxy fence: the detector accepts a
+    generic read ordered before the async write through an mbarrier phase once the read value was used before the
+    arrive (tcsim.race.hb.HappensBefore.read_in_flight_at_release)."""
+    assert_clean(run_rc(read_then_copy(handoff="  add.u32 %r11, %r7, 1;\n" + MBAR)))
+
+
+def test_an_mbarrier_hand_off_of_a_read_not_yet_used_is_class_9():
+    """The same hand-off with the loaded value unused at the arrive (DeepEP PR #642): the load may still be in
+    flight when the copy lands -- class 9, naming the read, the releasing arrive and the copy."""
+    ptx = read_then_copy(handoff=MBAR)
+    lines = ptx.splitlines()
+    arrive = next(i + 1 for i, ln in enumerate(lines) if "mbarrier.arrive.shared::cta.b64 _, [%r9]" in ln)
+    assert_found(run_rc(ptx), 9, (line_of(ptx, "read"), arrive, line_of(ptx, "copy")), "fence.proxy.async.shared::cta")

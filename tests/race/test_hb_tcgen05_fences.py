@@ -105,6 +105,37 @@ def test_fence_free_kernel_with_a_relaxed_commit_wait_is_still_an_error():
     only_class7(res, "error")
 
 
+# The judgement follows the waits that carried the MMA's epoch to the load, not the warp's latest wait: a second wait
+# after the commit's wait, on the full barrier (its phase 0 completed long before: it returns at once), changes
+# which wait is the warp's latest but not which one ordered the MMA before the load.
+WALK_FULL_AGAIN = "\tmbarrier.try_wait.parity{sem}.shared::cta.b64 \t%p7, [%r10], 0;"
+
+
+def then_full_wait(text: str, sem: str) -> str:
+    """After the commit's wait (and in place of its fence): a wait on the full barrier with ``sem``."""
+    lines = text.split("\n")
+    i = lines.index("\t@!%p6 bra \t$L_wait_mma;")
+    assert lines[i + 1] == AFTER
+    return "\n".join(lines[:i + 1] + [WALK_FULL_AGAIN.format(sem=sem)] + lines[i + 2:])
+
+
+def test_acquire_commit_wait_then_a_relaxed_wait_elsewhere_is_a_lint_note_not_an_error():
+    # the acquire wait carried the MMA here; the later .relaxed wait (the warp's latest) carried nothing of it
+    ptx = then_full_wait(WALK, ".relaxed.cluster")
+    res = run_walk(ptx)
+    assert_found(res, 7, (line_with(ptx, MMA), line_with(ptx, LD)), FENCE)
+    only_class7(res, "lint")
+
+
+def test_relaxed_commit_wait_then_an_acquire_wait_elsewhere_is_still_an_error():
+    # the MMA reached the load only through the .relaxed wait; the later acquire wait (the warp's latest) is on a
+    # barrier the MMA's commit never arrived on, so it orders nothing of it
+    ptx = then_full_wait(relaxed(WALK, WALK_MMA_WAIT), "")
+    res = run_walk(ptx)
+    assert_found(res, 7, (line_with(ptx, MMA), line_with(ptx, LD)), FENCE)
+    only_class7(res, "error")
+
+
 # ---------------------------------------------------------------------------------------------- SMEM: tcgen05.mma
 RING = next(p for p in zoo.PAIRS if p.template == "gemm_ring")
 RING_FULL_WAIT = "\tmbarrier.try_wait.parity.shared::cta.b64 \t%p5, [%r24], %r33;"

@@ -34,8 +34,16 @@ COPY16 = HEAD + """.visible .entry _Z4copyPK6__halfPS_(.param .u64 src, .param .
 """
 
 
+def _names(msg: str, n: int) -> bool:
+    """``msg`` states the number ``n`` (in decimal, or in hex as ptxas-style messages do)."""
+    return str(n) in msg or hex(n) in msg
+
+
 def _err(fn) -> str:
-    with pytest.raises(LaunchError) as e:
+    """The message of the located diagnostic ``fn`` ends in: a LaunchError, or a VerifyError where ``tcsim check``
+    (the PTX verifier, as ptxas) already rejects the declaration."""
+    from tcsim.isa.errors import VerifyError
+    with pytest.raises((LaunchError, VerifyError)) as e:
         fn()
     return str(e.value)
 
@@ -86,18 +94,24 @@ def test_shared_memory_opt_in_maximum():
     msg = _err(lambda: run_launch(Launch(ptx=big, dynamic_smem=32449)))     # 200000 + 32449 = 232449
     assert "dynamic_smem=32449" in msg and "232449 bytes" in msg and "232448" in msg
     too_big = big.replace("200000", "232449")
-    msg = _err(lambda: run_launch(Launch(ptx=too_big)))
-    assert "232449 bytes of static shared memory" in msg and "<ptx>:6:" in msg     # the declaration's line
+    from tcsim.isa.errors import VerifyError
+    with pytest.raises(VerifyError) as e:
+        run_launch(Launch(ptx=too_big))
+    msg = str(e.value)
+    # caught when the PTX is checked (as ptxas does: "uses too much shared data (0x38c01 bytes, 0x38c00 max)"),
+    # located at the declaration's line
+    assert "<ptx>:6:" in msg and "0x38c01 bytes" in msg and "0x38c00 max" in msg
 
 
 def test_kernel_parameter_space():
     huge = HEAD + ".visible .entry k(.param .align 4 .b8 x[99999999999])\n{\n  ret;\n}\n"
     msg = _err(lambda: run_launch(Launch(ptx=huge, args=[b"\0"])))
-    assert "99999999999 bytes of parameters" in msg and "32764" in msg and "<ptx>:4:" in msg
+    # (the PTX verifier reports it as ptxas does, in hex: "too much parameter space (0x174876e7ff bytes, 0x7ffc max")
+    assert _names(msg, 99999999999) and _names(msg, 32764) and "<ptx>:4:" in msg
     ok = HEAD + ".visible .entry k(.param .align 4 .b8 x[32764])\n{\n  ret;\n}\n"
     run_launch(Launch(ptx=ok, args=[bytes(32764)]))
     old = ok.replace(".version 8.5", ".version 8.0").replace("32764", "4356")
-    assert "4352" in _err(lambda: run_launch(Launch(ptx=old, args=[bytes(4356)])))
+    assert _names(_err(lambda: run_launch(Launch(ptx=old, args=[bytes(4356)]))), 4352)
 
 
 def test_local_memory_per_thread():
@@ -113,6 +127,24 @@ def test_declared_register_count_against_the_register_file():
     capped = RET.replace("k()", "k() .maxnreg 40")
     assert ".maxnreg 40" in _err(lambda: run_launch(Launch(ptx=capped, registers=48)))
     assert "registers=" in _err(lambda: run_launch(Launch(ptx=RET, registers=256)))
+
+
+def test_register_count_from_ptxas():
+    from tcsim.isa.ptxas import PTXAS
+    if PTXAS is None:
+        pytest.skip("ptxas not on PATH")
+    # 90 volatile loads all before the first volatile store (volatile accesses keep their order): 90 live registers
+    n = 90
+    body = "\n".join(f"  ld.volatile.global.u32 %r{i}, [%rd1+{4 * i}];" for i in range(n)) + "\n" + \
+        "\n".join(f"  st.volatile.global.u32 [%rd1+{4 * i}], %r{n - 1 - i};" for i in range(n))
+    src = HEAD + (".visible .entry k(.param .u64 p)\n{\n  .reg .b32 %r<" + str(n) + ">;\n  .reg .b64 %rd<2>;\n"
+                  "  ld.param.u64 %rd1, [p];\n" + body + "\n  ret;\n}\n")
+    # 1024 threads x >= 90 registers > the 64 K register file
+    msg = _err(lambda: run_launch(Launch(ptx=src, block=(1024, 1, 1), args=[np.zeros(n, np.uint32)],
+                                         registers="ptxas")))
+    assert "too many resources requested for launch" in msg
+    r = run_launch(Launch(ptx=src, block=(32, 1, 1), args=[np.arange(n, dtype=np.uint32)], registers="ptxas"))
+    assert np.array_equal(r.outputs[0], np.arange(n, dtype=np.uint32)[::-1])
 
 
 # ------------------------------------------------------------------------------------------------ argument dtypes

@@ -114,6 +114,17 @@ PAIRS = (
              "location through different proxies need a cross-proxy fence; the generic ld.shared and the next "
              "tile's async-proxy write by cp.async.bulk are ordered by bar.sync only within the generic proxy, so "
              "the copy may land before the reads are performed (DeepEP PR #642, FA4 PR #2462; Triton PR #9610)."),
+    Pair("09_release_before_use_handoff", 9, "handoff", HOPPER_TOO,
+         edit=(("// @fence", None),),
+         sides=("@read", "@write"), missing=("fence.proxy.async",),
+         what="the readers' fence.proxy.async.shared::cta between their ld.shared of the stage and the elected "
+              "mbarrier.arrive that releases it to the TMA producer is deleted; the loaded word is used only after "
+              "the release",
+         why="PTX ISA 8 (memory consistency model: proxies) and 9.7.13.4 (fence.proxy.async): the mbarrier arrive -> "
+             "wait orders the reader and the producer within the generic proxy only; the producer's next "
+             "cp.async.bulk writes the stage through the async proxy and may land before the readers' ld.shared, "
+             "still outstanding since nothing used its value before the release, is performed (DeepEP PR #642: the "
+             "combine's TMA load overwrote a stage whose LDS had not completed; fixed by this fence)."),
     Pair("16_named_barrier_count", 16, "ring", HOPPER_TOO,
          edit=(("bar.sync \t1, 64;", ["\tbar.sync \t1, 96;                                               // @bar"]),),
          sides=("@bar",), missing=("bar.sync", "count"),
@@ -428,6 +439,16 @@ def _ring(ptx, rng):
     return Launch(ptx=ptx, block=(96, 1, 1), args=[x, out], name="zoo_ring"), {1: want}
 
 
+def _handoff(ptx, rng):
+    from tcsim.launch import Launch
+    x = rng.integers(0, 2**32, 256, dtype=np.uint32)
+    out = np.zeros(64, np.uint32)
+    want = np.zeros(64, np.uint64)
+    for i in range(4):
+        want += np.uint64(i + 1) * x[i * 64:(i + 1) * 64].astype(np.uint64)
+    return Launch(ptx=ptx, block=(96, 1, 1), args=[x, out], name="zoo_handoff"), {1: (want & 0xFFFFFFFF).astype(np.uint32)}
+
+
 def _store(ptx, rng):
     from tcsim.launch import Launch
     x = rng.standard_normal(192).astype(np.float32)
@@ -551,7 +572,7 @@ def _tensormap(ptx, rng):
 
 LAUNCHES = {"ring": _ring, "store": _store, "gemm": _gemm, "pair_gemm": _pair_gemm, "gemm_ring": _gemm_ring, "gemm_st": _gemm_st, "remote_arrive": _remote_arrive,
             "cluster_exit": _cluster_exit, "multicast": _multicast, "reuse": _reuse, "channels": _channels,
-            "tensormap": _tensormap, "reload": _reload}
+            "tensormap": _tensormap, "reload": _reload, "handoff": _handoff}
 
 
 def make_launch(pair: Pair, ptx_text: str, data_seed: int = 0):
