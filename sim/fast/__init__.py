@@ -55,12 +55,19 @@ def check_tier(tier: str) -> str:
 
 @contextlib.contextmanager
 def use_tier(tier: str):
-    """Run the simulations started inside the ``with`` block on ``tier`` unless they name one."""
+    """Run the simulations started inside the ``with`` block on ``tier`` unless they name one (also in the worker
+    processes started meanwhile, e.g. ``--explore N --jobs J``: ``$TCSIM_TIER`` says it to them)."""
     _default.append(check_tier(tier))
+    old = os.environ.get("TCSIM_TIER")
+    os.environ["TCSIM_TIER"] = tier
     try:
         yield
     finally:
         _default.pop()
+        if old is None:
+            os.environ.pop("TCSIM_TIER", None)
+        else:
+            os.environ["TCSIM_TIER"] = old
 
 
 __all__ = ["TIERS", "check_tier", "default_tier", "use_tier"]

@@ -398,8 +398,14 @@ class FastTier:
                 break
             run.append(w)
             j += 1
+        # the run ends before the retirement the run watch looks at (that one issues on its own, and the watch
+        # checks after it as in the reference loop)
+        room = sim.watch.next_check - sim.retired - 1
+        if len(run) > room:
+            run = run[:max(room, 0)]
+            j = i + len(run)
         k = len(run)
-        if k < 2 or sim.retired + k >= sim.watch.next_check:     # (the watch looks at a retirement on its own)
+        if k < 2:
             return i
         if store_pc is not None:
             if self.npending:
