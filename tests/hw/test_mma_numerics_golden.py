@@ -68,7 +68,7 @@ def test_summary_covers_every_pair_with_100k_cases():
 
 def test_probe_ptx_files_are_the_generated_ones():
     for pair in {**FLOAT_PAIRS, **INT_PAIRS}.values():
-        assert ptx_path(pair).read_text() == probe_ptx(pair), f"run `python -m calib.probes.mma_probe write-ptx`"
+        assert ptx_path(pair).read_text() == probe_ptx(pair), "run `python -m calib.probes.mma_probe write-ptx`"
 
 
 def test_inputs_regenerate_from_the_seed(chunk0):
