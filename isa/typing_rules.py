@@ -491,7 +491,8 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         raise _err(ins, "State space incorrect for instruction 'ldu'", ".global")
     if "volatile" in ins.mods and _canon_space(space) in ("param", "local", "const"):
         raise _err(ins, f"Modifier '.volatile' cannot be applied to '.{_canon_space(space)}' space")
-    if not load and _canon_space(space) == "param" and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Reg):
+    if (not load and _canon_space(space) == "param" and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Reg)
+            and info is not None and info.function.kind == "entry"):
         # ptxas 13.0 dies with a segmentation fault on it: a call's .param variables are written by name
         raise _err(ins, "st.param through a register address: the .param variables of a call are written by name "
                         "(st.param [name+offset]); a kernel's parameters are read-only", "st.param.type [param0], %r;")
@@ -514,7 +515,7 @@ def check_memop(ins: ir.Instruction, info, *, space: str, vec: int, typ: str, va
         if vec > 1 and len(value.elems) not in (2, 4, 8):
             raise _err(ins, f"Illegal vector size: {len(value.elems)}")
         _vector_sizes(ins, info, value)
-        for e in value.elems[1:]:
+        for e in value.elems[1:] if _kind(typ) == "float" else ():
             if _reg_type(info, e) == "pred":
                 raise _err(ins, f"Vector with elements of different types are not allowed in {ins.opcode} instruction "
                                 f"({e} is a predicate)")

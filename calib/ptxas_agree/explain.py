@@ -37,6 +37,8 @@ GAPS = (
     (r"^mov\.b\d+\s+%\w+, \{\s*-?\d", r"", "ptxas skips element-size checks when a vector starts with an immediate"),
     (r"", r"Type of argument does not match formal parameter", "call argument types (only sizes are compared)"),
     (r"", r"Illegal operand type", "operand kinds of st through ptxas's 'Illegal operand type'"),
+    (r"\.b128", r"requires PTX ISA \.version", "the PTX version a .b128 declaration needs"),
+    (r"^fence\.proxy", r"Arguments mismatch", "operand kinds of fence.proxy.tensormap"),
 )
 
 
@@ -64,6 +66,10 @@ def explain(r: dict) -> tuple | None:
             return "pred-vector", "predicate inside a packed vector"
         if re.search(r"\{\s*-?\d", line) and ("elements" in cmsg or "Incompatible" in cmsg):
             return "imm-first-vector", "ptxas skips a vector's element checks when it starts with an immediate"
+        if "array extent must be at least 1, got 0" in cmsg:
+            return "zero-extent", "ptxas accepts a zero array extent with an initialiser; tcsim's parser does not"
+        if cmsg.startswith("m.ptx") and "tcgen05.mma" in line and "descriptor" in cmsg:
+            return "gap", "tcsim requires a register for tcgen05.mma's A descriptor (ptxas takes an immediate)"
         if "must be a memory address" in cmsg:
             return "bracketless-address", "ptxas takes a register for a [register] address operand"
         return None
