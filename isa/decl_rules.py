@@ -54,21 +54,9 @@ def _sm_major(arch: str | None) -> int | None:
 
 def _names_used(fn: ir.Function) -> set:
     out: set = set()
-
-    def walk(op):
-        if isinstance(op, ir.Sym):
-            out.add(op.name)
-        elif isinstance(op, ir.Address):
-            walk(op.base)
-        elif isinstance(op, (ir.Vector, ir.ParenList)):
-            for e in op.elems:
-                walk(e)
-        elif isinstance(op, ir.Not):
-            walk(op.operand)
-
     for ins in fn.body:
         for op in ins.operands:
-            walk(op)
+            ir.operand_symbols(op, out)
     return out
 
 

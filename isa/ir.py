@@ -374,3 +374,21 @@ class Module:
         if name not in ks:
             raise KeyError(f"{self.source_name} has no kernel named {name!r} (kernels: {', '.join(ks)})")
         return ks[name]
+
+
+def operand_symbols(op, out: set) -> set:
+    """Add to ``out`` the names of the symbols ``op`` refers to (through addresses, vectors, lists, negations and
+    predicate pairs); returns ``out``."""
+    if isinstance(op, Sym):
+        out.add(op.name)
+    elif isinstance(op, Address):
+        operand_symbols(op.base, out)
+    elif isinstance(op, (Vector, ParenList)):
+        for e in op.elems:
+            operand_symbols(e, out)
+    elif isinstance(op, Not):
+        operand_symbols(op.operand, out)
+    elif isinstance(op, PredPair):
+        operand_symbols(op.first, out)
+        operand_symbols(op.second, out)
+    return out

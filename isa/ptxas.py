@@ -26,6 +26,16 @@ def assemble(text: str, arch: str = "sm_100a", name: str = "kernel.ptx", timeout
     return r.returncode, r.stdout + r.stderr
 
 
+def _ptxas_verbose(text: str, arch: str, timeout: float):
+    """``ptxas -arch=ARCH -v`` of ``text`` (the completed process: its stdout and stderr carry the per-function
+    resource lines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "kernel.ptx"
+        p.write_text(text)
+        return subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", str(Path(tmp) / "out.cubin")],
+                              capture_output=True, text=True, timeout=timeout)
+
+
 def stack_frames(text: str, arch: str = "sm_90a", timeout: float = 300) -> dict | None:
     """Per function, the bytes of its SASS stack frame as ``ptxas -v`` reports them ("N bytes stack frame": its
     .local variables, spills, saved registers and return address), or None when ptxas is not on PATH.  A PTX file
@@ -33,11 +43,7 @@ def stack_frames(text: str, arch: str = "sm_90a", timeout: float = 300) -> dict 
     import re
     if PTXAS is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        p = Path(tmp) / "kernel.ptx"
-        p.write_text(text)
-        r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", str(Path(tmp) / "out.cubin")],
-                           capture_output=True, text=True, timeout=timeout)
+    r = _ptxas_verbose(text, arch, timeout)
     out = {}
     for m in re.finditer(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame", r.stdout + r.stderr):
         out[m.group(1)] = int(m.group(2))
@@ -50,11 +56,7 @@ def register_counts(text: str, arch: str = "sm_90a", timeout: float = 300) -> di
     import re
     if PTXAS is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        p = Path(tmp) / "kernel.ptx"
-        p.write_text(text)
-        r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", str(Path(tmp) / "out.cubin")],
-                           capture_output=True, text=True, timeout=timeout)
+    r = _ptxas_verbose(text, arch, timeout)
     out, fn = {}, None
     for line in (r.stdout + r.stderr).splitlines():
         m = re.search(r"Compiling entry function '([^']+)'", line)

@@ -224,29 +224,14 @@ def _referenced_symbols(module: ir.Module, kernel: ir.Function) -> set:
     """Names of the variables the kernel's code can reach: symbols named by an operand of the kernel or of any
     device function of the module, or by a variable's initialiser."""
     names: set = set()
-
-    def walk(op):
-        if isinstance(op, ir.Sym):
-            names.add(op.name)
-        elif isinstance(op, ir.Address):
-            walk(op.base)
-        elif isinstance(op, (ir.Vector, ir.ParenList)):
-            for e in op.elems:
-                walk(e)
-        elif isinstance(op, ir.Not):
-            walk(op.operand)
-        elif isinstance(op, ir.PredPair):
-            walk(op.first)
-            walk(op.second)
-
     for fn in module.functions.values():
         if fn is kernel or fn.kind == "func":
             for ins in fn.body:
                 for op in ins.operands:
-                    walk(op)
+                    ir.operand_symbols(op, names)
     for v in list(module.globals) + list(kernel.locals):
         for item in v.init or ():
-            walk(item)
+            ir.operand_symbols(item, names)
     return names
 
 
