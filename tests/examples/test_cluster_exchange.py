@@ -52,7 +52,9 @@ def test_is_explicit_cluster_is_a_predicate():
     text = ce.PTX.read_text().replace("mov.pred \t%p3, %is_explicit_cluster;\n\tselp.u32 \t%r25, 1, 0, %p3;",
                                       "mov.u32 \t%r25, %is_explicit_cluster;")
     assert text != ce.PTX.read_text()
-    with pytest.raises(VerifyError, match=r"special register %is_explicit_cluster is a predicate"):
+    # as ptxas words it ("Arguments mismatch for instruction 'mov'"), located, naming the predicate register
+    with pytest.raises(VerifyError, match=r"Arguments mismatch for instruction 'mov': special register "
+                                          r"%is_explicit_cluster does not fit a \.u32 operand"):
         run_launch(with_ptx(launch, text))
     r = assemble(text, "sm_90a")
     assert r is None or r[0] != 0           # ptxas: "Arguments mismatch for instruction 'mov'"

@@ -109,4 +109,5 @@ def test_an_unwritable_findings_path_is_a_diagnostic(tmp_path, capsys, extra):
     bad = tmp_path / "no" / "such" / "dir" / "f.json"
     rc = main(["run", "tcsim.examples.bugs.missing_proxy_fence", "--no-timing", "--findings", str(bad)] + extra)
     err = capsys.readouterr().err
-    assert rc == 1 and f"cannot write the findings to {bad}" in err and "Traceback" not in err
+    # checked before the run (bad usage: exit status 2), naming the option and the missing directory
+    assert rc == 2 and f"--findings {bad}" in err and "does not exist" in err and "Traceback" not in err
