@@ -175,6 +175,18 @@ INTEGER_OPERAND_OPCODES = frozenset(("shfl", "nanosleep", "bar", "barrier", "ele
                                      "activemask", "mapa", "getctarank", "isspacep", "setmaxnreg"))
 
 
+#: operands typed by the instruction's own .b32/.b64 type (shfl's a, b, c; match's value): a float immediate of
+#: that size is a bit pattern there (ptxas 13.0 accepts ``shfl.sync.bfly.b32 d, a, 0f00000000, 31, -1`` and
+#: ``match.any.sync.b64 d, 0d..., m``, rejects 0d on .b32 / 0f on .b64 and any float membermask)
+TYPED_VALUE_OPERANDS = {"shfl": (1, 2, 3), "match": (1,)}
+_FLOAT_LITERAL_SIZE = {"f32": "b32", "f64": "b64"}
+
+
+def _bit_pattern_operand(ins: ir.Instruction, k: int, op) -> bool:
+    return (isinstance(op, ir.Imm) and k in TYPED_VALUE_OPERANDS.get(ins.opcode, ())
+            and _FLOAT_LITERAL_SIZE.get(op.kind) in ins.mods)
+
+
 def reject_vector_operands(ins: ir.Instruction) -> None:
     """No vector operand on scalar-only instructions; no ``_`` source anywhere (ptxas: "Sink '_' not allowed as a
     source operand" or a syntax error); no address and no float immediate on the instructions of
@@ -184,8 +196,9 @@ def reject_vector_operands(ins: ir.Instruction) -> None:
         if isinstance(op, ir.Sink) and (k > 0 or not first_is_dst):
             raise _err(ins, f"Sink '_' not allowed as a source operand of '{ins.opcode}'")
     if ins.opcode in INTEGER_OPERAND_OPCODES:
-        for op in ins.operands:
-            if isinstance(op, ir.Address) or (isinstance(op, ir.Imm) and op.kind != "int"):
+        for k, op in enumerate(ins.operands):
+            if isinstance(op, ir.Address) or (isinstance(op, ir.Imm) and op.kind != "int"
+                                              and not _bit_pattern_operand(ins, k, op)):
                 raise _mismatch(ins, f"operand {op} is not an integer value")
     if ins.opcode in SCALAR_OPERAND_OPCODES or (ins.opcode == "cp" and "bulk" in ins.mods and "tensor" not in ins.mods
                                                 and "prefetch" not in ins.mods):

@@ -35,7 +35,9 @@ def _shipped_ptx() -> list:
         if not root.is_dir():
             continue
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+            # (tests/robust_regressions holds minimised bad inputs of the robustness fuzzer: rejected on purpose)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("__pycache__",
+                                                                                           "robust_regressions"))
             for name in sorted(filenames):
                 if name.endswith(".ptx") and not any(m in name.lower() for m in SKIP_MARKERS):
                     found.append(Path(dirpath) / name)

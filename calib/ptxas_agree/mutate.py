@@ -64,6 +64,7 @@ def corpus(repo: Path = REPO) -> list:
     for rel in sorted(out):
         p = repo / rel
         if (any(m in p.name.lower() for m in SKIP_MARKERS) or not p.is_file()
+                or "robust_regressions" in p.parts          # (the robustness fuzzer's minimised bad inputs)
                 or p.stat().st_size > MAX_BYTES):
             continue
         keep.append(rel)
