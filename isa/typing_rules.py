@@ -207,6 +207,21 @@ def reject_vector_operands(ins: ir.Instruction) -> None:
                 raise _err(ins, f"Vector operand is not allowed for instruction '{ins.opcode}' ({op})")
 
 
+#: register operands of a fixed integer size (operand index -> bytes); ptxas 13.0: ``nanosleep.u32`` takes a 32-bit
+#: integer or bit-size register (b16/b64/f32 registers are "Arguments mismatch")
+INTEGER_REGISTER_OPERANDS = {"nanosleep": {0: 4}}
+
+
+def check_integer_registers(ins: ir.Instruction, info) -> None:
+    """The register operands of :data:`INTEGER_REGISTER_OPERANDS` have the integer size they need."""
+    for k, size in INTEGER_REGISTER_OPERANDS.get(ins.opcode, {}).items():
+        if k < len(ins.operands):
+            rt = _reg_type(info, ins.operands[k])
+            if rt is not None and (_size(rt) != size or _kind(rt) not in ("int", "bits") or rt.endswith("x2")):
+                raise _mismatch(ins, f"operand {ins.operands[k]} is a .{rt} register, not a {8 * size}-bit "
+                                     "integer")
+
+
 def reject_special_registers(ins: ir.Instruction) -> None:
     """Special registers are sources of ``mov`` and ``cvt`` only (ptxas: "Special register argument not allowed
     for instruction")."""

@@ -25,7 +25,8 @@ from typing import Callable
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError, UnsupportedError
 from tcsim.isa.forms import check_family_key, family_of, opcode_of_key
-from tcsim.isa.typing_rules import check_address_bases, reject_special_registers, reject_vector_operands
+from tcsim.isa.typing_rules import (check_address_bases, check_integer_registers, reject_special_registers,
+                                     reject_vector_operands)
 
 
 class DecoderOverlap(ValueError):
@@ -108,6 +109,7 @@ class Registry:
             reject_special_registers(ins)
             check_address_bases(ins, info)
             reject_vector_operands(ins)
+            check_integer_registers(ins, info)
             return decoder(ins, info)
         except TcsimError as err:
             raise err.with_context(loc=ins.loc)
