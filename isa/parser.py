@@ -461,7 +461,10 @@ class _Parser:
                 self.err("unterminated .attribute(...)", open_tok)
             self.i += 1
 
-    def parse_param_list(self, what: str) -> list:
+    def parse_param_list(self, what: str, listed: str | None = None, unique: bool = True) -> list:
+        """``( .param ..., ... )``: a parameter list; ``listed`` names it in errors (default ``what``), ``unique``
+        refuses a repeated name (a ``.callprototype``'s parameters may all be ``_``)."""
+        listed = listed or what
         self.expect("(")
         out = []
         seen = set()
@@ -470,7 +473,7 @@ class _Parser:
             return out
         while True:
             p = self.parse_param(what)
-            if p.name in seen:
+            if unique and p.name in seen:
                 self.err(f"duplicate {what} {p.name!r}", self.i - 1)
             seen.add(p.name)
             out.append(p)
@@ -481,7 +484,7 @@ class _Parser:
             if k == ")":
                 self.i += 1
                 return out
-            self.err(f"expected ',' or ')' in the {what} list, found {self.describe(self.i)}")
+            self.err(f"expected ',' or ')' in the {listed} list, found {self.describe(self.i)}")
 
     def parse_param(self, what: str) -> Param:
         K, T = self.K, self.T
@@ -683,21 +686,7 @@ class _Parser:
         self.fn.call_prototypes[name] = CallPrototype(tuple(returns), tuple(params))
 
     def parse_proto_params(self, what: str) -> list:
-        self.expect("(")
-        out = []
-        if self.K[self.i] == ")":
-            self.i += 1
-            return out
-        while True:
-            out.append(self.parse_param(what))
-            k = self.K[self.i]
-            if k == ",":
-                self.i += 1
-                continue
-            if k == ")":
-                self.i += 1
-                return out
-            self.err(f"expected ',' or ')' in the .callprototype {what} list, found {self.describe(self.i)}")
+        return self.parse_param_list(what, f".callprototype {what}", unique=False)
 
     def parse_calltargets(self, name: str):
         """``Label: .calltargets f1, f2, ...;`` (PTX ISA §11.4.2): the possible targets of an indirect call;
