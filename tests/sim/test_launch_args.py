@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calib import calls_golden
 from tcsim.isa.errors import LaunchError
 from tcsim.isa.tensormap import TensorMap
 from tcsim.launch import Launch, Pointer, Struct, run_launch
@@ -60,35 +61,7 @@ def test_integer_argument_out_of_range_is_a_located_error(ptype, value):
 #: int at 8 and the CUtensorMap at 128.  One thread loads box {c0, c1} of ``src`` through the map (TMA) into
 #: SMEM, stores it with a TMA tensor store through the *same* map at {c0 + 8, c1}, and writes 2 * the int to the
 #: pointer.
-GL_KERNEL = HEAD + """.visible .entry k(.param .align 64 .b8 gl[384], .param .u32 c0, .param .u32 c1)
-{
-  .reg .b32 %r<16>; .reg .b64 %rd<16>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 buf[1024];
-  .shared .align 8 .b64 bar;
-  mov.b64 %rd20, gl;
-  cvta.param.u64 %rd1, %rd20;
-  add.u64 %rd2, %rd1, 128;
-  ld.param.u64 %rd3, [gl];
-  ld.param.u32 %r3, [gl+8];
-  ld.param.u32 %r10, [c0];
-  ld.param.u32 %r11, [c1];
-  mov.u32 %r1, bar;
-  mov.u32 %r2, buf;
-  mbarrier.init.shared::cta.b64 [%r1], 1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 128;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [%rd2, {%r10, %r11}], [%r1];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
-  @!%p1 bra WAIT;
-  add.u32 %r12, %r10, 8;
-  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {%r12, %r11}], [%r2];
-  cp.async.bulk.commit_group;
-  cp.async.bulk.wait_group 0;
-  add.u32 %r4, %r3, %r3;
-  st.global.u32 [%rd3], %r4;
-  ret;
-}
-""".replace(".reg .b64 %rd<16>;", ".reg .b64 %rd<24>;")
+GL_KERNEL = calls_golden.GL_KERNEL          # (the kernel the GPU ran for tests/hw/golden_h100/calls_hopper.json)
 
 
 def _gl_struct(tm, flag, scale=21, **kw):
