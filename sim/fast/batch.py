@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
+from tcsim.isa.errors import TcsimError
 from .. import memory as M
 from ..context import group_read_global, group_read_shared, group_write_global, group_write_shared
 from ..ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
@@ -185,7 +186,7 @@ class BatchCtx:
             # (no device functions in a grouped kernel: a symbol is the CTA's or the kernel's, never a frame's)
             try:
                 per = [w.ctx.symbol_address(base.name) + base.offset for w in self.warps]
-            except Exception:
+            except TcsimError:
                 raise Fallback(base.name) from None
             a = np.repeat(np.asarray(per, dtype=np.uint64), WARP)
         else:
@@ -222,13 +223,13 @@ class BatchCtx:
         if space == "global" or (space in ("generic", "") and self.tier.all_global(a)):
             try:
                 out[lanes] = group_read_global(self.tier.sim.gmem, a, nbytes)
-            except Exception:
+            except TcsimError:
                 raise Fallback("global read") from None
             return out
         if space == "param":
             try:
                 out[lanes] = M.read_image(self.tier.sim.param_image, a, nbytes, "kernel parameter space")
-            except Exception:
+            except TcsimError:
                 raise Fallback("param bounds") from None
             return out
         raise Fallback(f"space {space}")
@@ -267,7 +268,7 @@ class BatchCtx:
         if space == "global":
             try:
                 group_write_global(t.sim.gmem, a, rows)
-            except Exception:                       # (a fault is raised before anything is written)
+            except TcsimError:                       # (a fault is raised before anything is written)
                 raise Fallback("global write") from None
             return
         raise Fallback(f"space {space}")
