@@ -30,13 +30,13 @@ rm -rf "$W"; mkdir -p "$W/frontend"
     python3 -m tcsim.cli diff "tests/fixtures/frontend/launch_frontend_$f.py" --against gpu --ring 512 \
       --save "$W/frontend/frontend_$f.npz" >"$W/diff_$f.txt" 2>&1 &
   done
+  ( python3 -m calib.calls_golden --out "$D/calls_hopper.json"; echo "calls: exit code $?" ) >"$W/calls.txt" 2>&1 &
   echo "=== sparse wgmma"; python3 -m calib.probes.wgmma_sparse device --out "$D" --workers 6
   echo "sparse: exit code $?"
-  echo "=== calls golden"; python3 -m calib.calls_golden --out "$D/calls_hopper.json"
-  echo "calls: exit code $?"
   echo "=== trig tables"; python3 calib/approx/trig_record.py --out "$D"
   echo "trig: exit code $?"
   wait
+  echo "=== calls golden"; cat "$W/calls.txt"
   for f in "$W"/diff_*.txt; do echo "=== $f"; cat "$f"; done
   echo "=== frame_addresses SASS"
   ptxas -arch=sm_90a -v tests/fixtures/nvcc/frame_addresses.sm_90a.ptx -o "$W/frames.cubin" 2>&1
