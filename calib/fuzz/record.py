@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,61 +51,110 @@ def _h(b: bytes) -> str:
 
 def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 64, log=print,
            driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000,
-           command: str = "") -> dict:
+           command: str = "", sim_seconds: float | None = None, gpu_timeout: float = 60.0,
+           checkpoint_s: float = 30.0, jit_timeout: float | None = None) -> dict:
     """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
     program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
-    a campaign in a few hundred kilobytes."""
+    a campaign in a few hundred kilobytes.
+
+    Bounded in time, so that a call of a GPU machine always returns data: each simulation may take
+    ``sim_seconds`` of simulator work (tcsim.watch; a program that outlasts it is a simulator error, ``BudgetExceeded``,
+    and its GPU output is kept whole for a later look), each GPU program ``gpu_timeout`` seconds (then the GPU child
+    is killed and restarted: ``TIMEOUT``), and ``time_limit`` is a deadline for the whole recording, honoured also
+    while waiting for a chunk: the chunks finished by then are recorded (the seeds stay contiguous from ``seed``),
+    ``meta["stopped"]`` says why.  The record is written every ``checkpoint_s`` seconds (``meta["partial"]``), so a
+    call killed from outside still leaves the chunks done so far."""
+    import multiprocessing as mp
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     seeds = list(range(seed, seed + count))
     chunks = [seeds[i:i + batch] for i in range(0, len(seeds), batch)]
-    per_thread = ThreadBackends(log, driver)
+    per_thread = ThreadBackends(log, driver, timeout=gpu_timeout, jit_timeout=jit_timeout)
     backends = per_thread.all
     backend = per_thread.get
     pool = SimPool(jobs) if jobs else None
     t0 = time.time()
+    deadline = t0 + time_limit if time_limit else None
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.time())
 
     def run(chunk):
-        if time_limit and time.time() - t0 > time_limit:
+        if deadline is not None and time.time() > deadline:
             return [], []
         progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
         # the programs themselves go to the simulator workers (generating a version-6 program again costs more
         # than sending it)
-        sims = pool.map_async([("prog", p, (None,)) for p in progs]) if pool else None
+        sims = pool.map_async([("prog", p, (None,), sim_seconds) for p in progs]) if pool else None
         res = backend().run(progs)
-        return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
+        if sims is None:
+            return progs, list(zip(res, [None] * len(progs)))
+        try:
+            got = sims.get(timeout=left())
+        except mp.TimeoutError:
+            got = [(Outcome(error="SIM_NOT_FINISHED (the recording's deadline came first)"), None)] * len(progs)
+        return progs, list(zip(res, got))
 
     made: dict = {}
     if pool and pool.pool is not None:      # generating a version-3 program costs a parse: not on the GPU threads
         made.update(zip(seeds, pool.pool.map(generate, seeds, chunksize=64)))
         log(f"[record] {len(made)} programs generated, {time.time() - t0:.0f} s")
     arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
-                        "generator": VERSION, **P.provenance(command)}
+                        "sim_errors": {}, "generator": VERSION, **P.provenance(command)}
+    last_write = time.time()
+
+    def write(partial: bool) -> None:
+        meta["partial"] = partial
+        meta["wall_s"] = round(time.time() - t0, 1)
+        tmp = out.with_name(out.name + ".tmp.npz")
+        P.write_packed(tmp, meta, arrays)
+        tmp.replace(out)
+
+    ex = ThreadPoolExecutor(gpu_workers)
     try:
-        with ThreadPoolExecutor(gpu_workers) as ex:
-            for i, (progs, res) in enumerate(ex.map(run, chunks)):
-                for p, (o, sim) in zip(progs, res):
-                    meta["count"] = max(meta["count"], p.seed - seed + 1)
-                    meta["digests"][str(p.seed)] = _digest(p)
-                    if not o.ok:
-                        meta["errors"][str(p.seed)] = o.error
-                        continue
-                    meta["gpu_sha"][str(p.seed)] = _h(o.output)
-                    so = sim[0] if sim is not None else None
-                    if so is not None and so.ok and so.output == o.output:
-                        meta["sim_agrees"].append(p.seed)
-                    elif len(arrays) < keep_limit:
-                        arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
-                if i % 20 == 0:
-                    log(f"[record] {meta['count']} programs, {len(arrays)} kept whole, {time.time() - t0:.0f} s")
+        futs = [ex.submit(run, c) for c in chunks]
+        for i, fut in enumerate(futs):
+            try:
+                progs, res = fut.result(timeout=left())
+            except FutureTimeout:
+                meta["stopped"] = f"deadline ({time_limit} s) reached waiting for chunk {i} (seed {chunks[i][0]})"
+                log(f"[record] {meta['stopped']}")
+                break
+            if not progs:
+                meta["stopped"] = f"deadline ({time_limit} s) reached before chunk {i} (seed {chunks[i][0]})"
+                log(f"[record] {meta['stopped']}")
+                break
+            for p, (o, sim) in zip(progs, res):
+                meta["count"] = max(meta["count"], p.seed - seed + 1)
+                meta["digests"][str(p.seed)] = _digest(p)
+                if not o.ok:
+                    meta["errors"][str(p.seed)] = o.error
+                    continue
+                meta["gpu_sha"][str(p.seed)] = _h(o.output)
+                so = sim[0] if sim is not None else None
+                if so is not None and so.ok and so.output == o.output:
+                    meta["sim_agrees"].append(p.seed)
+                    continue
+                if so is not None and not so.ok:
+                    meta["sim_errors"][str(p.seed)] = so.error[:300]
+                if len(arrays) < keep_limit:
+                    arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
+            if i % 20 == 0:
+                log(f"[record] {meta['count']} programs, {len(arrays)} kept whole, {time.time() - t0:.0f} s")
+            if time.time() - last_write > checkpoint_s:
+                write(True)
+                last_write = time.time()
     finally:
+        ex.shutdown(wait=False, cancel_futures=True)
         for b in backends:
             meta["device"] = meta.get("device") or (b.info or {}).get("name")
             b.close()
         if pool:
             pool.close()
-    meta["wall_s"] = round(time.time() - t0, 1)
-    P.write_packed(out, meta, arrays)
+    write(False)
     log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
-        f"errors, {len(arrays)} outputs kept whole (simulator disagreed) -> {out}")
+        f"errors, {len(meta['sim_errors'])} simulator errors, {len(arrays)} outputs kept whole (simulator "
+        f"disagreed) -> {out}" + (f"; stopped: {meta['stopped']}" if meta.get("stopped") else ""))
     return meta
 
 
@@ -253,6 +303,12 @@ def _main(argv=None) -> int:
     g.add_argument("--time-limit", type=float, default=None)
     g.add_argument("--keep-limit", type=int, default=2000,
                    help="at most this many whole GPU outputs (a version-6 warpgroup program's is ~80 KB)")
+    g.add_argument("--sim-seconds", type=float, default=20.0,
+                   help="simulator work one program may take (then it is a simulator error, kept whole)")
+    g.add_argument("--gpu-timeout", type=float, default=20.0, help="seconds one GPU program may take")
+    g.add_argument("--jit-timeout", type=float, default=90.0,
+                   help="seconds the driver's JIT of one batch may take (then the batch is split to find the slow one)")
+    g.add_argument("--batch", type=int, default=64, help="programs per GPU module (one JIT)")
     mg = sub.add_parser("merge")
     mg.add_argument("dst")
     mg.add_argument("parts", nargs="+")
@@ -278,9 +334,15 @@ def _main(argv=None) -> int:
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
         return 0
     if args.cmd == "gpu":
-        meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
+        meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, batch=args.batch, jobs=args.jobs,
                       time_limit=args.time_limit, keep_limit=args.keep_limit,
-                      command=P.command_line("calib.fuzz.record", argv))
+                      command=P.command_line("calib.fuzz.record", argv), sim_seconds=args.sim_seconds,
+                      gpu_timeout=args.gpu_timeout, jit_timeout=args.jit_timeout, log=lambda m: print(m, flush=True))
+        if meta.get("stopped"):
+            # worker threads may still wait on a GPU child or the simulator pool: the record is written, leave now
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0 if not meta["errors"] else 1)
         return 0 if not meta["errors"] else 1
     seeds = set(args.seeds) if args.seeds else None
     if args.differing:
