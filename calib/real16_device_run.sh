@@ -1,17 +1,21 @@
 #!/bin/bash
-# One H100 device call for the rest of issue 16 (helper real16), about 3 minutes:
+# The one H100 device call of issue 16's last session (helper real16): the generator-v6 wgmma fuzz campaign plus
+# the remaining golden recordings, ending by itself in about 6 minutes (under 400 s wall):
 #
 #   bash calib/real16_device_run.sh "$OUT"     # numpy, simpy, ml_dtypes, cuda-python, CuPy and nvcc there;
 #                                              # tcsim is installed from this checkout (calib/device_setup.sh)
 #
-# Leaves in $OUT/r16/ (7 files):
-#   trig_tables.npz, trig_log.txt   MUFU.SIN / MUFU.COS over every fraction of a revolution (calib/approx/trig_record.py)
-#   wgmma_sparse.npz, wgmma_sparse.json   every sparse wgmma type combination (calib/probes/wgmma_sparse.py)
-#   calls_hopper.json               calib.calls_golden, every case (device calls, printf, assert, struct args, and the
-#                                   new frame_addresses case: .local frame addresses of device functions)
-#   frontend.tar                    the GPU side of `tcsim diff` of the front-end launch files (tests/fixtures/frontend)
-#   log.txt                         everything printed, the SASS of the frame-address kernel, the diff reports
-# Afterwards, on any machine (commands in tests/golden/README.md and calib/approx/README.md).
+# Beside the campaign, in the background, each under its own `timeout`:
+#   sin/cos.approx tables (calib/approx/trig_record.py), the sparse wgmma probe (calib/probes/wgmma_sparse.py),
+#   calib.calls_golden (every case: device calls, printf, assert, struct args, frame_addresses), the GPU side of
+#   `tcsim diff` of the front-end launch files (calib/frontend_record.py).
+# The campaign: python -m calib.fuzz.record gpu, seeds 600000.., with a deadline (it writes what it recorded by
+# then; a checkpoint every 30 s), per-program simulator and GPU limits.  No compare or triage here: both run
+# offline from rec.npz (tests/golden/README.md).
+#
+# Leaves in $OUT/r16/ (7 files): rec.npz, trig_tables.npz, wgmma_sparse.npz, wgmma_sparse.json, calls_hopper.json,
+# frontend.tar, log.txt (everything printed, line by line, and the SASS of the frame-address kernel).
+# Environment: CAMPAIGN_SEED (600000), CAMPAIGN_COUNT (14000), CAMPAIGN_DEADLINE (s, 330), CAMPAIGN_JOBS (12).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:-${OUT:-}}
@@ -21,27 +25,33 @@ D=$(cd "$OUTDIR/r16" && pwd)
 source "$(dirname "$0")/device_setup.sh"
 command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 W=/tmp/tcsim_r16
-rm -rf "$W"; mkdir -p "$W/frontend"
-{
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
-  # the front-end diffs run beside the rest (each its own process; the simulator side is the slow part)
-  for f in desc_matmul inplace cute_tma3; do
-    python3 -m tcsim.cli diff "tests/fixtures/frontend/launch_frontend_$f.py" --against gpu --ring 512 \
-      --save "$W/frontend/frontend_$f.npz" >"$W/diff_$f.txt" 2>&1 &
-  done
-  ( python3 -m calib.calls_golden --out "$D/calls_hopper.json"; echo "calls: exit code $?" ) >"$W/calls.txt" 2>&1 &
-  echo "=== sparse wgmma"; python3 -m calib.probes.wgmma_sparse device --out "$D" --workers 6
-  echo "sparse: exit code $?"
-  echo "=== trig tables"; python3 calib/approx/trig_record.py --out "$D"
-  echo "trig: exit code $?"
-  wait
-  echo "=== calls golden"; cat "$W/calls.txt"
-  for f in "$W"/diff_*.txt; do echo "=== $f"; cat "$f"; done
-  echo "=== frame_addresses SASS"
-  ptxas -arch=sm_90a -v tests/fixtures/nvcc/frame_addresses.sm_90a.ptx -o "$W/frames.cubin" 2>&1
-  cuobjdump -sass "$W/frames.cubin" | grep -v '^\s*/\*[0-9a-f]*\*/\s*$' | head -700
-  date -u
-} 2>&1 | tee "$D/log.txt"
+rm -rf "$W"; mkdir -p "$W/frontend" "$W/trig"
+exec > >(tee -a "$D/log.txt") 2>&1
+date -u
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
+ptxas --version | tail -1
+
+( timeout 170 python3 calib/approx/trig_record.py --out "$W/trig"; echo "trig: exit code $?" ) >"$W/trig.txt" 2>&1 &
+( timeout 170 python3 -m calib.probes.wgmma_sparse device --out "$D" --workers 3; echo "sparse: exit code $?" ) \
+  >"$W/sparse.txt" 2>&1 &
+( timeout 170 python3 -m calib.calls_golden --out "$D/calls_hopper.json"; echo "calls: exit code $?" ) \
+  >"$W/calls.txt" 2>&1 &
+( timeout 170 python3 -m calib.frontend_record --out "$W/frontend"; echo "frontend: exit code $?" ) \
+  >"$W/frontend.txt" 2>&1 &
+
+echo "=== campaign"
+timeout 390 python3 -m calib.fuzz.record gpu --seed "${CAMPAIGN_SEED:-600000}" --count "${CAMPAIGN_COUNT:-14000}" \
+  --out "$D/rec.npz" --gpu-workers 4 --jobs "${CAMPAIGN_JOBS:-12}" --batch 32 --time-limit "${CAMPAIGN_DEADLINE:-330}" \
+  --keep-limit 150 --gpu-timeout 15 --jit-timeout 60 --sim-seconds 30
+echo "campaign: exit code $?"
+wait
+for f in trig sparse calls frontend; do echo "=== $f"; cat "$W/$f.txt"; done
+cat "$W/trig/trig_log.txt" 2>/dev/null
+cp "$W/trig/trig_tables.npz" "$D/" 2>/dev/null
 tar -cf "$D/frontend.tar" -C "$W/frontend" .
+echo "=== frame_addresses SASS"
+ptxas -arch=sm_90a -v tests/fixtures/nvcc/frame_addresses.sm_90a.ptx -o "$W/frames.cubin" 2>&1
+cuobjdump -sass "$W/frames.cubin" | grep -v '^\s*/\*[0-9a-f]*\*/\s*$' | head -600
+rm -f "$D"/*.tmp.npz
+date -u
 ls -la "$D"

@@ -30,10 +30,11 @@ the dense forms:
 ``mma_int``).  :func:`model_packed` is the other reading the hardware could have (the K/2 selected products
 summed as one packed K): the device step reports both, so the record says which one the GPU follows.
 
-``python -m calib.probes.wgmma_sparse device --out DIR`` (GPU machine) runs every combination, writes
-``DIR/wgmma_sparse.npz`` (each GPU output XOR the model's, compressed: zero where they agree) and
-``DIR/wgmma_sparse.json`` (provenance, input and output SHA-256, agreement per combination and variant).
-``install --gpu DIR`` copies the record to ``tests/golden/wgmma_sparse/``; ``tests/hw/test_wgmma_sparse_golden.py``
+``python -m calib.probes.wgmma_sparse device --out DIR`` (GPU machine) runs every combination and writes the GPU's
+outputs (``DIR/wgmma_sparse.npz``) and ``DIR/wgmma_sparse.json`` (provenance, input and output SHA-256).
+``install --gpu DIR`` compares them with the model (and the packed reading) and writes
+``tests/golden/wgmma_sparse/``: each GPU output XOR the model's (zero where they agree), the comparison in the
+JSON; ``tests/hw/test_wgmma_sparse_golden.py``
 replays it: the model on every recorded case, and the probe kernel itself through the simulator on a few
 instructions per combination (so tcsim's ``wgmma.mma_async.sp`` semantics, metadata layout included, are checked
 against the GPU's bits).
@@ -406,19 +407,20 @@ def _compare(item):
 
 
 def device_main(out: Path, names, argv=(), backend: str = "gpu", workers: int = 8) -> int:
+    """Run every campaign on ``backend`` and write the GPU's outputs as they are (``<name>/n<N>/d_gpu``) with the
+    provenance; the comparison with the model is :func:`install`'s (no CPU time of the GPU machine)."""
     import multiprocessing as mp
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     camp = [(n, N) for n in names for N in INSTRUCTIONS]
-    ctx = mp.get_context("fork")
-    with ctx.Pool(workers) as pool:
+    with mp.get_context("fork").Pool(workers) as pool:
         xs = pool.map(_campaign, camp)
     print(f"generated {len(camp)} campaigns in {time.time() - t0:.1f} s", flush=True)
     runs = P.run_all(list(zip(camp, xs)),
                      lambda it: P.execute(probe_launch(it[0][0], it[0][1], it[1]), backend, timeout=120), jobs=4)
     meta = {"command": P.command_line("calib.probes.wgmma_sparse", argv), "date": P.utc_now(),
             "seed": MASTER_SEED, "instructions": {str(k): v for k, v in INSTRUCTIONS.items()}, "combos": {}}
-    arrays, todo = {}, []
+    arrays = {}
     for (name, N), x, r in zip(camp, xs, runs):
         ent = meta["combos"].setdefault(name, {})
         if not r.ok:
@@ -427,16 +429,10 @@ def device_main(out: Path, names, argv=(), backend: str = "gpu", workers: int = 
             continue
         meta.update(P.gpu_fields(r.device, r.driver, r.cc))
         gpu = gpu_output(r)
+        arrays[f"{name}/n{N}/d_gpu"] = gpu
         ent[str(N)] = {"opcode": opcode(SPARSE[name], N), "in_sha256": input_digest(x),
                        "gpu_out_sha256": hashlib.sha256(np.ascontiguousarray(gpu).tobytes()).hexdigest(),
                        "ptx_sha256": P.sha256(probe_ptx(name, N)), "kernel_ms": r.elapsed_ms}
-        todo.append((name, N, x, gpu))
-    with ctx.Pool(workers) as pool:
-        for name, N, m, res in pool.imap_unordered(_compare, todo):
-            gpu = next(g for n2, N2, _, g in todo if (n2, N2) == (name, N))
-            arrays[f"{name}/n{N}/d_xor_model"] = gpu ^ m
-            meta["combos"][name][str(N)]["compare"] = res
-            print(f"{name} n{N}: {res}", flush=True)
     np.savez_compressed(out / DATA, **arrays)
     P.write_json(out / META, meta)
     print(f"wrote {out / DATA} ({(out / DATA).stat().st_size} bytes) in {time.time() - t0:.1f} s", flush=True)
@@ -450,14 +446,36 @@ def load(golden: Path = GOLDEN):
     return meta, arrays
 
 
-def install_main(gpu_dir: Path, dest: Path = GOLDEN) -> int:
-    meta, arrays = load(gpu_dir)
+def install_main(gpu_dir: Path, dest: Path = GOLDEN, workers: int = 2) -> int:
+    """Compare the device's record with :func:`model` (and :func:`model_packed` on the first 32 m64n8 instructions)
+    and install it: every GPU output stored as ``gpu ^ model`` (``<name>/n<N>/d_xor_model``: zero where they agree,
+    so it compresses), the comparison in the JSON."""
+    import multiprocessing as mp
+    meta = P.read_json(gpu_dir / META)
+    with np.load(gpu_dir / DATA) as z:
+        raw = {k: z[k] for k in z.files}
+    todo = []
     for name, ent in meta["combos"].items():
         for N, e in ent.items():
             if "error" in e:
                 print(f"{name} n{N}: {e['error']}")
-    P.install_files([gpu_dir / DATA, gpu_dir / META], dest)
-    print(f"installed into {dest}")
+                continue
+            gpu = raw[f"{name}/n{N}/d_gpu"]
+            assert hashlib.sha256(np.ascontiguousarray(gpu).tobytes()).hexdigest() == e["gpu_out_sha256"]
+            x = gen(name, int(N))
+            assert input_digest(x) == e["in_sha256"], f"{name} n{N}: the inputs changed since the record"
+            todo.append((name, int(N), x, gpu))
+    arrays = {}
+    with mp.get_context("fork").Pool(workers) as pool:
+        for name, N, m, res in pool.imap_unordered(_compare, todo):
+            gpu = next(g for n2, N2, _, g in todo if (n2, N2) == (name, N))
+            arrays[f"{name}/n{N}/d_xor_model"] = gpu ^ m
+            meta["combos"][name][str(N)]["compare"] = res
+            print(f"{name} n{N}: {res}", flush=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(dest / DATA, **arrays)
+    P.write_json(dest / META, meta)
+    print(f"installed into {dest} ({(dest / DATA).stat().st_size} bytes)")
     return 0
 
 
