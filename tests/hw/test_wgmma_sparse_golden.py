@@ -98,7 +98,12 @@ def test_model_reproduces_every_recorded_case(name):
         assert not arrays[f"{name}/n{N}/d_xor_model"].any(), f"{name} n{N}: the model differs from the GPU"
 
 
-@pytest.mark.parametrize("name", sorted(S.SPARSE))
+#: one combination of each family runs in CI; the rest with -m slow
+QUICK = ("sp_f16_f32", "sp_tf32_f32", "sp_e4m3_e5m2_f16", "sp_u8_s8_s32_sat")
+
+
+@pytest.mark.parametrize("name", [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(S.SPARSE)])
 def test_simulator_gives_the_gpus_bits(name):
     """The probe kernel through the simulator, first instruction of every combination (A from SMEM or registers,
     as drawn), against the GPU's output."""
