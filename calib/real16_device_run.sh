@@ -10,12 +10,15 @@
 #   calib.calls_golden (every case: device calls, printf, assert, struct args, frame_addresses), the GPU side of
 #   `tcsim diff` of the front-end launch files (calib/frontend_record.py).
 # The campaign: python -m calib.fuzz.record gpu, seeds 600000.., with a deadline (it writes what it recorded by
-# then; a checkpoint every 30 s), per-program simulator and GPU limits.  No compare or triage here: both run
-# offline from rec.npz (tests/golden/README.md).
+# then; a checkpoint every 30 s), per-program simulator and GPU limits.
 #
-# Leaves in $OUT/r16/ (7 files): rec.npz, trig_tables.npz, wgmma_sparse.npz, wgmma_sparse.json, calls_hopper.json,
-# frontend.tar, log.txt (everything printed, line by line, and the SASS of the frame-address kernel).
-# Environment: CAMPAIGN_SEED (600000), CAMPAIGN_COUNT (14000), CAMPAIGN_DEADLINE (s, 330), CAMPAIGN_JOBS (12).
+# Then `python -m calib.fuzz.record compare --differing` with what is left of the call (the verified explanations on
+# every disagreement; those not tried by then are marked so and run offline).
+# Leaves in $OUT/r16/ (8 files): rec.npz, mismatches.json, trig_tables.npz, wgmma_sparse.npz, wgmma_sparse.json,
+# calls_hopper.json, frontend.tar, log.txt (everything printed, line by line, and the SASS of the frame-address
+# kernel).
+# Environment: CAMPAIGN_SEED (600000), CAMPAIGN_COUNT (12000), CAMPAIGN_DEADLINE (s, 290), CAMPAIGN_JOBS (12),
+# CALL_END (s after the start by which the compare ends, 395).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:-${OUT:-}}
@@ -27,6 +30,7 @@ command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 W=/tmp/tcsim_r16
 rm -rf "$W"; mkdir -p "$W/frontend" "$W/trig"
 exec > >(tee -a "$D/log.txt") 2>&1
+START=$(date +%s)
 date -u
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
 ptxas --version | tail -1
@@ -40,10 +44,19 @@ ptxas --version | tail -1
   >"$W/frontend.txt" 2>&1 &
 
 echo "=== campaign"
-timeout 390 python3 -m calib.fuzz.record gpu --seed "${CAMPAIGN_SEED:-600000}" --count "${CAMPAIGN_COUNT:-14000}" \
-  --out "$D/rec.npz" --gpu-workers 4 --jobs "${CAMPAIGN_JOBS:-12}" --batch 32 --time-limit "${CAMPAIGN_DEADLINE:-330}" \
-  --keep-limit 150 --gpu-timeout 15 --jit-timeout 60 --sim-seconds 30
+timeout $((${CAMPAIGN_DEADLINE:-290} + 40)) python3 -m calib.fuzz.record gpu --seed "${CAMPAIGN_SEED:-600000}" \
+  --count "${CAMPAIGN_COUNT:-12000}" --out "$D/rec.npz" --gpu-workers 4 --jobs "${CAMPAIGN_JOBS:-12}" --batch 32 \
+  --time-limit "${CAMPAIGN_DEADLINE:-290}" --keep-limit 150 --gpu-timeout 15 --jit-timeout 60 --sim-seconds 30
 echo "campaign: exit code $?"
+# the verified explanations on every disagreement, with what is left of the call (ends by ~395 s)
+LEFT=$(( ${CALL_END:-395} - ($(date +%s) - START) ))
+echo "=== compare (${LEFT} s left)"
+if [ "$LEFT" -gt 30 ]; then
+  timeout "$LEFT" python3 -m calib.fuzz.record compare --gpu "$D/rec.npz" --differing --jobs 15 \
+    --time-limit $((LEFT - 15)) --out "$W/cmp"
+  echo "compare: exit code $?"
+  cp "$W/cmp/mismatches.json" "$D/" 2>/dev/null
+fi
 wait
 for f in trig sparse calls frontend; do echo "=== $f"; cat "$W/$f.txt"; done
 cat "$W/trig/trig_log.txt" 2>/dev/null

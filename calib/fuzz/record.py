@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import sys
 import time
@@ -64,7 +65,6 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
     while waiting for a chunk: the chunks finished by then are recorded (the seeds stay contiguous from ``seed``),
     ``meta["stopped"]`` says why.  The record is written every ``checkpoint_s`` seconds (``meta["partial"]``), so a
     call killed from outside still leaves the chunks done so far."""
-    import multiprocessing as mp
     from concurrent.futures import TimeoutError as FutureTimeout
 
     seeds = list(range(seed, seed + count))
@@ -182,7 +182,10 @@ def noted_checks(prog) -> list:
     return [name for name in CHECKS if notes(module, checks=[name])]
 
 
-def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
+def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print, time_limit: float | None = None) -> list:
+    """Re-simulate the recorded programs (``seeds``: a subset), list every disagreement with its class and try the
+    verified explanations on each.  ``time_limit`` (s): explanations not finished by then keep their plain class
+    (``value:...``), each marked ``"explained": "not tried (time limit)"``."""
     z, meta = load(path)
     gv = meta.get("generator", 1)
     all_seeds = range(meta["seed"], meta["seed"] + meta["count"])
@@ -224,8 +227,27 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
             log(f"[compare] {i + len(chunk)}/{len(todo)} programs, {len(found)} mismatches, "
                 f"{time.time() - t0:.0f} s")
         tasks = [t for _, t in explain_todo]
-        whys = pool.pool.map(_explain_task, tasks, chunksize=1) if pool.pool is not None else \
-            [_explain_task(t) for t in tasks]
+        deadline = t0 + time_limit if time_limit else None
+        whys: list = [None] * len(tasks)
+        if pool.pool is not None:
+            pending = [pool.pool.apply_async(_explain_task, (t,)) for t in tasks]
+            for j, r in enumerate(pending):
+                try:
+                    whys[j] = r.get(timeout=None if deadline is None else max(0.0, deadline - time.time()))
+                except mp.TimeoutError:
+                    for jj in range(j, len(pending)):
+                        if pending[jj].ready():
+                            whys[jj] = pending[jj].get()
+                        else:
+                            found[explain_todo[jj][0]]["explained"] = "not tried (time limit)"
+                    break
+        else:
+            for j, t in enumerate(tasks):
+                if deadline is not None and time.time() > deadline:
+                    for k, _ in explain_todo[j:]:
+                        found[k]["explained"] = "not tried (time limit)"
+                    break
+                whys[j] = _explain_task(t)
         for (k, _), why in zip(explain_todo, whys):
             if why:
                 found[k]["class"] = why
@@ -324,6 +346,8 @@ def _main(argv=None) -> int:
     c.add_argument("--differing", action="store_true",
                    help="only the programs the simulator disagreed with when the campaign was recorded")
     c.add_argument("--out", default=None)
+    c.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole compare: explanations not finished by then are marked not tried")
     args = ap.parse_args(argv)
     if args.cmd == "merge":
         meta = merge(args.parts, Path(args.dst))
@@ -349,7 +373,8 @@ def _main(argv=None) -> int:
         _, meta = load(Path(args.gpu))
         differing = set(differing_seeds(meta))
         seeds = differing if seeds is None else seeds & differing
-    found = compare_recording(Path(args.gpu), args.jobs, seeds)
+    found = compare_recording(Path(args.gpu), args.jobs, seeds, log=lambda m: print(m, flush=True),
+                              time_limit=args.time_limit)
     classes: dict = {}
     for f in found:
         classes[f["class"]] = classes.get(f["class"], 0) + 1

@@ -552,3 +552,15 @@ def test_a_batch_whose_jit_never_ends_is_run_one_program_per_module(tmp_path):
     meta = record(0, 2, tmp_path / "rec.npz", gpu_workers=1, driver="fake-slowjit", jobs=0, batch=2,
                   gpu_timeout=60, jit_timeout=10, log=lambda s: None)
     assert meta["count"] == 2 and not meta["errors"] and sorted(meta["gpu_sha"]) == ["0", "1"]
+
+
+@pytest.mark.slow
+def test_offline_compare_honours_its_time_limit(tmp_path):
+    """Explanations not finished by the compare's time limit keep their plain class, marked not tried."""
+    from calib.fuzz.record import compare_recording, record
+
+    f = tmp_path / "rec.npz"
+    record(0, 6, f, gpu_workers=1, driver="fake-mulhi", jobs=1, log=lambda s: None)
+    found = compare_recording(f, jobs=1, log=lambda s: None, time_limit=1e-9)
+    assert found and all(x.get("explained") == "not tried (time limit)" for x in found)
+    assert all(x["class"].startswith(("value:", "noted:")) for x in found)
