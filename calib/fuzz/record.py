@@ -53,7 +53,7 @@ def _h(b: bytes) -> str:
 def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 64, log=print,
            driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000,
            command: str = "", sim_seconds: float | None = None, gpu_timeout: float = 60.0,
-           checkpoint_s: float = 30.0, jit_timeout: float | None = None) -> dict:
+           checkpoint_s: float = 30.0, jit_timeout: float | None = None, chunk_sim_timeout: float = 120.0) -> dict:
     """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
     program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
     a campaign in a few hundred kilobytes.
@@ -64,7 +64,8 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
     is killed and restarted: ``TIMEOUT``), and ``time_limit`` is a deadline for the whole recording, honoured also
     while waiting for a chunk: the chunks finished by then are recorded (the seeds stay contiguous from ``seed``),
     ``meta["stopped"]`` says why.  The record is written every ``checkpoint_s`` seconds (``meta["partial"]``), so a
-    call killed from outside still leaves the chunks done so far."""
+    call killed from outside still leaves the chunks done so far.  A chunk whose simulations have not all come back
+    within ``chunk_sim_timeout`` goes on without them (``SIM_NOT_FINISHED``, the GPU outputs kept whole)."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
     seeds = list(range(seed, seed + count))
@@ -89,10 +90,14 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         res = backend().run(progs)
         if sims is None:
             return progs, list(zip(res, [None] * len(progs)))
+        # a chunk's simulations normally take seconds; a lost one (a simulator worker that died: the pool never
+        # returns its task) must not hold the recording: after chunk_sim_timeout the chunk goes on without them
+        wait = chunk_sim_timeout if deadline is None else min(chunk_sim_timeout, left())
         try:
-            got = sims.get(timeout=left())
+            got = sims.get(timeout=wait)
         except mp.TimeoutError:
-            got = [(Outcome(error="SIM_NOT_FINISHED (the recording's deadline came first)"), None)] * len(progs)
+            got = [(Outcome(error=f"SIM_NOT_FINISHED (no simulator result for this chunk within {wait:.0f} s)"),
+                    None)] * len(progs)
         return progs, list(zip(res, got))
 
     made: dict = {}
