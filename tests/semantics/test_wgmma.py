@@ -604,14 +604,19 @@ def test_wgmma_needs_sm_90a():
         run_launch(launch)
 
 
-def test_sparse_8bit_unsupported_located():
-    ptx = wgmma_kernel("wgmma.mma_async.sp.sync.aligned.m64n8k64.s32.u8.s8 {D}, %da, %db, %meta, 0, %sd;", 4, False)
-    r = assemble(ptx, "sm_90a")
+def test_sparse_8bit_invalid_metadata_located():
+    """8-bit sparse wgmma runs (tests/hw/test_wgmma_sparse_golden.py); all-zero metadata names equal indices
+    (0b0000, undefined by PTX ISA §9.7.15.6.1): a located VerifyError naming the nibble and its lane."""
+    from calib.probes import wgmma_sparse as S
+    x = S.gen("sp_u8_s8_s32", 8, 0, 1)
+    x["e"][:] = 0
+    launch = S.probe_launch("sp_u8_s8_s32", 8, x)
+    r = assemble(launch.ptx, "sm_90a")
     if r is not None:
         assert r[0] == 0
-    with pytest.raises(UnsupportedError, match="k64") as ei:
-        run_launch(Launch(ptx, block=(128, 1, 1), args=[np.zeros(4, np.uint32)] + [0] * 6 + [np.uint32(0)] * 2))
-    assert ei.value.loc is not None
+    with pytest.raises(VerifyError, match=r"sp-meta nibble 0b0000 \(lane 0, row 0, chunk 0\)") as ei:
+        run_launch(launch)
+    assert ei.value.loc is not None and "wgmma.mma_async.sp" in str(ei.value)
 
 
 def test_fence_commit_wait_forms():
