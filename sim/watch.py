@@ -107,6 +107,9 @@ class RunWatch:
         self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
+        from .loop_watch import LoopMonitor
+        #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
+        self.loops = LoopMonitor(self)
 
     # ------------------------------------------------------------------------------------------ run bracket
     def started(self) -> None:
@@ -164,6 +167,10 @@ class RunWatch:
                                 f"{retired} warp-instructions and {int(sim.env.now)} cycles")
         if self.progress is not False and t >= PROGRESS_AFTER:
             self._progress(t)
+        if self.loops.due(t):
+            err = self.loops.sample(t)
+            if err is not None:
+                return err
         if retired >= self._next_sample:
             return self._livelock_sample()
         return None
