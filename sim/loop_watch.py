@@ -31,7 +31,9 @@ taken :data:`LOOP_AFTER` seconds; a run shorter than that never pays for it.  A 
   mbarrier poll) is stuck only if nobody changes that memory: reported when, at two consecutive samples, nothing
   but the warps is in flight, every live warp is blocked (waiting at a barrier, parked) or stuck, no loop that is
   stuck on memory can write memory or arrive anywhere (no store, atomic, reduction, copy, arrive, barrier, call),
-  and the memories (shared, global, tensor memory, mbarriers, barriers) did not change between the samples.
+  and the memories (shared, global, tensor memory, mbarriers, barriers) did not change between the samples.  When
+  the warps' registers did not change either, the whole machine state repeated: that is reported as the livelock
+  detector reports it (:class:`~tcsim.isa.errors.LivelockError`).
 
 The report (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, a :class:`~tcsim.isa.errors.RunawayError`) is
 located at the governing compare (or the loop's back branch) and names the loop's lines, the compare, the observed
@@ -42,7 +44,6 @@ values and steps, and the iterations left (or why never).  Loops it cannot judge
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 from dataclasses import dataclass, field
@@ -612,11 +613,14 @@ class LoopMonitor:
                 first_mem = first_mem or (w, v_mem)
         self._prev_self = stuck_self
         if system_ok and first_mem is not None:
-            fp = self._memory_fingerprint()
-            key = (frozenset(system), fp)
-            if self._prev_system == key:
+            key = (frozenset(system), self.watch._memory_fingerprint())
+            warps = self.watch._warp_fingerprint()
+            prev = self._prev_system
+            if prev is not None and prev[0] == key:
+                if prev[1] == warps:        # nothing changed at all: a pure spin is the livelock detector's case
+                    return self.watch._livelock_error(prev[2])
                 return self._error(first_mem[0], first_mem[1], t, horizon)
-            self._prev_system = key
+            self._prev_system = (key, warps, sim.env.now)
         else:
             self._prev_system = None
         return None
@@ -821,11 +825,6 @@ class LoopMonitor:
         return f"{head}; at least {k:,} more updates ({k * cyc:,} warp-instructions at >= {cyc} per update)"
 
     # ------------------------------------------------------------------------------------------ report
-    def _memory_fingerprint(self) -> bytes:
-        h = hashlib.blake2b(digest_size=20)
-        h.update(self.watch._memory_fingerprint())
-        return h.digest()
-
     def _error(self, w, v: Verdict, t: float, horizon: float):
         sim = self.sim
         body = self.map.body

@@ -7,6 +7,14 @@ instruction for it.
 * **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
   spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
   with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
+* **How a kernel that does not end is stopped** (the default budget's story): a deadlock at once (no event left);
+  a warp in a loop that can never end, or cannot end within the budget (a counter stepping over or away from its
+  bound, an invariant test, a poll of memory or of an mbarrier nobody can change) after
+  :data:`tcsim.loop_watch.LOOP_AFTER` + :data:`tcsim.loop_watch.LOOP_EVERY` seconds or so, by the loop monitor
+  (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, located at the compare that governs the exit); a poll in
+  which the whole machine state repeats by the livelock detector (below) within seconds; anything else (a loop
+  whose exit depends on data, a clock, an atomic) by the budget: :data:`DEFAULT_MAX_SECONDS` of work unless the
+  caller sets one.
 * **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
   cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
   (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
