@@ -252,15 +252,9 @@ def _is_dir(p: str) -> bool:
 
 
 def _decode_ptx(raw: bytes, name: str) -> str:
-    """PTX bytes as text: PTX is ASCII (PTX ISA §4.1); a byte that is not UTF-8 is a located diagnostic."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        from tcsim.isa.errors import SourceLoc
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise LaunchError(f"byte 0x{raw[e.start]:02x} is not UTF-8 text", SourceLoc(name, line, col),
-                          expected="PTX source in ASCII (PTX ISA §4.1)") from None
+    """PTX bytes as text: the rule and diagnostic of ``tcsim check`` (:func:`tcsim.isa.lexer.decode_source`)."""
+    from tcsim.isa.lexer import decode_source
+    return decode_source(raw, name)
 
 
 @dataclass
