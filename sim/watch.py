@@ -68,7 +68,7 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
     body = sim.program.body
     lines = []
     live = [w for w in sim.warps if w.alive.any()]
-    done = len(sim.warps) - len(live)
+    done = len(sim.warps) - len(live) + getattr(getattr(sim, "retention", None), "warps", 0)
     for w in live[:limit]:
         groups = []
         for pc in sorted(set(int(p) for p in w.pc[w.alive]))[:3]:
@@ -270,7 +270,7 @@ class RunWatch:
         self._last_line = t
         sim = self.sim
         rate = sim.retired / max(t, 1e-9)
-        done = sum(1 for c in sim.ctas if c.exited)
+        done = sum(1 for c in sim.ctas if c.exited) + sim.retention.ctas
         total = sim.grid[0] * sim.grid[1] * sim.grid[2]
         budget = (f"budget {self.max_seconds:g} s" if self.max_seconds is not None else
                   f"budget {self.max_instructions:,} instructions")
