@@ -16,6 +16,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the results folder}"
 DEADLINE=${1:-540}
+# (smaller runs for a dry run: RCHUNK cases per robustness chunk, RCHUNKS chunks, PCOUNT ptxas mutants, BCOUNT
+# run/launch cases under the default budget)
+RCHUNK=${RCHUNK:-10000}; RCHUNKS=${RCHUNKS:-10}; PCOUNT=${PCOUNT:-10000}; BCOUNT=${BCOUNT:-400}
 source "$(dirname "$0")/../device_setup.sh"
 command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 T0=$(date +%s)
@@ -26,24 +29,24 @@ TMP=$(mktemp -d)
 (echo "nproc $N (robust jobs $RJ, ptxas jobs $PJ, deadline $DEADLINE s)"; python3 --version; ptxas --version | tail -n 2;
  lscpu | grep -m1 "Model name"; git rev-parse HEAD 2>/dev/null) > "$OUT/machine.txt" 2>&1
 
-python3 -m calib.ptxas_agree --seed 19 --count 10000 --jobs "$PJ" --time-limit $(( DEADLINE - 15 )) \
+python3 -m calib.ptxas_agree --seed 19 --count "$PCOUNT" --jobs "$PJ" --time-limit $(( DEADLINE - 15 )) \
     --out "$OUT/ptxas_record.json" > "$TMP/ptxas_log.txt" 2>&1 &
 PTXAS=$!
 
 MIX='{"check": 0.98, "run": 0.008, "launch": 0.008, "cli": 0.004}'
 records=()
-for k in 0 1 2 3 4 5 6 7 8 9; do
+for k in $(seq 0 $(( RCHUNKS - 1 ))); do
     left=$(( DEADLINE - ($(date +%s) - T0) ))
     # a chunk takes ~10,000 x 0.05 / RJ s; do not start one that cannot end before the deadline
-    if [ "$left" -lt $(( 500 / RJ + 20 )) ]; then echo "robust: deadline, stopped before chunk $k" >> "$TMP/log.txt"; break; fi
-    python3 -m calib.robust --seed 2029 --start $(( k * 10000 )) --count 10000 --jobs "$RJ" --time-limit 60 \
+    if [ "$left" -lt $(( RCHUNK / 20 / RJ + 20 )) ]; then echo "robust: deadline, stopped before chunk $k" >> "$TMP/log.txt"; break; fi
+    python3 -m calib.robust --seed 2029 --start $(( k * RCHUNK )) --count "$RCHUNK" --jobs "$RJ" --time-limit 60 \
         --mix "$MIX" --out "$TMP/f_$k" --record "$TMP/r_$k.json" >> "$TMP/log.txt" 2>&1
     [ -f "$TMP/r_$k.json" ] && records+=("$TMP/r_$k.json")
     [ -f "$TMP/f_$k/findings.jsonl" ] && cat "$TMP/f_$k/findings.jsonl" >> "$OUT/robust_findings.jsonl"
 done
 left=$(( DEADLINE - ($(date +%s) - T0) ))
-if [ "$left" -gt 150 ]; then
-    timeout $(( left - 20 )) python3 -m calib.robust --seed 2030 --count 400 --jobs "$RJ" --time-limit 60 --budget 0 \
+if [ "$left" -gt 150 ] && [ "$BCOUNT" -gt 0 ]; then
+    timeout $(( left - 20 )) python3 -m calib.robust --seed 2030 --count "$BCOUNT" --jobs "$RJ" --time-limit 60 --budget 0 \
         --mix '{"run": 0.6, "launch": 0.4}' --out "$TMP/f_budget" --record "$TMP/r_budget.json" >> "$TMP/log.txt" 2>&1
     [ -f "$TMP/r_budget.json" ] && records+=("$TMP/r_budget.json")
     [ -f "$TMP/f_budget/findings.jsonl" ] && cat "$TMP/f_budget/findings.jsonl" >> "$OUT/robust_findings.jsonl"
