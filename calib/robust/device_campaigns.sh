@@ -19,7 +19,10 @@ DEADLINE=${1:-540}
 # (smaller runs for a dry run: RCHUNK cases per robustness chunk, RCHUNKS chunks, PCOUNT ptxas mutants, BCOUNT
 # run/launch cases under the default budget)
 RCHUNK=${RCHUNK:-10000}; RCHUNKS=${RCHUNKS:-10}; PCOUNT=${PCOUNT:-10000}; BCOUNT=${BCOUNT:-400}
-source "$(dirname "$0")/../device_setup.sh"
+cd "$(dirname "$0")/../.." || exit 2
+# simpy is not on the GPU machines' image: the wheel the project carries in .whl/ (when there is one)
+python3 -c "import simpy" 2>/dev/null || python3 -m pip install -q --no-deps .whl/*.whl >/dev/null 2>&1
+source calib/device_setup.sh
 command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 T0=$(date +%s)
 N=$(nproc)
