@@ -117,6 +117,13 @@ class RunawayError(TcsimError):
     kind = "budget exceeded"
 
 
+class NonTerminatingLoopError(RunawayError):
+    """A warp is in a loop none of whose exits can be taken, ever or within the run's budget (the loop monitor,
+    tcsim.loop_watch): located at the compare that governs the exit."""
+
+    kind = "non-terminating loop"
+
+
 class LivelockError(DeadlockError):
     """Every live warp keeps executing but the machine state repeats: polling that nothing can ever satisfy
     (reported like a deadlock, with each warp's position)."""

@@ -209,7 +209,10 @@ class Simulation:
         self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
         self.finish_hooks: list = []    # callables (sim) run after the run completes (leak checks...)
         self.clusters: list[Cluster] = []
-        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order
+        from .retention import Retention
+        #: aggregates of finished CTAs no longer kept whole (tcsim.retention: a huge grid's memory stays bounded)
+        self.retention = Retention()
+        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order (less the compacted ones)
         self.warps: list[Warp] = []
         #: ctaid -> Cta of the CTAs started so far
         self.cta_index: dict = {}
@@ -291,7 +294,7 @@ class Simulation:
                     rank = rx + ry * cx + rz * cx * cy
                     ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
                     cta = Cta(self, cl, ctaid, rank, self.smem_total, self.address_map.reserved_smem)
-                    cta.index = len(self.ctas)
+                    cta.index = len(self.ctas) + self.retention.ctas
                     cl.ctas.append(cta)
                     self.ctas.append(cta)
                     self.cta_index[ctaid] = cta
@@ -304,7 +307,7 @@ class Simulation:
                         warp.ctx = ExecContext(self, warp)
                         warp.wake_event = None
                         self.timing.attach(warp)
-                        self._knobs_of(warp, len(self.warps))
+                        self._knobs_of(warp, len(self.warps) + self.retention.warps)
                         cta.warps.append(warp)
                         self.warps.append(warp)
                         new.append(warp)
@@ -317,9 +320,13 @@ class Simulation:
     def _cluster_exited(self, cta: Cta) -> None:
         """A CTA exited: when its whole cluster has, the next cluster of the grid starts in the next cycle (not in
         this one: a grid of CTAs that exit at once would otherwise run whole within one simulated instant)."""
-        if self._clusters_started < self._clusters_total and all(c.exited for c in cta.cluster.ctas):
+        if not all(c.exited for c in cta.cluster.ctas):
+            return
+        if self._clusters_started < self._clusters_total:
             self._clusters_reserved += 1
             self.env.process(self._start_next_cluster())
+        from .retention import compact_cluster
+        compact_cluster(self, cta.cluster)
 
     def _start_next_cluster(self):
         yield self.env.timeout(1)

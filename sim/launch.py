@@ -252,15 +252,9 @@ def _is_dir(p: str) -> bool:
 
 
 def _decode_ptx(raw: bytes, name: str) -> str:
-    """PTX bytes as text: PTX is ASCII (PTX ISA §4.1); a byte that is not UTF-8 is a located diagnostic."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        from tcsim.isa.errors import SourceLoc
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise LaunchError(f"byte 0x{raw[e.start]:02x} is not UTF-8 text", SourceLoc(name, line, col),
-                          expected="PTX source in ASCII (PTX ISA §4.1)") from None
+    """PTX bytes as text: the rule and diagnostic of ``tcsim check`` (:func:`tcsim.isa.lexer.decode_source`)."""
+    from tcsim.isa.lexer import decode_source
+    return decode_source(raw, name)
 
 
 @dataclass
@@ -669,7 +663,8 @@ class Prepared:
                 glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).download()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
-                 "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": bool(sim.arch_config.timed)}
+                 "ctas": len(sim.ctas) + sim.retention.ctas, "warps": len(sim.warps) + sim.retention.warps,
+                 "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
         return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
                       simulation=sim, notes=notes(self.module), timing=sim.timing_report(),
@@ -781,7 +776,8 @@ def run_sequence(launches, *, seed: int | None = None, strict: bool = False, det
         res = prep.result()
         results.append(res)
         findings.extend(res.findings)
-        releases.append(deps.release_cycle(c.ctaid for c in prep.sim.ctas))
+        rel = deps.release_cycle(c.ctaid for c in prep.sim.ctas)          # (and the compacted CTAs': retention)
+        releases.append(None if rel is None else max(rel, prep.sim.retention.release))
         if log is not None:
             log.name_lines(prep.module)
             if launch.programmatic and inflight is not None and deps.releases_before_waiting():

@@ -7,6 +7,14 @@ instruction for it.
 * **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
   spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
   with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
+* **How a kernel that does not end is stopped** (the default budget's story): a deadlock at once (no event left);
+  a warp in a loop that can never end, or cannot end within the budget (a counter stepping over or away from its
+  bound, an invariant test, a poll of memory or of an mbarrier nobody can change) after
+  :data:`tcsim.loop_watch.LOOP_AFTER` + :data:`tcsim.loop_watch.LOOP_EVERY` seconds or so, by the loop monitor
+  (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, located at the compare that governs the exit); a poll in
+  which the whole machine state repeats by the livelock detector (below) within seconds; anything else (a loop
+  whose exit depends on data, a clock, an atomic) by the budget: :data:`DEFAULT_MAX_SECONDS` of work unless the
+  caller sets one.
 * **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
   cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
   (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
@@ -60,7 +68,7 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
     body = sim.program.body
     lines = []
     live = [w for w in sim.warps if w.alive.any()]
-    done = len(sim.warps) - len(live)
+    done = len(sim.warps) - len(live) + getattr(getattr(sim, "retention", None), "warps", 0)
     for w in live[:limit]:
         groups = []
         for pc in sorted(set(int(p) for p in w.pc[w.alive]))[:3]:
@@ -107,6 +115,9 @@ class RunWatch:
         self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
+        from .loop_watch import LoopMonitor
+        #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
+        self.loops = LoopMonitor(self)
 
     # ------------------------------------------------------------------------------------------ run bracket
     def started(self) -> None:
@@ -164,6 +175,10 @@ class RunWatch:
                                 f"{retired} warp-instructions and {int(sim.env.now)} cycles")
         if self.progress is not False and t >= PROGRESS_AFTER:
             self._progress(t)
+        if self.loops.due(t):
+            err = self.loops.sample(t)
+            if err is not None:
+                return err
         if retired >= self._next_sample:
             return self._livelock_sample()
         return None
@@ -255,7 +270,7 @@ class RunWatch:
         self._last_line = t
         sim = self.sim
         rate = sim.retired / max(t, 1e-9)
-        done = sum(1 for c in sim.ctas if c.exited)
+        done = sum(1 for c in sim.ctas if c.exited) + sim.retention.ctas
         total = sim.grid[0] * sim.grid[1] * sim.grid[2]
         budget = (f"budget {self.max_seconds:g} s" if self.max_seconds is not None else
                   f"budget {self.max_instructions:,} instructions")

@@ -179,3 +179,69 @@ def test_ctrl_c_ends_the_run_with_every_warps_position(tmp_path):
     assert p.returncode == 130, err
     assert "stopped by Ctrl-C" in err and "CTA (0,0,0) warp 0:" in err and "CTA (0,0,0) warp 1:" in err
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- finished CTAs
+# every thread keeps 192 64-bit registers live (48 KiB per warp) and the CTA declares 16 KiB of shared memory: a
+# finished CTA kept whole costs ~110 KiB
+HEAVY = HEAD + """.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<200>;
+  .shared .align 8 .b8 buf[16384];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.u64 %rd4, %rd1, %rd3;
+  add.u32 %r3, %r2, 1;
+  st.shared.u32 [buf], %r3;
+  st.global.u32 [%rd4], %r3;
+DONE:
+  ret;
+}
+"""
+
+
+def test_finished_ctas_beyond_the_kept_ones_are_compacted(monkeypatch):
+    import tcsim.retention as retention
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
+    n = 300
+    r = run_launch(Launch(ptx=HEAVY, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),
+                   detect=False, progress=False)
+    assert np.array_equal(r.outputs[0], np.arange(1, n + 1, dtype=np.uint32))
+    sim = r.simulation
+    assert r.stats["ctas"] == n and r.stats["warps"] == 2 * n
+    assert len(sim.ctas) == 8 and len(sim.warps) == 16 and len(sim.cta_index) == 8
+    assert sim.retention.ctas == n - 8 and [c.ctaid for c in sim.ctas] == [(i, 0, 0) for i in range(8)]
+
+
+def test_observed_runs_keep_every_cta(monkeypatch):
+    import tcsim.retention as retention
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
+    r = run_launch(Launch(ptx=HEAVY, grid=(40, 1, 1), block=(64, 1, 1), args=[np.zeros(40, np.uint32)]),
+                   progress=False)                          # the race detector observes the run: nothing compacted
+    assert len(r.simulation.ctas) == 40 and r.stats["ctas"] == 40
+
+
+@pytest.mark.slow
+def test_memory_of_a_big_grid_stays_bounded():
+    import gc
+    import tracemalloc
+
+    def held(n):
+        gc.collect()
+        tracemalloc.start()
+        r = run_launch(Launch(ptx=HEAVY, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),
+                       detect=False, progress=False)
+        gc.collect()
+        cur = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert r.stats["ctas"] == n
+        return cur
+    small, big = held(1500), held(6000)
+    # kept whole, the 4,500 more CTAs would hold ~4,500 x 110 KiB = ~480 MiB; compacted, nothing of them stays
+    assert big - small < 16 << 20, (small, big)
