@@ -98,6 +98,15 @@ class FastTier:
         self.pending: dict = {}
         self.npending = 0
         self._seq = 0
+        #: per PC: the step kind a lockstep superstep runs it as (tcsim.fast.lockstep), None: not in supersteps;
+        #: computed at the first gang (it needs the register file's guard check)
+        self.steps = None
+        self.bar_index: dict = {}
+        #: supersteps run, and the cycles they covered (statistics)
+        self.supersteps = 0
+        self.superstep_cycles = 0
+        self.super_ok = self.bulk_ok and sim.max_instructions is None and \
+            not os.environ.get("TCSIM_FAST_NOSUPER")
         self.groups = 0                  # groups executed together (statistics)
         self.grouped = 0                 # warp-instructions they held
         self.failovers = 0               # warp-instructions run warp by warp at a flush
@@ -113,6 +122,8 @@ class FastTier:
         self.nwarps = 0
         self.cap = 0
         self.smems: list = []
+        #: the CTAs' shared windows as rows of a few arrays (tcsim.memory.StackedWindows; row = cta_pos)
+        self.smem_stack = None
         self.cta_pos: dict = {}
         self.cta_rank = np.zeros(0, np.int64)
         self.cta_index = np.zeros(0, np.int64)
@@ -197,9 +208,14 @@ class FastTier:
             self.alive[i] = w.alive
             w.alive = self.alive[i]
         # the CTAs' shared memories, by index (a group's lanes name theirs: cta_index)
+        if self.smem_stack is None:
+            from ..memory import StackedWindows
+            per = sim.cluster_dims[0] * sim.cluster_dims[1] * sim.cluster_dims[2]
+            total = sim.grid[0] * sim.grid[1] * sim.grid[2]
+            self.smem_stack = StackedWindows(min(total, sim.resident_clusters * per))
         for w in new:
             if id(w.cta) not in self.cta_pos:
-                self.cta_pos[id(w.cta)] = len(self.smems)
+                self.cta_pos[id(w.cta)] = self.smem_stack.adopt(w.cta.smem)
                 self.smems.append(w.cta.smem)
         ranks = {self.cta_pos[id(w.cta)]: w.cta.rank for w in new}
         if len(self.cta_rank) < len(self.smems):
@@ -335,12 +351,47 @@ class FastTier:
             self._tick(w, y)
             return
 
+    def _lockstep_steps(self) -> list:
+        """Per PC, how a superstep runs the instruction (tcsim.fast.lockstep): SEM (a recorded kind: its semantics
+        over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
+        barrier, no thread count), or None (never in a superstep)."""
+        from tcsim.isa import ir
+        from .lockstep import BARRIER, BRANCH, SEM, STORE
+        prog = self.sim.program
+        steps = [None] * self.nbody
+        for pc, ins in enumerate(prog.body[:self.nbody]):
+            if not self.guard_ok[pc]:
+                continue
+            if self.groupable[pc] is not None:
+                steps[pc] = SEM
+            elif pc in self.branch:
+                steps[pc] = BRANCH
+            elif pc in self.store:
+                steps[pc] = STORE
+            elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
+                from tcsim.isa.barrier_forms import parse_bar
+                try:
+                    f = parse_bar(ins)
+                except TcsimError:
+                    continue
+                if f.op == "sync" and f.b is None and f.dst is None and f.c is None and isinstance(f.a, ir.Imm) \
+                        and f.a.kind == "int" and 0 <= int(f.a.value) < 16:
+                    steps[pc] = BARRIER
+                    self.bar_index[pc] = (int(f.a.value), bool(f.aligned))
+        return steps
+
     def _run_gang(self, gang) -> None:
         gang.popped = True
         members = gang.members
         key = gang.key
         q = self.sim.env._queue
         n = len(members)
+        if self.super_ok and key[1] == NORMAL and self.merge:
+            if self.steps is None:
+                self.steps = self._lockstep_steps()
+            from .lockstep import superstep
+            if superstep(self, members):
+                return
         bulk = self.bulk_ok and n > 1 and key[1] == NORMAL and self.merge
         i = 0
         while i < n:

@@ -98,9 +98,10 @@ def signature(make, tier: str, *, timing=False, detect=False, seed=None, trace=F
 
 
 def _fast_counts(sim):
-    """(groups run together, warp-instructions they held, warp-instructions run warp by warp at a flush)."""
+    """(groups run together, warp-instructions they held, warp-instructions run warp by warp at a flush, lockstep
+    supersteps, cycles they covered)."""
     f = getattr(sim, "_fast", None)
-    return None if f is None else (f.groups, f.grouped, f.failovers)
+    return None if f is None else (f.groups, f.grouped, f.failovers, f.supersteps, f.superstep_cycles)
 
 
 def assert_identical(make, **kw):
@@ -125,8 +126,11 @@ def test_alu_loop_identical(timing):
         a = (a * 1103515245 + 12345) & 0x7FFFFFFF
         b = b ^ (a >> 7)
     assert sig["outputs"][0][2] == a.tobytes() and sig["outputs"][1][2] == b.tobytes()
-    groups, grouped, _ = sig["_fast"]
-    assert groups > 100 and grouped == 2 * groups     # the loop body ran as groups of the kernel's two warps
+    groups, grouped, _, supersteps, cycles = sig["_fast"]
+    if timing:
+        assert groups > 100 and grouped == 2 * groups  # the loop body ran as groups of the kernel's two warps
+    else:                                              # the loop ran in lockstep supersteps of both warps
+        assert supersteps >= 1 and cycles > 0.9 * sig["stats"]["cycles"]
 
 
 def test_gemm_tiled_identical_with_detector_and_trace():
