@@ -39,8 +39,8 @@ BATCHABLE = frozenset({
     # floating point (§9.7.3, §9.7.4)
     "add:float", "sub:float", "mul:float", "fma", "mad:float", "div:float", "rcp", "sqrt", "rsqrt", "sin", "cos",
     "lg2", "ex2", "tanh", "abs:float", "neg:float", "min:float", "max:float", "copysign", "testp",
-    # data movement (§9.7.9.1 mov, §9.7.9.8 ld, §9.7.9.9 ldu)
-    "mov", "ld", "ldu",
+    # data movement (§9.7.9.1 mov, §9.7.9.8 ld, §9.7.9.9 ldu, §9.7.9.19 cvta)
+    "mov", "ld", "ldu", "cvta",
 })
 
 #: families that read memory: held back only while no observer selects 'mem'

@@ -34,6 +34,7 @@ from simpy.events import NORMAL
 
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
+from ..ptxtypes import to_container, to_type
 from .batch import WARP, BatchCtx, Fallback
 
 #: per-PC step kinds (FastTier.steps)
@@ -65,17 +66,55 @@ class GroupCtx(BatchCtx):
             self._mb = super()._mbarriers()
         return self._mb
 
-    def start(self, ins, pc: int, mask: np.ndarray) -> None:
+    def start(self, ins, pc: int, mask: np.ndarray, full: bool) -> None:
         self.ins = ins
         self.pc = pc
         self.mask = mask
+        self._full = full                       # every lane of the members executes it
         self._writes = []
         self._written = set()
 
     def write(self, op, ptype, values, mask=None) -> None:
-        super().write(op, ptype, values, mask)
+        if mask is None and type(op) is ir.Reg and type(values) is np.ndarray and values.shape == (self.n,) \
+                and ptype != "b128":
+            # (the common case without BatchCtx.write's broadcast: a register, the instruction's own lanes)
+            r = self._reg(op.name)
+            if r.dtype == np.bool_:
+                raise Fallback(op.name)
+            try:
+                bits = to_container(values, ptype, r.dtype.itemsize)
+            except ValueError:
+                raise Fallback(op.name) from None
+            self._writes.append((op.name, bits, self.mask))
+        else:
+            super().write(op, ptype, values, mask)
         if self._writes:
             self._written.add(self._writes[-1][0])
+
+    def commit(self) -> None:
+        if not self._full:
+            return super().commit()
+        flat = self.tier.flat
+        idx = self.idx
+        k = len(self.warps)
+        mask = self.mask
+        for name, bits, m in self._writes:
+            if m is mask:
+                flat[name][idx] = bits.reshape(k, WARP)
+            else:
+                r = flat[name]
+                rows = r[idx].reshape(-1)
+                rows[m] = bits[m]
+                r[idx] = rows.reshape(k, WARP)
+
+    def _reg_read(self, name: str, ptype: str) -> np.ndarray:
+        r = self.tier.flat.get(name)
+        if r is None or name in self._written or r.dtype == np.bool_ or ptype == "b128":
+            raise Fallback(name)
+        try:
+            return to_type(r[self.idx].reshape(-1), ptype)
+        except ValueError:
+            raise Fallback(name) from None
 
     def write_pred(self, op, values, mask=None) -> None:
         super().write_pred(op, values, mask)
@@ -100,6 +139,8 @@ class GroupCtx(BatchCtx):
         return a
 
     def read(self, op, ptype: str) -> np.ndarray:
+        if type(op) is ir.Reg:
+            return self._reg_read(op.name, ptype)
         if isinstance(op, ir.SpecialReg):
             key = (op.name, op.component)
             raw = self._sregs.get(key)
@@ -111,7 +152,6 @@ class GroupCtx(BatchCtx):
             if raw.dtype == np.bool_:
                 raise Fallback(op.name)
             try:
-                from ..ptxtypes import to_type
                 return to_type(raw, ptype)
             except ValueError:
                 raise Fallback(op.name) from None
@@ -138,7 +178,7 @@ class GroupCtx(BatchCtx):
 class _Gang:
     """What a superstep knows about its members (built once per superstep)."""
 
-    __slots__ = ("members", "k", "sel", "alive", "group", "nalive", "ctas")
+    __slots__ = ("members", "k", "sel", "alive", "group", "nalive", "nlanes", "ctas")
 
     def __init__(self, tier, members: list):
         self.members = members
@@ -153,6 +193,7 @@ class _Gang:
             self.alive = tier.alive[idx]
         self.group = self.alive.reshape(-1)
         self.nalive = int(np.count_nonzero(self.group))
+        self.nlanes = WARP * k
         self.ctas = None
 
     def whole_ctas(self):
@@ -244,7 +285,7 @@ def superstep(tier, members: list) -> bool:
                 ag.sync_whole_cta(c, ws, index, pc, aligned)
             nxt = pc + 1
         else:
-            gctx.start(ins, pc, mask)
+            gctx.start(ins, pc, mask, n == g.nlanes)
             try:
                 decoded[pc](gctx)
                 if kind == STORE and gctx._writes:

@@ -15,6 +15,7 @@ docstring gives the argument).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 import simpy
@@ -76,6 +77,33 @@ class _Gang(simpy.events.Event):
         self.popped = False
 
 
+class RowRegs(Mapping):
+    """A warp's registers as rows ``i`` of the fast tier's flat ``(warps, 32)`` arrays (``flat``: register name ->
+    array, replaced when the arrays grow; each access looks the row up, so nothing keeps a stale one).  Assigning a
+    register copies the lanes into its row."""
+
+    __slots__ = ("flat", "i")
+
+    def __init__(self, flat: dict, i: int):
+        self.flat = flat
+        self.i = i
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.flat[name][self.i]
+
+    def __setitem__(self, name: str, value) -> None:
+        self.flat[name][self.i] = value
+
+    def __contains__(self, name) -> bool:
+        return name in self.flat
+
+    def __iter__(self):
+        return iter(self.flat)
+
+    def __len__(self) -> int:
+        return len(self.flat)
+
+
 class FastTier:
     def __init__(self, sim):
         self.sim = sim
@@ -127,7 +155,7 @@ class FastTier:
         self.cta_pos: dict = {}
         self.cta_rank = np.zeros(0, np.int64)
         self.cta_index = np.zeros(0, np.int64)
-        self.guard_ok = [False] * self.nbody
+        self.guard_ok = None
         if not self.enabled:
             return
         for pc, ins in enumerate(prog.body):
@@ -164,45 +192,64 @@ class FastTier:
         if new:
             self._push(list(new), sim.env.now, URGENT)
 
-    def _layout(self, new: list) -> None:
-        """Registers, PCs and live lanes of the warps ``new`` become rows of the flat arrays (one per register
-        name: a lockstep group's operand is one gather); when they are full, the arrays double and every warp's
-        entries are pointed at the new rows (nothing keeps a register array across instructions)."""
+    def regfile(self, i: int):
+        """The register file of warp number ``i`` (creation order) when the tier lays registers out: rows of the
+        flat arrays (:class:`RowRegs`), else None (the warp makes its own)."""
+        if not self.enabled:
+            return None
+        if self.flat is None:
+            from ..callstack import make_regfile
+            tmpl = make_regfile(self.sim.program.kernel.regs)       # (one warp's: names, order and dtypes)
+            self._dtypes = {name: a.dtype for name, a in tmpl.items()}
+            self.flat = {name: np.zeros((0, WARP), dtype=dt) for name, dt in self._dtypes.items()}
+        self._grow(i + 1)
+        return RowRegs(self.flat, i)
+
+    def _grow(self, n: int) -> None:
+        """Room for ``n`` warps in the flat arrays (registers, PCs, live lanes): when they are full they double;
+        the laid-out warps' PCs and live lanes are pointed at the new rows (register rows are looked up at each
+        access, :class:`RowRegs`)."""
+        if n <= self.cap:
+            return
         sim = self.sim
-        warps = sim.warps
-        first = self.flat is None
-        if first:
-            self.flat = {name: None for name in new[0].regs}
+        if not self.cap:
+            per = sim.cluster_dims[0] * sim.cluster_dims[1] * sim.cluster_dims[2]
+            total = sim.grid[0] * sim.grid[1] * sim.grid[2]
+            first = min(total, sim.resident_clusters * per) * sim._nwarps
+        else:
+            first = 0
+        cap = max(n, 2 * self.cap, first)
+        for name, old in self.flat.items():
+            a = np.zeros((cap, WARP), dtype=old.dtype)
+            a[:len(old)] = old
+            self.flat[name] = a
+        pcs = np.zeros((cap, WARP), dtype=np.int64)
+        alive = np.zeros((cap, WARP), dtype=bool)
+        old = sim.warps[:self.nwarps]
+        if old:
+            pcs[:len(old)] = self.pcs[:len(old)]
+            alive[:len(old)] = self.alive[:len(old)]
+            for w, p, a in zip(old, pcs, alive):
+                w.pc = p
+                w.alive = a
+        self.pcs, self.alive = pcs, alive
+        self.cap = cap
+
+    def _layout(self, new: list) -> None:
+        """PCs and live lanes of the warps ``new`` become rows of the flat arrays (their registers already are:
+        :meth:`regfile`), and their CTAs' shared windows rows of the stacked windows."""
+        sim = self.sim
+        if self.guard_ok is None:
             from tcsim.isa import ir
             body = sim.program.body
             self.guard_ok = [ins.guard is None or (isinstance(ins.guard[0], ir.Reg) and ins.guard[0].name in
-                                                   self.flat and new[0].regs[ins.guard[0].name].dtype == np.bool_)
+                                                   self.flat and self.flat[ins.guard[0].name].dtype == np.bool_)
                              for ins in body]
-        if self.nwarps > self.cap:
-            cap = max(self.nwarps, 2 * self.cap)
-            old = warps[:self.nwarps - len(new)]
-            for name in self.flat:
-                a = np.zeros((cap, WARP), dtype=new[0].regs[name].dtype)
-                if old:
-                    a[:len(old)] = self.flat[name][:len(old)]
-                    for w, row in zip(old, a):
-                        w.regs[name] = row
-                self.flat[name] = a
-            pcs = np.zeros((cap, WARP), dtype=np.int64)
-            alive = np.zeros((cap, WARP), dtype=bool)
-            if old:
-                pcs[:len(old)] = self.pcs[:len(old)]
-                alive[:len(old)] = self.alive[:len(old)]
-                for w, p, a in zip(old, pcs, alive):
-                    w.pc = p
-                    w.alive = a
-            self.pcs, self.alive = pcs, alive
-            self.cap = cap
+        self._grow(self.nwarps)
         for w in new:
             i = w.fast_index
-            for name, a in self.flat.items():
-                a[i] = w.regs[name]
-                w.regs[name] = a[i]
+            if not isinstance(w.regs, RowRegs) or w.regs.i != i:
+                raise AssertionError(f"{w.label}: register file not laid out by the fast tier")
             self.pcs[i] = w.pc
             w.pc = self.pcs[i]
             self.alive[i] = w.alive
@@ -754,6 +801,13 @@ class FastTier:
                     return
                 if len(warp.waits) > nwaits:
                     tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
+                # uniform again when every live lane stands at one PC with nothing waiting, parked or in focus
+                al = warp.alive
+                if warp.focus is None and not warp.waits and not (warp.waiting & al).any() and \
+                        not warp.parked.any():
+                    p = pcs[al]
+                    if p.size and (p == p[0]).all():
+                        warp.fast_upc = int(p[0])
             gap, done = issued(ctx, pc, pre, now)
             # (a uniform warp has no lanes outside its group: the spin check cannot fire)
             if not uniform and warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
