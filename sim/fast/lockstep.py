@@ -211,6 +211,18 @@ class _Gang:
         return self.ctas or None
 
 
+def _region(tier, pc: int) -> tuple:
+    """The generated functions of the unguarded instructions with generated code from ``pc`` on (a straight run of
+    them: one cycle each, no branch, no memory access, nothing that can fail), run back to back when every lane
+    of the gang executes them."""
+    steps, native, body = tier.steps, tier.native, tier.sim.program.body
+    out = []
+    while pc < tier.nbody and steps[pc] == SEM and native[pc] is not None and body[pc].guard is None:
+        out.append(native[pc])
+        pc += 1
+    return tuple(out)
+
+
 def superstep(tier, members: list) -> bool:
     """Run the gang ``members`` (popped now) for as many cycles as the module docstring allows; False when not even
     one (nothing changed: the caller issues the gang as usual)."""
@@ -245,6 +257,7 @@ def superstep(tier, members: list) -> bool:
     body = prog.body
     decoded = prog.decoded
     branch = tier.branch
+    native = tier.native
     watch = sim.watch
     count_nonzero = np.count_nonzero
     gctx = GroupCtx(tier, sel, members, group)
@@ -252,10 +265,33 @@ def superstep(tier, members: list) -> bool:
     lanes = 0
     last = None
     check = False
+    full = nalive == g.nlanes
+    regions = tier.regions
     while cycles < horizon:
         kind = steps[pc]
         if kind is None:
             break
+        if full:
+            reg = regions.get(pc)
+            if reg is None:
+                reg = regions[pc] = _region(tier, pc)
+            nreg = len(reg)
+            if nreg > 1 and cycles + nreg <= horizon:
+                after = sim.retired + nreg * k
+                crossing = after >= watch.next_check
+                if not crossing or not watch.looks_at_warps(after):
+                    for op in reg:                  # (unguarded generated code, every lane: see _region)
+                        dst, v = op(flat, sel)
+                        flat[dst][sel] = v
+                    lanes += nreg * nalive
+                    cycles += nreg
+                    sim.retired = after
+                    last = (pc + nreg - 1, group)
+                    pc += nreg
+                    if crossing and watch.check() is not None:
+                        check = True
+                        break
+                    continue
         ins = body[pc]
         guard = ins.guard
         if guard is None:
@@ -283,6 +319,18 @@ def superstep(tier, members: list) -> bool:
                 break
             for c, ws in ctas:
                 ag.sync_whole_cta(c, ws, index, pc, aligned)
+            nxt = pc + 1
+        elif native[pc] is not None:
+            dst, v = native[pc](flat, sel)
+            r = flat[dst]
+            if n == g.nlanes:
+                r[sel] = v
+            elif isinstance(sel, slice):
+                np.copyto(r[sel], v, where=mask.reshape(k, WARP))
+            else:
+                rows = r[sel]
+                np.copyto(rows, v, where=mask.reshape(k, WARP))
+                r[sel] = rows
             nxt = pc + 1
         else:
             gctx.start(ins, pc, mask, n == g.nlanes)

@@ -130,6 +130,8 @@ class FastTier:
         #: computed at the first gang (it needs the register file's guard check)
         self.steps = None
         self.bar_index: dict = {}
+        #: per PC: the straight run of generated code from it (tcsim.fast.lockstep._region), built on first use
+        self.regions: dict = {}
         #: supersteps run, and the cycles they covered (statistics)
         self.supersteps = 0
         self.superstep_cycles = 0
@@ -404,13 +406,20 @@ class FastTier:
         barrier, no thread count), or None (never in a superstep)."""
         from tcsim.isa import ir
         from .lockstep import BARRIER, BRANCH, SEM, STORE
+        from .codegen import native_op
+        from ..semantics import DecodeInfo
         prog = self.sim.program
         steps = [None] * self.nbody
+        self.native = [None] * self.nbody
+        info = DecodeInfo(prog.module, prog.kernel, prog.module.arch or "sm_100a", frozenset(), 0)
+        dtypes = {name: a.dtype for name, a in self.flat.items()}
         for pc, ins in enumerate(prog.body[:self.nbody]):
             if not self.guard_ok[pc]:
                 continue
             if self.groupable[pc] is not None:
                 steps[pc] = SEM
+                if not os.environ.get("TCSIM_FAST_NOGEN"):
+                    self.native[pc] = native_op(ins, info, dtypes)
             elif pc in self.branch:
                 steps[pc] = BRANCH
             elif pc in self.store:
