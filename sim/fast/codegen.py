@@ -314,4 +314,80 @@ def _float(ins, info, g: _Gen):
     return g.build(f"np.asarray(r).astype({_UINT[n]}).reshape(-1, 32)", d)
 
 
-__all__ = ["native_op"]
+class _SharedAccess:
+    """Group code of a scalar ``ld`` / ``st`` of ``shared::cta`` (or a ``ld`` of ``global``) whose value fills its
+    register, for a group in which every lane executes it: the addresses are the register's raw bits plus the
+    offset (as :meth:`tcsim.context.ExecContext.address` makes them); an access the group context would not run
+    (misaligned, another CTA's rank, out of the window, a global address outside every allocation, a shared
+    store into a CTA holding an mbarrier) returns None and runs through the semantics, which raise the
+    reference's fault.  Shared words move in one gather / scatter over the stacked windows
+    (:class:`tcsim.memory.StackedWindows`); a store writes warp after warp, each warp's lanes in descending
+    order (later wins: the reference's order)."""
+
+    full_only = True                        # (only when every lane of the group executes it)
+
+    def __init__(self, tier, store: bool, space: str, base: str, offset: int, nbytes: int, reg: str):
+        self.tier = tier
+        self.store = store
+        self.space = space
+        self.base = base
+        self.offset = np.uint64(offset & ((1 << 64) - 1))
+        self.nbytes = nbytes
+        self.word = np.dtype(_UINT[nbytes][3:])
+        self.reg = reg
+
+    def __call__(self, F, sel):
+        from .. import memory as M
+        t = self.tier
+        n = self.nbytes
+        a = F[self.base][sel].astype(np.uint64) + self.offset
+        if (a & np.uint64(n - 1)).any():
+            return None
+        if self.space == "global":
+            try:
+                raw = t.sim.gmem.read_rows(a.reshape(-1), n)
+            except Exception:
+                return None
+            return self.reg, raw.view(self.word).reshape(a.shape)
+        st = t.smem_stack
+        if st is None or len(st.blocks) != 1 or st.blocks[0].shape[1] % n:
+            return None
+        rank = (a >> np.uint64(M.SHARED_RANK_SHIFT)).astype(np.int64)
+        offs = (a & np.uint64(M.SHARED_OFFSET_MASK)).astype(np.int64)
+        cta = t.cta_index[sel]
+        if (rank != t.cta_rank[cta][:, None]).any() or (offs < t.smem_base).any() or \
+                (offs + n > t.smem_end).any():
+            return None
+        words = st.blocks[0].view(self.word)
+        rows = np.broadcast_to(cta[:, None], offs.shape)
+        if not self.store:
+            return self.reg, words[rows, offs // n]
+        return self.reg, (rows[:, ::-1], (offs // n)[:, ::-1], words)    # (the caller scatters)
+
+
+def native_mem(ins, info, dtypes: dict, tier):
+    """A :class:`_SharedAccess` for a plain scalar ld / st of shared::cta (ld of global too) filling a register of
+    its type's size, or None."""
+    if ins.opcode not in ("ld", "st") or any(m in ins.mods for m in ("volatile", "mmio", "unified")):
+        return None
+    from tcsim.isa.data_movement_forms import parse_ld, parse_st
+    try:
+        f = (parse_ld if ins.opcode == "ld" else parse_st)(ins, info)
+    except Exception:
+        return None
+    store = ins.opcode == "st"
+    space = {"shared": "shared", "shared::cta": "shared", "global": "global"}.get(f.space)
+    if space is None or (store and space != "shared") or f.vec != 1 or f.policy is not None:
+        return None
+    n = size_of(f.type)
+    if n not in (4, 8) or type(f.value) is not ir.Reg or f.value.name not in dtypes or \
+            dtypes[f.value.name] == np.bool_ or dtypes[f.value.name].itemsize != n:
+        return None
+    addr = f.addr
+    if type(addr) is not ir.Address or type(addr.base) is not ir.Reg or addr.base.name not in dtypes or \
+            dtypes[addr.base.name] == np.bool_:
+        return None
+    return _SharedAccess(tier, store, space, addr.base.name, int(addr.offset or 0), n, f.value.name)
+
+
+__all__ = ["native_mem", "native_op"]

@@ -211,13 +211,27 @@ class _Gang:
         return self.ctas or None
 
 
+def _native(op, kind: int, flat: dict, sel, gctx):
+    """Run generated code ``op`` (tcsim.fast.codegen) for the group: a SEM step's (destination, values) to write,
+    a store done (True), or None when the generated code declines (the semantics run the step instead)."""
+    res = op(flat, sel)
+    if res is None or kind == SEM:
+        return res
+    reg, (rows, cols, words) = res
+    if gctx._mbarriers():                       # (the reference checks stores over live barriers)
+        return None
+    words[rows, cols] = flat[reg][sel][:, ::-1]
+    return True
+
+
 def _region(tier, pc: int) -> tuple:
     """The generated functions of the unguarded instructions with generated code from ``pc`` on (a straight run of
     them: one cycle each, no branch, no memory access, nothing that can fail), run back to back when every lane
     of the gang executes them."""
     steps, native, body = tier.steps, tier.native, tier.sim.program.body
     out = []
-    while pc < tier.nbody and steps[pc] == SEM and native[pc] is not None and body[pc].guard is None:
+    while pc < tier.nbody and steps[pc] == SEM and native[pc] is not None and body[pc].guard is None and \
+            not getattr(native[pc], "full_only", False):
         out.append(native[pc])
         pc += 1
     return tuple(out)
@@ -320,17 +334,19 @@ def superstep(tier, members: list) -> bool:
             for c, ws in ctas:
                 ag.sync_whole_cta(c, ws, index, pc, aligned)
             nxt = pc + 1
-        elif native[pc] is not None:
-            dst, v = native[pc](flat, sel)
-            r = flat[dst]
-            if n == g.nlanes:
-                r[sel] = v
-            elif isinstance(sel, slice):
-                np.copyto(r[sel], v, where=mask.reshape(k, WARP))
-            else:
-                rows = r[sel]
-                np.copyto(rows, v, where=mask.reshape(k, WARP))
-                r[sel] = rows
+        elif native[pc] is not None and (n == g.nlanes or not getattr(native[pc], "full_only", False)) and \
+                (res := _native(native[pc], kind, flat, sel, gctx)) is not None:
+            if kind == SEM:
+                dst, v = res
+                r = flat[dst]
+                if n == g.nlanes:
+                    r[sel] = v
+                elif isinstance(sel, slice):
+                    np.copyto(r[sel], v, where=mask.reshape(k, WARP))
+                else:
+                    rows = r[sel]
+                    np.copyto(rows, v, where=mask.reshape(k, WARP))
+                    r[sel] = rows
             nxt = pc + 1
         else:
             gctx.start(ins, pc, mask, n == g.nlanes)

@@ -406,7 +406,7 @@ class FastTier:
         barrier, no thread count), or None (never in a superstep)."""
         from tcsim.isa import ir
         from .lockstep import BARRIER, BRANCH, SEM, STORE
-        from .codegen import native_op
+        from .codegen import native_mem, native_op
         from ..semantics import DecodeInfo
         prog = self.sim.program
         steps = [None] * self.nbody
@@ -416,14 +416,17 @@ class FastTier:
         for pc, ins in enumerate(prog.body[:self.nbody]):
             if not self.guard_ok[pc]:
                 continue
+            gen = not os.environ.get("TCSIM_FAST_NOGEN")
             if self.groupable[pc] is not None:
                 steps[pc] = SEM
-                if not os.environ.get("TCSIM_FAST_NOGEN"):
-                    self.native[pc] = native_op(ins, info, dtypes)
+                if gen:
+                    self.native[pc] = native_op(ins, info, dtypes) or native_mem(ins, info, dtypes, self)
             elif pc in self.branch:
                 steps[pc] = BRANCH
             elif pc in self.store:
                 steps[pc] = STORE
+                if gen:
+                    self.native[pc] = native_mem(ins, info, dtypes, self)
             elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
                 from tcsim.isa.barrier_forms import parse_bar
                 try:

@@ -192,6 +192,79 @@ def test_faults_identical():
     assert ref.get("error") and "out-of-bounds" in ref["error"][1]
 
 
+EDGE_PTX = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry edge(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 buf[90000];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  ld.param.u32 %r3, [n];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 2;
+  add.s32 %r5, %r4, %r5;
+  mov.u32 %r6, 0;
+  mov.u32 %r7, %r1;
+LOOP:
+  st.shared.u32 [%r5], %r7;
+  bar.sync 0;
+  xor.b32 %r8, %r1, 1;
+  shl.b32 %r8, %r8, 2;
+  add.s32 %r8, %r4, %r8;
+  ld.shared.u32 %r9, [%r8];
+  bar.sync 0;
+  setp.lt.u32 %p1, %r1, 20;
+  @%p1 add.s32 %r7, %r7, %r9;
+  mad.lo.s32 %r7, %r7, 3, %r2;
+  add.s32 %r6, %r6, 1;
+  setp.lt.u32 %p2, %r6, %r3;
+  @%p2 bra LOOP;
+  and.b32 %r10, %r1, 7;
+  setp.eq.u32 %p3, %r10, 0;
+  @%p3 bra SKIP;
+  add.s32 %r7, %r7, 100;
+SKIP:
+  mad.lo.s32 %r11, %r2, 48, %r1;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mul.wide.u32 %rd2, %r11, 4;
+  add.s64 %rd1, %rd1, %rd2;
+  st.global.u32 [%rd1], %r7;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("ctas,iters", [(3, 40), (300, 3)])
+def test_supersteps_identical(ctas, iters):
+    """Lockstep supersteps (tcsim.fast.lockstep) over CTAs of 48 threads (a warp with 16 live lanes): a loop of
+    shared stores and loads between bar.syncs, a guarded add, a uniform backward branch, then a divergent branch
+    (the superstep stops and the reference path splits the warps); 90 KB of shared memory per CTA: 300 CTAs are
+    more than run at once (the rest start as CTAs exit).  Same outputs, cycles and counts as the reference tier, and the values the
+    loop's recurrence gives (computed here in numpy)."""
+    def make():
+        return Launch(ptx=EDGE_PTX, kernel="edge", grid=(ctas, 1, 1), block=(48, 1, 1),
+                      args=[np.zeros(48 * ctas, np.uint32), iters])
+    sig = assert_identical(make)
+    tid = np.arange(48, dtype=np.int64)
+    want = []
+    for c in range(ctas):
+        v = tid.copy()
+        for _ in range(iters):
+            nb = v[tid ^ 1]
+            v = np.where(tid < 20, v + nb, v) & 0xFFFFFFFF
+            v = (v * 3 + c) & 0xFFFFFFFF
+        want.append(np.where(tid % 8 != 0, v + 100, v) & 0xFFFFFFFF)
+    assert sig["outputs"][0][2] == np.concatenate(want).astype(np.uint32).tobytes()
+    supersteps, cycles = sig["_fast"][3:]
+    assert supersteps > 0 and cycles > 0.5 * sig["stats"]["cycles"]
+
+
 def _calls(case):
     def make():
         from calib.calls_golden import build
