@@ -104,6 +104,43 @@ class RowRegs(Mapping):
         return len(self.flat)
 
 
+_UNBUILT = object()
+
+
+class _Generated:
+    """Per PC: the generated group code (tcsim.fast.codegen) a superstep runs for a SEM or STORE step, or None
+    (the semantics run over the group context); built at the PC's first use (``TCSIM_FAST_NOGEN=1``: none)."""
+
+    __slots__ = ("tier", "steps", "ops", "info", "dtypes", "off")
+
+    def __init__(self, tier, steps: list):
+        from ..semantics import DecodeInfo
+        prog = tier.sim.program
+        self.tier = tier
+        self.steps = steps
+        self.ops = [_UNBUILT] * tier.nbody
+        self.info = DecodeInfo(prog.module, prog.kernel, prog.module.arch or "sm_100a", frozenset(), 0)
+        self.dtypes = {name: a.dtype for name, a in tier.flat.items()}
+        self.off = bool(os.environ.get("TCSIM_FAST_NOGEN"))
+
+    def __getitem__(self, pc: int):
+        op = self.ops[pc]
+        if op is _UNBUILT:
+            op = self.ops[pc] = self._build(pc)
+        return op
+
+    def _build(self, pc: int):
+        from .codegen import native_mem, native_op
+        from .lockstep import SEM, STORE
+        kind = self.steps[pc]
+        if self.off or kind not in (SEM, STORE):
+            return None
+        ins = self.tier.sim.program.body[pc]
+        if kind == SEM:
+            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes, self.tier)
+        return native_mem(ins, self.info, self.dtypes, self.tier)
+
+
 class FastTier:
     def __init__(self, sim):
         self.sim = sim
@@ -406,27 +443,18 @@ class FastTier:
         barrier, no thread count), or None (never in a superstep)."""
         from tcsim.isa import ir
         from .lockstep import BARRIER, BRANCH, SEM, STORE
-        from .codegen import native_mem, native_op
-        from ..semantics import DecodeInfo
         prog = self.sim.program
         steps = [None] * self.nbody
-        self.native = [None] * self.nbody
-        info = DecodeInfo(prog.module, prog.kernel, prog.module.arch or "sm_100a", frozenset(), 0)
-        dtypes = {name: a.dtype for name, a in self.flat.items()}
+        self.native = _Generated(self, steps)
         for pc, ins in enumerate(prog.body[:self.nbody]):
             if not self.guard_ok[pc]:
                 continue
-            gen = not os.environ.get("TCSIM_FAST_NOGEN")
             if self.groupable[pc] is not None:
                 steps[pc] = SEM
-                if gen:
-                    self.native[pc] = native_op(ins, info, dtypes) or native_mem(ins, info, dtypes, self)
             elif pc in self.branch:
                 steps[pc] = BRANCH
             elif pc in self.store:
                 steps[pc] = STORE
-                if gen:
-                    self.native[pc] = native_mem(ins, info, dtypes, self)
             elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
                 from tcsim.isa.barrier_forms import parse_bar
                 try:
