@@ -265,6 +265,25 @@ def test_supersteps_identical(ctas, iters):
     assert supersteps > 0 and cycles > 0.5 * sig["stats"]["cycles"]
 
 
+def test_superstep_barrier_state_identical():
+    """After bar.syncs run by whole CTAs in a superstep, the named barriers hold what the reference's warp-by-warp
+    arrivals leave (phase generations, who took part, each barrier's mirror: arrivals, waiting warps)."""
+    def state(tier):
+        res = run_launch(Launch(ptx=EDGE_PTX, kernel="edge", grid=(3, 1, 1), block=(48, 1, 1),
+                                args=[np.zeros(144, np.uint32), 5]), tier=tier, detect=False)
+        sim = res.simulation
+        nb = sim.agents[("named-barriers", None)]
+        pos = {id(c): i for i, c in enumerate(sim.ctas)}
+        return ({(pos[c], i): g for (c, i), g in nb.generations.items()},
+                {(pos[c], i): sorted(t) for (c, i), t in nb.took_part.items()},
+                [[(b.arrived, b.generation, b.expected, b.event is None,
+                   [(w.id, m.tobytes()) for w, m in b.waiting]) for b in c.barriers] for c in sim.ctas],
+                [w.last_sync for w in sim.warps], sim._fast.supersteps if sim._fast is not None else None)
+    ref, fast = state("reference"), state("fast")
+    assert fast[:4] == ref[:4]
+    assert ref[0] == {(c, 0): 10 for c in range(3)} and fast[4] > 0
+
+
 def _calls(case):
     def make():
         from calib.calls_golden import build
