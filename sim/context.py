@@ -814,6 +814,17 @@ def group_write_shared(smems: list, which: np.ndarray, offs: np.ndarray, rows: n
         smems[int(j)].write_rows(offs[sel], rows[sel])
 
 
+def group_read_stacked(stack, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    """:func:`group_read_shared` over shared windows kept as rows of a :class:`tcsim.memory.StackedWindows` (one
+    gather for all of them)."""
+    return stack.read_rows(which, offs, nbytes)
+
+
+def group_write_stacked(stack, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
+    """:func:`group_write_shared` over stacked windows (later rows win)."""
+    stack.write_rows(which, offs, rows)
+
+
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:
     return gmem.read_rows(addrs, nbytes)
 

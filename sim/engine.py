@@ -303,7 +303,8 @@ class Simulation:
                         tids = np.zeros((WARP, 3), dtype=np.int64)
                         tids[:n] = tid_all[w * WARP:w * WARP + n]
                         warp = Warp(cta, w, tids, n, prog.kernel.regs, prog.local_size, prog.local_base, prog.link,
-                                    self.stack_size)
+                                    self.stack_size,
+                                    regfile=self._fast.regfile(len(self.warps)) if self._fast is not None else None)
                         warp.ctx = ExecContext(self, warp)
                         warp.wake_event = None
                         self.timing.attach(warp)

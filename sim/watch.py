@@ -156,6 +156,17 @@ class RunWatch:
             self.next_check = 0
         return err
 
+    def looks_at_warps(self, retired: int | None = None) -> bool:
+        """Whether the next :meth:`check` (made with ``retired`` instructions retired, default: now) may look at the
+        warps or end the run (a stop already decided, Ctrl-C, the instruction or seconds budget spent, a livelock
+        sample due) -- else it only sets the next check and may print the progress line (the fast tier's
+        supersteps make such checks in place, tcsim.fast.lockstep)."""
+        if self.fatal is not None or self.interrupted or self.max_instructions is not None:
+            return True
+        if (self.sim.retired if retired is None else retired) >= self._next_sample:
+            return True
+        return self.max_seconds is not None and self.elapsed() > self.max_seconds
+
     def _check(self):
         sim = self.sim
         retired = sim.retired
