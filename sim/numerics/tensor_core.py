@@ -542,9 +542,17 @@ def _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params, block=None):
         return None
     (zero_exp, has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code) = \
         _acc_geometry(acc_fmt, params)
-    out = kern.mma_float_codes(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
-                               has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
+    fn = kern.mma_float_codes_f64 if _f64_exact(pa[1], pb[1], params.frac_bits, n) else kern.mma_float_codes
+    out = fn(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
+             has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
     return out.astype(_ACC_DTYPE[acc_fmt])
+
+
+def _f64_exact(fa, fb, frac_bits: int, n: int) -> bool:
+    """Whether ``jit_kernels.fused_float_rows_f64`` is exact for these formats (fa / fb: the kernel's format
+    tuples, man bits first): each product of two significands (at most man + 1 bits each) is an exact float64, and
+    every aligned product term (below 2**(frac_bits + 2)) and the sum of ``n`` of them stay below 2**53."""
+    return int(fa[0]) + int(fb[0]) + 2 <= 53 and frac_bits + 2 + int(n).bit_length() <= 52
 
 
 def _chained_blocks(L: Decoded, R: Decoded, c: np.ndarray, acc_fmt: str, params: TensorCoreParams,
