@@ -508,7 +508,13 @@ def cvt_pair(dst_packed, a_bits, b_bits, rnd=None, relu=False, satfinite=False):
             raise _err(".relu not allowed", dst_packed, "f32")
     else:
         raise _err("no two-source f32 form", dst_packed, "f32")
-    a = decode("f32", _src_bits("f32", a_bits))
-    b = decode("f32", _src_bits("f32", b_bits))
+    if dst_packed in ("f16x2", "bf16x2") and not satfinite:
+        # f32 values straight from their bits (a float32 view widened to float64 is the exact value: what
+        # decode('f32') computes, NaN payloads aside, which _half_from_f32 replaces by the canonical NaN)
+        a = _src_bits("f32", a_bits).astype(np.uint32).view(np.float32).astype(np.float64)
+        b = _src_bits("f32", b_bits).astype(np.uint32).view(np.float32).astype(np.float64)
+    else:
+        a = decode("f32", _src_bits("f32", a_bits))
+        b = decode("f32", _src_bits("f32", b_bits))
     a, b = np.broadcast_arrays(a, b)
     return _pack2(dst_packed, _elem(e, a, rnd, relu, satfinite, True), _elem(e, b, rnd, relu, satfinite, True))
