@@ -183,7 +183,8 @@ def test_tensor_core_kinds_match_reference(v, monkeypatch):
     """Every kind of the sm_100a table (f8f6f4 / mxf8f6f4: a sample of the 25 format pairs, both
     accumulators), K over two blocks (three for the group kinds' smaller scale blocks) and, for the unscaled
     kinds, a K that leaves a partial last block."""
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64",
+               "mma_group_codes")
     rng = np.random.default_rng(zlib_seed(v.name))
     p = MO.tcsim_params(v)
     Ks = [2 * p.block] if v.scale_fmt else [2 * p.block, p.block + p.block // 2]
@@ -313,11 +314,12 @@ def test_golden_replays_run_compiled(monkeypatch):
     went through compiled code."""
     if not jit.enabled():
         pytest.skip("compiled kernels off")
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64",
+               "mma_group_codes")
     for path in MO._golden_files():
         got, g, _ = MO.replay_golden(path)
         np.testing.assert_array_equal(got, g["expected"])
-    assert spy.calls["fused_group_rows"] > 0
+    assert spy.calls["fused_group_rows"] + spy.calls["mma_group_codes"] > 0
     from calib.probes.mma_ptx import FLOAT_PAIRS
     tgt = np.load(GOLDEN / "mma_sync_numerics" / "targeted.npz")
     for name, pair in FLOAT_PAIRS.items():
