@@ -165,6 +165,34 @@ class ExecContext:
         if self.bus.active and self.bus.wants("reg"):
             self._publish_reg(op.name, True, m)
 
+    def write_columns(self, elems, ptype: str, values: np.ndarray, mask=None) -> None:
+        """``write(elems[j], ptype, values[:, j], mask)`` for every j (``values``: (32, len(elems))), converting the
+        values once per register size: the destination list of a wide load (``tcgen05.ld``'s up to 128 registers)."""
+        m = self.mask if mask is None else mask
+        publish = self.bus.active and self.bus.wants("reg")
+        conv = {}
+        for j, op in enumerate(elems):
+            if isinstance(op, ir.Vector) and len(op.elems) == 1:
+                op = op.elems[0]
+            if not isinstance(op, ir.Reg):
+                self.write(op, ptype, values[:, j], mask)       # a sink, or the error of a non-register
+                continue
+            reg = self.reg_array(op.name)
+            if reg.dtype == np.bool_:
+                raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
+            size = reg.dtype.itemsize
+            bits = conv.get(size)
+            if bits is None:
+                try:
+                    bits = conv[size] = to_container(values, ptype, size)
+                except ValueError as e:
+                    raise VerifyError(f"register {op.name}: {e}") from None
+            reg[m] = bits[m, j]
+            if self.writes is not None:
+                self.writes[op.name] = reg
+            if publish:
+                self._publish_reg(op.name, True, m)
+
     def write_vector(self, op, ptype: str, values: list, mask=None) -> None:
         elems = op.elems if isinstance(op, ir.Vector) else (op,)
         if len(elems) != len(values):

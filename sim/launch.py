@@ -138,6 +138,16 @@ class Launch:
         text, name = self.ptx_text()
         return parse(text, name)
 
+    def shared_module(self) -> ir.Module:
+        """:meth:`module` from the process's program cache (:mod:`tcsim.program_cache`): parsed once per PTX text
+        and shared, read-only, by every launch of that text (what :class:`Prepared` runs)."""
+        if isinstance(self.ptx, ir.Module):
+            return self.ptx
+        from tcsim.isa.parser import parse
+        from .program_cache import PROGRAMS
+        text, name = self.ptx_text()
+        return PROGRAMS.module(text, name, parse)
+
 
 @dataclass(frozen=True, eq=False)
 class Pointer:
@@ -592,9 +602,12 @@ class Prepared:
                           units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
                                  "async_copy_params": async_copy_params})
         self.launch = launch
-        self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
-                                    frames=launch.frame_sizes(self.module))
+        from .program_cache import PROGRAMS
+        self.module = launch.shared_module()
+        frames = launch.frame_sizes(self.module)
+        self.program = PROGRAMS.program(self.module, launch.kernel, launch.lowering, frames,
+                                        lambda: load_program(self.module, launch.kernel, lowering=launch.lowering,
+                                                             frames=frames))
         check_resources(self.program, launch)        # before anything is allocated (tcsim.limits)
         self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
@@ -666,8 +679,9 @@ class Prepared:
                  "ctas": len(sim.ctas) + sim.retention.ctas, "warps": len(sim.warps) + sim.retention.warps,
                  "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
+        from .program_cache import PROGRAMS
         return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
-                      simulation=sim, notes=notes(self.module), timing=sim.timing_report(),
+                      simulation=sim, notes=PROGRAMS.notes(self.module, lambda: notes(self.module)), timing=sim.timing_report(),
                       findings=list(sim.findings.items))
 
 

@@ -313,7 +313,7 @@ def test_every_calls_case_identical(case):
 
 EXAMPLES = ["bulk_pipeline", "cluster_exchange", "cta_pair_gemm", "cute_rowsum", "gemm_async", "mma_gemm",
             "nvfp4_gemm", "tcgen05_walkthrough", "tma_gather_mma_scatter", "tma_gather_scatter", "tma_mma_gemm",
-            "triton_softmax", "wgmma_pipeline_gemm"]
+            "tcgen05_pipeline_gemm", "triton_softmax", "wgmma_pipeline_gemm"]
 
 
 @pytest.mark.slow
