@@ -15,6 +15,9 @@
                                                   --schedule K: run exactly schedule K (0: the default);
               [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
+    tcsim report LAUNCH.py [-o OUT.html]          run a launch file and write its self-contained HTML report
+                                                  (``tcsim run --report OUT.html``; ``--perfetto OUT.pftrace``:
+                                                  the Perfetto timeline; tcsim.report)
 
 Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
 ``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
@@ -240,11 +243,13 @@ def _run_sim(mod, launch, args):
         schedule = schedule_of(launch, k, timing=timing, seed=args.seed or 0, max_instructions=args.max_instructions)
         print(f"[sim] {schedule.label()}")
         seed, schedule = None, (schedule if k else None)
+    from .report import VisualOutputs       # --perfetto / --report (tcsim.report)
+    visual = VisualOutputs(getattr(args, "perfetto", None), getattr(args, "report", None))
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
                             detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
-                            progress=getattr(args, "progress", None))
+                            progress=getattr(args, "progress", None), observers=visual.observers)
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -262,6 +267,8 @@ def _run_sim(mod, launch, args):
         print(f"[sim] {line}")
     if args.trace:
         print(f"trace written to {args.trace}")
+    for line in visual.write(result, launch, title=getattr(args, "launch_name", None)):
+        print(line)
     print_findings(result.findings)
     _finish_findings(args, result.findings)
     if any(f.severity != "lint" for f in result.findings):
@@ -324,7 +331,7 @@ def _explore(mod, launch, args) -> int:
 
 def _output_path_problem(args) -> str | None:
     """Why ``--trace`` / ``--findings`` cannot be written (checked before the run, not after it), or None."""
-    for opt in ("trace", "findings"):
+    for opt in ("trace", "findings", "perfetto", "report"):
         path = getattr(args, opt, None)
         if path is None:
             continue
@@ -501,6 +508,10 @@ def main(argv=None) -> int:
 
     def run_opts(p):
         p.add_argument("--trace", help="write a JSONL event trace to this file")
+        p.add_argument("--perfetto", metavar="OUT.pftrace", default=None,
+                       help="write a Perfetto timeline (protobuf trace; timestamps in SM cycles) of the run")
+        p.add_argument("--report", metavar="OUT.html", default=None,
+                       help="write a self-contained HTML report of the run (timeline, annotated PTX, stalls)")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
         p.add_argument("--max-instructions", type=int, default=None,
                        help="budget in warp-instructions (a positive count)")
@@ -550,6 +561,12 @@ def main(argv=None) -> int:
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("report", help="run a launch file and write its HTML report (tcsim run --report)")
+    p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
+    run_opts(p)
+    p.add_argument("-o", "--output", dest="report", metavar="OUT.html", default="report.html",
+                   help="the HTML report to write (default report.html)")
+    p.set_defaults(fn=cmd_run, report="report.html")
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub, _launch_of)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
