@@ -393,7 +393,8 @@ class _Builder:
     def _wake(self, done: Slice, cta: int, warp: int, cycle: int) -> None:
         """``done`` (a phase completion) released warp ``warp``'s wait at ``cycle``: a flow to its region there and
         the name of the phase on the mbarrier stall slice that ended at that wait."""
-        region = self._region_at(cta, warp, cycle)
+        # the first region the warp issued after the completion (a flow goes forward in time)
+        region = next((s for s in self.regions.get((cta, warp), ()) if s.ts >= done.ts), None)
         self._flow(done, region)
         tid = self._tracks.get((cta, "warp", f"warp {warp}"))
         if tid is None:
