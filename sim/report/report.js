@@ -271,8 +271,9 @@
     const tr = srcRows[n]; if (!tr) return;
     if (hl) hl.classList.remove("hl");
     tr.classList.add("hl"); hl = tr;
-    srcWrap.scrollTop = Math.max(0, tr.offsetTop - srcWrap.clientHeight / 3);
-    tr.scrollIntoView({ block: "nearest" });
+    const dy = tr.getBoundingClientRect().top - srcWrap.getBoundingClientRect().top;
+    srcWrap.scrollTop = Math.max(0, srcWrap.scrollTop + dy - srcWrap.clientHeight / 3);
+    secS.scrollIntoView({ block: "nearest" });
   }
 
   // ------------------------------------------------------------------ charts

@@ -1,0 +1,136 @@
+"""The HTML report (``tcsim report``) opened in a real headless Chromium (Debian's ``chromium``, driven by
+playwright's Python API): no console errors, the timeline and the source view render, clicking a finding scrolls
+the source view to its line, clicking a stall slice names what released it.
+
+Skipped cleanly where Chromium or playwright is not installed (``.ci/run`` installs Chromium when it is missing).
+The slow test renders the three example reports whose screenshots are in docs/ (``TCSIM_WRITE_SCREENSHOTS=1``
+rewrites them)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tcsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def _open(browser, path, width=1300, height=900):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(Path(path).as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    return page, errors
+
+
+def _painted(page, color: str) -> int:
+    """Pixels of the timeline canvas painted in ``color`` (#rrggbb)."""
+    return page.evaluate("""(c) => {
+        const cv = document.getElementById('tl-canvas'), g = cv.getContext('2d');
+        const d = g.getImageData(0, 0, cv.width, cv.height).data;
+        const r = parseInt(c.slice(1, 3), 16), gg = parseInt(c.slice(3, 5), 16), b = parseInt(c.slice(5, 7), 16);
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] === r && d[i + 1] === gg && d[i + 2] === b) n++;
+        return n; }""", color)
+
+
+@pytest.fixture(scope="module")
+def fence_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "fence.html"
+    assert main(["report", "tcsim.examples.bugs.missing_proxy_fence", "-o", str(out)]) == 1     # it has a finding
+    return out
+
+
+def test_report_is_self_contained(fence_report):
+    page = fence_report.read_text()
+    assert "<script src" not in page and "<link" not in page and "http://" not in page.replace(
+        "http://www.w3.org/2000/svg", "")
+    assert "https://" not in page
+
+
+def test_report_renders_and_a_finding_scrolls_the_source(browser, fence_report):
+    page, errors = _open(browser, fence_report)
+    # the timeline: a row per warp (2 warps of 64 threads), the TMA engine, the findings row; slices painted
+    labels = page.evaluate("tcsimReport.rows.map(r => r.label)")
+    assert labels[:3] == ["CTA (0,0,0)", "warp 0", "warp 1"] and "TMA engine" in labels and "findings" in labels
+    assert _painted(page, "#4a86e8") > 100           # PTX-region slices
+    # the source view: every PTX line; line 24 (st.shared) executed once by each of the 2 warps, all 64 threads
+    ptx = (ROOT / "examples" / "bugs" / "missing_proxy_fence.ptx").read_text().splitlines()
+    assert page.locator("#source tr").count() == len(ptx) + 1
+    row = page.locator("#L24 td")
+    assert row.nth(7).inner_text().strip() == ptx[23].strip()
+    assert (row.nth(1).inner_text(), row.nth(2).inner_text()) == ("2", "64")
+    # a short source pane: the finding's line (the TMA store reading the tile, the access that exposed the missing
+    # fence) starts out of view; clicking the finding scrolls to it and highlights it
+    line = next(i + 1 for i, t in enumerate(ptx) if t.strip().startswith("cp.async.bulk.global"))
+    page.add_style_tag(content="#source-wrap { max-height: 100px !important; }")
+    visible = "(n) => { const w = document.getElementById('source-wrap').getBoundingClientRect(), " \
+              "r = document.getElementById('L' + n).getBoundingClientRect(); " \
+              "return r.top >= w.top && r.bottom <= w.bottom; }"
+    assert not page.evaluate(visible, line)
+    page.click("#findings li.finding")
+    assert page.evaluate(visible, line)
+    assert "hl" in page.get_attribute(f"#L{line}", "class")
+    # ... and selects the finding in the timeline: two arrows into it, from both accesses
+    assert page.locator("#tl-details").inner_text().count("arrow from") == 2
+    # a real click on warp 0's longest stall slice shows what it waited on
+    i, x, y = page.evaluate("""() => { const D = tcsimReport.data, V = tcsimReport.view;
+        const w0 = D.tracks.find(t => t.name === 'warp 0').id;
+        let best = -1; D.slices.forEach((s, i) => { if (s[0] === w0 && D.cats[s[4]] === 'stall' &&
+            (best < 0 || s[2] > D.slices[best][2])) best = i; });
+        const s = D.slices[best], row = tcsimReport.rows.find(r => r.track && r.track.id === w0);
+        const cv = document.getElementById('tl-canvas').getBoundingClientRect();
+        const W = cv.width, x = 230 + (s[1] + s[2] / 2 - V.t0) * (W - 230) / (V.t1 - V.t0);
+        return [best, cv.left + x, cv.top + row.y + row.h / 2]; }""")
+    page.mouse.click(x, y)
+    text = page.locator("#tl-details").inner_text()
+    assert "reason" in text and "wait" in text and "cp.async.bulk.wait_group" in text
+    assert errors == []
+    page.close()
+
+
+EXAMPLES = ["nvfp4_gemm", "tma_gather_mma_scatter", "gemm_async"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_reports_render(browser, name, tmp_path):
+    out = tmp_path / f"{name}.html"
+    assert main(["report", f"tcsim.examples.{name}", "-o", str(out)]) == 0
+    page, errors = _open(browser, out, 1400, 1000)
+    assert errors == []
+    assert _painted(page, "#4a86e8") > 100
+    # an mbarrier stall names the phase that released it, and that phase's completion lists the warp it woke
+    rel = page.evaluate("""() => { const D = tcsimReport.data;
+        return D.slices.filter(s => D.cats[s[4]] === 'stall' && s[5].released_by).map(s => s[5].released_by); }""")
+    assert rel and all(" phase " in r for r in rel)
+    assert page.locator("#mbarrier-chart").count() == 1 and page.locator("#source tr").count() > 50
+    shot = ROOT / "docs" / f"report_{name}.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
+        tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=False)
+    page.close()
