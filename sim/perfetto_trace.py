@@ -142,6 +142,7 @@ def _descriptor(uuid: int, *, name=None, parent=None, process=None, thread=None,
 
 
 _KIND_RANK = {"warp": 0, "unit": 1, "mbarrier": 2, "counter": 3, "findings": 4}
+_UNIT_RANK = {"tma": 0, "tensor_pipe": 1, "tcgen05": 2, "wgmma": 3}
 
 
 def perfetto_bytes(tl: Timeline) -> bytes:
@@ -164,10 +165,11 @@ def perfetto_bytes(tl: Timeline) -> bytes:
         proc_uuid[i] = 1000 + i
         put(60, _descriptor(proc_uuid[i], process=(i + 1, c["name"])))
     track_uuid = {}
-    for t in sorted(tl.tracks, key=lambda t: (t.cta, _KIND_RANK.get(t.kind, 9), t.id)):
+    order = sorted(tl.tracks, key=lambda t: (t.cta, _KIND_RANK.get(t.kind, 9),
+                                             _UNIT_RANK.get(t.group, 9) if t.kind == "unit" else 0, t.lane, t.id))
+    for rank, t in enumerate(order):
         u = track_uuid[t.id] = 10_000 + t.id
         pid = t.cta + 1
-        rank = _KIND_RANK.get(t.kind, 9) * 100_000 + t.id
         if t.kind == "warp":
             put(60, _descriptor(u, name=t.name, thread=(pid, pid * 100_000 + t.warp + 1, t.name), rank=rank))
         else:

@@ -28,6 +28,7 @@ to an integer; warps are numbered per CTA (track ``warp N`` of the CTA's process
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 #: the async units, in the order their tracks are listed, with their display names
@@ -97,6 +98,9 @@ def _short_what(what: str) -> str:
             continue
         keep.append(p)
     return ".".join(keep[:5])
+
+
+_MB_DETAIL = re.compile(r"^(\S+) \(SMEM 0x([0-9a-fA-F]+)\)")
 
 
 class TimelineRecorder:
@@ -198,6 +202,13 @@ class _Builder:
         for e in ev:
             if e.kind == "inst":
                 pc_line[e.pc] = e.line
+        #: mbarrier (cta, SMEM offset) -> its symbol, from the stall details that name it ("full_bar (SMEM 0x400) ...")
+        self.mb_names = {}
+        for e in ev:
+            if e.kind == "stall" and e.reason == "mbarrier":
+                m = _MB_DETAIL.match(e.detail or "")
+                if m:
+                    self.mb_names[(self._cta(tuple(e.cta)), int(m.group(2), 16))] = m.group(1)
         self._warps([e for e in ev if e.kind in ("inst", "stall")], pc_line)
         self._async([e for e in ev if e.kind == "sync" and e.op in ("async.issue", "async.complete")])
         self._mbarriers([e for e in ev if e.kind == "sync"])
@@ -337,7 +348,8 @@ class _Builder:
             key = (cta, addr)
             st = state.get(key)
             if st is None:
-                label = f"mbarrier @0x{addr:x}"
+                sym = self.mb_names.get(key)
+                label = f"mbarrier {sym} @0x{addr:x}" if sym else f"mbarrier @0x{addr:x}"
                 t = self._track(cta, "mbarrier", label, group=label)
                 st = state[key] = {"track": t, "label": label, "count": 0, "pending": 0, "tx": 0, "phase": 0,
                                    "start": c, "completed": 0,

@@ -31,8 +31,8 @@ _HERE = Path(__file__).resolve().parent
 
 def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: str | None = None) -> dict:
     """The JSON the page's script draws (compact: slices as arrays)."""
-    tracks = [{"id": t.id, "name": t.name, "kind": t.kind, "cta": t.cta, "warp": t.warp, "group": t.group}
-              for t in tl.tracks]
+    tracks = [{"id": t.id, "name": t.name, "kind": t.kind, "cta": t.cta, "warp": t.warp, "group": t.group,
+               "lane": t.lane} for t in tl.tracks]
     cats = ["inst", "stall", "async", "phase", "phase_done", "finding"]
     slices = [[s.track, s.ts, s.dur, s.name, cats.index(s.cat) if s.cat in cats else 0, s.args,
                s.flows_out, s.flows_in] for s in tl.slices]
@@ -43,7 +43,7 @@ def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: s
             "cycles": tl.cycles, "stats": {k: v for k, v in tl.stats.items() if isinstance(v, (int, float, bool))},
             "ctas": [c["name"] for c in tl.ctas], "tracks": tracks, "cats": cats, "slices": slices,
             "counters": [{"track": c.track, "points": c.points} for c in tl.counters],
-            "findings": tl.findings, "source_name": name, "source": text.splitlines(),
+            "findings": tl.findings, "source_name": Path(name).name if name else "", "source": text.splitlines(),
             "lines": {str(k): v for k, v in tl.lines.items() if k is not None},
             "units": units, "warps": [{"cta": list(w.get("cta", ())), "warp": w.get("warp"),
                                        "issued": w.get("issued"),

@@ -65,7 +65,21 @@
   app.appendChild(secF);
 
   // ------------------------------------------------------------------ timeline
-  const KR = { warp: 0, unit: 1, mbarrier: 2, findings: 3, counter: 4 };
+  // rows per CTA: warps, each mbarrier with its counters, the async unit lanes, the CTA's counters, findings
+  const UR = { tma: 0, tensor_pipe: 1, tcgen05: 2, wgmma: 3 };
+  function rowKey(t) {
+    if (t.kind === "warp") return [t.cta, 0, t.warp || 0, 0];
+    if (t.kind === "mbarrier") return [t.cta, 1, t.id, 0];
+    if (t.kind === "counter" && t.name.startsWith("mbarrier")) {
+      const mt = D.tracks.find(m => m.kind === "mbarrier" && m.cta === t.cta && t.name.startsWith(m.name + " "));
+      const m = mt ? mt.id : null;
+      return [t.cta, 1, m != null ? m : t.id, 1 + t.id];
+    }
+    if (t.kind === "unit") return [t.cta, 2, (UR[t.group] != null ? UR[t.group] : 9), t.lane || 0];
+    if (t.kind === "counter") return [t.cta, 3, t.id, 0];
+    return [t.cta, 4, t.id, 0];
+  }
+  function cmpKey(a, b) { const x = rowKey(a), y = rowKey(b); for (let i = 0; i < 4; i++) if (x[i] !== y[i]) return x[i] - y[i]; return a.id - b.id; }
   const rows = [];         // {track|null, label, y, h, header}
   const byTrack = {};      // track id -> sorted slice indices
   const maxDur = {};
@@ -73,12 +87,12 @@
   for (const k in byTrack) byTrack[k].sort((a, b) => D.slices[a][1] - D.slices[b][1]);
   const counterOf = {};
   D.counters.forEach(c => { counterOf[c.track] = c; });
-  const tracks = D.tracks.slice().sort((a, b) => a.cta - b.cta || KR[a.kind] - KR[b.kind] || a.id - b.id);
+  const tracks = D.tracks.slice().sort(cmpKey);
   let y = 0, lastCta = -1;
   for (const t of tracks) {
     if (t.cta !== lastCta) { rows.push({ track: null, label: D.ctas[t.cta] || ("CTA " + t.cta), y: y, h: 16, header: true }); y += 16; lastCta = t.cta; }
-    const h = t.kind === "counter" ? 26 : 18;
-    rows.push({ track: t, label: t.name, y: y, h: h }); y += h;
+    const h = t.kind === "counter" ? 16 : (t.kind === "unit" && t.lane) ? 11 : 18;
+    rows.push({ track: t, label: t.kind === "counter" && t.name.startsWith("mbarrier") ? "   " + t.name.replace(/^mbarrier (\S+ )?@0x[0-9a-f]+ /, "") : t.name, y: y, h: h }); y += h;
   }
   const rowOf = {};
   rows.forEach(r => { if (r.track) rowOf[r.track.id] = r; });
@@ -161,7 +175,7 @@
       g.lineTo(x, py); g.lineTo(x, yy); px = x; py = yy;
     }
     g.lineTo(width(), py); g.stroke();
-    g.fillStyle = "#3d4955"; g.fillText("max " + mx, width() - 60, r.y + 7);
+    g.fillStyle = "#3d4955"; g.fillText("max " + mx, width() - 80, r.y + r.h / 2);
   }
   function hit(mx, my) {
     for (const r of rows) {
@@ -184,6 +198,18 @@
       if ((k === "line" || k === "first_line") && v != null) add(k, el("a", { class: "link", onclick: () => showLine(v), text: "line " + v }));
       else add(k, Array.isArray(v) ? v.join("; ") : v);
     }
+    if (s[5].released_by) {             // the phase completion that released this stall, as a link
+      const t0 = D.tracks[s[0]] || t;
+      for (let j = 0; j < D.slices.length; j++) {
+        const o = D.slices[j], a = o[5];
+        if (CAT[o[4]] === "phase_done" && D.tracks[o[0]].cta === t0.cta &&
+            s[5].released_by.startsWith(a.mbarrier + " phase " + a.phase + " ")) {
+          add("released by", el("a", { class: "link", id: "released-by-link", onclick: () => select(j, true),
+            text: "go to the phase completion: " + o[3] + " of " + a.mbarrier + " @" + o[1] }));
+          break;
+        }
+      }
+    }
     const link = (j, dir) => el("a", { class: "link", onclick: () => select(j, true), text: dir + " " + D.slices[j][3] + " @" + D.slices[j][1] });
     for (const f of s[7]) { const e = flowEnds[f]; if (e && e.out != null) add("arrow from", link(e.out, "←")); }
     for (const f of s[6]) { const e = flowEnds[f]; if (e && e.in != null) add("arrow to", link(e.in, "→")); }
@@ -195,7 +221,8 @@
       const s = D.slices[i];
       if (center && (s[1] < V.t0 || s[1] > V.t1)) { const w = V.t1 - V.t0; V.t0 = Math.max(0, s[1] - w / 2); V.t1 = V.t0 + w; }
       describe(i);
-      const r = rowOf[s[0]]; if (r && center) wrap.scrollTop = Math.max(0, r.y - 60);
+      const r = rowOf[s[0]];
+      if (r && center && (r.y < wrap.scrollTop || r.y + r.h > wrap.scrollTop + wrap.clientHeight)) wrap.scrollTop = Math.max(0, r.y - 60);
     }
     draw();
   }

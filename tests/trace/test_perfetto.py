@@ -119,7 +119,7 @@ def test_the_mbarrier_stall_names_the_phase_that_released_it(mbar_run, backend):
         f"where t.name = 'warp 1' and {_arg('reason', 'string_value')} = 'mbarrier'")
     assert SLEEP - 20 <= dur <= SLEEP + CFG.mbarrier_wake_latency + 2
     assert detail == "full_bar (SMEM 0x400) of CTA (0,0,0)"
-    assert released == f"mbarrier @0x400 phase 0 (completed at cycle {int(arrive.cycle)})"
+    assert released == f"mbarrier full_bar @0x400 phase 0 (completed at cycle {int(arrive.cycle)})"
     # the phase completion is an instant at the arrive's cycle; a flow leads from it to warp 1, and one into it
     # from warp 0's region holding the arrive
     (ts, sid), = db.query("select ts, id from slice where category = 'phase_done'")
@@ -132,10 +132,10 @@ def test_the_mbarrier_stall_names_the_phase_that_released_it(mbar_run, backend):
     assert ins == [("warp 0",)]
     # counters: pending arrivals 1 after init, 0 at the arrive, back to 1 (the count) when the phase completes
     pts = db.query("select c.ts, c.value from counter c join counter_track ct on c.track_id = ct.id "
-                   "where ct.name = 'mbarrier @0x400 pending arrivals' order by c.ts, c.id")
+                   "where ct.name = 'mbarrier full_bar @0x400 pending arrivals' order by c.ts, c.id")
     assert [v for _, v in pts] == [1, 0, 1] and pts[-1][0] == arrive.cycle
     (ph,), = db.query("select max(c.value) from counter c join counter_track ct on c.track_id = ct.id "
-                      "where ct.name = 'mbarrier @0x400 completed phases'")
+                      "where ct.name = 'mbarrier full_bar @0x400 completed phases'")
     assert ph == 1
     db.close()
 

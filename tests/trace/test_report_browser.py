@@ -122,7 +122,7 @@ EXAMPLES = ["nvfp4_gemm", "tma_gather_mma_scatter", "gemm_async"]
 def test_example_reports_render(browser, name, tmp_path):
     out = tmp_path / f"{name}.html"
     assert main(["report", f"tcsim.examples.{name}", "-o", str(out)]) == 0
-    page, errors = _open(browser, out, 1400, 1000)
+    page, errors = _open(browser, out, 1400, 1050)
     assert errors == []
     assert _painted(page, "#4a86e8") > 100
     # an mbarrier stall names the phase that released it, and that phase's completion lists the warp it woke
@@ -130,6 +130,21 @@ def test_example_reports_render(browser, name, tmp_path):
         return D.slices.filter(s => D.cats[s[4]] === 'stall' && s[5].released_by).map(s => s[5].released_by); }""")
     assert rel and all(" phase " in r for r in rel)
     assert page.locator("#mbarrier-chart").count() == 1 and page.locator("#source tr").count() > 50
+    # click the longest mbarrier stall: the details panel names the phase that released it, with its arrows
+    x, y = page.evaluate("""() => { const D = tcsimReport.data, V = tcsimReport.view;
+        let best = -1; D.slices.forEach((s, i) => { if (D.cats[s[4]] === 'stall' && s[5].reason === 'mbarrier' &&
+            (best < 0 || s[2] > D.slices[best][2])) best = i; });
+        const s = D.slices[best], row = tcsimReport.rows.find(r => r.track && r.track.id === s[0]);
+        const cv = document.getElementById('tl-canvas').getBoundingClientRect();
+        const x = 230 + (s[1] + s[2] / 2 - V.t0) * (cv.width - 230) / (V.t1 - V.t0);
+        return [cv.left + x, cv.top + row.y + row.h / 2]; }""")
+    page.mouse.click(x, y)
+    details = page.locator("#tl-details").inner_text()
+    assert "released_by" in details and "go to the phase completion" in details
+    page.click("#released-by-link")         # the completion: an arrow from what completed it, arrows to the warps
+    details = page.locator("#tl-details").inner_text()
+    assert "phase_done" in details and "arrow from" in details and "arrow to" in details and "woke" in details
+    page.evaluate("document.getElementById('timeline-section').scrollIntoView()")
     shot = ROOT / "docs" / f"report_{name}.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
         tmp_path / f"{name}.png"
     page.screenshot(path=str(shot), full_page=False)
