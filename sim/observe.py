@@ -363,45 +363,42 @@ def _strided(ranges) -> list | None:
 
 def merge_ranges(ranges) -> list:
     """Byte ranges ``[start, end)`` merged where one ends where the next starts or overlaps (sorted)."""
-    out: list = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
+    import numpy as np
+    r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if not len(r):
+        return []
+    r = r[np.argsort(r[:, 0], kind="stable")]
+    ends = np.maximum.accumulate(r[:, 1])
+    new = np.ones(len(r), bool)
+    new[1:] = r[1:, 0] > ends[:-1]
+    idx = np.flatnonzero(new)
+    last = np.append(idx[1:] - 1, len(r) - 1)
+    return np.stack([r[idx, 0], ends[last]], 1).tolist()
 
 
-def tmem_rects(cells) -> list:
-    """TMEM cells (lane, column) as ``[lane_lo, lane_hi, col_lo, col_hi]`` rectangles (half-open): column runs
-    per lane, then consecutive lanes with the same runs merged."""
-    per: dict = {}
-    for lane, col in cells:
-        per.setdefault(lane, set()).add(col)
-    runs_of = {}
-    for lane, cols in per.items():
-        cs = sorted(cols)
-        runs, lo, prev = [], cs[0], cs[0]
-        for c in cs[1:]:
-            if c != prev + 1:
-                runs.append((lo, prev + 1))
-                lo = c
-            prev = c
-        runs.append((lo, prev + 1))
-        runs_of[lane] = tuple(runs)
+def tmem_rects(addrs, size: int) -> list:
+    """The TMEM cells of an access (cell addresses ``lane << 16 | column``, ``size`` bytes = ``size // 4``
+    columns from each) as ``[lane_lo, lane_hi, col_lo, col_hi]`` rectangles (half-open): column runs per lane,
+    consecutive lanes with the same runs merged."""
+    import numpy as np
+    a = np.asarray(addrs, dtype=np.int64)
+    if not a.size:
+        return []
+    lanes, cols, n = (a >> 16) & 0xFFFF, a & 0xFFFF, max(1, size // 4)
+    l0, c0 = int(lanes.min()), int(cols.min())
+    grid = np.zeros((int(lanes.max()) + 1 - l0, int(cols.max()) + n - c0), bool)
+    for j in range(n):
+        grid[lanes - l0, cols - c0 + j] = True
     out: list = []
-    open_: dict = {}                         # run -> rect being extended
-    for lane in sorted(runs_of):
-        nxt = {}
-        for r in runs_of[lane]:
-            rect = open_.get(r)
-            if rect is not None and rect[1] == lane:
-                rect[1] = lane + 1
-            else:
-                rect = [lane, lane + 1, r[0], r[1]]
-                out.append(rect)
-            nxt[r] = rect
-        open_ = nxt
+    change = np.ones(len(grid), bool)
+    change[1:] = (grid[1:] != grid[:-1]).any(1)
+    starts = np.flatnonzero(change)
+    for k, lo in enumerate(starts):
+        hi = starts[k + 1] if k + 1 < len(starts) else len(grid)
+        row = np.concatenate([[False], grid[lo], [False]])
+        edges = np.flatnonzero(row[1:] != row[:-1])
+        for b, e in zip(edges[::2], edges[1::2]):
+            out.append([l0 + int(lo), l0 + int(hi), c0 + int(b), c0 + int(e)])
     return out
 
 
@@ -459,11 +456,12 @@ def _record(ev: Event) -> dict:
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, op=ev.op, space=ev.space, proxy=ev.proxy, size=ev.size)
         if ev.op_id is not None:
             d["op_id"] = ev.op_id
-        addrs = [int(a) for a in ev.addrs]
         if ev.lanes:
-            d.update(_warp_addressing(addrs, [int(x) for x in ev.lanes]))
+            import numpy as np
+            d.update(_warp_addressing(np.asarray(ev.addrs, dtype=np.int64).tolist(),
+                                      np.asarray(ev.lanes, dtype=np.int64).tolist()))
         elif ev.space == "tmem":
-            d["tmem"] = tmem_rects(ev.tmem_cells())
+            d["tmem"] = tmem_rects(ev.addrs, ev.size)
         else:
             rs = merge_ranges(ev.ranges())
             st = _strided(rs)

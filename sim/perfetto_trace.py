@@ -30,7 +30,12 @@ _SEQ = 1                                # trusted_packet_sequence_id of every pa
 _SEQ_INCREMENTAL_STATE_CLEARED = 1
 
 
+_SMALL = [bytes([i]) for i in range(128)]
+
+
 def _varint(n: int) -> bytes:
+    if 0 <= n < 128:
+        return _SMALL[n]
     if n < 0:
         n &= (1 << 64) - 1
     out = bytearray()
@@ -44,8 +49,14 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+_KEYS: dict = {}
+
+
 def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
+    k = _KEYS.get((field, wire))
+    if k is None:
+        k = _KEYS[(field, wire)] = _varint(field << 3 | wire)
+    return k
 
 
 def _f_int(field: int, v: int) -> bytes:
@@ -66,6 +77,21 @@ def _f_fixed64(field: int, v: int) -> bytes:
 
 def _f_double(field: int, v: float) -> bytes:
     return _key(field, 1) + struct.pack("<d", v)
+
+
+_ANN: dict = {}
+
+
+def _annotation_field(name: str, v) -> bytes:
+    """``debug_annotations`` (4) holding the annotation of ``name`` = ``v`` (cached: args repeat)."""
+    try:
+        key = (name, type(v), v)
+        b = _ANN.get(key)
+    except TypeError:                   # a list: not hashable
+        return _f_bytes(4, _annotation(name, v))
+    if b is None:
+        b = _ANN[key] = _f_bytes(4, _annotation(name, v))
+    return b
 
 
 def _annotation(name: str, v) -> bytes:
@@ -93,7 +119,7 @@ def _track_event(kind: int, track_uuid: int, *, name: str | None = None, cat: st
         b += _f_str(23, name)
     for k, v in (args or {}).items():
         if v is not None:
-            b += _f_bytes(4, _annotation(k, v))
+            b += _annotation_field(k, v)
     for f in flows_out:
         b += _f_fixed64(47, f)
     for f in flows_in:
@@ -147,6 +173,7 @@ _UNIT_RANK = {"tma": 0, "tensor_pipe": 1, "tcgen05": 2, "wgmma": 3}
 
 def perfetto_bytes(tl: Timeline) -> bytes:
     """The Perfetto protobuf trace of ``tl`` (module docstring)."""
+    _ANN.clear()
     out = bytearray()
     first = True
 
@@ -175,6 +202,7 @@ def perfetto_bytes(tl: Timeline) -> bytes:
         else:
             put(60, _descriptor(u, name=t.name, parent=proc_uuid[t.cta], counter=t.kind == "counter", rank=rank))
     evs = []            # (ts, order, seq, sub, bytes)
+    ends: dict = {}     # track uuid -> its SLICE_END event
     for i, s in enumerate(tl.slices):
         u = track_uuid[s.track]
         if s.dur == 0 and s.cat in ("phase_done", "finding"):
@@ -184,8 +212,10 @@ def perfetto_bytes(tl: Timeline) -> bytes:
         evs.append((s.ts, 1, i, 0, _track_event(_SLICE_BEGIN, u, name=s.name, cat=s.cat, args=s.args,
                                                flows_out=s.flows_out, flows_in=s.flows_in)))
         end = s.ts + s.dur
-        evs.append((end, 0, i, 1, _track_event(_SLICE_END, u)) if s.dur > 0 else
-                   (end, 1, i, 1, _track_event(_SLICE_END, u)))
+        body = ends.get(u)
+        if body is None:
+            body = ends[u] = _track_event(_SLICE_END, u)
+        evs.append((end, 0 if s.dur > 0 else 1, i, 1, body))
     for c in tl.counters:
         u = track_uuid[c.track]
         for j, (ts, v) in enumerate(c.points):

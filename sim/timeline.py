@@ -28,6 +28,7 @@ to an integer; warps are numbered per CTA (track ``warp N`` of the CTA's process
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -162,6 +163,7 @@ class _Builder:
         self.lines: dict = {}
         self.regions: dict = {}          # (cta, warp) -> [Slice] of kind inst, ascending ts
         self.ops: dict = {}              # (cta, op_id) -> Slice
+        self._region_starts: dict = {}
 
     # ------------------------------------------------------------------ structure
     def _cta(self, ctaid, cluster=None) -> int:
@@ -286,13 +288,15 @@ class _Builder:
         regs = self.regions.get((cta, warp))
         if not regs:
             return None
-        best = None
-        for s in regs:                      # (short lists per warp; bisect if it ever matters)
-            if s.ts <= cycle:
-                best = s
-            else:
-                break
-        return best or regs[0]
+        i = bisect.bisect_right([s.ts for s in regs] if len(regs) < 64 else self._starts(cta, warp), cycle)
+        return regs[i - 1] if i else regs[0]
+
+    def _starts(self, cta, warp) -> list:
+        key = (cta, warp)
+        st = self._region_starts.get(key)
+        if st is None or len(st) != len(self.regions[key]):
+            st = self._region_starts[key] = [s.ts for s in self.regions[key]]
+        return st
 
     def _async(self, evs) -> None:
         issues: dict = {}
