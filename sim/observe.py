@@ -331,15 +331,20 @@ def hex_lanes(values) -> str:
     number of hex digits (8 for values below 2**32, 16 below 2**64, else 32; two's complement for a negative
     value), lane 0's first; where every active lane got the same value, ``*`` and that value once.  Decode: a
     leading ``*`` broadcasts the value, else split into ``popcount(mask)`` equal parts."""
-    vals = [int(v) for v in values]
+    vals = values if isinstance(values, list) else [int(v) for v in values]
     if not vals:
         return ""
-    big = max(v if v >= 0 else -v for v in vals).bit_length() + (1 if min(vals) < 0 else 0)
+    lo, hi = min(vals), max(vals)
+    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)
     w = 8 if big <= 32 else 16 if big <= 64 else 32
     m = (1 << (4 * w)) - 1
-    if len(vals) > 1 and all(v == vals[0] for v in vals):
+    if lo == hi and len(vals) > 1:
         return "*" + format(vals[0] & m, f"0{w}x")
-    return "".join(format(v & m, f"0{w}x") for v in vals)
+    if lo >= 0 and w <= 16:                 # big-endian words: their bytes' hex is the lanes' digits in order
+        import numpy as np
+        return np.array(vals, dtype=np.uint64).astype(">u4" if w == 8 else ">u8").tobytes().hex()
+    fmt = f"{{:0{w}x}}".format
+    return "".join(map(fmt, (v & m for v in vals)))
 
 
 def _affine(xs) -> int | None:
