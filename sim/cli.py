@@ -245,6 +245,7 @@ def _run_sim(mod, launch, args):
         seed, schedule = None, (schedule if k else None)
     from .report import VisualOutputs       # --perfetto / --report (tcsim.report)
     visual = VisualOutputs(getattr(args, "perfetto", None), getattr(args, "report", None))
+    args.visual = visual                    # --backend both rewrites the report with the comparison
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
@@ -375,6 +376,11 @@ def _run_module(mod, args) -> int:
     if not (ok_g and getattr(rg, "ok", True)):
         return 1
     diffs = compare_outputs(rs.outputs, rg.outputs)
+    if getattr(args, "report", None):       # the report's sim-vs-GPU view (tcsim.report)
+        from .report import outputs_diff_json
+        for line in args.visual.write(rs, launch, title=getattr(args, "launch_name", None), diff=outputs_diff_json(
+                "simulator", f"GPU {getattr(rg, 'device', '')}", diffs, len(rs.outputs))):
+            print(line)
     if diffs:
         print("[both] MISMATCH between simulator and GPU outputs:")
         for d in diffs:

@@ -24,8 +24,10 @@ class VisualOutputs:
     def observers(self) -> list:
         return [self.recorder] if self.recorder is not None else []
 
-    def write(self, result, launch=None, source: tuple | None = None, title: str | None = None) -> list[str]:
-        """Write the asked outputs of a finished run; returns the lines to print."""
+    def write(self, result, launch=None, source: tuple | None = None, title: str | None = None,
+              diff: dict | None = None) -> list[str]:
+        """Write the asked outputs of a finished run; returns the lines to print.  ``diff``: the sim-vs-GPU
+        comparison for the report (:func:`diff_json`, :func:`outputs_diff_json`)."""
         if self.recorder is None:
             return []
         tl = timeline_of(self.recorder, result, launch)
@@ -38,9 +40,51 @@ class VisualOutputs:
             from .html import write_report
             if source is None and launch is not None:
                 source = launch_source(launch)
-            n = write_report(tl, self.report, source=source, title=title, timing=getattr(result, "timing", None))
+            n = write_report(tl, self.report, source=source, title=title, timing=getattr(result, "timing", None),
+                             diff=diff)
             out.append(f"HTML report written to {self.report} ({n:,} bytes; open it in a browser)")
         return out
+
+
+def _plain(v):
+    """A JSON-able copy (numpy scalars and arrays as Python values / strings)."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        return v.item()
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+def diff_json(rep) -> dict:
+    """The report's sim-vs-GPU view of a :class:`tcsim.hw.diff.DiffReport` (``tcsim diff --report``): outputs, the
+    first mismatch of each warp (PTX line, register, both values), approximate-value differences, notes; the page
+    opens at the first divergence."""
+    import dataclasses
+    outs = [_plain(dataclasses.asdict(o)) for o in rep.outputs]
+    mism = [_plain(dataclasses.asdict(m)) for m in rep.mismatches]
+    for m in mism:
+        for k in ("a", "b"):
+            if isinstance(m.get(k), int):
+                m[k] = f"0x{m[k]:x}"
+    return {"a_name": rep.a_name, "b_name": rep.b_name, "kernel": rep.kernel, "identical": bool(rep.identical),
+            "outputs": outs, "mismatches": mism, "n_value_mismatches": rep.n_value_mismatches,
+            "approx": [_plain(dataclasses.asdict(a)) for a in rep.approx],
+            "notes": [str(x) for x in list(rep.coverage) + list(rep.convergence)],
+            "text": rep.format(50)}
+
+
+def outputs_diff_json(a_name: str, b_name: str, lines: list, n_outputs: int) -> dict:
+    """The sim-vs-GPU view of ``--backend both`` (outputs only: :func:`tcsim.cli.compare_outputs`' lines)."""
+    return {"a_name": a_name, "b_name": b_name, "kernel": "", "identical": not lines,
+            "outputs": [{"index": i, "name": f"argument {i}", "equal": not any(x.startswith(f"argument {i}:")
+                                                                               for x in lines),
+                         "note": next((x for x in lines if x.startswith(f"argument {i}:")), "")}
+                        for i in range(n_outputs)],
+            "mismatches": [], "n_value_mismatches": 0, "approx": [], "notes": [], "text": "\n".join(lines)}
 
 
 def launch_source(launch) -> tuple[str, str] | None:
@@ -72,4 +116,4 @@ def output_problem(opt: str, path) -> str | None:
     return None
 
 
-__all__ = ["VisualOutputs", "run_visualised", "launch_source"]
+__all__ = ["VisualOutputs", "run_visualised", "launch_source", "diff_json", "outputs_diff_json"]

@@ -15,8 +15,12 @@ tcsim: no third-party library) and the run's data (a JSON block) are inlined.  I
 * **charts** (SVG): stall cycles per warp by reason, async unit utilisation, the **mbarrier phase diagram** (each
   phase's span, its completion, the warps it released), SMEM stages in flight and TMEM columns allocated over time.
 
-Times are SM cycles (the clock in the summary converts them).  Not supported: the SASS view of sm_90a kernels and
-the sim-vs-GPU view of ``--backend both`` / ``tcsim diff`` (see the README).
+* with ``tcsim diff --report`` / ``tcsim run --backend both --report``, a **simulator vs GPU** view: the outputs
+  compared bit for bit, the first mismatch of each warp (PTX line, register, both values); the page opens at the
+  first divergence (its line in the source view, the warp's region on the timeline).
+
+Times are SM cycles (the clock in the summary converts them).  Not supported: the SASS view of sm_90a kernels
+(tcsim has no SASS disassembler here).
 """
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ from ..timeline import Timeline
 _HERE = Path(__file__).resolve().parent
 
 
-def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: str | None = None) -> dict:
+def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: str | None = None,
+                diff: dict | None = None) -> dict:
     """The JSON the page's script draws (compact: slices as arrays)."""
     tracks = [{"id": t.id, "name": t.name, "kind": t.kind, "cta": t.cta, "warp": t.warp, "group": t.group,
                "lane": t.lane} for t in tl.tracks]
@@ -45,15 +50,16 @@ def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: s
             "counters": [{"track": c.track, "points": c.points} for c in tl.counters],
             "findings": tl.findings, "source_name": Path(name).name if name else "", "source": text.splitlines(),
             "lines": {str(k): v for k, v in tl.lines.items() if k is not None},
-            "units": units, "warps": [{"cta": list(w.get("cta", ())), "warp": w.get("warp"),
+            "diff": diff, "units": units, "warps": [{"cta": list(w.get("cta", ())), "warp": w.get("warp"),
                                        "issued": w.get("issued"),
                                        "stalls": {c: sum(d.values()) for c, d in w.get("stalls", {}).items()}}
                                       for w in warps]}
 
 
-def render_report(tl: Timeline, source: tuple | None = None, timing=None, title: str | None = None) -> str:
+def render_report(tl: Timeline, source: tuple | None = None, timing=None, title: str | None = None,
+                  diff: dict | None = None) -> str:
     """The page (one string)."""
-    data = json.dumps(report_data(tl, source, timing, title), separators=(",", ":"))
+    data = json.dumps(report_data(tl, source, timing, title, diff), separators=(",", ":"))
     data = data.replace("</", "<\\/")                  # no "</script>" inside the JSON block
     js = (_HERE / "report.js").read_text()
     css = (_HERE / "report.css").read_text()
@@ -65,8 +71,9 @@ def render_report(tl: Timeline, source: tuple | None = None, timing=None, title:
             f"<div id=\"app\"></div>\n<script>{js}</script>\n</body></html>\n")
 
 
-def write_report(tl: Timeline, path, source: tuple | None = None, timing=None, title: str | None = None) -> int:
-    page = render_report(tl, source, timing, title)
+def write_report(tl: Timeline, path, source: tuple | None = None, timing=None, title: str | None = None,
+                 diff: dict | None = None) -> int:
+    page = render_report(tl, source, timing, title, diff)
     data = page.encode("utf-8")
     with open(path, "wb") as f:
         f.write(data)

@@ -64,6 +64,44 @@
   secF.appendChild(ol);
   app.appendChild(secF);
 
+  // ------------------------------------------------------------------ simulator vs GPU
+  let firstDivergence = null;
+  if (D.diff) {
+    const X = D.diff;
+    const secD = el("section", { id: "diff-section" }, el("h2", { text: "Simulator vs GPU: " + X.a_name + "  vs  " + X.b_name }));
+    secD.appendChild(el("div", { id: "diff-verdict", class: X.identical ? "" : "sev-error",
+      text: X.identical ? "identical: every output bit for bit" + (X.mismatches ? ", every compared register value" : "") :
+        "DIFFERENT: " + X.outputs.filter(o => !o.equal).length + " output buffer(s), " + X.n_value_mismatches + " register value mismatch(es)" }));
+    const ot = el("ol", { id: "diff-outputs" });
+    X.outputs.forEach(o => ot.appendChild(el("li", { class: o.equal ? "" : "sev-error",
+      text: (o.name || ("argument " + o.index)) + ": " + (o.equal ? "identical" : (o.first ? "differs in " + o.n_diff + " element(s); first [" + o.first.join(",") + "]: " + o.a + " (" + o.a_bits + ") vs " + o.b + " (" + o.b_bits + ")" : o.note)) })));
+    secD.appendChild(ot);
+    const ml = el("ol", { id: "diff-mismatches" });
+    X.mismatches.forEach((m, k) => {
+      const li = el("li", { class: "finding", "data-line": String(m.line),
+        text: m.kind + " mismatch, " + m.warp + " lane " + m.lane + ", line " + m.line + " `" + m.text + "`" + (m.reg ? " " + m.reg + ": " + m.a + " vs " + m.b : "") + (m.note ? " (" + m.note + ")" : "") });
+      li.addEventListener("click", () => goDivergence(m));
+      ml.appendChild(li);
+      if (k === 0) firstDivergence = m;
+    });
+    secD.appendChild(ml);
+    for (const n of X.notes || []) secD.appendChild(el("div", { class: "legend", text: n }));
+    app.appendChild(secD);
+  }
+  function goDivergence(m) {
+    showLine(m.line);
+    const w = /warp (\d+)/.exec(m.warp || ""), cta = /\(([\d,]+)\)/.exec(m.warp || "");
+    if (w) {
+      const ctaName = cta ? "CTA (" + cta[1] + ")" : null;
+      for (let i = 0; i < D.slices.length; i++) {
+        const s = D.slices[i], a = s[5];
+        if (CAT[s[4]] === "inst" && a.warp === Number(w[1]) && (!ctaName || a.cta.endsWith(ctaName)) &&
+            a.first_line <= m.line && m.line <= a.last_line) { select(i, true); break; }
+      }
+    }
+    const sd = document.getElementById("diff-section"); if (sd) sd.scrollIntoView({ block: "start" });
+  }
+
   // ------------------------------------------------------------------ timeline
   // rows per CTA: warps, each mbarrier with its counters, the async unit lanes, the CTA's counters, findings
   const UR = { tma: 0, tensor_pipe: 1, tcgen05: 2, wgmma: 3 };
@@ -380,6 +418,8 @@
   })();
 
   draw();
+  if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
+  else if (D.diff && !D.diff.identical) document.getElementById("diff-section").scrollIntoView({ block: "start" });
   window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, view: V, data: D, rows: rows };
   document.body.setAttribute("data-ready", "1");
 })();

@@ -149,3 +149,54 @@ def test_example_reports_render(browser, name, tmp_path):
         tmp_path / f"{name}.png"
     page.screenshot(path=str(shot), full_page=False)
     page.close()
+
+
+def test_sim_vs_gpu_view_opens_at_the_first_divergence(browser, tmp_path):
+    """``tcsim diff --report`` against a recorded H100 run whose output we altered in one element: the page opens
+    on the comparison, naming the buffer and the element.  A register-value mismatch (as diff_runs reports one)
+    opens the source view at its PTX line and selects that warp's region on the timeline."""
+    import numpy as np
+    from hw.trace import TracedRun
+
+    from tcsim.examples.mma_gemm import make_launch
+    from tcsim.launch import run_launch
+    from tcsim.report import VisualOutputs
+
+    golden = TracedRun.load(ROOT / "tests" / "hw" / "golden_h100" / "mma_gemm.npz")
+    i = next(k for k, o in enumerate(golden.outputs) if o is not None and o.size > 1)
+    out = np.array(golden.outputs[i])
+    flat = out.reshape(-1).view(np.uint8)
+    flat[0] ^= 1                                      # one bit of the first element
+    golden.outputs[i] = out
+    altered = tmp_path / "altered.npz"
+    golden.save(altered)
+    page_path = tmp_path / "diff.html"
+    assert main(["diff", "tcsim.examples.mma_gemm", "--against", f"golden:{altered}", "--report",
+                 str(page_path)]) == 1
+    page, errors = _open(browser, page_path, 1300, 900)
+    assert "DIFFERENT: 1 output buffer(s)" in page.locator("#diff-verdict").inner_text()
+    assert "differs in 1 element(s); first [0" in page.locator("#diff-outputs").inner_text()
+    top = page.evaluate("document.getElementById('diff-section').getBoundingClientRect().top")
+    assert abs(top) < 2                               # opened there
+    assert errors == []
+    page.close()
+
+    # a value mismatch at the mma.sync line of warp 0
+    ptx = (ROOT / "examples" / "mma_gemm.ptx").read_text().splitlines()
+    line = next(k + 1 for k, t in enumerate(ptx) if t.strip().startswith("mma.sync"))
+    vo = VisualOutputs(report=tmp_path / "mm.html")
+    launch = make_launch()
+    res = run_launch(launch, timing=True, observers=vo.observers)
+    mism = {"kind": "value", "warp": "cta (0,0,0) warp 0", "lane": 5, "position": 3, "line": line,
+            "text": ptx[line - 1].strip(), "reg": "%f1", "cls": "exact", "a": "0x3f800000", "b": "0x3f800001",
+            "note": ""}
+    vo.write(res, launch, diff={"a_name": "sim", "b_name": "gpu", "kernel": "mma_gemm", "identical": False,
+                                "outputs": [], "mismatches": [mism], "n_value_mismatches": 1, "approx": [],
+                                "notes": [], "text": ""})
+    page, errors = _open(browser, tmp_path / "mm.html", 1300, 900)
+    assert "hl" in page.get_attribute(f"#L{line}", "class")
+    sel = page.evaluate("(() => { const s = tcsimReport.data.slices[tcsimReport.view.sel]; return [s[5].warp, "
+                        "s[5].first_line, s[5].last_line, tcsimReport.data.cats[s[4]]]; })()")
+    assert sel[0] == 0 and sel[1] <= line <= sel[2] and sel[3] == "inst"
+    assert errors == []
+    page.close()
