@@ -201,3 +201,27 @@ def test_cli_writes_the_trace(tmp_path, capsys):
     db = _sql(out, "protobuf+sqlite")
     assert db.query("select count(*) from slice where category = 'finding'") == [(1,)]
     assert main(["run", "tcsim.examples.bugs.missing_proxy_fence", "--perfetto", str(tmp_path / "no" / "x")]) == 2
+
+
+def test_a_process_per_cta_named_with_its_cluster(tmp_path):
+    """cluster_exchange: 8 CTAs in clusters of 4 along x; each thread arrives on its right neighbour's mbarrier."""
+    from tcsim.examples.cluster_exchange import make_launch
+    launch = make_launch()
+    res, rec, path = _run(launch, tmp_path, timing=False)
+    gx, cx = launch.grid[0], launch.cluster[0]
+    db = _sql(path, "protobuf+sqlite")
+    names = sorted(n for (n,) in db.query("select name from process"))
+    assert names == sorted(f"cluster ({x // cx},0,0) / CTA ({x},0,0)" for x in range(gx))
+    (nthreads,), = db.query("select count(*) from thread")
+    assert nthreads == res.stats["warps"]
+    (n,), = db.query(f"select sum({_arg('instructions')}) from slice s where s.category = 'inst'")
+    assert n == res.stats["warp_instructions"]
+    # every mbarrier phase completion is on the track of the CTA that owns the mbarrier; there is one per CTA
+    # whose mbarrier completed a phase (remote arrivals complete it)
+    owners = {tuple(e.target_cta or e.cta) for e in rec.events if e.kind == "sync" and e.op == "mbarrier.phase"}
+    rows = db.query("select p.name from slice s join track t on s.track_id = t.id join process_track pt on "
+                    "t.parent_id = pt.id join process p using (upid) where s.category = 'phase_done'")
+    want = [tuple(e.target_cta or e.cta) for e in rec.events if e.kind == "sync" and e.op == "mbarrier.phase"]
+    assert sorted(r[0].split(" / ")[1] for r in rows) == sorted(f"CTA ({','.join(map(str, o))})" for o in want)
+    assert len(owners) == gx
+    db.close()

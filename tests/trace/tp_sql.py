@@ -14,7 +14,7 @@ counter tracks, ``SLICE_BEGIN`` / ``SLICE_END`` nest per track (``depth``, ``par
 of ``dur`` 0, ``COUNTER`` a ``counter`` row, debug annotations ``args`` rows keyed ``debug.NAME``, and a flow
 goes from the slice carrying an id in ``flow_ids`` to the one carrying it in ``terminating_flow_ids``.  Tables
 and columns: process(upid, pid, name), thread(utid, tid, name, upid), track(id, name, parent_id),
-thread_track(id, name, utid), counter_track(id, name), slice(id, ts, dur, track_id, category, name, depth,
+thread_track(id, name, utid), process_track(id, name, upid), counter_track(id, name), slice(id, ts, dur, track_id, category, name, depth,
 parent_id, arg_set_id), args(arg_set_id, key, int_value, string_value, real_value), counter(id, ts, track_id,
 value), flow(id, slice_out, slice_in).
 """
@@ -30,6 +30,7 @@ create table process(upid integer primary key, pid integer, name text);
 create table thread(utid integer primary key, tid integer, name text, upid integer);
 create table track(id integer primary key, name text, parent_id integer);
 create table thread_track(id integer primary key, name text, utid integer);
+create table process_track(id integer primary key, name text, upid integer);
 create table counter_track(id integer primary key, name text);
 create table slice(id integer primary key, ts integer, dur integer, track_id integer, category text, name text,
                    depth integer, parent_id integer, arg_set_id integer);
@@ -80,6 +81,8 @@ class ProtoSql:
                     db.execute("insert into process values (?,?,?)", (upid_of[d.process.pid], d.process.pid,
                                                                      d.process.process_name))
                     db.execute("insert into track values (?,?,?)", (tid, d.name or None, parent))
+                    db.execute("insert into process_track values (?,?,?)", (tid, d.name or None,
+                                                                            upid_of[d.process.pid]))
                 elif d.HasField("thread"):
                     utid = new("utid")
                     db.execute("insert into thread values (?,?,?,?)", (utid, d.thread.tid, d.thread.thread_name,
