@@ -39,6 +39,9 @@ def add_parser(subparsers, load_launch):
     p.add_argument("--save", metavar="PATH", help="save the other side's traced run (.npz) for golden: use")
     p.add_argument("--save-sim", metavar="PATH", help="save the simulator's traced run (.npz)")
     p.add_argument("--max-items", type=int, default=8, help="how many differences to list per section")
+    p.add_argument("--report", metavar="OUT.html", default=None,
+                   help="also write the HTML report of the simulator's run with the comparison, opening at the "
+                        "first divergence (tcsim.report)")
     p.set_defaults(fn=functools.partial(cmd_diff, load_launch=load_launch))
     return p
 
@@ -114,6 +117,13 @@ def cmd_diff(args, load_launch) -> int:
         return 1
     print(f"tcsim diff {args.launch}")
     print(rep.format(args.max_items))
+    if args.report:                 # the simulator's run, uninstrumented, with the comparison (tcsim.report)
+        from tcsim.report import VisualOutputs, diff_json
+        from tcsim.launch import run_launch
+        vo = VisualOutputs(report=args.report)
+        res = run_launch(launch, timing=True, seed=args.seed, observers=vo.observers)
+        for line in vo.write(res, launch, title=f"{args.launch} (tcsim diff)", diff=diff_json(rep)):
+            print(line)
     if args.save:
         print(f"saved the {other.backend} run to {args.save}")
     if args.save_sim:

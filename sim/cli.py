@@ -15,6 +15,9 @@
                                                   --schedule K: run exactly schedule K (0: the default);
               [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
+    tcsim report LAUNCH.py [-o OUT.html]          run a launch file and write its self-contained HTML report
+                                                  (``tcsim run --report OUT.html``; ``--perfetto OUT.pftrace``:
+                                                  the Perfetto timeline; tcsim.report)
 
 Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
 ``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
@@ -240,11 +243,14 @@ def _run_sim(mod, launch, args):
         schedule = schedule_of(launch, k, timing=timing, seed=args.seed or 0, max_instructions=args.max_instructions)
         print(f"[sim] {schedule.label()}")
         seed, schedule = None, (schedule if k else None)
+    from .report import VisualOutputs       # --perfetto / --report (tcsim.report)
+    visual = VisualOutputs(getattr(args, "perfetto", None), getattr(args, "report", None))
+    args.visual = visual                    # --backend both rewrites the report with the comparison
     try:
         result = run_launch(launch, seed=seed, trace=args.trace, max_instructions=args.max_instructions,
                             timing=timing, strict=getattr(args, "strict", False), schedule=schedule,
                             detect=getattr(args, "detect", True), max_seconds=getattr(args, "max_seconds", None),
-                            progress=getattr(args, "progress", None))
+                            progress=getattr(args, "progress", None), observers=visual.observers)
     except TcsimError as e:
         for line in e.stdout:               # printf output and assertion lines before the error, as the GPU shows
             print(line, end="" if line.endswith("\n") else "\n")
@@ -262,6 +268,8 @@ def _run_sim(mod, launch, args):
         print(f"[sim] {line}")
     if args.trace:
         print(f"trace written to {args.trace}")
+    for line in visual.write(result, launch, title=getattr(args, "launch_name", None)):
+        print(line)
     print_findings(result.findings)
     _finish_findings(args, result.findings)
     if any(f.severity != "lint" for f in result.findings):
@@ -324,7 +332,7 @@ def _explore(mod, launch, args) -> int:
 
 def _output_path_problem(args) -> str | None:
     """Why ``--trace`` / ``--findings`` cannot be written (checked before the run, not after it), or None."""
-    for opt in ("trace", "findings"):
+    for opt in ("trace", "findings", "perfetto", "report"):
         path = getattr(args, opt, None)
         if path is None:
             continue
@@ -368,6 +376,11 @@ def _run_module(mod, args) -> int:
     if not (ok_g and getattr(rg, "ok", True)):
         return 1
     diffs = compare_outputs(rs.outputs, rg.outputs)
+    if getattr(args, "report", None):       # the report's sim-vs-GPU view (tcsim.report)
+        from .report import outputs_diff_json
+        for line in args.visual.write(rs, launch, title=getattr(args, "launch_name", None), diff=outputs_diff_json(
+                "simulator", f"GPU {getattr(rg, 'device', '')}", diffs, len(rs.outputs))):
+            print(line)
     if diffs:
         print("[both] MISMATCH between simulator and GPU outputs:")
         for d in diffs:
@@ -501,6 +514,10 @@ def main(argv=None) -> int:
 
     def run_opts(p):
         p.add_argument("--trace", help="write a JSONL event trace to this file")
+        p.add_argument("--perfetto", metavar="OUT.pftrace", default=None,
+                       help="write a Perfetto timeline (protobuf trace; timestamps in SM cycles) of the run")
+        p.add_argument("--report", metavar="OUT.html", default=None,
+                       help="write a self-contained HTML report of the run (timeline, annotated PTX, stalls)")
         p.add_argument("--seed", type=int, default=None, help="scheduler seed (interleaves warps differently)")
         p.add_argument("--max-instructions", type=int, default=None,
                        help="budget in warp-instructions (a positive count)")
@@ -550,6 +567,12 @@ def main(argv=None) -> int:
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("report", help="run a launch file and write its HTML report (tcsim run --report)")
+    p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
+    run_opts(p)
+    p.add_argument("-o", "--output", dest="report", metavar="OUT.html", default="report.html",
+                   help="the HTML report to write (default report.html)")
+    p.set_defaults(fn=cmd_run, report="report.html")
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub, _launch_of)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")

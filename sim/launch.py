@@ -630,6 +630,11 @@ class Prepared:
                                                    [u for u in (tma_params, tensor_pipe_params, async_copy_params)
                                                     if u is not None]),
                               grid_dependency=grid_dependency, tier=tier)
+        if self.tracer is not None and hasattr(self.tracer, "set_header"):     # the JSONL trace's header record
+            self.tracer.set_header(kernel=self.program.kernel.name, launch=launch.name, arch=self.sim.arch,
+                                   clock_mhz=float(self.sim.arch_config.sm_clock_mhz), grid=launch.grid,
+                                   block=launch.block, cluster=launch.cluster,
+                                   timing=bool(self.sim.arch_config.timed))
         #: the happens-before race detector (:mod:`tcsim.race.hb`), subscribed when ``detect`` is on
         self.detector = None
         if detect:

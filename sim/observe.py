@@ -41,9 +41,10 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   ``warp, pc, line, reg, lanes``.  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
 
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
-observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer writes exactly those
-records: an event family added since (register accesses) has a kind it does not select, and a sync or mem event the
-old trace did not carry has ``traced=False`` (see :class:`JsonlTracer`).
+observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 2, issue 19)
+writes a header record and then a compact record per traced event in cycle order (:class:`JsonlTracer`,
+:func:`trace_record`): an event family added since issue 14 (register accesses) has a kind it does not select, and
+a sync or mem event the old trace did not carry has ``traced=False``.
 """
 from __future__ import annotations
 
@@ -315,32 +316,235 @@ class ObservationBus:
                 fn(ev)
 
 
-class JsonlTracer:
-    """Writes one JSON object per event, one per line (``tcsim run --trace out.jsonl``).
+#: the JSONL trace's schema (the header record's ``version``); the README's "JSONL trace" section documents it
+TRACE_SCHEMA = "tcsim-trace"
+TRACE_SCHEMA_VERSION = 2
 
-    The format is the pre-issue-14 one (a later issue redesigns it): each record is ``kind, cycle, cta, agent``
-    followed by ``Event.fields``.  To keep it byte-identical the tracer writes only events of the kinds it selects
-    (default inst, mem, sync, stall -- not the newer ``reg``) whose ``traced`` is true: the doors mark the accesses
-    the old trace did not carry with ``traced=False`` -- the tensor pipe's TMEM reads of the accumulator C and of the
-    block-scale factors, the read half of a masked bulk store (``.cp_mask``) and of a tensor reduction, vprintf's
-    format-string read, the caller-side call-parameter loads and stores; the other new information (``op_id``,
-    ``line``, typed sync operands, an AsyncIssue's ``unit`` / ``issuer_*``) lives in declared fields that ``fields``
-    does not show."""
+
+def _num(x):
+    """A cycle as an int where it is integral."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def hex_lanes(values) -> str:
+    """A register write's lane values (the active lanes, in lane order) as one hex string: each lane a fixed
+    number of hex digits (8 for values below 2**32, 16 below 2**64, else 32; two's complement for a negative
+    value), lane 0's first; where every active lane got the same value, ``*`` and that value once.  Decode: a
+    leading ``*`` broadcasts the value, else split into ``popcount(mask)`` equal parts."""
+    vals = values if isinstance(values, list) else [int(v) for v in values]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)
+    w = 8 if big <= 32 else 16 if big <= 64 else 32
+    m = (1 << (4 * w)) - 1
+    if lo == hi and len(vals) > 1:
+        return "*" + format(vals[0] & m, f"0{w}x")
+    if lo >= 0 and w <= 16:                 # big-endian words: their bytes' hex is the lanes' digits in order
+        import numpy as np
+        return np.array(vals, dtype=np.uint64).astype(">u4" if w == 8 else ">u8").tobytes().hex()
+    fmt = f"{{:0{w}x}}".format
+    return "".join(map(fmt, (v & m for v in vals)))
+
+
+def _affine(xs) -> int | None:
+    """The common step of ``xs`` (at least one element), or None."""
+    if len(xs) < 2:
+        return 0
+    d = xs[1] - xs[0]
+    return d if all(xs[i + 1] - xs[i] == d for i in range(len(xs) - 1)) else None
+
+
+def _strided(ranges) -> list | None:
+    """``[start, length, pitch, count]`` for merged ranges of one length evenly spaced (a 2-D box), else None."""
+    if len(ranges) < 3:
+        return None
+    ln = ranges[0][1] - ranges[0][0]
+    if any(b - a != ln for a, b in ranges):
+        return None
+    step = _affine([a for a, _ in ranges])
+    return None if step is None else [ranges[0][0], ln, step, len(ranges)]
+
+
+def merge_ranges(ranges) -> list:
+    """Byte ranges ``[start, end)`` merged where one ends where the next starts or overlaps (sorted)."""
+    import numpy as np
+    r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if not len(r):
+        return []
+    r = r[np.argsort(r[:, 0], kind="stable")]
+    ends = np.maximum.accumulate(r[:, 1])
+    new = np.ones(len(r), bool)
+    new[1:] = r[1:, 0] > ends[:-1]
+    idx = np.flatnonzero(new)
+    last = np.append(idx[1:] - 1, len(r) - 1)
+    return np.stack([r[idx, 0], ends[last]], 1).tolist()
+
+
+def tmem_rects(addrs, size: int) -> list:
+    """The TMEM cells of an access (cell addresses ``lane << 16 | column``, ``size`` bytes = ``size // 4``
+    columns from each) as ``[lane_lo, lane_hi, col_lo, col_hi]`` rectangles (half-open): column runs per lane,
+    consecutive lanes with the same runs merged."""
+    import numpy as np
+    a = np.asarray(addrs, dtype=np.int64)
+    if not a.size:
+        return []
+    lanes, cols, n = (a >> 16) & 0xFFFF, a & 0xFFFF, max(1, size // 4)
+    l0, c0 = int(lanes.min()), int(cols.min())
+    grid = np.zeros((int(lanes.max()) + 1 - l0, int(cols.max()) + n - c0), bool)
+    for j in range(n):
+        grid[lanes - l0, cols - c0 + j] = True
+    out: list = []
+    change = np.ones(len(grid), bool)
+    change[1:] = (grid[1:] != grid[:-1]).any(1)
+    starts = np.flatnonzero(change)
+    for k, lo in enumerate(starts):
+        hi = starts[k + 1] if k + 1 < len(starts) else len(grid)
+        row = np.concatenate([[False], grid[lo], [False]])
+        edges = np.flatnonzero(row[1:] != row[:-1])
+        for b, e in zip(edges[::2], edges[1::2]):
+            out.append([l0 + int(lo), l0 + int(hi), c0 + int(b), c0 + int(e)])
+    return out
+
+
+def _lane_mask(lanes):
+    """The lanes as a 32-bit mask when each appears once in ascending order, else None."""
+    lanes = [int(x) for x in lanes]
+    if lanes != sorted(set(lanes)) or any(not 0 <= x < 32 for x in lanes):
+        return None
+    m = 0
+    for x in lanes:
+        m |= 1 << x
+    return m
+
+
+def _warp_addressing(addrs: list, lanes: list) -> dict:
+    """A warp's access, compactly: each active lane's addresses (in lane order) as ``lane_mask`` + ``per_lane``
+    (addresses per lane, 1 when omitted) + ``addr`` / ``stride`` (between lanes) / ``inner`` (within a lane)
+    where evenly spaced, else ``lanes`` and ``addrs`` as lists."""
+    pairs = sorted(zip(lanes, addrs), key=lambda p: p[0])       # stable: a lane's addresses keep their order
+    lanes, addrs = [p[0] for p in pairs], [p[1] for p in pairs]
+    order = sorted(set(lanes))
+    per = len(lanes) // len(order) if order else 0
+    grouped = per > 0 and lanes == [x for x in order for _ in range(per)]
+    m = _lane_mask(order) if grouped else None
+    if m is not None:
+        firsts = addrs[::per]
+        stride = _affine(firsts)
+        inner = 0 if per == 1 else _affine(addrs[:per])
+        if stride is not None and inner is not None and all(
+                addrs[i * per:(i + 1) * per] == [firsts[i] + j * inner for j in range(per)] for i in range(len(order))):
+            d = {"lane_mask": m, "addr": addrs[0], "stride": stride}
+            if per > 1:
+                d.update(per_lane=per, inner=inner)
+            return d
+        return {"lane_mask": m, **({"per_lane": per} if per > 1 else {}), "addrs": addrs}
+    return {"lanes": lanes, "addrs": addrs}
+
+
+def trace_record(ev: Event) -> dict:
+    """The JSONL record of one event (schema :data:`TRACE_SCHEMA_VERSION`; README "JSONL trace"); a field whose
+    value is None is left out."""
+    d = _record(ev)
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _record(ev: Event) -> dict:
+    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": list(ev.cta), "agent": ev.agent}
+    if isinstance(ev, InstRetired):
+        d.update(warp=ev.warp, pc=ev.pc, line=ev.line, text=ev.text, mask=ev.mask,
+                 writes={k: hex_lanes(v) for k, v in ev.writes.items()})
+        if ev.done is not None:
+            d["done"] = _num(ev.done)
+        return d
+    if isinstance(ev, MemAccess):
+        d.update(warp=ev.warp, pc=ev.pc, line=ev.line, op=ev.op, space=ev.space, proxy=ev.proxy, size=ev.size)
+        if ev.op_id is not None:
+            d["op_id"] = ev.op_id
+        if ev.lanes:
+            import numpy as np
+            d.update(_warp_addressing(np.asarray(ev.addrs, dtype=np.int64).tolist(),
+                                      np.asarray(ev.lanes, dtype=np.int64).tolist()))
+        elif ev.space == "tmem":
+            d["tmem"] = tmem_rects(ev.addrs, ev.size)
+        else:
+            rs = merge_ranges(ev.ranges())
+            st = _strided(rs)
+            if st is not None:
+                d["strided"] = st
+            else:
+                d["ranges"] = rs
+        return d
+    for k, v in ev.fields.items():
+        if k in ("kind", "cycle", "cta", "agent"):      # an operand named like a record key (tcgen05.wait's kind)
+            d[f"detail_{k}"] = _jsonable(v)
+        elif k == "lanes" and isinstance(v, (list, tuple)) and _lane_mask(v) is not None:
+            d["lane_mask"] = _lane_mask(v)
+        else:
+            d[k] = _jsonable(v)
+    if isinstance(ev, SyncEvent):
+        if ev.op_id is not None:
+            d.setdefault("op_id", ev.op_id)
+        if ev.line is not None:
+            d.setdefault("line", ev.line)
+    return d
+
+
+class JsonlTracer:
+    """Writes the run's events as JSON Lines (``tcsim run --trace out.jsonl``), schema :data:`TRACE_SCHEMA_VERSION`.
+
+    The first line is the header record (``kind`` 'header': ``schema``, ``version``, kernel, launch, arch,
+    ``clock_mhz``, grid / block / cluster, ``timing``, and a ``legend`` of the record kinds); then one record per
+    event of the selected kinds (default inst, mem, sync, stall) whose ``traced`` is true, **in cycle order**
+    (events of one cycle in the order they happened: the records are kept and sorted stably when the trace is
+    closed).  A record is ``kind, cycle, cta, agent`` and the event's fields, compactly (:func:`trace_record`):
+    a register write is one hex string of its active lanes' values, a warp's memory access is a lane mask and an
+    ``addr`` / ``stride`` pair where the lanes' addresses are evenly spaced, an agent's block access is a list
+    of merged byte ``ranges`` (TMEM: ``tmem`` rectangles of lanes x columns).  A path ending ``.gz`` is written
+    gzip-compressed."""
+
+    LEGEND = {"header": "this record", "inst": "a warp retired an instruction: warp, pc, line, text, mask (active "
+              "lanes), writes {register: hex of each active lane's value, lane 0 first; '*' + one value: all lanes}, done (timing: results "
+              "readable)", "mem": "a memory access: op, space, proxy, size (bytes per address); a warp's: "
+              "lane_mask [+ per_lane] + addr/stride[/inner] (or addrs; lanes); an agent's: ranges [[start, end)], "
+              "strided [start, length, pitch, count] or tmem [[lane_lo, lane_hi, col_lo, col_hi)]; op_id links an "
+              "async op's accesses", "sync": "a synchronisation event: op and its "
+              "operands (mbarrier, count, phase, tx, bytes, op_id...)", "stall": "a warp could not issue from "
+              "cycle for cycles: reason, detail (what it waits on)"}
 
     def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync", "stall")):
         self._own = isinstance(path_or_file, (str, bytes)) or hasattr(path_or_file, "__fspath__")
-        self._f = open(path_or_file, "w") if self._own else path_or_file
+        if self._own and str(path_or_file).endswith(".gz"):         # out.jsonl.gz: gzip-compressed
+            import gzip
+            self._f = gzip.open(path_or_file, "wt")
+        else:
+            self._f = open(path_or_file, "w") if self._own else path_or_file
         self.kinds = set(kinds)
         self.count = 0
+        self.header: dict = {}
+        self._recs: list = []
+
+    def set_header(self, **info) -> None:
+        """What the header record says about the launch (kernel, launch, arch, clock_mhz, grid, block...)."""
+        self.header.update({k: _jsonable(v) for k, v in info.items()})
 
     def on_event(self, ev: Event) -> None:
         if ev.kind in self.kinds and ev.traced:
-            self._f.write(json.dumps(ev.to_json(), separators=(",", ":")) + "\n")
+            self._recs.append((ev.cycle, json.dumps(trace_record(ev), separators=(",", ":"))))
             self.count += 1
 
     def close(self) -> None:
+        if self._f is None:
+            return
+        head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
+                "records": self.count, "legend": self.LEGEND}
+        self._f.write(json.dumps(head, separators=(",", ":")) + "\n")
+        self._recs.sort(key=lambda r: r[0])          # stable: events of one cycle keep their order
+        self._f.writelines(r[1] + "\n" for r in self._recs)
+        self._recs = []
         if self._own:
             self._f.close()
+        self._f = None
 
 
 class EventRecorder:
@@ -359,4 +563,5 @@ class EventRecorder:
 
 
 __all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
-           "ObservationBus", "JsonlTracer", "EventRecorder"]
+           "ObservationBus", "JsonlTracer", "EventRecorder", "trace_record", "hex_lanes", "merge_ranges", "tmem_rects",
+           "TRACE_SCHEMA", "TRACE_SCHEMA_VERSION"]

@@ -152,13 +152,15 @@ def test_jsonl_trace_records_instructions_and_memory():
     buf = io.StringIO()
     run_launch(Launch(ptx=STORE_LANE0, args=[np.zeros(1, np.uint32)]), trace=buf)
     recs = [json.loads(l) for l in buf.getvalue().splitlines()]
+    assert recs[0]["kind"] == "header" and recs[0]["version"] == 2        # schema: README "JSONL trace"
     insts = [r for r in recs if r["kind"] == "inst"]
     mems = [r for r in recs if r["kind"] == "mem"]
     assert [r["text"].split()[0] for r in insts] == ["ld.param.u64", "mov.u32", "st.global.u32", "ret;"]
-    assert insts[1]["writes"]["%r1"] == list(range(32)) and insts[1]["mask"] == 0xFFFFFFFF
+    # one hex string per register write: 8 hex digits per active lane, lane 0 first
+    assert insts[1]["writes"]["%r1"] == "".join(f"{i:08x}" for i in range(32)) and insts[1]["mask"] == 0xFFFFFFFF
     assert {m["space"] for m in mems} == {"param", "global"}
     st = [m for m in mems if m["op"] == "st"][0]
-    assert st["size"] == 4 and len(st["lanes"]) == 32
+    assert st["size"] == 4 and st["lane_mask"] == 0xFFFFFFFF
 
 
 def test_session_steps_and_inspects():
