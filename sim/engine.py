@@ -494,7 +494,7 @@ class Simulation:
             ctx.mask = mask
             ctx.extra_delay = 0
             pcs[group] = pc + 1
-            if bus.active:
+            if bus.active and bus.wants("inst"):
                 ctx.writes = {}
             pre = prepare(ctx, pc)
             nwaits = len(warp.waits)
@@ -536,8 +536,12 @@ class Simulation:
 
     def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
         """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
-        times them) with the register writes its context collected."""
+        times them) with the register writes its context collected -- when some observer selects 'inst' events (the
+        race detector does not: it would pay for a record per instruction it never reads)."""
         ctx = warp.ctx
+        if not self.bus.wants("inst"):
+            ctx.writes = None
+            return
         self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                                      text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
                                      writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
