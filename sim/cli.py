@@ -15,6 +15,8 @@
                                                   --schedule K: run exactly schedule K (0: the default);
               [--jobs J]                          --jobs J: the --explore schedules in J processes
     tcsim diff LAUNCH.py [--against gpu|golden:P] simulator vs GPU: outputs and per-warp traces, bit for bit
+    tcsim debug LAUNCH.py [--seed N] [--timing]   interactive debugger: breakpoints, watchpoints, reverse
+                [-x COMMANDS]                     stepping, forced interleavings (tcsim.debugger.prompt)
 
 Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
 ``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
@@ -412,6 +414,12 @@ def cmd_run(args) -> int:
     return _run_module(mod, args)
 
 
+def cmd_debug(args) -> int:
+    """``tcsim debug LAUNCH.py``: the interactive debugger (tcsim.debugger.prompt)."""
+    from .debugger.prompt import debug_main
+    return debug_main(args, _load_launch_module, _get_launch)
+
+
 def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:
     """All diagnostics for a PTX file: syntax first, then every instruction tcsim cannot execute.  With
     ``notes_out``, the notes of :func:`ptx_notes` of a file without diagnostics are appended to it (one parse)."""
@@ -552,6 +560,15 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_run)
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub, _launch_of)
+    p = sub.add_parser("debug", help="debug a launch file interactively (breakpoints, watchpoints, reverse "
+                                     "stepping, forced interleavings; `help` at the prompt)")
+    p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
+    p.add_argument("--seed", type=int, default=None, help="scheduler seed")
+    p.add_argument("--timing", dest="timing", action="store_true", default=False,
+                   help="cycle-approximate timing (default: off, one cycle per warp-instruction)")
+    p.add_argument("--max-instructions", type=int, default=None, help="budget in warp-instructions")
+    p.add_argument("-x", "--command", metavar="FILE", default=None, help="read the commands from FILE")
+    p.set_defaults(fn=cmd_debug)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")
