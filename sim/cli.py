@@ -568,6 +568,9 @@ def main(argv=None) -> int:
                    help="cycle-approximate timing (default: off, one cycle per warp-instruction)")
     p.add_argument("--max-instructions", type=int, default=None, help="budget in warp-instructions")
     p.add_argument("-x", "--command", metavar="FILE", default=None, help="read the commands from FILE")
+    p.add_argument("--checkpoint-every", type=int, default=128, metavar="N",
+                   help="fork a checkpoint every N events (more sparsely as they add up) so going back replays "
+                        "little; 0: replay from the start (default 128)")
     p.set_defaults(fn=cmd_debug)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")

@@ -291,6 +291,9 @@ class Session:
         #: a callable(session, target) -> bool that may satisfy a replay in another way (tcsim debug's forked
         #: checkpoints); None: replay in this process
         self.replayer = None
+        #: called after every event of a run or replay (tcsim debug's checkpoints); None: nothing
+        self.on_position = None
+        self._dirty = False
         self._start()
         _CURRENT = weakref.ref(self)
 
@@ -406,7 +409,12 @@ class Session:
                     self.done = True
                     self.error = e
                     raise
+                except KeyboardInterrupt:
+                    self._dirty = True          # (mid-event: the next travel replays to self.pos)
+                    raise
                 n += 1
+                if self.on_position is not None:
+                    self.on_position(self)
                 st = self._check_points()
                 if st is not None:
                     if record is not None:
@@ -597,7 +605,7 @@ class Session:
                 self.pcs_of_line(until["line"])
             cta = until.get("cta", 0 if "warp" in until else None)
             if cta is not None:
-                cta_i = self._cta_of(cta).index
+                self._cta_of(cta)
                 if "warp" in until:
                     self.warp(until["warp"], cta)
             want = dict(until)
@@ -669,33 +677,55 @@ class Session:
     def goto(self, pos: int) -> Stop:
         """Put the session at position ``pos`` (events since the launch began) by deterministic replay: forward
         from here when ``pos`` is ahead, else from the nearest checkpoint (module docstring)."""
-        if pos < 0:
-            raise DebugError(f"position {pos}", expected="a position >= 0")
-        if pos < self.pos or (self.done and pos != self.pos):
-            t0 = time.perf_counter()
-            if self.replayer is None or not self.replayer(self, pos):
-                self._start()
-            start = self.pos
-            self._replay_to(pos)
-            self.last_replay = (time.perf_counter() - t0, self.pos - start)
-        elif pos > self.pos:
-            self._replay_to(pos)
-        self.stop = Stop("position", f"at position {self.pos}" + (f", after: {self._last}" if self._last else ""),
-                         self.pos, self._last)
-        return self.stop
+        if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)) or pos < 0:
+            raise DebugError(f"position {pos!r}", expected="a position >= 0 (events since the launch began)")
+        return self._travel(int(pos), None)
+
+    def _travel(self, pos: int, then) -> Stop:
+        """Go to ``pos`` and do ``then``: None (report the position), ``("msg", text)`` (report ``text``) or
+        ``("arm1",)`` (process one more event with the stop points armed: reverse-continue's landing).  Backwards
+        (or from a finished run) this replays from the nearest checkpoint: :attr:`replayer` (tcsim debug's forked
+        checkpoints; it may continue the session in another process and not return), else the launch."""
+        t0 = time.perf_counter()
+        start = self.pos
+        if pos < self.pos or (self.done and pos != self.pos) or self._dirty:
+            if self.replayer is not None:
+                self.replayer(self, pos, then)          # (returns only when no checkpoint serves)
+            self._start()
+            start = 0
+        self._replay_to(pos)
+        self.last_replay = (time.perf_counter() - t0, self.pos - start)
+        return self._then(then)
+
+    def _then(self, then) -> Stop:
+        if then is not None and then[0] == "arm1":
+            st = self._advance(max_events=1)
+            if st.reason == "position":       # (cannot happen: the replay is deterministic)
+                raise DebugError(f"replay diverged: no stop at position {self.pos}")
+        elif then is not None and then[0] == "msg":
+            st = Stop("position", then[1], self.pos, self._last)
+        else:
+            st = Stop("position", f"at position {self.pos}" + (f", after: {self._last}" if self._last else ""),
+                      self.pos, self._last)
+        self.stop = st
+        return st
 
     def _replay_to(self, pos: int) -> None:
+        """Process events up to position ``pos`` with the stop points off (breakpoint hit counts unchanged)."""
         saved = self.breakpoints
         self.breakpoints = {}
         wps = self.watchpoints
         self.watchpoints = {}
+        self._dirty = False
         try:
             self._t0 = time.perf_counter()
+            hook = self.on_position
             while self.pos < pos and not self.done:
                 if not self._event():
                     self._ended()
+                elif hook is not None:
+                    hook(self)
             self.sim.wall_time += time.perf_counter() - self._t0
-            self.sim.findings          # noqa: B018
             self._findings_seen = len(self.sim.findings.items)
         finally:
             self.breakpoints = saved
@@ -705,6 +735,8 @@ class Session:
 
     def reverse_step(self, n: int = 1, warp: int | None = None, cta=0) -> Stop:
         """Go back to just before the ``n``-th last retired warp-instruction (of ``warp``, when given)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise DebugError(f"reverse-step count {n!r}", expected="a positive number of warp-instructions")
         if warp is not None:
             self.warp(warp, cta)
             ps = self._warp_retires.get((self._cta_of(cta).index, warp), [])
@@ -715,21 +747,18 @@ class Session:
             who = "the kernel"
         if len(ps) < n:
             raise DebugError(f"cannot go back {n} instruction{'s' * (n != 1)}: {who} has retired {len(ps)} so far "
-                             f"(position {self.pos} is {'the start' if self.pos == 0 else 'near the start'})")
+                             f"(position {self.pos})")
         target = ps[-n] - 1
         undone = next((r for r in reversed(self.history) if r.pos == ps[-n] and
                        (warp is None or r.warp == warp)), None)
-        self.goto(target)
         what = f"line {undone.line} `{undone.text}` of warp {undone.warp} (CTA {undone.cta})" if undone else \
             f"the instruction at position {ps[-n]}"
-        self.stop = Stop("position", f"back at position {target}: {what} has not executed yet", self.pos,
-                         self._last)
-        return self.stop
+        return self._travel(target, ("msg", f"back at position {target}: {what} has not executed yet"))
 
     def reverse_cont(self) -> Stop:
         """Go back to the last breakpoint / watchpoint / finding stop before the current position (for a
         watchpoint: right after the write that last changed the watched value); to the start when there is
-        none."""
+        none.  One replay from the start records the stops; a second lands on the last one."""
         here = self.pos
         if here == 0:
             raise DebugError("already at the start of the run (position 0)")
@@ -744,39 +773,31 @@ class Session:
         try:
             while self.pos < here - 1 and not self.done:
                 st = self._advance(max_events=here - 1 - self.pos, record=stops)
-                if st.reason in ("exited",):
+                if st.reason == "exited":
                     break
         finally:
             for v in temps.values():
                 v.temporary = True
-        stops = [s for s in stops if s.pos < here]
-        for k, h in saved_hits.items():
-            p = self.breakpoints.get(k) or self.watchpoints.get(k)
-            if p is not None:
-                p.hits = h
+            for k, h in saved_hits.items():
+                p = self.breakpoints.get(k) or self.watchpoints.get(k)
+                if p is not None:
+                    p.hits = h
+        stops = [x for x in stops if x.pos < here]
         if not stops:
-            self._start()
-            self.last_replay = (time.perf_counter() - t0, 0)
-            self.stop = Stop("position", "no breakpoint, watchpoint or finding stop before here: back at the start "
-                                         "of the run (position 0)", 0, None)
-            return self.stop
-        last = stops[-1]
-        self._start()
-        self._replay_to(last.pos - 1)
-        # the last event again, with the stop points armed: the same stop, with the old value as it was
-        st = self._advance(max_events=1)
-        if st.reason == "position":           # (cannot happen: the replay is deterministic)
-            raise DebugError(f"replay diverged: no stop at position {last.pos}")
-        for k, h in saved_hits.items():
-            p = self.breakpoints.get(k) or self.watchpoints.get(k)
-            if p is not None:
-                p.hits = h
+            st = self._travel(0, ("msg", "no breakpoint, watchpoint or finding stop before here: back at the start "
+                                         "of the run (position 0)"))
+        else:
+            st = self._travel(stops[-1].pos - 1, ("arm1",))
+            for k, h in saved_hits.items():
+                p = self.breakpoints.get(k) or self.watchpoints.get(k)
+                if p is not None:
+                    p.hits = h
         self.last_replay = (time.perf_counter() - t0, here)
-        self.stop = st
         return st
 
     def restart(self) -> Stop:
         """Restart the run from the launch (same seed, schedule, timing; breakpoints and watchpoints stay)."""
+        self._dirty = False
         self._start()
         self.stop = Stop("position", "restarted: position 0 (no instruction retired yet)", 0, None)
         return self.stop

@@ -36,14 +36,13 @@ from __future__ import annotations
 import cmd
 import os
 import re
-import shlex
 import sys
 import time
 
 import numpy as np
 
 from tcsim.isa.errors import TcsimError
-from tcsim.session import DebugError, Session, typed
+from tcsim.session import DebugError, Session
 
 PROMPT = "(tcsim) "
 ALIASES = {"b": "break", "c": "continue", "cont": "continue", "s": "step", "si": "step", "stepi": "step",
@@ -52,7 +51,7 @@ ALIASES = {"b": "break", "c": "continue", "cont": "continue", "s": "step", "si":
            "q": "quit", "exit": "quit", "d": "delete", "i": "info", "r": "run", "l": "list", "w": "watch",
            "rsi": "reverse_step", "reverse-stepi": "reverse_step"}
 WATCH_KINDS = ("smem", "gmem", "tmem", "mbarrier")
-INFO_TOPICS = ("warps", "breakpoints", "watchpoints", "findings", "schedule", "position")
+INFO_TOPICS = ("warps", "breakpoints", "watchpoints", "findings", "schedule", "position", "checkpoints")
 TYPES = ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "b32", "b64", "f16", "bf16", "f32", "f64", "f16x2",
          "bf16x2", "e4m3", "e5m2", "e4m3x2", "e5m2x2")
 
@@ -141,6 +140,9 @@ class DebugShell(cmd.Cmd):
         self.exit_status = 0
         self.intro = None
         self._readline = None
+        self.checkpoints = None
+        #: say how long each replay took (``set verbose on``)
+        self.verbose_replay = False
         if interactive:
             self._setup_readline()
 
@@ -211,7 +213,11 @@ class DebugShell(cmd.Cmd):
         except (DebugError, TcsimError) as e:
             self.out(str(e))
         except KeyboardInterrupt:
-            self.out("interrupted")
+            if self.s._dirty:
+                self.out(f"interrupted; back to position {self.s.pos} (replaying)")
+                self.s.goto(self.s.pos)
+            else:
+                self.out("interrupted")
         return False
 
     def _stopped(self, st) -> None:
@@ -233,6 +239,50 @@ class DebugShell(cmd.Cmd):
             self.out(f"the kernel stopped with an error at position {self.s.pos}:\n{e}")
             self.out("(reverse-step goes back before it; `run` restarts)")
             return None
+
+    # ------------------------------------------------------------------------------------------ checkpoints
+    def state(self) -> dict:
+        """What a debugger forked from a checkpoint needs to take over (tcsim.debugger.checkpoints)."""
+        import copy
+        bps = {}
+        for k, b in self.s.breakpoints.items():
+            b2 = copy.copy(b)
+            if hasattr(b2, "_code"):
+                b2._code = None
+            bps[k] = b2
+        hist = []
+        if self._readline is not None:
+            hist = [self._readline.get_history_item(i) for i in range(1, self._readline.get_current_history_length()
+                                                                          + 1)]
+        return {"breakpoints": bps, "watchpoints": dict(self.s.watchpoints), "ids": self.s._ids,
+                "history": hist, "echo": self.echo, "verbose": self.verbose_replay}
+
+    def resume(self, payload: dict) -> None:
+        """Take over in a debugger forked from a checkpoint: the state, then the replay to the target."""
+        st = payload["state"]
+        s = self.s
+        for b in st["breakpoints"].values():
+            if getattr(b, "cond", None):
+                from tcsim.session import _REG
+                expr = b.cond
+                for i, nme in enumerate(_REG.findall(b.cond)):
+                    expr = expr.replace(nme, f"_r{i}", 1)
+                b._code = compile(expr.replace("&&", "&").replace("||", "|"), f"<breakpoint {b.id} condition>",
+                                  "eval")
+        s.breakpoints = st["breakpoints"]
+        s.watchpoints = st["watchpoints"]
+        s._ids = st["ids"]
+        self.echo = st["echo"]
+        self.verbose_replay = st["verbose"]
+        if self._readline is not None:
+            self._readline.clear_history()
+            for h in st["history"]:
+                if h:
+                    self._readline.add_history(h)
+        st = s._travel(payload["target"], payload["then"])
+        k = max(self.checkpoints.chain) if self.checkpoints is not None and self.checkpoints.chain else 0
+        self.out(str(st))
+        self._replayed(f"from the checkpoint at position {k}")
 
     # ------------------------------------------------------------------------------------------ breakpoints
     def _parse_break(self, arg: str, temporary: bool) -> None:
@@ -372,6 +422,12 @@ class DebugShell(cmd.Cmd):
         n, warp, cta = self._warp_count(arg, "reverse-step [N] [warp W] [cta C]")
         st = self.s.reverse_step(n, warp=warp, cta=cta)
         self.out(str(st))
+        self._replayed("from the launch")
+
+    def _replayed(self, whence: str) -> None:
+        dt, n = self.s.last_replay
+        if self.verbose_replay:
+            self.out(f"(replayed {n} events {whence} in {dt:.3f} s)")
 
     def do_reverse_continue(self, arg):
         """reverse-continue: go back to the last breakpoint / watchpoint / finding stop before here -- for a
@@ -380,6 +436,7 @@ class DebugShell(cmd.Cmd):
             raise Usage("reverse-continue")
         st = self.s.reverse_cont()
         self.out(str(st))
+        self._replayed("from the launch")
 
     def do_goto(self, arg):
         """goto POS: to position POS (events since the start), forward or back (deterministic replay)."""
@@ -453,6 +510,13 @@ class DebugShell(cmd.Cmd):
             sch = s.schedule
             self.out(f"schedule: {sch.what if sch is not None else 'default'}; seed {s.seed}; "
                      f"timing {'on' if s.sim.arch_config.timed else 'off (1 cycle per warp-instruction)'}")
+        elif topic == "checkpoints":
+            cp = self.checkpoints
+            if cp is None or not cp.enabled:
+                self.out("no checkpoints: going back replays from the launch")
+            else:
+                self.out(f"checkpoints at positions {', '.join(map(str, sorted(cp.chain)))} (every "
+                         f"{cp.every} events, more sparsely as they add up)")
         else:
             self.out(f"position {s.pos}, cycle {s.sim.env.now:g}, {s.sim.retired} warp-instructions retired"
                      + (f"; last: {s._last}" if s._last else ""))
@@ -573,9 +637,18 @@ class DebugShell(cmd.Cmd):
             mark = ("B" if i in bps else " ") + (">" if i == line else " ")
             self.out(f"{mark}{i:5}  {lines[i - 1]}")
 
+    def do_set(self, arg):
+        """set verbose on|off: report how many events each reverse command replayed and how long it took."""
+        t = arg.split()
+        if len(t) != 2 or t[0] != "verbose" or t[1] not in ("on", "off"):
+            raise Usage("set verbose on|off")
+        self.verbose_replay = t[1] == "on"
+
     def do_quit(self, arg):
         """quit: leave the debugger."""
         self._save_history()
+        if self.checkpoints is not None:
+            self.checkpoints.quit(self.exit_status)
         return True
 
     # ------------------------------------------------------------------------------------------ completion
@@ -653,24 +726,36 @@ def debug_main(args, load_module, get_launch) -> int:
         print(f"tcsim debug: {e}", file=sys.stderr)
         return 2
     launch = get_launch(mod)
+    if args.command is not None and not os.path.isfile(args.command):
+        print(f"tcsim debug: command file {args.command} not found", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
-    s = Session(launch, seed=args.seed, timing=args.timing, max_instructions=args.max_instructions,
-                max_seconds=getattr(args, "max_seconds", None))
+    s = Session(launch, seed=args.seed, timing=args.timing, max_instructions=args.max_instructions)
     interactive = sys.stdin.isatty() and args.command is None
-    stdin = open(args.command) if args.command else None
+    stdin = _RawLines(os.open(args.command, os.O_RDONLY)) if args.command else None
     shell = DebugShell(s, stdin=stdin, check=getattr(mod, "check", None),
                        history=history_file() if interactive else None)
-    every = getattr(args, "checkpoint_every", 0)
-    if every:
-        from .checkpoints import ForkCheckpoints
-        ForkCheckpoints.attach(s, shell, every=every)
     name = launch.name or s.sim.program.kernel.name
     print(f"tcsim debug: {name}: kernel {s.sim.program.kernel.name}, grid {s.sim.grid}, block {s.sim.block}, "
           f"{len(s.sim.warps)} warps started; seed {s.seed}, timing {'on' if s.sim.arch_config.timed else 'off'} "
-          f"(set up in {time.perf_counter() - t0:.2f} s).  `help` lists the commands.")
-    try:
-        shell.cmdloop()
-    finally:
-        if stdin is not None:
-            stdin.close()
+          f"(set up in {time.perf_counter() - t0:.2f} s).  `help` lists the commands.", flush=True)
+    from .checkpoints import ForkCheckpoints, Resumed
+    payload = None
+    every = getattr(args, "checkpoint_every", 0)
+    if every:
+        try:
+            ForkCheckpoints.attach(s, shell, every=every)
+        except Resumed as r:            # (a debugger forked from the first checkpoint: `run` or going back to 0)
+            payload = r.payload
+    while True:
+        try:
+            if payload is not None:
+                p, payload = payload, None
+                shell.resume(p)
+            shell.cmdloop()
+            break
+        except Resumed as r:
+            payload = r.payload
+        except KeyboardInterrupt:
+            shell.out("^C")
     return shell.exit_status
