@@ -1,0 +1,10 @@
+"""tcsim: a simulator of NVIDIA Blackwell / Hopper tensor-core PTX kernels."""
+
+
+def breakpoint(obj=None, launch=None) -> None:  # noqa: A001 -- the name pdb users expect
+    """Open the ``tcsim debug`` prompt at the current state: of the Session ``obj``, or of the caller's local
+    Session, or of the run that produced the caller's ``result`` and ``launch`` (e.g. inside a launch file's
+    ``check(result, launch)``), or of the Session last stepped in this process (:mod:`tcsim.debugger.hooks`)."""
+    import sys
+    from .debugger.hooks import open_prompt
+    open_prompt(obj, launch, sys._getframe(1))

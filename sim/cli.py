@@ -411,6 +411,9 @@ def cmd_run(args) -> int:
               f"{_user_frame(e) or args.launch})", file=sys.stderr)
         return 2
     args.launch_name = args.launch
+    if getattr(args, "pdb", False):             # stop in pdb at the first finding or error (tcsim.debugger.hooks)
+        from .debugger.hooks import run_pdb
+        return run_pdb(mod, _get_launch(mod), args, _call_check)
     return _run_module(mod, args)
 
 
@@ -557,6 +560,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="run a launch file")
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
+    p.add_argument("--pdb", action="store_true", help="stop in pdb at the first finding or error, with the "
+                   "debugging Session in scope (tcsim.debugger.hooks)")
     p.set_defaults(fn=cmd_run)
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub, _launch_of)

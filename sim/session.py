@@ -54,6 +54,9 @@ from .launch import Launch, Prepared
 from .ptxtypes import to_type
 
 _CURRENT: "weakref.ref | None" = None
+#: how the debugger names the agents of observation events
+UNIT_NAMES = {"tma": "TMA engine", "tensor_pipe": "tensor pipe", "tcgen05": "tcgen05 ld/st unit",
+              "lsu": "cp.async unit", "wgmma": "wgmma unit", "barrier": "barrier unit"}
 
 
 def current():
@@ -511,18 +514,12 @@ class Session:
             lanes = sorted(set(getattr(ev, "lanes", None) or ()))
             lt = _lanes_of(lanes) if lanes else ""
             return f"line {ev.line} (warp {ev.warp}{' ' + lt if lt else ''}, {cta}, cycle {ev.cycle:g})"
-        iss = self._inflight.get(ev.op_id) if ev.op_id is not None else None
-        if iss is None:
-            # (the issue of an op already completed in this event: the AsyncComplete came first)
-            iss = self._completed_issue(ev.op_id)
+        unit = UNIT_NAMES.get(ev.agent, ev.agent.replace("_", " "))
+        iss = self._issues.get(ev.op_id) if ev.op_id is not None else None
         if iss is not None:
-            return (f"the {ev.agent.replace('_', ' ')} completing `{iss.detail.get('what', iss.what or '?')}` "
-                    f"issued at line {iss.line} by warp {iss.issuer_warp if iss.issuer_warp is not None else '?'} "
-                    f"({cta}, cycle {ev.cycle:g})")
-        return f"the {ev.agent.replace('_', ' ')} ({cta}, cycle {ev.cycle:g})"
-
-    def _completed_issue(self, op_id):
-        return self._issues.get(op_id)
+            return (f"the {unit} completing `{iss.detail.get('what', iss.what or '?')}` issued at line {iss.line} "
+                    f"by warp {iss.issuer_warp if iss.issuer_warp is not None else '?'} ({cta}, cycle {ev.cycle:g})")
+        return f"the {unit} ({cta}, cycle {ev.cycle:g})"
 
     # ------------------------------------------------------------------------------------------ stepping
     def step(self, n: int = 1, warp: int | None = None, cta=0) -> Retired | None:

@@ -37,7 +37,6 @@ import cmd
 import os
 import re
 import sys
-import time
 
 import numpy as np
 
@@ -729,7 +728,6 @@ def debug_main(args, load_module, get_launch) -> int:
     if args.command is not None and not os.path.isfile(args.command):
         print(f"tcsim debug: command file {args.command} not found", file=sys.stderr)
         return 2
-    t0 = time.perf_counter()
     s = Session(launch, seed=args.seed, timing=args.timing, max_instructions=args.max_instructions)
     interactive = sys.stdin.isatty() and args.command is None
     stdin = _RawLines(os.open(args.command, os.O_RDONLY)) if args.command else None
@@ -738,7 +736,7 @@ def debug_main(args, load_module, get_launch) -> int:
     name = launch.name or s.sim.program.kernel.name
     print(f"tcsim debug: {name}: kernel {s.sim.program.kernel.name}, grid {s.sim.grid}, block {s.sim.block}, "
           f"{len(s.sim.warps)} warps started; seed {s.seed}, timing {'on' if s.sim.arch_config.timed else 'off'} "
-          f"(set up in {time.perf_counter() - t0:.2f} s).  `help` lists the commands.", flush=True)
+          f".  `help` lists the commands.", flush=True)
     from .checkpoints import ForkCheckpoints, Resumed
     payload = None
     every = getattr(args, "checkpoint_every", 0)
