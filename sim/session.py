@@ -41,6 +41,7 @@ raises :class:`DebugError` (a ``TcsimError``; the lookups also a ``LookupError``
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 import time
 import weakref
@@ -455,7 +456,7 @@ class Session:
                     continue
                 wp.last = new
                 wp.hits += 1
-                writers = [self._writer(e) for w2, e in self._touched if w2 is wp]
+                writers = [self._writer(e, wp) for w2, e in self._touched if w2 is wp]
                 writer = "; ".join(dict.fromkeys(writers))
                 stops.append(Stop("watchpoint", f"Watchpoint {wp.id}: {wp.label} changed, written by {writer}\n"
                                                 f"  old: {self.format_value(wp, old)}\n"
@@ -494,26 +495,39 @@ class Session:
         return True
 
     def _eval_cond(self, bp: Breakpoint, r: Retired) -> bool:
-        w = self.warp(r.warp, self._cta_index(r.cta))
-        mask = np.array([(r.mask >> i) & 1 for i in range(32)], dtype=bool)
-        env = {"warp": r.warp, "cta": self._cta_index(r.cta), "cycle": r.cycle, "lane": np.arange(32), "np": np}
-        for i, name in enumerate(_REG.findall(bp.cond)):
-            env[f"_r{i}"] = self.reg(name, warp=r.warp, cta=self._cta_index(r.cta)).astype(np.int64) \
-                if w.regs[name].dtype != np.float32 else w.regs[name].copy()
-        try:
-            v = eval(bp._code, {"__builtins__": {}}, env)       # noqa: S307 -- the user's own condition
-        except Exception as e:  # noqa: BLE001 -- reported, not raised inside the run
-            raise DebugError(f"breakpoint {bp.id} condition `{bp.cond}` failed: {type(e).__name__}: {e}") from None
-        v = np.asarray(v)
-        return bool(v.any()) if v.shape == () else bool((v.astype(bool) & mask).any())
+        """The condition, evaluated lane by lane over the lanes that executed: true for some lane."""
+        cta = self._cta_index(r.cta)
+        w = self.warp(r.warp, cta)
+        vals = [w.regs[name] for name in _REG.findall(bp.cond)]
+        for lane in range(32):
+            if not (r.mask >> lane) & 1:
+                continue
+            env = {"warp": r.warp, "cta": cta, "cycle": r.cycle, "lane": lane}
+            for i, v in enumerate(vals):
+                x = v[lane]
+                env[f"_r{i}"] = float(x) if v.dtype.kind == "f" else bool(x) if v.dtype == np.bool_ else int(x)
+            try:
+                if eval(bp._code, {"__builtins__": {}}, env):       # noqa: S307 -- the user's own condition
+                    return True
+            except Exception as e:  # noqa: BLE001 -- reported with the breakpoint, not as a traceback
+                raise DebugError(f"breakpoint {bp.id} condition `{bp.cond}` failed in lane {lane}: "
+                                 f"{type(e).__name__}: {e}") from None
+        return False
 
-    def _writer(self, ev) -> str:
-        """Who wrote: a warp's instruction (line, warp, lanes) or an async unit completing a warp's op."""
+    def _writer(self, ev, wp=None) -> str:
+        """Who wrote: a warp's instruction (line, text, warp and the lanes that wrote the watched bytes) or an async
+        unit completing a warp's op."""
         cta = f"CTA {tuple(ev.cta)}"
         if ev.agent == "warp":
-            lanes = sorted(set(getattr(ev, "lanes", None) or ()))
-            lt = _lanes_of(lanes) if lanes else ""
-            return f"line {ev.line} (warp {ev.warp}{' ' + lt if lt else ''}, {cta}, cycle {ev.cycle:g})"
+            lanes = getattr(ev, "lanes", None) or ()
+            if wp is not None and ev.kind == "mem" and len(lanes) == len(ev.addrs) and wp.kind in ("smem", "gmem"):
+                lo, hi = wp.start, wp.start + wp.size
+                mask = 0xFFFFFF if wp.kind == "smem" else -1
+                lanes = [ln for a, ln in zip(ev.addrs, lanes) if (a & mask) < hi and (a & mask) + ev.size > lo]
+            lt = _lanes_of(sorted(set(lanes))) if lanes else ""
+            body = self.sim.program.body
+            text = f" `{body[ev.pc]}`" if ev.pc is not None and ev.pc < len(body) else ""
+            return f"line {ev.line}{text} (warp {ev.warp}{' ' + lt if lt else ''}, {cta}, cycle {ev.cycle:g})"
         unit = UNIT_NAMES.get(ev.agent, ev.agent.replace("_", " "))
         iss = self._issues.get(ev.op_id) if ev.op_id is not None else None
         if iss is not None:
@@ -942,7 +956,7 @@ class Session:
             expr = cond
             for i, nme in enumerate(names):
                 expr = expr.replace(nme, f"_r{i}", 1)
-            expr = expr.replace("&&", "&").replace("||", "|")
+            expr = _c_ops(expr)
             try:
                 bp._code = compile(expr, f"<breakpoint {bp.id} condition>", "eval")
             except SyntaxError as e:
@@ -1108,10 +1122,9 @@ class Session:
         return c.warps[warp]
 
     def _no_register(self, w, name: str):
-        close = difflib.get_close_matches(name, list(w.regs), n=4, cutoff=0.5)
-        raise DebugLookupError(f"{w.label} has no register {name}",
-                               expected=("a declared register, e.g. " + ", ".join(close)) if close else
-                               "a register the kernel declares (.reg)")
+        close = difflib.get_close_matches(name, list(w.regs), n=3, cutoff=0.6)
+        raise DebugLookupError(f"{w.label} has no register {name}; it declares {_reg_ranges(w.regs)}",
+                               expected=("a declared register, e.g. " + ", ".join(close)) if close else None)
 
     def reg(self, name: str, warp: int = 0, cta=0, ptype: str | None = None) -> np.ndarray:
         """A register's 32 lane values (raw container, or viewed as ``ptype``: ``'f32'``, ``'f16x2'``...)."""
@@ -1289,8 +1302,8 @@ class Session:
                      title=f"async operations in flight at cycle {self.sim.env.now:g}")
 
     def _due_cycles(self) -> dict:
-        """op_id -> the cycle of the timeout its unit's completion process sleeps on (read-only look at the
-        scheduled events)."""
+        """op_id -> the cycle until which its unit's completion process (each async unit's ``_complete(op, ...)``)
+        sleeps: a read-only look at the scheduled events; an op still queued in its unit has none yet."""
         out = {}
         for item in getattr(self.sim.env, "_queue", ()):
             t, ev = item[0], item[-1]
@@ -1298,7 +1311,8 @@ class Session:
                 proc = getattr(cb, "__self__", None)
                 gen = getattr(proc, "_generator", None)
                 frame = getattr(gen, "gi_frame", None)
-                if frame is None:
+                if frame is None or gen.gi_code.co_name != "_complete" or \
+                        inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
                     continue
                 op = frame.f_locals.get("op")
                 oid = getattr(op, "op_id", None)
@@ -1380,6 +1394,37 @@ class Session:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _c_ops(expr: str) -> str:
+    """C's logical operators as Python's (a breakpoint condition may be written either way)."""
+    expr = expr.replace("&&", " and ").replace("||", " or ")
+    return re.sub(r"!(?!=)", " not ", expr)
+
+
+def _reg_ranges(names) -> str:
+    """Register names as ranges: '%r0-%r7, %rd0-%rd7, %x'."""
+    groups: dict = {}
+    other = []
+    for n in names:
+        m = re.fullmatch(r"(%[A-Za-z_$]+?)(\d+)", n)
+        if m:
+            groups.setdefault(m.group(1), []).append(int(m.group(2)))
+        else:
+            other.append(n)
+    parts = []
+    for p, nums in groups.items():
+        nums.sort()
+        runs, a, b = [], nums[0], nums[0]
+        for x in nums[1:]:
+            if x != b + 1:
+                runs.append((a, b))
+                a = x
+            b = x
+        runs.append((a, b))
+        parts += [f"{p}{x}" if x == y else f"{p}{x}-{p}{y}" for x, y in runs]
+    parts += other
+    return ", ".join(parts[:12]) + (", ..." if len(parts) > 12 else "")
+
+
 def _same(a, b) -> bool:
     if a is None or b is None:
         return a is b

@@ -262,12 +262,11 @@ class DebugShell(cmd.Cmd):
         s = self.s
         for b in st["breakpoints"].values():
             if getattr(b, "cond", None):
-                from tcsim.session import _REG
+                from tcsim.session import _REG, _c_ops
                 expr = b.cond
                 for i, nme in enumerate(_REG.findall(b.cond)):
                     expr = expr.replace(nme, f"_r{i}", 1)
-                b._code = compile(expr.replace("&&", "&").replace("||", "|"), f"<breakpoint {b.id} condition>",
-                                  "eval")
+                b._code = compile(_c_ops(expr), f"<breakpoint {b.id} condition>", "eval")
         s.breakpoints = st["breakpoints"]
         s.watchpoints = st["watchpoints"]
         s._ids = st["ids"]
