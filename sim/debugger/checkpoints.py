@@ -168,6 +168,8 @@ class ForkCheckpoints:
                         # this debugger's chain: the checkpoints up to here (the later ones are gone)
                         self.chain = {p: v for p, v in self.chain.items() if p < pos}
                         self.chain[pos] = (me, self._own_w)
+                        if self.root_fd is None:        # (forked from the original process)
+                            self.root_fd = self._own_w
                         raise Resumed(msg)
                     child = pid
                 continue
@@ -175,8 +177,8 @@ class ForkCheckpoints:
                 done, status = os.waitpid(child, os.WNOHANG)
             except ChildProcessError:
                 done, status = child, 0
-            if done == child and is_root:       # the debugger died without a word: end the session
-                code = os.waitstatus_to_exitcode(status) if status else 1
+            if done == child and is_root:       # the debugger ended without a word: end the session with it
+                code = os.waitstatus_to_exitcode(status)
                 os._exit(code if code >= 0 else 1)
 
     @staticmethod

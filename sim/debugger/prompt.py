@@ -734,8 +734,8 @@ def debug_main(args, load_module, get_launch) -> int:
                        history=history_file() if interactive else None)
     name = launch.name or s.sim.program.kernel.name
     print(f"tcsim debug: {name}: kernel {s.sim.program.kernel.name}, grid {s.sim.grid}, block {s.sim.block}, "
-          f"{len(s.sim.warps)} warps started; seed {s.seed}, timing {'on' if s.sim.arch_config.timed else 'off'} "
-          f".  `help` lists the commands.", flush=True)
+          f"{len(s.sim.warps)} warps started; seed {s.seed}, timing {'on' if s.sim.arch_config.timed else 'off'}.  "
+          f"`help` lists the commands.", flush=True)
     from .checkpoints import ForkCheckpoints, Resumed
     payload = None
     every = getattr(args, "checkpoint_every", 0)
