@@ -29,7 +29,7 @@ import sys
 
 PR_SET_PDEATHSIG = 1
 #: checkpoints kept before their spacing doubles
-DENSE = 16
+DENSE = 32
 
 
 class Resumed(BaseException):
