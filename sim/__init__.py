@@ -5,6 +5,7 @@ def breakpoint(obj=None, launch=None) -> None:  # noqa: A001 -- the name pdb use
     """Open the ``tcsim debug`` prompt at the current state: of the Session ``obj``, or of the caller's local
     Session, or of the run that produced the caller's ``result`` and ``launch`` (e.g. inside a launch file's
     ``check(result, launch)``), or of the Session last stepped in this process (:mod:`tcsim.debugger.hooks`)."""
+    import importlib
     import sys
-    from .debugger.hooks import open_prompt
-    open_prompt(obj, launch, sys._getframe(1))
+    # (imported when called, by name: the package itself imports none of its modules)
+    importlib.import_module("tcsim.debugger.hooks").open_prompt(obj, launch, sys._getframe(1))

@@ -413,7 +413,7 @@ def cmd_run(args) -> int:
     args.launch_name = args.launch
     if getattr(args, "pdb", False):             # stop in pdb at the first finding or error (tcsim.debugger.hooks)
         from .debugger.hooks import run_pdb
-        return run_pdb(mod, _get_launch(mod), args, _call_check)
+        return run_pdb(mod, _get_launch(mod), args, _call_check, summary, print_findings)
     return _run_module(mod, args)
 
 

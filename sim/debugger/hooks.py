@@ -36,8 +36,9 @@ def _pdb_stop(session, finding, error):
     return session     # (pdb shows this line: `session.where()`, `session.reg('%r5', warp=1)` ...)
 
 
-def run_pdb(mod, launch, args, call_check) -> int:
-    """``tcsim run LAUNCH.py --pdb``: exit status as ``tcsim run``'s."""
+def run_pdb(mod, launch, args, call_check, summary, print_findings) -> int:
+    """``tcsim run LAUNCH.py --pdb``: exit status as ``tcsim run``'s (``call_check`` / ``summary`` /
+    ``print_findings``: the CLI's)."""
     from tcsim.session import Session
     s = Session(launch, seed=args.seed, timing=getattr(args, "timing", True),
                 max_instructions=args.max_instructions, detect=getattr(args, "detect", True))
@@ -63,9 +64,8 @@ def run_pdb(mod, launch, args, call_check) -> int:
     result = s.finish()
     ok, msg = call_check(mod, result, launch)
     print(f"[sim] {'PASS' if ok else 'FAIL'}: {msg}")
-    from .. import cli
-    print(f"[sim] {cli.summary(result)}")
-    cli.print_findings(result.findings)
+    print(f"[sim] {summary(result)}")
+    print_findings(result.findings)
     return 0 if ok and not any(f.severity != "lint" for f in result.findings) else 1
 
 
