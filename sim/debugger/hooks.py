@@ -18,8 +18,9 @@ import sys
 from tcsim.isa.errors import TcsimError
 
 
-def _pdb_stop(session, finding, error):
-    """The frame ``tcsim run --pdb`` stops in: ``session``, ``finding``, ``error`` and ``pm()`` are in scope."""
+def _pdb_stop(session, finding, error, stdin=None, stdout=None):
+    """The frame ``tcsim run --pdb`` stops in: ``session``, ``finding``, ``error`` and ``pm()`` are in scope
+    (``stdin`` / ``stdout``: pdb's streams, default the terminal's)."""
     def pm():
         """Post-mortem of the error, in the semantics function that raised it."""
         if error is None or error.__traceback__ is None:
@@ -27,18 +28,21 @@ def _pdb_stop(session, finding, error):
             return
         pdb.post_mortem(error.__traceback__)
     what = f"finding:\n{finding.format()}" if finding is not None else f"error:\n{error}"
+    out = stdout or sys.stdout
     print(f"[tcsim --pdb] stopped at position {session.pos} (cycle {session.sim.env.now:g}) on a {what}\n"
           f"[tcsim --pdb] in scope: session (tcsim.session.Session), finding, error, pm(); `c` goes on, `q` "
-          f"ends the run")
-    sys.stdout.flush()
-    debugger = pdb.Pdb()
+          f"ends the run", file=out)
+    out.flush()
+    debugger = pdb.Pdb(stdin=stdin, stdout=stdout)
+    if stdin is not None:
+        debugger.use_rawinput = False
     debugger.set_trace(sys._getframe())
     return session     # (pdb shows this line: `session.where()`, `session.reg('%r5', warp=1)` ...)
 
 
-def run_pdb(mod, launch, args, call_check, summary, print_findings) -> int:
+def run_pdb(mod, launch, args, call_check, summary, print_findings, stdin=None, stdout=None) -> int:
     """``tcsim run LAUNCH.py --pdb``: exit status as ``tcsim run``'s (``call_check`` / ``summary`` /
-    ``print_findings``: the CLI's)."""
+    ``print_findings``: the CLI's; ``stdin`` / ``stdout``: pdb's streams)."""
     from tcsim.session import Session
     s = Session(launch, seed=args.seed, timing=getattr(args, "timing", True),
                 max_instructions=args.max_instructions, detect=getattr(args, "detect", True))
@@ -48,14 +52,14 @@ def run_pdb(mod, launch, args, call_check, summary, print_findings) -> int:
             st = s.cont()
         except TcsimError as e:
             try:
-                _pdb_stop(s, None, e)
+                _pdb_stop(s, None, e, stdin, stdout)
             except (SystemExit, bdb.BdbQuit):
                 pass
             print(str(e), file=sys.stderr)
             return 1
         if st.reason == "finding":
             try:
-                _pdb_stop(s, st.finding, None)
+                _pdb_stop(s, st.finding, None, stdin, stdout)
             except (SystemExit, bdb.BdbQuit):
                 print("[tcsim --pdb] run ended at the user's request")
                 return 1
@@ -69,8 +73,9 @@ def run_pdb(mod, launch, args, call_check, summary, print_findings) -> int:
     return 0 if ok and not any(f.severity != "lint" for f in result.findings) else 1
 
 
-def open_prompt(obj=None, launch=None, frame=None) -> None:
-    """``tcsim.breakpoint()``: the ``tcsim debug`` prompt at the current state (module docstring)."""
+def open_prompt(obj=None, launch=None, frame=None, stdin=None, stdout=None) -> None:
+    """``tcsim.breakpoint()``: the ``tcsim debug`` prompt at the current state (module docstring); ``stdin`` /
+    ``stdout``: the prompt's streams (default the terminal's)."""
     from tcsim.launch import Launch
     from tcsim.session import DebugError, Session, current
     from .prompt import DebugShell, history_file
@@ -98,9 +103,8 @@ def open_prompt(obj=None, launch=None, frame=None) -> None:
     if s is None:
         raise DebugError("tcsim.breakpoint(): no Session here (pass one, or call it where a Session or a result "
                          "and its launch are local variables, e.g. in check(result, launch))")
-    interactive = sys.stdin.isatty()
-    shell = DebugShell(s, history=history_file() if interactive else None)
-    print(f"[tcsim.breakpoint] {s.launch.name or s.sim.program.kernel.name} at position {s.pos} "
-          f"(cycle {s.sim.env.now:g}); `quit` returns to the program")
-    sys.stdout.flush()
+    interactive = stdin is None and sys.stdin.isatty()
+    shell = DebugShell(s, stdin=stdin, stdout=stdout, history=history_file() if interactive else None)
+    shell.out(f"[tcsim.breakpoint] {s.launch.name or s.sim.program.kernel.name} at position {s.pos} "
+              f"(cycle {s.sim.env.now:g}); `quit` returns to the program")
     shell.cmdloop()

@@ -45,35 +45,52 @@ def test_run_pdb_stops_at_the_first_finding_with_the_session_in_scope():
     assert r.returncode == 1                                 # (a finding: as `tcsim run`)
 
 
-def test_run_pdb_stops_at_an_error_and_pm_reaches_the_semantics(tmp_path):
-    (tmp_path / "fault.py").write_text(
-        "import numpy as np\nfrom tcsim.launch import Launch\n"
-        f"PTX = {FAULT_PTX!r}\n"
-        "def make_launch():\n    return Launch(ptx=PTX, block=(32, 1, 1), args=[np.zeros(32, np.uint32)])\n")
-    r = _run(["run", str(tmp_path / "fault.py"), "--no-timing", "--pdb"],
-             "p error.loc.line\np session.done\np session.sim.retired\nc\n")
-    answers = [line[len("(Pdb) "):] for line in r.stdout.splitlines() if line.startswith("(Pdb) ")]
+def test_run_pdb_stops_at_an_error_with_the_session_in_scope(capsys):
+    """(in process: run_pdb with pdb's streams given)"""
+    import io
+    import types
+
+    import numpy as np
+
+    from tcsim.cli import _call_check, print_findings, summary
+    from tcsim.debugger.hooks import run_pdb
+    from tcsim.launch import Launch
+    launch = Launch(ptx=FAULT_PTX, block=(32, 1, 1), args=[np.zeros(32, np.uint32)])
+    args = types.SimpleNamespace(seed=None, timing=False, max_instructions=None, detect=True)
+    out = io.StringIO()
+    rc = run_pdb(types.SimpleNamespace(), launch, args, _call_check, summary, print_findings,
+                 stdin=io.StringIO("p error.loc.line\np session.done\np session.sim.retired\n"
+                                   "p type(error).__name__\nc\n"), stdout=out)
+    answers = [line[len("(Pdb) "):] for line in out.getvalue().splitlines() if line.startswith("(Pdb) ")]
     st_line = FAULT_PTX.splitlines().index("  st.global.u32 [%rd3], %r1;") + 1
-    assert answers[:3] == [str(st_line), "True", "4"]       # the store faulted: the 5th instruction
-    assert "out-of-bounds" in r.stderr and r.returncode == 1
+    assert answers[:4] == [str(st_line), "True", "4", "'MemoryFault'"]    # the store (5th instruction) faulted
+    assert "[tcsim --pdb] stopped at position" in out.getvalue() and "out-of-bounds" in out.getvalue()
+    assert rc == 1 and "out-of-bounds" in capsys.readouterr().err
 
 
-def test_breakpoint_in_check_opens_the_prompt_at_the_end(tmp_path):
-    (tmp_path / "launch_bp.py").write_text(
-        "import tcsim\nfrom early_release import make_launch, reference\n"
-        "def check(result, launch):\n"
-        "    tcsim.breakpoint()\n"
-        "    return bool((result.outputs[1] == reference(launch)).all()), 'checked'\n")
-    r = _run(["run", str(tmp_path / "launch_bp.py"), "--no-timing", "--no-detect"],
-             "info position\nprint %r22 warp 1 lane 0\nx/1uw gmem out_ptr[0]\nquit\n")
-    out = r.stdout
-    assert "[tcsim.breakpoint] early_release at position" in out
+def test_breakpoint_in_check_opens_the_prompt_at_the_end():
+    """tcsim.breakpoint() where ``result`` and ``launch`` are local variables (a launch file's check): the prompt
+    over a session replayed to the end of that run."""
     import importlib.util
+    import io
+
+    import tcsim
+    from tcsim.launch import run_launch
     spec = importlib.util.spec_from_file_location("er", ROOT / "examples" / "bugs" / "early_release.py")
     er = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(er)
+    out = io.StringIO()
+
+    def check(result, launch):
+        tcsim.breakpoint(stdin=io.StringIO("info position\nprint %r22 warp 1 lane 0\nx/1uw gmem out_ptr[0]\n"
+                                           "quit\n"), stdout=out)
+        return True, "checked"
+
     launch = er.make_launch()
-    assert "374 warp-instructions retired" in out            # the whole run, replayed (seed, schedule, timing)
-    assert f"%r22 (CTA (0,0,0) warp 1 lane 0) = {er.CHUNKS}" in out       # the consumer's loop ran all chunks
-    assert f"  {int(er.reference(launch)[0])}" in out
-    assert "[sim] PASS: checked" in out
+    res = run_launch(launch, timing=False)
+    check(res, launch)
+    text = out.getvalue()
+    assert "[tcsim.breakpoint] early_release at position" in text
+    assert f"{res.stats['warp_instructions']} warp-instructions retired" in text   # the whole run, replayed
+    assert f"%r22 (CTA (0,0,0) warp 1 lane 0) = {er.CHUNKS}" in text       # the consumer's loop ran all chunks
+    assert f"  {int(er.reference(launch)[0])}" in text
