@@ -419,8 +419,19 @@ def cmd_run(args) -> int:
 
 def cmd_debug(args) -> int:
     """``tcsim debug LAUNCH.py``: the interactive debugger (tcsim.debugger.prompt)."""
+    try:
+        mod = _load_launch_module(args.launch)
+    except FileNotFoundError as e:
+        print(f"tcsim debug: {e}", file=sys.stderr)
+        return 2
+    except TcsimError:
+        raise
+    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
+        print(f"tcsim debug: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+              f"{_user_frame(e) or args.launch})", file=sys.stderr)
+        return 2
     from .debugger.prompt import debug_main
-    return debug_main(args, _load_launch_module, _get_launch)
+    return debug_main(args, mod, _get_launch(mod))
 
 
 def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:

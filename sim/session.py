@@ -209,7 +209,13 @@ class Watchpoint:
             if sp != "global":
                 return False
         elif k == "smem":
-            if not sp.startswith("shared") or cta_index_of(ev.cta) != self.cta:
+            if not sp.startswith("shared"):
+                return False
+            if sp == "shared::cluster" and ev.agent == "warp":     # DSMEM: the rank field names the target CTA
+                lo, hi = self.start, self.start + self.size
+                return any(cta_index_of(ev.cta, a >> 24) == self.cta and (a & 0xFFFFFF) < hi and
+                           (a & 0xFFFFFF) + ev.size > lo for a in ev.addrs)
+            if cta_index_of(ev.cta) != self.cta:
                 return False
         elif k == "tmem":
             if sp != "tmem" or cta_index_of(ev.cta) != self.cta:
@@ -351,7 +357,13 @@ class Session:
                 if wp.enabled and wp.touched_by(ev, self._cta_index):
                     self._touched.append((wp, ev))
 
-    def _cta_index(self, ctaid) -> int:
+    def _cta_index(self, ctaid, rank: int | None = None) -> int:
+        """The launch-order index of a CTA (by ctaid; with ``rank``: of the CTA of that rank in its cluster)."""
+        if rank is not None:
+            c = self.sim.cta_index.get(tuple(ctaid))
+            if c is None or not 0 <= rank < len(c.cluster.ctas):
+                return -1
+            return c.cluster.ctas[rank].index
         ctaid = tuple(ctaid)
         i = self._cta_ids.get(ctaid)
         if i is None:

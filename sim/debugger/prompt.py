@@ -715,15 +715,8 @@ def history_file() -> str | None:
     return os.path.join(home, ".tcsim_debug_history") if home and home != "~" else None
 
 
-def debug_main(args, load_module, get_launch) -> int:
-    """``tcsim debug`` (the subcommand's body; ``load_module`` / ``get_launch``: the CLI's launch-file
-    loaders)."""
-    try:
-        mod = load_module(args.launch)
-    except FileNotFoundError as e:
-        print(f"tcsim debug: {e}", file=sys.stderr)
-        return 2
-    launch = get_launch(mod)
+def debug_main(args, mod, launch) -> int:
+    """``tcsim debug`` (the subcommand's body): ``mod`` the launch file's module, ``launch`` its Launch."""
     if args.command is not None and not os.path.isfile(args.command):
         print(f"tcsim debug: command file {args.command} not found", file=sys.stderr)
         return 2

@@ -288,3 +288,31 @@ def test_forcing_an_interleaving_reproduces_the_wrong_output():
     assert r.stats["cycles"] > base and np.array_equal(r.outputs[1], want)
     with pytest.raises(DebugLookupError, match="no async unit 'dma'"):
         s.delay("dma")
+
+
+def test_a_dsmem_store_from_another_cta_stops_the_watch_of_the_target_cta():
+    from tcsim.examples import cluster_exchange as ce
+    launch = ce.make_launch()
+    rec = EventRecorder(kinds=("mem",))
+    run_launch(launch, observers=[rec], timing=False)
+    ev = next(e for e in rec.events if e.space == "shared::cluster" and e.is_write and e.agent == "warp")
+    rank, off = ev.addrs[0] >> 24, ev.addrs[0] & 0xFFFFFF        # (the trace's own encoding of the address)
+    s = Session(launch)
+    target = s.sim.cta_index[tuple(ev.cta)].cluster.ctas[rank]
+    assert target.ctaid != tuple(ev.cta)                           # another CTA's shared memory
+    s.watch_smem(off, 4, cta=target.ctaid)
+    st = s.cont()
+    assert st.reason == "watchpoint" and s.sim.env.now == ev.cycle
+    assert f"(warp {ev.warp} lane {ev.lanes[0]}, CTA {tuple(ev.cta)}," in st.writer
+
+
+def test_tcsim_debug_reports_a_bad_launch_file_without_a_traceback(tmp_path, capsys):
+    from tcsim.cli import main
+    (tmp_path / "bad.py").write_text("import numpy\nraise ValueError('boom')\n")
+    assert main(["debug", str(tmp_path / "bad.py")]) == 2
+    err = capsys.readouterr().err
+    assert "importing the launch file raised ValueError: boom" in err and "bad.py:2" in err
+    assert main(["debug", str(tmp_path / "none.py")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["debug", str(ROOT / "examples" / "bugs" / "early_release.py"), "-x", str(tmp_path / "no.txt")]) == 2
+    assert "command file" in capsys.readouterr().err
