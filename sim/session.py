@@ -1353,7 +1353,7 @@ class Session:
         rows = []
         for w in self.sim.warps:
             if not w.alive.any():
-                rows.append([str(w.cta.ctaid), w.id, "exited", "", w.retired, "", ""])
+                rows.append([str(w.cta.ctaid), w.id, "exited", "", w.retired, "", "", ""])
                 continue
             for pc in sorted(set(int(p) for p in w.pc[w.alive])):
                 sel = w.alive & (w.pc == pc)
@@ -1364,9 +1364,9 @@ class Session:
                 shown = body[pc - 1] if waiting and pc > 0 else ins
                 waits = "; ".join((x.reason() if callable(x.reason) else x.reason) for x in w.waits
                                   if (x.mask & sel).any())
-                rows.append([str(w.cta.ctaid), w.id, state, lanes_str(sel), w.retired,
+                rows.append([str(w.cta.ctaid), w.id, state, lanes_str(sel), w.retired, pc,
                              f"{shown.loc.line}: {shown}" if shown is not None else "past the end", waits])
-        return Table(["CTA", "warp", "state", "lanes", "retired", "line", "waiting on"], rows,
+        return Table(["CTA", "warp", "state", "lanes", "retired", "pc", "line", "waiting on"], rows,
                      title=f"cycle {self.sim.env.now:g}, position {self.pos}, {self.sim.retired} warp-instructions "
                            f"retired")
 

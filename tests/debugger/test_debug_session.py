@@ -314,5 +314,6 @@ def test_tcsim_debug_reports_a_bad_launch_file_without_a_traceback(tmp_path, cap
     assert "importing the launch file raised ValueError: boom" in err and "bad.py:2" in err
     assert main(["debug", str(tmp_path / "none.py")]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(["debug", str(ROOT / "examples" / "bugs" / "early_release.py"), "-x", str(tmp_path / "no.txt")]) == 2
+    er = str(ROOT / "examples" / "bugs" / "early_release.py")
+    assert main(["debug", er, "-x", str(tmp_path / "no.txt")]) == 2
     assert "command file" in capsys.readouterr().err
