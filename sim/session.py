@@ -303,14 +303,14 @@ class Session:
         self.replayer = None
         #: called after every event of a run or replay (tcsim debug's checkpoints); None: nothing
         self.on_position = None
-        self._dirty = False
+        self._dirty = False                     # an event was interrupted midway: the next travel replays
+        self._line_pcs: dict | None = None      # PTX line -> PCs (built on first use)
+        self._ptx_cache: list | None = None     # the PTX text's lines (listings)
+        self._t0 = 0.0                          # perf_counter when the current stretch of simulation began
         self._start()
         _CURRENT = weakref.ref(self)
 
     # ------------------------------------------------------------------------------------------ the run
-    def _timing_arg(self):
-        return self.timing_option
-
     def _start(self) -> None:
         """A fresh simulation of the launch at position 0 (same seed, schedule and timing)."""
         self._last: Retired | None = None
@@ -327,7 +327,7 @@ class Session:
         self._findings_seen = 0
         self._result = None
         self._prep = Prepared(self.launch, seed=self.seed, observers=(self,) + self._user_observers,
-                              timing=self._timing_arg(), schedule=self.schedule, tier="reference", **self._opts)
+                              timing=self.timing_option, schedule=self.schedule, tier="reference", **self._opts)
         self.sim = self._prep.sim
         self._cta_ids = {}
         for wp in self.watchpoints.values():
@@ -916,7 +916,7 @@ class Session:
 
     def _lines(self) -> dict:
         """PTX line -> program counters of the user's instructions (not the sentinel after each function)."""
-        got = getattr(self, "_line_pcs", None)
+        got = self._line_pcs
         if got is None:
             prog = self.sim.program
             sentinels = {lf.base + len(lf.fn.body) for lf in prog.link.functions}
@@ -940,14 +940,7 @@ class Session:
     def _loc_of_line(self, line) -> SourceLoc | None:
         if line is None:
             return None
-        text = ""
-        try:
-            src = self.sim.program.module.source_text if hasattr(self.sim.program.module, "source_text") else None
-            if src:
-                text = src.splitlines()[line - 1]
-        except (IndexError, TypeError):
-            text = ""
-        return SourceLoc(self._file(), int(line), 1, text)
+        return SourceLoc(self._file(), int(line), 1, self.source_line(int(line)))
 
     def break_at(self, line: int, *, cond: str | None = None, warp: int | None = None, cta: int | None = None,
                  temporary: bool = False) -> Breakpoint:
@@ -1394,7 +1387,7 @@ class Session:
         return text[line - 1] if 0 < line <= len(text) else ""
 
     def _ptx_lines(self) -> list:
-        lines = getattr(self, "_ptx_cache", None)
+        lines = self._ptx_cache
         if lines is None:
             try:
                 lines = self.launch.ptx_text()[0].splitlines()
