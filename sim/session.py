@@ -716,11 +716,18 @@ class Session:
                 self.replayer(self, pos, then)          # (returns only when no checkpoint serves)
             self._start()
             start = 0
+            if then is not None and then[0] == "search":        # in process: one replay from the launch
+                stops = self._record(then[1])
+                st = self._land(stops)
+                self.last_replay = (time.perf_counter() - t0, then[1])
+                return st
         self._replay_to(pos)
         self.last_replay = (time.perf_counter() - t0, self.pos - start)
         return self._then(then)
 
     def _then(self, then) -> Stop:
+        if then is not None and then[0] == "search":
+            return self._search(then[1])
         if then is not None and then[0] == "arm1":
             st = self._advance(max_events=1)
             if st.reason == "position":       # (cannot happen: the replay is deterministic)
@@ -781,12 +788,16 @@ class Session:
     def reverse_cont(self) -> Stop:
         """Go back to the last breakpoint / watchpoint / finding stop before the current position (for a
         watchpoint: right after the write that last changed the watched value); to the start when there is
-        none.  One replay from the start records the stops; a second lands on the last one."""
+        none.  A replay with the stop points recording finds the last stop; a second replay lands on it.  With
+        checkpoints (:attr:`replayer`) the search goes back one checkpoint's stretch at a time."""
         here = self.pos
         if here == 0:
             raise DebugError("already at the start of the run (position 0)")
-        t0 = time.perf_counter()
-        self._start()
+        return self._travel(here - 1, ("search", here))
+
+    def _record(self, upper: int) -> list:
+        """Replay from here to position ``upper - 1`` with the stop points recording instead of stopping: the
+        stops, in order (hit counts and temporary breakpoints as they were)."""
         stops: list = []
         saved_hits = {k: v.hits for k, v in self.breakpoints.items()} | \
             {k: v.hits for k, v in self.watchpoints.items()}
@@ -794,29 +805,40 @@ class Session:
         for v in temps.values():
             v.temporary = False
         try:
-            while self.pos < here - 1 and not self.done:
-                st = self._advance(max_events=here - 1 - self.pos, record=stops)
+            while self.pos < upper - 1 and not self.done:
+                st = self._advance(max_events=upper - 1 - self.pos, record=stops)
                 if st.reason == "exited":
                     break
         finally:
             for v in temps.values():
                 v.temporary = True
-            for k, h in saved_hits.items():
-                p = self.breakpoints.get(k) or self.watchpoints.get(k)
-                if p is not None:
-                    p.hits = h
-        stops = [x for x in stops if x.pos < here]
+            self._restore_hits(saved_hits)
+        return [x for x in stops if x.pos < upper]
+
+    def _restore_hits(self, saved: dict) -> None:
+        for k, h in saved.items():
+            p = self.breakpoints.get(k) or self.watchpoints.get(k)
+            if p is not None:
+                p.hits = h
+
+    def _land(self, stops: list) -> Stop:
+        """reverse-continue's landing: right after the last of ``stops`` (re-armed), or the start when none."""
         if not stops:
-            st = self._travel(0, ("msg", "no breakpoint, watchpoint or finding stop before here: back at the start "
-                                         "of the run (position 0)"))
-        else:
-            st = self._travel(stops[-1].pos - 1, ("arm1",))
-            for k, h in saved_hits.items():
-                p = self.breakpoints.get(k) or self.watchpoints.get(k)
-                if p is not None:
-                    p.hits = h
-        self.last_replay = (time.perf_counter() - t0, here)
+            return self._travel(0, ("msg", "no breakpoint, watchpoint or finding stop before here: back at the "
+                                           "start of the run (position 0)"))
+        saved = {k: v.hits for k, v in self.breakpoints.items()} | {k: v.hits for k, v in self.watchpoints.items()}
+        st = self._travel(stops[-1].pos - 1, ("arm1",))
+        self._restore_hits(saved)
         return st
+
+    def _search(self, upper: int) -> Stop:
+        """(resumed at a checkpoint by tcsim debug) the stops from here to ``upper - 1``: land on the last, else
+        search the stretch of the checkpoint before this one."""
+        k = self.pos
+        stops = self._record(upper)
+        if stops or k == 0:
+            return self._land(stops)
+        return self._travel(k - 1, ("search", k + 1))
 
     def restart(self) -> Stop:
         """Restart the run from the launch (same seed, schedule, timing; breakpoints and watchpoints stay)."""
@@ -1015,12 +1037,17 @@ class Session:
         return self._add_watch(Watchpoint(self._new_id(), "gmem", 0, base + index * item, count * item, label=label,
                                           dtype=str(orig.dtype)))
 
-    def watch_tmem(self, lanes, cols, cta=0) -> Watchpoint:
-        """Watch TMEM ``lanes`` x ``cols`` (ranges or (lo, hi) pairs) of a CTA."""
+    def watch_tmem(self, lanes, cols, cta=0, dtype: str | None = None) -> Watchpoint:
+        """Watch TMEM ``lanes`` x ``cols`` (ranges or (lo, hi) pairs) of a CTA (values shown as ``dtype``: u32,
+        s32, f32, f16x2, bf16x2; default hex)."""
         c = self._cta_of(cta)
         (l0, l1), (c0, c1) = _span(lanes, 128, "lanes"), _span(cols, 512, "columns")
+        if dtype is not None:
+            typed(np.zeros(1, np.uint32), dtype)        # (an unknown type: an error now, not at the stop)
+        span = lambda a, b, w: f"{w} {a}" if b == a + 1 else f"{w}s {a}-{b - 1}"  # noqa: E731
         return self._add_watch(Watchpoint(self._new_id(), "tmem", c.index, lanes=(l0, l1), cols=(c0, c1),
-                                          label=f"tmem lanes {l0}-{l1 - 1} columns {c0}-{c1 - 1} of CTA {c.ctaid}"))
+                                          label=f"tmem {span(l0, l1, 'lane')} {span(c0, c1, 'column')} of CTA "
+                                                f"{c.ctaid}", dtype=dtype))
 
     def watch_mbarrier(self, what, cta=0) -> Watchpoint:
         """Watch an mbarrier (its SMEM offset, or the name of the .shared variable holding it, ``name+8``)."""
@@ -1081,6 +1108,8 @@ class Session:
             ph, pend, exp, tx = v
             return f"phase {ph} (parity {ph & 1}), {pend}/{exp} arrivals pending, tx-count {tx}"
         if wp.kind == "tmem":
+            if wp.dtype and wp.dtype not in ("u32", "b32"):
+                return np.array2string(typed(v, wp.dtype), threshold=16, edgeitems=2)
             return np.array2string(v, formatter={"int": lambda x: f"0x{x:08x}"}, threshold=16, edgeitems=2)
         raw = np.asarray(v, dtype=np.uint8)
         if wp.dtype:

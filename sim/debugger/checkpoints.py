@@ -200,6 +200,8 @@ class ForkCheckpoints:
             return
         p = max(below)
         _pid, fd = self.chain[p]
+        if then is not None and then[0] == "search":    # (reverse-continue searches from the checkpoint itself)
+            target = p
         payload = {"op": "resume", "target": target, "then": then, "state": self.shell.state()}
         sys.stdout.flush()
         _send(fd, payload)

@@ -9,7 +9,7 @@ Commands (``help COMMAND`` for each; unique prefixes and the gdb abbreviations w
     delete [ID ...]                          delete breakpoints / watchpoints (all without an ID)
     watch smem ADDR[:LEN] [cta C] [as T]     stop when the bytes change (any writer: a warp, the TMA engine...)
     watch gmem ARG[INDEX]                    an element of an array argument (by parameter name or position)
-    watch tmem LANES COLS [cta C]            TMEM cells, e.g. `watch tmem 0:32 0:8`
+    watch tmem LANES COLS [cta C] [as T]     TMEM cells, e.g. `watch tmem 0:32 0:8 as f32`
     watch mbarrier NAME|ADDR [cta C]         phase / pending arrivals / tx-count
     step [N] [warp W]   next [warp W]        N warp-instructions (of warp W); next: a call counts as one
     continue                                 to the next breakpoint / watchpoint / finding, or the end
@@ -339,7 +339,7 @@ class DebugShell(cmd.Cmd):
         self.out(f"deleted {', '.join(ids)}")
 
     def do_watch(self, arg):
-        """watch smem ADDR[:LEN] [cta C] [as TYPE] | watch gmem ARG[INDEX] | watch tmem LANES COLS [cta C]
+        """watch smem ADDR[:LEN] [cta C] [as TYPE] | watch gmem ARG[INDEX] | watch tmem LANES COLS [cta C] [as TYPE]
         | watch mbarrier NAME|ADDR [cta C]
         Stop when the watched value changes, showing the writer (line, warp and lanes; or the async unit and the
         instruction that issued its op) and the old and new value.  ADDR is a shared-window offset as PTX
@@ -367,7 +367,7 @@ class DebugShell(cmd.Cmd):
         elif kind == "tmem":
             if len(rest) != 2:
                 raise Usage("watch tmem LANES COLS [cta C]   e.g. watch tmem 0:32 0:8")
-            wp = self.s.watch_tmem(_span(rest[0], "lanes"), _span(rest[1], "columns"), cta)
+            wp = self.s.watch_tmem(_span(rest[0], "lanes"), _span(rest[1], "columns"), cta, dtype=ty)
         else:
             if len(rest) != 1:
                 raise Usage("watch mbarrier NAME|ADDR [cta C]")

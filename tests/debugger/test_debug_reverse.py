@@ -118,7 +118,7 @@ def test_reverse_continue_lands_on_the_last_tcgen05_mma_write_into_tmem():
     j, ev, retired = last_write(events, tmem_touch)
     assert ev.agent == "tensor_pipe"
     s = Session(launch)
-    s.watch_tmem((0, 1), (256, 257))
+    s.watch_tmem((0, 1), (256, 257), dtype="f32")
     while s.cont().reason == "watchpoint":                  # forward: every change of D[0][0], up to the end
         pass
     final = s.tmem_view((0, 1), (256, 257), "f32")[0, 0]
@@ -128,3 +128,4 @@ def test_reverse_continue_lands_on_the_last_tcgen05_mma_write_into_tmem():
     assert s.sim.retired == retired and s.sim.env.now == ev.cycle
     assert s.tmem_view((0, 1), (256, 257), "f32")[0, 0] == final
     assert "col 256" in str(s.tmem_table((0, 2), (256, 258), "f32"))
+    assert "new: " + np.array2string(np.array([[final]], np.float32)) in st.message    # (shown as f32)
