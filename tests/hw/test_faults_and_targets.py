@@ -53,8 +53,7 @@ def test_target_rules():
 
 
 def test_recorded_gpu_faults_match_simulator_diagnoses():
-    if not GOLDEN.exists():
-        pytest.skip("no recorded GPU faults yet (python -m calib.faults --out tests/golden/faults.json on a GPU)")
+    assert GOLDEN.exists(), "tests/golden/faults.json is missing (python -m calib.faults --out tests/golden/faults.json on a GPU)"
     rec = json.loads(GOLDEN.read_text())
     assert current_command(rec["meta"]["command"]).startswith("python -m calib.faults")   # recorded as hw.faults
     for case, row in rec["cases"].items():
