@@ -244,3 +244,33 @@ def test_pseudo_terminal_prompt_completion_and_history(tmp_path):
         child.close()
     assert child.exitstatus == 0
     assert "print %r32 lane 2" in (tmp_path / "hist").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_continue_at_a_consistent_position():
+    """Ctrl-C in the middle of an event: the debugger replays back to the last whole event (the checkpoint
+    holders ignore SIGINT) and goes on from there."""
+    pexpect = pytest.importorskip("pexpect")
+    import time
+    env = dict(os.environ, TCSIM_DEBUG_HISTORY="", TERM="dumb")
+    child = pexpect.spawn(sys.executable, ["-m", "tcsim.cli", "debug", "tcsim.examples.nvfp4_gemm"], cwd=str(ROOT),
+                          env=env, encoding="utf-8", timeout=120)
+    try:
+        child.expect_exact("(tcsim) ")
+        child.sendline("continue")
+        time.sleep(3)
+        child.sendintr()
+        child.expect(r"interrupted; back to position (\d+)")
+        pos = int(child.match.group(1))
+        child.expect_exact("(tcsim) ")
+        child.sendline("info position")
+        child.expect(rf"position {pos}, ")
+        child.expect_exact("(tcsim) ")
+        child.sendline("continue")
+        child.expect("check: PASS")
+        child.expect_exact("(tcsim) ")
+        child.sendline("quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
