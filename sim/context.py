@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.errors import MISALIGNED_ADDRESS, MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
 from .async_groups import thread_groups
@@ -335,7 +335,7 @@ class ExecContext:
                 i = int(np.nonzero(bad)[0][0])
                 raise MemoryFault(f"misaligned {space} access of {nbytes} bytes at address "
                                   f"0x{int(addrs[i]):x} (lane {int(lanes[i])})",
-                                  expected=f"an address aligned to {align} bytes")
+                                  expected=f"an address aligned to {align} bytes", gpu_error=MISALIGNED_ADDRESS)
 
     def _resolve_generic(self, addrs: np.ndarray):
         """Split generic addresses into (space, addresses-in-space) groups; yields (space, selector, addrs)."""

@@ -80,7 +80,7 @@ import numpy as np
 from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa import ir
 from tcsim.isa.bulk_tensor_forms import SECTION, parse_bulk_tensor
-from tcsim.isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.errors import ILLEGAL_INSTRUCTION, LaunchError, MemoryFault, UnsupportedError, VerifyError
 from tcsim.isa.swizzle import SWIZZLE_SPAN, swizzle
 from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
 from .. import memory as M
@@ -211,7 +211,8 @@ def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
     if tm.rank != dim:
         raise MemoryFault(f"{what}: the instruction is .{dim}d, but the tensor map (lane {lane}) has rank {tm.rank}: "
                           f"the instruction's dimensionality differs from the map's rank and {ILLEGAL}",
-                          expected=f"a tensor map of rank {dim} for a .{dim}d instruction ({SECTION})")
+                          expected=f"a tensor map of rank {dim} for a .{dim}d instruction ({SECTION})",
+                          gpu_error=ILLEGAL_INSTRUCTION)
     if f["mode"] in rows4.MODES:
         rows4.check_map(tm, f["mode"], what, lane)
 
@@ -294,7 +295,8 @@ def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
                                  f"{c[0] * tm.esize} bytes into the row, not a multiple of {INNER_COORD_ALIGN}; "
                                  f"{ILLEGAL}", lane=lane,
                                  expected=f"c0 * element size ({tm.esize} B) a multiple of {INNER_COORD_ALIGN} bytes "
-                                       f"(measured on an H100: tests/golden/tma_h100, fault_inner_coord_*)")
+                                       f"(measured on an H100: tests/golden/tma_h100, fault_inner_coord_*)",
+                                 gpu_error=ILLEGAL_INSTRUCTION)
         offs, inb = box_geometry(tm, c, granules=store)
         nbytes = tm.box_bytes()
     else:
@@ -305,7 +307,8 @@ def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
             if v < 0:
                 raise MemoryFault(f"{what}: {name} = {v} (lane {lane}) is negative; {ILLEGAL}",
                                   expected="non-negative starting coordinates for the .global.shared::cta direction "
-                                           "(PTX ISA §9.7.9.25.5.1; elements past the high end are dropped instead)")
+                                           "(PTX ISA §9.7.9.25.5.1; elements past the high end are dropped instead)",
+                                  gpu_error=ILLEGAL_INSTRUCTION)
     return offs, inb, nbytes
 
 
@@ -493,7 +496,9 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
                 ptype = _RED_TYPES[redop].get(tm.dtype)
                 if ptype is None:
                     raise VerifyError(f"{what}: .{redop} is not defined for tensor-map data type {tm.dtype}",
-                                      expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)")
+                                      expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)",
+                                      gpu_error=ILLEGAL_INSTRUCTION)    # ptxas cannot see the map's type: the
+                    # GPU traps at the instruction (tests/golden/tma_h100, reduce_bad_*)
             c = [int(v[lane]) for v in coords]
             offs, inb, nbytes = _plan(f, tm, c, what, lane, store=True)
             s = int(src[lane])

@@ -57,9 +57,11 @@ def test_recorded_gpu_faults_match_simulator_diagnoses():
     rec = json.loads(GOLDEN.read_text())
     assert current_command(rec["meta"]["command"]).startswith("python -m calib.faults")   # recorded as hw.faults
     for case, row in rec["cases"].items():
-        kind, _ = faults.simulate(faults.make_launch(case))
+        kind, _, gpu_kind = faults.simulate(faults.make_launch(case), with_gpu_kind=True)
         assert kind == row["sim_kind"] == EXPECTED_SIM[case][0]
         assert row["gpu_error"] and row["gpu_error"].startswith("CUDA_ERROR_"), (case, row)
+        # matched by kind (issue 22): the simulator names the fault the GPU gave
+        assert gpu_kind == row["gpu_error"], (case, gpu_kind, row["gpu_error"])
 
 
 @pytest.fixture(scope="module")
