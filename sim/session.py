@@ -1406,6 +1406,15 @@ class Session:
             lines.append(f"  {w.label}: at {at}" + (f" — waiting: {waits}" if waits else ""))
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        name = self.launch.name or self.sim.program.kernel.name
+        return f"<Session {name}: position {self.pos}, cycle {self.sim.env.now:g}, {self.sim.retired} " \
+               f"warp-instructions retired{', exited' if self.done else ''}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: where every warp is (:meth:`warps_table`)."""
+        return self.warps_table()._repr_html_()
+
     def findings(self) -> list:
         """The findings recorded so far."""
         return list(self.sim.findings.items)

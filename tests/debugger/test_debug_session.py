@@ -255,6 +255,7 @@ def test_typed_views_and_rich_reprs():
     mbs = s.mbarrier_table()
     assert mbs.column("symbol")[:2] == ["full_bar", "full_bar+8"] and "<table" in mbs._repr_html_()
     assert s.reg("%r32", warp=1, ptype="f16x2").shape == (32, 2)
+    assert "<table" in s._repr_html_() and "waiting on" in s._repr_html_() and "position" in repr(s)
     lo = s.reg("%r32", warp=1, ptype="f16x2")[0, 0]
     assert lo.view(np.uint16) == np.uint16(int(launch.args[0][0]) & 0xFFFF)
     res_out = s.finish().outputs[1]
