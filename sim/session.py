@@ -581,7 +581,7 @@ class Session:
                 return self.step()
             warp, cta = self._last.warp, self._cta_index(self._last.cta)
         r = self.step(1, warp=warp, cta=cta)
-        if r is None or self.stop.reason != "step" or not r.text.lstrip("@!%p0123456789 ").startswith("call"):
+        if r is None or self.stop.reason != "step" or self.sim.program.body[r.pc].opcode != "call":
             return r
         w = self.warp(warp, cta)
         back = r.pc + 1
@@ -610,8 +610,8 @@ class Session:
         :class:`DebugError` at once; a condition that did not hold before the kernel ended (or within
         ``max_steps`` instructions) raises :class:`UntilNotReached` saying what did happen.  Breakpoints,
         watchpoints and finding breaks are not consulted (use :meth:`cont`)."""
-        if until is None:
-            self.stop = self._advance_plain(lambda: None, max_steps)
+        if until is None:                   # to the end (the run's own budget applies: tcsim.watch)
+            self.stop = self._advance_plain(lambda: None, None)
             return None
         if isinstance(until, bool) or not (isinstance(until, (int, dict)) or callable(until)):
             raise DebugError(f"run(until={until!r})", expected="a PTX line number, a dict of Retired fields "
@@ -663,7 +663,7 @@ class Session:
 
         def fn():
             st = stop_fn()
-            if st is None and self.sim.retired - start >= max_steps:
+            if st is None and max_steps is not None and self.sim.retired - start >= max_steps:
                 raise UntilNotReached(f"run(until={desc}) did not hold within {max_steps} warp-instructions "
                                       f"(now at position {self.pos}, cycle {self.sim.env.now:g})")
             return st
@@ -1405,6 +1405,15 @@ class Session:
             waits = "; ".join((x.reason() if callable(x.reason) else x.reason) for x in w.waits)
             lines.append(f"  {w.label}: at {at}" + (f" — waiting: {waits}" if waits else ""))
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        name = self.launch.name or self.sim.program.kernel.name
+        return f"<Session {name}: position {self.pos}, cycle {self.sim.env.now:g}, {self.sim.retired} " \
+               f"warp-instructions retired{', exited' if self.done else ''}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: where every warp is (:meth:`warps_table`)."""
+        return self.warps_table()._repr_html_()
 
     def findings(self) -> list:
         """The findings recorded so far."""

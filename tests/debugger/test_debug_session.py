@@ -114,6 +114,10 @@ def test_run_until_fails_at_once_or_says_what_happened():
     with pytest.raises(DebugError, match="has no field 'lane'"):
         s.run(until={"lane": 3})
     assert s.pos == 0
+    with pytest.raises(UntilNotReached, match="did not hold within 5 warp-instructions"):
+        s.run(until=lambda ss: ss.sim.retired > 50, max_steps=5)
+    r = s.run(until=lambda ss: ss.mbarrier("full_bar").phase == 1 if ss.sim.ctas[0].mbarriers else False)
+    assert s.mbarrier(0x400).phase == 1 and r is not None
     # warp 0 (the producer) never executes the consumer's read: the kernel ends first, and the error says who did
     with pytest.raises(UntilNotReached) as e:
         s.run(until={"warp": 0, "line": LD_SHARED})
@@ -255,6 +259,7 @@ def test_typed_views_and_rich_reprs():
     mbs = s.mbarrier_table()
     assert mbs.column("symbol")[:2] == ["full_bar", "full_bar+8"] and "<table" in mbs._repr_html_()
     assert s.reg("%r32", warp=1, ptype="f16x2").shape == (32, 2)
+    assert "<table" in s._repr_html_() and "waiting on" in s._repr_html_() and "position" in repr(s)
     lo = s.reg("%r32", warp=1, ptype="f16x2")[0, 0]
     assert lo.view(np.uint16) == np.uint16(int(launch.args[0][0]) & 0xFFFF)
     res_out = s.finish().outputs[1]
