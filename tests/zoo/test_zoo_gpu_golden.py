@@ -25,12 +25,10 @@ PAIRS = {p.name: p for p in zoo.PAIRS}
 
 
 #: sm_90a pairs added after the last GPU recording, not yet run on a Hopper GPU: each names why.  Recording them
-#: (``python3 tests/zoo/hw_zoo.py OUTDIR`` on the GPU machine, then merging its records into zoo_sm90.json) must
-#: empty this; the test below fails when a listed pair has been recorded or a pair is missing without a reason.
-AWAITING_GPU = {
-    "09_release_before_use_handoff": "added 2026-11-27 (issue 15, class 9 mbarrier hand-off) after the session's "
-                                     "device time was spent",
-}
+#: (``python3 tests/zoo/hw_zoo.py OUTDIR`` on the GPU machine, then merging its records into zoo_sm90.json as
+#: tests/hw/golden_h100/README.md says) must empty this; the test below fails when a listed pair has been recorded
+#: or a pair is missing without a reason.
+AWAITING_GPU: dict = {}
 
 
 def test_every_sm90_twin_was_recorded_and_is_unchanged():
