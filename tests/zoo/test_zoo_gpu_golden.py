@@ -67,3 +67,22 @@ def test_tcsim_ends_a_buggy_twin_the_way_the_gpu_did(name, timing):
     else:                                    # the GPU ended the launch with an error
         assert isinstance(err, MemoryFault) or (isinstance(err, FindingError) and err.finding.outcome == "trap"), \
             f"{name}: the GPU trapped ({rec['error']}); tcsim ended with {type(err).__name__}: {err}"
+
+
+COMPLETED = sorted(n for (n, w), r in RECORDS.items() if w == "buggy" and r["error"] is None)
+
+
+@pytest.mark.parametrize("name", COMPLETED)
+def test_tcsim_runs_a_buggy_twin_the_gpu_completed_to_its_end(name):
+    """The other half of item 6: where the GPU ran the buggy twin to its end (a wrong result at worst), tcsim with
+    timing on -- the schedule the hardware's latencies give -- runs it to its end too, the finding explaining the
+    hazard.  (With timing off, the 1-cycle model is another schedule the PTX memory model allows, and it may end
+    otherwise: the stale-parity ring deadlocks there after its class-1 finding, since the producer finishes before
+    the consumer's skipped phase can come -- the same finding, tests/zoo/test_zoo.py.)"""
+    from tcsim.launch import run_launch
+    pair = PAIRS[name]
+    text = twin_text(pair, "buggy")
+    launch, _ = zoo.make_launch(pair, text)
+    res = run_launch(launch, timing=True)
+    exp = zoo.expectation(text)
+    assert any(zoo.matches(f, exp) for f in res.findings), [f.format() for f in res.findings]
