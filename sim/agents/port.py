@@ -32,7 +32,7 @@ from tcsim.isa.errors import MemoryFault
 from .. import memory as M
 from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
 from ..race.protocol import op_act
-from ..tmem import make_taddr, tmem_of
+from ..tmem import tmem_of
 
 
 def _ints(xs) -> tuple:
@@ -292,8 +292,10 @@ class AgentPort:
         """A staged ``tcgen05.st`` (:class:`tcsim.tmem.PendingStore`) lands in ``cta``'s TMEM."""
         tmem_of(cta).land_store(st)
         if self.sim.bus.active:
-            self._publish_mem("st", "tmem", cta, [make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], 4,
-                              warp=st.warp.id, pc=st.pc, op_id=st.op_id)
+            addrs = ((np.asarray(st.lanes, dtype=np.int64) & 0xFFFF) << 16) | \
+                (np.asarray(st.cols, dtype=np.int64) & 0xFFFF)           # make_taddr, vectorised
+            starts, ncols = tmem_runs(addrs)
+            self._publish_mem("st", "tmem", cta, starts, 4 * ncols, warp=st.warp.id, pc=st.pc, op_id=st.op_id)
 
     def _publish_tmem(self, op, cta, lanes, cols, cells, traced):
         if cells is None:

@@ -235,7 +235,7 @@ class HappensBefore:
     def _space(self, key) -> ShadowSpace:
         s = self.spaces.get(key)
         if s is None:
-            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=16 if key[0] == "tmem" else 14)
+            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=16)
         return s
 
     def _ins(self, pc):

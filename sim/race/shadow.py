@@ -208,8 +208,8 @@ def access_numpy(page: Page, off, units, tab: AccessTable, row, info1: int, comp
 
 
 class ShadowSpace:
-    """One shadowed memory (module docstring).  ``page_bits``: units per page (a TMEM space: 16, the whole TMEM);
-    conflicts are still reported per block of :data:`PAGE` units."""
+    """One shadowed memory (module docstring).  ``page_bits``: units per page (the detector's: 16, a CTA's whole TMEM
+    and most tiles' rows in one page); conflicts are still reported per block of :data:`PAGE` units."""
 
     def __init__(self, name: str, table: AccessTable | None = None, page_bits: int = PAGE_BITS):
         self.name = name

@@ -66,15 +66,11 @@ def access_units(wi, ri, sw, sr, off, units, tcomp, tval, row, info1, comp, writ
     n = off.size
     out = np.empty((16, 7), dtype=np.int64)
     k = 0
-    # sorted, so that the units of a block are consecutive (the order units are met in changes nothing: conflicts
-    # are counted against the state before the access, and the caller merges and sorts them)
-    for i in range(1, n):
-        if units[i] < units[i - 1]:
-            order = np.argsort(units, kind="mergesort")
-            units = units[order]
-            off = off[order]
-            break
-    # segments: [seg[j], seg[j + 1]) the units of one block; full[j]: they are all of its BLOCK units, once each
+    # segments: [seg[j], seg[j + 1]) consecutive units of one block; full[j]: they are all of its BLOCK units, once
+    # each.  The units need not be sorted (a block met in several segments is expanded, never summarised, by all but
+    # a full one), and the order changes nothing: conflicts are counted against the state before the access (the
+    # caller merges and sorts them), a write stores the same entry everywhere, and a read's slot choice per unit
+    # depends only on that unit's entries
     seg = np.empty(n + 1, dtype=np.int64)
     nseg = 0
     for i in range(n):
@@ -135,10 +131,12 @@ def access_units(wi, ri, sw, sr, off, units, tcomp, tval, row, info1, comp, writ
                         continue
                     if uni >= 0:            # the whole segment at once
                         cur_n += e - i
-                        if u < cur_lo:
-                            cur_lo = u
-                        if units[e - 1] > cur_hi:
-                            cur_hi = units[e - 1]
+                        for ii in range(i, e):
+                            uu = units[ii]
+                            if uu < cur_lo:
+                                cur_lo = uu
+                            if uu > cur_hi:
+                                cur_hi = uu
                         break
                     cur_n += 1
                     if u < cur_lo:
