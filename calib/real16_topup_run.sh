@@ -6,7 +6,8 @@
 #
 #   bash calib/real16_topup_run.sh "$OUT"
 #
-# Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz, log.txt.
+# Then the RS-form wgmma experiment of the campaign's open disagreements (calib/fuzz/rs_probe.py).
+# Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz, rs_probe.tar, log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:-${OUT:-}}
@@ -33,6 +34,9 @@ for f in trig frontend; do echo "=== $f"; cat "$W/$f.txt"; done
 cat "$W/trig/trig_log.txt" 2>/dev/null
 cp "$W/trig/trig_tables.npz" "$D/" 2>/dev/null
 tar -cf "$D/frontend.tar" -C "$W/frontend" .
+echo "=== RS-form wgmma experiment (calib/fuzz/rs_probe.py)"
+timeout 60 python3 -m calib.fuzz.rs_probe --out "$W/rs"
+tar -cf "$D/rs_probe.tar" -C "$W/rs" . 2>/dev/null
 echo "=== frame_addresses SASS"
 ptxas -arch=sm_90a -v tests/fixtures/nvcc/frame_addresses.sm_90a.ptx -o "$W/frames.cubin" 2>&1
 cuobjdump -sass "$W/frames.cubin" | grep -v '^\s*/\*[0-9a-f]*\*/\s*$' | head -500
