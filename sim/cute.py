@@ -47,9 +47,10 @@ bytes, 148 SMs for sm_100a / 132 for sm_90a, warp size 32, ...); kernel attribut
 block, cluster, SMEM, each parameter as bytes / pointer into argument *k* at offset *o* / tensor map over
 argument *k*); :func:`replay` rebuilds the launches with new arrays of the same shapes and dtypes.
 
-On the GPU back end (``tcsim diff``, :mod:`tcsim.hw.launcher`) these launches run only where every argument is a
-plain array or scalar: the :class:`~tcsim.launch.Struct`, shared :class:`~tcsim.launch.Pointer` and host tensor-map
-arguments made here are simulator-side descriptions (as in :mod:`tcsim.triton`).
+On the GPU back end (``tcsim diff --against gpu``, :mod:`tcsim.hw.launcher`) these launches run as they are: the
+:class:`~tcsim.launch.Struct`, shared :class:`~tcsim.launch.Pointer` and host tensor-map arguments are laid out on
+the device as the simulator lays them out (as in :mod:`tcsim.triton`; tests/fixtures/frontend holds a rank-3 TMA
+launch file).
 
 Errors a caller can make (the DSL missing, an unsupported arch, a compile error in the DSL program, an argument of
 the wrong kind, a parameter holding a host address outside every array argument) raise

@@ -153,10 +153,13 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
         ex.shutdown(wait=False, cancel_futures=True)
         for b in backends:
             meta["device"] = meta.get("device") or (b.info or {}).get("name")
-            b.close()
+            try:
+                b.close()
+            except Exception as e:  # noqa: BLE001 - a GPU child another thread still uses: the record comes first
+                log(f"[record] closing a GPU child: {type(e).__name__}: {e}")
         if pool:
             pool.close()
-    write(False)
+        write(False)
     log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
         f"errors, {len(meta['sim_errors'])} simulator errors, {len(arrays)} outputs kept whole (simulator "
         f"disagreed) -> {out}" + (f"; stopped: {meta['stopped']}" if meta.get("stopped") else ""))

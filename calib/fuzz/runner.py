@@ -434,21 +434,24 @@ class GpuBatch:
         self.info = payload
 
     def close(self):
-        if self.proc is not None:
-            try:
-                self.conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-            self.proc.join(2)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join()
+        # another thread (a recording that stopped at its deadline) may be using this batch: work on local copies
+        proc, conn = self.proc, self.conn
         self.proc = self.conn = None
+        if proc is not None:
+            try:
+                conn.send(None)
+            except (OSError, BrokenPipeError, AttributeError):
+                pass
+            proc.join(2)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
 
     def _kill(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join()
+        proc = self.proc
+        if proc is not None:
+            proc.kill()
+            proc.join()
         self.proc = self.conn = None
 
     def _blame(self, todo: list, progs: list, results: list, error: str) -> None:

@@ -41,9 +41,11 @@ the figures; read the same way as CUTLASS's sparse GMMA metadata layouts ``ELayo
 and tf32 lane ``4g + 2s + h`` (s = sp-sel, h in {0, 1}) describes rows g (bits 0-15) and g+8 (bits 16-31) of its
 warp's 16 rows for dense columns ``[K/2 * h, K/2 * (h+1))``, one nibble per chunk; for the 8-bit types (K = 64,
 sp-sel 0) lane ``4g + t`` describes row ``g + 8 (t & 1)`` for dense columns ``[32 (t >> 1), 32 (t >> 1) + 32)``,
-chunk c in bits 4c..4c+3.  The expanded dense A goes through the dense model over the dense K
-(tests/golden/wgmma_sparse: the H100's bits, calib/probes/wgmma_sparse.py).  Invalid metadata raises VerifyError
-(PTX: undefined behaviour).
+chunk c in bits 4c..4c+3.  Numerics (measured on every sparse type combination, tests/golden/wgmma_sparse,
+calib/probes/wgmma_sparse.py): each row sums only its K/2 stored products with the B rows its metadata selects,
+as one packed K through the dense model (block 16 f16/bf16, 8 tf32, 32 fp8) -- not the dense K with zeros
+between, which the GPU rejects for the float types.  Invalid metadata raises VerifyError (PTX: undefined
+behaviour).
 
 Not supported (UnsupportedError naming the form): a non-zero descriptor base offset, any target other than sm_90a (ptxas accepts
 wgmma only there).  b1 bits are taken least-significant bit first within each byte of the operand row (?).
@@ -220,13 +222,13 @@ def _meta_nibble(meta: np.ndarray, form, row: int, chunk: int) -> tuple:
     return lane, (int(meta[lane]) >> (16 * hi + 4 * (chunk % per))) & 0xF
 
 
-def _expand_sparse(packed: np.ndarray, meta: np.ndarray, form, full: str) -> np.ndarray:
-    """Dense (16, K) codes of this warp's A rows from the packed (16, K/2) codes and the warp's 32 sp-meta words
+def _sparse_columns(meta: np.ndarray, form, full: str) -> np.ndarray:
+    """(16, K/2): the dense column of every stored element of this warp's A rows, from the warp's 32 sp-meta words
     (module docstring; PTX ISA §9.7.15.6.1-2)."""
     K = form.k
-    dense = np.zeros((16, K), dtype=packed.dtype)
     tf32 = form.kind == "tf32"
     chunk = 2 if tf32 else 4
+    cols = np.zeros((16, K // 2), dtype=np.int64)
     for row in range(16):
         for c in range(K // chunk):
             lane, nib = _meta_nibble(meta, form, row, c)
@@ -235,15 +237,32 @@ def _expand_sparse(packed: np.ndarray, meta: np.ndarray, form, full: str) -> np.
                 if nib not in (0b0100, 0b1110):
                     raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {lane}, row {row}) is not 0b0100 "
                                       f"or 0b1110 (PTX ISA §9.7.15.6.1: undefined)")
-                dense[row, 2 * c + (i0 // 2)] = packed[row, c]
+                cols[row, c] = 2 * c + (i0 // 2)
             else:
                 if i0 >= i1:
                     raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {lane}, row {row}, chunk {c}) does "
                                       f"not name two increasing positions (PTX ISA §9.7.15.6.1: 0b0000/0b0101/"
                                       f"0b1010/0b1111 are invalid)")
-                dense[row, 4 * c + i0] = packed[row, 2 * c]
-                dense[row, 4 * c + i1] = packed[row, 2 * c + 1]
-    return dense
+                cols[row, 2 * c] = 4 * c + i0
+                cols[row, 2 * c + 1] = 4 * c + i1
+    return cols
+
+
+def _sparse_mma(A: np.ndarray, Bt: np.ndarray, C: np.ndarray, cols: np.ndarray, form, params) -> np.ndarray:
+    """D of this warp's 16 rows: each row's K/2 stored products with the B rows its metadata selects, summed as one
+    packed K (the dense kind's block over K/2: measured, tests/golden/wgmma_sparse)."""
+    D = None
+    for r in range(16):
+        Bs = np.ascontiguousarray(Bt[cols[r]])                       # (K/2, N)
+        if form.kind == "int":
+            d = mma_int(A[r:r + 1], Bs, C[r:r + 1], form.atype == "s8", form.btype == "s8",
+                        form.satfinite).view(np.uint32)
+        else:
+            d = mma_float(A[r:r + 1], Bs, C[r:r + 1], form.atype, form.btype, form.dtype, params)
+        if D is None:
+            D = np.zeros((16,) + d.shape[1:], dtype=d.dtype)
+        D[r] = d[0]
+    return D
 
 
 @semantics("wgmma.mma_async")
@@ -311,10 +330,10 @@ def decode_mma(ins: ir.Instruction, info):
                 D = D.view(np.uint32)
             else:
                 A = _codes(A, form.atype, form.negate_a)
-                if form.sparse:
-                    A = _expand_sparse(A, meta, form, full)
                 Bt = np.ascontiguousarray(_codes(B, form.btype, form.negate_b).T)
-                if form.kind == "int":
+                if form.sparse:
+                    D = _sparse_mma(A, Bt, C, _sparse_columns(meta, form, full), form, params)
+                elif form.kind == "int":
                     D = mma_int(A, Bt, C, form.atype == "s8", form.btype == "s8", form.satfinite).view(np.uint32)
                 else:
                     D = mma_float(A, Bt, C, form.atype, form.btype, form.dtype, params)
