@@ -229,19 +229,20 @@ def test_observed_runs_keep_every_cta(monkeypatch):
 
 @pytest.mark.slow
 def test_memory_of_a_big_grid_stays_bounded():
-    import gc
-    import tracemalloc
+    # 100 KiB of shared memory per CTA: 2 CTAs per SM, 264 at once; the peak memory of a process that runs 600 CTAs
+    # and of one that runs 2,400 are alike (kept whole, the 1,800 more would hold ~1,800 x 200 KiB = ~350 MiB)
+    code = ("import resource, sys, numpy as np\n"
+            "from tcsim.launch import Launch, run_launch\n"
+            "n = int(sys.argv[1])\n"
+            f"ptx = {HEAVY.replace('buf[16384]', 'buf[102400]')!r}\n"
+            "r = run_launch(Launch(ptx=ptx, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),\n"
+            "               detect=False, progress=False, max_instructions=10**9)\n"
+            "assert r.stats['ctas'] == n and (r.outputs[0] == np.arange(1, n + 1)).all()\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
 
-    def held(n):
-        gc.collect()
-        tracemalloc.start()
-        r = run_launch(Launch(ptx=HEAVY, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),
-                       detect=False, progress=False)
-        gc.collect()
-        cur = tracemalloc.get_traced_memory()[0]
-        tracemalloc.stop()
-        assert r.stats["ctas"] == n
-        return cur
-    small, big = held(1500), held(6000)
-    # kept whole, the 4,500 more CTAs would hold ~4,500 x 110 KiB = ~480 MiB; compacted, nothing of them stays
-    assert big - small < 16 << 20, (small, big)
+    def peak_kib(n):
+        out = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return int(out.stdout.split()[-1])
+    small, big = peak_kib(600), peak_kib(2400)
+    assert big - small < 64 << 10, (small, big)
