@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +68,10 @@ SYSTEM_WARPS = 4096
 SELF_WARPS = 512
 #: wrap-around segments an ordered compare is followed through
 SEGMENTS = 64
+#: a sample stops looking at further warps after this many seconds; the next sample comes at least MAX_SHARE times
+#: the last one's duration later
+SAMPLE_SECONDS = 0.5
+MAX_SHARE = 10.0
 
 _CMP = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "lo": "lt", "ls": "le",
         "hi": "gt", "hs": "ge", "equ": "eq", "neu": "ne", "ltu": "lt", "leu": "le", "gtu": "gt", "geu": "ge"}
@@ -365,48 +370,6 @@ class LoopMap:
 
 
 # ---------------------------------------------------------------------------------------------- values
-def _bits(arr_lane) -> int:
-    return int.from_bytes(np.asarray(arr_lane).tobytes(), "little")
-
-
-def _raw(warp, op, lane: int, typ: str, width: int) -> int:
-    """The W-bit pattern of operand ``op`` for ``lane`` (a register's low bits, an immediate's bits)."""
-    mask = (1 << width) - 1
-    if isinstance(op, ir.Vector) and len(op.elems) == 1:
-        op = op.elems[0]
-    if isinstance(op, ir.Reg):
-        arr = warp.regs.get(op.name)
-        if arr is None or arr.dtype == np.bool_ or arr.dtype.names:
-            raise _Unknown(f"{op.name} is no scalar register")
-        return _bits(arr[lane]) & mask
-    if isinstance(op, ir.Imm):
-        return imm_bits(op.value, op.kind, typ, op.bits) & mask
-    if isinstance(op, ir.SpecialReg):
-        v = warp.ctx.special(op)
-        return _bits(v[lane]) & mask
-    raise _Unknown(f"operand {op}")
-
-
-def _step_value(warp, expr, lane, width) -> int:
-    mask = (1 << width) - 1
-    k = expr[0]
-    if k == "op":
-        return _raw(warp, expr[1], lane, expr[2], width)
-    if k == "neg":
-        return (-_step_value(warp, expr[1], lane, width)) & mask
-    if k == "mul":
-        return (_step_value(warp, expr[1], lane, width) * _step_value(warp, expr[2], lane, width)) & mask
-    if k == "shl":
-        return (_step_value(warp, expr[1], lane, width) << expr[2]) & mask
-    raise _Unknown(str(expr))
-
-
-def _float_step(warp, expr, lane, width) -> float:
-    if expr[0] == "neg":
-        return -_float_step(warp, expr[1], lane, width)
-    return _as_float(_raw(warp, expr[1], lane, expr[2], width), width)
-
-
 def _as_float(bits: int, width: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0] if width == 32 else \
         struct.unpack("<d", struct.pack("<Q", bits))[0]
@@ -579,10 +542,27 @@ class LoopMonitor:
 
     # ------------------------------------------------------------------------------------------ sample
     def sample(self, t: float):
-        """One sample: the error ending the run, or None."""
+        """One sample: the error ending the run, or None.  A sample that takes long spaces the next ones out (at most
+        ~1/:data:`MAX_SHARE` of the run goes to the monitor) and stops looking after :data:`SAMPLE_SECONDS`."""
         sim = self.sim
+        t0 = time.perf_counter()
         self.next_at = t + self.every
         self.samples += 1
+        try:
+            return self._sample(t, t0)
+        except _Unknown:
+            return None
+        except Exception as e:          # noqa: BLE001 -- a bug here must not end a user's run: say so and stop
+            sim.warnings.append(f"the loop monitor stopped ({type(e).__name__}: {e}); long loops are left to the "
+                                "budget")
+            self.next_at = math.inf
+            return None
+        finally:
+            spent = time.perf_counter() - t0
+            self.next_at = max(self.next_at, t + spent * MAX_SHARE)
+
+    def _sample(self, t: float, t0: float):
+        sim = self.sim
         if self.map is None:
             self.map = LoopMap(sim)
         if not self.map.loops:
@@ -596,16 +576,19 @@ class LoopMonitor:
         stuck_self: dict = {}
         system: set = set()
         first_mem = None
+        cache: dict = {}
         for i, w in enumerate(live):
             if not system_ok and i >= SELF_WARPS:
                 break
-            v_self, v_mem, free = self._warp(w, horizon, quiet)
+            if time.perf_counter() - t0 > SAMPLE_SECONDS:
+                system_ok = False
+                break
+            v_self, v_mem, free = self._warp(w, horizon, quiet, cache)
             if v_self is not None:
                 key = (id(w), v_self.loop.head)
                 stuck_self[key] = v_self
-                prev = self._prev_self.get(key)
-                if prev is not None:
-                    return self._error(w, v_self, t, horizon)
+                if key in self._prev_self:
+                    return self._error(w, v_self, t, horizon, quiet)
             if free:
                 system_ok = False
             elif v_mem is not None:
@@ -619,121 +602,123 @@ class LoopMonitor:
             if prev is not None and prev[0] == key:
                 if prev[1] == warps:        # nothing changed at all: a pure spin is the livelock detector's case
                     return self.watch._livelock_error(prev[2])
-                return self._error(first_mem[0], first_mem[1], t, horizon)
+                return self._error(first_mem[0], first_mem[1], t, horizon, quiet)
             self._prev_system = (key, warps, sim.env.now)
         else:
             self._prev_system = None
         return None
 
-    def _warp(self, w, horizon, quiet):
-        """(a register-stuck verdict or None, a memory-stuck verdict or None, whether some lane is free)."""
+    def _warp(self, w, horizon, quiet, cache):
+        """(a register-stuck verdict or None, a memory-stuck verdict or None, whether some lane is free), the lanes
+        taken by groups at one PC."""
         sim = self.sim
         lmap = self.map
         owner = sim.program.link.owner if w.callstack is not None else None
         v_self = v_mem = None
         free = False
-        cache: dict = {}
-        for lane in np.flatnonzero(w.alive):
-            lane = int(lane)
-            pc = int(w.pc[lane])
-            blocked = bool(w.waiting[lane] or w.parked[lane])
+        alive = np.flatnonzero(w.alive)
+        pcs = w.pc[alive]
+        blocked = (w.waiting | w.parked)[alive]
+        lo = int(pcs.min())
+        for pc in ((lo,) if lo == int(pcs.max()) else np.unique(pcs)):
+            sel = pcs == pc
+            lanes = alive[sel]
+            pc = int(pc)
             loops = lmap.at.get(pc, ())
             if owner is not None and pc < len(owner) and owner[pc] != w.func_index:
                 loops = ()
-            best = None
+            stuck = np.zeros(len(lanes), bool)
             for lp in loops:
                 try:
-                    v = self._lane(w, lane, lp, horizon, quiet, cache)
+                    v = self._loop(w, lanes, lp, horizon, quiet, cache)
                 except _Unknown:
                     continue
-                if v is not None and (best is None or best.memory and not v.memory):
-                    best = v
-            if best is None:
-                if not blocked:
-                    free = True
-                continue
-            if not best.memory:
-                v_self = v_self or best
-            else:
-                v_mem = v_mem or best
+                if v is None:
+                    continue
+                mask, verdict = v
+                stuck |= mask
+                if not verdict.memory:
+                    v_self = v_self or verdict
+                else:
+                    v_mem = v_mem or verdict
+            if not (stuck | blocked[sel]).all():
+                free = True
         return v_self, v_mem, free
 
-    def _lane(self, w, lane, lp: Loop, horizon, quiet, cache):
-        """The lane's verdict in loop ``lp``: a :class:`Verdict` when it is stuck, None when some exit can fire in
-        time; raises _Unknown when the loop cannot be judged."""
+    def _loop(self, w, lanes, lp: Loop, horizon, quiet, cache):
+        """(lanes stuck in ``lp``, the :class:`Verdict` of the first of them) or None when none is; raises _Unknown
+        when the loop cannot be judged."""
         if lp.call_may_exit:
             raise _Unknown("the loop calls a function that may exit")
         body = self.map.body
         if not lp.exits:
             latch = body[lp.latches[0]]
-            return Verdict(lane, lp, True, None, None, False,
-                           f"the loop has no exit: `{latch}` (line {latch.loc.line}) always goes back to line "
-                           f"{body[lp.head].loc.line}", latch.loc)
-        parts = []
+            return np.ones(len(lanes), bool), Verdict(int(lanes[0]), lp, True, None, None, False,
+                                                      ("noexit", latch), latch.loc)
+        instr = np.full(len(lanes), math.inf)
         memory = False
-        best_instr = None
-        best_k = None
         loc = None
         for ex in lp.exits:
-            if ex.pred is None:
-                raise _Unknown(f"an unguarded or indexed exit at {ex.node}")
-            r = self._exit(w, lane, lp, ex, quiet, cache)
-            # r: (k or None, cycle, memory, text, loc)
-            k, cyc, mem, text, eloc = r
-            if k is not None:
-                instr = k * cyc
-                if instr <= horizon:
-                    return None
-                if best_instr is None or instr < best_instr:
-                    best_instr, best_k = instr, k
-            memory = memory or mem
-            parts.append(text)
-            loc = loc or eloc
+            st = self._static(lp, ex)
+            instr = np.minimum(instr, self._exit(w, lanes, lp, ex, st, quiet, cache))
+            memory = memory or st["memory"]
+            loc = loc or st["loc"]
+        stuck = instr > horizon
+        if not stuck.any():
+            return None
         if memory and lp.writes:
             raise _Unknown("the loop waits on memory and writes memory")
-        never = best_instr is None
-        return Verdict(lane, lp, never, best_k, best_instr, memory, "; ".join(parts), loc)
+        j = int(np.flatnonzero(stuck)[0])
+        never = math.isinf(instr[j])
+        return stuck, Verdict(int(lanes[j]), lp, never, None, None if never else int(instr[j]), memory,
+                              ("exits", w, int(lanes[j]), lp), loc)
 
-    def _exit(self, w, lane, lp, ex: Exit, quiet, cache):
+    # ------------------------------------------------------------------------------------------ exits
+    def _static(self, lp: Loop, ex: Exit) -> dict:
+        """What an exit depends on, worked out once per loop and exit (raises _Unknown)."""
+        st = lp.cycles.get(("exit", ex.node, id(ex)))
+        if st is None:
+            try:
+                st = self._static_exit(lp, ex)
+            except _Unknown as e:
+                st = {"unknown": str(e)}
+            lp.cycles[("exit", ex.node, id(ex))] = st
+        if "unknown" in st:
+            raise _Unknown(st["unknown"])
+        return st
+
+    def _static_exit(self, lp: Loop, ex: Exit) -> dict:
         lmap = self.map
         body = lmap.body
+        if ex.pred is None:
+            raise _Unknown(f"an unguarded or indexed exit at {ex.node}")
         pname = ex.pred.name
         node = body[ex.node]
         how = "taken" if ex.kind == "branch" else ("not taken" if ex.kind == "fall-through" else "executed")
-        where = f"`{node}` (line {node.loc.line}) {how}"
+        st = {"pred": pname, "fire": ex.fire_when, "where": f"`{node}` (line {node.loc.line}) {how}",
+              "loc": node.loc, "memory": False, "kind": "inv"}
         defs = lp.defs.get(pname, [])
-        arr = w.regs.get(pname)
-        if arr is None or arr.dtype != np.bool_:
-            raise _Unknown(f"{pname} is no predicate register")
-        val = bool(arr[lane])
-        if val == ex.fire_when:             # the last compare says leave: the lane may be on its way out
-            return (0, 1, False, "", node.loc)
         if not defs:
-            return (None, 1, False, f"the exit {where} needs {pname} to be {str(ex.fire_when).lower()}, but the "
-                    f"loop never writes {pname} (it is {str(val).lower()})", node.loc)
+            return st
         if len(defs) > 1:
             raise _Unknown(f"{pname} written {len(defs)} times")
         d = body[defs[0]]
+        st.update(def_pc=defs[0], d=d, loc=d.loc)
         if d.opcode == "mbarrier" and any(m in _MBAR_POLLS for m in d.mods):
-            if not quiet:
-                raise _Unknown("something is in flight")
-            dst = d.operands[0]
-            fire = ex.fire_when if isinstance(dst, ir.Reg) else None
-            if fire is None:
+            if not isinstance(d.operands[0], ir.Reg):
                 raise _Unknown("mbarrier wait with a predicate pair")
-            return (None, 1, True, f"the exit {where} needs `{d}` (line {d.loc.line}) to see the phase complete, "
-                    "and nothing that could complete it is running or in flight", d.loc)
+            st.update(kind="mbar", memory=True)
+            return st
         if d.opcode != "setp" or d.guard is not None:
             raise _Unknown(f"{pname} from {d.full_opcode}")
-        mods = [m for m in d.mods if m not in ("ftz",)]
+        mods = [m for m in d.mods if m != "ftz"]
         if any(m in ("and", "or", "xor") for m in mods) or len(d.operands) != 3:
             raise _Unknown("setp with a predicate operand")
         cmp_mod, typ = mods[0], mods[-1]
         if cmp_mod not in _CMP:
             raise _Unknown(f"setp.{cmp_mod}")
-        cmp = _CMP[cmp_mod]
-        dst = d.operands[0]
         fire = ex.fire_when
+        dst = d.operands[0]
         if isinstance(dst, ir.PredPair):
             if isinstance(dst.first, ir.Reg) and dst.first.name == pname:
                 pass
@@ -750,91 +735,141 @@ class LoopMonitor:
                 raise _Unknown(c[1])
         if ca[0] == "iv" and cb[0] == "iv":
             raise _Unknown("two counters")
-        memory = ca[0] == "mem" or cb[0] == "mem"
-        if memory and not quiet:
-            raise _Unknown("something is in flight")
-        if not quiet and self._async_dest(a_op, b_op):
-            raise _Unknown("an asynchronous write is in flight")
-        iv = ca if ca[0] == "iv" else (cb if cb[0] == "iv" else None)
-        cyc = lmap.cycle(lp, iv[1]) if iv is not None else 1
         is_f = typ in _FLOAT_TYPES
         if not is_f and typ not in _INT_TYPES:
             raise _Unknown(f"setp type .{typ}")
         width = _FLOAT_TYPES[typ] if is_f else _INT_TYPES[typ]
-        a = _raw(w, a_op, lane, typ, width)
-        b = _raw(w, b_op, lane, typ, width)
-        key = (defs[0], ex.node, a, b, fire)
-        want = fire
+        iv = ca if ca[0] == "iv" else (cb if cb[0] == "iv" else None)
         if iv is not None and (iv[3] != is_f or iv[4] != width):
             raise _Unknown("the counter's type differs from the compare's")
-        why = None
-        if is_f:
-            af, bf = _as_float(a, width), _as_float(b, width)
-            sa = _float_step(w, ca[2], lane, width) if ca[0] == "iv" else 0.0
-            sb = _float_step(w, cb[2], lane, width) if cb[0] == "iv" else 0.0
-            k, why = _float_exit(cmp, af, sa, bf, sb, want, width)
-            shown = (af, bf, sa, sb)
-        else:
-            signed = typ.startswith("s") and cmp_mod not in _UNSIGNED_CMP
-            sa = _step_value(w, ca[2], lane, width) if ca[0] == "iv" else 0
-            sb = _step_value(w, cb[2], lane, width) if cb[0] == "iv" else 0
-            k = cache.get(key + (sa, sb))
-            if k is None:
-                k = _int_exit(cmp, signed, width, a, sa, b, sb, want, 1 << 62)
-                cache[key + (sa, sb)] = k if k is not None else -1
-            elif k == -1:
-                k = None
-            shown = ((_signed(a, width) if signed else a), (_signed(b, width) if signed else b),
-                     _signed(sa, width), _signed(sb, width))
-        if k is not None and k <= 0:
-            return (0, cyc, memory, "", d.loc)
-        text = self._describe(d, where, cmp, want, a_op, b_op, ca, cb, shown, k, cyc, width, why)
-        return (k, cyc, memory, text, d.loc)
+        st.update(kind="setp", cmp=_CMP[cmp_mod], cmp_mod=cmp_mod, typ=typ, width=width, is_f=is_f, a_op=a_op,
+                  b_op=b_op, ca=ca, cb=cb, want=fire, memory=ca[0] == "mem" or cb[0] == "mem",
+                  signed=typ.startswith("s") and cmp_mod not in _UNSIGNED_CMP,
+                  cycle=lmap.cycle(lp, iv[1]) if iv is not None else 1,
+                  asyncdest=any(r.name in lmap.async_dests for o in (a_op, b_op) for r in _regs_in(o)))
+        return st
 
-    def _async_dest(self, *ops) -> bool:
-        return any(r.name in self.map.async_dests for op in ops for r in _regs_in(op))
+    def _exit(self, w, lanes, lp, ex: Exit, st: dict, quiet, cache) -> np.ndarray:
+        """Per lane: a lower bound on the warp-instructions before the exit can fire (inf: never)."""
+        arr = w.regs.get(st["pred"])
+        if arr is None or arr.dtype != np.bool_:
+            raise _Unknown(f"{st['pred']} is no predicate register")
+        fire_now = arr[lanes] == st["fire"]     # the last compare says leave: the lane may be on its way out
+        kind = st["kind"]
+        if kind == "inv":
+            return np.where(fire_now, 0.0, math.inf)
+        if not quiet and (st["memory"] or st.get("asyncdest")):
+            raise _Unknown("something is in flight")
+        if kind == "mbar":
+            return np.where(fire_now, 0.0, math.inf)
+        width, typ = st["width"], st["typ"]
+        n = len(lanes)
+        a = _lane_values(w, st["a_op"], lanes, typ, width)
+        b = _lane_values(w, st["b_op"], lanes, typ, width)
+        ca, cb = st["ca"], st["cb"]
+        sa = _lane_steps(w, ca, lanes, width) if ca[0] == "iv" else [0] * n
+        sb = _lane_steps(w, cb, lanes, width) if cb[0] == "iv" else [0] * n
+        cyc = st["cycle"]
+        sid = id(st)
+        keys = list(zip(a, b, sa, sb))
+        costs = []
+        for key in keys:
+            ck = (sid,) + key
+            c = cache.get(ck)
+            if c is None:
+                k = self._solve(st, *key)[0]
+                c = cache[ck] = math.inf if k is None else float(k * cyc)
+            costs.append(c)
+        out = np.array(costs)
+        out[fire_now] = 0.0
+        return out
 
-    def _describe(self, d, where, cmp, want, a_op, b_op, ca, cb, shown, k, cyc, width, why) -> str:
-        a, b, sa, sb = shown
-
-        def side(op, c, v, s):
-            if c[0] == "iv":
-                upd = self.map.body[c[1]]
-                return f"{op} = {v} (changes by {s} per update, `{upd}` at line {upd.loc.line})"
-            if c[0] == "mem":
-                ld = self.map.body[c[1]]
-                return f"{op} = {v} (loaded by `{ld}` at line {ld.loc.line}; memory is not changing)"
-            if isinstance(op, ir.Imm):
-                return f"{op}"
-            return f"{op} = {v} (not written in the loop)"
-
-        need = "true" if want else "false"
-        head = (f"the exit {where} needs `{d}` (line {d.loc.line}) to be {need}: "
-                f"{side(a_op, ca, a, sa)}, {side(b_op, cb, b, sb)}")
-        if k is None:
-            if ca[0] != "iv" and cb[0] != "iv":
-                why = "neither operand changes, so the compare never changes"
-            elif why is not None:
-                pass
-            elif cmp in ("eq", "ne"):
-                why = f"the counter never takes the value that leaves (modulo 2^{width}): it skips it"
-            else:
-                why = f"the compare stays {str(not want).lower()} for every value the counter takes, wrap-arounds " \
-                      f"included (modulo 2^{width})"
-            return f"{head}; never: {why}"
-        return f"{head}; at least {k:,} more updates ({k * cyc:,} warp-instructions at >= {cyc} per update)"
+    @staticmethod
+    def _solve(st, a, b, sa, sb) -> tuple:
+        """(first update at which the exit fires, or None for never; why never, for floats)."""
+        width = st["width"]
+        if st["is_f"]:
+            k, why = _float_exit(st["cmp"], _as_float(a, width), _as_float(sa, width) if sa else 0.0,
+                                 _as_float(b, width), _as_float(sb, width) if sb else 0.0, st["want"], width)
+            return k, why
+        return _int_exit(st["cmp"], st["signed"], width, a, sa, b, sb, st["want"], 1 << 62), None
 
     # ------------------------------------------------------------------------------------------ report
-    def _error(self, w, v: Verdict, t: float, horizon: float):
+    def _explain(self, v: Verdict) -> str:
+        """Why the verdict's lane cannot leave its loop: each exit, its compare, the values and steps."""
+        if v.text[0] == "noexit":
+            latch = v.text[1]
+            return (f"the loop has no exit: `{latch}` (line {latch.loc.line}) always goes back to line "
+                    f"{self.map.body[v.loop.head].loc.line}")
+        _, w, lane, lp = v.text
+        lanes = np.array([lane])
+        parts = []
+        for ex in lp.exits:
+            st = self._static(lp, ex)
+            kind = st["kind"]
+            if kind == "inv":
+                val = bool(w.regs[st["pred"]][lane])
+                parts.append(f"the exit {st['where']} needs {st['pred']} to be {str(st['fire']).lower()}, but the "
+                             f"loop never writes {st['pred']} (it is {str(val).lower()})")
+                continue
+            d = st["d"]
+            if kind == "mbar":
+                parts.append(f"the exit {st['where']} needs `{d}` (line {d.loc.line}) to see the phase complete, "
+                             "and nothing that could complete it is running or in flight")
+                continue
+            width, typ = st["width"], st["typ"]
+            a = _lane_values(w, st["a_op"], lanes, typ, width)[0]
+            b = _lane_values(w, st["b_op"], lanes, typ, width)[0]
+            ca, cb = st["ca"], st["cb"]
+            sa = _lane_steps(w, ca, lanes, width)[0] if ca[0] == "iv" else 0
+            sb = _lane_steps(w, cb, lanes, width)[0] if cb[0] == "iv" else 0
+            k, why = self._solve(st, a, b, sa, sb)
+            parts.append(self._describe(st, a, b, sa, sb, k, why))
+        return "; ".join(parts)
+
+    def _describe(self, st, a, b, sa, sb, k, why) -> str:
+        width = st["width"]
+        if st["is_f"]:
+            shown = (_as_float(a, width), _as_float(b, width), _as_float(sa, width) if sa else 0.0,
+                     _as_float(sb, width) if sb else 0.0)
+        else:
+            conv = (lambda x: _signed(x, width)) if st["signed"] else (lambda x: x)
+            shown = (conv(a), conv(b), _signed(sa, width), _signed(sb, width))
+
+        def side(op, c, val, step):
+            if c[0] == "iv":
+                upd = self.map.body[c[1]]
+                return f"{op} = {val} (changes by {step} per update, `{upd}` at line {upd.loc.line})"
+            if c[0] == "mem":
+                ld = self.map.body[c[1]]
+                return f"{op} = {val} (loaded by `{ld}` at line {ld.loc.line}; memory is not changing)"
+            if isinstance(op, ir.Imm):
+                return f"{op}"
+            return f"{op} = {val} (not written in the loop)"
+
+        d = st["d"]
+        need = "true" if st["want"] else "false"
+        head = (f"the exit {st['where']} needs `{d}` (line {d.loc.line}) to be {need}: "
+                f"{side(st['a_op'], st['ca'], shown[0], shown[2])}, {side(st['b_op'], st['cb'], shown[1], shown[3])}")
+        if k is None:
+            if st["ca"][0] != "iv" and st["cb"][0] != "iv":
+                why = "neither operand changes, so the compare never changes"
+            elif why is None and st["cmp"] in ("eq", "ne"):
+                why = f"the counter never takes the value that leaves (modulo 2^{width}): it skips it"
+            elif why is None:
+                why = (f"the compare stays {str(not st['want']).lower()} for every value the counter takes, "
+                       f"wrap-arounds included (modulo 2^{width})")
+            return f"{head}; never: {why}"
+        cyc = st["cycle"]
+        return f"{head}; at least {k:,} more updates ({k * cyc:,} warp-instructions at >= {cyc} per update)"
+
+    def _error(self, w, v: Verdict, t: float, horizon: float, quiet: bool):
         sim = self.sim
         body = self.map.body
         lo, hi = v.loop.lines(body)
         head = body[v.loop.head]
         lanes = lanes_str(self._lanes_like(w, v))
-        if v.never:
-            what = "can never leave"
-        else:
-            what = "cannot leave, within the run's budget,"
+        what = "can never leave" if v.never else "cannot leave, within the run's budget,"
         watch = self.watch
         if v.never:
             budget = ""
@@ -850,18 +885,57 @@ class LoopMonitor:
             budget = (f"; more than the {max(watch.max_instructions - sim.retired, 0):,} warp-instructions left of "
                       f"the budget (max_instructions={watch.max_instructions})")
         msg = (f"{w.label} ({lanes}) {what} the loop at lines {lo}-{hi} (head `{head}` at line {head.loc.line}, "
-               f"after {sim.retired:,} warp-instructions, {t:.1f} s): {v.text}{budget}")
+               f"after {sim.retired:,} warp-instructions, {t:.1f} s): {self._explain(v)}{budget}")
         return NonTerminatingLoopError(msg, v.loc,
                                        expected="a loop bound and step that reach the exit (or raise the budget if "
                                        "the loop really is this long)")
 
     def _lanes_like(self, w, v: Verdict):
-        pcs = w.pc
         m = np.zeros_like(w.alive)
         for lane in np.flatnonzero(w.alive):
-            if int(pcs[lane]) in v.loop.body:
+            if int(w.pc[lane]) in v.loop.body:
                 m[lane] = True
         return m
+
+
+def _lane_values(w, op, lanes, typ: str, width: int) -> list:
+    """The ``width``-bit patterns of operand ``op`` for ``lanes`` (a register's low bits, an immediate's bits)."""
+    mask = (1 << width) - 1
+    if isinstance(op, ir.Vector) and len(op.elems) == 1:
+        op = op.elems[0]
+    if isinstance(op, ir.Imm):
+        return [imm_bits(op.value, op.kind, typ, op.bits) & mask] * len(lanes)
+    if isinstance(op, ir.Reg):
+        arr = w.regs.get(op.name)
+        if arr is None or arr.dtype == np.bool_ or arr.dtype.names or arr.dtype.itemsize > 8:
+            raise _Unknown(f"{op.name} is no scalar register")
+    elif isinstance(op, ir.SpecialReg):
+        arr = np.asarray(w.ctx.special(op))
+    else:
+        raise _Unknown(f"operand {op}")
+    raw = np.ascontiguousarray(arr[lanes]).view(np.dtype(f"u{arr.dtype.itemsize}"))
+    return [int(x) & mask for x in raw.tolist()]
+
+
+def _lane_steps(w, c, lanes, width: int) -> list:
+    """The per-update step of induction variable class ``c`` for ``lanes`` (W-bit integers; for a float counter the
+    bits of the float step)."""
+    mask = (1 << width) - 1
+    is_f = c[3]
+
+    def ev(expr):
+        k = expr[0]
+        if k == "op":
+            return _lane_values(w, expr[1], lanes, expr[2], width)
+        if k == "neg":
+            v = ev(expr[1])
+            return [x ^ (1 << (width - 1)) for x in v] if is_f else [(-x) & mask for x in v]
+        if k == "mul":
+            return [(x * y) & mask for x, y in zip(ev(expr[1]), ev(expr[2]))]
+        if k == "shl":
+            return [(x << expr[2]) & mask for x in ev(expr[1])]
+        raise _Unknown(str(expr))
+    return ev(c[2])
 
 
 __all__ = ["LoopMap", "LoopMonitor", "LOOP_AFTER", "LOOP_EVERY"]

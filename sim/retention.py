@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: finished CTAs kept whole before later ones are compacted
-KEEP_FINISHED_CTAS = 1024
+KEEP_FINISHED_CTAS = 256
 
 
 @dataclass

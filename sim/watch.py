@@ -4,8 +4,9 @@ The engine calls :meth:`RunWatch.check` every :data:`CHECK_EVERY` retired warp-i
 instruction budget is reached); everything here happens in that call, so a run costs one integer comparison per
 instruction for it.
 
-* **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
-  spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
+* **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work: the CPU time this
+  process spends in :meth:`tcsim.engine.Simulation.run` (``time.process_time``), not wall-clock time, so that a
+  loaded machine, a debugger pause or a slow observer does not spend it; with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
   with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
 * **How a kernel that does not end is stopped** (the default budget's story): a deadlock at once (no event left);
   a warp in a loop that can never end, or cannot end within the budget (a counter stepping over or away from its
@@ -108,7 +109,8 @@ class RunWatch:
         #: the error a check ended the run with (the other warps stop at their next instruction)
         self.fatal = None
         self.next_check = self._next(0)
-        self._t_start = None            # perf_counter when the current run() began
+        self._t_start = None            # process CPU time when the current run() began
+        self._cpu = 0.0                 # CPU seconds of the earlier run() calls
         self._last_line = None
         self._line_open = False
         self._seen: dict = {}           # warp fingerprint -> cycle first seen, since the state last changed course
@@ -121,9 +123,11 @@ class RunWatch:
 
     # ------------------------------------------------------------------------------------------ run bracket
     def started(self) -> None:
-        self._t_start = time.perf_counter()
+        self._t_start = time.process_time()
 
     def stopped(self) -> None:
+        if self._t_start is not None:
+            self._cpu += time.process_time() - self._t_start
         self._t_start = None
         if self._line_open:
             out = self._out()
@@ -136,8 +140,9 @@ class RunWatch:
             self._line_open = False
 
     def elapsed(self) -> float:
-        run = time.perf_counter() - self._t_start if self._t_start is not None else 0.0
-        return self.sim.wall_time + run
+        """Seconds of simulation work so far: the process's CPU time inside run() (the budget's measure)."""
+        run = time.process_time() - self._t_start if self._t_start is not None else 0.0
+        return self._cpu + run
 
     def _next(self, retired: int) -> int:
         n = retired + CHECK_EVERY
@@ -182,8 +187,8 @@ class RunWatch:
                 #                             check that would have printed them came only at the budget)
             how = ("the default budget; max_seconds= / --max-seconds or max_instructions= / --max-instructions "
                    "sets another" if self.default_budget else "max_seconds")
-            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation ({how}) after "
-                                f"{retired} warp-instructions and {int(sim.env.now)} cycles")
+            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation work (CPU time; "
+                                f"{how}) after {retired} warp-instructions and {int(sim.env.now)} cycles")
         if self.progress is not False and t >= PROGRESS_AFTER:
             self._progress(t)
         if self.loops.due(t):
@@ -208,7 +213,9 @@ class RunWatch:
                 lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
         pending = sim.clusters_pending() if hasattr(sim, "clusters_pending") else 0
         if lines:
-            where = ("the kernel looks stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: " +
+            # (no claim that the kernel is stuck: a long kernel ends here too; the loop monitor and the livelock
+            # detector report what they can prove never ends)
+            where = ("no non-terminating loop or livelock was found, so it may just be long; live warps: " +
                      "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""))
         else:
             where = "no warp is live at this moment"
@@ -285,7 +292,7 @@ class RunWatch:
         total = sim.grid[0] * sim.grid[1] * sim.grid[2]
         budget = (f"budget {self.max_seconds:g} s" if self.max_seconds is not None else
                   f"budget {self.max_instructions:,} instructions")
-        line = (f"[tcsim] {t:6.1f} s: {sim.retired:,} warp-instructions retired, {int(sim.env.now):,} cycles, "
+        line = (f"[tcsim] {t:6.1f} s of work: {sim.retired:,} warp-instructions retired, {int(sim.env.now):,} cycles, "
                 f"{rate:,.0f} warp-inst/s, {done:,}/{total:,} CTAs done ({budget}; Ctrl-C stops with every "
                 f"warp's position)")
         try:

@@ -257,11 +257,12 @@ L:
 
 def test_the_default_product_settings_report_within_seconds():
     # LOOP_AFTER / LOOP_EVERY as shipped: a counting loop that skips its bound ends in a diagnostic well within 60 s
+    # (seconds of work: the process's CPU time, as the run watch counts them)
     src = NEVER["ne_skips_the_bound"][0]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(NonTerminatingLoopError):
         run_launch(Launch(ptx=src), progress=False, detect=False)
-    assert time.perf_counter() - t0 < lw.LOOP_AFTER + 3 * lw.LOOP_EVERY + 10
+    assert time.process_time() - t0 < lw.LOOP_AFTER + 3 * lw.LOOP_EVERY + 5
 
 
 # ---------------------------------------------------------------------------------------------- loops that end
