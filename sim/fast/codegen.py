@@ -334,6 +334,7 @@ class _SharedAccess:
         self.offset = np.uint64(offset & ((1 << 64) - 1))
         self.nbytes = nbytes
         self.word = np.dtype(_UINT[nbytes][3:])
+        self.shift = nbytes.bit_length() - 1
         self.reg = reg
 
     def __call__(self, F, sel):
@@ -352,17 +353,22 @@ class _SharedAccess:
         st = t.smem_stack
         if st is None or len(st.blocks) != 1 or st.blocks[0].shape[1] % n:
             return None
-        rank = (a >> np.uint64(M.SHARED_RANK_SHIFT)).astype(np.int64)
-        offs = (a & np.uint64(M.SHARED_OFFSET_MASK)).astype(np.int64)
         cta = t.cta_index[sel]
-        if (rank != t.cta_rank[cta][:, None]).any() or (offs < t.smem_base).any() or \
-                (offs + n > t.smem_end).any():
-            return None
+        ranks = t.cta_rank[cta]
+        if not ranks.any():                     # (CTAs of rank 0: the address is the offset)
+            offs = a.view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
+            if int(a.max()) + n > t.smem_end or int(a.min()) < t.smem_base:
+                return None
+        else:
+            rank = (a >> np.uint64(M.SHARED_RANK_SHIFT)).astype(np.int64)
+            offs = (a & np.uint64(M.SHARED_OFFSET_MASK)).astype(np.int64)
+            if (rank != ranks[:, None]).any() or (offs < t.smem_base).any() or (offs + n > t.smem_end).any():
+                return None
         words = st.blocks[0].view(self.word)
         rows = np.broadcast_to(cta[:, None], offs.shape)
         if not self.store:
-            return self.reg, words[rows, offs // n]
-        return self.reg, (rows[:, ::-1], (offs // n)[:, ::-1], words)    # (the caller scatters)
+            return self.reg, words[cta[:, None], offs >> self.shift]
+        return self.reg, (rows[:, ::-1], (offs >> self.shift)[:, ::-1], words)    # (the caller scatters)
 
 
 def native_mem(ins, info, dtypes: dict, tier):

@@ -105,6 +105,8 @@ class RowRegs(Mapping):
 
 
 _UNBUILT = object()
+#: what a warp's generator yields once, before its first instruction (FastTier.add_warps primes it)
+_PRIMED = object()
 
 
 class _Generated:
@@ -228,8 +230,17 @@ class FastTier:
             self._layout(new)
         for w in new:
             w.fast_gen = self.warp_process(w)
+            if sim._priority.get(w) is None:
+                next(w.fast_gen)                    # (to its _PRIMED yield: no instruction runs, see warp_process)
         if new:
-            self._push(list(new), sim.env.now, URGENT)
+            # the start events, after the ones queued just before for the same cycle (the CTAs of clusters started
+            # together: one gang, as their processes' initialisations come back to back in the reference)
+            g = self._last
+            if g is not None and self.merge and not g.popped and self._eid.n == self._last_n and \
+                    g.key[0] == sim.env.now and g.key[1] == URGENT:
+                g.members.extend(new)
+            else:
+                self._push(list(new), sim.env.now, URGENT)
 
     def regfile(self, i: int):
         """The register file of warp number ``i`` (creation order) when the tier lays registers out: rows of the
@@ -473,7 +484,7 @@ class FastTier:
         key = gang.key
         q = self.sim.env._queue
         n = len(members)
-        if self.super_ok and key[1] == NORMAL and self.merge:
+        if self.super_ok and (key[1] == NORMAL or key[1] == URGENT) and self.merge:
             if self.steps is None:
                 self.steps = self._lockstep_steps()
             from .lockstep import superstep
@@ -722,6 +733,15 @@ class FastTier:
         warp.fast_prio = NORMAL if prio is None else prio
         if prio is not None:
             yield 0
+        else:
+            # primed (add_warps runs the generator to here, before any instruction): a uniform warp stands at its
+            # top at PC 0, and the start gang may run it in a lockstep superstep before it resumes here
+            if tier.enabled and owner is None and warp.alive.any() and not warp.waiting.any() and \
+                    not warp.parked.any() and not warp.pc[warp.alive].any():
+                warp.fast_upc = 0
+                warp.fast_at_top = True
+            yield _PRIMED
+            warp.fast_at_top = False
         while True:
             if warp.fast_pending:
                 tier.flush()
