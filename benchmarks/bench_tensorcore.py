@@ -1,7 +1,7 @@
 """Issue 18's tensor-core / async-unit targets, each workload's simulation time against its target, in one run.
 
     python benchmarks/bench_tensorcore.py [--repeat 3] [--tier reference|fast|both] [--only NAME ...] [--no-gluon]
-                                          [--profile NAME]
+                                          [--gluon-size M N K] [--profile NAME]
 
 Workloads (each result is checked bit for bit by the example's own check before its time counts):
 
@@ -14,7 +14,8 @@ cta_pair              examples/cta_pair_gemm (cta_group::2)                     
 pipeline_timed        examples/tcgen05_pipeline_gemm 256 x 512 x 256, timing model on             2 s
 gluon_fused           the Gluon tutorial's matmul_fused_gather_scatter at M, N, K = 1024, 1024,    5 s
                       2048 (benchmarks/kernels/gluon_fused_gather_scatter.py; Triton 3.9 compiles
-                      it for sm_100a on the CPU; skipped without Triton)
+                      it for sm_100a on the CPU; skipped without Triton; ``--gluon-size`` runs
+                      another size, against the target scaled by its tile work)
 ====================  ==========================================================================  ========
 
 Each workload runs once to warm up (numba's cache load, the program cache of :mod:`tcsim.program_cache`), then
@@ -41,7 +42,16 @@ from tcsim.launch import run_launch  # noqa: E402
 TARGETS = {"nvfp4": 0.5, "gemm_async": 0.05, "cta_pair": 0.05, "pipeline_timed": 2.0, "gluon_fused": 5.0}
 
 
-def workloads(names, gluon: bool):
+GLUON_SIZE = (1024, 1024, 2048)
+
+
+def gluon_target(size) -> float:
+    """The 5 s target scaled by the tile work of ``size`` (M * N * K) against the tutorial's size."""
+    m, n, k = size
+    return TARGETS["gluon_fused"] * (m * n * k) / (GLUON_SIZE[0] * GLUON_SIZE[1] * GLUON_SIZE[2])
+
+
+def workloads(names, gluon: bool, gluon_size=GLUON_SIZE):
     """name -> (launch, check(result) -> (ok, msg), run_launch keywords)."""
     from tcsim.examples import cta_pair_gemm, gemm_async, nvfp4_gemm, tcgen05_pipeline_gemm
 
@@ -67,8 +77,8 @@ def workloads(names, gluon: bool):
             except ImportError as e:
                 print(f"gluon_fused: skipped ({e})")
                 continue
-            launch = g.make_launch(1024, 1024, 2048)
-            out[name] = (launch, (lambda res, launch=launch: g.check(res, launch)), {})
+            prep = g.make_launch(*gluon_size)
+            out[name] = (prep.launch, (lambda res, prep=prep: g.check(res, prep)), {})
     return out
 
 
@@ -88,12 +98,14 @@ def main(argv=None) -> int:
     ap.add_argument("--tier", choices=["reference", "fast", "both"], default="both")
     ap.add_argument("--only", nargs="*", choices=list(TARGETS), default=None)
     ap.add_argument("--no-gluon", action="store_true", help="leave out the Gluon kernel (Triton compile + ~minutes)")
+    ap.add_argument("--gluon-size", nargs=3, type=int, default=list(GLUON_SIZE), metavar=("M", "N", "K"),
+                    help="the Gluon kernel's size (default the tutorial's 1024 1024 2048; multiples of 128 / 64)")
     ap.add_argument("--profile", choices=list(TARGETS), default=None)
     args = ap.parse_args(argv)
     names = args.only or list(TARGETS)
     tiers = ["reference", "fast"] if args.tier == "both" else [args.tier]
     if args.profile:
-        launch, check, kw = workloads([args.profile], True)[args.profile]
+        launch, check, kw = workloads([args.profile], True, tuple(args.gluon_size))[args.profile]
         _timed(launch, check, kw, False, tiers[0])
         pr = cProfile.Profile()
         pr.enable()
@@ -101,7 +113,7 @@ def main(argv=None) -> int:
         pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(40)
         return 0
-    loads = workloads(names, not args.no_gluon)
+    loads = workloads(names, not args.no_gluon, tuple(args.gluon_size))
     print(f"{'workload':16s} {'tier':9s} {'target':>7s} {'cpu s':>8s} {'wall s':>8s} {'/target':>8s} "
           f"{'+detector':>10s} {'wall s':>8s} {'det. cost':>9s}")
     for name, (launch, check, kw) in loads.items():
@@ -114,8 +126,10 @@ def main(argv=None) -> int:
                     if cpu < best[detect][0]:
                         best[detect] = (cpu, wall)
             (c0, w0), (c1, w1) = best[False], best[True]
-            tgt = TARGETS[name]
-            print(f"{name:16s} {tier:9s} {tgt:7.2f} {c0:8.3f} {w0:8.3f} {c0 / tgt:8.2f} {c1:10.3f} {w1:8.3f} "
+            tgt = gluon_target(args.gluon_size) if name == "gluon_fused" else TARGETS[name]
+            label = name if name != "gluon_fused" or tuple(args.gluon_size) == GLUON_SIZE else \
+                "gluon " + "x".join(map(str, args.gluon_size))
+            print(f"{label:16s} {tier:9s} {tgt:7.2f} {c0:8.3f} {w0:8.3f} {c0 / tgt:8.2f} {c1:10.3f} {w1:8.3f} "
                   f"{c1 / c0:8.2f}x", flush=True)
     return 0
 

@@ -75,6 +75,8 @@ packed sub-byte data types (when the map is read).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tcsim.isa.cache_policy_forms import check_policy_operand
@@ -194,11 +196,18 @@ def read_tensor_maps(ctx, op: ir.Address, lanes) -> dict:
     out = {}
     for lane in lanes:
         try:
-            out[int(lane)] = TensorMap.decode(raw[lane].tobytes())
+            out[int(lane)] = _decoded_map(raw[lane].tobytes())
         except (LaunchError, MemoryFault) as e:
             raise MemoryFault(f"the tensor map at 0x{int(addrs[lane]):x} (lane {lane}) is not valid: {e.message}",
                               expected=e.expected) from None
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _decoded_map(raw: bytes) -> TensorMap:
+    """TensorMap.decode, once per 128-byte map (a kernel issues every copy through the same few maps); the map is
+    shared by the copies that name it and read only.  A map that does not decode raises on every issue."""
+    return TensorMap.decode(raw)
 
 
 def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
@@ -236,9 +245,12 @@ def image_offsets(nbytes: int, tm: TensorMap) -> np.ndarray:
     (``boxDim[0] * esize``), each row starts on its own span -- the rest of the span is left untouched, so the
     box occupies rows x span bytes (measured on an H100: tests/golden/tma_h100 swizzle_*_narrow*, rank*_uint16_128B;
     a box that thereby runs past the end of SMEM is an illegal address there)."""
+    return _image_offsets(nbytes, tm.swizzle, tm.box_dims[0] * tm.esize)
+
+
+def _image_offsets(nbytes: int, swz: str, row: int) -> np.ndarray:
     k = np.arange(0, nbytes, 8, dtype=np.int64)
-    span = SWIZZLE_SPAN.get(tm.swizzle) or 0
-    row = tm.box_dims[0] * tm.esize
+    span = SWIZZLE_SPAN.get(swz) or 0
     if row < span:
         k = k // row * span + k % row
     return k
@@ -257,15 +269,28 @@ def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: 
                              lane=lane,
                              expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
                                       f"tma.md §3, tests/golden/tma_h100 phase_*_at16)")
-    pieces = swizzle(np.int64(off) + image_offsets(nbytes, tm), tm.swizzle)
+    pieces, lo, hi = _box_pieces_cached(int(off), int(nbytes), tm.swizzle, tm.box_dims[0] * tm.esize)
     if pieces.size:
-        lo, hi = int(pieces.min()), int(pieces.max()) + 8
         if lo < cta.smem.base or hi > cta.smem.end:
             raise MemoryFault(f"{what}: the {nbytes}-byte box image at SMEM offset 0x{off:x} (lane {lane}) "
                               f"extends to 0x{hi:x}, past the end of {cta.smem.name} ({cta.smem.size} bytes at "
                               f"[0x{cta.smem.base:x}, 0x{cta.smem.end:x}))",
                               expected="the whole box inside the CTA's shared memory")
     return pieces
+
+
+def _box_pieces(off: int, nbytes: int, swz: str, row: int):
+    """(swizzled SMEM offsets of the 8-byte pieces of a box image at ``off``, lowest, highest + 8), computed once per
+    (offset, size, swizzle, inner row bytes): the pipelined kernels land their boxes in the same few slots.  The
+    array is read-only (shared)."""
+    pieces = swizzle(np.int64(off) + _image_offsets(nbytes, swz, row), swz)
+    pieces.setflags(write=False)
+    if not pieces.size:
+        return pieces, 0, 0
+    return pieces, int(pieces.min()), int(pieces.max()) + 8
+
+
+_box_pieces_cached = functools.lru_cache(maxsize=512)(_box_pieces)
 
 
 def _check_global(ctx, tm: TensorMap, offs, inb, lane: int, what: str):
