@@ -31,8 +31,12 @@ def warm_up() -> bool:
     tc.mma_block_scaled(z8[:, :32], z8[:4, :8].repeat(8, axis=0), c, np.full((8, 1), 127, np.uint8),
                         np.full((1, 8), 127, np.uint8), "e4m3", "e4m3", "ue8m0", 32,
                         tc.tc_params("sm_100a", "tcgen05", "e4m3", kind="mxf8f6f4"))
-    tc.mma_float(np.zeros((8, 16), np.uint16), np.zeros((16, 8), np.uint16), c, "f16", "f16", "f32",
-                 tc.tc_params("sm_100a", "tcgen05", "f16"))
+    p16 = tc.tc_params("sm_100a", "tcgen05", "f16")
+    a16, b16 = np.zeros((8, 16), np.uint16), np.zeros((16, 8), np.uint16)
+    tc.mma_float(a16, b16, c, "f16", "f16", "f32", p16)                 # the float64 kernel (mma_float_codes_f64)
+    pa, pb = tc._code_params(a16, "f16"), tc._code_params(b16, "f16")
+    kernels().mma_float_codes(pa[0], pb[0], tc._i64(c), pa[1], pb[1], 16, p16.frac_bits,    # the int64 one
+                              *tc._acc_geometry("f32", p16))
     return True
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from tcsim.cli import main
 from tcsim.isa.ptxas import PTXAS
-from tcsim.launch import run_launch
 from kernel_checks import assert_assembles, mutation_is_caught, run_checked
 
 import tcsim.examples.tcgen05_pipeline_gemm as ex
