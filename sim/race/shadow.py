@@ -56,6 +56,25 @@ def kernel():
     return shadow_jit
 
 
+def warm_up() -> bool:
+    """Compile (or load from numba's on-disk cache) the kernel for the argument types the detector passes, once --
+    the root conftest does it before pytest-xdist starts its workers, as for :mod:`tcsim.numerics.jit_warmup`.
+    False when the kernel is off."""
+    k = kernel()
+    if k is None:
+        return False
+    tab = AccessTable()
+    tab.kernel_asked = True
+    tab.kernel = k
+    sp = ShadowSpace("warm-up", tab, page_bits=16)
+    row = np.zeros(8, dtype=np.int64)
+    units = np.arange(200, dtype=np.int64)
+    sp.access(units, row, 0, 1, 0, GENERIC, True)
+    sp.access(units, row, 1, 1, 1, ASYNC, False)
+    sp.scan(0, 256)
+    return True
+
+
 class AccessTable:
     """Epoch and flags of every access the detector recorded, by id + 1 (row 0: no access, component -1)."""
 
@@ -289,5 +308,5 @@ class ShadowSpace:
         return res
 
 
-__all__ = ["ShadowSpace", "AccessTable", "Conflict", "access_numpy", "kernel", "GENERIC", "ASYNC", "TMAP", "F_PROXY",
+__all__ = ["ShadowSpace", "AccessTable", "Conflict", "access_numpy", "kernel", "warm_up", "GENERIC", "ASYNC", "TMAP", "F_PROXY",
            "F_ATOMIC", "F_TCGEN05", "PAGE", "JIT_MIN_UNITS", "JIT_AFTER"]
