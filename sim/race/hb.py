@@ -236,7 +236,7 @@ class HappensBefore:
     def _space(self, key) -> ShadowSpace:
         s = self.spaces.get(key)
         if s is None:
-            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=16)
+            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=20)
         return s
 
     def _ins(self, pc):
