@@ -80,7 +80,11 @@ SIGNED_KERNEL = """.version 8.7
 """
 
 CASES = ("device_calls", "printf_calls", "assert_fail", "assert_not_taken", "deep_15", "deep_60_stack_4096",
-         "deep_overflow", "gl_struct_strided_view", "signed_args")
+         "deep_overflow", "gl_struct_strided_view", "signed_args", "frame_addresses")
+
+#: frame_addresses: slots per thread (tests/fixtures/nvcc/frame_addresses.cu) for recursion depth FRAME_DEPTH
+FRAME_DEPTH = 6
+FRAME_SLOTS = 5 + FRAME_DEPTH + 1
 
 
 def build(case: str):
@@ -114,6 +118,12 @@ def build(case: str):
         tm = TensorMap.tiled(big[2::2, 8:40], (4, 8))
         s = Struct(Pointer(np.zeros(1, np.uint32)), np.int32(21), tm, offsets=(0, 8, 128), size=384)
         return Launch(GL_KERNEL, block=1, args=[s, 8, 3]), {"big": big}
+    if case == "frame_addresses":
+        # 2 CTAs x 40 threads (a partial second warp); the simulator takes the frames from ptxas -v
+        n = 80
+        return Launch(NVCC / "frame_addresses.sm_90a.ptx", kernel="_Z13frames_kernelPyPiii", grid=2, block=40,
+                      args=[np.zeros(n * FRAME_SLOTS, np.uint64), np.zeros(n, np.int32), FRAME_DEPTH, FRAME_SLOTS],
+                      stack_frames="ptxas"), {}
     if case == "signed_args":
         return Launch(SIGNED_KERNEL, block=1, args=[np.zeros(2, np.uint32), -16, -300]), {}
     raise KeyError(case)

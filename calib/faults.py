@@ -67,12 +67,14 @@ class FaultReport:
                 f"  simulator: {self.sim_message or 'ran without error'}")
 
 
-def simulate(launch: Launch) -> tuple[str | None, str | None]:
+def simulate(launch: Launch, with_gpu_kind: bool = False) -> tuple:
+    """(diagnosis class name, message) of the simulator's run, None for both when it ran clean; with
+    ``with_gpu_kind`` also the kind of fault the GPU gives for the same event (TcsimError.gpu_error)."""
     try:
         run_launch(launch)
     except TcsimError as e:
-        return type(e).__name__, str(e)
-    return None, None
+        return (type(e).__name__, str(e), e.gpu_error) if with_gpu_kind else (type(e).__name__, str(e))
+    return (None, None, None) if with_gpu_kind else (None, None)
 
 
 def fault_report(launch: Launch, case: str = "", gpu: bool = True) -> FaultReport:

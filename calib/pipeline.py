@@ -230,6 +230,9 @@ class Run:
     device: str | None = None
     driver: int | None = None
     cc: tuple | None = None
+    #: for a simulator diagnosis, how the GPU ends the same event (tcsim.isa.errors.TcsimError.gpu_error: a CUDA
+    #: error name, "hang", or None where the GPU has no counterpart); fault cases are matched by it
+    gpu_error: str | None = None
 
 
 def execute(launch, backend: str, timeout: float = 120.0, seed=None, timing: bool = False,
@@ -262,7 +265,8 @@ def execute(launch, backend: str, timeout: float = 120.0, seed=None, timing: boo
     try:
         res = run_launch(launch, seed=seed, timing=timing, **kw)
     except TcsimError as e:
-        return Run(False, error=f"sim:{type(e).__name__}", detail=str(e), wall_s=time.time() - t)
+        return Run(False, error=f"sim:{type(e).__name__}", detail=str(e), wall_s=time.time() - t,
+                   gpu_error=e.gpu_error)
     except Exception as e:  # noqa: BLE001 - an internal simulator error: reported, never a diagnosis
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return Run(False, error=f"sim-crash:{type(e).__name__}",

@@ -367,8 +367,13 @@ class _DeviceArgs:
 
     def tensor_map(self, tm) -> bytes:
         """The map's 128 bytes at the device address its placement (:func:`tensor_map_placements`, made in the
-        parent, where the caller's views still are views) gives."""
+        parent, where the caller's views still are views) gives; a front end's host tensor map
+        (:func:`is_host_tensor_map`) at the buffer of its memory region, shared with the pointer arguments over the
+        same region."""
         where = self.placements.pop(0) if self.placements else None
+        if is_host_tensor_map(tm):
+            self.spans.append(None)
+            return _encode_tensormap(self.d, tm.tensor_map, int(self.buffer(tm.region.host)))
         if where is None:
             self.spans.append(None)
             return _encode_tensormap(self.d, tm, None)
@@ -400,6 +405,10 @@ class _DeviceArgs:
             elif isinstance(a, Struct):
                 self.field_ptrs[i] = [self.buffer(f.array) for f in a.pointers()]
                 spec.append((i, [(q, f.array) for q, f in zip(self.field_ptrs[i], a.pointers())]))
+            elif is_host_tensor_map(a):
+                # the map's memory region: one buffer with the pointer arguments over it; its final contents are
+                # this argument's output (what a TMA store wrote)
+                spec.append((i, (self.buffer(a.region.host), a.region.host)))
         for i, (a, p) in enumerate(zip(args, fparams)):
             off = params[p.name].offset
             if isinstance(a, np.ndarray) and not (p.array and p.type == "b8"):
@@ -409,7 +418,7 @@ class _DeviceArgs:
             elif isinstance(a, Struct):
                 raw = a.pack(lambda arr: int(self.by_id[id(arr)]), self.tensor_map, limit=p.size_bytes,
                              what=f"argument {i} Struct")
-            elif hasattr(a, "to_driver_args"):
+            elif hasattr(a, "to_driver_args") or is_host_tensor_map(a):
                 raw = self.tensor_map(a)
             elif isinstance(a, (bytes, bytearray)) or isinstance(a, np.ndarray):
                 raw = bytes(a) if not isinstance(a, np.ndarray) else a.tobytes()
@@ -433,6 +442,13 @@ class _DeviceArgs:
     def free(self):
         for ptr in self.allocs:
             self.d.cuMemFree(ptr)
+
+
+def is_host_tensor_map(a) -> bool:
+    """A front end's tensor map argument (:class:`tcsim.triton.HostTensorMap`, also made by :mod:`tcsim.cute`): a
+    :class:`tcsim.isa.tensormap.TensorMap` (``tensor_map``, global address 0) over a memory region (``region.host``,
+    the caller's memory as one flat array) that the launch's pointer arguments may share."""
+    return hasattr(a, "region") and hasattr(a, "tensor_map") and hasattr(getattr(a, "region"), "host")
 
 
 def _encode_tensormap(d, tm, addr) -> bytes:
@@ -553,7 +569,7 @@ def _tensor_maps(launch) -> list:
     for a in launch.args:
         if isinstance(a, Struct):
             maps += a.tensor_maps()
-        elif hasattr(a, "to_driver_args"):
+        elif hasattr(a, "to_driver_args") or is_host_tensor_map(a):
             maps.append(a)
     return maps
 
@@ -577,7 +593,7 @@ def tensor_map_placements(launch) -> list:
     out = []
     for tm in _tensor_maps(launch):
         arr = getattr(tm, "array", None)
-        if arr is None:
+        if arr is None or is_host_tensor_map(tm):
             out.append(None)
             continue
         arr = as_numpy(arr)

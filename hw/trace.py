@@ -223,6 +223,14 @@ def run_traced(launch, backend: str = "sim", points="all", ring_records: int = 2
 
         res = run_launch(tl, seed=seed)
         outs = list(res.outputs)
+        # a front end's host tensor map (tcsim.triton / tcsim.cute): its output is the memory region it maps, as
+        # the GPU back end reports it (tcsim.hw.launcher); the simulator keeps that region's allocation on the map
+        from tcsim.hw.launcher import is_host_tensor_map
+        for i, a in enumerate(launch.args):
+            alloc = getattr(getattr(a, "region", None), "alloc", None)
+            if is_host_tensor_map(a) and outs[i] is None and alloc is not None:
+                host = a.region.host
+                outs[i] = alloc.download(host.nbytes).view(host.dtype).reshape(host.shape)
         device = "tcsim" + (f" (seed {seed})" if seed is not None else "")
         info = {"stats": dict(res.stats)}
     elif backend == "gpu":

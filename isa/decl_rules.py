@@ -75,7 +75,10 @@ def _natural(p) -> int:
 
 def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
     """A direct call's arguments and return slots are ``.param`` variables of the caller of the callee's formal
-    parameters' sizes (PTX ISA §9.7.12.5; ptxas: "Type of argument does not match formal parameter")."""
+    parameters' sizes (PTX ISA §9.7.12.5; ptxas: "Type of argument does not match formal parameter"), arrays for
+    array parameters only; a register argument has the parameter's size (a predicate never); ``_`` is no argument;
+    a callee that returns a value needs a return operand ("Call has wrong number of parameters").  Probed against
+    ptxas 13.0: tests/isa/test_call_args.py."""
     decl = {v.name: v for v in fn.locals if v.space == "param"}
     for ins in fn.body:
         if ins.opcode != "call":
@@ -88,9 +91,31 @@ def _check_call_arguments(module: ir.Module, fn: ir.Function) -> None:
         args = ops.pop(0).elems if ops and isinstance(ops[0], ir.ParenList) else ()
         if callee is None:
             continue
+        if callee.returns and not rets:
+            raise VerifyError(f"Call has wrong number of parameters: {callee.name} returns {len(callee.returns)} "
+                              f"value(s) and the call takes none", ins.loc,
+                              expected=f"call (ret), {callee.name}, (...) with a .param variable for the result")
         for actuals, formals in ((args, callee.params), (rets, callee.returns)):
             for a, f in zip(actuals, formals):
+                if isinstance(a, ir.Sink) and actuals is args:
+                    raise VerifyError(f"Illegal argument for formal parameter '{f.name}' of {callee.name}: _ is no "
+                                      "value", ins.loc)
+                if isinstance(a, ir.Reg) and actuals is args and a.name in fn.regs:
+                    rt = fn.regs[a.name][0]
+                    size = ir.TYPE_SIZES.get(rt, 0)
+                    if f.array is not None:
+                        raise VerifyError(f"Inconsistent state space for parameter '{a.name}': the parameter "
+                                          f"'{f.name}' of {callee.name} is an array, passed only as a .param "
+                                          "variable", ins.loc)
+                    if rt == "pred" or size != f.size_bytes:
+                        raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of "
+                                          f"{callee.name}: {a.name} is a .{rt} register, the parameter has "
+                                          f"{f.size_bytes} bytes", ins.loc)
                 v = decl.get(a.name) if isinstance(a, ir.Sym) else None
+                if v is not None and bool(v.dims) != (f.array is not None):
+                    raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of {callee.name}: "
+                                      f"{v.name} is {'an array' if v.dims else 'a scalar'}, the parameter "
+                                      f"{'an array' if f.array is not None else 'a scalar'}", ins.loc)
                 if v is not None and v.size_bytes != f.size_bytes:
                     raise VerifyError(f"Type of argument does not match formal parameter '{f.name}' of {callee.name}: "
                                       f"{v.name} has {v.size_bytes} bytes, the parameter {f.size_bytes}", ins.loc)

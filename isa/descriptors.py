@@ -46,6 +46,8 @@ as CUTLASS and DeepGEMM do.  The mode-1 (tf32 MN-major) atom of 4 K-rows x 128 B
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,6 +180,21 @@ class OperandAddresses:
 
 
 def operand_addresses(desc: SmemDescriptor, rows: int, k: int, elem_bits: int, major: str) -> OperandAddresses:
+    """:func:`_operand_addresses`, computed once per (descriptor, rows, k, element size, major-ness): a pipelined
+    kernel names the same few SMEM slots with the same descriptors on every K step.  The arrays of the result are
+    read-only (shared by every caller)."""
+    return _operand_addresses_cached(desc, int(rows), int(k), int(elem_bits), major)
+
+
+@functools.lru_cache(maxsize=256)
+def _operand_addresses_cached(desc, rows, k, elem_bits, major) -> OperandAddresses:
+    out = _operand_addresses(desc, rows, k, elem_bits, major)
+    out.byte.setflags(write=False)
+    out.shift.setflags(write=False)
+    return out
+
+
+def _operand_addresses(desc: SmemDescriptor, rows: int, k: int, elem_bits: int, major: str) -> OperandAddresses:
     """Absolute SMEM byte address of every element (mn, kk), 0 <= mn < rows, 0 <= kk < k, of an operand read
     through ``desc`` in the canonical layout (module docstring table).  ``major`` is ``'K'`` or ``'MN'``;
     ``elem_bits`` 4, 8, 16 or 32 (fp6/fp4 of kind::f8f6f4 occupy 8-bit containers: pass 8).

@@ -24,21 +24,39 @@ class SourceLoc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+#: how a real GPU ends a launch for the same event (:attr:`TcsimError.gpu_error`): the CUDA error names the
+#: driver reports, plus ``HANG`` (the kernel never finishes; no error is ever reported)
+ILLEGAL_INSTRUCTION = "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+MISALIGNED_ADDRESS = "CUDA_ERROR_MISALIGNED_ADDRESS"
+ILLEGAL_ADDRESS = "CUDA_ERROR_ILLEGAL_ADDRESS"
+LAUNCH_FAILED = "CUDA_ERROR_LAUNCH_FAILED"
+DRIVER_REFUSAL = "CUDA_ERROR_INVALID_VALUE"        # the driver refuses a call (cuTensorMapEncodeTiled, ...)
+HANG = "hang"
+
+
 class TcsimError(Exception):
     """Base class of every user-facing diagnostic.
 
     ``where`` holds execution context (e.g. ``"cta (0,0,0) warp 1 lanes 3,7"``) when the error arises while
     running; ``loc`` is the PTX position; ``user_loc`` the CUDA/Triton source position from ``.loc``.
+    ``gpu_error`` is how a real GPU ends the launch for the same event (one of the CUDA error names above, or
+    ``HANG``), where that is known -- from the class's default or, where one class covers several hardware
+    outcomes, from the raise site (each such site cites the GPU record it follows); None where tcsim stops for
+    a reason the GPU has no counterpart for (a usage error, an unsupported instruction).  Golden comparisons
+    match faults by this kind (tests/golden/tma_h100, tests/hw/test_tma_golden.py).
     """
 
     kind = "error"
+    gpu_error: str | None = None
     #: the run's findings (:class:`tcsim.findings.Finding`) up to the error, when it ended a simulation
     findings: tuple = ()
     #: the lines the kernel printed (vprintf, __assertfail) before the error ended the simulation
     stdout: tuple = ()
 
     def __init__(self, message: str, loc: SourceLoc | None = None, *, where: str | None = None,
-                 expected: str | None = None, user_loc: str | None = None):
+                 expected: str | None = None, user_loc: str | None = None, gpu_error: str | None = None):
+        if gpu_error is not None:
+            self.gpu_error = gpu_error
         self.message = message
         self.loc = loc
         self.where = where
@@ -101,6 +119,7 @@ class MemoryFault(TcsimError):
     """Out-of-bounds or misaligned access, as the GPU would fault (illegal/misaligned address)."""
 
     kind = "memory fault"
+    gpu_error = ILLEGAL_ADDRESS
 
 
 class SyncError(TcsimError):
@@ -111,10 +130,18 @@ class SyncError(TcsimError):
 
 class DeadlockError(TcsimError):
     kind = "deadlock"
+    gpu_error = HANG
 
 
 class RunawayError(TcsimError):
     kind = "budget exceeded"
+
+
+class NonTerminatingLoopError(RunawayError):
+    """A warp is in a loop none of whose exits can be taken, ever or within the run's budget (the loop monitor,
+    tcsim.loop_watch): located at the compare that governs the exit."""
+
+    kind = "non-terminating loop"
 
 
 class LivelockError(DeadlockError):

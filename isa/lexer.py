@@ -161,18 +161,41 @@ def _unescape(s: str) -> str:
     return "".join(out)
 
 
-def decode_source(raw: bytes, source_name: str = "<bytes>") -> str:
-    """PTX bytes as text.  PTX source is ASCII and ptxas rejects any other byte, comments included ("Unexpected
-    non-ASCII character"), so the first non-ASCII byte (not UTF-8, or UTF-8 outside ASCII) is a
-    :class:`~tcsim.isa.errors.PtxSyntaxError` at its line and column, naming the byte."""
+def non_ascii_error(src, source_name: str) -> PtxSyntaxError | None:
+    """The diagnostic for the first non-ASCII byte of PTX ``src`` (bytes, or text as its UTF-8 bytes), or None.
+
+    One rule for every way PTX comes in (``tcsim check`` reading a file, ``Launch(ptx=...)`` as text, bytes or a
+    path): ptxas 13.0 rejects any byte above 0x7F anywhere, comments included, whether or not it is UTF-8
+    ("Unexpected non-ASCII character encountered on line N"; probes: tests/isa/typing_probes.tsv), so this is a
+    :class:`~tcsim.isa.errors.PtxSyntaxError` at the byte's line and column naming the byte (and the character,
+    when the bytes there are UTF-8)."""
+    raw = src if isinstance(src, (bytes, bytearray)) else src.encode("utf-8", "surrogatepass")
     if raw.isascii():
-        return raw.decode("ascii")
+        return None
     bad = next(i for i, b in enumerate(raw) if b > 127)
     ls = raw.rfind(b"\n", 0, bad) + 1
     le = raw.find(b"\n", bad)
-    line_text = raw[ls:le if le >= 0 else len(raw)].decode("ascii", errors="replace")
-    raise PtxSyntaxError(f"unexpected non-ASCII byte 0x{raw[bad]:02x} (ptxas accepts ASCII only, comments included)",
-                         SourceLoc(source_name, raw.count(b"\n", 0, bad) + 1, bad - ls + 1, line_text))
+    line_text = raw[ls:le if le >= 0 else len(raw)].decode("utf-8", errors="replace")
+    ch = ""
+    for n in (2, 3, 4):
+        try:
+            c = raw[bad:bad + n].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        ch = f" ({c!r} in UTF-8)"
+        break
+    line = raw.count(b"\n", 0, bad) + 1
+    return PtxSyntaxError(f"unexpected non-ASCII byte 0x{raw[bad]:02x}{ch} (ptxas: \"Unexpected non-ASCII character "
+                          f"encountered on line {line}\": PTX is ASCII, comments included)",
+                          SourceLoc(source_name, line, bad - ls + 1, line_text))
+
+
+def decode_source(raw: bytes, source_name: str = "<bytes>") -> str:
+    """PTX bytes as text; the first non-ASCII byte is an error (:func:`non_ascii_error`)."""
+    err = non_ascii_error(raw, source_name)
+    if err is not None:
+        raise err
+    return raw.decode("ascii")
 
 
 def read_source(path, source_name: str | None = None) -> str:
@@ -213,11 +236,7 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
         raise PtxSyntaxError(msg, SourceLoc(source_name, ln, p - ls + 1, toks.line_text(ln)))
 
     if not text.isascii():      # ptxas rejects any non-ASCII byte, comments included
-        bad = next(i for i, ch in enumerate(text) if ord(ch) > 127)
-        ln = text.count("\n", 0, bad) + 1
-        ls = text.rfind("\n", 0, bad) + 1
-        fail(f"unexpected non-ASCII character {text[bad]!r} (ptxas accepts ASCII only, comments included)", bad,
-             ln, ls)
+        raise non_ascii_error(text, source_name)
     while pos < n:
         m = match(text, pos)
         if m is None:

@@ -278,6 +278,10 @@ _B64 = ("b64", "u64", "s64")
 _B32 = ("b32", "u32", "s32")
 
 
+def _int_imm(op) -> bool:
+    return isinstance(op, ir.Imm) and op.kind == "int"
+
+
 def _tmem_operand(ins, op, what):
     if not (isinstance(op, ir.Address) and op.coords is None and isinstance(op.base, ir.Reg)):
         raise reject("operands", f"{what} must be a tensor-memory address [reg] or [reg+imm], got {op}", ins)
@@ -385,10 +389,12 @@ def parse_mma(ins: ir.Instruction, info=None) -> MmaForm:
     a_tmem = isinstance(a_op, ir.Address)
     if a_tmem:
         _tmem_operand(ins, a_op, "the A operand [a-tmem]")
-    elif not _is_reg(info, a_op, _B64):
-        raise reject("operands", f"the A operand must be a 64-bit descriptor register or [a-tmem], got {a_op}", ins)
-    if not _is_reg(info, ops[2], _B64):
-        raise reject("operands", f"the B operand must be a 64-bit descriptor register, got {ops[2]}", ins)
+    elif not (_is_reg(info, a_op, _B64) or _int_imm(a_op)):
+        raise reject("operands", f"the A operand must be a 64-bit descriptor (a register or an integer) or [a-tmem], "
+                                 f"got {a_op}", ins)
+    if not (_is_reg(info, ops[2], _B64) or _int_imm(ops[2])):
+        raise reject("operands", f"the B operand must be a 64-bit descriptor (a register or an integer), got {ops[2]}",
+                     ins)
     if ashift and not a_tmem:
         raise reject("ashift-a-tmem", ".ashift needs the A operand in tensor memory ([a-tmem])", ins)
     i = 3
@@ -411,7 +417,8 @@ def parse_mma(ins: ir.Instruction, info=None) -> MmaForm:
             raise reject("disable-output-lane", "disable-output-lane is not allowed with "
                          + (".block_scale" if block_scale else ".ws"), ins)
         want = 4 * cta_group
-        if len(ops[i].elems) != want or not all(_is_reg(info, e, _B32) for e in ops[i].elems):
+        # ptxas 13.0 takes any 32-bit register there (f32 too), not a predicate or a 16/64-bit one
+        if len(ops[i].elems) != want or not all(_is_reg(info, e, _B32 + ("f32",)) for e in ops[i].elems):
             raise reject("disable-output-lane", f"disable-output-lane must be a vector of {want} 32-bit registers "
                                                 f"with .cta_group::{cta_group}, got {ops[i]}", ins)
         idx_disable, i = i, i + 1

@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import LaunchError, MemoryFault
+from .errors import DRIVER_REFUSAL, LaunchError, MemoryFault
 from .swizzle import SWIZZLE_MODES, SWIZZLE_SPAN
 
 
@@ -301,7 +301,7 @@ class TensorMap:
         if arch and arch.startswith("sm_9") and self.swizzle.startswith("128B_atom"):
             raise LaunchError(f"invalid tensor map for {arch}: swizzle {self.swizzle} exists only on sm_100 and "
                               f"later; the driver refuses it on an sm_90 GPU (CUDA_ERROR_INVALID_VALUE)",
-                              expected="swizzle none, 32B, 64B or 128B on sm_90")
+                              expected="swizzle none, 32B, 64B or 128B on sm_90", gpu_error=DRIVER_REFUSAL)
 
     def validate(self, check_address: bool = True) -> "TensorMap":
         """Apply the driver's validity rules; raise :class:`LaunchError` naming the first rule broken."""
@@ -309,7 +309,7 @@ class TensorMap:
         r = self.rank
 
         def bad(rule: str, got: str, expected: str):
-            raise LaunchError(f"invalid tensor map: {rule} ({got})", expected=expected)
+            raise LaunchError(f"invalid tensor map: {rule} ({got})", expected=expected, gpu_error=DRIVER_REFUSAL)
 
         if self.interleave not in INTERLEAVES:
             bad("interleave must be one of the CUtensorMapInterleave values", f"interleave={self.interleave!r}",

@@ -59,8 +59,11 @@ integer special register, :func:`tcsim.isa.convert_forms.check_cvt_operands`), :
 and :func:`reject_vector_operands` (no ``{a, b}`` operand on scalar-only instructions: mapa, bar, mbarrier,
 elect, shfl, ...).
 
-Not checked (yet): register types of tcgen05, cp.async, tensormap and matrix operands beyond their decoders'
-own checks; call argument types (only sizes, :mod:`tcsim.isa.decl_rules`).
+The operand rules of cp.async*, tensormap.replace, fence.proxy.tensormap, ldmatrix/stmatrix/movmatrix and tcgen05
+are :func:`check_family_operands`; call arguments are :mod:`tcsim.isa.decl_rules`.  Deliberately stricter than
+ptxas (typing_probes.tsv, tests/isa/test_typing_rules.py's KNOWN): a predicate register inside ldmatrix/stmatrix
+vectors or as a movmatrix operand, and a float register as fence.proxy.tensormap's address (ptxas 13.0 accepts
+them; what the hardware does with them is undefined).
 """
 from __future__ import annotations
 
@@ -167,7 +170,8 @@ def check_address_bases(ins: ir.Instruction, info) -> None:
 #: "Arguments mismatch"); the others (ld/st/mov/mma/wgmma/tcgen05/tensor copies/tex/...) check their own
 SCALAR_OPERAND_OPCODES = frozenset(("mapa", "getctarank", "isspacep", "nanosleep", "bar", "barrier", "mbarrier",
                                     "elect", "vote", "match", "redux", "shfl", "createpolicy", "cvta", "prefetch",
-                                    "prefetchu", "activemask", "setmaxnreg", "griddepcontrol", "fence", "membar"))
+                                    "prefetchu", "activemask", "setmaxnreg", "griddepcontrol", "fence", "membar",
+                                    "movmatrix"))
 
 
 #: instructions without an address operand whose immediates are integers (ptxas: "Arguments mismatch")
@@ -213,13 +217,103 @@ INTEGER_REGISTER_OPERANDS = {"nanosleep": {0: 4}}
 
 
 def check_integer_registers(ins: ir.Instruction, info) -> None:
-    """The register operands of :data:`INTEGER_REGISTER_OPERANDS` have the integer size they need."""
+    """The register operands of :data:`INTEGER_REGISTER_OPERANDS` have the integer size they need; then the operand
+    rules of the async-copy, tensormap, fence.proxy, matrix and tcgen05 families (:func:`check_family_operands`)."""
     for k, size in INTEGER_REGISTER_OPERANDS.get(ins.opcode, {}).items():
         if k < len(ins.operands):
-            rt = _reg_type(info, ins.operands[k])
-            if rt is not None and (_size(rt) != size or _kind(rt) not in ("int", "bits") or rt.endswith("x2")):
-                raise _mismatch(ins, f"operand {ins.operands[k]} is a .{rt} register, not a {8 * size}-bit "
-                                     "integer")
+            _int_register(ins, info, ins.operands[k], size)
+    check_family_operands(ins, info)
+
+
+def _int_register(ins, info, op, size: int, pred_ok: bool = False, what: str = "") -> None:
+    """``op``, when it is a register, is an integer or bit-size register of ``size`` bytes (``pred_ok``: ptxas also
+    takes a predicate there)."""
+    rt = _reg_type(info, op)
+    if rt is None or (pred_ok and rt == "pred"):
+        return
+    if _size(rt) != size or _kind(rt) not in ("int", "bits") or rt.endswith("x2"):
+        raise _mismatch(ins, f"{what or 'operand'} {op} is a .{rt} register, not a {8 * size}-bit integer")
+
+
+def _sized_register(ins, info, op, size: int, what: str) -> None:
+    """``op``, when it is a register, has ``size`` bytes (any kind but a predicate)."""
+    rt = _reg_type(info, op)
+    if rt is not None and (rt == "pred" or _size(rt) != size):
+        raise _mismatch(ins, f"{what} {op} is a .{rt} register, not a {8 * size}-bit one")
+
+
+def _int_immediate_or_register(ins, info, op, size: int, what: str, pred_ok: bool = False) -> None:
+    if isinstance(op, ir.Imm) and op.kind != "int":
+        raise _mismatch(ins, f"{what} {op} is not an integer")
+    _int_register(ins, info, op, size, pred_ok, what)
+
+
+def check_family_operands(ins: ir.Instruction, info) -> None:
+    """Register and operand-kind rules ptxas 13.0 enforces on cp.async*, tensormap.replace, fence.proxy.tensormap,
+    ldmatrix/stmatrix/movmatrix and tcgen05 operands (probes in tests/isa/typing_probes.tsv):
+
+    * ``cp.async`` (§9.7.9.25.3): the src-size operand is a 32-bit integer register (ptxas also takes a
+      predicate there); the cache policy of ``.L2::cache_hint`` a 64-bit one (the decoder checks it).
+    * ``cp.async.bulk`` / ``.prefetch`` (§9.7.9.25.4): the size is a 32-bit integer register or an integer.
+    * ``cp.async.bulk.tensor`` / ``.prefetch.tensor`` (§9.7.9.25.5): the coordinates are 32-bit (ptxas takes any
+      32-bit register and predicates: "Incompatible elements of vector expression" for 16- and 64-bit ones).
+    * ``tensormap.replace`` (§9.7.9.26): the new value is an immediate or a register of the field's size: any
+      64-bit one (f64 too) for .b64, any 32-bit one for a .b32 field without an ordinal (rank, elemtype...), a
+      32-bit integer one for an ordinal field (global_dim, box_dim...: ptxas 13.0 rejects an f32 register there).
+    * ``fence.proxy.tensormap::generic`` (§9.7.13.4): the size is an immediate (128), not a register.
+    * ``ldmatrix`` / ``stmatrix`` (§9.7.14.5.15-16): the register operand is a vector even for ``.x1`` ("Vector of
+      size 1 is expected"); ``movmatrix`` (§9.7.14.5.17) takes no vector.
+    * ``tcgen05`` (§9.7.16): tensor-memory addresses ``[taddr]`` of mma/cp/shift/ld/st have a 32-bit base;
+      ``alloc``'s column count and ``dealloc``'s address and count are 32-bit integers.
+    """
+    op, mods, ops = ins.opcode, ins.mods, ins.operands
+    if op == "cp" and "async" in mods:
+        if "bulk" not in mods:
+            hint = "L2::cache_hint" in mods
+            n_src = len(ops) - (1 if hint else 0)
+            if n_src >= 4:
+                _int_register(ins, info, ops[3], 4, pred_ok=True, what="the src-size operand")
+        elif "tensor" in mods:
+            for o in ops:
+                if isinstance(o, ir.Address) and o.coords is not None:
+                    for e in o.coords:
+                        rt = _reg_type(info, e)
+                        if rt is not None and rt != "pred" and _size(rt) != 4:
+                            raise _err(ins, f"Incompatible elements of vector expression: coordinate {e} is a .{rt} "
+                                            "register", "32-bit coordinates")
+        elif "prefetch" in mods:
+            if len(ops) >= 2:
+                _int_immediate_or_register(ins, info, ops[1], 4, "the size")
+        elif len(ops) >= 3 and not isinstance(ops[2], ir.Address):
+            _int_immediate_or_register(ins, info, ops[2], 4, "the size")
+    elif op == "tensormap" and mods and mods[0] == "replace" and ops:
+        if mods[-1] == "b32" and len(ops) == 3:     # an ordinal field (global_dim...): ptxas takes no f32 there
+            _int_register(ins, info, ops[-1], 4, what="the new value")
+        elif mods[-1] == "b32":
+            _sized_register(ins, info, ops[-1], 4, "the new value")
+        elif mods[-1] == "b64":
+            _sized_register(ins, info, ops[-1], 8, "the new value")
+    elif op == "fence" and any(m.startswith("proxy") or m.startswith("tensormap") for m in mods):
+        for o in ops[1:]:
+            if isinstance(o, ir.Reg):
+                raise _mismatch(ins, f"the size {o} must be an immediate (128)")
+    elif op == "ldmatrix" and ops and not isinstance(ops[0], ir.Vector):
+        raise _err(ins, f"Vector of size 1 is expected for argument 0 of instruction 'ldmatrix' ({ops[0]})",
+                   "{d} even for .x1")
+    elif op == "stmatrix" and len(ops) > 1 and not isinstance(ops[1], ir.Vector):
+        raise _err(ins, f"Vector of size 1 is expected for argument 1 of instruction 'stmatrix' ({ops[1]})",
+                   "{r} even for .x1")
+    elif op == "tcgen05" and mods:
+        sub = mods[0]
+        if sub in ("mma", "cp", "shift", "ld", "st"):
+            for o in ops:
+                if isinstance(o, ir.Address) and isinstance(o.base, ir.Reg):
+                    _int_register(ins, info, o.base, 4, what="the tensor-memory address")
+        elif sub == "alloc" and len(ops) >= 2:
+            _int_register(ins, info, ops[1], 4, what="the column count")
+        elif sub == "dealloc":
+            for o in ops[:2]:
+                _int_register(ins, info, o, 4, what="the operand")
 
 
 def reject_special_registers(ins: ir.Instruction) -> None:

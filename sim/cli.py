@@ -18,6 +18,8 @@
     tcsim report LAUNCH.py [-o OUT.html]          run a launch file and write its self-contained HTML report
                                                   (``tcsim run --report OUT.html``; ``--perfetto OUT.pftrace``:
                                                   the Perfetto timeline; tcsim.report)
+    tcsim debug LAUNCH.py [--seed N] [--timing]   interactive debugger: breakpoints, watchpoints, reverse
+                [-x COMMANDS]                     stepping, forced interleavings (tcsim.debugger.prompt)
 
 Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
 ``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
@@ -422,7 +424,27 @@ def cmd_run(args) -> int:
               f"{_user_frame(e) or args.launch})", file=sys.stderr)
         return 2
     args.launch_name = args.launch
+    if getattr(args, "pdb", False):             # stop in pdb at the first finding or error (tcsim.debugger.hooks)
+        from .debugger.hooks import run_pdb
+        return run_pdb(mod, _get_launch(mod), args, _call_check, summary, print_findings)
     return _run_module(mod, args)
+
+
+def cmd_debug(args) -> int:
+    """``tcsim debug LAUNCH.py``: the interactive debugger (tcsim.debugger.prompt)."""
+    try:
+        mod = _load_launch_module(args.launch)
+    except FileNotFoundError as e:
+        print(f"tcsim debug: {e}", file=sys.stderr)
+        return 2
+    except TcsimError:
+        raise
+    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
+        print(f"tcsim debug: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+              f"{_user_frame(e) or args.launch})", file=sys.stderr)
+        return 2
+    from .debugger.prompt import debug_main
+    return debug_main(args, mod, _get_launch(mod))
 
 
 def check_ptx_text(text: str, name: str, notes_out: list | None = None) -> list:
@@ -566,6 +588,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="run a launch file")
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
     run_opts(p)
+    p.add_argument("--pdb", action="store_true", help="stop in pdb at the first finding or error, with the "
+                   "debugging Session in scope (tcsim.debugger.hooks)")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("report", help="run a launch file and write its HTML report (tcsim run --report)")
     p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
@@ -575,6 +599,18 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_run, report="report.html")
     from tcsim.hw.cli_diff import add_parser as add_diff_parser
     add_diff_parser(sub, _launch_of)
+    p = sub.add_parser("debug", help="debug a launch file interactively (breakpoints, watchpoints, reverse "
+                                     "stepping, forced interleavings; `help` at the prompt)")
+    p.add_argument("launch", help="a Python launch file (defines make_launch() and check())")
+    p.add_argument("--seed", type=int, default=None, help="scheduler seed")
+    p.add_argument("--timing", dest="timing", action="store_true", default=False,
+                   help="cycle-approximate timing (default: off, one cycle per warp-instruction)")
+    p.add_argument("--max-instructions", type=int, default=None, help="budget in warp-instructions")
+    p.add_argument("-x", "--command", metavar="FILE", default=None, help="read the commands from FILE")
+    p.add_argument("--checkpoint-every", type=int, default=128, metavar="N",
+                   help="fork a checkpoint every N events (more sparsely as they add up) so going back replays "
+                        "little; 0: replay from the start (default 128)")
+    p.set_defaults(fn=cmd_debug)
     p = sub.add_parser("check", help="verify that tcsim can execute every instruction of PTX files")
     p.add_argument("files", nargs="*")
     p.add_argument("--list", action="store_true", help="list the instruction forms tcsim executes")

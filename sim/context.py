@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tcsim.isa import ir
-from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
+from tcsim.isa.errors import MISALIGNED_ADDRESS, MemoryFault, SyncError, UnsupportedError, VerifyError
 from . import memory as M
 from .machine import WARP, Wait
 from .async_groups import thread_groups
@@ -164,6 +164,34 @@ class ExecContext:
             self.writes[op.name] = reg
         if self.bus.active and self.bus.wants("reg"):
             self._publish_reg(op.name, True, m)
+
+    def write_columns(self, elems, ptype: str, values: np.ndarray, mask=None) -> None:
+        """``write(elems[j], ptype, values[:, j], mask)`` for every j (``values``: (32, len(elems))), converting the
+        values once per register size: the destination list of a wide load (``tcgen05.ld``'s up to 128 registers)."""
+        m = self.mask if mask is None else mask
+        publish = self.bus.active and self.bus.wants("reg")
+        conv = {}
+        for j, op in enumerate(elems):
+            if isinstance(op, ir.Vector) and len(op.elems) == 1:
+                op = op.elems[0]
+            if not isinstance(op, ir.Reg):
+                self.write(op, ptype, values[:, j], mask)       # a sink, or the error of a non-register
+                continue
+            reg = self.reg_array(op.name)
+            if reg.dtype == np.bool_:
+                raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
+            size = reg.dtype.itemsize
+            bits = conv.get(size)
+            if bits is None:
+                try:
+                    bits = conv[size] = to_container(values, ptype, size)
+                except ValueError as e:
+                    raise VerifyError(f"register {op.name}: {e}") from None
+            reg[m] = bits[m, j]
+            if self.writes is not None:
+                self.writes[op.name] = reg
+            if publish:
+                self._publish_reg(op.name, True, m)
 
     def write_vector(self, op, ptype: str, values: list, mask=None) -> None:
         elems = op.elems if isinstance(op, ir.Vector) else (op,)
@@ -307,7 +335,7 @@ class ExecContext:
                 i = int(np.nonzero(bad)[0][0])
                 raise MemoryFault(f"misaligned {space} access of {nbytes} bytes at address "
                                   f"0x{int(addrs[i]):x} (lane {int(lanes[i])})",
-                                  expected=f"an address aligned to {align} bytes")
+                                  expected=f"an address aligned to {align} bytes", gpu_error=MISALIGNED_ADDRESS)
 
     def _resolve_generic(self, addrs: np.ndarray):
         """Split generic addresses into (space, addresses-in-space) groups; yields (space, selector, addrs)."""
@@ -812,6 +840,17 @@ def group_write_shared(smems: list, which: np.ndarray, offs: np.ndarray, rows: n
     for j in np.unique(which):
         sel = which == j
         smems[int(j)].write_rows(offs[sel], rows[sel])
+
+
+def group_read_stacked(stack, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    """:func:`group_read_shared` over shared windows kept as rows of a :class:`tcsim.memory.StackedWindows` (one
+    gather for all of them)."""
+    return stack.read_rows(which, offs, nbytes)
+
+
+def group_write_stacked(stack, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
+    """:func:`group_write_shared` over stacked windows (later rows win)."""
+    stack.write_rows(which, offs, rows)
 
 
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:

@@ -31,8 +31,8 @@ callback instead of the driver.  Each recorded launch becomes a :class:`tcsim.la
   in :mod:`tcsim.triton`); other bytes are copied verbatim (scalars decoded by their PTX type);
 * a 128-byte ``.align 64`` parameter is a CUtensorMap.  The DSL's TMA atoms (``make_tiled_tma_atom``) do not call
   the driver: the host code writes the map's bytes itself, in the driver's undocumented format.
-  :func:`decode_inline_tensor_map` reads the forms seen in the DSL's output (rank-2 tiled maps; u8/u32/f16/f32/
-  bf16; every swizzle) and refuses anything else with a located error; a map the host code does encode through
+  :func:`decode_inline_tensor_map` reads the forms seen in the DSL's output (tiled maps of rank 2 to 5;
+  u8/u32/f16/f32/bf16; every swizzle) and refuses anything else with a located error; a map the host code does encode through
   ``cuTensorMapEncodeTiled`` is taken from the call's arguments.  Either way it becomes a
   :class:`tcsim.isa.tensormap.TensorMap` (element type, dims, byte strides, box, element strides, interleave,
   swizzle, OOB fill) over the device buffer of the array holding its global address -- so TMA traffic reaches the
@@ -47,16 +47,17 @@ bytes, 148 SMs for sm_100a / 132 for sm_90a, warp size 32, ...); kernel attribut
 block, cluster, SMEM, each parameter as bytes / pointer into argument *k* at offset *o* / tensor map over
 argument *k*); :func:`replay` rebuilds the launches with new arrays of the same shapes and dtypes.
 
-On the GPU back end (``tcsim diff``, :mod:`tcsim.hw.launcher`) these launches run only where every argument is a
-plain array or scalar: the :class:`~tcsim.launch.Struct`, shared :class:`~tcsim.launch.Pointer` and host tensor-map
-arguments made here are simulator-side descriptions (as in :mod:`tcsim.triton`).
+On the GPU back end (``tcsim diff --against gpu``, :mod:`tcsim.hw.launcher`) these launches run as they are: the
+:class:`~tcsim.launch.Struct`, shared :class:`~tcsim.launch.Pointer` and host tensor-map arguments are laid out on
+the device as the simulator lays them out (as in :mod:`tcsim.triton`; tests/fixtures/frontend holds a rank-3 TMA
+launch file).
 
 Errors a caller can make (the DSL missing, an unsupported arch, a compile error in the DSL program, an argument of
 the wrong kind, a parameter holding a host address outside every array argument) raise
 :class:`tcsim.isa.errors.LaunchError` (DSL compile errors: :class:`CuteCompileError`) located at the ``@cute.jit``
 function's definition.
 
-Not supported: inline tensor maps of rank other than 2 or of element types not seen in the DSL's output (tf32,
+Not supported: inline tensor maps of rank 1 or of element types not seen in the DSL's output (tf32,
 f64, 64-bit integers, fp8, the packed types) -- refused, not guessed; im2col maps; launches whose host code
 allocates device memory, uses streams/events/graphs or copies memory (``cudaMalloc``/``cudaMemcpy``: the stand-in
 runtime answers cudaErrorNotSupported and the DSL raises); TVM-FFI compiled functions (``enable_tvm_ffi``); a
@@ -219,32 +220,42 @@ def decode_inline_tensor_map(raw: bytes) -> dict | None:
     """The fields of a CUtensorMap that the CuTe DSL's host code encoded itself (its TMA atoms write the 128 bytes
     directly instead of calling ``cuTensorMapEncodeTiled``), or None when ``raw`` is not of a form read off the
     DSL's output.  The driver documents the map as opaque; this reading comes from nvidia-cutlass-dsl 4.8.1's
-    encodings of rank-2 tiled maps, varied one field at a time (``tests/sim/test_cute_frontend.py`` checks it by
-    running TMA kernels to the right answer): 64-bit words, little-endian --
+    encodings of tiled maps of rank 2 to 5, varied one field at a time (``tests/sim/test_cute_frontend.py`` checks
+    it by running TMA kernels of every rank to the right answer): 64-bit words, little-endian --
 
     * word 0: the global address (16-byte aligned);
-    * word 1, bits 0-3: 0b0010; bits 4-6: rank - 1 (1 seen); bits 7-11: element type in the PTX ``tensormap``
+    * word 1, bits 0-3: 0b0010; bits 4-6: rank - 1 (1 to 4 seen); bits 7-11: element type in the PTX ``tensormap``
       numbering (u8 0, u32 2, f16 6, f32 7, bf16 10 seen); bits 13-14: swizzle (0 none, 1 32B, 2 64B, 3 128B);
-      bits 16-19: 0b0100; bits 32-63: global stride of dim 1 in 16-byte units;
-    * word 4: global dims 0 and 1, minus one, 32 bits each;
-    * byte 55 and byte 56: box dims 0 and 1, minus one;
-    * words 2, 3, 5, the rest of words 6 and 7: zero (element strides 1, no interleave); bytes 64-127 unused.
+      bits 16-19: 0b0100; bits 20-21: set to 2 in some rank-5 f32 maps (taken for the L2 promotion, which tcsim
+      does not model); bits 32-63: global stride of dim 1 in 16-byte units;
+    * the global strides of dims 2, 3, 4 in 16-byte units, 32 bits each: word 2 bits 0-31, word 2 bits 32-63,
+      word 3 bits 0-31;
+    * the global dims minus one, 32 bits each: dims 0 and 1 in word 4, dims 2 and 3 in word 5, dim 4 in word 6
+      bits 0-31;
+    * bytes 55 to 59: box dims 0 to 4, minus one;
+    * every field of a dimension beyond the rank, the rest of words 3, 6 and 7: zero (element strides 1, no
+      interleave); bytes 64-127 unused.
 
-    Anything else (another rank or element type, set bits elsewhere) is refused rather than guessed; the L2
-    promotion is not identified (tcsim does not model it: recorded as ``none``) and the OOB fill is zero."""
+    Anything else (rank 1, another element type, set bits elsewhere) is refused rather than guessed; the L2
+    promotion is recorded as ``none`` and the OOB fill is zero."""
     if len(raw) < 64:
         return None
     w = [int.from_bytes(raw[8 * i:8 * i + 8], "little") for i in range(8)]
     lo = w[1] & 0xFFFFFFFF
     ptx_types = {0: "UINT8", 2: "UINT32", 6: "FLOAT16", 7: "FLOAT32", 10: "BFLOAT16"}
-    known = 0xF | (0x7 << 4) | (0x1F << 7) | (0x3 << 13) | (0xF << 16)
-    if (w[0] & 0xF or lo & 0xF != 0b0010 or (lo >> 4) & 0x7 != 1 or (lo >> 16) & 0xF != 0b0100
+    known = 0xF | (0x7 << 4) | (0x1F << 7) | (0x3 << 13) | (0xF << 16) | (0x3 << 20)
+    rank = ((lo >> 4) & 0x7) + 1
+    strides = [w[1] >> 32, w[2] & 0xFFFFFFFF, w[2] >> 32, w[3] & 0xFFFFFFFF]
+    dims = [w[4] & 0xFFFFFFFF, w[4] >> 32, w[5] & 0xFFFFFFFF, w[5] >> 32, w[6] & 0xFFFFFFFF]
+    box = [raw[55 + i] for i in range(5)]
+    if (w[0] & 0xF or lo & 0xF != 0b0010 or not 2 <= rank <= 5 or (lo >> 16) & 0xF != 0b0100
             or lo & ~known & 0xFFFFFFFF or (lo >> 7) & 0x1F not in ptx_types
-            or w[2] or w[3] or w[5] or w[6] & ((1 << 56) - 1) or w[7] >> 8):
+            or w[3] >> 32 or (w[6] >> 32) & 0xFFFFFF or w[7] >> 32
+            or any(strides[rank - 1:]) or any(dims[rank:]) or any(box[rank:])):
         return None
-    return dict(dtype=ptx_types[(lo >> 7) & 0x1F], rank=2, address=w[0],
-                dims=[(w[4] & 0xFFFFFFFF) + 1, (w[4] >> 32) + 1], strides=[(w[1] >> 32) * 16],
-                box=[(w[6] >> 56) + 1, (w[7] & 0xFF) + 1], element_strides=[1, 1], interleave=0,
+    return dict(dtype=ptx_types[(lo >> 7) & 0x1F], rank=rank, address=w[0],
+                dims=[d + 1 for d in dims[:rank]], strides=[x * 16 for x in strides[:rank - 1]],
+                box=[b + 1 for b in box[:rank]], element_strides=[1] * rank, interleave=0,
                 swizzle=(lo >> 13) & 0x3, l2=0, oob=0)
 
 
@@ -494,7 +505,8 @@ def _layout(entries, launches, maps, arrays, labels, loc):
                     raise LaunchError(f"{what} is a CUtensorMap the CuTe DSL encoded inline in the driver's binary "
                                       f"format with fields tcsim.cute cannot decode (first 64 bytes: "
                                       f"{raw[:64].hex()})", loc,
-                                      expected="a rank-2 tiled map of the forms listed in tcsim.cute's docstring")
+                                      expected="a tiled map of rank 2 to 5 of the forms listed in tcsim.cute's "
+                                               "docstring")
             if inline is not None or (p.array and len(raw) == 128 and raw.startswith(_MAGIC)):
                 m = inline or maps[int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 8], "little")]
                 hit = region_at(m["address"], f"{what} (tensor map)")

@@ -209,7 +209,10 @@ class Simulation:
         self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
         self.finish_hooks: list = []    # callables (sim) run after the run completes (leak checks...)
         self.clusters: list[Cluster] = []
-        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order
+        from .retention import Retention
+        #: aggregates of finished CTAs no longer kept whole (tcsim.retention: a huge grid's memory stays bounded)
+        self.retention = Retention()
+        self.ctas: list[Cta] = []          # the CTAs started so far, in launch order (less the compacted ones)
         self.warps: list[Warp] = []
         #: ctaid -> Cta of the CTAs started so far
         self.cta_index: dict = {}
@@ -291,7 +294,7 @@ class Simulation:
                     rank = rx + ry * cx + rz * cx * cy
                     ctaid = (kx * cx + rx, ky * cy + ry, kz * cz + rz)
                     cta = Cta(self, cl, ctaid, rank, self.smem_total, self.address_map.reserved_smem)
-                    cta.index = len(self.ctas)
+                    cta.index = len(self.ctas) + self.retention.ctas
                     cl.ctas.append(cta)
                     self.ctas.append(cta)
                     self.cta_index[ctaid] = cta
@@ -300,11 +303,12 @@ class Simulation:
                         tids = np.zeros((WARP, 3), dtype=np.int64)
                         tids[:n] = tid_all[w * WARP:w * WARP + n]
                         warp = Warp(cta, w, tids, n, prog.kernel.regs, prog.local_size, prog.local_base, prog.link,
-                                    self.stack_size)
+                                    self.stack_size,
+                                    regfile=self._fast.regfile(len(self.warps)) if self._fast is not None else None)
                         warp.ctx = ExecContext(self, warp)
                         warp.wake_event = None
                         self.timing.attach(warp)
-                        self._knobs_of(warp, len(self.warps))
+                        self._knobs_of(warp, len(self.warps) + self.retention.warps)
                         cta.warps.append(warp)
                         self.warps.append(warp)
                         new.append(warp)
@@ -317,9 +321,13 @@ class Simulation:
     def _cluster_exited(self, cta: Cta) -> None:
         """A CTA exited: when its whole cluster has, the next cluster of the grid starts in the next cycle (not in
         this one: a grid of CTAs that exit at once would otherwise run whole within one simulated instant)."""
-        if self._clusters_started < self._clusters_total and all(c.exited for c in cta.cluster.ctas):
+        if not all(c.exited for c in cta.cluster.ctas):
+            return
+        if self._clusters_started < self._clusters_total:
             self._clusters_reserved += 1
             self.env.process(self._start_next_cluster())
+        from .retention import compact_cluster
+        compact_cluster(self, cta.cluster)
 
     def _start_next_cluster(self):
         yield self.env.timeout(1)
@@ -486,7 +494,7 @@ class Simulation:
             ctx.mask = mask
             ctx.extra_delay = 0
             pcs[group] = pc + 1
-            if bus.active:
+            if bus.active and bus.wants("inst"):
                 ctx.writes = {}
             pre = prepare(ctx, pc)
             nwaits = len(warp.waits)
@@ -528,8 +536,12 @@ class Simulation:
 
     def _retire_event(self, warp: Warp, pc: int, ins, mask: np.ndarray, done) -> None:
         """Publish the warp's retired instruction (``done``: the cycle its results are readable, where the model
-        times them) with the register writes its context collected."""
+        times them) with the register writes its context collected -- when some observer selects 'inst' events (the
+        race detector does not: it would pay for a record per instruction it never reads)."""
         ctx = warp.ctx
+        if not self.bus.wants("inst"):
+            ctx.writes = None
+            return
         self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
                                      text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
                                      writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))

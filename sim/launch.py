@@ -138,6 +138,16 @@ class Launch:
         text, name = self.ptx_text()
         return parse(text, name)
 
+    def shared_module(self) -> ir.Module:
+        """:meth:`module` from the process's program cache (:mod:`tcsim.program_cache`): parsed once per PTX text
+        and shared, read-only, by every launch of that text (what :class:`Prepared` runs)."""
+        if isinstance(self.ptx, ir.Module):
+            return self.ptx
+        from tcsim.isa.parser import parse
+        from .program_cache import PROGRAMS
+        text, name = self.ptx_text()
+        return PROGRAMS.module(text, name, parse)
+
 
 @dataclass(frozen=True, eq=False)
 class Pointer:
@@ -252,15 +262,9 @@ def _is_dir(p: str) -> bool:
 
 
 def _decode_ptx(raw: bytes, name: str) -> str:
-    """PTX bytes as text: PTX is ASCII (PTX ISA §4.1); a byte that is not UTF-8 is a located diagnostic."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        from tcsim.isa.errors import SourceLoc
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise LaunchError(f"byte 0x{raw[e.start]:02x} is not UTF-8 text", SourceLoc(name, line, col),
-                          expected="PTX source in ASCII (PTX ISA §4.1)") from None
+    """PTX bytes as text: the rule and diagnostic of ``tcsim check`` (:func:`tcsim.isa.lexer.decode_source`)."""
+    from tcsim.isa.lexer import decode_source
+    return decode_source(raw, name)
 
 
 @dataclass
@@ -598,9 +602,12 @@ class Prepared:
                           units={"tma_params": tma_params, "tensor_pipe_params": tensor_pipe_params,
                                  "async_copy_params": async_copy_params})
         self.launch = launch
-        self.module = launch.module()
-        self.program = load_program(self.module, launch.kernel, lowering=launch.lowering,
-                                    frames=launch.frame_sizes(self.module))
+        from .program_cache import PROGRAMS
+        self.module = launch.shared_module()
+        frames = launch.frame_sizes(self.module)
+        self.program = PROGRAMS.program(self.module, launch.kernel, launch.lowering, frames,
+                                        lambda: load_program(self.module, launch.kernel, lowering=launch.lowering,
+                                                             frames=frames))
         check_resources(self.program, launch)        # before anything is allocated (tcsim.limits)
         self.gmem = GlobalMemory() if gmem is None else gmem
         self.global_symbols = allocate_globals(self.module, self.gmem)
@@ -674,10 +681,12 @@ class Prepared:
                 glob[v.name] = self.gmem.allocation_of(self.global_symbols[v.name]).download()
         stats = {"cycles": int(sim.env.now), "warp_instructions": sim.retired,
                  "lane_instructions": sim.lane_instructions, "wall_s": sim.wall_time,
-                 "ctas": len(sim.ctas), "warps": len(sim.warps), "timing": bool(sim.arch_config.timed)}
+                 "ctas": len(sim.ctas) + sim.retention.ctas, "warps": len(sim.warps) + sim.retention.warps,
+                 "timing": bool(sim.arch_config.timed)}
         from tcsim.isa.lint import notes
+        from .program_cache import PROGRAMS
         return Result(outputs=outputs, stats=stats, stdout=list(sim.stdout), globals=glob,
-                      simulation=sim, notes=notes(self.module), timing=sim.timing_report(),
+                      simulation=sim, notes=PROGRAMS.notes(self.module, lambda: notes(self.module)), timing=sim.timing_report(),
                       findings=list(sim.findings.items))
 
 
@@ -786,7 +795,8 @@ def run_sequence(launches, *, seed: int | None = None, strict: bool = False, det
         res = prep.result()
         results.append(res)
         findings.extend(res.findings)
-        releases.append(deps.release_cycle(c.ctaid for c in prep.sim.ctas))
+        rel = deps.release_cycle(c.ctaid for c in prep.sim.ctas)          # (and the compacted CTAs': retention)
+        releases.append(None if rel is None else max(rel, prep.sim.retention.release))
         if log is not None:
             log.name_lines(prep.module)
             if launch.programmatic and inflight is not None and deps.releases_before_waiting():

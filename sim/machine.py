@@ -151,7 +151,7 @@ class Warp:
     """A warp: per-lane program counters, liveness, wait state and registers (numpy vectors of 32 lanes)."""
 
     def __init__(self, cta: Cta, warp_id: int, tids: np.ndarray, nlanes: int, regs: dict, local_size: int,
-                 local_base: int = 0, link=None, stack_size: int = 0):
+                 local_base: int = 0, link=None, stack_size: int = 0, regfile=None):
         self.cta = cta
         self.id = warp_id
         self.nlanes = nlanes
@@ -180,7 +180,8 @@ class Warp:
             # use (alignment slack; a placement beyond it would be a located out-of-bounds local access)
             local_size = max(local_size, 2 * self.callstack.capacity + 64)
         else:
-            self.regs = make_regfile(regs)
+            #: (``regfile``: a register file laid out by the caller, e.g. the fast tier's rows, tcsim.fast.tier)
+            self.regs = make_regfile(regs) if regfile is None else regfile
             self.call_params = CallParams()
         self.local = LocalMemory(WARP, local_size, local_base) if local_size else None
         self.ctx = None                # ExecContext, attached by the engine

@@ -224,6 +224,56 @@ class FlatMemory:
         self._bytes[off:off + data.size] = data
 
 
+class StackedWindows:
+    """Shared windows of many CTAs (:class:`FlatMemory` objects of one size) kept as rows of a few 2-D arrays, so
+    that one gather reads (or one scatter writes) the lanes of a lockstep group of warps across CTAs (the fast
+    tier, tcsim.fast).  :meth:`adopt` moves a window's bytes into the next row of the current block of ``block``
+    rows (a window keeps its row for the whole run: nothing is moved again); ``which`` numbers the adopted
+    windows in adoption order.  The accessors only move bytes: the caller checks bounds first."""
+
+    def __init__(self, block: int):
+        self.block = max(int(block), 1)
+        self.blocks: list = []
+        self.n = 0
+
+    def adopt(self, mem: FlatMemory) -> int:
+        """Move ``mem``'s bytes into a row (returns its index ``which``)."""
+        b, r = divmod(self.n, self.block)
+        if r == 0:
+            self.blocks.append(np.zeros((self.block, mem._bytes.size), dtype=np.uint8))
+        row = self.blocks[b][r]
+        row[:] = mem._bytes
+        mem._bytes = row
+        mem.data = _read_only(row[mem.base:])
+        self.n += 1
+        return self.n - 1
+
+    def read_rows(self, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+        """Rows of ``nbytes`` at ``offs[i]`` of window ``which[i]``."""
+        cols = offs[:, None] + np.arange(nbytes)
+        blk = self.block
+        if len(self.blocks) == 1:
+            return self.blocks[0][which[:, None], cols]
+        out = np.empty((offs.size, nbytes), dtype=np.uint8)
+        b = which // blk
+        for j in np.unique(b):
+            sel = b == j
+            out[sel] = self.blocks[int(j)][(which[sel] - j * blk)[:, None], cols[sel]]
+        return out
+
+    def write_rows(self, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
+        """Row ``i`` of ``rows`` at ``offs[i]`` of window ``which[i]`` (later rows win)."""
+        cols = offs[:, None] + np.arange(rows.shape[1])
+        blk = self.block
+        if len(self.blocks) == 1:
+            self.blocks[0][which[:, None], cols] = rows
+            return
+        b = which // blk
+        for j in np.unique(b):
+            sel = b == j
+            self.blocks[int(j)][(which[sel] - j * blk)[:, None], cols[sel]] = rows[sel]
+
+
 class LocalMemory:
     """The local memory of the 32 threads of one warp (PTX ISA §5.1.5): ``size`` bytes per lane at local addresses
     ``[base, base + size)`` (the kernel's frame below the stack top); ``data`` is a read-only (32, size) view."""

@@ -217,6 +217,13 @@ class TensorMemory:
                               expected="tcgen05.alloc before any TMEM access, and no access after dealloc")
         return False
 
+    def allocated(self, lane0: int, nlanes: int, col0: int, ncols: int) -> bool:
+        """Whether the box lies inside the grid with every column allocated (:meth:`check_allocated` would pass): the
+        cheap test an issue makes before building the description of a finding it will most likely not report."""
+        if lane0 < 0 or lane0 + nlanes > LANES or col0 < 0 or col0 + ncols > COLUMNS:
+            return False
+        return bool((self.owner[col0 // UNIT:(col0 + ncols + UNIT - 1) // UNIT] >= 0).all())
+
     def check_bounds(self, lane0: int, nlanes: int, col0: int, ncols: int, what: str) -> None:
         """MemoryFault if the box leaves the 128 x 512 grid (no allocation check)."""
         if lane0 < 0 or lane0 + nlanes > LANES or col0 < 0 or col0 + ncols > COLUMNS:

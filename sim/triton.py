@@ -53,10 +53,10 @@ errors: :class:`TritonCompileError`) located at the kernel's Python definition.
 
 Not supported: autotuned kernels (pass ``kernel.fn`` with one config's values), im2col tensor descriptors, Triton's
 GPU sanitizer (gsan) and launch hooks; arrays with negative strides (Triton pointers cannot express them either).
-On the GPU back end (``tcsim diff``, :mod:`tcsim.hw.launcher`) only launches without host tensor descriptors and
-without an array passed to two parameters run: the launcher there takes plain arrays and
-:class:`tcsim.isa.tensormap.TensorMap` arguments, not the descriptor objects (:class:`HostTensorMap`) or the shared
-:class:`tcsim.launch.Pointer` arguments made here.
+On the GPU back end (``tcsim diff --against gpu``, :mod:`tcsim.hw.launcher`) these launches run as they are: a
+:class:`HostTensorMap` is encoded with ``cuTensorMapEncodeTiled`` at the device buffer of its memory region, shared
+with the :class:`tcsim.launch.Pointer` arguments over the same memory, and the region is the argument's output on
+both back ends (tests/hw/test_frontend_diff.py; launch files in tests/fixtures/frontend).
 """
 from __future__ import annotations
 

@@ -4,9 +4,18 @@ The engine calls :meth:`RunWatch.check` every :data:`CHECK_EVERY` retired warp-i
 instruction budget is reached); everything here happens in that call, so a run costs one integer comparison per
 instruction for it.
 
-* **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work (wall-clock time
-  spent in :meth:`tcsim.engine.Simulation.run`); with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
+* **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work: the CPU time this
+  process spends in :meth:`tcsim.engine.Simulation.run` (``time.process_time``), not wall-clock time, so that a
+  loaded machine, a debugger pause or a slow observer does not spend it; with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
   with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
+* **How a kernel that does not end is stopped** (the default budget's story): a deadlock at once (no event left);
+  a warp in a loop that can never end, or cannot end within the budget (a counter stepping over or away from its
+  bound, an invariant test, a poll of memory or of an mbarrier nobody can change) after
+  :data:`tcsim.loop_watch.LOOP_AFTER` + :data:`tcsim.loop_watch.LOOP_EVERY` seconds or so, by the loop monitor
+  (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, located at the compare that governs the exit); a poll in
+  which the whole machine state repeats by the livelock detector (below) within seconds; anything else (a loop
+  whose exit depends on data, a clock, an atomic) by the budget: :data:`DEFAULT_MAX_SECONDS` of work unless the
+  caller sets one.
 * **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
   cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
   (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
@@ -60,7 +69,7 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
     body = sim.program.body
     lines = []
     live = [w for w in sim.warps if w.alive.any()]
-    done = len(sim.warps) - len(live)
+    done = len(sim.warps) - len(live) + getattr(getattr(sim, "retention", None), "warps", 0)
     for w in live[:limit]:
         groups = []
         for pc in sorted(set(int(p) for p in w.pc[w.alive]))[:3]:
@@ -100,19 +109,25 @@ class RunWatch:
         #: the error a check ended the run with (the other warps stop at their next instruction)
         self.fatal = None
         self.next_check = self._next(0)
-        self._t_start = None            # perf_counter when the current run() began
+        self._t_start = None            # process CPU time when the current run() began
+        self._cpu = 0.0                 # CPU seconds of the earlier run() calls
         self._last_line = None
         self._line_open = False
         self._seen: dict = {}           # warp fingerprint -> cycle first seen, since the state last changed course
         self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
+        from .loop_watch import LoopMonitor
+        #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
+        self.loops = LoopMonitor(self)
 
     # ------------------------------------------------------------------------------------------ run bracket
     def started(self) -> None:
-        self._t_start = time.perf_counter()
+        self._t_start = time.process_time()
 
     def stopped(self) -> None:
+        if self._t_start is not None:
+            self._cpu += time.process_time() - self._t_start
         self._t_start = None
         if self._line_open:
             out = self._out()
@@ -125,8 +140,9 @@ class RunWatch:
             self._line_open = False
 
     def elapsed(self) -> float:
-        run = time.perf_counter() - self._t_start if self._t_start is not None else 0.0
-        return self.sim.wall_time + run
+        """Seconds of simulation work so far: the process's CPU time inside run() (the budget's measure)."""
+        run = time.process_time() - self._t_start if self._t_start is not None else 0.0
+        return self._cpu + run
 
     def _next(self, retired: int) -> int:
         n = retired + CHECK_EVERY
@@ -145,6 +161,17 @@ class RunWatch:
             self.next_check = 0
         return err
 
+    def looks_at_warps(self, retired: int | None = None) -> bool:
+        """Whether the next :meth:`check` (made with ``retired`` instructions retired, default: now) may look at the
+        warps or end the run (a stop already decided, Ctrl-C, the instruction or seconds budget spent, a livelock
+        sample due) -- else it only sets the next check and may print the progress line (the fast tier's
+        supersteps make such checks in place, tcsim.fast.lockstep)."""
+        if self.fatal is not None or self.interrupted or self.max_instructions is not None:
+            return True
+        if (self.sim.retired if retired is None else retired) >= self._next_sample:
+            return True
+        return self.max_seconds is not None and self.elapsed() > self.max_seconds
+
     def _check(self):
         sim = self.sim
         retired = sim.retired
@@ -160,10 +187,14 @@ class RunWatch:
                 #                             check that would have printed them came only at the budget)
             how = ("the default budget; max_seconds= / --max-seconds or max_instructions= / --max-instructions "
                    "sets another" if self.default_budget else "max_seconds")
-            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation ({how}) after "
-                                f"{retired} warp-instructions and {int(sim.env.now)} cycles")
+            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation work (CPU time; "
+                                f"{how}) after {retired} warp-instructions and {int(sim.env.now)} cycles")
         if self.progress is not False and t >= PROGRESS_AFTER:
             self._progress(t)
+        if self.loops.due(t):
+            err = self.loops.sample(t)
+            if err is not None:
+                return err
         if retired >= self._next_sample:
             return self._livelock_sample()
         return None
@@ -182,7 +213,9 @@ class RunWatch:
                 lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
         pending = sim.clusters_pending() if hasattr(sim, "clusters_pending") else 0
         if lines:
-            where = ("the kernel looks stuck in a loop (a spin on mbarrier.test_wait or a flag?). Live warps: " +
+            # (no claim that the kernel is stuck: a long kernel ends here too; the loop monitor and the livelock
+            # detector report what they can prove never ends)
+            where = ("no non-terminating loop or livelock was found, so it may just be long; live warps: " +
                      "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""))
         else:
             where = "no warp is live at this moment"
@@ -255,11 +288,11 @@ class RunWatch:
         self._last_line = t
         sim = self.sim
         rate = sim.retired / max(t, 1e-9)
-        done = sum(1 for c in sim.ctas if c.exited)
+        done = sum(1 for c in sim.ctas if c.exited) + sim.retention.ctas
         total = sim.grid[0] * sim.grid[1] * sim.grid[2]
         budget = (f"budget {self.max_seconds:g} s" if self.max_seconds is not None else
                   f"budget {self.max_instructions:,} instructions")
-        line = (f"[tcsim] {t:6.1f} s: {sim.retired:,} warp-instructions retired, {int(sim.env.now):,} cycles, "
+        line = (f"[tcsim] {t:6.1f} s of work: {sim.retired:,} warp-instructions retired, {int(sim.env.now):,} cycles, "
                 f"{rate:,.0f} warp-inst/s, {done:,}/{total:,} CTAs done ({budget}; Ctrl-C stops with every "
                 f"warp's position)")
         try:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing as mp
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,61 +52,117 @@ def _h(b: bytes) -> str:
 
 def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 64, log=print,
            driver: str = "cuda", jobs: int = 0, time_limit: float | None = None, keep_limit: int = 2000,
-           command: str = "") -> dict:
+           command: str = "", sim_seconds: float | None = None, gpu_timeout: float = 60.0,
+           checkpoint_s: float = 30.0, jit_timeout: float | None = None, chunk_sim_timeout: float = 120.0) -> dict:
     """Run programs on the GPU; keep the SHA-256 (128 bits) of every GPU output, and the whole output of every
     program whose simulator output (``jobs`` > 0: simulated here, in parallel) differs -- a complete record of
-    a campaign in a few hundred kilobytes."""
+    a campaign in a few hundred kilobytes.
+
+    Bounded in time, so that a call of a GPU machine always returns data: each simulation may take
+    ``sim_seconds`` of simulator work (tcsim.watch; a program that outlasts it is a simulator error, ``BudgetExceeded``,
+    and its GPU output is kept whole for a later look), each GPU program ``gpu_timeout`` seconds (then the GPU child
+    is killed and restarted: ``TIMEOUT``), and ``time_limit`` is a deadline for the whole recording, honoured also
+    while waiting for a chunk: the chunks finished by then are recorded (the seeds stay contiguous from ``seed``),
+    ``meta["stopped"]`` says why.  The record is written every ``checkpoint_s`` seconds (``meta["partial"]``), so a
+    call killed from outside still leaves the chunks done so far.  A chunk whose simulations have not all come back
+    within ``chunk_sim_timeout`` goes on without them (``SIM_NOT_FINISHED``, the GPU outputs kept whole)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     seeds = list(range(seed, seed + count))
     chunks = [seeds[i:i + batch] for i in range(0, len(seeds), batch)]
-    per_thread = ThreadBackends(log, driver)
+    per_thread = ThreadBackends(log, driver, timeout=gpu_timeout, jit_timeout=jit_timeout)
     backends = per_thread.all
     backend = per_thread.get
     pool = SimPool(jobs) if jobs else None
     t0 = time.time()
+    deadline = t0 + time_limit if time_limit else None
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.time())
 
     def run(chunk):
-        if time_limit and time.time() - t0 > time_limit:
+        if deadline is not None and time.time() > deadline:
             return [], []
         progs = [made.pop(s) for s in chunk] if made else [generate(s) for s in chunk]
         # the programs themselves go to the simulator workers (generating a version-6 program again costs more
         # than sending it)
-        sims = pool.map_async([("prog", p, (None,)) for p in progs]) if pool else None
+        sims = pool.map_async([("prog", p, (None,), sim_seconds) for p in progs]) if pool else None
         res = backend().run(progs)
-        return progs, list(zip(res, sims.get() if sims else [None] * len(progs)))
+        if sims is None:
+            return progs, list(zip(res, [None] * len(progs)))
+        # a chunk's simulations normally take seconds; a lost one (a simulator worker that died: the pool never
+        # returns its task) must not hold the recording: after chunk_sim_timeout the chunk goes on without them
+        wait = chunk_sim_timeout if deadline is None else min(chunk_sim_timeout, left())
+        try:
+            got = sims.get(timeout=wait)
+        except mp.TimeoutError:
+            got = [(Outcome(error=f"SIM_NOT_FINISHED (no simulator result for this chunk within {wait:.0f} s)"),
+                    None)] * len(progs)
+        return progs, list(zip(res, got))
 
     made: dict = {}
     if pool and pool.pool is not None:      # generating a version-3 program costs a parse: not on the GPU threads
         made.update(zip(seeds, pool.pool.map(generate, seeds, chunksize=64)))
         log(f"[record] {len(made)} programs generated, {time.time() - t0:.0f} s")
     arrays, meta = {}, {"seed": seed, "count": 0, "errors": {}, "digests": {}, "gpu_sha": {}, "sim_agrees": [],
-                        "generator": VERSION, **P.provenance(command)}
+                        "sim_errors": {}, "generator": VERSION, **P.provenance(command)}
+    last_write = time.time()
+
+    def write(partial: bool) -> None:
+        meta["partial"] = partial
+        meta["wall_s"] = round(time.time() - t0, 1)
+        tmp = out.with_name(out.name + ".tmp.npz")
+        P.write_packed(tmp, meta, arrays)
+        tmp.replace(out)
+
+    ex = ThreadPoolExecutor(gpu_workers)
     try:
-        with ThreadPoolExecutor(gpu_workers) as ex:
-            for i, (progs, res) in enumerate(ex.map(run, chunks)):
-                for p, (o, sim) in zip(progs, res):
-                    meta["count"] = max(meta["count"], p.seed - seed + 1)
-                    meta["digests"][str(p.seed)] = _digest(p)
-                    if not o.ok:
-                        meta["errors"][str(p.seed)] = o.error
-                        continue
-                    meta["gpu_sha"][str(p.seed)] = _h(o.output)
-                    so = sim[0] if sim is not None else None
-                    if so is not None and so.ok and so.output == o.output:
-                        meta["sim_agrees"].append(p.seed)
-                    elif len(arrays) < keep_limit:
-                        arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
-                if i % 20 == 0:
-                    log(f"[record] {meta['count']} programs, {len(arrays)} kept whole, {time.time() - t0:.0f} s")
+        futs = [ex.submit(run, c) for c in chunks]
+        for i, fut in enumerate(futs):
+            try:
+                progs, res = fut.result(timeout=left())
+            except FutureTimeout:
+                meta["stopped"] = f"deadline ({time_limit} s) reached waiting for chunk {i} (seed {chunks[i][0]})"
+                log(f"[record] {meta['stopped']}")
+                break
+            if not progs:
+                meta["stopped"] = f"deadline ({time_limit} s) reached before chunk {i} (seed {chunks[i][0]})"
+                log(f"[record] {meta['stopped']}")
+                break
+            for p, (o, sim) in zip(progs, res):
+                meta["count"] = max(meta["count"], p.seed - seed + 1)
+                meta["digests"][str(p.seed)] = _digest(p)
+                if not o.ok:
+                    meta["errors"][str(p.seed)] = o.error
+                    continue
+                meta["gpu_sha"][str(p.seed)] = _h(o.output)
+                so = sim[0] if sim is not None else None
+                if so is not None and so.ok and so.output == o.output:
+                    meta["sim_agrees"].append(p.seed)
+                    continue
+                if so is not None and not so.ok:
+                    meta["sim_errors"][str(p.seed)] = so.error[:300]
+                if len(arrays) < keep_limit:
+                    arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
+            if i % 20 == 0:
+                log(f"[record] {meta['count']} programs, {len(arrays)} kept whole, {time.time() - t0:.0f} s")
+            if time.time() - last_write > checkpoint_s:
+                write(True)
+                last_write = time.time()
     finally:
+        ex.shutdown(wait=False, cancel_futures=True)
         for b in backends:
             meta["device"] = meta.get("device") or (b.info or {}).get("name")
-            b.close()
+            try:
+                b.close()
+            except Exception as e:  # noqa: BLE001 - a GPU child another thread still uses: the record comes first
+                log(f"[record] closing a GPU child: {type(e).__name__}: {e}")
         if pool:
             pool.close()
-    meta["wall_s"] = round(time.time() - t0, 1)
-    P.write_packed(out, meta, arrays)
+        write(False)
     log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
-        f"errors, {len(arrays)} outputs kept whole (simulator disagreed) -> {out}")
+        f"errors, {len(meta['sim_errors'])} simulator errors, {len(arrays)} outputs kept whole (simulator "
+        f"disagreed) -> {out}" + (f"; stopped: {meta['stopped']}" if meta.get("stopped") else ""))
     return meta
 
 
@@ -132,7 +190,10 @@ def noted_checks(prog) -> list:
     return [name for name in CHECKS if notes(module, checks=[name])]
 
 
-def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
+def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print, time_limit: float | None = None) -> list:
+    """Re-simulate the recorded programs (``seeds``: a subset), list every disagreement with its class and try the
+    verified explanations on each.  ``time_limit`` (s): explanations not finished by then keep their plain class
+    (``value:...``), each marked ``"explained": "not tried (time limit)"``."""
     z, meta = load(path)
     gv = meta.get("generator", 1)
     all_seeds = range(meta["seed"], meta["seed"] + meta["count"])
@@ -174,8 +235,27 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print) -> list:
             log(f"[compare] {i + len(chunk)}/{len(todo)} programs, {len(found)} mismatches, "
                 f"{time.time() - t0:.0f} s")
         tasks = [t for _, t in explain_todo]
-        whys = pool.pool.map(_explain_task, tasks, chunksize=1) if pool.pool is not None else \
-            [_explain_task(t) for t in tasks]
+        deadline = t0 + time_limit if time_limit else None
+        whys: list = [None] * len(tasks)
+        if pool.pool is not None:
+            pending = [pool.pool.apply_async(_explain_task, (t,)) for t in tasks]
+            for j, r in enumerate(pending):
+                try:
+                    whys[j] = r.get(timeout=None if deadline is None else max(0.0, deadline - time.time()))
+                except mp.TimeoutError:
+                    for jj in range(j, len(pending)):
+                        if pending[jj].ready():
+                            whys[jj] = pending[jj].get()
+                        else:
+                            found[explain_todo[jj][0]]["explained"] = "not tried (time limit)"
+                    break
+        else:
+            for j, t in enumerate(tasks):
+                if deadline is not None and time.time() > deadline:
+                    for k, _ in explain_todo[j:]:
+                        found[k]["explained"] = "not tried (time limit)"
+                    break
+                whys[j] = _explain_task(t)
         for (k, _), why in zip(explain_todo, whys):
             if why:
                 found[k]["class"] = why
@@ -253,6 +333,12 @@ def _main(argv=None) -> int:
     g.add_argument("--time-limit", type=float, default=None)
     g.add_argument("--keep-limit", type=int, default=2000,
                    help="at most this many whole GPU outputs (a version-6 warpgroup program's is ~80 KB)")
+    g.add_argument("--sim-seconds", type=float, default=20.0,
+                   help="simulator work one program may take (then it is a simulator error, kept whole)")
+    g.add_argument("--gpu-timeout", type=float, default=20.0, help="seconds one GPU program may take")
+    g.add_argument("--jit-timeout", type=float, default=90.0,
+                   help="seconds the driver's JIT of one batch may take (then the batch is split to find the slow one)")
+    g.add_argument("--batch", type=int, default=64, help="programs per GPU module (one JIT)")
     mg = sub.add_parser("merge")
     mg.add_argument("dst")
     mg.add_argument("parts", nargs="+")
@@ -268,6 +354,8 @@ def _main(argv=None) -> int:
     c.add_argument("--differing", action="store_true",
                    help="only the programs the simulator disagreed with when the campaign was recorded")
     c.add_argument("--out", default=None)
+    c.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the whole compare: explanations not finished by then are marked not tried")
     args = ap.parse_args(argv)
     if args.cmd == "merge":
         meta = merge(args.parts, Path(args.dst))
@@ -278,16 +366,23 @@ def _main(argv=None) -> int:
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
         return 0
     if args.cmd == "gpu":
-        meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, jobs=args.jobs,
+        meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, batch=args.batch, jobs=args.jobs,
                       time_limit=args.time_limit, keep_limit=args.keep_limit,
-                      command=P.command_line("calib.fuzz.record", argv))
+                      command=P.command_line("calib.fuzz.record", argv), sim_seconds=args.sim_seconds,
+                      gpu_timeout=args.gpu_timeout, jit_timeout=args.jit_timeout, log=lambda m: print(m, flush=True))
+        if meta.get("stopped"):
+            # worker threads may still wait on a GPU child or the simulator pool: the record is written, leave now
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0 if not meta["errors"] else 1)
         return 0 if not meta["errors"] else 1
     seeds = set(args.seeds) if args.seeds else None
     if args.differing:
         _, meta = load(Path(args.gpu))
         differing = set(differing_seeds(meta))
         seeds = differing if seeds is None else seeds & differing
-    found = compare_recording(Path(args.gpu), args.jobs, seeds)
+    found = compare_recording(Path(args.gpu), args.jobs, seeds, log=lambda m: print(m, flush=True),
+                              time_limit=args.time_limit)
     classes: dict = {}
     for f in found:
         classes[f["class"]] = classes.get(f["class"], 0) + 1

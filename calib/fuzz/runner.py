@@ -64,7 +64,8 @@ class Mismatch:
 
 # ============================================================================================ simulator
 
-def run_sim(prog: Program, seed=None, max_instructions: int = 200_000, detect: bool = False) -> Outcome:
+def run_sim(prog: Program, seed=None, max_instructions: int = 200_000, detect: bool = False,
+            max_seconds: float | None = None) -> Outcome:
     """Simulate ``prog`` under scheduler ``seed``; returns the output buffer bytes or the error.  The
     happens-before race detector is off (``detect``): its findings are no part of the outcome, and the programs
     are race-free by construction (tests/hw/test_fuzz.py runs a sample with it on and requires no finding)."""
@@ -74,17 +75,19 @@ def run_sim(prog: Program, seed=None, max_instructions: int = 200_000, detect: b
     try:
         launch = Launch(ptx=prog.render(), kernel=prog.kernel_name, block=(prog.nthreads, 1, 1),
                         args=[prog.input_buffer(), prog.output_template()])
-        res = run_launch(launch, seed=seed, max_instructions=max_instructions, detect=detect)
+        res = run_launch(launch, seed=seed, max_instructions=max_instructions, detect=detect,
+                         max_seconds=max_seconds)
         return Outcome(output=res.outputs[1].tobytes())
     except TcsimError as e:
         return Outcome(error=f"{type(e).__name__}: {e}")
 
 
-def sim_check(prog: Program, seeds=SIM_SEEDS) -> tuple:
-    """(Outcome under seeds[0], None or a 'schedule' detail string when another seed disagrees)."""
-    first = run_sim(prog, seeds[0])
+def sim_check(prog: Program, seeds=SIM_SEEDS, max_seconds: float | None = None) -> tuple:
+    """(Outcome under seeds[0], None or a 'schedule' detail string when another seed disagrees); ``max_seconds``:
+    the simulator work each run may take (None: the instruction budget alone)."""
+    first = run_sim(prog, seeds[0], max_seconds=max_seconds)
     for s in seeds[1:]:
-        other = run_sim(prog, s)
+        other = run_sim(prog, s, max_seconds=max_seconds)
         if (other.output, other.error) != (first.output, first.error):
             return first, (f"scheduler seed {seeds[0]} vs {s}: "
                            + describe_diffs(prog, first, other, "seed0", f"seed{s}", limit=4))
@@ -92,13 +95,14 @@ def sim_check(prog: Program, seeds=SIM_SEEDS) -> tuple:
 
 
 def _sim_task(args):
-    kind, payload, seeds = args
+    kind, payload, seeds = args[:3]
+    max_seconds = args[3] if len(args) > 3 else None
     if kind == "seed":      # payload: a seed (current generator) or (seed, generator version)
         prog = generate(payload[0], version=payload[1]) if isinstance(payload, tuple) else generate(payload)
     else:
         prog = payload
     try:
-        out, sched = sim_check(prog, seeds)
+        out, sched = sim_check(prog, seeds, max_seconds)
     except Exception:  # noqa: BLE001 - a Python exception in the simulator is a simulator bug: report it
         out, sched = Outcome(error="INTERNAL " + traceback.format_exc(limit=6)), None
     return out, sched
@@ -271,7 +275,9 @@ class SimulatedDriver:
     the parameter packing and the restart-after-a-sticky-error path without a GPU.  A kernel the simulator
     rejects fails like a faulting kernel (CUDA_ERROR_LAUNCH_FAILED at synchronisation, sticky); a kernel whose
     name contains ``_jitfail`` makes the whole module fail to load.  ``mutate='mulhi'`` plants a bug for
-    testing the mismatch path end to end: every ``mul.hi`` executes as ``mul.lo``."""
+    testing the mismatch path end to end: every ``mul.hi`` executes as ``mul.lo``; ``mutate='hang'`` makes the
+    launch of the second program of every batch (kernel ``fz_1``) never return, as a GPU kernel that hangs;
+    ``mutate='slowjit'`` makes the JIT of any module holding a second program never return."""
 
     NAMES = {0: b"CUDA_SUCCESS", 218: b"CUDA_ERROR_INVALID_PTX", 719: b"CUDA_ERROR_LAUNCH_FAILED"}
 
@@ -332,6 +338,8 @@ class SimulatedDriver:
             return (218, None)
         if self.mutate == "mulhi":
             text = text.replace("mul.hi.", "mul.lo.")
+        if self.mutate == "slowjit" and ".entry fz_1(" in text:
+            time.sleep(3600)
         return (0, {"text": text})
 
     def cuModuleUnload(self, mod):  # noqa: N802
@@ -367,6 +375,8 @@ class SimulatedDriver:
         if self.sticky:
             return (self.sticky,)
         text, name = fn
+        if self.mutate == "hang" and name == "fz_1":
+            time.sleep(3600)
         slots = (ctypes.c_void_p * 2).from_address(params)
         pin, pout = (ctypes.c_uint64.from_address(slots[i]).value for i in range(2))
         ina = np.frombuffer(bytes(self.mem[pin]), dtype=np.uint8).copy()
@@ -390,8 +400,13 @@ class GpuBatchError(Exception):
 class GpuBatch:
     """Many programs per child process.  ``run(progs) -> [Outcome]``."""
 
-    def __init__(self, timeout: float = 60.0, driver: str = "cuda"):
+    def __init__(self, timeout: float = 60.0, driver: str = "cuda", jit_timeout: float | None = None):
         self.timeout = timeout
+        #: how long the driver's JIT of one batch's module may take (a batch that outlasts it is run one program
+        #: per module, so one program that ptxas takes minutes over is reported as JIT_TIMEOUT, not retried forever)
+        self.jit_timeout = jit_timeout if jit_timeout is not None else max(timeout, 120.0)
+        #: the JIT limit of one program alone (after its batch's module outlasted ``jit_timeout``)
+        self.single_jit_timeout = 30.0
         self.driver = driver
         self.proc = None
         self.conn = None
@@ -419,21 +434,24 @@ class GpuBatch:
         self.info = payload
 
     def close(self):
-        if self.proc is not None:
-            try:
-                self.conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-            self.proc.join(2)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join()
+        # another thread (a recording that stopped at its deadline) may be using this batch: work on local copies
+        proc, conn = self.proc, self.conn
         self.proc = self.conn = None
+        if proc is not None:
+            try:
+                conn.send(None)
+            except (OSError, BrokenPipeError, AttributeError):
+                pass
+            proc.join(2)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
 
     def _kill(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join()
+        proc = self.proc
+        if proc is not None:
+            proc.kill()
+            proc.join()
         self.proc = self.conn = None
 
     def _blame(self, todo: list, progs: list, results: list, error: str) -> None:
@@ -463,7 +481,22 @@ class GpuBatch:
             loaded = False
             restart = False
             while True:
-                if not self.conn.poll(self.timeout):
+                if not self.conn.poll(self.timeout if loaded else self.jit_timeout):
+                    if not loaded:          # the JIT of this module outlasted its limit: find the slow program
+                        self._kill()
+                        if len(todo) == 1:
+                            results[todo[0]] = Outcome(error=f"JIT_TIMEOUT (the driver's JIT took more than "
+                                                             f"{self.jit_timeout:.0f} s)")
+                        else:               # one module per program, each with a shorter limit
+                            outer = self.jit_timeout
+                            self.jit_timeout = min(outer, self.single_jit_timeout)
+                            try:
+                                for i in todo:
+                                    results[i] = self.run([progs[i]])[0]
+                            finally:
+                                self.jit_timeout = outer
+                        todo = []
+                        break
                     idx = todo[got]
                     results[idx] = Outcome(error=f"TIMEOUT (no result within {self.timeout} s)")
                     self._kill()
@@ -520,15 +553,16 @@ class ThreadBackends:
     """One :class:`GpuBackend` (one GPU child process) per worker thread, created on first use; ``all`` lists
     them for closing."""
 
-    def __init__(self, log=print, driver: str = "cuda"):
-        self.log, self.driver = log, driver
+    def __init__(self, log=print, driver: str = "cuda", timeout: float = 60.0, jit_timeout: float | None = None):
+        self.log, self.driver, self.timeout, self.jit_timeout = log, driver, timeout, jit_timeout
         self.local = threading.local()
         self.lock = threading.Lock()
         self.all: list = []
 
     def get(self) -> "GpuBackend":
         if not hasattr(self.local, "gpu"):
-            self.local.gpu = GpuBackend(log=self.log, driver=self.driver)
+            self.local.gpu = GpuBackend(timeout=self.timeout, log=self.log, driver=self.driver,
+                                        jit_timeout=self.jit_timeout)
             with self.lock:
                 self.all.append(self.local.gpu)
         return self.local.gpu
@@ -537,8 +571,8 @@ class ThreadBackends:
 class GpuBackend:
     """Batch helper with a per-program fallback to :func:`tcsim.hw.launcher.run_on_gpu`."""
 
-    def __init__(self, timeout: float = 60.0, log=print, driver: str = "cuda"):
-        self.batch = GpuBatch(timeout, driver)
+    def __init__(self, timeout: float = 60.0, log=print, driver: str = "cuda", jit_timeout: float | None = None):
+        self.batch = GpuBatch(timeout, driver, jit_timeout)
         self.fallback = False
         self.log = log
 

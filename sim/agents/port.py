@@ -32,7 +32,7 @@ from tcsim.isa.errors import MemoryFault
 from .. import memory as M
 from ..observe import AsyncComplete, AsyncIssue, MemAccess, SyncEvent
 from ..race.protocol import op_act
-from ..tmem import make_taddr, tmem_of
+from ..tmem import tmem_of
 
 
 def _ints(xs) -> tuple:
@@ -55,6 +55,24 @@ def byte_runs(addrs, size: int) -> dict:
     for s, e in zip(starts, ends):
         out.setdefault(int((e - s + 1) * size), []).append(int(a[s]))
     return out
+
+
+def tmem_runs(addrs: np.ndarray) -> tuple:
+    """TMEM cell addresses (``lane << 16 | column``, in order) as (first cell of each run, columns per run): runs of
+    consecutive columns of one lane, when they all have the same length (an MMA's D block: one run per lane);
+    else every cell alone (``addrs``, 1).  The event then lists one address per run with ``size`` = 4 bytes per
+    column (:class:`tcsim.observe.MemAccess`): the same cells, without one Python int per cell."""
+    n = addrs.size
+    if n < 2:
+        return addrs, 1
+    brk = np.flatnonzero(np.diff(addrs) != 1)          # a new run: another lane, or a gap in the columns
+    nruns = brk.size + 1
+    if n % nruns:
+        return addrs, 1
+    ncols = n // nruns
+    if ncols == 1 or (brk.size and ((brk + 1) % ncols).any()) or ((addrs[::ncols] & 0xFFFF) + ncols > 0x10000).any():
+        return addrs, 1
+    return addrs[::ncols], ncols
 
 
 class AgentPort:
@@ -274,16 +292,19 @@ class AgentPort:
         """A staged ``tcgen05.st`` (:class:`tcsim.tmem.PendingStore`) lands in ``cta``'s TMEM."""
         tmem_of(cta).land_store(st)
         if self.sim.bus.active:
-            self._publish_mem("st", "tmem", cta, [make_taddr(l, c) for l, c in zip(st.lanes, st.cols)], 4,
-                              warp=st.warp.id, pc=st.pc, op_id=st.op_id)
+            addrs = ((np.asarray(st.lanes, dtype=np.int64) & 0xFFFF) << 16) | \
+                (np.asarray(st.cols, dtype=np.int64) & 0xFFFF)           # make_taddr, vectorised
+            starts, ncols = tmem_runs(addrs)
+            self._publish_mem("st", "tmem", cta, starts, 4 * ncols, warp=st.warp.id, pc=st.pc, op_id=st.op_id)
 
     def _publish_tmem(self, op, cta, lanes, cols, cells, traced):
         if cells is None:
             ll, cc = np.broadcast_arrays(np.asarray(lanes, dtype=np.int64), np.asarray(cols, dtype=np.int64))
             addrs = (ll.ravel() << 16) | cc.ravel()
         else:
-            addrs = [(int(l) << 16) | int(c) for l, c in cells]
-        self._publish_mem(op, "tmem", cta, addrs, 4, traced=traced)
+            addrs = np.fromiter(((int(l) << 16) | int(c) for l, c in cells), dtype=np.int64, count=len(cells))
+        starts, ncols = tmem_runs(addrs)
+        self._publish_mem(op, "tmem", cta, starts, 4 * ncols, traced=traced)
 
 
 class SyncPort(AgentPort):
@@ -300,4 +321,4 @@ class SyncPort(AgentPort):
         self.completing = None
 
 
-__all__ = ["AgentPort", "SyncPort", "byte_runs"]
+__all__ = ["AgentPort", "SyncPort", "byte_runs", "tmem_runs"]

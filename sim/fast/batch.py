@@ -19,7 +19,7 @@ import numpy as np
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
 from .. import memory as M
-from ..context import group_read_global, group_read_shared, group_write_global, group_write_shared
+from ..context import group_read_global, group_read_stacked, group_write_global, group_write_stacked
 from ..ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtype
 
 WARP = 32
@@ -39,8 +39,8 @@ BATCHABLE = frozenset({
     # floating point (§9.7.3, §9.7.4)
     "add:float", "sub:float", "mul:float", "fma", "mad:float", "div:float", "rcp", "sqrt", "rsqrt", "sin", "cos",
     "lg2", "ex2", "tanh", "abs:float", "neg:float", "min:float", "max:float", "copysign", "testp",
-    # data movement (§9.7.9.1 mov, §9.7.9.8 ld, §9.7.9.9 ldu)
-    "mov", "ld", "ldu",
+    # data movement (§9.7.9.1 mov, §9.7.9.8 ld, §9.7.9.9 ldu, §9.7.9.19 cvta)
+    "mov", "ld", "ldu", "cvta",
 })
 
 #: families that read memory: held back only while no observer selects 'mem'
@@ -173,6 +173,10 @@ class BatchCtx:
                 r[idx] = rows.reshape(k, WARP)
 
     # ------------------------------------------------------------------------------------------ memory
+    def _mbarriers(self) -> bool:
+        """A CTA of the group holds an mbarrier (the reference checks stores over live barriers)."""
+        return any(w.cta.mbarriers for w in self.warps)
+
     def address(self, op: ir.Address, addr_type: str = "u64") -> np.ndarray:
         base = op.base
         if base is None:
@@ -218,7 +222,7 @@ class BatchCtx:
                 raise Fallback("foreign rank")
             if (offs < t.smem_base).any() or (offs + nbytes > t.smem_end).any():
                 raise Fallback("out of bounds")
-            out[lanes] = group_read_shared(t.smems, cta_of, offs, nbytes)
+            out[lanes] = group_read_stacked(t.smem_stack, cta_of, offs, nbytes)
             return out
         if space == "global" or (space in ("generic", "") and self.tier.all_global(a)):
             try:
@@ -261,9 +265,9 @@ class BatchCtx:
                 raise Fallback("foreign rank")
             if (offs < t.smem_base).any() or (offs + nbytes > t.smem_end).any():
                 raise Fallback("out of bounds")
-            if any(w.cta.mbarriers for w in self.warps):
+            if self._mbarriers():
                 raise Fallback("mbarriers")         # (the reference checks stores over live barriers)
-            group_write_shared(t.smems, cta_of, offs, rows)
+            group_write_stacked(t.smem_stack, cta_of, offs, rows)
             return
         if space == "global":
             try:

@@ -15,6 +15,7 @@ docstring gives the argument).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 import simpy
@@ -76,6 +77,72 @@ class _Gang(simpy.events.Event):
         self.popped = False
 
 
+class RowRegs(Mapping):
+    """A warp's registers as rows ``i`` of the fast tier's flat ``(warps, 32)`` arrays (``flat``: register name ->
+    array, replaced when the arrays grow; each access looks the row up, so nothing keeps a stale one).  Assigning a
+    register copies the lanes into its row."""
+
+    __slots__ = ("flat", "i")
+
+    def __init__(self, flat: dict, i: int):
+        self.flat = flat
+        self.i = i
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.flat[name][self.i]
+
+    def __setitem__(self, name: str, value) -> None:
+        self.flat[name][self.i] = value
+
+    def __contains__(self, name) -> bool:
+        return name in self.flat
+
+    def __iter__(self):
+        return iter(self.flat)
+
+    def __len__(self) -> int:
+        return len(self.flat)
+
+
+_UNBUILT = object()
+#: what a warp's generator yields once, before its first instruction (FastTier.add_warps primes it)
+_PRIMED = object()
+
+
+class _Generated:
+    """Per PC: the generated group code (tcsim.fast.codegen) a superstep runs for a SEM or STORE step, or None
+    (the semantics run over the group context); built at the PC's first use (``TCSIM_FAST_NOGEN=1``: none)."""
+
+    __slots__ = ("tier", "steps", "ops", "info", "dtypes", "off")
+
+    def __init__(self, tier, steps: list):
+        from ..semantics import DecodeInfo
+        prog = tier.sim.program
+        self.tier = tier
+        self.steps = steps
+        self.ops = [_UNBUILT] * tier.nbody
+        self.info = DecodeInfo(prog.module, prog.kernel, prog.module.arch or "sm_100a", frozenset(), 0)
+        self.dtypes = {name: a.dtype for name, a in tier.flat.items()}
+        self.off = bool(os.environ.get("TCSIM_FAST_NOGEN"))
+
+    def __getitem__(self, pc: int):
+        op = self.ops[pc]
+        if op is _UNBUILT:
+            op = self.ops[pc] = self._build(pc)
+        return op
+
+    def _build(self, pc: int):
+        from .codegen import native_mem, native_op
+        from .lockstep import SEM, STORE
+        kind = self.steps[pc]
+        if self.off or kind not in (SEM, STORE):
+            return None
+        ins = self.tier.sim.program.body[pc]
+        if kind == SEM:
+            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes, self.tier)
+        return native_mem(ins, self.info, self.dtypes, self.tier)
+
+
 class FastTier:
     def __init__(self, sim):
         self.sim = sim
@@ -98,6 +165,17 @@ class FastTier:
         self.pending: dict = {}
         self.npending = 0
         self._seq = 0
+        #: per PC: the step kind a lockstep superstep runs it as (tcsim.fast.lockstep), None: not in supersteps;
+        #: computed at the first gang (it needs the register file's guard check)
+        self.steps = None
+        self.bar_index: dict = {}
+        #: per PC: the straight run of generated code from it (tcsim.fast.lockstep._region), built on first use
+        self.regions: dict = {}
+        #: supersteps run, and the cycles they covered (statistics)
+        self.supersteps = 0
+        self.superstep_cycles = 0
+        self.super_ok = self.bulk_ok and sim.max_instructions is None and \
+            not os.environ.get("TCSIM_FAST_NOSUPER")
         self.groups = 0                  # groups executed together (statistics)
         self.grouped = 0                 # warp-instructions they held
         self.failovers = 0               # warp-instructions run warp by warp at a flush
@@ -113,10 +191,12 @@ class FastTier:
         self.nwarps = 0
         self.cap = 0
         self.smems: list = []
+        #: the CTAs' shared windows as rows of a few arrays (tcsim.memory.StackedWindows; row = cta_pos)
+        self.smem_stack = None
         self.cta_pos: dict = {}
         self.cta_rank = np.zeros(0, np.int64)
         self.cta_index = np.zeros(0, np.int64)
-        self.guard_ok = [False] * self.nbody
+        self.guard_ok = None
         if not self.enabled:
             return
         for pc, ins in enumerate(prog.body):
@@ -150,56 +230,89 @@ class FastTier:
             self._layout(new)
         for w in new:
             w.fast_gen = self.warp_process(w)
+            if sim._priority.get(w) is None:
+                next(w.fast_gen)                    # (to its _PRIMED yield: no instruction runs, see warp_process)
         if new:
-            self._push(list(new), sim.env.now, URGENT)
+            # the start events, after the ones queued just before for the same cycle (the CTAs of clusters started
+            # together: one gang, as their processes' initialisations come back to back in the reference)
+            g = self._last
+            if g is not None and self.merge and not g.popped and self._eid.n == self._last_n and \
+                    g.key[0] == sim.env.now and g.key[1] == URGENT:
+                g.members.extend(new)
+            else:
+                self._push(list(new), sim.env.now, URGENT)
+
+    def regfile(self, i: int):
+        """The register file of warp number ``i`` (creation order) when the tier lays registers out: rows of the
+        flat arrays (:class:`RowRegs`), else None (the warp makes its own)."""
+        if not self.enabled:
+            return None
+        if self.flat is None:
+            from ..callstack import make_regfile
+            tmpl = make_regfile(self.sim.program.kernel.regs)       # (one warp's: names, order and dtypes)
+            self._dtypes = {name: a.dtype for name, a in tmpl.items()}
+            self.flat = {name: np.zeros((0, WARP), dtype=dt) for name, dt in self._dtypes.items()}
+        self._grow(i + 1)
+        return RowRegs(self.flat, i)
+
+    def _grow(self, n: int) -> None:
+        """Room for ``n`` warps in the flat arrays (registers, PCs, live lanes): when they are full they double;
+        the laid-out warps' PCs and live lanes are pointed at the new rows (register rows are looked up at each
+        access, :class:`RowRegs`)."""
+        if n <= self.cap:
+            return
+        sim = self.sim
+        if not self.cap:
+            per = sim.cluster_dims[0] * sim.cluster_dims[1] * sim.cluster_dims[2]
+            total = sim.grid[0] * sim.grid[1] * sim.grid[2]
+            first = min(total, sim.resident_clusters * per) * sim._nwarps
+        else:
+            first = 0
+        cap = max(n, 2 * self.cap, first)
+        for name, old in self.flat.items():
+            a = np.zeros((cap, WARP), dtype=old.dtype)
+            a[:len(old)] = old
+            self.flat[name] = a
+        pcs = np.zeros((cap, WARP), dtype=np.int64)
+        alive = np.zeros((cap, WARP), dtype=bool)
+        old = sim.warps[:self.nwarps]
+        if old:
+            pcs[:len(old)] = self.pcs[:len(old)]
+            alive[:len(old)] = self.alive[:len(old)]
+            for w, p, a in zip(old, pcs, alive):
+                w.pc = p
+                w.alive = a
+        self.pcs, self.alive = pcs, alive
+        self.cap = cap
 
     def _layout(self, new: list) -> None:
-        """Registers, PCs and live lanes of the warps ``new`` become rows of the flat arrays (one per register
-        name: a lockstep group's operand is one gather); when they are full, the arrays double and every warp's
-        entries are pointed at the new rows (nothing keeps a register array across instructions)."""
+        """PCs and live lanes of the warps ``new`` become rows of the flat arrays (their registers already are:
+        :meth:`regfile`), and their CTAs' shared windows rows of the stacked windows."""
         sim = self.sim
-        warps = sim.warps
-        first = self.flat is None
-        if first:
-            self.flat = {name: None for name in new[0].regs}
+        if self.guard_ok is None:
             from tcsim.isa import ir
             body = sim.program.body
             self.guard_ok = [ins.guard is None or (isinstance(ins.guard[0], ir.Reg) and ins.guard[0].name in
-                                                   self.flat and new[0].regs[ins.guard[0].name].dtype == np.bool_)
+                                                   self.flat and self.flat[ins.guard[0].name].dtype == np.bool_)
                              for ins in body]
-        if self.nwarps > self.cap:
-            cap = max(self.nwarps, 2 * self.cap)
-            old = warps[:self.nwarps - len(new)]
-            for name in self.flat:
-                a = np.zeros((cap, WARP), dtype=new[0].regs[name].dtype)
-                if old:
-                    a[:len(old)] = self.flat[name][:len(old)]
-                    for w, row in zip(old, a):
-                        w.regs[name] = row
-                self.flat[name] = a
-            pcs = np.zeros((cap, WARP), dtype=np.int64)
-            alive = np.zeros((cap, WARP), dtype=bool)
-            if old:
-                pcs[:len(old)] = self.pcs[:len(old)]
-                alive[:len(old)] = self.alive[:len(old)]
-                for w, p, a in zip(old, pcs, alive):
-                    w.pc = p
-                    w.alive = a
-            self.pcs, self.alive = pcs, alive
-            self.cap = cap
+        self._grow(self.nwarps)
         for w in new:
             i = w.fast_index
-            for name, a in self.flat.items():
-                a[i] = w.regs[name]
-                w.regs[name] = a[i]
+            if not isinstance(w.regs, RowRegs) or w.regs.i != i:
+                raise AssertionError(f"{w.label}: register file not laid out by the fast tier")
             self.pcs[i] = w.pc
             w.pc = self.pcs[i]
             self.alive[i] = w.alive
             w.alive = self.alive[i]
         # the CTAs' shared memories, by index (a group's lanes name theirs: cta_index)
+        if self.smem_stack is None:
+            from ..memory import StackedWindows
+            per = sim.cluster_dims[0] * sim.cluster_dims[1] * sim.cluster_dims[2]
+            total = sim.grid[0] * sim.grid[1] * sim.grid[2]
+            self.smem_stack = StackedWindows(min(total, sim.resident_clusters * per))
         for w in new:
             if id(w.cta) not in self.cta_pos:
-                self.cta_pos[id(w.cta)] = len(self.smems)
+                self.cta_pos[id(w.cta)] = self.smem_stack.adopt(w.cta.smem)
                 self.smems.append(w.cta.smem)
         ranks = {self.cta_pos[id(w.cta)]: w.cta.rank for w in new}
         if len(self.cta_rank) < len(self.smems):
@@ -335,12 +448,48 @@ class FastTier:
             self._tick(w, y)
             return
 
+    def _lockstep_steps(self) -> list:
+        """Per PC, how a superstep runs the instruction (tcsim.fast.lockstep): SEM (a recorded kind: its semantics
+        over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
+        barrier, no thread count), or None (never in a superstep)."""
+        from tcsim.isa import ir
+        from .lockstep import BARRIER, BRANCH, SEM, STORE
+        prog = self.sim.program
+        steps = [None] * self.nbody
+        self.native = _Generated(self, steps)
+        for pc, ins in enumerate(prog.body[:self.nbody]):
+            if not self.guard_ok[pc]:
+                continue
+            if self.groupable[pc] is not None:
+                steps[pc] = SEM
+            elif pc in self.branch:
+                steps[pc] = BRANCH
+            elif pc in self.store:
+                steps[pc] = STORE
+            elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
+                from tcsim.isa.barrier_forms import parse_bar
+                try:
+                    f = parse_bar(ins)
+                except TcsimError:
+                    continue
+                if f.op == "sync" and f.b is None and f.dst is None and f.c is None and isinstance(f.a, ir.Imm) \
+                        and f.a.kind == "int" and 0 <= int(f.a.value) < 16:
+                    steps[pc] = BARRIER
+                    self.bar_index[pc] = (int(f.a.value), bool(f.aligned))
+        return steps
+
     def _run_gang(self, gang) -> None:
         gang.popped = True
         members = gang.members
         key = gang.key
         q = self.sim.env._queue
         n = len(members)
+        if self.super_ok and (key[1] == NORMAL or key[1] == URGENT) and self.merge:
+            if self.steps is None:
+                self.steps = self._lockstep_steps()
+            from .lockstep import superstep
+            if superstep(self, members):
+                return
         bulk = self.bulk_ok and n > 1 and key[1] == NORMAL and self.merge
         i = 0
         while i < n:
@@ -584,6 +733,15 @@ class FastTier:
         warp.fast_prio = NORMAL if prio is None else prio
         if prio is not None:
             yield 0
+        else:
+            # primed (add_warps runs the generator to here, before any instruction): a uniform warp stands at its
+            # top at PC 0, and the start gang may run it in a lockstep superstep before it resumes here
+            if tier.enabled and owner is None and warp.alive.any() and not warp.waiting.any() and \
+                    not warp.parked.any() and not warp.pc[warp.alive].any():
+                warp.fast_upc = 0
+                warp.fast_at_top = True
+            yield _PRIMED
+            warp.fast_at_top = False
         while True:
             if warp.fast_pending:
                 tier.flush()
@@ -703,6 +861,13 @@ class FastTier:
                     return
                 if len(warp.waits) > nwaits:
                     tm.label_waits(ctx, pc, warp.waits[nwaits:], pre)
+                # uniform again when every live lane stands at one PC with nothing waiting, parked or in focus
+                al = warp.alive
+                if warp.focus is None and not warp.waits and not (warp.waiting & al).any() and \
+                        not warp.parked.any():
+                    p = pcs[al]
+                    if p.size and (p == p[0]).all():
+                        warp.fast_upc = int(p[0])
             gap, done = issued(ctx, pc, pre, now)
             # (a uniform warp has no lanes outside its group: the spin check cannot fire)
             if not uniform and warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \

@@ -388,9 +388,35 @@ def cvt(dst, src, bits, rnd=None, ftz=False, sat=False, relu=False, satfinite=Fa
     return _float_to_float(dst, src, u, rnd, ftz, sat, relu, satfinite)
 
 
-def _elem(dst_elem, v, rnd, relu, satfinite):
-    """Encode float64 values into one element format with cvt's relu/satfinite semantics."""
-    out = encode(dst_elem, v, rnd, satfinite).astype(np.uint64)
+def _half_from_f32(dst_elem, v, rnd):
+    """``encode(dst_elem, v, rnd)`` for f16 / bf16 with .rn / .rz, when every element of ``v`` (float64) is an
+    f32 value: numpy's float32 -> float16 cast (IEEE round to nearest even, subnormals kept, overflow to Inf) or
+    bf16's round-to-nearest-even on the f32 bits; .rz steps a result whose magnitude exceeds |v| one code toward
+    zero (the correctly rounded .rn result is either the truncation or the next code up); NaN -> the canonical
+    NaN.  Bit for bit ``encode`` (tests/numerics/test_convert_fast.py)."""
+    f32 = v.astype(np.float32)
+    if dst_elem == "f16":
+        with np.errstate(over="ignore"):
+            h = f32.astype(np.float16)
+        bits = h.view(np.uint16).astype(np.uint64)
+        back = h.astype(np.float64)
+    else:
+        u = f32.view(np.uint32).astype(np.uint64)
+        bits = ((u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)) \
+            & np.uint64(0xFFFF)
+        back = (bits << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    if rnd == "rz":
+        bits = np.where(np.abs(back) > np.abs(v), bits - np.uint64(1), bits)
+    return np.where(np.isnan(v), np.uint64(_CANON_NAN[dst_elem]), bits)
+
+
+def _elem(dst_elem, v, rnd, relu, satfinite, from_f32=False):
+    """Encode float64 values into one element format with cvt's relu/satfinite semantics (``from_f32``: every
+    value is an f32 value, which allows the f16 / bf16 fast path)."""
+    if from_f32 and dst_elem in ("f16", "bf16") and rnd in ("rn", "rz") and not satfinite:
+        out = _half_from_f32(dst_elem, v, rnd)
+    else:
+        out = encode(dst_elem, v, rnd, satfinite).astype(np.uint64)
     if relu:
         f = FORMATS[dst_elem]
         if f.signed:
@@ -482,7 +508,13 @@ def cvt_pair(dst_packed, a_bits, b_bits, rnd=None, relu=False, satfinite=False):
             raise _err(".relu not allowed", dst_packed, "f32")
     else:
         raise _err("no two-source f32 form", dst_packed, "f32")
-    a = decode("f32", _src_bits("f32", a_bits))
-    b = decode("f32", _src_bits("f32", b_bits))
+    if dst_packed in ("f16x2", "bf16x2") and not satfinite:
+        # f32 values straight from their bits (a float32 view widened to float64 is the exact value: what
+        # decode('f32') computes, NaN payloads aside, which _half_from_f32 replaces by the canonical NaN)
+        a = _src_bits("f32", a_bits).astype(np.uint32).view(np.float32).astype(np.float64)
+        b = _src_bits("f32", b_bits).astype(np.uint32).view(np.float32).astype(np.float64)
+    else:
+        a = decode("f32", _src_bits("f32", a_bits))
+        b = decode("f32", _src_bits("f32", b_bits))
     a, b = np.broadcast_arrays(a, b)
-    return _pack2(dst_packed, _elem(e, a, rnd, relu, satfinite), _elem(e, b, rnd, relu, satfinite))
+    return _pack2(dst_packed, _elem(e, a, rnd, relu, satfinite, True), _elem(e, b, rnd, relu, satfinite, True))

@@ -777,3 +777,253 @@ def mma_float_codes(a, b, c, fa, fb, block, F, zero_exp, has_floor, floor, man, 
     Rs, Re, Rg, Rn, Ri = decode_codes(b, fb[0], fb[1], fb[2], fb[3], fb[4] != 0, fb[5])
     return fused_float_rows(Ls, Le, Lg, Ln, Li, Rs, Re, Rg, Rn, Ri, c, block, fa[0] + fb[0], F, zero_exp,
                             has_floor, floor, man, exp_bits, bias, width, rne, p_frac, overflow_to_inf, nan_code)
+
+
+# ================================================================================================ mma_float in float64
+@njit(cache=True)
+def _f64_operand(sig, exp, sign, man):
+    """Exact float64 values (sig * 2**(exp - man), signed) and float64 exponents of decoded codes (NaN / Inf have
+    sig 0: value 0, step 1 decides them)."""
+    flat_s = sig.ravel()
+    flat_e = exp.ravel()
+    flat_n = sign.ravel()
+    n = flat_s.shape[0]
+    val = np.empty(n, np.float64)
+    ef = np.empty(n, np.float64)
+    for q in range(n):
+        v = math.ldexp(np.float64(flat_s[q]), flat_e[q] - man)
+        val[q] = -v if flat_n[q] else v
+        ef[q] = np.float64(flat_e[q])
+    return val.reshape(sig.shape), ef.reshape(sig.shape)
+
+
+@njit(cache=True)
+def fused_float_rows_f64(Ls, Le, Lg, Lnan, Linf, Rs, Re, Rg, Rnan, Rinf, c, block, frac, F, zero_exp,
+                         has_floor, floor, man, exp_bits, bias, width, rne, p_frac, overflow_to_inf, nan_code,
+                         man_a, man_b):
+    """:func:`fused_float_rows` with each product's truncating alignment done in float64, where the caller has
+    checked that it is exact (``tensor_core._compiled_codes``: both significands of at most 26 bits, so a product is
+    an exact float64, and every aligned term and block sum below 2**53).
+
+    A product's aligned term ``(sig << sh) >> -sh`` (sh = F + te - E - frac, te = le + re) is
+    ``trunc(|a * b| * 2**(F - E))``: a * b is exact, the power-of-two scaling is exact (or underflows below 1,
+    where the shift gives 0 too) and trunc of a non-negative value is the shift's floor; the sign is the product's,
+    so ``trunc(a * b * 2**(F - E))`` is the signed term, and the block's sum of integers below 2**53 is exact.  C's
+    term, E, the single rounding and step 1 are :func:`fused_float_rows`' own.  Bit for bit that kernel
+    (tests/numerics/test_jit.py)."""
+    M, K = Lg.shape
+    N = Rg.shape[1]
+    Lv, Lef = _f64_operand(Lg, Le, Ls, man_a)
+    Rv, Ref = _f64_operand(Rg, Re, Rs, man_b)
+    out = np.empty((M, N), np.int64)
+    inf_code = ((np.int64(1) << exp_bits) - 1) << (width - 1 - exp_bits)
+    nb = (K + block - 1) // block
+    r_special = np.zeros(nb, np.bool_)
+    for k in range(K):
+        for j in range(N):
+            if Rnan[k, j] or Rinf[k, j]:
+                r_special[k // block] = True
+    zf = np.float64(zero_exp)
+    dropped = np.float64(_DROPPED)
+    E = np.empty(N, np.float64)
+    S = np.empty(N, np.float64)
+    T = np.empty(N, np.float64)
+    cur = np.empty(N, np.int64)
+    Cs = np.empty(N, np.bool_)
+    Ce = np.empty(N, np.int64)
+    Cg = np.empty(N, np.int64)
+    Cn = np.empty(N, np.bool_)
+    Ci = np.empty(N, np.bool_)
+    for i in range(M):
+        for j in range(N):
+            cur[j] = c[i, j]
+        for b in range(nb):
+            k0 = b * block
+            k1 = min(k0 + block, K)
+            for j in range(N):
+                s, e, g, n_, f_ = _decode_acc(cur[j], man, exp_bits, bias)
+                Cs[j] = s
+                Cg[j] = g
+                Cn[j] = n_
+                Ci[j] = f_
+                ce = zero_exp if g == 0 else e
+                Ce[j] = ce
+                E[j] = np.float64(ce if ce > _DROPPED else _DROPPED)
+            for k in range(k0, k1):
+                lv = Lv[i, k]
+                le = Lef[i, k]
+                for j in range(N):
+                    te = le + Ref[k, j] if lv * Rv[k, j] != 0.0 else zf
+                    E[j] = te if te > E[j] else E[j]
+            if has_floor:
+                fl = np.float64(floor)
+                for j in range(N):
+                    E[j] = fl if fl > E[j] else E[j]
+            for j in range(N):
+                sh = F - np.int64(E[j])
+                # E at _DROPPED (or so low that 2**sh overflows): every term is zero
+                S[j] = math.ldexp(1.0, sh) if (E[j] > dropped and sh < 1000) else 0.0
+                T[j] = 0.0
+            for k in range(k0, k1):
+                lv = Lv[i, k]
+                for j in range(N):
+                    T[j] += np.trunc(lv * Rv[k, j] * S[j])
+            l_special = False
+            for k in range(k0, k1):
+                if Lnan[i, k] or Linf[i, k]:
+                    l_special = True
+            for j in range(N):
+                Ej = np.int64(E[j])
+                ca = _align(Cg[j], Ce[j], man, Ej, F)
+                t = np.int64(T[j]) + (-ca if Cs[j] else ca)
+                bits = _round_pack(t, Ej - F, man, 1 - bias, bias, exp_bits, width, rne, p_frac,
+                                   overflow_to_inf)
+                pnan = False
+                pos = Ci[j] and not Cs[j]
+                negi = Ci[j] and Cs[j]
+                if l_special or r_special[b]:
+                    for k in range(k0, k1):
+                        ln, li = Lnan[i, k], Linf[i, k]
+                        rn, ri = Rnan[k, j], Rinf[k, j]
+                        lz = Lg[i, k] == 0 and not ln and not li
+                        rz = Rg[k, j] == 0 and not rn and not ri
+                        pn = ln or rn or (li and rz) or (lz and ri)
+                        if pn:
+                            pnan = True
+                        elif li or ri:
+                            if Ls[i, k] != Rs[k, j]:
+                                negi = True
+                            else:
+                                pos = True
+                nan = pnan or Cn[j] or (pos and negi)
+                if nan:
+                    bits = nan_code
+                elif pos or negi:
+                    bits = inf_code | (np.int64(1) << (width - 1)) if negi else inf_code
+                cur[j] = bits
+        for j in range(N):
+            out[i, j] = cur[j]
+    return out
+
+
+@njit(cache=True)
+def mma_float_codes_f64(a, b, c, fa, fb, block, F, zero_exp, has_floor, floor, man, exp_bits, bias, width, rne,
+                        p_frac, overflow_to_inf, nan_code):
+    """:func:`mma_float_codes` through :func:`fused_float_rows_f64` (the caller checked its exactness bounds)."""
+    Ls, Le, Lg, Ln, Li = decode_codes(a, fa[0], fa[1], fa[2], fa[3], fa[4] != 0, fa[5])
+    Rs, Re, Rg, Rn, Ri = decode_codes(b, fb[0], fb[1], fb[2], fb[3], fb[4] != 0, fb[5])
+    return fused_float_rows_f64(Ls, Le, Lg, Ln, Li, Rs, Re, Rg, Rn, Ri, c, block, fa[0] + fb[0], F, zero_exp,
+                                has_floor, floor, man, exp_bits, bias, width, rne, p_frac, overflow_to_inf, nan_code,
+                                fa[0], fb[0])
+
+
+# ================================================================================================ codes -> group kinds
+@njit(cache=True)
+def _bits_of_max(x):
+    """tensor_core._bits_of_max: bit length of the largest element (0 for none or all <= 0)."""
+    m = np.int64(0)
+    for v in x.ravel():
+        if v > m:
+            m = v
+    return _bitlen(m)
+
+
+@njit(cache=True)
+def mma_group_codes(a, b, c, sfa, sfb, fa, fb, fs, scale_block, G, block, F, zero_exp, live_products, has_floor,
+                    floor, man, exp_bits, bias, width, p_frac, overflow_to_inf, nan_code, ea, eb):
+    """tensor_core._mma_block_scaled for the group kinds (kind::mxf4 / mxf4nvf4) from the raw codes, in one call:
+    decode A (M, K), B (K, N) and the scale factors SFA (M, K / scale_block), SFB (K / scale_block, N) (fa / fb /
+    fs: the format tuples of tensor_core._code_params), scale each element by its block's factor for step 1
+    (tensor_core._scaled), build the exact products' factors on the common grid and the per-group scales
+    (tensor_core._compiled_group) and run :func:`fused_group_rows`.  ``ea`` / ``eb``: emin of A's / B's format.
+
+    Returns (ok, D codes): ok False where _compiled_group would decline (int32 / int64 headroom not guaranteed by
+    the data), and the caller then takes the numpy path, which decides as the reference does."""
+    M, K = a.shape
+    N = b.shape[1]
+    As, Ae, Ag, An, Ai = decode_codes(a, fa[0], fa[1], fa[2], fa[3], fa[4] != 0, fa[5])
+    Bs, Be, Bg, Bn, Bi = decode_codes(b, fb[0], fb[1], fb[2], fb[3], fb[4] != 0, fb[5])
+    SAs, SAe, SAg, SAn, SAi = decode_codes(sfa, fs[0], fs[1], fs[2], fs[3], fs[4] != 0, fs[5])
+    SBs, SBe, SBg, SBn, SBi = decode_codes(sfb, fs[0], fs[1], fs[2], fs[3], fs[4] != 0, fs[5])
+    empty = np.zeros((M, N), np.int64)
+    # ---- step 1's operands: each element times its scale (tensor_core._scaled)
+    ALg = np.empty((M, K), np.int64)
+    ALn = np.empty((M, K), np.bool_)
+    ALi = np.empty((M, K), np.bool_)
+    for i in range(M):
+        for k in range(K):
+            q = k // scale_block
+            s_zero = SAg[i, q] == 0 and not SAn[i, q]
+            nan = An[i, k] or SAn[i, q] or (Ai[i, k] and s_zero)
+            inf = Ai[i, k] and not nan
+            ALn[i, k] = nan
+            ALi[i, k] = inf
+            ALg[i, k] = 0 if (nan or inf) else Ag[i, k] * SAg[i, q]
+    BRg = np.empty((K, N), np.int64)
+    BRn = np.empty((K, N), np.bool_)
+    BRi = np.empty((K, N), np.bool_)
+    for k in range(K):
+        q = k // scale_block
+        for j in range(N):
+            s_zero = SBg[q, j] == 0 and not SBn[q, j]
+            nan = Bn[k, j] or SBn[q, j] or (Bi[k, j] and s_zero)
+            inf = Bi[k, j] and not nan
+            BRn[k, j] = nan
+            BRi[k, j] = inf
+            BRg[k, j] = 0 if (nan or inf) else Bg[k, j] * SBg[q, j]
+    # ---- the exact products' factors on the common grid (tensor_core._compiled_group)
+    max_sha = np.int64(0)
+    for x in Ae.ravel():
+        if x - ea > max_sha:
+            max_sha = x - ea
+    max_shb = np.int64(0)
+    for x in Be.ravel():
+        if x - eb > max_shb:
+            max_shb = x - eb
+    if _bits_of_max(Ag) + max_sha > 30 or _bits_of_max(Bg) + max_shb > 30:
+        return False, empty
+    a_int = np.empty((M, K), np.int32)
+    ma = np.int64(0)                            # the largest magnitude (gs_bits counts them unsigned)
+    for i in range(M):
+        for k in range(K):
+            v = Ag[i, k] << (Ae[i, k] - ea)
+            if v > ma:
+                ma = v
+            a_int[i, k] = -v if As[i, k] else v
+    b_int = np.empty((K, N), np.int32)
+    mb = np.int64(0)
+    for k in range(K):
+        for j in range(N):
+            v = Bg[k, j] << (Be[k, j] - eb)
+            if v > mb:
+                mb = v
+            b_int[k, j] = -v if Bs[k, j] else v
+    ng = K // G
+    sa_sig = np.empty((M, ng), np.int64)
+    sa_exp = np.empty((M, ng), np.int64)
+    for i in range(M):
+        for g in range(ng):
+            q = (g * G) // scale_block
+            sa_sig[i, g] = SAg[i, q]
+            sa_exp[i, g] = SAe[i, q]
+    sb_sig = np.empty((ng, N), np.int64)
+    sb_exp = np.empty((ng, N), np.int64)
+    for g in range(ng):
+        q = (g * G) // scale_block
+        for j in range(N):
+            sb_sig[g, j] = SBg[q, j]
+            sb_exp[g, j] = SBe[q, j]
+    frac = fa[0] + fb[0] - (ea + eb) + 2 * fs[0]
+    gs_bits = _bitlen(ma) + _bitlen(mb) + _bitlen(np.int64(G))
+    if gs_bits > 31:
+        return False, empty
+    kk = gs_bits + _bits_of_max(sa_sig) + _bits_of_max(sb_sig) - frac
+    if kk < 1:
+        kk = 1
+    n_terms = min(block, K) // G
+    if F + kk + _bitlen(np.int64(n_terms)) > 62:
+        return False, empty
+    out = fused_group_rows(a_int, b_int, sa_sig, sa_exp, sb_sig, sb_exp, As, ALg, ALn, ALi, Bs, BRg, BRn, BRi, c,
+                           G, block, frac, F, zero_exp, live_products, has_floor, floor, man, exp_bits, bias, width,
+                           p_frac, overflow_to_inf, nan_code)
+    return True, out

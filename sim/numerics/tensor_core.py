@@ -542,9 +542,17 @@ def _compiled_codes(kern, a, b, c, a_fmt, b_fmt, acc_fmt, params, block=None):
         return None
     (zero_exp, has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code) = \
         _acc_geometry(acc_fmt, params)
-    out = kern.mma_float_codes(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
-                               has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
+    fn = kern.mma_float_codes_f64 if _f64_exact(pa[1], pb[1], params.frac_bits, n) else kern.mma_float_codes
+    out = fn(pa[0], pb[0], _i64(c), pa[1], pb[1], int(block), params.frac_bits, zero_exp,
+             has_floor, floor, man, exp_bits, bias, width, rne, p_frac, ovf, nan_code)
     return out.astype(_ACC_DTYPE[acc_fmt])
+
+
+def _f64_exact(fa, fb, frac_bits: int, n: int) -> bool:
+    """Whether ``jit_kernels.fused_float_rows_f64`` is exact for these formats (fa / fb: the kernel's format
+    tuples, man bits first): each product of two significands (at most man + 1 bits each) is an exact float64, and
+    every aligned product term (below 2**(frac_bits + 2)) and the sum of ``n`` of them stay below 2**53."""
+    return int(fa[0]) + int(fb[0]) + 2 <= 53 and frac_bits + 2 + int(n).bit_length() <= 52
 
 
 def _chained_blocks(L: Decoded, R: Decoded, c: np.ndarray, acc_fmt: str, params: TensorCoreParams,
@@ -716,6 +724,10 @@ def _mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt, b_fmt, 
     G = params.group
     if G is not None and (scale_block % G or K % G):
         raise ValueError(f"group {G} must divide scale_block {scale_block} and K {K}")
+    if G is not None and kern is not None:
+        out = _compiled_group_codes(kern, a, b, c, sfa, sfb, a_fmt, b_fmt, scale_fmt, scale_block, acc_fmt, params)
+        if out is not None:
+            return out
     A, B = decode(a, a_fmt), decode(b, b_fmt)
     SA, SB = decode(sfa, scale_fmt), decode(sfb, scale_fmt)
     kidx = np.arange(K) // scale_block
@@ -734,6 +746,25 @@ def _mma_block_scaled(a_bits, b_bits, c_bits, sfa_bits, sfb_bits, a_fmt, b_fmt, 
                          _slice(SBk, ks, 0), _slice(AL, ks, 1), _slice(BR, ks, 0), c, acc_fmt,
                          params, base)
     return c
+
+
+def _compiled_group_codes(kern, a, b, c, sfa, sfb, a_fmt, b_fmt, scale_fmt, scale_block, acc_fmt, params):
+    """The group kinds from the raw codes in one compiled call (decode, scaling and :func:`_compiled_group`'s
+    preparation included: ``jit_kernels.mma_group_codes``), or None where the numpy path must decide (codes decode
+    would reject, a custom F, headroom the data does not guarantee)."""
+    if not params.frac_bits <= 62:
+        return None
+    pa, pb = _code_params(a, a_fmt), _code_params(b, b_fmt)
+    psa, psb = _code_params(sfa, scale_fmt), _code_params(sfb, scale_fmt)
+    if pa is None or pb is None or psa is None or psb is None:
+        return None
+    (zero_exp, has_floor, floor, man, exp_bits, bias, width, _rne, p_frac, ovf, nan_code) = \
+        _acc_geometry(acc_fmt, params)
+    ok, out = kern.mma_group_codes(pa[0], pb[0], _i64(c), psa[0], psb[0], pa[1], pb[1], psa[1], int(scale_block),
+                                   int(params.group), int(params.block), params.frac_bits, zero_exp,
+                                   params.group_exp_policy == "products", has_floor, floor, man, exp_bits, bias,
+                                   width, p_frac, ovf, nan_code, lowp_format(a_fmt).emin, lowp_format(b_fmt).emin)
+    return out.astype(_ACC_DTYPE[acc_fmt]) if ok else None
 
 
 def _compiled_group(kern, A, B, SAk, SBk, AL, BR, c, acc_fmt, params, a_fmt, b_fmt):

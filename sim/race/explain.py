@@ -24,6 +24,38 @@ def _short(text: str) -> str:
     return text if len(text) <= 70 else text[:67] + "..."
 
 
+class _Range:
+    """:func:`where` of a conflict's unit range, worded on first use: most pairs the detector meets classify to no
+    finding, and their words would be thrown away."""
+
+    __slots__ = ("key", "lo", "hi", "_text")
+
+    def __init__(self, key, lo, hi):
+        self.key, self.lo, self.hi, self._text = key, lo, hi, None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = where(self.key, self.lo, self.hi)
+        return self._text
+
+    def __format__(self, spec) -> str:
+        return format(str(self), spec)
+
+
+class _Sides:
+    """The two sides of a pair (:meth:`tcsim.race.hb.AccessRec.side`), built on first call (as :class:`_Range`)."""
+
+    __slots__ = ("prev", "cur", "rng", "_sides")
+
+    def __init__(self, prev, cur, rng):
+        self.prev, self.cur, self.rng, self._sides = prev, cur, rng, None
+
+    def __call__(self) -> tuple:
+        if self._sides is None:
+            self._sides = (self.prev.side(self.rng), self.cur.side(self.rng))
+        return self._sides
+
+
 def where(key, lo: int, hi: int, ctas=None) -> str:
     """The unit range [lo, hi] of shadow space ``key`` in words."""
     if key[0] == "tmem":
@@ -65,8 +97,8 @@ def classify(det, c, prev, cur, clock, flags, write, key):
     """The finding (or None) for the earlier access ``prev`` (conflict ``c``) met by ``cur``."""
     pproxy = c.flags & F_PROXY
     cproxy = flags & F_PROXY
-    rng = where(key, c.lo, c.hi)
-    sides = (prev.side(rng), cur.side(rng))
+    rng = _Range(key, c.lo, c.hi)
+    sides = _Sides(prev, cur, rng)
     if key[0] == "tmem":
         return _tmem(det, c, prev, cur, clock, write, rng, sides)
     if c.kind == "w" and not write:
@@ -76,12 +108,12 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                     return _source_overwritten(cur, prev, rng)
                 k, missing, fix = _race_edge(det, prev, cur)
                 return Finding(k, f"{cur.what} (async proxy) read {rng} written by {_at(prev)} with no "
-                                  f"happens-before between them", sides, missing=missing, fix=fix)
+                                  f"happens-before between them", sides(), missing=missing, fix=fix)
             if pproxy == GENERIC and not clock.knows(c.comp, c.val, PA):
                 return Finding(8, f"{_at(cur)} reads {rng} through the async proxy; {_at(prev)} wrote it "
                                   f"through the generic proxy and no fence.proxy.async is ordered between the write "
                                   f"and the read's issue (PTX ISA §8.6, §9.7.13.4): the async proxy may read stale "
-                                  f"data", sides,
+                                  f"data", sides(),
                                missing=f"fence.proxy.async.shared::cta between line {prev.line} "
                                        f"(`{_short(prev.what)}`) and line {cur.line} "
                                        f"(`{_short(cur.what)}` reading the same {c.n} bytes)",
@@ -96,13 +128,13 @@ def classify(det, c, prev, cur, clock, flags, write, key):
             if not c.known:
                 k, missing, fix = _race_edge(det, prev, cur)
                 return Finding(k, f"the tensor map at {rng} used by {_at(cur)} was written by {_at(prev)} with no "
-                                  f"happens-before between them", sides, missing=missing, fix=fix)
+                                  f"happens-before between them", sides(), missing=missing, fix=fix)
             # cur.op: the clocks of the acquire fences on this map that happen-before the use
             if not any(tm.knows(c.comp, c.val) for tm in (cur.op or ())):
                 return Finding(20, f"{_at(cur)} uses the tensor map at {rng} through the tensormap proxy; "
                                    f"{_at(prev)} wrote it through the generic proxy and no "
                                    f"fence.proxy.tensormap::generic.acquire orders the write before the use "
-                                   f"(PTX ISA §9.7.13.4): the TMA unit may use a stale map", sides,
+                                   f"(PTX ISA §9.7.13.4): the TMA unit may use a stale map", sides(),
                                missing=f"fence.proxy.tensormap::generic.acquire.gpu [map], 128 between line "
                                        f"{prev.line} and line {cur.line}",
                                fix=f"after line {prev.line}: fence.proxy.tensormap::generic.release (writer); before "
@@ -114,7 +146,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         k, missing, fix = _race_edge(det, prev, cur)
         return Finding(k, f"data race: {_at(cur)} reads {rng} that {_at(prev)} wrote"
                           + (" through the async proxy" if pproxy == ASYNC else "")
-                          + ", and neither is ordered before the other", sides, missing=missing, fix=fix)
+                          + ", and neither is ordered before the other", sides(), missing=missing, fix=fix)
     if c.kind == "w":          # write after write
         if c.known or ((c.flags & F_ATOMIC) and (flags & F_ATOMIC)):
             return None
@@ -124,7 +156,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         same = k == 21 and prev.line == cur.line and cur.imm
         return Finding(k, f"data race: {_at(cur)} and {_at(prev)} both write {rng} with no happens-before "
                           f"between them" + (" (the same immediate value: every order leaves the same bytes)"
-                                             if same else ""), sides, missing=missing, fix=fix,
+                                             if same else ""), sides(), missing=missing, fix=fix,
                        severity="lint" if same else "error")
     # a write after reads
     if pproxy == ASYNC:
@@ -133,12 +165,12 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         if prev.proxy == "tensormap":
             k, missing, fix = _race_edge(det, prev, cur)
             return Finding(k, f"{_at(cur)} rewrites the tensor map at {rng} that {_at(prev)} may still read",
-                           sides, missing=missing, fix=fix)
+                           sides(), missing=missing, fix=fix)
         return _source_overwritten(prev, cur, rng)
     if cproxy == ASYNC:
         if not c.known:
             return Finding(2, f"{_at(cur)} overwrites {rng} through the async proxy while {_at(prev)} may still "
-                              f"be reading it: the release of the stage is not ordered after that read", sides,
+                              f"be reading it: the release of the stage is not ordered after that read", sides(),
                            missing=_release_missing(det, prev, cur),
                            fix=f"join the reading warps (warp {prev.warp} included) at a named barrier (bar.sync) "
                                f"after their last read (line {prev.line}) before the elected thread releases the "
@@ -158,7 +190,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                               f"generic proxy and released the stage at {_at(rel)} before any instruction used the "
                               f"loaded value, with no fence.proxy.async between: the mbarrier arrive -> wait orders "
                               f"the threads, not the proxies (PTX ISA §8.6), so the load may still be outstanding "
-                              f"when the asynchronous write lands and read the new data", (sides[0], rel.side(rng), sides[1]),
+                              f"when the asynchronous write lands and read the new data", (sides()[0], rel.side(rng), sides()[1]),
                            missing=f"fence.proxy.async.shared::cta between line {prev.line} (`{_short(prev.what)}`) "
                                    f"and line {cur.line} (`{_short(cur.what)}`): in the reading threads before the "
                                    f"mbarrier arrive at line {rel.line}, or in the producer after its wait, before "
@@ -169,7 +201,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         return Finding(9, f"{_at(cur)} writes {rng} through the async proxy; {_at(prev)} read it through the "
                           f"generic proxy, ordered before only by a generic-proxy synchronisation (a barrier or a "
                           f"flag) with no fence.proxy.async between (PTX ISA §8.6): the read may see the async "
-                          f"write", sides,
+                          f"write", sides(),
                        missing=f"fence.proxy.async.shared::cta between line {prev.line} (`{_short(prev.what)}`) and "
                                f"line {cur.line} (`{_short(cur.what)}`)",
                        fix=f"add fence.proxy.async.shared::cta before line {cur.line}, after the synchronisation "
@@ -178,7 +210,7 @@ def classify(det, c, prev, cur, clock, flags, write, key):
         return None
     k, missing, fix = _race_edge(det, prev, cur)
     return Finding(k, f"data race: {_at(cur)} writes {rng} that {_at(prev)} read, and neither is ordered before the "
-                      f"other", sides, missing=missing, fix=fix)
+                      f"other", sides(), missing=missing, fix=fix)
 
 
 def _source_overwritten(read, write, rng) -> Finding:
@@ -231,23 +263,23 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         if c.kind == "r" and write:
             if prev.unit == "warp":
                 return Finding(6, f"{_at(cur)} {'frees' if 'dealloc' in cur.what else 'overwrites'} {rng} while "
-                                  f"the tcgen05.ld of {_at(prev)} has not been waited for", sides,
+                                  f"the tcgen05.ld of {_at(prev)} has not been waited for", sides(),
                                missing=f"tcgen05.wait::ld by the loading warp after line {prev.line}, ordered before "
                                        f"line {cur.line}",
                                fix=f"execute tcgen05.wait::ld after line {prev.line} (then "
                                    f"tcgen05.fence::before_thread_sync and the barrier) before line {cur.line}")
             return Finding(6, f"{_at(cur)} overwrites {rng} that {_at(prev)} reads, before that read's completion "
-                              f"was observed", sides,
+                              f"was observed", sides(),
                            missing=f"tcgen05.commit after line {prev.line} and a wait on its mbarrier phase before "
                                    f"line {cur.line}",
                            fix=f"wait for the tcgen05.commit covering line {prev.line} before line {cur.line}")
         if c.kind == "w" and prev.unit == "tcgen05" and prev.issuer == cur.issuer:
             return Finding(21, f"{_at(cur)} accesses {rng} that the tcgen05.st of {_at(prev)} may not have written "
-                               f"yet", sides, missing=f"tcgen05.wait::st after line {prev.line}, before line "
+                               f"yet", sides(), missing=f"tcgen05.wait::st after line {prev.line}, before line "
                                                       f"{cur.line}",
                            fix=f"tcgen05.wait::st before line {cur.line}")
         k, missing, fix = _race_edge(det, prev, cur)
-        return Finding(k, f"{_at(cur)} and {_at(prev)} access {rng} with no happens-before between them", sides,
+        return Finding(k, f"{_at(cur)} and {_at(prev)} access {rng} with no happens-before between them", sides(),
                        missing=missing, fix=fix)
     if prev.issuer is None or cur.issuer is None or prev.issuer == cur.issuer:
         return None
@@ -260,7 +292,7 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         # the producer fenced explicitly (tcgen05.fence::before_thread_sync) and the consumer did not
         return Finding(7, f"{_at(cur)} is ordered after {_at(prev)} on {rng} only through a thread synchronisation "
                           f"without the tcgen05 fences around it: the tcgen05 operations may still be reordered "
-                          f"across it", sides, missing=missing, fix=fix)
+                          f"across it", sides(), missing=missing, fix=fix)
     if prev.unit != "tensor_pipe" or not clock.knows(c.comp, c.val, MB):
         return None
     # tcgen05.mma -> tcgen05.commit (its implicit ::before_thread_sync) -> mbarrier wait -> this tcgen05 op: the
@@ -311,13 +343,13 @@ def _commit_wait_unfenced(det, relaxed, prev, cur, rng, sides, missing, fix, wha
         return Finding(7, f"{_at(cur)} {what} {rng} that {_at(prev)} produced; it is ordered after it only through "
                           f"a .relaxed mbarrier wait, which orders no memory (PTX ISA §9.7.13.15.16, mbarrier.try_wait), with no "
                           f"tcgen05.fence::after_thread_sync after the wait (§9.7.16.6.4.4): the asynchronous tcgen05 "
-                          f"operation may be performed before the wait", sides, missing=missing, fix=fix)
+                          f"operation may be performed before the wait", sides(), missing=missing, fix=fix)
     if not det.tcgen05_fenced:
         return None
     return Finding(7, f"{_at(cur)} {what} {rng} that {_at(prev)} produced, after an mbarrier wait with no "
                       f"tcgen05.fence::after_thread_sync between them, although this kernel uses that fence "
                       f"elsewhere: the PTX ISA's canonical pattern (§9.7.16.6.4.4) has the fence here; the wait's "
-                      f"acquire orders the operation by the standard memory model (§9.7.16.6.3)", sides,
+                      f"acquire orders the operation by the standard memory model (§9.7.16.6.3)", sides(),
                    missing=missing, fix=fix, severity="lint")
 
 

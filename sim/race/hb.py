@@ -54,7 +54,7 @@ import numpy as np
 from tcsim.findings import Access, lanes_text
 from tcsim.isa import ir
 from .clocks import AQ, MB, MI, PA, TA, TB, VC, Components
-from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, ShadowSpace
+from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, AccessTable, ShadowSpace
 from . import explain
 
 _PROXY = {"generic": GENERIC, "async": ASYNC, "tensormap": TMAP}
@@ -85,7 +85,8 @@ class AccessRec:
         if lanes is not None and not isinstance(lanes, str):
             lanes = _lanes_str(lanes)       # the raw lanes of a memory access, worded only for a finding
         return Access(what=self.what, loc=self.loc, cta=self.cta, warp=self.warp, lanes=lanes,
-                      proxy=self.proxy, unit=self.unit, where=where, cycle=float(self.cycle))
+                      proxy=self.proxy, unit=self.unit, where=None if where is None else str(where),
+                      cycle=float(self.cycle))
 
 
 class WarpState:
@@ -166,6 +167,7 @@ class HappensBefore:
         self.ops: dict = {}
         self.recs: list = []
         self.spaces: dict = {}
+        self.table = AccessTable()       # epoch and flags of each access in self.recs (tcsim.race.shadow)
         self.streams: dict = {}          # unit key -> [component, last sequence number]
         self.pipe_done: dict = {}        # tensor pipe home cta -> clock of its completed ops
         self.bars: dict = {}             # (cta, barrier, generation) -> [clock, waiters, {warp: arrival}]
@@ -233,7 +235,7 @@ class HappensBefore:
     def _space(self, key) -> ShadowSpace:
         s = self.spaces.get(key)
         if s is None:
-            s = self.spaces[key] = ShadowSpace(str(key))
+            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=16)
         return s
 
     def _ins(self, pc):
@@ -331,7 +333,7 @@ class HappensBefore:
         if space == "tmem":
             flags |= F_TCGEN05
             key = ("tmem", tuple(ev.cta))
-            a = np.asarray(ev.addrs, dtype=np.int64)
+            a = np.fromiter(ev.addrs, dtype=np.int64, count=len(ev.addrs))
             base = ((a >> 16) & 0xFFFF) * TMEM_COLS + (a & 0xFFFF)
             ncols = max(1, ev.size // 4)
             units = (base[:, None] + np.arange(ncols, dtype=np.int64)).ravel() if ncols > 1 else base
@@ -341,10 +343,13 @@ class HappensBefore:
                 key = ("smem", None if cl is None else cl.clusterid)
             else:
                 key = ("global",)
-            a = np.asarray(ev.addrs, dtype=np.int64)
+            a = np.fromiter(ev.addrs, dtype=np.int64, count=len(ev.addrs))
             units = (a[:, None] + np.arange(ev.size, dtype=np.int64)).ravel() if ev.size > 1 else a
         info = self._rec(rec)
-        conflicts = self._space(key).access(units, clock.row(VC), comp, val, info, flags, write)
+        # a generic-proxy access of memory meets no hazard in an ordered earlier access (explain.classify): only
+        # the unordered ones come back
+        conflicts = self._space(key).access(units, clock.row(VC), comp, val, info, flags, write,
+                                            only_unknown=proxy == GENERIC and space != "tmem")
         if conflicts:
             self._classify(conflicts, key, rec, clock, flags, write, ws)
 
@@ -410,8 +415,7 @@ class HappensBefore:
             return
         dst = ins.operands[0]
         elems = getattr(dst, "elems", (dst,))
-        rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), "async", "warp", ev.cycle,
-                        ws.key)
+        rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, ev.lanes, "async", "warp", ev.cycle, ws.key)
         rec.op = ev.pc
         rec.space = ws.tld_seq          # this load's sequence number on the warp's tcgen05.ld stream
         for e in elems:
@@ -919,14 +923,15 @@ class HappensBefore:
         lo = M.shared_address(cta.rank, 0)
         hi = M.shared_address(cta.rank + 1, 0)
         row = exit_clock.row(VC)
-        for units, wc, wv, wi, rc, rv, ri in sp.scan(lo, hi):
-            cand = [(wc, wv, wi)] + [(rc[s], rv[s], ri[s]) for s in range(rc.shape[0])]
-            for cc, vv, ii in cand:
-                m = (cc >= 0) & (row[np.maximum(cc, 0)] < vv)
+        tab = self.table
+        for units, ents in sp.scan(lo, hi):
+            for ee in ents:             # the last write, then the read slots
+                cc = tab.comp[ee]
+                m = (cc >= 0) & (row[np.maximum(cc, 0)] < tab.val[ee])
                 if not m.any():
                     continue
-                for i in np.unique(ii[m]):
-                    rec = self.recs[int(i)]
+                for i in np.unique(ee[m]):
+                    rec = self.recs[int(i) - 1]
                     if rec.cta is not None and tuple(rec.cta) != key:
                         self.report(explain.exit_with_remote_access(rec, cta, last, cta.last_exit))
                         return

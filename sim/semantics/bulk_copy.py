@@ -42,7 +42,7 @@ import numpy as np
 
 from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa.async_copy_forms import SECTION_BULK as SECTION, parse_bulk_copy
-from tcsim.isa.errors import MemoryFault, SyncError
+from tcsim.isa.errors import HANG, LAUNCH_FAILED, MISALIGNED_ADDRESS, MemoryFault, SyncError
 from ..findings import Finding, FindingError
 from ..race.protocol import op_act
 from .. import memory as M
@@ -58,8 +58,9 @@ class AlignmentFault(MemoryFault):
     ``outcome`` is what the H100 does: 'trap' (CUDA_ERROR_MISALIGNED_ADDRESS / illegal instruction at the copy) or
     'hang' (a size that is not a multiple of 16: the copy never completes its bytes)."""
 
-    def __init__(self, message: str, *, lane: int, outcome: str = "trap", expected: str | None = None):
-        super().__init__(message, expected=expected)
+    def __init__(self, message: str, *, lane: int, outcome: str = "trap", expected: str | None = None,
+                 gpu_error: str = MISALIGNED_ADDRESS):
+        super().__init__(message, expected=expected, gpu_error=gpu_error if outcome == "trap" else HANG)
         self.lane = int(lane)
         self.outcome = outcome
 
@@ -68,8 +69,9 @@ class MisalignedOperand(FindingError, MemoryFault):
     """The class-18 finding that stopped the run (a :class:`FindingError` that is also a :class:`MemoryFault`, as
     the misaligned access was before findings existed)."""
 
-    def __init__(self, finding, findings=None):
+    def __init__(self, finding, findings=None, gpu_error: str | None = MISALIGNED_ADDRESS):
         super().__init__(finding, findings)
+        self.gpu_error = gpu_error
         self.kind = f"memory fault [class {finding.cls}: {finding.title}]"
         self.args = (self.format(),)
 
@@ -91,8 +93,8 @@ def alignment_findings(run):
             try:
                 ctx.report(f)
             except FindingError as fe:
-                raise MisalignedOperand(fe.finding, fe.findings) from None
-            raise MisalignedOperand(f) from None          # (a lint-free finding always stops: trap / hang)
+                raise MisalignedOperand(fe.finding, fe.findings, gpu_error=e.gpu_error) from None
+            raise MisalignedOperand(f, gpu_error=e.gpu_error) from None          # (a lint-free finding always stops: trap / hang)
 
     checked.__doc__ = run.__doc__
     return checked
@@ -192,8 +194,9 @@ def cta_mask_targets(ctx, mask: int, lane: int) -> list:
                           expected="at least one bit set for a CTA of the cluster")
     ranks = [r for r in range(16) if mask >> r & 1]
     if ranks[-1] >= n:
+        # an H100 ends such a launch with CUDA_ERROR_LAUNCH_FAILED (tests/golden/tma_h100, mcast2_mask_beyond_cluster)
         raise MemoryFault(f"ctaMask 0x{mask:04x} (lane {lane}) selects cluster rank {ranks[-1]}, but the cluster "
-                          f"has {n} CTA(s)", expected=f"bits only for ranks 0..{n - 1}")
+                          f"has {n} CTA(s)", expected=f"bits only for ranks 0..{n - 1}", gpu_error=LAUNCH_FAILED)
     return [ctx.cluster.cta_by_rank(r) for r in ranks]
 
 

@@ -75,12 +75,14 @@ packed sub-byte data types (when the map is read).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tcsim.isa.cache_policy_forms import check_policy_operand
 from tcsim.isa import ir
 from tcsim.isa.bulk_tensor_forms import SECTION, parse_bulk_tensor
-from tcsim.isa.errors import LaunchError, MemoryFault, UnsupportedError, VerifyError
+from tcsim.isa.errors import ILLEGAL_INSTRUCTION, LaunchError, MemoryFault, UnsupportedError, VerifyError
 from tcsim.isa.swizzle import SWIZZLE_SPAN, swizzle
 from tcsim.isa.tensormap import ALIGN as TMAP_ALIGN, SIZE as TMAP_SIZE, TensorMap
 from .. import memory as M
@@ -194,11 +196,18 @@ def read_tensor_maps(ctx, op: ir.Address, lanes) -> dict:
     out = {}
     for lane in lanes:
         try:
-            out[int(lane)] = TensorMap.decode(raw[lane].tobytes())
+            out[int(lane)] = _decoded_map(raw[lane].tobytes())
         except (LaunchError, MemoryFault) as e:
             raise MemoryFault(f"the tensor map at 0x{int(addrs[lane]):x} (lane {lane}) is not valid: {e.message}",
                               expected=e.expected) from None
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _decoded_map(raw: bytes) -> TensorMap:
+    """TensorMap.decode, once per 128-byte map (a kernel issues every copy through the same few maps); the map is
+    shared by the copies that name it and read only.  A map that does not decode raises on every issue."""
+    return TensorMap.decode(raw)
 
 
 def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
@@ -211,7 +220,8 @@ def _check_map(tm: TensorMap, f: dict, what: str, lane: int) -> None:
     if tm.rank != dim:
         raise MemoryFault(f"{what}: the instruction is .{dim}d, but the tensor map (lane {lane}) has rank {tm.rank}: "
                           f"the instruction's dimensionality differs from the map's rank and {ILLEGAL}",
-                          expected=f"a tensor map of rank {dim} for a .{dim}d instruction ({SECTION})")
+                          expected=f"a tensor map of rank {dim} for a .{dim}d instruction ({SECTION})",
+                          gpu_error=ILLEGAL_INSTRUCTION)
     if f["mode"] in rows4.MODES:
         rows4.check_map(tm, f["mode"], what, lane)
 
@@ -235,9 +245,12 @@ def image_offsets(nbytes: int, tm: TensorMap) -> np.ndarray:
     (``boxDim[0] * esize``), each row starts on its own span -- the rest of the span is left untouched, so the
     box occupies rows x span bytes (measured on an H100: tests/golden/tma_h100 swizzle_*_narrow*, rank*_uint16_128B;
     a box that thereby runs past the end of SMEM is an illegal address there)."""
+    return _image_offsets(nbytes, tm.swizzle, tm.box_dims[0] * tm.esize)
+
+
+def _image_offsets(nbytes: int, swz: str, row: int) -> np.ndarray:
     k = np.arange(0, nbytes, 8, dtype=np.int64)
-    span = SWIZZLE_SPAN.get(tm.swizzle) or 0
-    row = tm.box_dims[0] * tm.esize
+    span = SWIZZLE_SPAN.get(swz) or 0
     if row < span:
         k = k // row * span + k % row
     return k
@@ -256,15 +269,28 @@ def _check_box_smem(cta, off: int, tm: TensorMap, what: str, lane: int, nbytes: 
                              lane=lane,
                              expected=f"a shared-memory box address aligned to {need} bytes (PTX ISA §5.5.3.1, "
                                       f"tma.md §3, tests/golden/tma_h100 phase_*_at16)")
-    pieces = swizzle(np.int64(off) + image_offsets(nbytes, tm), tm.swizzle)
+    pieces, lo, hi = _box_pieces_cached(int(off), int(nbytes), tm.swizzle, tm.box_dims[0] * tm.esize)
     if pieces.size:
-        lo, hi = int(pieces.min()), int(pieces.max()) + 8
         if lo < cta.smem.base or hi > cta.smem.end:
             raise MemoryFault(f"{what}: the {nbytes}-byte box image at SMEM offset 0x{off:x} (lane {lane}) "
                               f"extends to 0x{hi:x}, past the end of {cta.smem.name} ({cta.smem.size} bytes at "
                               f"[0x{cta.smem.base:x}, 0x{cta.smem.end:x}))",
                               expected="the whole box inside the CTA's shared memory")
     return pieces
+
+
+def _box_pieces(off: int, nbytes: int, swz: str, row: int):
+    """(swizzled SMEM offsets of the 8-byte pieces of a box image at ``off``, lowest, highest + 8), computed once per
+    (offset, size, swizzle, inner row bytes): the pipelined kernels land their boxes in the same few slots.  The
+    array is read-only (shared)."""
+    pieces = swizzle(np.int64(off) + _image_offsets(nbytes, swz, row), swz)
+    pieces.setflags(write=False)
+    if not pieces.size:
+        return pieces, 0, 0
+    return pieces, int(pieces.min()), int(pieces.max()) + 8
+
+
+_box_pieces_cached = functools.lru_cache(maxsize=512)(_box_pieces)
 
 
 def _check_global(ctx, tm: TensorMap, offs, inb, lane: int, what: str):
@@ -294,7 +320,8 @@ def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
                                  f"{c[0] * tm.esize} bytes into the row, not a multiple of {INNER_COORD_ALIGN}; "
                                  f"{ILLEGAL}", lane=lane,
                                  expected=f"c0 * element size ({tm.esize} B) a multiple of {INNER_COORD_ALIGN} bytes "
-                                       f"(measured on an H100: tests/golden/tma_h100, fault_inner_coord_*)")
+                                       f"(measured on an H100: tests/golden/tma_h100, fault_inner_coord_*)",
+                                 gpu_error=ILLEGAL_INSTRUCTION)
         offs, inb = box_geometry(tm, c, granules=store)
         nbytes = tm.box_bytes()
     else:
@@ -305,7 +332,8 @@ def _plan(f: dict, tm: TensorMap, c: list, what: str, lane: int, store: bool):
             if v < 0:
                 raise MemoryFault(f"{what}: {name} = {v} (lane {lane}) is negative; {ILLEGAL}",
                                   expected="non-negative starting coordinates for the .global.shared::cta direction "
-                                           "(PTX ISA §9.7.9.25.5.1; elements past the high end are dropped instead)")
+                                           "(PTX ISA §9.7.9.25.5.1; elements past the high end are dropped instead)",
+                                  gpu_error=ILLEGAL_INSTRUCTION)
     return offs, inb, nbytes
 
 
@@ -493,7 +521,9 @@ def _make_store(ins, f, tmap_op, src_op, policy_op):
                 ptype = _RED_TYPES[redop].get(tm.dtype)
                 if ptype is None:
                     raise VerifyError(f"{what}: .{redop} is not defined for tensor-map data type {tm.dtype}",
-                                      expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)")
+                                      expected=f"one of {', '.join(_RED_TYPES[redop])} ({SECTION[:-1]}3 table)",
+                                      gpu_error=ILLEGAL_INSTRUCTION)    # ptxas cannot see the map's type: the
+                    # GPU traps at the instruction (tests/golden/tma_h100, reduce_bad_*)
             c = [int(v[lane]) for v in coords]
             offs, inb, nbytes = _plan(f, tm, c, what, lane, store=True)
             s = int(src[lane])

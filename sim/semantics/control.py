@@ -18,12 +18,13 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.control_forms import parse_brx, parse_control, parse_nanosleep, parse_setmaxnreg
-from tcsim.isa.errors import TcsimError, VerifyError
+from tcsim.isa.errors import LAUNCH_FAILED, TcsimError, VerifyError
 from .registry import semantics
 
 
 class TrapError(TcsimError):
     kind = "trap"
+    gpu_error = LAUNCH_FAILED          # measured on an H100 for trap (tests/golden/faults.json)
 
 
 @semantics("bra")
@@ -93,7 +94,7 @@ def decode_brkpt(ins, info):
 
     def run(ctx):
         if ctx.mask.any():
-            raise TrapError("the kernel hit brkpt")
+            raise TrapError("the kernel hit brkpt", gpu_error=None)     # not measured on a GPU
 
     return run
 

@@ -128,7 +128,8 @@ def decode_cp(ins, info):
             reported = set()        # CTAs whose columns were not allocated at issue (class 13, reported then)
             for cta in ctas:
                 check_smem_span(cta, addrs, f"{what} source")
-                if tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination", ctx.report,
+                if not tmem_of(cta).allocated(lo, hi - lo, c0, ncols) and \
+                        tmem_of(cta).check_allocated(lo, hi - lo, c0, ncols, f"{what} destination", ctx.report,
                                                 ctx.side(proxy="async", where=f"TMEM lanes [{lo}, {hi}) columns "
                                                                               f"[{c0}, {c0 + ncols}) of {cta.label}")):
                     reported.add(id(cta))

@@ -617,8 +617,7 @@ class _LdSt:
                                 f"TMEM cells of a tcgen05.st (issued at {st.loc} by {st.issuer}) that has not "
                                 f"completed; it sees the old values (missing tcgen05.wait::st?)")
         vals = ctx.tmem_load(lanes, cols, 4 * self.width, pack=self.pack)
-        for j, e in enumerate(self.elems):
-            ctx.write(e, "b32", vals[:, j])
+        ctx.write_columns(self.elems, "b32", vals)
 
     def run_st(self, ctx):
         got = self._locate(ctx)

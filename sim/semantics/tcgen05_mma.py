@@ -365,11 +365,12 @@ def _issue_one(ctx, pipe, form: MmaForm, what, lane, d_taddr, a_val, b_val, ides
             b_addrs = OperandAddresses(byte=b_addrs.byte[col_shift:], shift=b_addrs.shift[col_shift:],
                                        elem_bits=b_addrs.elem_bits)
         check_smem_span(cta, b_addrs, f"{what} operand B")
-        if tmem.check_allocated(0, 128, d_col, dcols, f"{what} D (TMEM columns {d_col}..{d_col + dcols - 1})",
-                                ctx.report, ctx.side(proxy="async", where=f"TMEM columns [{d_col}, {d_col + dcols}) "
-                                                                          f"of {cta.label}")):
+        if not tmem.allocated(0, 128, d_col, dcols) and \
+                tmem.check_allocated(0, 128, d_col, dcols, f"{what} D (TMEM columns {d_col}..{d_col + dcols - 1})",
+                                     ctx.report, ctx.side(proxy="async", where=f"TMEM columns [{d_col}, "
+                                                                               f"{d_col + dcols}) of {cta.label}")):
             unalloc.add(id(cta))
-        if form.a_tmem:
+        if form.a_tmem and not tmem.allocated(0, 128, a_col, k * a_bits // 32):
             tmem.check_allocated(0, 128, a_col, k * a_bits // 32, f"{what} A in TMEM", ctx.report,
                                  ctx.side(proxy="async", where=f"TMEM columns from {a_col} of {cta.label}"))
         plans.append(_CtaPlan(cta, tmem, a_addrs, b_addrs, rows, parts, id(cta) in unalloc))

@@ -34,16 +34,20 @@ lines otherwise), the warpgroup must exist in full (4 warps) and each warp must 
   it, and names a use before that wait, and a register write not followed by ``wgmma.fence`` before an MMA that
   uses the register (class 19).
 
-Sparse (``.sp``): A is the packed M x K/2 matrix; the metadata layouts are those of the mma.sp figures the
-wgmma section reuses (§9.7.15.6.2, Figures 176 / 178): for f16/bf16 and tf32 lane ``4g + 2s + h`` (s = sp-sel,
-h in {0, 1}) describes rows g (bits 0-15) and g+8 (bits 16-31) of its warp's 16 rows for dense columns
-``[K/2 * h, K/2 * (h+1))``, one nibble per chunk (f16: two 2-bit indices of a 4-chunk; tf32: 0b0100 = element
-0, 0b1110 = element 1 of a 2-chunk) (?).  The expanded dense A goes through the dense model with the dense
-kind's block (not measured on hardware (?)).  Invalid metadata (equal indices, or a tf32 nibble other than the
-two legal ones) raises VerifyError (PTX: undefined behaviour).
+Sparse (``.sp``): A is the packed M x K/2 matrix, expanded to its K dense columns by the metadata (§9.7.15.6.1:
+2:4 chunks for the 16- and 8-bit types, two 2-bit indices per nibble, the lower first, 0b0000/0b0101/0b1010/0b1111
+invalid; 1:2 chunks for tf32, nibble 0b0100 = element 0, 0b1110 = element 1).  Where the nibbles sit (§9.7.15.6.2,
+the figures; read the same way as CUTLASS's sparse GMMA metadata layouts ``ELayout_64x{16,32,64}``): for f16/bf16
+and tf32 lane ``4g + 2s + h`` (s = sp-sel, h in {0, 1}) describes rows g (bits 0-15) and g+8 (bits 16-31) of its
+warp's 16 rows for dense columns ``[K/2 * h, K/2 * (h+1))``, one nibble per chunk; for the 8-bit types (K = 64,
+sp-sel 0) lane ``4g + t`` describes row ``g + 8 (t & 1)`` for dense columns ``[32 (t >> 1), 32 (t >> 1) + 32)``,
+chunk c in bits 4c..4c+3.  Numerics (measured on every sparse type combination, tests/golden/wgmma_sparse,
+calib/probes/wgmma_sparse.py): each row sums only its K/2 stored products with the B rows its metadata selects,
+as one packed K through the dense model (block 16 f16/bf16, 8 tf32, 32 fp8) -- not the dense K with zeros
+between, which the GPU rejects for the float types.  Invalid metadata raises VerifyError (PTX: undefined
+behaviour).
 
-Not supported (UnsupportedError naming the form): sparse e4m3/e5m2/s8/u8 (``.m64nNk64``: the metadata layout is
-given only as figures 180/181), a non-zero descriptor base offset, any target other than sm_90a (ptxas accepts
+Not supported (UnsupportedError naming the form): a non-zero descriptor base offset, any target other than sm_90a (ptxas accepts
 wgmma only there).  b1 bits are taken least-significant bit first within each byte of the operand row (?).
 """
 from __future__ import annotations
@@ -206,36 +210,59 @@ def _unpack_b1(bytes_: np.ndarray) -> np.ndarray:
     return ((b[:, :, None] >> np.arange(8, dtype=np.uint8)[None, None, :]) & 1).reshape(b.shape[0], -1)
 
 
-def _expand_sparse(packed: np.ndarray, meta: np.ndarray, form, full: str) -> np.ndarray:
-    """Dense (16, K) codes of this warp's A rows from the packed (16, K/2) codes and the warp's 32 sp-meta words
+def _meta_nibble(meta: np.ndarray, form, row: int, chunk: int) -> tuple:
+    """(lane, nibble) of the metadata for chunk ``chunk`` (of the dense row) of row ``row`` (0..15) of this warp
+    (module docstring)."""
+    g, hi = row % 8, row // 8
+    if form.kind in ("fp8", "int"):
+        lane = 4 * g + (hi | (2 * (chunk // 8)))
+        return lane, (int(meta[lane]) >> (4 * (chunk % 8))) & 0xF
+    per = form.k // (2 if form.kind == "tf32" else 4) // 2           # chunks per lane-half
+    lane = 4 * g + 2 * form.sp_sel + chunk // per
+    return lane, (int(meta[lane]) >> (16 * hi + 4 * (chunk % per))) & 0xF
+
+
+def _sparse_columns(meta: np.ndarray, form, full: str) -> np.ndarray:
+    """(16, K/2): the dense column of every stored element of this warp's A rows, from the warp's 32 sp-meta words
     (module docstring; PTX ISA §9.7.15.6.1-2)."""
     K = form.k
-    half = K // 2
-    dense = np.zeros((16, K), dtype=packed.dtype)
     tf32 = form.kind == "tf32"
     chunk = 2 if tf32 else 4
-    for g in range(8):
-        for h in range(2):
-            word = int(meta[4 * g + 2 * form.sp_sel + h])
-            for rr, row in ((0, g), (1, g + 8)):
-                for c in range(half // chunk):            # chunks of this lane's K/2 dense columns
-                    nib = (word >> (16 * rr + 4 * c)) & 0xF
-                    i0, i1 = nib & 3, nib >> 2
-                    col0 = h * half + c * chunk
-                    pk = (h * half + c * chunk) // 2
-                    if tf32:
-                        if nib not in (0b0100, 0b1110):
-                            raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {4 * g + 2 * form.sp_sel + h},"
-                                              f" row {row}) is not 0b0100 or 0b1110 (PTX ISA §9.7.15.6.1: undefined)")
-                        dense[row, col0 + (i0 // 2)] = packed[row, pk]
-                    else:
-                        if i0 >= i1:
-                            raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {4 * g + 2 * form.sp_sel + h},"
-                                              f" row {row}, chunk {c}) does not name two increasing positions "
-                                              f"(PTX ISA §9.7.15.6.1: 0b0000/0b0101/0b1010/0b1111 are invalid)")
-                        dense[row, col0 + i0] = packed[row, pk]
-                        dense[row, col0 + i1] = packed[row, pk + 1]
-    return dense
+    cols = np.zeros((16, K // 2), dtype=np.int64)
+    for row in range(16):
+        for c in range(K // chunk):
+            lane, nib = _meta_nibble(meta, form, row, c)
+            i0, i1 = nib & 3, nib >> 2
+            if tf32:
+                if nib not in (0b0100, 0b1110):
+                    raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {lane}, row {row}) is not 0b0100 "
+                                      f"or 0b1110 (PTX ISA §9.7.15.6.1: undefined)")
+                cols[row, c] = 2 * c + (i0 // 2)
+            else:
+                if i0 >= i1:
+                    raise VerifyError(f"{full}: sp-meta nibble 0b{nib:04b} (lane {lane}, row {row}, chunk {c}) does "
+                                      f"not name two increasing positions (PTX ISA §9.7.15.6.1: 0b0000/0b0101/"
+                                      f"0b1010/0b1111 are invalid)")
+                cols[row, 2 * c] = 4 * c + i0
+                cols[row, 2 * c + 1] = 4 * c + i1
+    return cols
+
+
+def _sparse_mma(A: np.ndarray, Bt: np.ndarray, C: np.ndarray, cols: np.ndarray, form, params) -> np.ndarray:
+    """D of this warp's 16 rows: each row's K/2 stored products with the B rows its metadata selects, summed as one
+    packed K (the dense kind's block over K/2: measured, tests/golden/wgmma_sparse)."""
+    D = None
+    for r in range(16):
+        Bs = np.ascontiguousarray(Bt[cols[r]])                       # (K/2, N)
+        if form.kind == "int":
+            d = mma_int(A[r:r + 1], Bs, C[r:r + 1], form.atype == "s8", form.btype == "s8",
+                        form.satfinite).view(np.uint32)
+        else:
+            d = mma_float(A[r:r + 1], Bs, C[r:r + 1], form.atype, form.btype, form.dtype, params)
+        if D is None:
+            D = np.zeros((16,) + d.shape[1:], dtype=d.dtype)
+        D[r] = d[0]
+    return D
 
 
 @semantics("wgmma.mma_async")
@@ -246,9 +273,6 @@ def decode_mma(ins: ir.Instruction, info):
     if info.arch != "sm_90a":
         raise VerifyError(f"{full}: wgmma requires the sm_90a target (this module targets {info.arch})", ins.loc,
                           expected=".target sm_90a (ptxas accepts wgmma only there)")
-    if form.sparse and form.kind in ("fp8", "int"):
-        raise UnsupportedError(f"{full}: sparse wgmma with 8-bit operands (.m64nNk64) is not supported by tcsim: "
-                               f"its metadata layout (PTX ISA Figures 180/181) is not modelled", ins.loc)
     params = None
     if form.kind not in ("int", "b1"):
         params = tc_params(TC_ARCH, "wgmma", form.atype)
@@ -306,10 +330,10 @@ def decode_mma(ins: ir.Instruction, info):
                 D = D.view(np.uint32)
             else:
                 A = _codes(A, form.atype, form.negate_a)
-                if form.sparse:
-                    A = _expand_sparse(A, meta, form, full)
                 Bt = np.ascontiguousarray(_codes(B, form.btype, form.negate_b).T)
-                if form.kind == "int":
+                if form.sparse:
+                    D = _sparse_mma(A, Bt, C, _sparse_columns(meta, form, full), form, params)
+                elif form.kind == "int":
                     D = mma_int(A, Bt, C, form.atype == "s8", form.btype == "s8", form.satfinite).view(np.uint32)
                 else:
                     D = mma_float(A, Bt, C, form.atype, form.btype, form.dtype, params)

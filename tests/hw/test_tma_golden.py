@@ -216,7 +216,8 @@ def test_compare_decodes_a_difference(tmp_path):
 
 def _stand_in_run_on_gpu(launch, timeout=120.0, stage=None):
     """tcsim.hw.launcher.run_on_gpu with the simulator behind it: the launch is pickled (as to the GPU child), map
-    refusals come back as the driver's error, other diagnoses as a kernel fault, internal errors as a crash."""
+    refusals come back as the driver's error, other diagnoses as the kind of fault the GPU gives for them
+    (TcsimError.gpu_error), internal errors as a crash."""
     from tcsim.isa.errors import LaunchError, TcsimError
     from tcsim.hw.launcher import GpuResult
     from tcsim.launch import run_launch
@@ -226,8 +227,8 @@ def _stand_in_run_on_gpu(launch, timeout=120.0, stage=None):
         res = run_launch(launch, max_instructions=T.SIM_MAX_INSTRUCTIONS)
     except LaunchError as e:
         return GpuResult(outputs=[], error="CUDA_ERROR_INVALID_VALUE", error_detail=f"cuTensorMapEncodeTiled: {e}")
-    except TcsimError:
-        return GpuResult(outputs=[], error="CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    except TcsimError as e:          # the kind of fault the GPU gives for it (faults are matched by kind)
+        return GpuResult(outputs=[], error=e.gpu_error or "CUDA_ERROR_LAUNCH_FAILED",
                          error_detail="kernel execution (cuCtxSynchronize)")
     except Exception as e:  # noqa: BLE001
         raise RuntimeError(f"GPU back end crashed:\n{e}") from None
@@ -249,7 +250,9 @@ def test_record_gpu_path_with_a_stand_in_launcher(tmp_path, monkeypatch):
     assert meta["gpu"] == "stand-in H100 (simulator)" and meta["compute_capability"] == "9.0"
     errs = {n: e["error"] for n, e in meta["cases"].items() if e["status"] != "ok"}
     assert errs["map_stride_not16"] == "CUDA_ERROR_INVALID_VALUE"
-    assert errs["bulk_fault_size24"] == "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+    assert errs["bulk_fault_size24"] == "hang"                     # the stand-in's answer for a hang
+    assert errs["fault_smem_misaligned_128B"] == "CUDA_ERROR_MISALIGNED_ADDRESS"
+    assert errs["fault_dim_mismatch_2d_on_rank3"] == errs["store_neg_r3_d0"] == "CUDA_ERROR_ILLEGAL_INSTRUCTION"
     # tcsim's diagnosis is recorded beside the GPU's answer
     assert meta["cases"]["map_stride_not16"]["tcsim_at_record"]["error"] == "sim:LaunchError"
     assert meta["cases"]["oob_r2_float32_zero"]["tcsim_at_record"]["outputs_identical"] is True
@@ -316,3 +319,17 @@ def test_cli_errors_are_one_line_messages(tmp_path, capsys):
     assert "not a record of calib/tma" in run("compare", "--gpu", str(rec))
     assert "no case named 'nosuch'" in run("ptx", "nosuch")
     assert "cannot make the record folder" in run("record", "--backend", "sim", "--out", str(rec / T.META / "x"))
+
+
+def test_a_fault_of_another_kind_is_no_agreement():
+    """Faults are matched by kind (issue 22): the simulator's diagnosis of a recorded GPU fault case must be the
+    kind the GPU reported.  The recorded misaligned-SMEM case, its GPU error swapped for an illegal instruction,
+    no longer agrees; with the GPU's own error it does."""
+    name = "fault_smem_misaligned_128B"
+    case = T.all_cases()[name]
+    entry = dict(META["cases"][name])
+    assert entry["error"] == "CUDA_ERROR_MISALIGNED_ADDRESS"
+    assert T.compare_case(case, entry, ARRAYS).agree
+    entry["error"] = "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+    v = T.compare_case(case, entry, ARRAYS)
+    assert not v.agree and "different kind of fault" in v.text and "CUDA_ERROR_MISALIGNED_ADDRESS" in v.text

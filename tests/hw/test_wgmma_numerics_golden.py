@@ -267,8 +267,6 @@ def test_probe_kernel_on_the_simulator():
             x = {k: v[pick] for k, v in x.items()}
             r = P.execute(probe_launch(combo, N, x["a"], x["b"], x["c"], x["flags"], (d["desc_lo"], d["desc_hi"])),
                           "sim")
-            if not r.ok and r.error == "sim:UnsupportedError" and "wgmma" in (r.detail or ""):
-                pytest.skip(f"tcsim does not run wgmma yet: {r.detail.splitlines()[0][:200]}")
             assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
             got = regs_to_acc(r.outputs[3])
             assert np.array_equal(got, want[pick]), _hex_diff(got, want[pick], x, "tcsim")

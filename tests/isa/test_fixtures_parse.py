@@ -1,5 +1,5 @@
 """The PTX front end parses real compiler output: every ``.ptx`` fixture (nvcc and Triton, under
-``tests/fixtures/``) and the shared benchmark kernels (``../shared/bench/`` beside the repository).
+``tests/fixtures/``) and the shared benchmark kernels (their copies in ``benchmarks/kernels/``).
 
 Besides "parses without error" each file gets structural sanity checks that do not depend on how a
 particular instruction is modelled:
@@ -29,13 +29,12 @@ from tcsim.isa.parser import parse, parse_file
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
+BENCH = REPO / "benchmarks" / "kernels"                 # copies of ../shared/bench (its README)
 
 
 def _ptx_files() -> list:
     files = sorted(FIXTURES.rglob("*.ptx"))
-    if BENCH.is_dir():
-        files += sorted(BENCH.glob("*.ptx"))
+    files += sorted(BENCH.glob("*.ptx"))
     return files
 
 

@@ -246,8 +246,9 @@ def test_divergent_masks_recorded_on_an_h100():
     gold = TracedRun.load(ROOT / "tests/hw/golden_h100/divergent.npz")
     run = run_traced(Launch(ptx=DIVERGENT, block=(32, 1, 1), args=[np.zeros(32, np.uint32)]),
                      ring_records=gold.layout.ring_records)
-    if run.layout.fingerprint != gold.layout.fingerprint:
-        pytest.skip("the instrumented PTX changed since the H100 golden was recorded")
+    assert run.layout.fingerprint == gold.layout.fingerprint, (
+        "the instrumented PTX changed since the H100 golden was recorded: stale hardware data fails instead of "
+        "skipping; re-record tests/hw/golden_h100/divergent.npz on a GPU (tests/hw/golden_h100/README.md)")
     lay = gold.layout
     masks = {lay.points[r.point].text: r.mask for r in _recs(gold.traces[0])}
     assert masks["add.u32 %r2, %r1, 100;"] == 0xFFFFFC00 and masks["add.u32 %r2, %r1, 200;"] == 0x3FF

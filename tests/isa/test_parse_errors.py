@@ -40,7 +40,7 @@ CASES = [
     ("unterminated comment at top", ["/* header"] + H, 1, 1, "unterminated /* comment"),
     ("garbage character", body("    mov.b32 %r1, 0 # 1;"), 6, 20, "unexpected character '#'"),
     ("garbage backtick", body("    mov.b32 %r1, `;"), 6, 18, "unexpected character '`'"),
-    ("garbage non-ascii", body("    mov.b32 %r1, \u00e9;"), 6, 18, "unexpected non-ASCII character"),
+    ("garbage non-ascii", body("    mov.b32 %r1, \u00e9;"), 6, 18, "unexpected non-ASCII byte 0xc3 ('\u00e9' in UTF-8)"),
     ("bad float literal short", body("    mov.b32 %r1, 0f3F80;"), 6, 18, "bad float literal '0f3F80'"),
     ("bad float literal non-hex", body("    mov.b32 %r1, 0fXYZ00000;"), 6, 18, "bad float literal"),
     ("bad double literal", body("    mov.b32 %r1, 0d3FF00000;"), 6, 18, "exactly 16 hex digits"),

@@ -14,7 +14,8 @@ from tcsim.isa.ir import (Address, Imm, LabelRef, Not, ParenList, PredPair, Reg,
 from tcsim.isa.parser import SPECIAL_REGISTERS, parse, parse_file
 
 HDR = ".version 9.0\n.target sm_100a\n.address_size 64\n"
-BENCH = "/work/shared/bench"
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks", "kernels")
+# (copies of ../shared/bench, benchmarks/kernels/README.md: present in every checkout, so nothing here skips)
 
 
 def kernel_src(body: str, params: str = "", directives: str = "", prelude: str = "") -> str:
@@ -594,8 +595,6 @@ def count_instructions_grep(path: str) -> int:
                                   "alu_loop.sm_80.ptx"])
 def test_bench_files(name):
     path = os.path.join(BENCH, name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not present")
     m = parse_file(path)
     k = m.kernel()
     assert len(k.body) == count_instructions_grep(path)
@@ -620,8 +619,6 @@ def test_bench_files(name):
 def test_large_file_synthetic_10k_lines():
     """A ~10,000-line module (the gemm kernel replicated under different names) parses completely."""
     path = os.path.join(BENCH, "gemm_tiled.sm_100a.ptx")
-    if not os.path.exists(path):
-        pytest.skip("bench file not present")
     text = open(path).read()
     head, _, rest = text.partition(".visible .entry")
     copies = []

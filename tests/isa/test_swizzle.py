@@ -40,11 +40,27 @@ def test_atom_32b_and_64b():
                 assert swizzle(a, "128B_atom_64B") == L * 128 + (h ^ (L % 2)) * 64 + b
 
 
-def test_flip_8b_is_atom32_plus_8_byte_swap_on_odd_lines():
-    for a in range(0, 2048, 1):
-        L = a >> 7
-        expect = swizzle(a, "128B_atom_32B") ^ ((L & 1) << 3)
-        assert swizzle(a, "128B_atom_32B_flip_8B") == expect
+def test_flip_8b_follows_the_documented_sentence():
+    """cuda.h 13.0 on CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B: "Swizzle 32B chunks within 128B span,
+    additionally swap lower 8B with upper 8B within each 16B for every alternate row".  Checked as stated: on
+    one row of each pair the mode is 128B_atom_32B; on the other, every 16-byte chunk of the 128B_atom_32B
+    result has its two 8-byte halves exchanged.  Which rows flip ("row" as the 128-byte line, odd ones) is the
+    interpretation isa.swizzle.UNVERIFIED records: no hardware confirms it, so the test asserts only that the
+    flipped rows are every other line, whichever parity."""
+    from tcsim.isa.swizzle import UNVERIFIED
+
+    assert "128B_atom_32B_flip_8B" in UNVERIFIED            # the guess is marked as one in the code
+    flipped = set()
+    for L in range(16):
+        line = np.arange(L * 128, (L + 1) * 128, dtype=np.int64)
+        atom = np.array([swizzle(int(a), "128B_atom_32B") for a in line])
+        flip = np.array([swizzle(int(a), "128B_atom_32B_flip_8B") for a in line])
+        if np.array_equal(flip, atom):
+            continue
+        # each 16-byte chunk of the atom result, its 8-byte halves exchanged
+        assert np.array_equal(flip, atom ^ 8), L
+        flipped.add(L)
+    assert flipped in ({L for L in range(16) if L % 2}, {L for L in range(16) if L % 2 == 0})
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -178,8 +178,8 @@ REJECTED = [
      "tcgen05.mma.cta_group::1.kind::f16: enable-input-d must be a predicate (or an immediate), got %rd4 "
      "[rule operands]"),
     (f"{MMA}.kind::f16 [%r1], %r6, %rd2, %r3, %p1;", "sm_100a", "operands",
-     "tcgen05.mma.cta_group::1.kind::f16: the A operand must be a 64-bit descriptor register or [a-tmem], got %r6 "
-     "[rule operands]"),
+     "tcgen05.mma.cta_group::1.kind::f16: the A operand must be a 64-bit descriptor (a register or an integer) or "
+     "[a-tmem], got %r6 [rule operands]"),
     (f"{MMA}.kind::f16 [%r1], %rd1, %rd2, %rd3, %p1;", "sm_100a", "operands",
      "tcgen05.mma.cta_group::1.kind::f16: the instruction descriptor must be a 32-bit register or an immediate, "
      "got %rd3 [rule operands]"),

@@ -183,7 +183,8 @@ def test_tensor_core_kinds_match_reference(v, monkeypatch):
     """Every kind of the sm_100a table (f8f6f4 / mxf8f6f4: a sample of the 25 format pairs, both
     accumulators), K over two blocks (three for the group kinds' smaller scale blocks) and, for the unscaled
     kinds, a K that leaves a partial last block."""
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64",
+               "mma_group_codes")
     rng = np.random.default_rng(zlib_seed(v.name))
     p = MO.tcsim_params(v)
     Ks = [2 * p.block] if v.scale_fmt else [2 * p.block, p.block + p.block // 2]
@@ -253,6 +254,35 @@ def test_nvfp4_example_shape_matches_reference():
                  tc.mma_block_scaled_reference(a, b, d, sfa, sfb, *args), "nvfp4 step 2")
 
 
+@pytest.mark.parametrize("name", ["f16.f32.f16.f16", "f16.f32.bf16", "tf32.f32.tf32", "f16.f16.f16.f16",
+                                  "f8f6f4.f32.e4m3.e4m3", "f8f6f4.f16.e5m2.e2m1"])
+def test_float64_kernel_matches_the_int64_kernel(name):
+    """``fused_float_rows_f64`` (each product's truncating alignment done in float64) against the int64 kernel it
+    replaces where its exactness bounds hold, on the oracle's edge tiles and on a wide random problem (the
+    gemm_async MMA's shape, K over 3 blocks) whose products span the whole exponent range."""
+    v = next(v for v in MO.VARIANTS if v.name.startswith(name))
+    p = MO.tcsim_params(v)
+    rng = np.random.default_rng(zlib_seed(name))
+    a, b, c, _ = _big(v, rng, 6, 3 * p.block)
+    pa, pb = tc._code_params(a, v.a_fmt), tc._code_params(b, v.b_fmt)
+    assert tc._f64_exact(pa[1], pb[1], p.frac_bits, p.block)
+    geo = tc._acc_geometry(v.acc, p)
+    args = (pa[1], pb[1], int(p.block), p.frac_bits) + geo
+    got = jit_kernels.mma_float_codes_f64(pa[0], pb[0], tc._i64(c), *args)
+    want = jit_kernels.mma_float_codes(pa[0], pb[0], tc._i64(c), *args)
+    _assert_same(got, want, f"{name} edge tiles")
+    if v.a_fmt in ("f16", "bf16"):
+        dt = np.uint16
+        a = edge_codes(rng, v.a_fmt, 128 * 48).reshape(128, 48).astype(dt)
+        b = edge_codes(rng, v.b_fmt, 48 * 96).reshape(48, 96).astype(dt)
+        c = edge_codes(rng, "f32", 128 * 96).reshape(128, 96) if v.acc == "f32" else \
+            edge_codes(rng, "f16", 128 * 96).reshape(128, 96)
+        pa, pb = tc._code_params(a, v.a_fmt), tc._code_params(b, v.b_fmt)
+        got = jit_kernels.mma_float_codes_f64(pa[0], pb[0], tc._i64(c), *args)
+        want = jit_kernels.mma_float_codes(pa[0], pb[0], tc._i64(c), *args)
+        _assert_same(got, want, f"{name} random edge codes")
+
+
 def test_headroom_not_guaranteed_falls_back_to_the_reference():
     """A custom F too large for the int64 argument: the compiled path declines and the reference raises."""
     v = next(v for v in MO.VARIANTS if v.name == "f16.f32.f16.f16")
@@ -284,11 +314,12 @@ def test_golden_replays_run_compiled(monkeypatch):
     went through compiled code."""
     if not jit.enabled():
         pytest.skip("compiled kernels off")
-    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes")
+    spy = _Spy(monkeypatch, "fused_float_rows", "fused_group_rows", "mma_float_codes", "mma_float_codes_f64",
+               "mma_group_codes")
     for path in MO._golden_files():
         got, g, _ = MO.replay_golden(path)
         np.testing.assert_array_equal(got, g["expected"])
-    assert spy.calls["fused_group_rows"] > 0
+    assert spy.calls["fused_group_rows"] + spy.calls["mma_group_codes"] > 0
     from calib.probes.mma_ptx import FLOAT_PAIRS
     tgt = np.load(GOLDEN / "mma_sync_numerics" / "targeted.npz")
     for name, pair in FLOAT_PAIRS.items():
@@ -296,7 +327,7 @@ def test_golden_replays_run_compiled(monkeypatch):
         a, bt, c, d = (tgt[f"{name}/{k}"] for k in ("a", "bt", "c", "d"))
         got = np.stack([tc.mma_float(a[i], bt[i].T, c[i], pair.ab, pair.ab, pair.acc, P) for i in range(len(a))])
         assert np.array_equal(got, d), name
-    assert spy.calls["mma_float_codes"] > 0
+    assert spy.calls["mma_float_codes"] + spy.calls["mma_float_codes_f64"] > 0
 
 
 def test_codes_out_of_range_raise_as_the_reference_does():

@@ -46,6 +46,34 @@ def test_check_reports_a_non_ascii_byte_at_its_line_and_column(tmp_path, capsys,
     assert out.startswith(f"{p}:{line}:{col}: syntax error: unexpected non-ASCII byte 0x{byte:02x}")
 
 
+@pytest.mark.parametrize("raw,line,col,byte", [
+    (KERNEL.replace("// a comment", "// caf\u00e9").encode(), 4, 7, 0xc3),        # UTF-8, in a comment
+    (KERNEL.replace("// a comment", "// a \xff").encode("latin-1"), 4, 6, 0xff),  # not UTF-8
+    (KERNEL.replace("\tret;", "\tret; /* \u2014 */").encode(), 13, 10, 0xe2),    # UTF-8, in code's line
+])
+def test_one_non_ascii_rule_for_check_and_every_launch_form(tmp_path, capsys, raw, line, col, byte):
+    # ptxas 13.0 rejects any byte above 0x7F, comments included ("Unexpected non-ASCII character encountered on
+    # line N"; typing_probes.tsv): tcsim check, Launch(ptx=<path>), Launch(ptx=<bytes>) and Launch(ptx=<text>) give
+    # the same located diagnostic
+    p = tmp_path / "k.ptx"
+    p.write_bytes(raw)
+    rc, out = _cli(capsys, "check", str(p))
+    assert rc == 1
+    head = f"unexpected non-ASCII byte 0x{byte:02x}"
+    assert out.startswith(f"{p}:{line}:{col}: syntax error: {head}")
+    assert f"encountered on line {line}" in out
+    forms = [(str(p), str(p)), (raw, "ptx=<bytes>")]
+    try:
+        forms.append((raw.decode("utf-8"), "<ptx>"))
+    except UnicodeDecodeError:
+        pass
+    for ptx, name in forms:
+        with pytest.raises(PtxSyntaxError) as e:
+            run_launch(Launch(ptx=ptx, args=[np.zeros(1, np.uint32)]))
+        assert (e.value.loc.file, e.value.loc.line, e.value.loc.col) == (name, line, col), (name, str(e.value))
+        assert e.value.message == out.split(": syntax error: ")[1].split(" Offending text")[0].strip()
+
+
 def test_decode_source_accepts_ascii_and_locates_the_first_other_byte():
     assert decode_source(b"abc\n") == "abc\n"
     with pytest.raises(PtxSyntaxError) as e:

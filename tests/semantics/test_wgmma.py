@@ -274,7 +274,8 @@ class Case:
         A = rand_codes(rng, atype, (64, K))
         B = rand_codes(rng, btype, (K, n))
         if sparse:
-            A, Apacked, meta = sparsify(rng, A, atype, sel)
+            A, Apacked, meta, self.sp_cols = sparsify(rng, A, atype, sel)
+            self.Apacked = Apacked
         else:
             Apacked, meta = A, np.zeros(128, np.uint32)
         self.A, self.B = A, B
@@ -342,7 +343,15 @@ class Case:
         b = B ^ B.dtype.type(sign[BITS[self.btype]]) if self.scale_b == -1 else B
         c = self.Cbits if self.scale_d else np.zeros_like(self.Cbits)
         c = c.astype(np.uint16) if self.dtype == "f16" else c
-        d = mma_float(a, b, c, self.atype, self.btype, self.dtype, tc_params("sm_90a", "wgmma", self.atype))
+        p = tc_params("sm_90a", "wgmma", self.atype)
+        if self.sparse:
+            # each row sums its K/2 stored products with the B rows its metadata selects, as one packed K (measured
+            # on the GPU, tests/golden/wgmma_sparse), not the dense K with zeros between
+            ap = self.Apacked ^ self.Apacked.dtype.type(sign[BITS[self.atype]]) if self.scale_a == -1 else self.Apacked
+            rows = [mma_float(ap[r:r + 1], np.ascontiguousarray(b[self.sp_cols[r]]), c[r:r + 1], self.atype,
+                              self.btype, self.dtype, p) for r in range(64)]
+            return np.concatenate([np.asarray(x) for x in rows]).astype(np.uint32)
+        d = mma_float(a, b, c, self.atype, self.btype, self.dtype, p)
         return np.asarray(d).astype(np.uint32)
 
     def bound_check(self, got: np.ndarray) -> None:
@@ -361,10 +370,12 @@ class Case:
 
 
 def sparsify(rng, A, atype, sel):
-    """2:4 (f16/bf16) or 1:2 (tf32) sparse A: (dense with zeros, packed (64, K/2), per-thread metadata words)."""
+    """2:4 (f16/bf16) or 1:2 (tf32) sparse A: (dense with zeros, packed (64, K/2), per-thread metadata words, the
+    dense column of every packed element (64, K/2))."""
     K = A.shape[1]
     dense = np.zeros_like(A)
     packed = np.zeros((64, K // 2), A.dtype)
+    cols = np.zeros((64, K // 2), np.int64)
     meta = np.zeros(128, np.uint32)
     tf32 = atype == "tf32"
     chunk = 2 if tf32 else 4
@@ -375,12 +386,14 @@ def sparsify(rng, A, atype, sel):
                 j = int(rng.integers(0, 2))
                 dense[r, 2 * c + j] = A[r, 2 * c + j]
                 packed[r, c] = A[r, 2 * c + j]
+                cols[r, c] = 2 * c + j
                 nib[r, c] = 0b0100 if j == 0 else 0b1110
             else:
                 i0, i1 = sorted(rng.choice(4, 2, replace=False))
                 dense[r, 4 * c + i0] = A[r, 4 * c + i0]
                 dense[r, 4 * c + i1] = A[r, 4 * c + i1]
                 packed[r, 2 * c], packed[r, 2 * c + 1] = A[r, 4 * c + i0], A[r, 4 * c + i1]
+                cols[r, 2 * c], cols[r, 2 * c + 1] = 4 * c + i0, 4 * c + i1
                 nib[r, c] = i0 | (i1 << 2)
     per_half = (K // 2) // chunk               # chunks per thread per row
     for tid in range(128):
@@ -395,7 +408,7 @@ def sparsify(rng, A, atype, sel):
             for c in range(per_half):
                 word |= int(nib[row, h * per_half + c]) << (16 * rr + 4 * c)
         meta[tid] = word
-    return dense, packed, meta
+    return dense, packed, meta, cols
 
 
 def run_case(case: Case, check_ptxas=True, **kw):
@@ -604,14 +617,19 @@ def test_wgmma_needs_sm_90a():
         run_launch(launch)
 
 
-def test_sparse_8bit_unsupported_located():
-    ptx = wgmma_kernel("wgmma.mma_async.sp.sync.aligned.m64n8k64.s32.u8.s8 {D}, %da, %db, %meta, 0, %sd;", 4, False)
-    r = assemble(ptx, "sm_90a")
+def test_sparse_8bit_invalid_metadata_located():
+    """8-bit sparse wgmma runs (tests/hw/test_wgmma_sparse_golden.py); all-zero metadata names equal indices
+    (0b0000, undefined by PTX ISA §9.7.15.6.1): a located VerifyError naming the nibble and its lane."""
+    from calib.probes import wgmma_sparse as S
+    x = S.gen("sp_u8_s8_s32", 8, 0, 1)
+    x["e"][:] = 0
+    launch = S.probe_launch("sp_u8_s8_s32", 8, x)
+    r = assemble(launch.ptx, "sm_90a")
     if r is not None:
         assert r[0] == 0
-    with pytest.raises(UnsupportedError, match="k64") as ei:
-        run_launch(Launch(ptx, block=(128, 1, 1), args=[np.zeros(4, np.uint32)] + [0] * 6 + [np.uint32(0)] * 2))
-    assert ei.value.loc is not None
+    with pytest.raises(VerifyError, match=r"sp-meta nibble 0b0000 \(lane 0, row 0, chunk 0\)") as ei:
+        run_launch(launch)
+    assert ei.value.loc is not None and "wgmma.mma_async.sp" in str(ei.value)
 
 
 def test_fence_commit_wait_forms():

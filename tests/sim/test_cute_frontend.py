@@ -295,7 +295,7 @@ def test_tma_decoder_refuses_what_it_has_not_seen():
     good[55], good[56] = 31, 15
     d = tc.decode_inline_tensor_map(bytes(good) + bytes(64))
     assert (d["dtype"], d["dims"], d["strides"], d["box"], d["swizzle"]) == ("FLOAT32", [128, 32], [512], [32, 16], 3)
-    for byte, bit in ((8, 2), (9, 4), (10, 5), (16, 0), (41, 0), (57, 3)):    # rank 3, dtype 11, ... , box 2
+    for byte, bit in ((8, 2), (9, 4), (10, 6), (16, 0), (41, 0), (57, 3)):    # tag, dtype 11, ..., box 2
         bad = bytearray(good)
         bad[byte] |= 1 << bit
         assert tc.decode_inline_tensor_map(bytes(bad) + bytes(64)) is None, (byte, bit)

@@ -132,6 +132,37 @@ def test_seconds_budget_and_progress_line():
     assert lines and "warp-instructions retired" in lines[0] and "cycles" in lines[0] and "warp-inst/s" in lines[0]
 
 
+def test_the_seconds_budget_is_work_not_wall_time():
+    # an observer that sleeps 20 ms on every retired instruction stretches a ~150-instruction run to >= 3 s of wall
+    # time; the budget of 1 s counts the process's CPU time, which the sleeps do not spend
+    src = HEAD + """.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, 0;
+L:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 50;
+  @%p1 bra L;
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+"""
+    slept = []
+
+    def nap(ev):
+        if ev.kind == "inst":
+            time.sleep(0.02)
+            slept.append(1)
+    t0 = time.perf_counter()
+    r = run_launch(Launch(ptx=src, args=[np.zeros(1, np.uint32)]), max_seconds=1.0, observers=(nap,),
+                   detect=False, progress=False)
+    assert r.outputs[0][0] == 50 and len(slept) >= 150
+    assert time.perf_counter() - t0 >= 3.0
+
+
 def test_no_progress_line_when_short_or_not_a_terminal(capsys):
     buf = io.StringIO()
     run_launch(Launch(ptx=RET), progress=buf)
@@ -179,3 +210,70 @@ def test_ctrl_c_ends_the_run_with_every_warps_position(tmp_path):
     assert p.returncode == 130, err
     assert "stopped by Ctrl-C" in err and "CTA (0,0,0) warp 0:" in err and "CTA (0,0,0) warp 1:" in err
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- finished CTAs
+# every thread keeps 192 64-bit registers live (48 KiB per warp) and the CTA declares 16 KiB of shared memory: a
+# finished CTA kept whole costs ~110 KiB
+HEAVY = HEAD + """.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<200>;
+  .shared .align 8 .b8 buf[16384];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.u64 %rd4, %rd1, %rd3;
+  add.u32 %r3, %r2, 1;
+  st.shared.u32 [buf], %r3;
+  st.global.u32 [%rd4], %r3;
+DONE:
+  ret;
+}
+"""
+
+
+def test_finished_ctas_beyond_the_kept_ones_are_compacted(monkeypatch):
+    import tcsim.retention as retention
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
+    n = 300
+    r = run_launch(Launch(ptx=HEAVY, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),
+                   detect=False, progress=False)
+    assert np.array_equal(r.outputs[0], np.arange(1, n + 1, dtype=np.uint32))
+    sim = r.simulation
+    assert r.stats["ctas"] == n and r.stats["warps"] == 2 * n
+    assert len(sim.ctas) == 8 and len(sim.warps) == 16 and len(sim.cta_index) == 8
+    assert sim.retention.ctas == n - 8 and [c.ctaid for c in sim.ctas] == [(i, 0, 0) for i in range(8)]
+
+
+def test_observed_runs_keep_every_cta(monkeypatch):
+    import tcsim.retention as retention
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
+    r = run_launch(Launch(ptx=HEAVY, grid=(40, 1, 1), block=(64, 1, 1), args=[np.zeros(40, np.uint32)]),
+                   progress=False)                          # the race detector observes the run: nothing compacted
+    assert len(r.simulation.ctas) == 40 and r.stats["ctas"] == 40
+
+
+@pytest.mark.slow
+def test_memory_of_a_big_grid_stays_bounded():
+    # 100 KiB of shared memory per CTA: 2 CTAs per SM, 264 at once; the peak memory of a process that runs 800 CTAs
+    # and of one that runs 2,400 are alike (kept whole, the 1,600 more would hold ~1,600 x 200 KiB = ~310 MiB)
+    code = ("import resource, sys, numpy as np\n"
+            "from tcsim.launch import Launch, run_launch\n"
+            "n = int(sys.argv[1])\n"
+            f"ptx = {HEAVY.replace('buf[16384]', 'buf[102400]')!r}\n"
+            "r = run_launch(Launch(ptx=ptx, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),\n"
+            "               detect=False, progress=False, max_instructions=10**9)\n"
+            "assert r.stats['ctas'] == n and (r.outputs[0] == np.arange(1, n + 1)).all()\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+
+    def peak_kib(n):
+        out = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return int(out.stdout.split()[-1])
+    small, big = peak_kib(800), peak_kib(2400)
+    assert big - small < 64 << 10, (small, big)

@@ -98,9 +98,10 @@ def signature(make, tier: str, *, timing=False, detect=False, seed=None, trace=F
 
 
 def _fast_counts(sim):
-    """(groups run together, warp-instructions they held, warp-instructions run warp by warp at a flush)."""
+    """(groups run together, warp-instructions they held, warp-instructions run warp by warp at a flush, lockstep
+    supersteps, cycles they covered)."""
     f = getattr(sim, "_fast", None)
-    return None if f is None else (f.groups, f.grouped, f.failovers)
+    return None if f is None else (f.groups, f.grouped, f.failovers, f.supersteps, f.superstep_cycles)
 
 
 def assert_identical(make, **kw):
@@ -125,8 +126,11 @@ def test_alu_loop_identical(timing):
         a = (a * 1103515245 + 12345) & 0x7FFFFFFF
         b = b ^ (a >> 7)
     assert sig["outputs"][0][2] == a.tobytes() and sig["outputs"][1][2] == b.tobytes()
-    groups, grouped, _ = sig["_fast"]
-    assert groups > 100 and grouped == 2 * groups     # the loop body ran as groups of the kernel's two warps
+    groups, grouped, _, supersteps, cycles = sig["_fast"]
+    if timing:
+        assert groups > 100 and grouped == 2 * groups  # the loop body ran as groups of the kernel's two warps
+    else:                                              # the loop ran in lockstep supersteps of both warps
+        assert supersteps >= 1 and cycles > 0.9 * sig["stats"]["cycles"]
 
 
 def test_gemm_tiled_identical_with_detector_and_trace():
@@ -188,6 +192,98 @@ def test_faults_identical():
     assert ref.get("error") and "out-of-bounds" in ref["error"][1]
 
 
+EDGE_PTX = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry edge(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 buf[90000];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  ld.param.u32 %r3, [n];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 2;
+  add.s32 %r5, %r4, %r5;
+  mov.u32 %r6, 0;
+  mov.u32 %r7, %r1;
+LOOP:
+  st.shared.u32 [%r5], %r7;
+  bar.sync 0;
+  xor.b32 %r8, %r1, 1;
+  shl.b32 %r8, %r8, 2;
+  add.s32 %r8, %r4, %r8;
+  ld.shared.u32 %r9, [%r8];
+  bar.sync 0;
+  setp.lt.u32 %p1, %r1, 20;
+  @%p1 add.s32 %r7, %r7, %r9;
+  mad.lo.s32 %r7, %r7, 3, %r2;
+  add.s32 %r6, %r6, 1;
+  setp.lt.u32 %p2, %r6, %r3;
+  @%p2 bra LOOP;
+  and.b32 %r10, %r1, 7;
+  setp.eq.u32 %p3, %r10, 0;
+  @%p3 bra SKIP;
+  add.s32 %r7, %r7, 100;
+SKIP:
+  mad.lo.s32 %r11, %r2, 48, %r1;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mul.wide.u32 %rd2, %r11, 4;
+  add.s64 %rd1, %rd1, %rd2;
+  st.global.u32 [%rd1], %r7;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("ctas,iters", [(3, 40), (300, 3)])
+def test_supersteps_identical(ctas, iters):
+    """Lockstep supersteps (tcsim.fast.lockstep) over CTAs of 48 threads (a warp with 16 live lanes): a loop of
+    shared stores and loads between bar.syncs, a guarded add, a uniform backward branch, then a divergent branch
+    (the superstep stops and the reference path splits the warps); 90 KB of shared memory per CTA: 300 CTAs are
+    more than run at once (the rest start as CTAs exit).  Same outputs, cycles and counts as the reference tier, and the values the
+    loop's recurrence gives (computed here in numpy)."""
+    def make():
+        return Launch(ptx=EDGE_PTX, kernel="edge", grid=(ctas, 1, 1), block=(48, 1, 1),
+                      args=[np.zeros(48 * ctas, np.uint32), iters])
+    sig = assert_identical(make)
+    tid = np.arange(48, dtype=np.int64)
+    want = []
+    for c in range(ctas):
+        v = tid.copy()
+        for _ in range(iters):
+            nb = v[tid ^ 1]
+            v = np.where(tid < 20, v + nb, v) & 0xFFFFFFFF
+            v = (v * 3 + c) & 0xFFFFFFFF
+        want.append(np.where(tid % 8 != 0, v + 100, v) & 0xFFFFFFFF)
+    assert sig["outputs"][0][2] == np.concatenate(want).astype(np.uint32).tobytes()
+    supersteps, cycles = sig["_fast"][3:]
+    assert supersteps > 0 and cycles > 0.5 * sig["stats"]["cycles"]
+
+
+def test_superstep_barrier_state_identical():
+    """After bar.syncs run by whole CTAs in a superstep, the named barriers hold what the reference's warp-by-warp
+    arrivals leave (phase generations, who took part, each barrier's mirror: arrivals, waiting warps)."""
+    def state(tier):
+        res = run_launch(Launch(ptx=EDGE_PTX, kernel="edge", grid=(3, 1, 1), block=(48, 1, 1),
+                                args=[np.zeros(144, np.uint32), 5]), tier=tier, detect=False)
+        sim = res.simulation
+        nb = sim.agents[("named-barriers", None)]
+        pos = {id(c): i for i, c in enumerate(sim.ctas)}
+        return ({(pos[c], i): g for (c, i), g in nb.generations.items()},
+                {(pos[c], i): sorted(t) for (c, i), t in nb.took_part.items()},
+                [[(b.arrived, b.generation, b.expected, b.event is None,
+                   [(w.id, m.tobytes()) for w, m in b.waiting]) for b in c.barriers] for c in sim.ctas],
+                [w.last_sync for w in sim.warps], sim._fast.supersteps if sim._fast is not None else None)
+    ref, fast = state("reference"), state("fast")
+    assert fast[:4] == ref[:4]
+    assert ref[0] == {(c, 0): 10 for c in range(3)} and fast[4] > 0
+
+
 def _calls(case):
     def make():
         from calib.calls_golden import build
@@ -217,7 +313,7 @@ def test_every_calls_case_identical(case):
 
 EXAMPLES = ["bulk_pipeline", "cluster_exchange", "cta_pair_gemm", "cute_rowsum", "gemm_async", "mma_gemm",
             "nvfp4_gemm", "tcgen05_walkthrough", "tma_gather_mma_scatter", "tma_gather_scatter", "tma_mma_gemm",
-            "triton_softmax", "wgmma_pipeline_gemm"]
+            "tcgen05_pipeline_gemm", "triton_softmax", "wgmma_pipeline_gemm"]
 
 
 @pytest.mark.slow
@@ -297,3 +393,132 @@ def test_lazy_ctas_identical():
     ref = assert_identical(make, timing=cfg)
     res = run_launch(make(), tier="fast", detect=False, timing=cfg)
     assert res.simulation.resident_clusters == 2 and ref["_fast"][0] > 0
+
+
+# ------------------------------------------------------------------------------------------------ generated code
+#: forms tcsim.fast.codegen generates group code for, each run against the decoded semantics (the truth)
+NATIVE_FORMS = """
+add.s32 %r1, %r2, %r3; add.u32 %r1, %r2, 7; sub.s32 %r1, %r2, %r3; sub.u32 %r1, %r2, -9; add.s64 %rd1, %rd2, %rd3;
+sub.u64 %rd1, %rd2, 5; add.u16 %h1, %h2, %h3; sub.s16 %h1, %h2, %h3;
+mul.lo.s32 %r1, %r2, %r3; mul.lo.u32 %r1, %r2, 1103515245; mul.lo.s64 %rd1, %rd2, %rd3; mul.lo.u16 %h1, %h2, %h3;
+mul.wide.s32 %rd1, %r2, %r3; mul.wide.u32 %rd1, %r2, %r3; mul.wide.s16 %r1, %h2, %h3; mul.wide.u16 %r1, %h2, %h3;
+mad.lo.s32 %r1, %r2, %r3, %r4; mad.lo.u32 %r1, %r2, 3, %r4; mad.lo.s64 %rd1, %rd2, %rd3, %rd4;
+mad.lo.u64 %rd1, %rd2, %rd3, 12345; mad.wide.s32 %rd1, %r2, %r3, %rd4; mad.wide.u32 %rd1, %r2, %r3, %rd4;
+neg.s32 %r1, %r2; neg.s64 %rd1, %rd2; neg.s16 %h1, %h2;
+and.b32 %r1, %r2, %r3; or.b64 %rd1, %rd2, %rd3; xor.b32 %r1, %r2, 255; and.b64 %rd1, %rd2, 2147483647;
+not.b32 %r1, %r2; not.b64 %rd1, %rd2; and.b16 %h1, %h2, %h3;
+and.pred %p1, %p2, %p3; or.pred %p1, %p2, %p3; xor.pred %p1, %p2, %p3; not.pred %p1, %p2;
+shl.b32 %r1, %r2, 5; shl.b32 %r1, %r2, 40; shr.u32 %r1, %r2, 3; shr.s32 %r1, %r2, 31; shr.s32 %r1, %r2, 99;
+shr.b64 %rd1, %rd2, 7; shl.b64 %rd1, %rd2, 64; shl.b64 %rd1, %rd2, %r3; shr.s64 %rd1, %rd2, %r3;
+shr.u32 %r1, %r2, %r3; shr.s32 %r1, %r2, %r3; shl.b32 %r1, %r2, %r3; shr.u64 %rd1, %rd2, %r3;
+setp.lt.s32 %p1, %r2, %r3; setp.lt.u32 %p1, %r2, %r3; setp.ne.s32 %p1, %r2, 0; setp.ge.s64 %p1, %rd2, -3;
+setp.eq.b32 %p1, %r2, 1; setp.hi.u32 %p1, %r2, %r3; setp.ls.u64 %p1, %rd2, %rd3; setp.le.s16 %p1, %h2, %h3;
+setp.gt.s32 %p1, %r2, -1; setp.ne.b64 %p1, %rd2, %rd3;
+selp.b32 %r1, %r2, %r3, %p1; selp.u64 %rd1, %rd2, 5, %p2; selp.s32 %r1, -4, %r3, %p3;
+mov.u32 %r1, %r2; mov.b64 %rd1, 12345; mov.u32 %r1, -1; mov.f32 %f1, 0f3F800000; mov.f32 %f1, %f2;
+mov.f64 %fd1, 0d3FF0000000000000; mov.pred %p1, %p2; mov.b16 %h1, %h2;
+cvt.u64.u32 %rd1, %r2; cvt.s64.s32 %rd1, %r2; cvt.u32.u64 %r1, %rd2; cvt.s32.s16 %r1, %h2; cvt.u64.s32 %rd1, %r2;
+cvt.u16.u32 %h1, %r2; cvt.s32.u16 %r1, %h2; cvt.s16.s64 %h1, %rd2; cvt.u32.s32 %r1, %r2;
+cvta.to.global.u64 %rd1, %rd2; cvta.to.shared.u64 %rd1, %rd2; cvta.shared.u64 %rd1, %rd2; cvta.param.u64 %rd1, %rd2;
+fma.rn.f32 %f1, %f2, %f0, %f1; fma.rz.ftz.sat.f32 %f1, %f2, %f0, %f2; fma.rn.f64 %fd1, %fd2, %fd0, %fd1;
+fma.rm.f64 %fd0, %fd2, %fd2, %fd1; add.f32 %f1, %f2, %f0; sub.rn.ftz.f32 %f0, %f1, %f2; mul.rp.f32 %f2, %f1, %f0;
+add.f64 %fd1, %fd2, %fd0; sub.rz.f64 %fd1, %fd0, %fd2; mul.f64 %fd2, %fd0, %fd1; mul.rn.f64 %fd2, %fd2, %fd2;
+"""
+
+
+def _native_program():
+    from tcsim.engine import load_program
+    from tcsim.isa.parser import parse
+    body = "\n".join(f"\t{s.strip()};" for s in NATIVE_FORMS.replace("\n", " ").split(";") if s.strip())
+    ptx = (".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k()\n{\n"
+           "\t.reg .pred %p<4>;\n\t.reg .b16 %h<5>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<5>;\n"
+           "\t.reg .f32 %f<3>;\n\t.reg .f64 %fd<3>;\n" + body + "\n\tret;\n}\n")
+    return load_program(parse(ptx), "k")
+
+
+def _random_regs(prog, k, rng):
+    """Register file of ``k`` warps: random bits, small values (shift amounts) and edge values mixed."""
+    from tcsim.callstack import make_regfile
+    flat = {}
+    for name, a in make_regfile(prog.kernel.regs).items():
+        if a.dtype == np.bool_:
+            flat[name] = rng.random((k, 32)) < 0.5
+            continue
+        bits = 8 * a.dtype.itemsize
+        if name.startswith("%f"):                   # floats: normal numbers, specials and random bits
+            fl = rng.standard_normal((k, 32)) * 10.0 ** rng.integers(-40, 40, size=(k, 32))
+            with np.errstate(over="ignore"):        # (large ones become infinities)
+                fb = (fl.astype(np.float32).view(np.uint32) if bits == 32 else fl.view(np.uint64)).astype(np.uint64)
+            sp = np.array([0, 1 << (bits - 1), (0x7F800000 if bits == 32 else 0x7FF0000000000000),
+                           (0x7FC00001 if bits == 32 else 0x7FF8000000000001), (1 << (bits - 1)) | 3, 1],
+                          dtype=np.uint64)
+            pick = rng.integers(0, 5, size=(k, 32))
+            rb = rng.integers(0, 1 << 63, size=(k, 32), dtype=np.uint64) >> np.uint64(64 - bits)
+            v = np.where(pick == 0, sp[rng.integers(0, len(sp), size=(k, 32))], np.where(pick == 1, rb, fb))
+            flat[name] = v.astype(a.dtype)
+            continue
+        v = rng.integers(0, 1 << bits, size=(k, 32), dtype=np.uint64 if bits == 64 else np.int64)
+        small = rng.integers(0, 2 * bits + 8, size=(k, 32))
+        edges = np.array([0, 1, (1 << bits) - 1, 1 << (bits - 1), (1 << (bits - 1)) - 1], dtype=np.uint64)
+        pick = rng.integers(0, 4, size=(k, 32))
+        v = np.where(pick == 1, small.astype(np.uint64), v.astype(np.uint64))
+        v = np.where(pick == 2, edges[rng.integers(0, len(edges), size=(k, 32))], v)
+        flat[name] = v.astype(a.dtype)
+    return flat
+
+
+def test_generated_group_code_matches_semantics():
+    """Every generated form (tcsim.fast.codegen) writes what the instruction's decoded semantics write, on random
+    register contents of several warps (the semantics run over the same lanes through the group context)."""
+    from tcsim.fast.batch import BatchCtx
+    from tcsim.fast.codegen import native_op
+    from tcsim.semantics import DecodeInfo
+    prog = _native_program()
+    info = DecodeInfo(prog.module, prog.kernel, "sm_100a", frozenset(), 0)
+    rng = np.random.default_rng(18)
+    k = 3
+    dtypes = {name: a.dtype for name, a in _random_regs(prog, 1, rng).items()}
+
+    class Tier:
+        pass
+    checked = 0
+    for pc, ins in enumerate(prog.body[:-2]):
+        op = native_op(ins, info, dtypes)
+        assert op is not None, f"no generated code for {ins}"
+        for _ in range(4):
+            regs = _random_regs(prog, k, rng)
+            ref = Tier()
+            ref.flat = {n: a.copy() for n, a in regs.items()}
+            lanes = np.ones(k * 32, bool)
+            ctx = BatchCtx(ref, ins, pc, np.arange(k), [None] * k, lanes, lanes)
+            prog.decoded[pc](ctx)
+            ctx.commit()
+            got = {n: a.copy() for n, a in regs.items()}
+            dst, v = op(got, slice(0, k))
+            got[dst][slice(0, k)] = v
+            for n in regs:
+                assert got[n].dtype == ref.flat[n].dtype and np.array_equal(got[n], ref.flat[n]), \
+                    f"{ins}: {n} differs"
+        checked += 1
+    assert checked == len([s for s in NATIVE_FORMS.split(";") if s.strip()])
+
+
+def test_generated_code_declines_other_forms():
+    """Forms outside the generated set (a wide immediate, .cc, .sat, .hi, a special register, a float op, a
+    shift of a 16-bit register) get no generated code: the semantics run them."""
+    from tcsim.engine import load_program
+    from tcsim.fast.codegen import native_op
+    from tcsim.isa.parser import parse
+    from tcsim.semantics import DecodeInfo
+    lines = ["mul.wide.s32 %rd1, %r2, 4", "add.cc.u32 %r1, %r2, %r3", "add.sat.s32 %r1, %r2, %r3",
+             "mul.hi.u32 %r1, %r2, %r3", "mov.u32 %r1, %tid.x", "div.rn.f32 %f1, %f2, %f2", "fma.rn.f32 %f1, %f2, 0f3F800000, %f1", "shl.b16 %h1, %h2, 3",
+             "cvt.rn.f32.s32 %f1, %r2", "cvt.sat.u16.s32 %h1, %r2", "setp.lt.s32 %p1|%p2, %r2, %r3"]
+    ptx = (".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k()\n{\n"
+           "\t.reg .pred %p<4>;\n\t.reg .b16 %h<5>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<5>;\n\t.reg .f32 %f<3>;\n" +
+           "".join(f"\t{x};\n" for x in lines) + "\tret;\n}\n")
+    prog = load_program(parse(ptx), "k")
+    info = DecodeInfo(prog.module, prog.kernel, "sm_100a", frozenset(), 0)
+    from tcsim.callstack import make_regfile
+    dtypes = {n: a.dtype for n, a in make_regfile(prog.kernel.regs).items()}
+    for ins in prog.body[:len(lines)]:
+        assert native_op(ins, info, dtypes) is None, str(ins)

@@ -54,7 +54,7 @@ LINT_NOTES: dict = {
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py")
                   if not p.stem.startswith("_") and "def make_launch" in p.read_text())
-SLOW_EXAMPLES = {"nvfp4_gemm", "tma_gather_mma_scatter"}
+SLOW_EXAMPLES = {"nvfp4_gemm", "tma_gather_mma_scatter", "tcgen05_pipeline_gemm"}
 
 
 def _run(launch: Launch, timing: bool):

@@ -25,12 +25,10 @@ PAIRS = {p.name: p for p in zoo.PAIRS}
 
 
 #: sm_90a pairs added after the last GPU recording, not yet run on a Hopper GPU: each names why.  Recording them
-#: (``python3 tests/zoo/hw_zoo.py OUTDIR`` on the GPU machine, then merging its records into zoo_sm90.json) must
-#: empty this; the test below fails when a listed pair has been recorded or a pair is missing without a reason.
-AWAITING_GPU = {
-    "09_release_before_use_handoff": "added 2026-11-27 (issue 15, class 9 mbarrier hand-off) after the session's "
-                                     "device time was spent",
-}
+#: (``python3 tests/zoo/hw_zoo.py OUTDIR`` on the GPU machine, then merging its records into zoo_sm90.json as
+#: tests/hw/golden_h100/README.md says) must empty this; the test below fails when a listed pair has been recorded
+#: or a pair is missing without a reason.
+AWAITING_GPU: dict = {}
 
 
 def test_every_sm90_twin_was_recorded_and_is_unchanged():
@@ -69,3 +67,22 @@ def test_tcsim_ends_a_buggy_twin_the_way_the_gpu_did(name, timing):
     else:                                    # the GPU ended the launch with an error
         assert isinstance(err, MemoryFault) or (isinstance(err, FindingError) and err.finding.outcome == "trap"), \
             f"{name}: the GPU trapped ({rec['error']}); tcsim ended with {type(err).__name__}: {err}"
+
+
+COMPLETED = sorted(n for (n, w), r in RECORDS.items() if w == "buggy" and r["error"] is None)
+
+
+@pytest.mark.parametrize("name", COMPLETED)
+def test_tcsim_runs_a_buggy_twin_the_gpu_completed_to_its_end(name):
+    """The other half of item 6: where the GPU ran the buggy twin to its end (a wrong result at worst), tcsim with
+    timing on -- the schedule the hardware's latencies give -- runs it to its end too, the finding explaining the
+    hazard.  (With timing off, the 1-cycle model is another schedule the PTX memory model allows, and it may end
+    otherwise: the stale-parity ring deadlocks there after its class-1 finding, since the producer finishes before
+    the consumer's skipped phase can come -- the same finding, tests/zoo/test_zoo.py.)"""
+    from tcsim.launch import run_launch
+    pair = PAIRS[name]
+    text = twin_text(pair, "buggy")
+    launch, _ = zoo.make_launch(pair, text)
+    res = run_launch(launch, timing=True)
+    exp = zoo.expectation(text)
+    assert any(zoo.matches(f, exp) for f in res.findings), [f.format() for f in res.findings]

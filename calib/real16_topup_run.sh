@@ -1,0 +1,45 @@
+#!/bin/bash
+# The second, short device call of issue 16's last session (helper real16), about 2.5 minutes: what the first call
+# (calib/real16_device_run.sh, stopped by its outer timeout) did not bring back -- the sin/cos.approx tables, the
+# GPU side of `tcsim diff` of the front-end launch files, the SASS of the frame-address kernel -- and a top-up of
+# the v6 campaign from the seed where its record ends (its checkpoint held seeds 600000-609951).
+#
+#   bash calib/real16_topup_run.sh "$OUT"
+#
+# Then the RS-form wgmma experiment of the campaign's open disagreements (calib/fuzz/rs_probe.py).
+# Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz, rs_probe.tar, log.txt.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUTDIR=${1:-${OUT:-}}
+if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_topup_run.sh OUTDIR" >&2; exit 2; fi
+mkdir -p "$OUTDIR/r16b" || exit 2
+D=$(cd "$OUTDIR/r16b" && pwd)
+source "$(dirname "$0")/device_setup.sh"
+command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+W=/tmp/tcsim_r16b
+rm -rf "$W"; mkdir -p "$W/frontend" "$W/trig"
+exec > >(tee -a "$D/log.txt") 2>&1
+date -u
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
+( timeout 120 python3 calib/approx/trig_record.py --out "$W/trig"; echo "trig: exit code $?" ) >"$W/trig.txt" 2>&1 &
+( timeout 120 python3 -m calib.frontend_record --out "$W/frontend"; echo "frontend: exit code $?" ) \
+  >"$W/frontend.txt" 2>&1 &
+echo "=== campaign top-up"
+timeout 130 python3 -m calib.fuzz.record gpu --seed "${TOPUP_SEED:-609952}" --count "${TOPUP_COUNT:-2048}" \
+  --out "$D/rec2.npz" --gpu-workers 4 --jobs 10 --batch 32 --time-limit "${TOPUP_DEADLINE:-110}" --keep-limit 60 \
+  --gpu-timeout 15 --jit-timeout 40 --sim-seconds 30
+echo "campaign: exit code $?"
+wait
+for f in trig frontend; do echo "=== $f"; cat "$W/$f.txt"; done
+cat "$W/trig/trig_log.txt" 2>/dev/null
+cp "$W/trig/trig_tables.npz" "$D/" 2>/dev/null
+tar -cf "$D/frontend.tar" -C "$W/frontend" .
+echo "=== RS-form wgmma experiment (calib/fuzz/rs_probe.py)"
+timeout 60 python3 -m calib.fuzz.rs_probe --out "$W/rs"
+tar -cf "$D/rs_probe.tar" -C "$W/rs" . 2>/dev/null
+echo "=== frame_addresses SASS"
+ptxas -arch=sm_90a -v tests/fixtures/nvcc/frame_addresses.sm_90a.ptx -o "$W/frames.cubin" 2>&1
+cuobjdump -sass "$W/frames.cubin" | grep -v '^\s*/\*[0-9a-f]*\*/\s*$' | head -500
+rm -f "$D"/*.tmp.npz
+date -u
+ls -la "$D"
