@@ -10,3 +10,5 @@ def pytest_sessionstart(session):
         return
     from tcsim.numerics.jit_warmup import warm_up
     warm_up()
+    from tcsim.race.shadow import warm_up as warm_up_race_shadow      # the race detector's shadow kernel
+    warm_up_race_shadow()

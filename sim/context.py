@@ -825,32 +825,26 @@ class ExecContext:
 # The warp side of the door for a lockstep group of warps (the fast tier, tcsim.fast.batch.BatchCtx): the same raw
 # accesses ExecContext.load / store make, for the lanes of several warps at once.  The group context checks
 # alignment, rank and bounds before it calls these (an access the reference would fault on runs warp by warp).
-def group_read_shared(smems: list, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
-    """Rows of ``nbytes`` at ``offs[i]`` of shared memory ``smems[which[i]]`` (one read per memory)."""
-    out = np.empty((offs.size, nbytes), dtype=np.uint8)
-    for j in np.unique(which):
-        sel = which == j
-        out[sel] = smems[int(j)].read_rows(offs[sel], nbytes)
-    return out
-
-
-def group_write_shared(smems: list, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
-    """Row ``i`` of ``rows`` at ``offs[i]`` of shared memory ``smems[which[i]]``; later rows win (each memory's rows
-    keep their order)."""
-    for j in np.unique(which):
-        sel = which == j
-        smems[int(j)].write_rows(offs[sel], rows[sel])
-
-
 def group_read_stacked(stack, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
-    """:func:`group_read_shared` over shared windows kept as rows of a :class:`tcsim.memory.StackedWindows` (one
-    gather for all of them)."""
+    """Rows of ``nbytes`` at ``offs[i]`` of the shared window ``which[i]`` of a
+    :class:`tcsim.memory.StackedWindows` (one gather for all of them)."""
     return stack.read_rows(which, offs, nbytes)
 
 
 def group_write_stacked(stack, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
-    """:func:`group_write_shared` over stacked windows (later rows win)."""
+    """Row ``i`` of ``rows`` at ``offs[i]`` of stacked window ``which[i]`` (later rows win)."""
     stack.write_rows(which, offs, rows)
+
+
+def group_read_stacked_words(stack, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+    """The aligned ``nbytes``-byte words at ``offs`` (k, m) of the stacked windows ``which`` (k,): one gather
+    (:meth:`tcsim.memory.StackedWindows.read_words`)."""
+    return stack.read_words(which, offs, nbytes)
+
+
+def group_write_stacked_words(stack, which: np.ndarray, offs: np.ndarray, values: np.ndarray) -> None:
+    """Words ``values`` at the aligned ``offs`` of windows ``which`` (same shapes; later elements win)."""
+    stack.write_words(which, offs, values)
 
 
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:

@@ -57,8 +57,8 @@ from .context import lanes_str
 from .ptxtypes import imm_bits
 
 #: seconds of run time before the first sample, and between two samples
-LOOP_AFTER = 4.0
-LOOP_EVERY = 2.0
+LOOP_AFTER = 3.0
+LOOP_EVERY = 1.0
 #: a budget in seconds: the horizon is the best rate so far times the seconds left times this (a rate measured early
 #: may be low: warm-up, compilation)
 RATE_MARGIN = 3.0
@@ -68,8 +68,8 @@ SYSTEM_WARPS = 4096
 SELF_WARPS = 512
 #: wrap-around segments an ordered compare is followed through
 SEGMENTS = 64
-#: a sample stops looking at further warps after this many seconds; the next sample comes at least MAX_SHARE times
-#: the last one's duration later
+#: a sample stops looking at further warps after this many seconds (CPU time, like the run watch's clock); the next
+#: sample comes at least MAX_SHARE times the last one's duration later
 SAMPLE_SECONDS = 0.5
 MAX_SHARE = 10.0
 
@@ -545,7 +545,7 @@ class LoopMonitor:
         """One sample: the error ending the run, or None.  A sample that takes long spaces the next ones out (at most
         ~1/:data:`MAX_SHARE` of the run goes to the monitor) and stops looking after :data:`SAMPLE_SECONDS`."""
         sim = self.sim
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         self.next_at = t + self.every
         self.samples += 1
         try:
@@ -558,7 +558,7 @@ class LoopMonitor:
             self.next_at = math.inf
             return None
         finally:
-            spent = time.perf_counter() - t0
+            spent = time.process_time() - t0
             self.next_at = max(self.next_at, t + spent * MAX_SHARE)
 
     def _sample(self, t: float, t0: float):
@@ -580,7 +580,7 @@ class LoopMonitor:
         for i, w in enumerate(live):
             if not system_ok and i >= SELF_WARPS:
                 break
-            if time.perf_counter() - t0 > SAMPLE_SECONDS:
+            if time.process_time() - t0 > SAMPLE_SECONDS:
                 system_ok = False
                 break
             v_self, v_mem, free = self._warp(w, horizon, quiet, cache)

@@ -224,6 +224,9 @@ class FlatMemory:
         self._bytes[off:off + data.size] = data
 
 
+_WORD = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 class StackedWindows:
     """Shared windows of many CTAs (:class:`FlatMemory` objects of one size) kept as rows of a few 2-D arrays, so
     that one gather reads (or one scatter writes) the lanes of a lockstep group of warps across CTAs (the fast
@@ -260,6 +263,23 @@ class StackedWindows:
             sel = b == j
             out[sel] = self.blocks[int(j)][(which[sel] - j * blk)[:, None], cols[sel]]
         return out
+
+    def words_ok(self, nbytes: int) -> bool:
+        """Whether :meth:`read_words` / :meth:`write_words` of ``nbytes`` words work (one block, rows of whole
+        words)."""
+        return len(self.blocks) == 1 and self.blocks[0].shape[1] % nbytes == 0
+
+    def read_words(self, which: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+        """The ``nbytes``-byte words (unsigned) at the aligned offsets ``offs`` (k, m) of windows ``which`` (k,)."""
+        words = self.blocks[0].view(_WORD[nbytes])
+        return words[which[:, None], offs >> (nbytes.bit_length() - 1)]
+
+    def write_words(self, which: np.ndarray, offs: np.ndarray, values: np.ndarray) -> None:
+        """Word ``values[i, j]`` at the aligned offset ``offs[i, j]`` of window ``which[i, j]`` (the later element
+        in row-major order wins)."""
+        nbytes = values.dtype.itemsize
+        words = self.blocks[0].view(_WORD[nbytes])
+        words[which, offs >> (nbytes.bit_length() - 1)] = values
 
     def write_rows(self, which: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> None:
         """Row ``i`` of ``rows`` at ``offs[i]`` of window ``which[i]`` (later rows win)."""

@@ -20,6 +20,18 @@ what it changes is *how* the semantics of the hot instructions execute:
 * What a group cannot run together (a form whose semantics are not lane-parallel, an operand kind the group
   context does not offer, a fault) runs warp by warp with the reference semantics, in issue order; a form that
   once failed to run as a group is not grouped again.
+* **Lockstep supersteps** (:mod:`tcsim.fast.lockstep`; timing off, no observer, no schedule perturbation or
+  instruction budget).  When a gang of uniform warps -- across warps and CTAs -- stands at one PC and nothing else
+  is queued for the next cycles, those cycles are known: every member issues one instruction per cycle.  They run
+  one instruction at a time for the whole gang (ALU and loads over the group, plain branches whose lanes agree,
+  stores in the reference's lane and warp order, ``bar.sync`` of whole CTAs completing at once), without any
+  per-warp step; the superstep stops before anything else (divergence, a fault, another kind of instruction, an
+  event of another unit, a run-watch check that looks at the warps) and the reference path takes over.
+* **Generated code** (:mod:`tcsim.fast.codegen`): for the simplest forms (integer / logic / compare / mov / cvt /
+  cvta, f32 / f64 add / sub / mul / fma through the same numerics calls, scalar shared and global loads, shared
+  stores) a superstep runs Python source generated per instruction over the flat register file instead of the
+  semantics over the group context; straight runs of them execute back to back.  Each form is checked against
+  the decoded semantics on random registers (tests/sim/test_tiers.py).
 
 Not grouped: kernels with device-function calls (per-function register files), instructions that block, jump,
 exit, synchronise or publish, and anything under a seed or schedule perturbation is still exact (the process and

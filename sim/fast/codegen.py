@@ -30,6 +30,8 @@ import functools
 import numpy as np
 
 from tcsim.isa import ir
+from tcsim.isa.errors import TcsimError
+from ..context import group_read_global, group_read_stacked_words
 from ..ptxtypes import imm_bits, size_of
 
 _UINT = {2: "np.uint16", 4: "np.uint32", 8: "np.uint64"}
@@ -334,7 +336,6 @@ class _SharedAccess:
         self.offset = np.uint64(offset & ((1 << 64) - 1))
         self.nbytes = nbytes
         self.word = np.dtype(_UINT[nbytes][3:])
-        self.shift = nbytes.bit_length() - 1
         self.reg = reg
 
     def __call__(self, F, sel):
@@ -346,12 +347,12 @@ class _SharedAccess:
             return None
         if self.space == "global":
             try:
-                raw = t.sim.gmem.read_rows(a.reshape(-1), n)
-            except Exception:
+                raw = group_read_global(t.sim.gmem, a.reshape(-1), n)
+            except TcsimError:
                 return None
             return self.reg, raw.view(self.word).reshape(a.shape)
         st = t.smem_stack
-        if st is None or len(st.blocks) != 1 or st.blocks[0].shape[1] % n:
+        if st is None or not st.words_ok(n):
             return None
         cta = t.cta_index[sel]
         ranks = t.cta_rank[cta]
@@ -364,11 +365,10 @@ class _SharedAccess:
             offs = (a & np.uint64(M.SHARED_OFFSET_MASK)).astype(np.int64)
             if (rank != ranks[:, None]).any() or (offs < t.smem_base).any() or (offs + n > t.smem_end).any():
                 return None
-        words = st.blocks[0].view(self.word)
-        rows = np.broadcast_to(cta[:, None], offs.shape)
         if not self.store:
-            return self.reg, words[cta[:, None], offs >> self.shift]
-        return self.reg, (rows[:, ::-1], (offs >> self.shift)[:, ::-1], words)    # (the caller scatters)
+            return self.reg, group_read_stacked_words(st, cta, offs, n)
+        rows = np.broadcast_to(cta[:, None], offs.shape)
+        return self.reg, (st, rows[:, ::-1], offs[:, ::-1])    # (the caller stores: tcsim.fast.lockstep)
 
 
 def native_mem(ins, info, dtypes: dict, tier):

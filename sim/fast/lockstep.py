@@ -34,6 +34,7 @@ from simpy.events import NORMAL
 
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
+from ..context import group_write_stacked_words
 from ..ptxtypes import to_container, to_type
 from .batch import WARP, BatchCtx, Fallback
 
@@ -217,10 +218,10 @@ def _native(op, kind: int, flat: dict, sel, gctx):
     res = op(flat, sel)
     if res is None or kind == SEM:
         return res
-    reg, (rows, cols, words) = res
+    reg, (stack, rows, offs) = res
     if gctx._mbarriers():                       # (the reference checks stores over live barriers)
         return None
-    words[rows, cols] = flat[reg][sel][:, ::-1]
+    group_write_stacked_words(stack, rows, offs, flat[reg][sel][:, ::-1])
     return True
 
 

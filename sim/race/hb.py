@@ -35,8 +35,9 @@ then: any access to them by the warp meanwhile is class 19 (missing ``wgmma.wait
 wrote that an MMA then uses with no ``wgmma.fence`` in between is class 19 too (missing ``wgmma.fence``,
 §9.7.15.7.1); its SMEM reads are async-proxy reads like the tensor pipe's (classes 5 and 8).
 
-Checks on each access (vectorised over its bytes / TMEM cells): the earlier conflicting accesses of other
-clock components (:meth:`ShadowSpace.access`) are classified by :func:`tcsim.race.explain.classify` into the bug
+Checks on each access (over its bytes / TMEM cells at once: numpy, or the shadow's compiled kernel): the earlier
+conflicting accesses of other clock components (:meth:`ShadowSpace.access`; for a generic-proxy access of memory
+only the unordered ones, the others being no hazard) are classified by :func:`tcsim.race.explain.classify` into the bug
 classes of :data:`tcsim.findings.CLASSES` (2, 5, 6, 7, 8, 9, 16, 20, 21).  Besides: class 10 at every arrive /
 complete-tx on another CTA's mbarrier (its init must be in the arriver's MI row), class 16 at a named-barrier arrival that an earlier generation of the same id,
 in which the arriving warp took no part, is not ordered before (the id is shared by unrelated groups: who meets whom
@@ -235,7 +236,7 @@ class HappensBefore:
     def _space(self, key) -> ShadowSpace:
         s = self.spaces.get(key)
         if s is None:
-            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=16)
+            s = self.spaces[key] = ShadowSpace(str(key), self.table, page_bits=20)
         return s
 
     def _ins(self, pc):

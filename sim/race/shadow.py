@@ -56,6 +56,25 @@ def kernel():
     return shadow_jit
 
 
+def warm_up() -> bool:
+    """Compile (or load from numba's on-disk cache) the kernel for the argument types the detector passes, once --
+    the root conftest does it before pytest-xdist starts its workers, as for :mod:`tcsim.numerics.jit_warmup`.
+    False when the kernel is off."""
+    k = kernel()
+    if k is None:
+        return False
+    tab = AccessTable()
+    tab.kernel_asked = True
+    tab.kernel = k
+    sp = ShadowSpace("warm-up", tab, page_bits=16)
+    row = np.zeros(8, dtype=np.int64)
+    units = np.arange(200, dtype=np.int64)
+    sp.access(units, row, 0, 1, 0, GENERIC, True)
+    sp.access(units, row, 1, 1, 1, ASYNC, False)
+    sp.scan(0, 256)
+    return True
+
+
 class AccessTable:
     """Epoch and flags of every access the detector recorded, by id + 1 (row 0: no access, component -1)."""
 
@@ -96,9 +115,10 @@ class Page:
     (:mod:`tcsim.race.shadow_jit`: ``-1``, the per-unit entries hold the truth -- always so for pages made before the
     kernel was loaded, which the numpy path may touch)."""
 
-    __slots__ = ("wi", "ri", "sw", "sr")
+    __slots__ = ("wi", "ri", "sw", "sr", "lo", "hi")
 
     def __init__(self, size: int, summarised: bool):
+        self.lo, self.hi = size, 0                            # the offsets ever touched lie in [lo, hi)
         self.wi = np.zeros(size, dtype=np.int32)              # last write
         self.ri = np.zeros((NSLOTS, size), dtype=np.int32)    # reads since, per slot
         nb = max(size >> BLOCK_BITS, 1)
@@ -208,8 +228,9 @@ def access_numpy(page: Page, off, units, tab: AccessTable, row, info1: int, comp
 
 
 class ShadowSpace:
-    """One shadowed memory (module docstring).  ``page_bits``: units per page (the detector's: 16, a CTA's whole TMEM
-    and most tiles' rows in one page); conflicts are still reported per block of :data:`PAGE` units."""
+    """One shadowed memory (module docstring).  ``page_bits``: units per page (the detector's: 20, a CTA's whole
+    SMEM or TMEM and a tile's rows in one page, one kernel call per access; the arrays are zero-filled on demand by
+    the OS, so only what is touched costs memory); conflicts are still reported per block of :data:`PAGE` units."""
 
     def __init__(self, name: str, table: AccessTable | None = None, page_bits: int = PAGE_BITS):
         self.name = name
@@ -224,13 +245,26 @@ class ShadowSpace:
         return page
 
     def _pieces(self, units: np.ndarray, bits: int):
-        """(page number, offsets within it, units) per block of ``1 << bits`` units the units touch, in order."""
-        mask = (1 << self.page_bits) - 1
+        """(page number, offsets within it, units) per block of ``1 << bits`` units the units touch, in order (and
+        the pages' touched ranges widened to them)."""
+        pb = self.page_bits
+        mask = (1 << pb) - 1
+        umin = int(units.min())
+        umax = int(units.max())
+        lo = umin >> bits
+        hi = umax >> bits
+        if umin >> pb == umax >> pb:
+            page = self._page(umin >> pb)
+            page.lo = min(page.lo, umin & mask)
+            page.hi = max(page.hi, (umax & mask) + 1)
+            if lo == hi:
+                return [(umin >> pb, units & mask, units)]
+        else:
+            for p in range(umin >> pb, (umax >> pb) + 1) if (umax >> pb) - (umin >> pb) < 16 else \
+                    np.unique(units >> pb).tolist():
+                page = self._page(int(p))
+                page.lo, page.hi = 0, mask + 1
         pg = units >> bits
-        lo = int(pg.min())
-        hi = int(pg.max())
-        if lo == hi:
-            return [(lo >> (self.page_bits - bits), units & mask, units)]
         out = []
         for p in (range(lo, hi + 1) if hi - lo < 16 else np.unique(pg).tolist()):
             sel = pg == p
@@ -275,19 +309,19 @@ class ShadowSpace:
             page = self.pages.get(p)
             if page is None:
                 continue
-            if self.table.kernel is not None:
-                self.table.kernel.materialize(page.wi, page.ri, page.sw, page.sr)
             base = p << pb
-            a = max(lo - base, 0)
-            b = min(hi - base, size)
+            a = max(lo - base, 0, page.lo)
+            b = min(hi - base, size, page.hi)
             if a >= b:
                 continue
-            ent = np.concatenate([page.wi[None, a:b], page.ri[:, a:b]])
+            blk = np.arange(a, b) >> BLOCK_BITS            # a uniform block's summary, else the unit's entry
+            ent = np.concatenate([np.where(page.sw[blk] >= 0, page.sw[blk], page.wi[a:b])[None],
+                                  np.where(page.sr[:, blk] >= 0, page.sr[:, blk], page.ri[:, a:b])])
             used = (ent != 0).any(axis=0)
             if used.any():
                 res.append((base + a + np.flatnonzero(used), ent[:, used]))
         return res
 
 
-__all__ = ["ShadowSpace", "AccessTable", "Conflict", "access_numpy", "kernel", "GENERIC", "ASYNC", "TMAP", "F_PROXY",
+__all__ = ["ShadowSpace", "AccessTable", "Conflict", "access_numpy", "kernel", "warm_up", "GENERIC", "ASYNC", "TMAP", "F_PROXY",
            "F_ATOMIC", "F_TCGEN05", "PAGE", "JIT_MIN_UNITS", "JIT_AFTER"]

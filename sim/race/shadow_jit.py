@@ -201,7 +201,7 @@ def access_units(wi, ri, sw, sr, off, units, tcomp, tval, row, info1, comp, writ
 @njit(cache=True)
 def materialize(wi, ri, sw, sr):
     """Write every uniform block's summary into its units and mark it mixed (the per-unit arrays are then the
-    whole truth: :meth:`tcsim.race.shadow.ShadowSpace.scan`, the tests)."""
+    whole truth: the tests compare them with the numpy path's)."""
     for b in range(sw.size):
         _expand(wi, sw, b)
         for s in range(ri.shape[0]):

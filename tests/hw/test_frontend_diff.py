@@ -6,7 +6,7 @@ simulator does.
 
 Without a GPU: the layout is checked against a stand-in driver (each map encoded at the device buffer of its region,
 shared with the pointer arguments over the same memory; the region is the argument's output on both back ends).
-With the H100's record (``tests/golden/frontend_h100/``, made by ``bash calib/real16_device_run.sh``): each launch
+With the GPU's record (``tests/golden/frontend_h100/``, made by ``bash calib/real16_topup_run.sh``): each launch
 file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_frontend_launch_replays_the_h100_trace(name, capsys):
     from tcsim.cli import main
     golden = GOLDEN / f"frontend_{name}.npz"
     if not golden.exists():
-        pytest.skip(f"no H100 record yet: bash calib/real16_device_run.sh, then unpack frontend.tar into {GOLDEN}")
+        pytest.skip(f"no GPU record yet: bash calib/real16_topup_run.sh, then unpack its frontend.tar into {GOLDEN}")
     rc = main(["diff", str(FRONT / FILES[name]), "--against", f"golden:{golden}"])
     out = capsys.readouterr().out
     assert rc == 0 and "RESULT: bit-identical" in out, out[-3000:]

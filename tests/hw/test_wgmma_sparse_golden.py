@@ -5,7 +5,7 @@ The probe (calib/probes/wgmma_sparse.py) runs one instruction per CTA over seede
 nibble sits is decided on the host from CUTLASS's sparse GMMA metadata layouts.  Without a GPU: the simulator runs
 the probe kernel itself to the host model's answer (the model expands A with that layout and runs the dense
 numerics), the metadata placement is checked by hand on single nibbles, and invalid metadata is a located error.
-With the H100's record (tests/golden/wgmma_sparse/, ``bash calib/real16_device_run.sh``): every recorded case
+With the GPU's record (an H200, tests/golden/wgmma_sparse/, ``bash calib/real16_device_run.sh``): every recorded case
 against the model, and the probe kernel through the simulator on the first instructions of every combination."""
 from __future__ import annotations
 

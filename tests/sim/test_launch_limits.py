@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcsim.isa.errors import LaunchError, VerifyError
+from tcsim.isa.errors import LaunchError, PtxSyntaxError, VerifyError
 from tcsim.isa.mangling import pointee_types
 from tcsim.launch import Launch, run_launch
 
@@ -218,8 +218,10 @@ def test_ptx_argument_errors(tmp_path):
     assert "ptx=123" in _err(lambda: run_launch(Launch(ptx=123)))
     bad = tmp_path / "k.ptx"
     bad.write_bytes(RET.encode().replace(b"  ret;", b"  // caf\xe9\n  ret;"))
-    msg = _err(lambda: run_launch(Launch(ptx=bad)))
-    assert "0xe9" in msg and "k.ptx:6:9" in msg
+    # (the rule and diagnostic of tcsim check: a PTX syntax error at the byte, tests/robust/test_bad_inputs.py)
+    with pytest.raises(PtxSyntaxError) as e:
+        run_launch(Launch(ptx=bad))
+    assert "0xe9" in str(e.value) and "k.ptx:6:9" in str(e.value)
 
 
 @pytest.mark.parametrize("kw,name", [({"seed": "abc"}, "seed="), ({"seed": 1.5}, "seed="),

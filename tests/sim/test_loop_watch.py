@@ -255,6 +255,7 @@ L:
     assert retired < 20_000
 
 
+@pytest.mark.slow
 def test_the_default_product_settings_report_within_seconds():
     # LOOP_AFTER / LOOP_EVERY as shipped: a counting loop that skips its bound ends in a diagnostic well within 60 s
     # (seconds of work: the process's CPU time, as the run watch counts them)
