@@ -263,6 +263,8 @@ def check_family_operands(ins: ir.Instruction, info) -> None:
     * ``fence.proxy.tensormap::generic`` (§9.7.13.4): the size is an immediate (128), not a register.
     * ``ldmatrix`` / ``stmatrix`` (§9.7.14.5.15-16): the register operand is a vector even for ``.x1`` ("Vector of
       size 1 is expected"); ``movmatrix`` (§9.7.14.5.17) takes no vector.
+    * ``mbarrier``, ``bar``/``barrier``, ``mapa``: no float register operand (counts, phases, ids, ranks); no
+      predicate in ``mapa`` nor in ``mbarrier`` but as test_wait/try_wait's result.
     * ``tcgen05`` (§9.7.16): tensor-memory addresses ``[taddr]`` of mma/cp/shift/ld/st have a 32-bit base;
       ``alloc``'s column count and ``dealloc``'s address and count are 32-bit integers.
     """
@@ -284,7 +286,9 @@ def check_family_operands(ins: ir.Instruction, info) -> None:
         elif "prefetch" in mods:
             if len(ops) >= 2:
                 _int_immediate_or_register(ins, info, ops[1], 4, "the size")
-        elif len(ops) >= 3 and not isinstance(ops[2], ir.Address):
+        elif len(ops) >= 3:
+            if isinstance(ops[2], ir.Address):
+                raise _mismatch(ins, f"the size {ops[2]} is no value")
             _int_immediate_or_register(ins, info, ops[2], 4, "the size")
     elif op == "tensormap" and mods and mods[0] == "replace" and ops:
         if mods[-1] == "b32" and len(ops) == 3:     # an ordinal field (global_dim...): ptxas takes no f32 there
@@ -303,6 +307,17 @@ def check_family_operands(ins: ir.Instruction, info) -> None:
     elif op == "stmatrix" and len(ops) > 1 and not isinstance(ops[1], ir.Vector):
         raise _err(ins, f"Vector of size 1 is expected for argument 1 of instruction 'stmatrix' ({ops[1]})",
                    "{r} even for .x1")
+    elif op in ("mbarrier", "bar", "barrier", "mapa"):
+        # counts, phases, barrier ids and ranks are integers (ptxas: "Arguments mismatch" for a float register;
+        # mapa takes no predicate either, mbarrier a predicate only as test_wait/try_wait's result)
+        poll = op == "mbarrier" and any(m in ("test_wait", "try_wait") for m in mods)
+        for k, o in enumerate(ops):
+            rt = _reg_type(info, o)
+            if rt is None:
+                continue
+            pred_bad = op == "mapa" or (op == "mbarrier" and not (poll and k == 0))
+            if _kind(rt) == "float" or (rt == "pred" and pred_bad):
+                raise _mismatch(ins, f"operand {o} is a .{rt} register, not an integer")
     elif op == "tcgen05" and mods:
         sub = mods[0]
         if sub in ("mma", "cp", "shift", "ld", "st"):

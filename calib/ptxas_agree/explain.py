@@ -72,6 +72,9 @@ def explain(r: dict) -> tuple | None:
             return "gap", "tcsim requires a register for tcgen05.mma's A descriptor (ptxas takes an immediate)"
         if "must be a memory address" in cmsg:
             return "bracketless-address", "ptxas takes a register for a [register] address operand"
+        if "generic address needs a 64-bit register" in cmsg:
+            return "strict", ("tcsim rejects a 32-bit register as a generic (no state space) address under "
+                              ".address_size 64; ptxas 13.0 takes it for tcgen05.alloc")
         return None
     if r["check"] == "accept" and r["ptxas"] == "reject":
         if "crashed" in pmsg or "Segmentation" in pmsg or pmsg == "":

@@ -1,8 +1,9 @@
 """``tcsim check`` agrees with ``ptxas -arch=<target>`` on one-line mutants of the tracked PTX (issue 17, item 3).
 
-* Each committed campaign record (``calib/ptxas_agree/records/seed17.json`` and ``seed18.json``, 10,000 mutants
-  each, made by the command it names) shows at least 99% agreement, no Python exception from check, no program that check accepts and that
-  then fails to load, and a known reason (:func:`calib.ptxas_agree.explain.explain`) for every disagreement.
+* Each committed campaign record (``calib/ptxas_agree/records/seed17.json``, ``seed18.json``, ``seed19.json``,
+  10,000 mutants each, made by the command it names) shows at least 99% agreement, no Python exception from
+  check, no program that check accepts and that then fails to load, and a known reason
+  (:func:`calib.ptxas_agree.explain.explain`) for every disagreement.
 * A CI-sized sample of fresh mutants of the small tracked files is judged by tcsim and by ptxas here (skipped
   where ptxas is not on PATH) with the same requirements; ``-m slow`` runs a larger sample over every file.
 """

@@ -61,6 +61,10 @@ KNOWN = {
     "movmatrix.sync.aligned.m8n8.trans.b16 %p1, %r2;": "strict: a predicate as movmatrix's destination",
     "movmatrix.sync.aligned.m8n8.trans.b16 %r1, %p2;": "strict: a predicate as movmatrix's source",
     "fence.proxy.tensormap::generic.acquire.gpu [%f1], 128;": "strict: a float register as an address",
+    "cvt.rn.f64.u32 %q0, %r1;": "strict: a .b128 register as a wider cvt destination",
+    "cvt.u64.u32 %q0, %r1;": "strict: a .b128 register as a wider cvt destination",
+    "ld.global.f64 %q0, [%rd1];": "strict: a .b128 register as a wider ld destination",
+    "ld.global.b64 %q0, [%rd1];": "strict: a .b128 register as a wider ld destination",
     # tcsim's call semantics (sim/semantics/calls.py) take results in .param variables only
     "call (%r1), f, (ca, cb);": "decoder: a register as a call's return operand is not supported",
     "call (%f1), f, (ca, cb);": "decoder: a register as a call's return operand is not supported",
