@@ -147,6 +147,11 @@ class GlobalMemory:
             out[sel] = self._allocs[i]._bytes[offs[sel][:, None] + rng]
         return out
 
+    def peek(self, addr: int, nbytes: int) -> np.ndarray:
+        """Inspection, not an access: a copy of ``nbytes`` at device address ``addr`` for a debugger or a report
+        (no observation event, nothing a kernel does; the kernel's accesses go through the two doors)."""
+        return self.read_rows(np.array([int(addr)], dtype=np.uint64), int(nbytes))[0].copy()
+
     def write_rows(self, addrs: np.ndarray, data: np.ndarray) -> None:
         """Write rows of ``data`` (shape (len(addrs), nbytes)) in lane order (later lanes win)."""
         addrs = np.asarray(addrs, dtype=np.uint64)
@@ -211,6 +216,12 @@ class FlatMemory:
         nbytes = data.shape[1]
         self.check(offs, nbytes, "write")
         self._bytes[offs[:, None] + np.arange(nbytes)] = data
+
+    def peek(self, off: int, nbytes: int) -> np.ndarray:
+        """Inspection, not an access: a copy of the user bytes ``[off, off + nbytes)`` (window offsets) for a
+        debugger or a report; bounds are checked as for an access, no observation event is made."""
+        self.check(np.asarray([off]), nbytes, "read")
+        return self._bytes[off:off + nbytes].copy()
 
     def read_range(self, off: int, nbytes: int) -> np.ndarray:
         """A copy of the bytes ``[off, off + nbytes)``."""

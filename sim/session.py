@@ -1088,13 +1088,13 @@ class Session:
                 return None
             return self._smem_bytes(c, wp.start, wp.size)
         if k == "gmem":
-            return self.sim.gmem.read_rows(np.array([wp.start], dtype=np.uint64), wp.size)[0].copy()
+            return self.sim.gmem.peek(wp.start, wp.size)
         if k == "tmem":
             c = self.sim.ctas[wp.cta] if wp.cta < len(self.sim.ctas) else None
             if c is None or c.tmem is None:
                 return None
             (l0, l1), (c0, c1) = wp.lanes, wp.cols
-            return c.tmem.data[l0:l1, c0:c1].copy()
+            return c.tmem.peek(l0, l1, c0, c1)
         c = self.sim.ctas[wp.cta] if wp.cta < len(self.sim.ctas) else None
         mb = c.mbarriers.get(wp.start) if c is not None else None
         if mb is None or not mb.valid:
@@ -1201,7 +1201,7 @@ class Session:
 
     def _smem_bytes(self, c, off: int, n: int) -> np.ndarray:
         self._check_smem(c, off, n)
-        return c.smem.data[off - c.smem.base: off - c.smem.base + n].copy()
+        return c.smem.peek(off, n)
 
     def smem(self, cta=0) -> np.ndarray:
         """The CTA's shared memory user bytes (a read-only view; index 0 is offset ``smem_base()``)."""
@@ -1223,7 +1223,7 @@ class Session:
         """The current contents of array argument ``arg`` (index or parameter name), in its own dtype and shape
         (or as PTX ``dtype``)."""
         i, name, orig, base = self._array_arg(arg)
-        raw = self.sim.gmem.read_rows(np.array([base], dtype=np.uint64), orig.nbytes)[0].copy()
+        raw = self.sim.gmem.peek(base, orig.nbytes)
         if dtype is None:
             return raw.view(orig.dtype).reshape(orig.shape)
         return raw.view(_np_dtype(dtype))
@@ -1231,7 +1231,7 @@ class Session:
     def gmem(self, addr: int, nbytes: int) -> np.ndarray:
         """``nbytes`` of global memory at device address ``addr``."""
         try:
-            return self.sim.gmem.read_rows(np.array([int(addr)], dtype=np.uint64), int(nbytes))[0].copy()
+            return self.sim.gmem.peek(int(addr), int(nbytes))
         except TcsimError as e:
             raise DebugError(f"global memory [0x{int(addr):x}, +{nbytes}): {e.message}") from None
 
@@ -1266,7 +1266,7 @@ class Session:
         (l0, l1), (c0, c1) = _span(lanes, 128, "lanes"), _span(cols, 512, "columns")
         if c.tmem is None:
             raise DebugError(f"CTA {c.ctaid} has no tensor memory yet (no tcgen05 instruction has run)")
-        raw = c.tmem.data[l0:l1, c0:c1].copy()
+        raw = c.tmem.peek(l0, l1, c0, c1)
         return typed(raw, dtype) if dtype not in ("u32", "b32") else raw
 
     def tmem_table(self, lanes=(0, 8), cols=(0, 4), dtype: str = "f32", cta=0):

@@ -245,6 +245,11 @@ class TensorMemory:
                               expected=f"a TMEM address whose lane field is in [{lo}, {lo + 31}] "
                                        f"(warp index % 4 = {warp_in_group})")
 
+    def peek(self, l0: int, l1: int, c0: int, c1: int) -> np.ndarray:
+        """Inspection, not an access: a copy of the words of lanes ``[l0, l1)`` x columns ``[c0, c1)`` for a
+        debugger or a report (no observation event; the kernel's accesses go through the doors)."""
+        return self._cells[l0:l1, c0:c1].copy()
+
     # ------------------------------------------------------------------------------------------ cells (raw access)
     def read_cells(self, lanes, cols) -> np.ndarray:
         """Words of the cells ``(lanes, cols)`` (numpy index arrays, broadcast together): a new array.  Only the
