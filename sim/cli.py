@@ -411,17 +411,23 @@ def cmd_demo(args) -> int:
     return 0 if ok else 1
 
 
-def cmd_run(args) -> int:
+def _launch_module_or_report(args, command: str):
+    """The launch file's module, or None after printing why it could not be imported (usage error, exit 2)."""
     try:
-        mod = _load_launch_module(args.launch)
+        return _load_launch_module(args.launch)
     except FileNotFoundError as e:              # (a module that is not there is one too: _load_launch_module)
-        print(f"tcsim run: {e}", file=sys.stderr)
-        return 2
+        print(f"tcsim {command}: {e}", file=sys.stderr)
     except TcsimError:
         raise
     except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
-        print(f"tcsim run: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
+        print(f"tcsim {command}: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
               f"{_user_frame(e) or args.launch})", file=sys.stderr)
+    return None
+
+
+def cmd_run(args) -> int:
+    mod = _launch_module_or_report(args, "run")
+    if mod is None:
         return 2
     args.launch_name = args.launch
     if getattr(args, "pdb", False):             # stop in pdb at the first finding or error (tcsim.debugger.hooks)
@@ -432,16 +438,8 @@ def cmd_run(args) -> int:
 
 def cmd_debug(args) -> int:
     """``tcsim debug LAUNCH.py``: the interactive debugger (tcsim.debugger.prompt)."""
-    try:
-        mod = _load_launch_module(args.launch)
-    except FileNotFoundError as e:
-        print(f"tcsim debug: {e}", file=sys.stderr)
-        return 2
-    except TcsimError:
-        raise
-    except (Exception, SystemExit) as e:        # the launch file's own Python error: where it is, no traceback
-        print(f"tcsim debug: {args.launch}: importing the launch file raised {type(e).__name__}: {e} (at "
-              f"{_user_frame(e) or args.launch})", file=sys.stderr)
+    mod = _launch_module_or_report(args, "debug")
+    if mod is None:
         return 2
     from .debugger.prompt import debug_main
     return debug_main(args, mod, _get_launch(mod))

@@ -7,8 +7,6 @@ what was asked; the command line (``tcsim run --perfetto/--report``, ``tcsim rep
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..timeline import TimelineRecorder, timeline_of
 
 
@@ -103,17 +101,6 @@ def run_visualised(launch, *, perfetto=None, report=None, **kw):
     res = run_launch(launch, **kw)
     vo.write(res, launch)
     return res
-
-
-def output_problem(opt: str, path) -> str | None:
-    if path is None:
-        return None
-    p = Path(path)
-    if not path or p.is_dir():
-        return f"--{opt} {path!r} is a directory, not a file to write"
-    if not p.parent.is_dir():
-        return f"--{opt} {path}: the directory {p.parent} does not exist"
-    return None
 
 
 __all__ = ["VisualOutputs", "run_visualised", "launch_source", "diff_json", "outputs_diff_json"]
