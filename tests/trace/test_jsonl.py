@@ -125,3 +125,22 @@ def test_gz_path_is_compressed_and_readable(tmp_path):
     run_launch(make_launch(), trace=str(p))
     lines = gzip.open(p, "rt").read().splitlines()
     assert json.loads(lines[0])["kind"] == "header" and any('"kind":"inst"' in x for x in lines[1:])
+
+
+def test_readme_trace_sizes_are_measured(tmp_path):
+    """The README's sizes of the gemm_async trace (plain and .gz, written by the CLI as it documents) are what
+    the CLI writes now."""
+    import re
+    from pathlib import Path
+
+    from tcsim.cli import main
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    plain = int(re.search(r"--trace out\.jsonl` the trace is (\d+) KB", text).group(1))
+    packed = int(re.search(r"`out\.jsonl\.gz` is (\d+) KB", text).group(1))
+    sizes = []
+    for name in ("out.jsonl", "out.jsonl.gz"):
+        p = tmp_path / name
+        assert main(["run", "tcsim.examples.gemm_async", "--trace", str(p)]) == 0
+        sizes.append(p.stat().st_size)
+    assert [round(n / 1000) for n in sizes] == [plain, packed], sizes
