@@ -22,14 +22,20 @@ exec > >(tee -a "$D/log.txt") 2>&1
 date -u
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
 ( timeout 120 python3 calib/approx/trig_record.py --out "$W/trig"; echo "trig: exit code $?" ) >"$W/trig.txt" 2>&1 &
+P_TRIG=$!
 ( timeout 120 python3 -m calib.frontend_record --out "$W/frontend"; echo "frontend: exit code $?" ) \
   >"$W/frontend.txt" 2>&1 &
+P_FRONT=$!
+if [ "${TOPUP_COUNT:-2048}" -gt 0 ]; then
 echo "=== campaign top-up"
 timeout 130 python3 -m calib.fuzz.record gpu --seed "${TOPUP_SEED:-609952}" --count "${TOPUP_COUNT:-2048}" \
   --out "$D/rec2.npz" --gpu-workers 4 --jobs 10 --batch 32 --time-limit "${TOPUP_DEADLINE:-110}" --keep-limit 60 \
   --gpu-timeout 15 --jit-timeout 40 --sim-seconds 30
 echo "campaign: exit code $?"
-wait
+fi
+# wait for the two jobs by pid: a bare `wait` also waits for the `tee` of the process substitution above, which
+# never ends (it reads this script's own output) -- the call of 2026-11-28 03:07 hung there until its timeout
+wait "$P_TRIG" "$P_FRONT"
 for f in trig frontend; do echo "=== $f"; cat "$W/$f.txt"; done
 cat "$W/trig/trig_log.txt" 2>/dev/null
 cp "$W/trig/trig_tables.npz" "$D/" 2>/dev/null
