@@ -39,6 +39,7 @@ import time
 
 import numpy as np
 import simpy
+from simpy.events import URGENT
 
 from tcsim.isa import ir
 from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
@@ -627,7 +628,23 @@ class Simulation:
             t = getattr(p, "target", None)
             if t is not None:
                 own.add(id(t))
-        return all(id(item[-1]) in own for item in self.env._queue)
+        gang = None
+        if self._fast is not None:
+            # the fast tier drives the warps itself (no process per warp): its queue entries are gangs -- the issue
+            # events of its warps (a CTA start's gang, URGENT, is not: as the reference's process initialisations)
+            # -- and a blocked warp waits for its wake event
+            from .fast.tier import _Gang as gang
+            for w in self.warps:
+                if w.wake_event is not None:
+                    own.add(id(w.wake_event))
+        for item in self.env._queue:
+            ev = item[-1]
+            if id(ev) in own:
+                continue
+            if gang is not None and isinstance(ev, gang) and item[1] != URGENT:
+                continue
+            return False
+        return True
 
     def _watch_check(self):
         """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,
