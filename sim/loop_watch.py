@@ -136,6 +136,83 @@ def _regs_in(op):
         yield from _regs_in(op.operand)
 
 
+#: opcodes whose first operand is their only destination and whose result is a function of their register and
+#: immediate operands alone (a clock read is one: its destination then changes, which is what is compared)
+_PURE = frozenset(("add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max",
+                   "popc", "clz", "bfind", "fns", "brev", "bfe", "bfi", "dp4a", "dp2a", "and", "or", "xor", "not",
+                   "cnot", "lop3", "shf", "shl", "shr", "selp", "slct", "set", "setp", "mov", "cvt", "cvta", "prmt",
+                   "testp", "copysign", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "fma", "addc",
+                   "subc", "madc", "mapa", "isspacep"))
+
+
+def _is_pure(ins) -> bool:
+    return ins.opcode in _PURE and bool(ins.operands) and \
+        isinstance(ins.operands[0], (ir.Reg, ir.Vector, ir.PredPair))
+
+
+def _regs_of(op):
+    """Every register an operand names (address bases and tensor coordinates included)."""
+    if isinstance(op, ir.Address):
+        if isinstance(op.base, ir.Reg):
+            yield op.base
+        for c in op.coords or ():
+            yield from _regs_of(c)
+    elif isinstance(op, (ir.Vector, ir.ParenList)):
+        for e in op.elems:
+            yield from _regs_of(e)
+    else:
+        yield from _regs_in(op)
+
+
+def _regs_read(ins, all_operands: bool = False) -> list:
+    """Registers ``ins`` reads: its guard and its operands after the first (``all_operands``: the first too)."""
+    out = [ins.guard[0].name] if ins.guard is not None else []
+    for op in (ins.operands if all_operands else ins.operands[1:]):
+        out.extend(r.name for r in _regs_of(op))
+    return out
+
+
+def _sccs(n: int, succ) -> list:
+    """The strongly connected component of each node 0..n-1 (an id), Tarjan's algorithm without recursion."""
+    index = [-1] * n
+    low = [0] * n
+    on = [False] * n
+    comp = [-1] * n
+    stack: list = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on[v] = True
+            nxt = [s for s in succ[v] if s < n]
+            if i < len(nxt):
+                work.append((v, i + 1))
+                w = nxt[i]
+                if index[w] < 0:
+                    work.append((w, 0))
+                elif on[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on[w] = False
+                    comp[w] = v
+                    if w == v:
+                        break
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
+
+
 def _written(ins) -> list:
     """Registers ``ins`` may write (over-approximated: every register of its first operand)."""
     if ins.opcode in ("bra", "brx", "ret", "exit", "trap"):
@@ -190,6 +267,74 @@ class LoopMap:
         for lp in sorted(self.loops, key=lambda lp: -len(lp.body)):
             for p in lp.body:
                 self.at.setdefault(p, []).append(lp)
+        self._relevant = None
+        self._counted: dict = {}
+
+    # ------------------------------------------------------------------------------------------ relevance
+    def relevant_at(self, pc: int):
+        """The registers that can influence what a lane at ``pc`` does from now on while it stays in the cycles
+        through ``pc`` (its strongly connected component of the control-flow graph), or None when every register
+        may (``pc`` on no cycle, or a call in the component).  A lane that stands at ``pc`` at two moments ran only
+        instructions of that component in between (leaving a component is for good), so two machine states that
+        agree on these registers (and on everything else the livelock detector compares) evolve alike: the other
+        registers are written by pure instructions (:data:`_PURE`) only into registers nothing that matters reads --
+        a spin loop's attempt counter, a statistic.  What matters: every operand (addresses, data, guards) of an
+        instruction that is not such a pure one (memory, atomics, branches, barriers, collectives, async units),
+        and, back to a fixed point, the sources and guard of a pure instruction whose destination matters."""
+        if self._relevant is None:
+            self._relevant = self._relevance()
+        return self._relevant.get(pc)
+
+    def _relevance(self) -> dict:
+        body, succ = self.body, self.succ
+        n = len(body)
+        comp = _sccs(n, succ)
+        members: dict = {}
+        for pc in range(n):
+            members.setdefault(comp[pc], []).append(pc)
+        out: dict = {}
+        for pcs in members.values():
+            if len(pcs) == 1 and pcs[0] not in succ[pcs[0]]:
+                continue                            # on no cycle
+            if any(body[p].opcode == "call" for p in pcs):
+                continue
+            rel: set = set()
+            pure = []
+            for p in pcs:
+                ins = body[p]
+                if _is_pure(ins):
+                    pure.append(ins)
+                else:
+                    rel.update(_regs_read(ins, all_operands=True))
+            changed = True
+            while changed:
+                changed = False
+                for ins in pure:
+                    if any(r in rel for r in _written(ins)):
+                        new = set(_regs_read(ins)) - rel
+                        if new:
+                            rel |= new
+                            changed = True
+            frozen = frozenset(rel)
+            counted = frozenset(r for ins in pure for r in _written(ins) if r not in rel)
+            for p in pcs:
+                out[p] = frozen
+                self._counted[p] = counted
+        return out
+
+    def counted_at(self, pc: int) -> frozenset:
+        """The registers the cycles through ``pc`` write but that cannot influence them (see :meth:`relevant_at`):
+        a spin loop's attempt counter."""
+        self.relevant_at(pc)
+        return self._counted.get(pc, frozenset())
+
+    def loop_lines(self, pc: int):
+        """(first line, last line, head instruction) of the outermost loop containing ``pc``, or None."""
+        lps = self.at.get(pc)
+        if not lps:
+            return None
+        lo, hi = lps[0].lines(self.body)
+        return lo, hi, self.body[lps[0].head]
 
     @staticmethod
     def _closure(start, edges, stop=None) -> set:
@@ -524,6 +669,12 @@ class LoopMonitor:
         self.best_rate = 0.0
         self.samples = 0
 
+    def loop_map(self) -> "LoopMap":
+        """The program's :class:`LoopMap` (built at the first use)."""
+        if self.map is None:
+            self.map = LoopMap(self.sim)
+        return self.map
+
     def due(self, t: float) -> bool:
         return t >= self.next_at
 
@@ -563,8 +714,7 @@ class LoopMonitor:
 
     def _sample(self, t: float, t0: float):
         sim = self.sim
-        if self.map is None:
-            self.map = LoopMap(sim)
+        self.loop_map()
         if not self.map.loops:
             self.next_at = math.inf
             return None
@@ -597,7 +747,7 @@ class LoopMonitor:
         self._prev_self = stuck_self
         if system_ok and first_mem is not None:
             key = (frozenset(system), self.watch._memory_fingerprint())
-            warps = self.watch._warp_fingerprint()
+            warps = self.watch._warp_fingerprint(project=False)
             prev = self._prev_system
             if prev is not None and prev[0] == key:
                 if prev[1] == warps:        # nothing changed at all: a pure spin is the livelock detector's case
@@ -606,6 +756,25 @@ class LoopMonitor:
             self._prev_system = (key, warps, sim.env.now)
         else:
             self._prev_system = None
+        return None
+
+    def explain_stuck(self, t: float):
+        """The :class:`~tcsim.isa.errors.NonTerminatingLoopError` of the first live warp with a loop the monitor
+        finds stuck now, given that nothing but the warps is in flight and memory is not changing (the livelock
+        detector has seen the machine repeat: tcsim.watch), or None."""
+        try:
+            self.loop_map()
+            horizon = self.horizon(t)
+            cache: dict = {}
+            for w in self.sim.warps:
+                if not w.alive.any():
+                    continue
+                v_self, v_mem, _ = self._warp(w, horizon, True, cache)
+                v = v_self or v_mem
+                if v is not None:
+                    return self._error(w, v, t, horizon, True)
+        except Exception:       # noqa: BLE001 -- the livelock report stands without the account
+            return None
         return None
 
     def _warp(self, w, horizon, quiet, cache):
