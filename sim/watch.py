@@ -173,7 +173,9 @@ class RunWatch:
             return True
         if (self.sim.retired if retired is None else retired) >= self._next_sample:
             return True
-        return self.max_seconds is not None and self.elapsed() > self.max_seconds
+        t = self.elapsed()
+        # (a loop-monitor sample may skip simulated time over a clock wait: not in the middle of a superstep)
+        return self.max_seconds is not None and t > self.max_seconds or self.loops.due(t)
 
     def _check(self):
         sim = self.sim
