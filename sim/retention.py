@@ -10,9 +10,16 @@ dependent launch release is folded into :attr:`Retention.release`, and its CTAs 
 lists (``ctas``, ``warps``, ``clusters``, ``cta_index``) so that nothing keeps their memory; :class:`Retention` counts
 them for the reports (``Result.stats['ctas']``, the progress line, the warp pictures).
 
+Observers of the observation bus that hold per-CTA state of their own take part through two methods:
+``can_compact(cluster)`` (False: keep this cluster whole, e.g. an async op of it is still in flight) and
+``compact_cluster(cluster)`` (drop what only that cluster could still use).  The race detector
+(:meth:`tcsim.race.hb.HappensBefore.compact_cluster`) has them -- it is on by default, so a default run's memory stays
+bounded too, and its findings are those of the run kept whole (the shadow of global memory, which later CTAs meet,
+is kept; a finished cluster's shared and tensor memory can be addressed by nobody).
+
 Not compacted (everything is kept, as before): runs with timing on (the timing report has a row per warp), runs on the
-fast tier (its flat register arrays are laid out per warp: :mod:`tcsim.fast`) and runs with an observer on the
-observation bus (a tracer, the race detector: they hold per-warp state of their own).  The first
+fast tier (its flat register arrays are laid out per warp: :mod:`tcsim.fast`) and runs with an observer without those
+methods (a tracer: it holds per-warp state of its own).  The first
 :data:`KEEP_FINISHED_CTAS` finished CTAs are always kept whole (``sim.ctas[0]`` and its warps stay inspectable after a
 run, as the debugger expects).
 """
@@ -37,16 +44,26 @@ class Retention:
     kept_finished: int = 0
 
     def enabled(self, sim) -> bool:
-        return (not sim.arch_config.timed and sim.tier == "reference" and not sim.bus.active)
+        return (not sim.arch_config.timed and sim.tier == "reference" and
+                all(hasattr(o, "compact_cluster") for o in _observers(sim)))
+
+
+def _observers(sim) -> tuple:
+    """The observers subscribed to the simulation's observation bus."""
+    return tuple(getattr(sim.bus, "_objects", ()))
 
 
 def compact_cluster(sim, cluster) -> None:
     """Compact a cluster whose CTAs have all exited, or count it among the kept ones (see the module docstring)."""
     ret = sim.retention
     n = len(cluster.ctas)
-    if ret.kept_finished + n <= KEEP_FINISHED_CTAS or not ret.enabled(sim):
+    observers = [o for o in _observers(sim) if hasattr(o, "compact_cluster")]
+    if ret.kept_finished + n <= KEEP_FINISHED_CTAS or not ret.enabled(sim) or \
+            not all(o.can_compact(cluster) for o in observers):
         ret.kept_finished += n
         return
+    for o in observers:                 # (the race detector: what only this cluster could still use)
+        o.compact_cluster(cluster)
     from types import SimpleNamespace
     # the end-of-run check of the mbarrier protocol, on this cluster's final state (it reads only ``.ctas``)
     sim.protocol.finish(SimpleNamespace(ctas=list(cluster.ctas)))

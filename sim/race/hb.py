@@ -189,6 +189,7 @@ class HappensBefore:
         self.prerequisites = getattr(sim, "grid_dependency", None) and sim.grid_dependency.prerequisites
         self._gdc_reported: set = set()
         self._consumed: dict = {}        # (load pc, arrive pc) -> a destination of the load read in between
+        self._space_recs: dict = {}      # shadow key of a cluster's SMEM / a CTA's TMEM -> the records it holds
         #: registers some wgmma.mma_async uses (accumulators, register A): watched through 'reg' events
         self.wg_names = frozenset(e.name for ins in self.program.body
                                   if ins.opcode == "wgmma" and ins.mods[:1] == ("mma_async",)
@@ -347,6 +348,8 @@ class HappensBefore:
             a = np.fromiter(ev.addrs, dtype=np.int64, count=len(ev.addrs))
             units = (a[:, None] + np.arange(ev.size, dtype=np.int64)).ravel() if ev.size > 1 else a
         info = self._rec(rec)
+        if key[0] != "global":
+            self._space_recs.setdefault(key, []).append(info)
         # a generic-proxy access of memory meets no hazard in an ordered earlier access (explain.classify): only
         # the unordered ones come back
         conflicts = self._space(key).access(units, clock.row(VC), comp, val, info, flags, write,
@@ -886,6 +889,7 @@ class HappensBefore:
         rec = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), "async", "warp", ev.cycle, ws.key,
                         space="tmem")
         info = self._rec(rec)
+        self._space_recs.setdefault(("tmem", tuple(ev.cta)), []).append(info)
         units = (np.arange(128, dtype=np.int64)[:, None] * TMEM_COLS
                  + np.arange(col, col + ncols, dtype=np.int64)[None, :]).ravel()
         conflicts = self._space(("tmem", tuple(ev.cta))).access(units, ws.clock.row(VC), ws.comp, ws.epoch, info,
@@ -894,6 +898,45 @@ class HappensBefore:
         if conflicts:
             self._classify(conflicts, ("tmem", tuple(ev.cta)), rec, ws.clock, ASYNC | F_TCGEN05, True, ws)
         ws.tick()
+
+    # ----------------------------------------------------------------------------------------- compaction
+    def can_compact(self, cluster) -> bool:
+        """Whether the state of ``cluster`` (all its CTAs exited) may be dropped (tcsim.retention): no async op it
+        issued or that targets it is still in flight (its completion would touch that state)."""
+        ctas = {tuple(c.ctaid) for c in cluster.ctas}
+        for o in self.ops.values():
+            if not o.done and ((o.issuer is not None and o.issuer[0] in ctas) or o.cta in ctas):
+                return False
+        return True
+
+    def compact_cluster(self, cluster) -> None:
+        """Drop what only ``cluster`` could still use (tcsim.retention: it exited and nothing of it is in flight,
+        :meth:`can_compact`): the shadow of its shared memory and of its CTAs' tensor memory with their access
+        records, its warps' states, its barriers, mbarriers, streams and completed ops.  Nothing that a later access
+        can meet goes: a finished cluster's SMEM and TMEM are addressable by nobody else (PTX ISA 9.1 §5.1.4:
+        distributed shared memory is the cluster's own), and global memory's shadow, which other CTAs do meet, is
+        kept whole; the end-of-CTA checks (class 14) ran at each CTA's exit."""
+        ctas = {tuple(c.ctaid) for c in cluster.ctas}
+        keys = [("smem", cluster.clusterid)] + [("tmem", c) for c in ctas]
+        for k in keys:
+            self.spaces.pop(k, None)
+            for i in self._space_recs.pop(k, ()):
+                self.recs[i] = None
+        for d in (self.warps, self.bars, self.bar_history, self.mbars, self.lsu_arrives):
+            for k in [k for k in d if k[0] in ctas]:
+                del d[k]
+        for k in [k for k in self.pipe_done if k in ctas]:
+            del self.pipe_done[k]
+        for k in [k for k in self.streams if len(k) > 1 and k[1] in ctas]:
+            del self.streams[k]
+        for d in (self.cluster, self.cluster_done):
+            for k in [k for k in d if k[0] == cluster.clusterid]:
+                del d[k]
+        for k in [k for k in self.locs if k[0] == keys[0]]:
+            del self.locs[k]
+        for k in [k for k, o in self.ops.items() if o.done and ((o.issuer is not None and o.issuer[0] in ctas) or
+                                                                o.cta in ctas)]:
+            del self.ops[k]
 
     # ----------------------------------------------------------------------------------------- exit
     def _cta_exit(self, cta) -> None:
