@@ -236,9 +236,12 @@ STEP:
 
 @pytest.mark.parametrize("tier", ["reference", "fast"])
 @pytest.mark.parametrize("case", ["cas", "cycle"])
-def test_a_livelock_with_an_attempt_counter_is_reported(case, tier):
+def test_a_livelock_with_an_attempt_counter_is_reported(case, tier, monkeypatch):
     # the counter (%r3) never repeats, but nothing the loop tests, compares or addresses reads it: the machine state
-    # the loop depends on repeats, so the livelock detector reports it at once (not the budget after 300 s)
+    # the loop depends on repeats, so the livelock detector reports it at once (not the budget after 300 s).
+    # (Samples every 64 warp-instructions per warp instead of 2048: the same detector, sooner.)
+    import tcsim.watch as watch
+    monkeypatch.setattr(watch, "LIVELOCK_SAMPLE", 1 << 6)
     src, args, lines = (CAS_SPIN, [np.ones(1, np.uint32)], (12, 15)) if case == "cas" else (CYCLE, [], (11, 15))
     t0 = time.process_time()
     with pytest.raises(LivelockError) as e:
@@ -327,14 +330,14 @@ def test_finished_ctas_beyond_the_kept_ones_are_compacted(monkeypatch):
 
 def test_traced_runs_keep_every_cta(monkeypatch, tmp_path):
     import tcsim.retention as retention
-    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
-    r = run_launch(Launch(ptx=HEAVY, grid=(40, 1, 1), block=(64, 1, 1), args=[np.zeros(40, np.uint32)]),
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 4)
+    r = run_launch(Launch(ptx=HEAVY, grid=(16, 1, 1), block=(64, 1, 1), args=[np.zeros(16, np.uint32)]),
                    progress=False, trace=str(tmp_path / "t.jsonl"))    # a tracer holds per-warp state: kept whole
-    assert len(r.simulation.ctas) == 40 and r.stats["ctas"] == 40
+    assert len(r.simulation.ctas) == 16 and r.stats["ctas"] == 16
 
 
-# every CTA: thread 0 publishes its ctaid in shared memory, a barrier, every thread reads it (no race); CTA 30: warp
-# 1 writes a shared word that warp 0 reads with no barrier between (a race inside the CTA); CTAs 12 and 35: thread 0
+# every CTA: thread 0 publishes its ctaid in shared memory, a barrier, every thread reads it (no race); CTA 18: warp
+# 1 writes a shared word that warp 0 reads with no barrier between (a race inside the CTA); CTAs 5 and 20: thread 0
 # writes out[1] (a race between CTAs: nothing orders them); every CTA's thread 0 writes out[2 + ctaid]
 RACES = HEAD + """.visible .entry k(.param .u64 out)
 {
@@ -349,14 +352,14 @@ RACES = HEAD + """.visible .entry k(.param .u64 out)
   @%p1 st.shared.u32 [buf], %r2;
   bar.sync 0;
   ld.shared.u32 %r3, [buf];
-  setp.ne.u32 %p2, %r2, 30;
+  setp.ne.u32 %p2, %r2, 18;
   @%p2 bra G;
   setp.eq.u32 %p3, %r1, 32;
   @%p3 st.shared.u32 [buf+4], %r1;
   @%p1 ld.shared.u32 %r4, [buf+4];
 G:
-  setp.eq.u32 %p2, %r2, 12;
-  setp.eq.u32 %p3, %r2, 35;
+  setp.eq.u32 %p2, %r2, 5;
+  setp.eq.u32 %p3, %r2, 20;
   or.pred %p2, %p2, %p3;
   and.pred %p2, %p2, %p1;
   @%p2 st.global.u32 [%rd1+4], %r3;
@@ -373,7 +376,7 @@ def test_the_race_detector_compacts_finished_ctas_and_keeps_every_finding(monkey
     # shared-memory race inside a late CTA, a global race between an early (compacted) CTA and a late one -- are
     # those of the same run kept whole
     import tcsim.retention as retention
-    n = 40
+    n = 24
 
     def run():
         r = run_launch(Launch(ptx=RACES, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n + 2, np.uint32)]),
@@ -381,15 +384,15 @@ def test_the_race_detector_compacts_finished_ctas_and_keeps_every_finding(monkey
         return r, sorted((f.cls, tuple(f.lines), f.format()) for f in r.findings)
     line = {t: i for i, ln in enumerate(RACES.splitlines(), 1) for t in ("[buf+4], %r1", "[%rd1+4]") if t in ln}
     whole, want = run()
-    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
+    monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 4)
     r, got = run()
-    assert len(whole.simulation.ctas) == n and len(r.simulation.ctas) == 8 and r.stats["ctas"] == n
+    assert len(whole.simulation.ctas) == n and len(r.simulation.ctas) == 4 and r.stats["ctas"] == n
     assert got == want, got
     st, g = line["[buf+4], %r1"], line["[%rd1+4]"]
     assert [f[:2] for f in got] == [(21, (st, st + 1)), (21, (g, g))], got
-    assert "cta (12,0,0)" in got[1][2] and "cta (35,0,0)" in got[1][2]
+    assert "cta (5,0,0)" in got[1][2] and "cta (20,0,0)" in got[1][2]
     det = r.simulation.bus._objects[0]
-    assert len(det.warps) < 2 * n and not any(k[0] == (12, 0, 0) for k in det.warps)
+    assert len(det.warps) < 2 * n and not any(k[0] == (5, 0, 0) for k in det.warps)
     assert np.array_equal(r.outputs[0][2:], np.arange(n, dtype=np.uint32))
 
 
