@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import random
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from calib import ptx_vocab as V
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 60_000
@@ -26,19 +27,15 @@ _REGDECL = re.compile(r"^\s*\.reg\s+(?:\.v\d\s+)?\.(\w+)\s+(%\w+)(?:<(\d+)>)?")
 _DECL = re.compile(r"^(?P<pre>\s*(?:\.(?:visible|extern|weak)\s+)*\.(?P<space>shared|local|global|const|param)\s+)"
                    r"(?P<rest>.*)$")
 
-TYPES = ("b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
-         "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "tf32", "e4m3", "f32x2")
-SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "generic")
-VECS = ("v2", "v4", "v8")
-IMMEDIATES = ("0", "5", "-1", "1", "255", "65536", "4294967295", "4294967296", "0x7fffffffffffffff",
-              "0xffffffffffffffff", "-9223372036854775808", "0f3F800000", "0f00000000", "0d3FF0000000000000",
-              "1.5", "0.0", "0b101", "077", "1U", "0x8000U")
-SPECIALS = ("%tid.x", "%ntid.y", "%laneid", "%warpid", "%ctaid.z", "%nctaid.x", "%smid", "%clock", "%clock64",
-            "%globaltimer", "%lanemask_lt", "%cluster_ctarank", "%clusterid.x", "%dynamic_smem_size",
-            "%envreg3", "%pm0", "%tid", "%total_smem_size", "%gridid")
-SIZES = ("0", "1", "3", "1024", "4096", "12288", "49152", "49153", "232448", "232449", "262144", "1048576",
-         "4000000000", "99999999999", "-1")
-ALIGNS = ("0", "1", "2", "3", "6", "16", "128", "256", "1024", "4096")
+# the token vocabulary (calib/ptx_vocab.py, shared with the robustness fuzzer): the well-formed spellings only --
+# this campaign aims at the typing rules, not the lexer
+TYPES = V.TYPES
+SPACES = V.SPACES + V.MISUSED_SPACES
+VECS = V.VECTORS
+IMMEDIATES = V.INT_IMMEDIATES + V.FLOAT_IMMEDIATES
+SPECIALS = V.SPECIALS
+SIZES = V.SIZES
+ALIGNS = V.ALIGNS
 SCALAR = re.compile(r"^(?:b|u|s|f|bf)(?:8|16|32|64|128)$|^pred$|^f16x2$|^bf16x2$")
 
 
@@ -55,11 +52,7 @@ class Mutant:
 
 def corpus(repo: Path = REPO) -> list:
     """The tracked .ptx files the campaign mutates, sorted."""
-    try:
-        out = subprocess.run(["git", "ls-files", "*.ptx"], cwd=repo, capture_output=True, text=True,
-                             check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        out = [str(p.relative_to(repo)) for p in repo.rglob("*.ptx")]
+    out = V.tracked_ptx(repo)
     keep = []
     for rel in sorted(out):
         p = repo / rel

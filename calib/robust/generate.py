@@ -11,7 +11,6 @@ values.
 from __future__ import annotations
 
 import random
-import subprocess
 from functools import lru_cache
 
 from .execute import RUN_EXAMPLES, latin1
@@ -131,15 +130,9 @@ CHECK_FILES = {
 @lru_cache(maxsize=None)
 def tracked_ptx() -> tuple:
     """(path, bytes) of every tracked .ptx file of the checkout (git ls-files), sorted by path."""
-    try:
-        names = subprocess.run(["git", "ls-files", "*.ptx"], cwd=REPO, capture_output=True, text=True,
-                               check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        names = []
-    if not names:
-        names = sorted(str(p.relative_to(REPO)) for p in REPO.rglob("*.ptx"))   # a copy without .git
+    from calib.ptx_vocab import tracked_ptx as names_of
     out = []
-    for n in sorted(names):
+    for n in names_of(REPO):
         p = REPO / n
         if p.is_file():
             out.append((n, p.read_bytes()))

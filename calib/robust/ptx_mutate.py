@@ -14,43 +14,23 @@ from __future__ import annotations
 import random
 import re
 
+from calib import ptx_vocab as V
+
 #: a token of a PTX line: a register, an identifier/opcode with its qualifiers, a number, or one character
 TOKEN = re.compile(rb"%[\w$.]+|[A-Za-z_$.][\w$.:]*|0[fFdD][0-9a-fA-F]+|0[xX][0-9a-fA-F]+U?|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?U?|\S")
 REGISTER = re.compile(rb"%[A-Za-z_$][\w$]*")
 QUALIFIER = re.compile(rb"\.[a-z][\w:]*")
-TYPES = [b".b8", b".b16", b".b32", b".b64", b".b128", b".u8", b".u16", b".u32", b".u64", b".s8", b".s16", b".s32",
-         b".s64", b".f16", b".f16x2", b".bf16", b".bf16x2", b".f32", b".f64", b".tf32", b".e4m3", b".e5m2",
-         b".e2m1x2", b".pred", b".f8x2", b".u128", b".s4"]
-SPACES = [b".global", b".shared", b".shared::cta", b".shared::cluster", b".local", b".param", b".param::entry",
-          b".param::func", b".const", b".tex", b".generic", b".reg", b".sreg"]
-VECTORS = [b".v1", b".v2", b".v3", b".v4", b".v8", b".v16"]
-INT_IMMEDIATES = [
-    b"0", b"1", b"-1", b"2", b"7", b"8", b"15", b"16", b"31", b"32", b"33", b"63", b"64", b"65", b"127", b"128",
-    b"-128", b"-129", b"255", b"256", b"32767", b"32768", b"-32768", b"-32769", b"65535", b"65536", b"2147483647",
-    b"2147483648", b"-2147483648", b"-2147483649", b"4294967295", b"4294967296", b"9223372036854775807",
-    b"9223372036854775808", b"-9223372036854775808", b"-9223372036854775809", b"18446744073709551615",
-    b"18446744073709551616", b"1000000000000000000000000000000", b"99999999999", b"4000000000",
-    b"0x0", b"0x7FFFFFFF", b"0x80000000", b"0xFFFFFFFF", b"0x100000000", b"0xFFFFFFFFFFFFFFFF",
-    b"0x10000000000000000", b"0xFFFFFFFFFFFFFFFFFFFFFFFF", b"0X1f", b"0x", b"017", b"08", b"0b101", b"0B2", b"5U",
-    b"-5U", b"0xFFFFFFFFU", b"00", b"-0", b"+5", b"--5", b"1_000",
-]
-FLOAT_IMMEDIATES = [
-    b"0f00000000", b"0f3F800000", b"0fBF800000", b"0f7F800000", b"0fFF800000", b"0f7FC00000", b"0f7FA00000",
-    b"0f00000001", b"0f7F7FFFFF", b"0fFFFFFFFF", b"0f123", b"0f1234567890", b"0fXYZ", b"0F3f800000",
-    b"0d0000000000000000", b"0d3FF0000000000000", b"0d7FF0000000000000", b"0d7FF8000000000000",
-    b"0d0000000000000001", b"0dFFFFFFFFFFFFFFFF", b"0d3FF", b"0d3FF00000000000000000",
-    b"1.0", b"1.5", b"-2.5", b"0.0", b"-0.0", b".5", b"5.", b"1e10", b"1e400", b"-1e400", b"1.0e-50", b"1e-400",
-    b"3.4028235e38", b"3.5e38", b"65504.0", b"65520.0", b"nan", b"inf", b"-inf", b"1.0f", b"0x1p3",
-]
-OTHER_OPERANDS = [b"%r1", b"%rd1", b"%f1", b"%fd1", b"%h1", b"%rs1", b"%p1", b"%tid.x", b"%laneid", b"%clock64",
-                  b"%ctaid.w", b"%nosuchreg", b"%r999999", b"[%rd1]", b"[%r1+4]", b"[%rd1+-8]", b"[0]",
-                  b"[%rd1+0x100000000]", b"[]", b"{%r1, %r2}", b"{}", b"{%r1,%r2,%r3}", b"_", b"%", b"%r",
-                  b"nosuchlabel", b"$L__nosuch", b"%rd1+4", b"-%r1", b"!%p1", b"%p1|%p2"]
+# the token vocabulary (calib/ptx_vocab.py, shared with the ptxas campaign): well-formed and malformed spellings
+TYPES = V.as_bytes(V.TYPES, ".")
+SPACES = V.as_bytes(V.SPACES + V.MISUSED_SPACES, ".")
+VECTORS = V.as_bytes(V.VECTORS + V.ODD_VECTORS, ".")
+INT_IMMEDIATES = V.as_bytes(V.INT_IMMEDIATES + V.MALFORMED_INTS)
+FLOAT_IMMEDIATES = V.as_bytes(V.FLOAT_IMMEDIATES + V.MALFORMED_FLOATS)
+OTHER_OPERANDS = V.as_bytes(V.OTHER_OPERANDS + V.MALFORMED_OPERANDS)
 BAD_BYTES = [b"\xff", b"\xfe", b"\x80", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xc3", b"\xe2\x82",
              b"\x00", b"\x01", b"\x07", b"\x08", b"\x1b[31m", b"\x7f", b"\r", b"\x0b", b"\x0c", b"\t", b"\x1a",
              b"\xef\xbb\xbf", b"\xe2\x80\xae", b"\xc2\xa0", b"\xe2\x80\x8b", "\u00e9".encode(), "\u4e2d".encode()]
-HUGE = [b"99999999999", b"4000000000", b"2147483648", b"1099511627776", b"18446744073709551616", b"1" + b"0" * 40,
-        b"0", b"-1", b"65536", b"49153", b"232449", b"524289", b"32765", b"4097", b"0xFFFFFFFF", b"1.5", b""]
+HUGE = V.as_bytes(V.SIZES + V.MALFORMED_SIZES)
 HUGE_DECLS = [
     b"\t.local .align 8 .b8 __fz_local[{n}];", b"\t.shared .align 16 .b8 __fz_smem[{n}];",
     b"\t.reg .b32 %fzr<{n}>;", b"\t.reg .pred %fzp<{n}>;", b"\t.local .u32 __fz_l2[{n}][{n}];",
