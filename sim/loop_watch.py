@@ -35,12 +35,30 @@ taken :data:`LOOP_AFTER` seconds; a run shorter than that never pays for it.  A 
   the warps' registers did not change either, the whole machine state repeated: that is reported as the livelock
   detector reports it (:class:`~tcsim.isa.errors.LivelockError`).
 
+* **Clock waits.**  A register that is a time counter (``%clock``, ``%clock64``, ``%globaltimer``,
+  ``%globaltimer_lo``) plus or minus invariants, compared with an invariant of the same width, governs a
+  *clock-wait exit*: per lane, the first cycle at which it fires is solved exactly (the counter steps by one per
+  cycle -- per nanosecond for the global timer -- modulo 2^width, the same arithmetic as a counter's); one that can
+  never fire (before cycle 2^62) makes the lane stuck like any other exit.  When, at two consecutive samples with
+  memory unchanged and nothing but the warps in flight, every live warp is blocked, stuck, or in a clock wait (its
+  innermost loop writes no memory, arrives nowhere, calls nothing, and its other exits cannot fire while memory
+  does not change), nothing but the passing of time can change the machine: simulated time then skips to
+  :data:`SKIP_MARGIN` cycles before the earliest deadline (:meth:`tcsim.engine.Simulation.skip_time`: every
+  queued event moves by as much, as if the machine had paused while the clock ran on; the run's warnings say so),
+  and the wait ends after a few more iterations at about the cycle it would have -- a spin of 10^8 cycles takes
+  a second instead of hours.
+* **The livelock detector's account** (:meth:`LoopMonitor.explain_stuck`): when the livelock detector
+  (:mod:`tcsim.watch`) sees the machine repeat up to registers that only count, the monitor's verdict on the first
+  stuck warp, if it has one, is the report (located at the compare, with its values).
+
 The report (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, a :class:`~tcsim.isa.errors.RunawayError`) is
 located at the governing compare (or the loop's back branch) and names the loop's lines, the compare, the observed
 values and steps, and the iterations left (or why never).  Loops it cannot judge are left to the budget
 (:data:`tcsim.watch.DEFAULT_MAX_SECONDS`) and the livelock detector.  Not supported: predicates combined by
 ``and/or/not.pred`` or ``setp``'s boolean operand, counters compared with each other, derived counters through
-``cvt`` widening or shifts right, ``f16/bf16`` compares, counters updated in a called function.
+``cvt`` widening or shifts right, ``f16/bf16`` compares, counters updated in a called function; a clock read
+widened by ``cvt`` or compared with a counter or with memory, clock waits while some warp is working (time is
+skipped only when nothing else runs), ``%clock_hi``.
 """
 from __future__ import annotations
 

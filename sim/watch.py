@@ -13,9 +13,11 @@ instruction for it.
   bound, an invariant test, a poll of memory or of an mbarrier nobody can change) after
   :data:`tcsim.loop_watch.LOOP_AFTER` + :data:`tcsim.loop_watch.LOOP_EVERY` seconds or so, by the loop monitor
   (:class:`~tcsim.isa.errors.NonTerminatingLoopError`, located at the compare that governs the exit); a poll in
-  which the whole machine state repeats by the livelock detector (below) within seconds; anything else (a loop
-  whose exit depends on data, a clock, an atomic) by the budget: :data:`DEFAULT_MAX_SECONDS` of work unless the
-  caller sets one.
+  which the machine state repeats by the livelock detector (below) within seconds -- also when the spinning warps
+  count their attempts, or wait on an atomic or on data that cycles; a wait for the clock to pass a deadline is no
+  hang: when nothing else runs, the loop monitor skips simulated time to it; anything else (a loop whose exit
+  depends on data that does not repeat) by the budget: :data:`DEFAULT_MAX_SECONDS` of work unless the caller sets
+  one.
 * **Progress**: once a run has taken :data:`PROGRESS_AFTER` seconds, a line (instructions retired, simulated
   cycles, rate, CTAs finished) on stderr when it is a terminal (redrawn in place), or wherever ``progress`` says
   (True: stderr in any case, a new line every :data:`PROGRESS_EVERY` seconds when not a terminal; a file object:
@@ -26,12 +28,18 @@ instruction for it.
 * **Livelock**: every :data:`LIVELOCK_SAMPLE` or more instructions (a power of two, so a loop's phase recurs),
   when no event other than the warps' own is pending (no async copy, tensor op, timer in flight) and every warp
   that could run has retired instructions since the last sample, the watch takes a fingerprint of the warps
-  (PCs, liveness, wait/park masks, registers, local memory).  A fingerprint seen before in this stretch is a
+  (PCs, liveness, wait/park masks, registers, local memory).  Of the registers it takes only those that can
+  still change what each warp's lanes do in the loops they are in (:meth:`tcsim.loop_watch.LoopMap.relevant_at`:
+  per strongly connected component of the control flow, every operand of a memory, atomic, branch, barrier,
+  collective or async instruction, and back through the pure instructions feeding them): a register that a spin
+  loop only counts with cannot keep it from repeating.  A fingerprint seen before in this stretch is a
   candidate: it adds a fingerprint of the memories (shared memory, mbarriers, named and cluster barriers, tensor
   memory of every CTA; global memory); when the same warp and memory fingerprints come round again, at least
   :data:`LIVELOCK_MIN_CYCLES` cycles later, the whole machine state has repeated with nothing in flight: it is
   in a cycle it can never leave -- every live warp polls (``mbarrier.try_wait``,
-  a flag load, a failing CAS) for a change no one will make.  That ends the run with a
+  a flag load, a failing CAS) for a change no one will make.  (When only counted registers differ and the loop
+  monitor can say why the first stuck loop cannot end, its :class:`~tcsim.isa.errors.NonTerminatingLoopError` is
+  the report.)  That ends the run with a
   :class:`~tcsim.isa.errors.LivelockError`, reported like a deadlock: each warp's position.  A fingerprint that
   includes a clock read, a counter or anything still in flight differs, so a loop that can still end is never
   called a livelock (the budget bounds those).
@@ -167,7 +175,7 @@ class RunWatch:
     def looks_at_warps(self, retired: int | None = None) -> bool:
         """Whether the next :meth:`check` (made with ``retired`` instructions retired, default: now) may look at the
         warps or end the run (a stop already decided, Ctrl-C, the instruction or seconds budget spent, a livelock
-        sample due) -- else it only sets the next check and may print the progress line (the fast tier's
+        or loop-monitor sample due: the latter may skip simulated time) -- else it only sets the next check and may print the progress line (the fast tier's
         supersteps make such checks in place, tcsim.fast.lockstep)."""
         if self.fatal is not None or self.interrupted or self.max_instructions is not None:
             return True
