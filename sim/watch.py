@@ -128,6 +128,8 @@ class RunWatch:
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
         self._relevant_cache: dict = {}     # set of PCs -> registers the fingerprint compares
+        self._brent = None                  # (warp fingerprint, cycle) at the last power-of-two sample
+        self._count = 0                     # samples since the state last changed course
         from .loop_watch import LoopMonitor
         #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
         self.loops = LoopMonitor(self)
@@ -336,8 +338,17 @@ class RunWatch:
                                    if (w.alive & ~w.waiting & ~w.parked).any()):
             self._seen.clear()
             self._candidates.clear()
+            self._brent, self._count = None, 0
         wkey, full = self._warp_fingerprint(), self._warp_fingerprint(project=False)
         now = sim.env.now
+        # (Brent's cycle finding: the state at every power-of-two sample is kept as a checkpoint beyond the window of
+        # LIVELOCK_STATES states, so that a cycle of any length in sample space comes round to it)
+        self._count += 1
+        b = self._brent
+        if b is not None and b[0] == wkey and wkey not in self._seen:
+            self._seen[wkey] = b[1]
+        if self._count & (self._count - 1) == 0:
+            self._brent = (wkey, now)
         if wkey in self._seen:                  # the warps are where they were: the memories too?
             mkey = self._memory_fingerprint()
             c = self._candidates.get(wkey)
@@ -353,14 +364,19 @@ class RunWatch:
                 self._candidates[wkey] = (mkey, now, full)
         else:
             if len(self._seen) >= LIVELOCK_STATES:
+                keep = self._brent[0] if self._brent is not None else None
+                cand = self._candidates.get(keep)
                 self._seen.clear()
                 self._candidates.clear()
+                if cand is not None:
+                    self._candidates[keep] = cand
             self._seen[wkey] = now
         return None
 
     def _reset(self) -> None:
         self._seen.clear()
         self._candidates.clear()
+        self._brent, self._count = None, 0
         self._last_retired = None
 
     def _quiescent(self) -> bool:
