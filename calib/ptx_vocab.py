@@ -65,6 +65,9 @@ SIZES = ("0", "1", "3", "1024", "4096", "4097", "12288", "32765", "49152", "4915
          "262144", "524289", "1048576", "2147483648", "4000000000", "99999999999", "1099511627776",
          "18446744073709551616", "1" + "0" * 40, "0xFFFFFFFF", "-1")
 MALFORMED_SIZES = ("1.5", "")
+#: sizes whose bytes ptxas 13.0 adds in 32 bits and so may accept after wrapping (calib/ptxas_agree/explain.py,
+#: 'ptxas-overflow'): the ptxas campaign keeps two probes of that defect (4000000000, 99999999999), not all of them
+PTXAS_WRAPPING_SIZES = ("2147483648", "1099511627776", "18446744073709551616", "1" + "0" * 40, "0xFFFFFFFF")
 ALIGNS = ("0", "1", "2", "3", "6", "16", "128", "256", "1024", "4096")
 
 
@@ -88,5 +91,5 @@ def tracked_ptx(repo: Path = REPO) -> list:
 
 
 __all__ = ["ALIGNS", "FLOAT_IMMEDIATES", "INT_IMMEDIATES", "MALFORMED_FLOATS", "MALFORMED_INTS", "MALFORMED_OPERANDS",
-           "MALFORMED_SIZES", "MISUSED_SPACES", "ODD_VECTORS", "OTHER_OPERANDS", "SIZES", "SPACES", "SPECIALS",
+           "MALFORMED_SIZES", "MISUSED_SPACES", "PTXAS_WRAPPING_SIZES", "ODD_VECTORS", "OTHER_OPERANDS", "SIZES", "SPACES", "SPECIALS",
            "TYPES", "VECTORS", "as_bytes", "tracked_ptx"]

@@ -56,7 +56,7 @@ def explain(r: dict) -> tuple | None:
     if r["check"] == "reject" and r["ptxas"] == "accept":
         if "unsupported" in cmsg or "not supported by tcsim" in cmsg:
             return "unsupported", "legal PTX tcsim does not execute"
-        if r["operator"] == "declaration" and re.search(r"\[(\d{10,})\]", line) and "too much" in cmsg:
+        if r["operator"] == "declaration" and re.search(r"\[(\d{10,}|0[xX][0-9a-fA-F]{8,})\]", line) and "too much" in cmsg:
             return "ptxas-overflow", "ptxas adds declaration sizes in 32 bits"
         if "address base" in cmsg and "special register" in cmsg:
             return "sreg-address", "special register as an address base"
