@@ -46,7 +46,7 @@
     "Async units (TMA engine, tensor pipe, tcgen05 ld/st) have a row per operation in flight; each mbarrier has a row of phases, " +
     "a marker where a phase completed, and counters. Click a slice: the panel below the timeline lists its fields and its arrows " +
     "(issuing instruction -> operation -> phase completion -> the warps it woke), each a link. Wheel zooms, drag pans. " +
-    "Click a finding to scroll the PTX source to its line."));
+    "Click a finding to scroll the PTX source to its line. The source view lists, per PTX line, the SASS instructions ptxas made of it (where a disassembler or a committed listing was found)."));
 
   // ------------------------------------------------------------------ findings
   const secF = el("section", { id: "findings-section" }, el("h2", { text: "Findings of the race detector (" + D.findings.length + ")" }));
@@ -302,9 +302,30 @@
   window.addEventListener("resize", draw);
 
   // ------------------------------------------------------------------ source view
-  const secS = el("section", { id: "source-section" }, el("h2", { text: "PTX source " + (D.source_name || "") + " (per line: executions, issue cycles, stalls)" }));
+  const secS = el("section", { id: "source-section" }, el("h2", { text: "PTX source " + (D.source_name || "") + " (per line: executions, issue cycles, stalls, the SASS ptxas made of it)" }));
+  // SASS: each PTX line's instructions (offset, text), from the listing ptxas + nvdisasm made (tcsim.report.sass)
+  const S = D.sass || {}, sassOf = {};
+  (S.functions || []).forEach(f => f.insts.forEach(x => { if (x[1] != null) (sassOf[x[1]] = sassOf[x[1]] || []).push([f.name, x[0], x[2]]); }));
+  const nSass = (S.functions || []).reduce((a, f) => a + f.insts.length, 0);
+  const sassNote = el("div", { class: "hint", id: "sass-note", text: S.error ? S.error :
+    "SASS for " + S.arch + ": " + nSass + " instructions (" + (S.from || "") + "; " + (S.tools || "") + "). Click a line's SASS count to list them under it." });
+  const allBox = el("input", { type: "checkbox", id: "sass-all" });
+  if (!S.error) secS.appendChild(el("div", { class: "toolbar" }, el("label", {}, allBox, " SASS under every PTX line"), " ", sassNote));
+  else secS.appendChild(sassNote);
   const tbl = el("table", { class: "src", id: "source" });
-  tbl.appendChild(el("tr", {}, ...["line", "warp-inst", "lanes", "issued (first..last)", "latency", "stall cycles by reason", "", "PTX"].map(h => el("th", { text: h }))));
+  tbl.appendChild(el("tr", {}, ...["line", "warp-inst", "lanes", "issued (first..last)", "latency", "stall cycles by reason", "", "SASS", "PTX"].map(h => el("th", { text: h }))));
+  const sassRows = {};
+  function toggleSass(n, on) {
+    const have = sassRows[n];
+    if (on === undefined) on = !have;
+    if (!on) { if (have) { have.remove(); delete sassRows[n]; } return; }
+    if (have || !sassOf[n]) return;
+    const pre = el("td", { class: "code sass" });
+    pre.textContent = sassOf[n].map(x => "/*" + x[1].toString(16).padStart(4, "0") + "*/  " + x[2]).join("\n");
+    const tr = el("tr", { class: "sass-row", id: "S" + n, "data-line": String(n) }, el("td", { class: "num" }), el("td", { colspan: "7" }), pre);
+    srcRows[n].after(tr); sassRows[n] = tr;
+  }
+  allBox.addEventListener("change", () => { for (const n in sassOf) if (srcRows[n]) toggleSass(n, allBox.checked); });
   const findLines = {};
   D.findings.forEach((f, i) => (f.sides || []).forEach(s => { if (s.loc) (findLines[s.loc.line] = findLines[s.loc.line] || []).push(i); }));
   let maxStall = 1;
@@ -325,11 +346,23 @@
       el("td", { class: "num", text: String(n) }), el("td", { class: "num", text: L ? String(L.executions) : "" }),
       el("td", { class: "num", text: L ? String(L.lanes) : "" }),
       el("td", { class: "num", text: L ? L.first + ".." + L.last : "" }), el("td", { class: "num", text: L && L.latency ? String(L.latency) : "" }),
-      stallCell, fcell, el("td", { class: "code", text: text }));
+      stallCell, fcell,
+      el("td", { class: "num" }, sassOf[n] ? el("a", { class: "link sass-count", title: sassOf[n].map(x => x[2]).join("\n"),
+        onclick: () => toggleSass(n), text: sassOf[n].length + " SASS" }) : null),
+      el("td", { class: "code", text: text }));
     srcRows[n] = tr; tbl.appendChild(tr);
   });
   const srcWrap = el("div", { id: "source-wrap" }, tbl);
   secS.appendChild(srcWrap);
+  if (nSass) {     // the whole listing in address order, each instruction a link to its PTX line
+    const lst = el("table", { class: "src", id: "sass-listing" });
+    lst.appendChild(el("tr", {}, ...["function", "offset", "SASS", "PTX line"].map(h => el("th", { text: h }))));
+    S.functions.forEach(f => f.insts.forEach(x => lst.appendChild(el("tr", {}, el("td", { text: f.name }),
+      el("td", { class: "num", text: x[0].toString(16).padStart(4, "0") }), el("td", { class: "code", text: x[2] }),
+      el("td", { class: "num" }, x[1] != null ? el("a", { class: "link", onclick: () => showLine(x[1]), text: "line " + x[1] }) : null)))));
+    secS.appendChild(el("details", { id: "sass-details" }, el("summary", { text: "SASS listing in address order (" + nSass + " instructions; click a line number to see it in the PTX)" }),
+      el("div", { class: "sass-wrap" }, lst)));
+  }
   app.appendChild(secS);
   let hl = null;
   function showLine(n) {
@@ -420,6 +453,6 @@
   draw();
   if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
   else if (D.diff && !D.diff.identical) document.getElementById("diff-section").scrollIntoView({ block: "start" });
-  window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, view: V, data: D, rows: rows };
+  window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, toggleSass: toggleSass, view: V, data: D, rows: rows };
   document.body.setAttribute("data-ready", "1");
 })();

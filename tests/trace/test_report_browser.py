@@ -83,7 +83,7 @@ def test_report_renders_and_a_finding_scrolls_the_source(browser, fence_report):
     ptx = (ROOT / "examples" / "bugs" / "missing_proxy_fence.ptx").read_text().splitlines()
     assert page.locator("#source tr").count() == len(ptx) + 1
     row = page.locator("#L24 td")
-    assert row.nth(7).inner_text().strip() == ptx[23].strip()
+    assert row.nth(8).inner_text().strip() == ptx[23].strip()
     assert (row.nth(1).inner_text(), row.nth(2).inner_text()) == ("2", "64")
     # a short source pane: the finding's line (the TMA store reading the tile, the access that exposed the missing
     # fence) starts out of view; clicking the finding scrolls to it and highlights it
@@ -110,6 +110,36 @@ def test_report_renders_and_a_finding_scrolls_the_source(browser, fence_report):
     page.mouse.click(x, y)
     text = page.locator("#tl-details").inner_text()
     assert "reason" in text and "wait" in text and "cp.async.bulk.wait_group" in text
+    assert errors == []
+    page.close()
+
+
+def test_sass_lines_under_their_ptx_lines(browser, fence_report):
+    """The source view lists the SASS ptxas made of a PTX line (the committed listing of the example: CI has no
+    disassembler): the st.shared line's count opens its STS under it, the switch opens every line's, and the
+    address-order listing links each instruction back to its PTX line."""
+    page, errors = _open(browser, fence_report)
+    ptx = (ROOT / "examples" / "bugs" / "missing_proxy_fence.ptx").read_text().splitlines()
+    st = next(i + 1 for i, t in enumerate(ptx) if t.strip().startswith("st.shared"))
+    bar = next(i + 1 for i, t in enumerate(ptx) if t.strip().startswith("bar.sync"))
+    assert "committed listing bugs.missing_proxy_fence.sm_90a.json" in page.locator("#sass-note").inner_text()
+    assert page.locator(".sass-row").count() == 0
+    page.click(f"#L{st} a.sass-count")
+    assert page.locator(f"#S{st}").inner_text().strip().endswith("STS [R3], R0")
+    page.click(f"#L{st} a.sass-count")                        # a second click closes it
+    assert page.locator(f"#S{st}").count() == 0
+    page.click("#sass-all")
+    rows = page.locator(".sass-row")
+    n_lines = rows.count()
+    assert n_lines > 5 and "BAR.SYNC" in page.locator(f"#S{bar}").inner_text()
+    # every row follows its own PTX line
+    assert page.evaluate("""() => [...document.querySelectorAll('.sass-row')].every(r =>
+        r.previousElementSibling.id === 'L' + r.dataset.line)""")
+    page.click("#sass-details summary")
+    link = page.locator("#sass-listing tr", has_text="BAR.SYNC").locator("a")
+    assert link.inner_text() == f"line {bar}"
+    link.click()
+    assert "hl" in page.get_attribute(f"#L{bar}", "class")
     assert errors == []
     page.close()
 
