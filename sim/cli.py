@@ -260,6 +260,8 @@ def _run_sim(mod, launch, args):
         if found and not getattr(args, "strict", False):
             print_findings([f for f in found if f is not getattr(e, "finding", None)])
         _finish_findings(args, found, e)
+        for line in visual.write_error(e, launch, title=getattr(args, "launch_name", None)):
+            print(line)                     # --report / --perfetto: what ran up to the error, the error located
         raise
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")

@@ -39,6 +39,29 @@
       el("span", { text: D.cycles + " cycles" + (ns ? " = " + (D.cycles * ns / 1000).toFixed(2) + " us at " + D.clock_mhz + " MHz" : "") }),
       el("span", { text: (st.warp_instructions || 0) + " warp-instructions, " + (st.ctas || D.ctas.length) + " CTA(s), " + (st.warps || "?") + " warp(s)" }),
       el("span", { text: D.findings.length + " finding(s)" }))));
+  // ------------------------------------------------------------------ the error that ended the run
+  const E = D.error;
+  if (E) {
+    const secE = el("section", { id: "error-section", class: "error" },
+      el("h2", { text: "The run ended in a " + E.kind + (E.cycle ? " after cycle " + E.cycle : "") }),
+      el("div", { id: "error-message", class: "sev-error", text: (E.loc ? E.loc + ": " : "") + E.message }));
+    const dl = el("table", { id: "error-facts" });
+    function fact(k, v) { if (v != null && v !== "") dl.appendChild(el("tr", {}, el("td", { text: k }), el("td", {}, v))); }
+    fact("at", E.line != null ? el("a", { class: "link", id: "error-line", onclick: () => showLine(E.line), text: "line " + E.line + (E.text ? "  `" + E.text + "`" : "") }) : E.loc);
+    fact("in", E.where);
+    fact("expected", E.expected);
+    fact("on a GPU", E.gpu_error === "hang" ? "the kernel never finishes (a hang)" : E.gpu_error);
+    secE.appendChild(dl);
+    if (E.warps && E.warps.length) {
+      const wl = el("table", { id: "error-warps", class: "src" });
+      wl.appendChild(el("tr", {}, ...["CTA", "warp", "last instruction retired", "cycle"].map(h => el("th", { text: h }))));
+      E.warps.forEach(w => wl.appendChild(el("tr", {}, el("td", { text: "(" + w.cta.join(",") + ")" }), el("td", { class: "num", text: String(w.warp) }),
+        el("td", {}, el("a", { class: "link", onclick: () => showLine(w.line), text: "line " + w.line + "  " + w.text })), el("td", { class: "num", text: String(w.cycle) }))));
+      secE.appendChild(el("div", { class: "legend", text: "What ran up to the error: each warp's last retired instruction (below: the timeline and the per-line counts of the run until it stopped)." }));
+      secE.appendChild(wl);
+    } else secE.appendChild(el("div", { class: "legend", text: "No instruction retired before the error." }));
+    app.appendChild(secE);
+  }
   app.appendChild(el("section", { class: "legend" },
     el("b", { text: "How to read this page. " }),
     "Times are simulated SM cycles. In the timeline each CTA has a row per warp: blue slices are runs of PTX lines the warp issued, " +
@@ -200,6 +223,11 @@
         g.beginPath(); g.moveTo(bx, by); g.lineTo(bx - 6, by - 4); g.lineTo(bx - 6, by + 4); g.fill();
       }
     }
+    if (E && E.cycle >= V.t0 && E.cycle <= V.t1) {        // where the run stopped
+      const ex = xOf(E.cycle); g.strokeStyle = "#b3261e"; g.lineWidth = 2;
+      g.beginPath(); g.moveTo(ex, 0); g.lineTo(ex, H); g.stroke();
+      g.fillStyle = "#b3261e"; g.fillText(E.kind, Math.min(ex + 4, W - 120), 20);
+    }
     g.fillStyle = "#5b6570"; g.fillText(cyc(Math.round(V.t0)) + "  …  " + cyc(Math.round(V.t1)), LABEL + 4, 8);
   }
   function drawCounter(g, r, c) {
@@ -341,8 +369,9 @@
       if (tot) stallCell.appendChild(document.createTextNode(" " + tot + " (" + Object.keys(L.stalls).map(r => r + " " + L.stalls[r]).join(", ") + ")"));
     }
     const fcell = el("td");
+    if (E && E.line === n) fcell.appendChild(el("span", { class: "badge", title: E.message, text: E.kind }));
     for (const i of findLines[n] || []) fcell.appendChild(el("span", { class: "badge", title: D.findings[i].title, onclick: () => selectFinding(i), text: "class " + D.findings[i]["class"] }));
-    const tr = el("tr", { id: "L" + n, class: (L ? "" : "cold") + (findLines[n] ? " has-finding" : "") },
+    const tr = el("tr", { id: "L" + n, class: (L ? "" : "cold") + (findLines[n] || (E && E.line === n) ? " has-finding" : "") + (E && E.line === n ? " has-error" : "") },
       el("td", { class: "num", text: String(n) }), el("td", { class: "num", text: L ? String(L.executions) : "" }),
       el("td", { class: "num", text: L ? String(L.lanes) : "" }),
       el("td", { class: "num", text: L ? L.first + ".." + L.last : "" }), el("td", { class: "num", text: L && L.latency ? String(L.latency) : "" }),
@@ -451,7 +480,10 @@
   })();
 
   draw();
-  if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
+  if (E) {                                                      // the page opens at the error
+    if (E.line != null) showLine(E.line);
+    document.getElementById("error-section").scrollIntoView({ block: "start" });
+  } else if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
   else if (D.diff && !D.diff.identical) document.getElementById("diff-section").scrollIntoView({ block: "start" });
   window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, toggleSass: toggleSass, view: V, data: D, rows: rows };
   document.body.setAttribute("data-ready", "1");

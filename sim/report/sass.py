@@ -25,6 +25,7 @@ wgmma_pipeline_gemm's second HGMMA of a pair is under the descriptor add before 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -97,6 +98,7 @@ def parse_nvdisasm(out: str) -> list:
     return funcs
 
 
+@functools.lru_cache(maxsize=None)
 def _version(tool: str) -> str:
     try:
         r = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)

@@ -144,6 +144,28 @@ def test_sass_lines_under_their_ptx_lines(browser, fence_report):
     page.close()
 
 
+def test_a_run_that_ended_in_an_error_opens_at_it(browser, tmp_path):
+    """The report of a deadlocked run (tests/trace/test_error_report.py) opens at the error: its section at the
+    top, its PTX line highlighted in the source view, a red line on the timeline where the run stopped; the last
+    instruction of the warp links to its line."""
+    from tests.trace.test_error_report import DEADLOCK, _data, _launch, _line
+    lf, src = _launch(tmp_path, "dead", DEADLOCK)
+    out = tmp_path / "dead.html"
+    assert main(["run", str(lf), "--report", str(out)]) == 1
+    wait = _line(src, "mbarrier.try_wait")
+    page, errors = _open(browser, out)
+    top = page.evaluate("document.getElementById('error-section').getBoundingClientRect().top")
+    assert abs(top) < 2
+    assert "deadlock" in page.locator("#error-section h2").inner_text()
+    cls = page.get_attribute(f"#L{wait}", "class")
+    assert "hl" in cls and "has-error" in cls
+    assert _painted(page, "#b3261e") > 20                         # the red line where the run stopped
+    page.click("#error-warps a")
+    assert "hl" in page.get_attribute(f"#L{_data(out)['error']['warps'][0]['line']}", "class")
+    assert errors == []
+    page.close()
+
+
 EXAMPLES = ["nvfp4_gemm", "tma_gather_mma_scatter", "gemm_async"]
 
 
