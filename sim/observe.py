@@ -351,9 +351,10 @@ def encode_lanes(values):
         if step is not None:
             return [vals[0], step]
     w = _lane_bytes(vals)
-    if w <= 8 and min(vals) >= 0:
-        import numpy as np
-        raw = np.array(vals, dtype=np.uint64).astype("<u4" if w == 4 else "<u8").tobytes()
+    if w <= 8:
+        import struct
+        m = (1 << (8 * w)) - 1
+        raw = struct.pack(f"<{len(vals)}{'I' if w == 4 else 'Q'}", *(v & m for v in vals))
     else:
         m = (1 << (8 * w)) - 1
         raw = b"".join((v & m).to_bytes(w, "little") for v in vals)
@@ -415,6 +416,15 @@ def runs_ranges(runs) -> list:
 
 def merge_ranges(ranges) -> list:
     """Byte ranges ``[start, end)`` merged where one ends where the next starts or overlaps (sorted)."""
+    if len(ranges) < 256:           # few ranges: plain Python is quicker than numpy's set-up
+        out: list = []
+        for a, b in sorted((int(a), int(b)) for a, b in ranges):
+            if out and a <= out[-1][1]:
+                if b > out[-1][1]:
+                    out[-1][1] = b
+            else:
+                out.append([a, b])
+        return out
     import numpy as np
     r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
     if not len(r):
@@ -489,6 +499,43 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
     return {"lanes": lanes, "addrs": addrs}
 
 
+def _ints(xs) -> list:
+    """A sequence (numpy array, tuple) as a list of Python ints."""
+    return xs.tolist() if hasattr(xs, "tolist") else [int(x) for x in xs]
+
+
+_esc = json.encoder.encode_basestring_ascii
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _enc(v) -> str:
+    """``v`` as compact JSON (as :func:`json.dumps` writes it), scalars without the encoder's set-up."""
+    t = type(v)
+    if t is int:
+        return int.__repr__(v)
+    if t is str:
+        return _esc(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if (t is list or t is tuple) and all(type(x) is int for x in v):     # cta, lanes, a [base, step] write, runs
+        return "[" + ",".join(map(int.__repr__, v)) + "]"
+    return _dumps(v)
+
+
+def _same(a, b) -> bool:
+    """``a`` and ``b`` are written as the same JSON (1 and True, 0.0 and -0.0 are not)."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is int or t is str:
+        return a == b
+    return _enc(a) == _enc(b)
+
+
 def trace_record(ev: Event) -> dict:
     """The JSONL record of one event (schema :data:`TRACE_SCHEMA_VERSION`; README "JSONL trace"); a field whose
     value is None is left out."""
@@ -497,7 +544,7 @@ def trace_record(ev: Event) -> dict:
 
 
 def _record(ev: Event) -> dict:
-    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": list(ev.cta), "agent": ev.agent}
+    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": ev.cta if type(ev.cta) is tuple else tuple(ev.cta), "agent": ev.agent}
     if isinstance(ev, InstRetired):
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, text=ev.text, mask=ev.mask,
                  writes={k: encode_lanes(v) for k, v in ev.writes.items()})
@@ -508,10 +555,8 @@ def _record(ev: Event) -> dict:
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, op=ev.op, space=ev.space, proxy=ev.proxy, size=ev.size)
         if ev.op_id is not None:
             d["op_id"] = ev.op_id
-        if ev.lanes:
-            import numpy as np
-            d.update(_warp_addressing(np.asarray(ev.addrs, dtype=np.int64).tolist(),
-                                      np.asarray(ev.lanes, dtype=np.int64).tolist()))
+        if len(ev.lanes):
+            d.update(_warp_addressing(_ints(ev.addrs), _ints(ev.lanes)))
         elif ev.space == "tmem":
             d["tmem"] = tmem_rects(ev.addrs, ev.size)
         else:
@@ -591,32 +636,37 @@ class JsonlTracer:
     def close(self) -> None:
         if self._f is None:
             return
-        dumps = json.JSONEncoder(separators=(",", ":")).encode
         recs = sorted(self._recs, key=lambda r: r["cycle"])      # stable: events of one cycle keep their order
         self._recs = []
-        groups: dict = {}
+        keyed = []                  # (template key, record)
+        const: dict = {}            # template key -> {field: value} every record of the key has, as JSON writes it
         for r in recs:
-            groups.setdefault((r["kind"], r["agent"], r.get("pc"), r.get("op")), []).append(r)
-        templates: list = []
-        tid: dict = {}
-        for key, rs in groups.items():
-            first = rs[0]
-            const = {k: dumps(v) for k, v in first.items() if k != "cycle"}
-            for r in rs[1:]:
-                for k in [k for k, j in const.items() if k not in r or dumps(r[k]) != j]:
-                    del const[k]
-                if not const:
-                    break
-            tid[key] = len(templates)
-            templates.append({k: first[k] for k in first if k in const})
+            key = (r["kind"], r["agent"], r.get("pc"), r.get("op"))
+            keyed.append((key, r))
+            c = const.get(key)
+            if c is None:
+                const[key] = {k: v for k, v in r.items() if k != "cycle"}
+            elif c:
+                for k in [k for k, v in c.items() if k not in r or not _same(r[k], v)]:
+                    del c[k]
+        tid = {key: i for i, key in enumerate(const)}
+        templates = list(const.values())
         head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
                 "records": self.count, "legend": self.LEGEND, "templates": templates}
-        self._f.write(dumps(head) + "\n")
+        self._f.write(_dumps(head) + "\n")
+        keys: dict = {}
         out = []
-        for r in recs:
-            t = tid[(r["kind"], r["agent"], r.get("pc"), r.get("op"))]
-            tmpl = templates[t]
-            out.append(dumps({"t": t, **{k: v for k, v in r.items() if k not in tmpl}}) + "\n")
+        enc = _enc
+        for key, r in keyed:
+            c = const[key]
+            parts = [f'{{"t":{tid[key]}']
+            for k, v in r.items():
+                if k not in c:
+                    q = keys.get(k)
+                    if q is None:
+                        q = keys[k] = _esc(k)
+                    parts.append(f"{q}:{enc(v)}")
+            out.append(",".join(parts) + "}\n")
         self._f.writelines(out)
         if self._own:
             self._f.close()
