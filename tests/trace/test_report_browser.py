@@ -8,6 +8,7 @@ rewrites them)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -160,6 +161,8 @@ def test_a_run_that_ended_in_an_error_opens_at_it(browser, tmp_path):
     cls = page.get_attribute(f"#L{wait}", "class")
     assert "hl" in cls and "has-error" in cls
     assert _painted(page, "#b3261e") > 20                         # the red line where the run stopped
+    if os.environ.get("TCSIM_WRITE_SCREENSHOTS"):
+        page.screenshot(path=str(ROOT / "docs" / "report_error_deadlock.png"), full_page=False)
     page.click("#error-warps a")
     assert "hl" in page.get_attribute(f"#L{_data(out)['error']['warps'][0]['line']}", "class")
     assert errors == []
@@ -200,6 +203,21 @@ def test_example_reports_render(browser, name, tmp_path):
     shot = ROOT / "docs" / f"report_{name}.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
         tmp_path / f"{name}.png"
     page.screenshot(path=str(shot), full_page=False)
+    # the SASS of the tensor-core instructions (the committed listing): the count opens them under the PTX line
+    ptx = page.evaluate("tcsimReport.data.source")
+    mma = [i + 1 for i, t in enumerate(ptx) if re.match(r"\s*(@!?%\w+\s+)?(tcgen05\.mma|wgmma\.mma_async|mma\.sync)", t)]
+    assert mma
+    for n in mma[:2]:
+        page.click(f"#L{n} a.sass-count")
+        assert page.locator(f"#S{n}").count() == 1
+    assert re.search(r"UTC\w*MMA|HGMMA|HMMA", page.locator(".sass-row").all_inner_texts()[0] +
+                     page.locator("#sass-listing").inner_text())
+    page.evaluate(f"tcsimReport.showLine({mma[0]})")
+    page.evaluate("document.getElementById('source-section').scrollIntoView()")
+    shot = ROOT / "docs" / f"report_{name}_sass.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
+        tmp_path / f"{name}_sass.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert errors == []
     page.close()
 
 
