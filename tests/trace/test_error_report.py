@@ -135,11 +135,24 @@ def test_budget_report(tmp_path):
     assert E["line"] in body
 
 
-def test_bad_input_report(tmp_path):
-    lf, src = _launch(tmp_path, "syn", DEADLOCK.replace(" ret;", " ret"))
-    out = tmp_path / "syn.html"
+BAD_INPUT = {
+    # a missing ';': located at the ret line
+    "syntax error": (DEADLOCK.replace(" ret;", " ret"), "[]", "ret"),
+    # an instruction tcsim does not execute
+    "unsupported": (DEADLOCK.replace(" ret;", " suld.b.1d.b32.trap {%r1}, [%rd1, {%r2}];\n ret;").replace(
+        " .reg .b32 %r<4>;", " .reg .b32 %r<4>;\n .reg .b64 %rd<2>;"), "[]", "suld"),
+    # an argument the kernel does not take: located at its .entry
+    "launch error": (DEADLOCK, "[np.zeros(4, np.uint32)]", ".visible .entry"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUT))
+def test_bad_input_report(kind, tmp_path):
+    ptx, args, start = BAD_INPUT[kind]
+    lf, src = _launch(tmp_path, "bad", ptx, args=args)
+    out = tmp_path / "bad.html"
     assert main(["run", str(lf), "--report", str(out)]) == 1
     D = _data(out)
     E = D["error"]
-    assert E["kind"] == "syntax error" and E["line"] == _line(src, "ret") and E["warps"] == []
+    assert E["kind"] == kind and E["line"] == _line(src, start) and E["warps"] == []
     assert D["source"] == src and not D["slices"]
