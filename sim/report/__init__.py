@@ -153,7 +153,8 @@ def diff_json(rep) -> dict:
 
 
 def outputs_diff_json(a_name: str, b_name: str, lines: list, n_outputs: int) -> dict:
-    """The sim-vs-GPU view of ``--backend both`` (outputs only: :func:`tcsim.cli.compare_outputs`' lines)."""
+    """The sim-vs-GPU view of ``--backend both`` (outputs only: :func:`tcsim.cli.compare_outputs`' lines).  (A
+    view with ``unavailable``, the reason, says the GPU run could not be made.)"""
     return {"a_name": a_name, "b_name": b_name, "kernel": "", "identical": not lines,
             "outputs": [{"index": i, "name": f"argument {i}", "equal": not any(x.startswith(f"argument {i}:")
                                                                                for x in lines),

@@ -93,7 +93,7 @@
     const X = D.diff;
     const secD = el("section", { id: "diff-section" }, el("h2", { text: "Simulator vs GPU: " + X.a_name + "  vs  " + X.b_name }));
     secD.appendChild(el("div", { id: "diff-verdict", class: X.identical ? "" : "sev-error",
-      text: X.identical ? "identical: every output bit for bit" + (X.mismatches ? ", every compared register value" : "") :
+      text: X.unavailable ? "no comparison: " + X.unavailable : X.identical ? "identical: every output bit for bit" + (X.mismatches ? ", every compared register value" : "") :
         "DIFFERENT: " + X.outputs.filter(o => !o.equal).length + " output buffer(s), " + X.n_value_mismatches + " register value mismatch(es)" }));
     const ot = el("ol", { id: "diff-outputs" });
     X.outputs.forEach(o => ot.appendChild(el("li", { class: o.equal ? "" : "sev-error",

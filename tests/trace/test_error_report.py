@@ -156,3 +156,15 @@ def test_bad_input_report(kind, tmp_path):
     E = D["error"]
     assert E["kind"] == kind and E["line"] == _line(src, start) and E["warps"] == []
     assert D["source"] == src and not D["slices"]
+
+
+def test_backend_both_report_says_why_there_is_no_comparison(tmp_path):
+    """``--backend both --report``: without a GPU the page's sim-vs-GPU view gives the reason (and the simulator's
+    run); with one (the GPU machine), the outputs compared."""
+    out = tmp_path / "both.html"
+    rc = main(["run", "tcsim.examples.mma_gemm", "--backend", "both", "--report", str(out)])
+    X = _data(out)["diff"]
+    if rc == 2:
+        assert X["unavailable"].startswith("the GPU back end cannot run here: ") and X["outputs"] == []
+    else:
+        assert rc == 0 and X["identical"] and len(X["outputs"]) == 5 and all(o["equal"] for o in X["outputs"])
