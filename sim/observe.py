@@ -43,8 +43,8 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
 observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 3, issue 19)
 writes a header record and then a compact record per traced event in cycle order (:class:`JsonlTracer`,
-:func:`trace_record`, read back whole by :func:`read_trace`): an event family added since issue 14 (register accesses) has a kind it does not select, and
-a sync or mem event the old trace did not carry has ``traced=False``.
+:func:`trace_record`, read back whole by :func:`read_trace`): an event family added since issue 14 (register
+accesses) has a kind it does not select, and a sync or mem event the old trace did not carry has ``traced=False``.
 """
 from __future__ import annotations
 
@@ -344,6 +344,8 @@ def encode_lanes(values):
     vals = values if isinstance(values, list) else [int(v) for v in values]
     if not vals:
         return []
+    if any(type(v) is not int for v in vals):        # numpy integers, a predicate's booleans
+        vals = [int(v) for v in vals]
     if min(vals) == max(vals):
         return vals[0]
     if len(vals) >= 3:
@@ -544,7 +546,8 @@ def trace_record(ev: Event) -> dict:
 
 
 def _record(ev: Event) -> dict:
-    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": ev.cta if type(ev.cta) is tuple else tuple(ev.cta), "agent": ev.agent}
+    cta = ev.cta if type(ev.cta) is tuple else tuple(ev.cta)
+    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": cta, "agent": ev.agent}
     if isinstance(ev, InstRetired):
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, text=ev.text, mask=ev.mask,
                  writes={k: encode_lanes(v) for k, v in ev.writes.items()})
@@ -719,6 +722,7 @@ class EventRecorder:
         return [e for e in self.events if e.kind == kind and all(e.fields.get(k) == v for k, v in match.items())]
 
 
-__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
-           "ObservationBus", "JsonlTracer", "EventRecorder", "trace_record", "encode_lanes", "decode_lanes", "read_trace", "runs_ranges", "merge_ranges", "tmem_rects",
+__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete",
+           "RegAccess", "ObservationBus", "JsonlTracer", "EventRecorder", "trace_record", "encode_lanes", "decode_lanes",
+           "read_trace", "runs_ranges", "merge_ranges", "tmem_rects",
            "TRACE_SCHEMA", "TRACE_SCHEMA_VERSION"]

@@ -115,7 +115,8 @@ def error_json(error, events=(), source=None) -> dict:
     return {"kind": error.kind, "class": type(error).__name__, "message": getattr(error, "message", str(error)),
             "where": getattr(error, "where", None), "expected": getattr(error, "expected", None),
             "gpu_error": getattr(error, "gpu_error", None), "line": line,
-            "loc": str(loc) if loc is not None else None, "text": loc.text.strip() if loc is not None and loc.text else "",
+            "loc": str(loc) if loc is not None else None,
+            "text": loc.text.strip() if loc is not None and loc.text else "",
             "formatted": str(error), "cycle": _plain(cycle),
             "warps": [{"cta": list(c), "warp": w, "line": e.line, "text": e.text, "cycle": _plain(e.cycle)}
                       for (c, w), e in sorted(last.items())]}

@@ -63,7 +63,8 @@ def report_data(tl: Timeline, source: tuple | None = None, timing=None, title: s
             "counters": [{"track": c.track, "points": c.points} for c in tl.counters],
             "findings": tl.findings, "source_name": Path(name).name if name else "", "source": text.splitlines(),
             "lines": {str(k): v for k, v in tl.lines.items() if k is not None},
-            "diff": diff, "error": error, "sass": sass, "units": units, "warps": [{"cta": list(w.get("cta", ())), "warp": w.get("warp"),
+            "diff": diff, "error": error, "sass": sass,
+            "units": units, "warps": [{"cta": list(w.get("cta", ())), "warp": w.get("warp"),
                                        "issued": w.get("issued"),
                                        "stalls": {c: sum(d.values()) for c, d in w.get("stalls", {}).items()}}
                                       for w in warps]}

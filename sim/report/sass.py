@@ -73,7 +73,8 @@ _INST = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*;?\s*(?:/\*.*\*/\s*)?$")
 
 
 def parse_nvdisasm(out: str) -> list:
-    """The functions of ``nvdisasm -gp -c`` (or ``-g``) output: ``[{"name", "insts": [[offset, ptx line or None, text]]}]``
+    """The functions of ``nvdisasm -gp -c`` (or ``-g``) output:
+    ``[{"name", "insts": [[offset, ptx line or None, text]]}]``
     (the NOPs padding a function's end left out)."""
     funcs: list = []
     cur = None

@@ -67,7 +67,8 @@ def test_committed_listings_are_current_and_named():
     for p in _listings():
         d = json.loads(p.read_text())
         text = _example_ptx(d).read_text()
-        assert d["ptx_sha256"] == sass.ptx_hash(text), f"{p.name} is stale: python -m tcsim.report.sass --write-examples"
+        assert d["ptx_sha256"] == sass.ptx_hash(text), \
+            f"{p.name} is stale: python -m tcsim.report.sass --write-examples"
         assert "ptxas" in d["tools"] and "nvdisasm" in d["tools"] and "-lineinfo" in d["command"]
         starts = {i.loc.line for f in parse(text).functions.values() for i in f.body if hasattr(i, "opcode")}
         braces = {n for n, x in enumerate(text.splitlines(), 1) if x.strip().startswith("{")}
@@ -92,7 +93,8 @@ def test_machine_instructions_map_to_the_ptx_lines_that_ask_for_them(stem, ptx_o
     p = next(q for q in _listings() if q.name.startswith(stem + "."))
     d = json.loads(p.read_text())
     src = _example_ptx(d).read_text().splitlines()
-    mapped = [(x[1], x[2]) for f in d["functions"] for x in f["insts"] if re.match(sass_op, x[2].lstrip("@!P0123456789T "))]
+    mapped = [(x[1], x[2]) for f in d["functions"] for x in f["insts"]
+              if re.match(sass_op, re.sub(r"^@!?U?P\w+\s+", "", x[2]))]
     assert mapped, (stem, sass_op)
     for line, t in mapped:
         assert re.match(ptx_op, re.sub(r"^@!?%\w+\s+", "", src[line - 1].strip())), (line, src[line - 1], t)
