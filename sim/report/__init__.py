@@ -91,9 +91,23 @@ def error_timeline(events, error, source=None):
     stats = {"warp_instructions": len(insts), "ctas": len({c for c, _ in warps}), "warps": len(warps),
              "ended_in": error.kind}
     import math
+    import re
+
+    from ..timeline import Slice, Track
     end = max([0] + [e.cycle + getattr(e, "cycles", 0) for e in events])
-    return build_timeline(events, kernel=kernel, arch=arch, clock_mhz=clock, findings=list(error.findings),
-                          stats=stats, cycles=math.ceil(end))
+    tl = build_timeline(events, kernel=kernel, arch=arch, clock_mhz=clock, findings=list(error.findings),
+                        stats=stats, cycles=math.ceil(end))
+    if tl.ctas:         # the error as an instant where the run stopped, on an "error" row of the CTA it names
+        m = re.search(r"CTA \((\d+),(\d+),(\d+)\)", getattr(error, "where", None) or getattr(error, "message", ""))
+        ctaid = tuple(int(x) for x in m.groups()) if m else None
+        cta = next((i for i, c in enumerate(tl.ctas) if tuple(c["ctaid"]) == ctaid), 0)
+        t = Track(len(tl.tracks), "error", "findings", cta)
+        tl.tracks.append(t)
+        loc = getattr(error, "loc", None)
+        tl.slices.append(Slice(t.id, math.ceil(end), 0, f"{error.kind}: {getattr(error, 'message', '')[:120]}",
+                               "finding", {"message": getattr(error, "message", str(error)), "severity": "error",
+                                           "line": loc.line if loc is not None else None, "error": error.kind}))
+    return tl
 
 
 def error_json(error, events=(), source=None) -> dict:
