@@ -284,6 +284,27 @@ def test_triage_minimises_each_seed_in_parallel_workers(tmp_path):
     assert json.loads((tmp_path / "triage.json").read_text()) == res
 
 
+@pytest.mark.slow
+def test_triage_minimises_a_program_the_gpu_refuses(tmp_path):
+    """triage --gpu-errors: a program the GPU refuses with a CUDA error (the stand-in driver: any kernel holding a
+    mul.hi is an illegal instruction) and the simulator runs is shrunk while the GPU still refuses it, and saved
+    with that error; without the option it is only reported."""
+    from calib.fuzz.runner import load_reproducer
+    from calib.fuzz.triage import triage
+
+    hit = next(s for s in range(200) if "mul.hi" in generate(s, version=2).render())
+    res = triage([hit], tmp_path, workers=1, time_per=20, deadline=120, driver="fake-trap-mul.hi",
+                 log=lambda *_: None, version=2, gpu_errors=True)
+    r = res[0]
+    assert r["outcome"] == "gpu_error_minimised" and r["detail"].startswith("CUDA_ERROR_ILLEGAL_INSTRUCTION")
+    assert r["instructions"] < generate(hit, version=2).instruction_count()
+    rec = load_reproducer(tmp_path / r["file"])
+    assert rec["kind"] == "gpu_error" and any("mul.hi" in ln for ln in rec["body"])
+    plain = triage([hit], tmp_path / "plain", workers=1, time_per=20, deadline=120, driver="fake-trap-mul.hi",
+                   log=lambda *_: None, version=2)
+    assert plain[0]["outcome"] == "gpu_error"
+
+
 # ------------------------------------------------------------------------------------------- generator versions
 
 def test_version_3_programs_carry_no_note_of_its_checks():
