@@ -29,8 +29,14 @@ P_TRIG=$!
 ( timeout 120 python3 -m calib.frontend_record --out "$W/frontend"; echo "frontend: exit code $?" ) \
   >"$W/frontend.txt" 2>&1 &
 P_FRONT=$!
+P_ILL=
 if [ "${TOPUP_COUNT:-2048}" -eq 0 ]; then
 # the GPU-side experiments run here while the two jobs above run (nothing else is in the foreground then):
+# 0. (in the background too) the RS experiment's two variants of the 7 illegal-instruction programs below: does a
+#    wait after every commit make the GPU run them?
+( timeout 100 python3 -m calib.fuzz.rs_probe --out "$W/rs/ill" 602888 603926 604305 605784 611472 611731 611764; \
+  echo "rs_probe (illegal-instruction programs): exit code $?" ) >"$W/rs_ill.txt" 2>&1 &
+P_ILL=$!
 # 1. the v6 campaign's CUDA_ERROR_ILLEGAL_INSTRUCTION programs (4 of the first call, 3 of the top-up), minimised
 #    on the GPU while it still refuses them (python -m calib.fuzz.triage --gpu-errors), with their SASS
 echo "=== v6 illegal-instruction programs (calib.fuzz.triage --gpu-errors)"
@@ -42,10 +48,9 @@ for f in "$W"/ill/fuzz_*.ptx; do
     > "${f%.ptx}.sass" 2>&1; rm -f "${f%.ptx}.cubin"
 done
 tar -cf "$D/illegal.tar" -C "$W/ill" . 2>/dev/null
-# 2. the RS-form wgmma experiment (below after the wait otherwise): the same 6 programs, and the 7 above
+# 2. the RS-form wgmma experiment (below after the wait otherwise): its 6 programs as generated and waited
 echo "=== RS-form wgmma experiment (calib/fuzz/rs_probe.py)"
 timeout 60 python3 -m calib.fuzz.rs_probe --out "$W/rs"
-tar -cf "$D/rs_probe.tar" -C "$W/rs" . 2>/dev/null
 RS_DONE=1
 fi
 if [ "${TOPUP_COUNT:-2048}" -gt 0 ]; then
@@ -57,8 +62,9 @@ echo "campaign: exit code $?"
 fi
 # wait for the two jobs by pid: a bare `wait` also waits for the `tee` of the process substitution above, which
 # never ends (it reads this script's own output) -- the call of 2026-11-28 03:07 hung there until its timeout
-wait "$P_TRIG" "$P_FRONT"
-for f in trig frontend; do echo "=== $f"; cat "$W/$f.txt"; done
+wait "$P_TRIG" "$P_FRONT" $P_ILL
+for f in trig frontend rs_ill; do [ -e "$W/$f.txt" ] && { echo "=== $f"; cat "$W/$f.txt"; }; done
+[ -n "${RS_DONE:-}" ] && tar -cf "$D/rs_probe.tar" -C "$W/rs" . 2>/dev/null
 cat "$W/trig/trig_log.txt" 2>/dev/null
 cp "$W/trig/trig_tables.npz" "$D/" 2>/dev/null
 tar -cf "$D/frontend.tar" -C "$W/frontend" .
