@@ -9,8 +9,8 @@
 # Then the RS-form wgmma experiment of the campaign's open disagreements (calib/fuzz/rs_probe.py).  With
 # TOPUP_COUNT=0 (no top-up) the campaign's illegal-instruction programs are minimised on the GPU instead
 # (illegal.tar) and the RS experiment runs beside the two background jobs.
-# Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz (top-up), illegal.tar (TOPUP_COUNT=0),
-# rs_probe.tar, log.txt.
+# Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz (top-up), illegal.tar and calls_debug.json
+# (TOPUP_COUNT=0), rs_probe.tar, log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:-${OUT:-}}
@@ -39,6 +39,8 @@ if [ "${TOPUP_COUNT:-2048}" -eq 0 ]; then
 P_ILL=$!
 # 1. the v6 campaign's CUDA_ERROR_ILLEGAL_INSTRUCTION programs (4 of the first call, 3 of the top-up), minimised
 #    on the GPU while it still refuses them (python -m calib.fuzz.triage --gpu-errors), with their SASS
+echo "=== frame addresses of a debug build (calib.calls_golden --case frame_addresses_debug)"
+timeout 60 python3 -m calib.calls_golden --case frame_addresses_debug --out "$D/calls_debug.json"
 echo "=== v6 illegal-instruction programs (calib.fuzz.triage --gpu-errors)"
 timeout 110 python3 -m calib.fuzz.triage --generator 6 --gpu-errors --workers 7 --time-per 45 --deadline 50 \
   --seeds 602888,603926,604305,605784,611472,611731,611764 --out "$W/ill"

@@ -12,9 +12,10 @@ the execution context.  Each thread has its own stack, so the lanes of a warp ma
   (recursion), the callee's registers and ``.param`` variables are saved in the frame first and restored by the
   matching ``ret``, so each activation sees its own.
 * ``.local`` frames, as the GPU lays them out (:mod:`tcsim.linker`'s docstring): the stack grows down from the
-  stack top; a non-recursive callee's depot is at its fixed offset from the kernel's stack pointer, a recursive
-  callee's frame (:attr:`tcsim.linker.LinkedFunction.frame_cost`: ptxas's SASS frame or tcsim's model) is pushed
-  below the caller's stack pointer and holds its depot at the new stack pointer.  A call that would take the
+  stack top; a callee whose depot lies in the kernel's frame has it at its fixed offset from the kernel's stack
+  pointer, a callee with a frame of its own (recursive, or given one by ptxas: :attr:`tcsim.linker.LinkedFunction.
+  own_frame`; its size :attr:`~tcsim.linker.LinkedFunction.frame_cost`, ptxas's or tcsim's model) has it pushed
+  below the caller's stack pointer and its depot at the new stack pointer.  A call that would take the
   thread's stack use (the top minus its stack pointer) past its capacity raises
   :class:`tcsim.linker.StackOverflow`.
 """
@@ -108,7 +109,7 @@ class CallStack:
         f = self.link.functions[callee]
         sel = np.nonzero(lanes)[0]
         new_sp = self.sp[sel] - f.frame_cost           # the callee's frame below the caller's stack pointer
-        if f.recursive:                                 # its depot at the new stack pointer (aligned up for it)
+        if f.own_frame:                                 # its depot at the new stack pointer (aligned up for it)
             start = (new_sp + f.depot_align - 1) // f.depot_align * f.depot_align
         else:                                           # its depot at its place in the kernel's frame
             start = np.full(sel.size, self.link.kernel_sp + f.static_offset, dtype=np.int64)

@@ -16,9 +16,10 @@ down from the stack top (:attr:`tcsim.address_map.AddressMap.local_stack_top`). 
 the top minus the kernel's *frame*, which holds the kernel's own ``.local`` variables at offset 0 and, above
 them, the ``.local`` variables (the depot) of every **non-recursive** device function, each at one fixed offset
 whatever the call path: the end of the deepest depot that can be live at the same time -- its callers' (for a
-caller that is itself recursive, what is live while it runs) -- rounded up to the depot's alignment.  A
+caller with a frame of its own, what is live while it runs) -- rounded up to the depot's alignment.  A
 **recursive** function (one on a cycle of the call graph) gets a frame of its own on each call, just below its
-caller's stack pointer, its depot at the new stack pointer.  The frame sizes are ptxas's (``ptxas -v`` "N bytes
+caller's stack pointer, its depot at the new stack pointer; so does a function to which ptxas gives a SASS frame
+of its own (a debug build, ``nvcc -G``, gives every function one).  The frame sizes are ptxas's (``ptxas -v`` "N bytes
 stack frame": ``Launch(stack_frames="ptxas")`` takes them, which makes every address GPU-exact: 112 bytes for
 frame_addresses' kernel, 40 for its recursive function, 0 for the non-recursive ones, whose depots are in the
 kernel's frame) or tcsim's model: the kernel's frame is the end of the deepest depot rounded up to 8 or the
@@ -92,10 +93,10 @@ class LinkedFunction:
     sass_frame: int | None = None
     #: the alignment of its .local variables (the largest; 1 without any)
     depot_align: int = 1
-    #: on a cycle of the call graph: each activation gets its own frame below the caller's stack pointer
+    #: on a cycle of the call graph
     recursive: bool = False
-    #: a non-recursive function's depot: its offset from the kernel's stack pointer (the kernel: 0; see the module
-    #: docstring), None for a recursive one
+    #: a depot in the kernel's frame: its offset from the kernel's stack pointer (the kernel: 0; see the module
+    #: docstring), None for a function with a frame of its own
     static_offset: int | None = None
 
     @property
@@ -106,6 +107,13 @@ class LinkedFunction:
     def end(self) -> int:
         """The pc of its sentinel (one past its last instruction)."""
         return self.base + len(self.fn.body)
+
+    @property
+    def own_frame(self) -> bool:
+        """Each activation gets a frame of its own below the caller's stack pointer (its depot there): a recursive
+        function, and one to which ptxas gives a SASS frame (debug builds, ``nvcc -G``, give every function one);
+        the others' depots lie in the kernel's frame."""
+        return self.recursive or bool(self.sass_frame)
 
     @property
     def frame_cost(self) -> int:
@@ -320,7 +328,7 @@ def _place_depots(functions, by_name) -> tuple[int, int]:
         changed = False
         for f in functions[1:]:
             below = max([live[c] for c in callers[f.name]], default=0)
-            if f.recursive:
+            if f.own_frame:
                 end, off = below, None
             else:
                 off = _align(below, f.depot_align)
@@ -329,7 +337,7 @@ def _place_depots(functions, by_name) -> tuple[int, int]:
                 live[f.name], f.static_offset, changed = end, off, True
         if not changed:
             break
-    align = max([k.depot_align] + [f.depot_align for f in functions if not f.recursive])
+    align = max([k.depot_align] + [f.depot_align for f in functions[1:] if not f.own_frame])
     return max(live.values()), align
 
 
