@@ -1,0 +1,65 @@
+"""Regenerate the corpus's PTX fixtures (needs nvcc 13.0 and Triton 3.9; no GPU).
+
+* ``cuda/<stem>.cu`` -> ``ptx/<stem>.sm_90a.ptx`` with ``nvcc -ptx -O3 -arch=sm_90a -diag-suppress 550`` (each
+  output checked with ``ptxas -arch=sm_90a``);
+* every kernel of :mod:`calib.timing_corpus.triton_src` -> ``triton/<name>.sm_90a.ptx`` through
+  ``triton.compile`` for ``GPUTarget("cuda", 90, 32)`` (``ptx_version`` 90), and ``triton/meta.json``: per
+  kernel the shared memory Triton's launcher asks for, its warps and the tensor descriptors' swizzle.
+
+``python -m calib.timing_corpus build [--cuda-only | --triton-only]``.  The outputs are deterministic for a given
+toolchain (the ``.file`` lines of Triton's PTX name this checkout's path).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CUDA, PTX, TRITON = HERE / "cuda", HERE / "ptx", HERE / "triton"
+NVCC = ("nvcc", "-ptx", "-O3", "-arch=sm_90a", "-diag-suppress", "550")
+
+
+def build_cuda() -> list:
+    if shutil.which("nvcc") is None:
+        raise SystemExit("build: nvcc is not on PATH (CUDA 13.0 made the committed PTX)")
+    PTX.mkdir(exist_ok=True)
+    out = []
+    for cu in sorted(CUDA.glob("*.cu")):
+        dst = PTX / f"{cu.stem}.sm_90a.ptx"
+        subprocess.run([*NVCC, cu.name, "-o", str(dst)], cwd=CUDA, check=True)
+        if shutil.which("ptxas"):
+            subprocess.run(["ptxas", "-arch=sm_90a", str(dst), "-o", os.devnull], check=True)
+        out.append(dst)
+        print(f"{cu.name} -> {dst.relative_to(HERE)}")
+    return out
+
+
+def build_triton() -> list:
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    from . import triton_src as T
+    TRITON.mkdir(exist_ok=True)
+    meta = {}
+    out = []
+    for name in T.KERNELS:
+        k = T.compile_kernel(name)
+        dst = TRITON / f"{name}.sm_90a.ptx"
+        dst.write_text(k.asm["ptx"])
+        md = k.metadata
+        meta[name] = {"shared": int(md.shared), "num_warps": int(md.num_warps),
+                      "tensordesc_swizzle": [int(d["swizzle"]) for d in (getattr(md, "tensordesc_meta", None) or [])]}
+        out.append(dst)
+        print(f"{name} -> {dst.relative_to(HERE)} (shared {md.shared} B, {md.num_warps} warps)")
+    import triton
+    (TRITON / "meta.json").write_text(json.dumps({"triton": triton.__version__, "kernels": meta}, indent=1) + "\n")
+    return out
+
+
+def main(cuda: bool = True, triton: bool = True) -> int:
+    if cuda:
+        build_cuda()
+    if triton:
+        build_triton()
+    return 0
