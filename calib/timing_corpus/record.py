@@ -168,7 +168,7 @@ def write_sass(todo: list, sass_dir: Path, jobs: int = 8) -> None:
 
 
 def record(out: Path, backend: str, reps: int, todo: list, command: str, batch: int = 12, jobs: int = 1,
-           sass_dir: Path | None = None, timeout: float = 120.0) -> dict:
+           sass_dir: Path | None = None, timeout: float = 40.0) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     prov = P.provenance(command)
