@@ -6,6 +6,7 @@
     install --gpu DIR                            # -> tests/golden/timing_corpus_h100/{meta.json,timings.npz}
     timing evaluate [--jobs N] [--kernel GLOB ...]   # simulate every kernel -> evaluation.json (the cache)
     timing report [--cached] [--jobs N]          # per-kernel table + one line per split
+    timing fit GROUP [--jobs N]                  # fit a parameter group on the fit split (calib/timing_corpus/fit.py)
     timing readme [--write]                      # the README's timing-corpus section from the cache
 
 On the GPU machine: ``bash calib/timing_corpus/device_run.sh "$OUT"``.
@@ -20,6 +21,7 @@ from pathlib import Path
 from calib import pipeline as P
 
 from . import evaluate as E
+from . import fit as F
 from . import record as R
 from .split import SPLITS, split_of
 
@@ -85,6 +87,9 @@ def main(argv=None) -> int:
     q.add_argument("--cached", action="store_true", help="the committed evaluation.json instead of simulating")
     q.add_argument("--jobs", type=int, default=1)
     q.add_argument("--gpu", type=Path, help="a record folder instead of the installed golden data")
+    q = tsub.add_parser("fit", help="fit a parameter group on the fit split (prints the values)")
+    q.add_argument("group", choices=sorted(F.GROUPS))
+    q.add_argument("--jobs", type=int, default=1)
     q = tsub.add_parser("readme")
     q.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
@@ -106,6 +111,9 @@ def main(argv=None) -> int:
             return 0
         if args.what == "report":
             return E.report(cached=args.cached, jobs=args.jobs, gpu_dir=args.gpu)
+        if args.what == "fit":
+            F.fit_group(args.group, jobs=args.jobs)
+            return 0
         if args.what == "readme":
             return E.readme(write=args.write)
     except (CliError, P.RecordError, E.EvalError) as e:

@@ -77,9 +77,11 @@ def _outcome(name, launch, k, check, outputs) -> dict:
     return {"cycles": cycles_of(launch, outputs[k]), "correct": bool(ok), "check": msg}
 
 
-def run_sim(name: str) -> dict:
+def run_sim(name: str, cfg=None) -> dict:
+    """One simulator run of ``name`` with sim/timing's model (``cfg``: an ArchConfig to run under instead of the
+    kernel's target's)."""
     launch, k, check = build(name)
-    res = P.execute(launch, "sim", timeout=600, seed=None, timing=True)
+    res = P.execute(launch, "sim", timeout=600, seed=None, timing=True if cfg is None else cfg)
     if not res.ok:
         return {"status": res.error, "detail": res.detail[:500]}
     o = _outcome(name, launch, k, check, res.outputs)
