@@ -1,11 +1,11 @@
 """Command line of the timing corpus (``python -m calib.timing_corpus ...``)::
 
     list [-v]                                    # kernels, their source and split
-    build [--cuda-only | --triton-only]          # regenerate ptx/ and triton/ (nvcc 13.0, Triton 3.9)
+    build [--cuda-only | --triton-only | --heldout DIR]   # regenerate ptx/, triton/ (nvcc 13.0, Triton 3.9), heldout/
     record --out DIR [--backend gpu|sim] [--kernel GLOB ...] [--reps 5] [--batch 12] [--jobs N] [--sass-dir D]
     install --gpu DIR                            # -> tests/golden/timing_corpus_h100/{meta.json,timings.npz}
     timing evaluate [--jobs N] [--kernel GLOB ...]   # simulate every kernel -> evaluation.json (the cache)
-    timing report [--cached] [--jobs N]          # per-kernel table + one line per split
+    timing report [--cached | --cache FILE] [--jobs N] [--gpu DIR]   # per-kernel table + one line per split
     timing fit GROUP [--jobs N]                  # fit a parameter group on the fit split (calib/timing_corpus/fit.py)
     timing readme [--write]                      # the README's timing-corpus section from the cache
 
@@ -23,7 +23,7 @@ from calib import pipeline as P
 from . import evaluate as E
 from . import fit as F
 from . import record as R
-from .split import SPLITS, split_of
+from .split import HELDOUT, SPLITS, split_of
 
 
 class CliError(Exception):
@@ -45,7 +45,7 @@ def select(globs) -> list:
 
 def cmd_list(verbose: bool) -> int:
     from . import kernels as K
-    counts = {s: 0 for s in SPLITS}
+    counts = {s: 0 for s in SPLITS + (HELDOUT,)}
     for n in R.names():
         s = split_of(n)
         counts[s] += 1
@@ -54,7 +54,7 @@ def cmd_list(verbose: bool) -> int:
             k = K.BY_NAME[n]
             line += f"  block {k.block} smem {k.smem}  {k.note}"
         print(line)
-    print(f"{len(R.names())} kernels: " + ", ".join(f"{counts[s]} {s}" for s in SPLITS))
+    print(f"{len(R.names())} kernels: " + ", ".join(f"{counts[s]} {s}" for s in SPLITS + (HELDOUT,)))
     return 0
 
 
@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--cuda-only", action="store_true")
     g.add_argument("--triton-only", action="store_true")
+    g.add_argument("--heldout", type=Path, metavar="CUDA_SAMPLES_DIR",
+                   help="only the held-out PTX, from a cuda-samples checkout (build.CUDA_SAMPLES_COMMIT)")
     p = sub.add_parser("record")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--backend", choices=("gpu", "sim"), default="gpu")
@@ -87,6 +89,8 @@ def main(argv=None) -> int:
     q.add_argument("--cached", action="store_true", help="the committed evaluation.json instead of simulating")
     q.add_argument("--jobs", type=int, default=1)
     q.add_argument("--gpu", type=Path, help="a record folder instead of the installed golden data")
+    q.add_argument("--cache", type=Path, help="an evaluation file instead (e.g. calib/timing_corpus/baseline.json: "
+                   "the model before issue 21)")
     q = tsub.add_parser("fit", help="fit a parameter group on the fit split (prints the values)")
     q.add_argument("group", choices=sorted(F.GROUPS))
     q.add_argument("--jobs", type=int, default=1)
@@ -98,7 +102,7 @@ def main(argv=None) -> int:
             return cmd_list(args.v)
         if args.cmd == "build":
             from . import build
-            return build.main(cuda=not args.triton_only, triton=not args.cuda_only)
+            return build.main(cuda=not args.triton_only, triton=not args.cuda_only, heldout=args.heldout)
         if args.cmd == "record":
             command = P.command_line("python -m calib.timing_corpus", sys.argv[1:] if argv is None else argv)
             meta = R.record(args.out, args.backend, args.reps, select(args.kernel), command, batch=args.batch,
@@ -110,7 +114,7 @@ def main(argv=None) -> int:
             E.evaluate(select(args.kernel), jobs=args.jobs, write=True)
             return 0
         if args.what == "report":
-            return E.report(cached=args.cached, jobs=args.jobs, gpu_dir=args.gpu)
+            return E.report(cached=args.cached, jobs=args.jobs, gpu_dir=args.gpu, cache=args.cache)
         if args.what == "fit":
             F.fit_group(args.group, jobs=args.jobs)
             return 0

@@ -32,7 +32,7 @@ PTX_DIR, TRITON_DIR = HERE / "ptx", HERE / "triton"
 @dataclass(frozen=True)
 class Kernel:
     name: str
-    source: str                       # "cuda/<file>.cu" | "triton" | "microbench"
+    source: str                       # "cuda/<file>.cu" | "triton" | "cuda-samples/<stem>" | "microbench"
     ptx: str                          # path relative to calib/timing_corpus ("" for microbench)
     entry: str
     block: tuple
@@ -646,6 +646,62 @@ _t("tri_matmul_tma", "tri_matmul_tma", _tma_mm_args,
    lambda a, o: _close(_tma_out(a[10]).astype(np.float64),
                        _mm(a[0].array, a[5].array.T), 2e-3, 2e-2),
    own_process=True, tags=("gemm", "wgmma", "tma", "tma_store"))
+
+
+# ------------------------------------------------------------------------------------------------ held out
+# NVIDIA cuda-samples (heldout/NOTICE; calib/timing_corpus/build.py build_heldout), launched as one CTA the way the
+# samples launch them; never fitted on nor used to choose a mechanism (split "heldout")
+def _h(name, stem, entry, block, make, check, smem=0, note=""):
+    if isinstance(block, int):
+        block = (block, 1, 1)
+    KERNELS.append(Kernel(name, f"cuda-samples/{stem}", f"heldout/{stem}.sm_90a.ptx", entry, block, make, check,
+                          smem, note, False, ("heldout",)))
+
+
+for _e, _m in (("transposeNaive", "_Z14transposeNaivePfS_ii"), ("transposeCoalesced", "_Z18transposeCoalescedPfS_ii"),
+               ("transposeNoBankConflicts", "_Z24transposeNoBankConflictsPfS_ii")):
+    _h(f"cs_{_e}", "transpose", _m, (32, 16),
+       lambda r: [np.zeros(32 * 32, np.float32), _f32(r, 32 * 32), np.int32(32), np.int32(32)],
+       lambda a, o: _exact(o[0], a[1].reshape(32, 32).T.reshape(-1), "transpose"), note="one 32x32 tile")
+_h("cs_scalarProdGPU", "scalarProd", "_Z13scalarProdGPUPfS_S_ii", 256,
+   lambda r: [np.zeros(4, np.float32), _f32(r, 4 * 4096), _f32(r, 4 * 4096), np.int32(4), np.int32(4096)],
+   lambda a, o: _close(o[0], (a[1].astype(np.float64) * a[2]).reshape(4, 4096).sum(axis=1), 1e-4, 1e-4),
+   note="4 dot products of 4096 floats")
+
+
+def _bs_ref(a):
+    from math import erf
+    s, x, t = (np.asarray(v, np.float64) for v in a[2:5])
+    r, v = float(a[5]), float(a[6])
+    sq = np.sqrt(t)
+    d1 = (np.log(s / x) + (r + 0.5 * v * v) * t) / (v * sq)
+    d2 = d1 - v * sq
+    cnd = np.vectorize(lambda d: 0.5 * (1 + erf(d / np.sqrt(2))))
+    e = np.exp(-r * t)
+    return s * cnd(d1) - x * e * cnd(d2), x * e * (1 - cnd(d2)) - s * (1 - cnd(d1))
+
+
+_h("cs_BlackScholesGPU", "BlackScholes", "_Z15BlackScholesGPUP6float2S0_S0_S0_S0_ffi", 128,
+   lambda r: [np.zeros(256, np.float32), np.zeros(256, np.float32), r.uniform(5, 30, 256).astype(np.float32),
+              r.uniform(1, 100, 256).astype(np.float32), r.uniform(0.25, 10, 256).astype(np.float32),
+              np.float32(0.02), np.float32(0.30), np.int32(256)],
+   lambda a, o: _all(_close(o[0], _bs_ref(a)[0], 1e-4, 2e-3, "call"), _close(o[1], _bs_ref(a)[1], 1e-4, 2e-3, "put")),
+   note="256 options (2 per thread)")
+
+
+def _bitonic_check(a, o):
+    keys, vals = np.asarray(o[0]), np.asarray(o[1])
+    return _all(_exact(keys, np.sort(a[2]), "keys"), _exact(a[2][vals.astype(np.int64)], keys, "values"))
+
+
+_h("cs_bitonicSortShared", "bitonicSort", "_Z17bitonicSortSharedPjS_S_S_jj", 512,
+   lambda r: [np.zeros(1024, np.uint32), np.zeros(1024, np.uint32),
+              r.permutation(1 << 20)[:1024].astype(np.uint32), np.arange(1024, dtype=np.uint32), np.uint32(1024),
+              np.uint32(1)], _bitonic_check, note="1024 keys with values, ascending")
+_h("cs_MatrixMulCUDA16", "matrixMul", "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii", (16, 16),
+   lambda r: [np.zeros(16 * 16, np.float32), _f32(r, 16 * 64), _f32(r, 64 * 16), np.int32(64), np.int32(16)],
+   lambda a, o: _close(o[0], _mm(a[1].reshape(16, 64), a[2].reshape(64, 16)).reshape(-1), 1e-4, 1e-4),
+   note="one 16x16 tile of C, K = 64")
 
 
 # ------------------------------------------------------------------------------------------------ microbench
