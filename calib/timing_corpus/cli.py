@@ -3,7 +3,7 @@
     list [-v]                                    # kernels, their source and split
     build [--cuda-only | --triton-only | --heldout DIR]   # regenerate ptx/, triton/ (nvcc 13.0, Triton 3.9), heldout/
     record --out DIR [--backend gpu|sim] [--kernel GLOB ...] [--reps 5] [--batch 12] [--jobs N] [--sass-dir D]
-    install --gpu DIR                            # -> tests/golden/timing_corpus_h100/{meta.json,timings.npz}
+    install --gpu DIR [--merge]                  # -> tests/golden/timing_corpus_h100/{meta.json,timings.npz}
     timing evaluate [--jobs N] [--kernel GLOB ...]   # simulate every kernel -> evaluation.json (the cache)
     timing report [--cached | --cache FILE] [--jobs N] [--gpu DIR]   # per-kernel table + one line per split
     timing fit GROUP [--jobs N]                  # fit a parameter group on the fit split (calib/timing_corpus/fit.py)
@@ -80,6 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--sass-dir", type=Path)
     p = sub.add_parser("install")
     p.add_argument("--gpu", required=True, type=Path)
+    p.add_argument("--merge", action="store_true", help="add a --kernel record's kernels to the installed record")
     p = sub.add_parser("timing")
     tsub = p.add_subparsers(dest="what", required=True)
     q = tsub.add_parser("evaluate")
@@ -104,12 +105,12 @@ def main(argv=None) -> int:
             from . import build
             return build.main(cuda=not args.triton_only, triton=not args.cuda_only, heldout=args.heldout)
         if args.cmd == "record":
-            command = P.command_line("python -m calib.timing_corpus", sys.argv[1:] if argv is None else argv)
+            command = P.command_line("calib.timing_corpus", sys.argv[1:] if argv is None else argv)
             meta = R.record(args.out, args.backend, args.reps, select(args.kernel), command, batch=args.batch,
                             jobs=args.jobs, sass_dir=args.sass_dir)
             return 0 if all(e.get("status") == "ok" for e in meta["kernels"].values()) else 1
         if args.cmd == "install":
-            return E.install(args.gpu)
+            return E.install(args.gpu, merge=args.merge)
         if args.what == "evaluate":
             E.evaluate(select(args.kernel), jobs=args.jobs, write=True)
             return 0

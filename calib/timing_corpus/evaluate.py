@@ -43,10 +43,18 @@ def load_golden(d: Path | None = None) -> dict:
     return meta
 
 
+def stale(meta: dict) -> list:
+    """Kernels whose recorded PTX (instrumented copy) is not what :func:`calib.timing_corpus.record.build` makes now:
+    a record of another kernel, never compared."""
+    return [n for n, e in meta["kernels"].items()
+            if n not in R.names() or e.get("ptx_sha256") != P.sha256(R.build(n)[0].ptx_text()[0].encode())]
+
+
 def measured(meta: dict) -> dict:
-    """{name: median cycles} of the kernels recorded ok and correct on every repetition."""
+    """{name: median cycles} of the kernels recorded ok, correct on every repetition and not :func:`stale`."""
+    old = set(stale(meta))
     return {n: e["median_cycles"] for n, e in meta["kernels"].items()
-            if e.get("status") == "ok" and all(e.get("correct", [False]))}
+            if e.get("status") == "ok" and all(e.get("correct", [False])) and n not in old}
 
 
 def simulate(names: list, jobs: int = 1) -> dict:
@@ -172,12 +180,41 @@ def readme(write: bool = False) -> int:
     return 0
 
 
-def install(src: Path) -> int:
+def _fixed_command(meta: dict) -> None:
+    """Records made before the CLI's prefix fix say ``python -m python -m calib.timing_corpus ...``: the installed
+    record gets the command as it runs (``command``) and keeps what was written (``command_as_recorded``)."""
+    bad = "python -m python -m "
+    if meta.get("command", "").startswith(bad):
+        meta["command_as_recorded"] = meta["command"]
+        meta["command"] = "python -m " + meta["command"][len(bad):]
+
+
+def install(src: Path, merge: bool = False) -> int:
+    """Copy a GPU record into :data:`GOLDEN`.  ``merge``: add (replace) the record's kernels in the installed
+    record; every kernel keeps its own provenance (``recorded``: command, date, GPU, driver) and the top-level
+    ``merged`` list names each merge."""
     meta = load_golden(src)
     if meta.get("backend") != "gpu":
         raise EvalError(f"{src}: a {meta.get('backend')} record, not a GPU one")
+    _fixed_command(meta)
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for f in (P.META, R.DATA):
-        shutil.copyfile(Path(src) / f, GOLDEN / f)
-    print(f"installed {len(meta['kernels'])} kernels -> {GOLDEN}")
+    if not merge:
+        P.write_json(GOLDEN / P.META, meta)
+        shutil.copyfile(Path(src) / R.DATA, GOLDEN / R.DATA)
+        print(f"installed {len(meta['kernels'])} kernels -> {GOLDEN}")
+        return 0
+    old = load_golden()
+    arrays = dict(P.load_arrays(GOLDEN / R.DATA))
+    new_arrays = P.load_arrays(Path(src) / R.DATA)
+    prov = {k: meta.get(k) for k in ("command", "date", "gpu", "driver_version", "reps")}
+    for n, e in meta["kernels"].items():
+        e["recorded"] = prov
+        old["kernels"][n] = e
+        arrays.pop(n, None)
+        if n in new_arrays:
+            arrays[n] = np.asarray(new_arrays[n])
+    old.setdefault("merged", []).append({**prov, "kernels": sorted(meta["kernels"])})
+    old["kernels"] = {n: old["kernels"][n] for n in R.names() if n in old["kernels"]}
+    P.write_record(GOLDEN, old, arrays, R.DATA)
+    print(f"merged {len(meta['kernels'])} kernels into {GOLDEN}")
     return 0

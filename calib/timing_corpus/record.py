@@ -55,12 +55,30 @@ def build(name: str) -> tuple:
         return launch, C.clk_index(case, launch), lambda outs: C.check_validation(case, launch, outs)
     k = K.BY_NAME[name]
     plain = k.plain_launch()
-    text = C.instrument_clock(plain.ptx_text()[0], k.entry)
+    text = instrument(plain.ptx_text()[0], k.entry, plain.block)
     clk = np.zeros((plain.block[0] * plain.block[1] * plain.block[2], 2), dtype=np.uint64)
     args = list(plain.args) + [clk]
     launch = CorpusLaunch(ptx=text, kernel=k.entry, grid=plain.grid, block=plain.block,
                           dynamic_smem=plain.dynamic_smem, args=args, name=name)
     return launch, len(args) - 1, lambda outs: k.check(args, outs)
+
+
+_TID = "\tmov.u32 \t%__mb_a, %tid.x;\n"
+
+
+def instrument(ptx: str, entry: str, block: tuple) -> str:
+    """:func:`calib.microbench.cases.instrument_clock` (the text it makes for a 1-D block, unchanged); for a 2-D
+    block the clock slot of a thread is its linear index ``tid.x + ntid.x * tid.y`` (the microbench helper uses
+    ``tid.x`` alone, which gives the threads of one column one slot and leaves the others' slots 0)."""
+    text = C.instrument_clock(ptx, entry)
+    if block[2] != 1:
+        raise ValueError(f"{entry}: 3-D blocks are not instrumented")
+    if block[1] == 1:
+        return text
+    if text.count(_TID) != 1:
+        raise ValueError(f"{entry}: unexpected clock epilogue")
+    return text.replace(_TID, "\tmov.u32 \t%__mb_a, %tid.y;\n\tmov.u32 \t%__mb_b, %ntid.x;\n"
+                              "\tmov.u32 \t%__mb_c, %tid.x;\n\tmad.lo.u32 \t%__mb_a, %__mb_a, %__mb_b, %__mb_c;\n")
 
 
 def cycles_of(launch, clk) -> int:
