@@ -260,8 +260,12 @@ def _run_sim(mod, launch, args):
         if found and not getattr(args, "strict", False):
             print_findings([f for f in found if f is not getattr(e, "finding", None)])
         _finish_findings(args, found, e)
-        for line in visual.write_error(e, launch, title=getattr(args, "launch_name", None)):
-            print(line)                     # --report / --perfetto: what ran up to the error, the error located
+        try:                                # --report / --perfetto: what ran up to the error, the error located
+            for line in visual.write_error(e, launch, title=getattr(args, "launch_name", None)):
+                print(line)
+        except Exception as w:  # noqa: BLE001 -- the run's own diagnostic comes first; the page is secondary
+            print(f"tcsim: the report of the failed run could not be written: {type(w).__name__}: {w}",
+                  file=sys.stderr)
         raise
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
