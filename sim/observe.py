@@ -341,12 +341,12 @@ def encode_lanes(values):
     number of bytes (4 for values below 2**32, 8 below 2**64, else 16; little-endian, two's complement for a
     negative value), lane 0's first (:func:`decode_lanes` reverses it)."""
     import base64
-    vals = values if isinstance(values, list) else [int(v) for v in values]
+    vals = values if type(values) is list else [int(v) for v in values]
     if not vals:
         return []
-    if any(type(v) is not int for v in vals):        # numpy integers, a predicate's booleans
+    if type(vals[0]) is not int or type(vals[-1]) is not int:     # numpy integers, a predicate's booleans
         vals = [int(v) for v in vals]
-    if min(vals) == max(vals):
+    if vals.count(vals[0]) == len(vals):
         return vals[0]
     if len(vals) >= 3:
         step = _affine(vals)
@@ -481,6 +481,13 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
     """A warp's access, compactly: each active lane's addresses (in lane order) as ``lane_mask`` + ``per_lane``
     (addresses per lane, 1 when omitted) + ``addr`` / ``stride`` (between lanes) / ``inner`` (within a lane)
     where evenly spaced, else ``lanes`` and ``addrs`` as lists."""
+    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:     # one address per lane
+        m = 0
+        for x in lanes:
+            m |= 1 << x
+        stride = _affine(addrs)
+        return {"lane_mask": m, "addr": addrs[0], "stride": stride} if stride is not None else \
+            {"lane_mask": m, "addrs": addrs}
     pairs = sorted(zip(lanes, addrs), key=lambda p: p[0])       # stable: a lane's addresses keep their order
     lanes, addrs = [p[0] for p in pairs], [p[1] for p in pairs]
     order = sorted(set(lanes))
@@ -503,7 +510,11 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
 
 def _ints(xs) -> list:
     """A sequence (numpy array, tuple) as a list of Python ints."""
-    return xs.tolist() if hasattr(xs, "tolist") else [int(x) for x in xs]
+    if hasattr(xs, "tolist"):
+        return xs.tolist()
+    if len(xs) and type(xs[0]) is int and type(xs[-1]) is int:
+        return list(xs)
+    return [int(x) for x in xs]
 
 
 _esc = json.encoder.encode_basestring_ascii
