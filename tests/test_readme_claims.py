@@ -86,8 +86,11 @@ def render() -> str:
          f"shapes; {len(TM.GAPS)} known gap: {', '.join('`' + g + '`' for g in TM.GAPS)} (no H100 output tells "
          f"the two floors apart)"),
         ("the examples' expected values",
-         "`gemm_async`: mmasim's D for each launch the tests run; `mma_gemm`, `tma_mma_gemm`: the H100's D",
-         "`tests/examples/test_tcgen05_examples.py`, `tests/examples/test_examples.py`, bit for bit"),
+         "`gemm_async`: mmasim's D for each launch the tests run; `mma_gemm`, `tma_mma_gemm`: the H100's D; every "
+         "example check: the records above, for each numerics form it uses",
+         "`tests/examples/test_tcgen05_examples.py`, `tests/examples/test_examples.py`: D bit for bit; "
+         "`tests/examples/kernel_checks.py`: each check runs with its numerics forms checked against the records "
+         "in the same run"),
         ("TMA (tile mode, bulk copies, reductions, multicast, faults)",
          f"H100: {tma_cases} cases, {tma_err} of them faults or refused tensor maps (`tests/golden/tma_h100`)",
          "`tests/hw/test_tma_golden.py`: every case bit for bit; a fault must be the kind of fault the GPU reported"),

@@ -26,6 +26,7 @@ Script mode (from the repository root; ``record`` needs the ``oracle`` extra, to
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -256,13 +257,9 @@ def variant_name(kind: str, a_fmt: str, b_fmt: str, acc: str, scale_fmt: Optiona
 _CHECKED: dict = {}
 
 
-def checked_params(kind: str, a_fmt: str, b_fmt: str, acc: str, scale_fmt: Optional[str] = None,
-                   scale_block: Optional[int] = None, path: str = "tcgen05"):
-    """tcsim's sm_100a parameters for the form, after the numerics they select reproduced the first recorded chunk
-    (40,960 cases) of mmasim's outputs for exactly that form (once per process and form).  A test that computes its
-    expected D with ``mma_float`` / ``mma_block_scaled`` and these parameters therefore compares with numerics the
-    oracle data backs in the same run, not with the model under test alone: a planted numerics change fails here."""
-    name = variant_name(kind, a_fmt, b_fmt, acc, scale_fmt, scale_block, path)
+def check_variant(name: str) -> None:
+    """tcsim's numerics (the table's parameters as they are now) reproduce the first recorded chunk (40,960 cases)
+    of mmasim's outputs for the variant; once per process unless the parameters change."""
     v = MO.BY_NAME[name]
     p = MO.tcsim_params(v)
     if _CHECKED.get(name) != p:
@@ -273,7 +270,87 @@ def checked_params(kind: str, a_fmt: str, b_fmt: str, acc: str, scale_fmt: Optio
             raise AssertionError("tcsim's tensor-core numerics no longer reproduce the recorded mmasim data: "
                                  + r.describe())
         _CHECKED[name] = p
-    return p
+
+
+def _hw_test_module(name: str):
+    import importlib
+    hw = HERE.parent / "hw"
+    for p in (str(hw), str(HERE.parents[1])):             # tests/hw, and the root (calib)
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    return importlib.import_module(name)
+
+
+_CHECKED_HW: dict = {}
+
+
+def check_form(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) -> bool:
+    """Check the numerics of a ``tc_params(arch, path, in_fmt, kind)`` request against recorded data: sm_100a against
+    every recorded mmasim variant of that kind and A format (check_variant), sm_90a against the H100 records (the
+    discriminating vectors of every mma.sync pair, the targeted vectors of every wgmma combination, of that A format).
+    Raises AssertionError when they no longer agree; returns False when no record covers the form."""
+    from tcsim.numerics import tensor_core as tc
+    k = kind or tc._IMPLIED_KIND.get(in_fmt)
+    if arch == "sm_100a":
+        names = [v.name for v in MO.VARIANTS if v.path == path and v.a_fmt == in_fmt
+                 and (path == "mma.sync" or v.kind == k)]
+        for n in names:
+            check_variant(n)
+        return bool(names)
+    key = (arch, path, in_fmt, k)
+    p = tc.tc_params(arch, path, in_fmt, kind)
+    if _CHECKED_HW.get(key) == p:
+        return True
+    if path == "mma.sync":
+        M = _hw_test_module("test_mma_numerics_golden")
+        runs = [lambda n=n: M.test_discriminating_elements_bit_exact(n)
+                for n, pair in M.FLOAT_PAIRS.items() if pair.ab == in_fmt]
+    else:
+        W = _hw_test_module("test_wgmma_numerics_golden")
+        runs = [lambda n=n: W.test_targeted_vectors_bit_exact(n)
+                for n, c in W.COMBOS.items() if c.is_float and c.a == in_fmt and n in W.TARGETED]
+    for run in runs:
+        run()
+    if runs:
+        _CHECKED_HW[key] = p
+    return bool(runs)
+
+
+@contextlib.contextmanager
+def numerics_backed_by_data():
+    """For the duration, every ``tc_params`` request (an example's check computing its expected D) is also checked
+    against the recorded data of its form (check_form): an expected value then rests on numerics that the oracle or
+    hardware data backs in the same run, not on the model under test alone.  Works for the examples' checks, which
+    import tc_params when they run."""
+    from tcsim.numerics import tensor_core as tc
+    orig = tc.tc_params
+
+    busy = []
+
+    def tc_params(arch, path, in_fmt, kind=None):
+        if not busy:                                   # the checks themselves ask for parameters too
+            busy.append(1)
+            try:
+                check_form(arch, path, in_fmt, kind)
+            finally:
+                busy.pop()
+        return orig(arch, path, in_fmt, kind)
+    tc.tc_params = tc_params
+    try:
+        yield
+    finally:
+        tc.tc_params = orig
+
+
+def checked_params(kind: str, a_fmt: str, b_fmt: str, acc: str, scale_fmt: Optional[str] = None,
+                   scale_block: Optional[int] = None, path: str = "tcgen05"):
+    """tcsim's sm_100a parameters for the form, after the numerics they select reproduced the first recorded chunk
+    (40,960 cases) of mmasim's outputs for exactly that form (once per process and form).  A test that computes its
+    expected D with ``mma_float`` / ``mma_block_scaled`` and these parameters therefore compares with numerics the
+    oracle data backs in the same run, not with the model under test alone: a planted numerics change fails here."""
+    name = variant_name(kind, a_fmt, b_fmt, acc, scale_fmt, scale_block, path)
+    check_variant(name)
+    return MO.tcsim_params(MO.BY_NAME[name])
 
 
 # ================================================================================================

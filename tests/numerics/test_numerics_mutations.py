@@ -419,3 +419,21 @@ def test_mutant_against_all_data(recorded, mid):
     else:
         assert w is not None and w == json.loads(R.WITNESSES.read_text())["witnesses"][mid]
 
+
+
+@pytest.mark.parametrize("mid, example", [("sm_100a.tcgen05.f16:frac_bits-1", "gemm_async"),
+                                          ("sm_90a.mma.sync.f16:frac_bits-1", "mma_gemm")])
+def test_example_check_fails_under_a_planted_change(mid, example):
+    """An example's check computes its expected D with the numerics model; the example tests run it under
+    oracle_replay.numerics_backed_by_data, so a planted numerics change makes the check itself fail (the simulator
+    and the model would otherwise agree with each other on the wrong numbers)."""
+    import importlib
+    mod = importlib.import_module(f"tcsim.examples.{example}")
+    R._CHECKED.clear()
+    R._CHECKED_HW.clear()
+    launch = mod.make_launch(seed=0)
+    with BY_ID[mid].planted(), R.numerics_backed_by_data():
+        with pytest.raises(AssertionError):
+            mod.reference(launch)
+    with R.numerics_backed_by_data():                 # unchanged, the same check passes
+        mod.reference(launch)
