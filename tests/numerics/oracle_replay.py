@@ -342,6 +342,14 @@ def numerics_backed_by_data():
         tc.tc_params = orig
 
 
+def checked_tc_params(arch: str, path: str, in_fmt: str, kind: Optional[str] = None):
+    """``tc_params`` for tests that compute expected D with the numerics model: the form is first checked against
+    its recorded data (check_form; forms without a record are named in the README's "What backs each claim")."""
+    from tcsim.numerics import tensor_core as tc
+    check_form(arch, path, in_fmt, kind)
+    return tc.tc_params(arch, path, in_fmt, kind)
+
+
 def checked_params(kind: str, a_fmt: str, b_fmt: str, acc: str, scale_fmt: Optional[str] = None,
                    scale_block: Optional[int] = None, path: str = "tcgen05"):
     """tcsim's sm_100a parameters for the form, after the numerics they select reproduced the first recorded chunk
