@@ -51,6 +51,8 @@ def render() -> str:
     tma_cases = sum(c["cases"] for c in tma["counts"].values())
     tma_err = sum(c["error"] for c in tma["counts"].values())
     timing = json.loads((GOLDEN / "timing_h100" / "meta.json").read_text())
+    corpus_meta = GOLDEN / "timing_corpus_h100" / "meta.json"
+    corpus = json.loads(corpus_meta.read_text()) if corpus_meta.exists() else None
     fuzz = sorted((GOLDEN / "fuzz_campaign").glob("h[12]00_*seeds_*.npz"))
     gpus = sorted({p.name[:4].upper() for p in fuzz})
     n_live = sum(1 for m in TM.MUTANTS if m.id not in TM.EQUIVALENT and m.id not in TM.GAPS)
@@ -98,8 +100,10 @@ def render() -> str:
          f"{len(fuzz)} campaigns of random programs on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)",
          "`tests/hw/test_fuzz_campaign_replay.py`"),
         ("sm_90a timing",
-         f"H100: {len(timing['cases'])} recorded cases (`tests/golden/timing_h100`)",
-         "`tests/hw/test_timing_validation.py` (\"How good the H100 timing is\" above)"),
+         f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
+         + (f", and a corpus of {corpus['kernels']} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),
+         "`tests/hw/test_timing_validation.py` (\"How good the H100 timing is\" above)"
+         + (", `tests/hw/test_timing_corpus.py`" if corpus else "")),
     ]
     lines = [HEADING, "",
              "Each claim, the data it rests on, and the test that checks it on every CI run (no GPU, no torch). "
