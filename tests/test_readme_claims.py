@@ -101,7 +101,7 @@ def render() -> str:
          "`tests/hw/test_fuzz_campaign_replay.py`"),
         ("sm_90a timing",
          f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
-         + (f", and a corpus of {corpus['kernels']} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),
+         + (f", and a corpus of {len(corpus['kernels'])} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),
          "`tests/hw/test_timing_validation.py` (\"How good the H100 timing is\" above)"
          + (", `tests/hw/test_timing_corpus.py`" if corpus else "")),
     ]
@@ -127,6 +127,7 @@ def render() -> str:
 def test_readme_section_is_current():
     text = README.read_text()
     want = render()
+    assert all(len(line) < 800 for line in want.splitlines()), "a rendered row holds more than a figure"
     assert want in text, ("README.md's section '" + HEADING + "' differs from the data; paste the output of "
                           "`python tests/test_readme_claims.py`")
 
