@@ -43,7 +43,8 @@ Running:
         # (PRE_ORACLE_RULES) and a few disagreeing cases per rule and variant are written to
         # tests/golden/mmasim_oracle/ (expected = mmasim's output, which tcsim now gives)
 The mmasim tests skip cleanly when torch or mmasim are not importable (CI does not install the
-``oracle`` extra).  test_golden_disagreements replays the stored disagreeing cases through tcsim
+``oracle`` extra); CI checks tcsim against mmasim all the same, by replaying mmasim's recorded results for
+>= 10^5 cases per variant (tests/numerics/oracle_replay.py, test_mmasim_replay.py).  test_golden_disagreements replays the stored disagreeing cases through tcsim
 only, so it runs everywhere.  See tests/golden/mmasim_oracle/README.md for the campaign results.
 """
 from __future__ import annotations
