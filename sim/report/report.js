@@ -28,7 +28,8 @@
     "lsu": "#6aa84f" };
   function stallColor(r) { return STALL_COLORS[r] || "#e69138"; }
   const ns = D.clock_mhz ? 1000 / D.clock_mhz : 0;
-  function cyc(c) { return c + " cyc" + (ns ? " (" + (c * ns).toFixed(1) + " ns)" : ""); }
+  function num(v) { return Number.isInteger(v) ? String(v) : String(Math.round(v * 10) / 10); }   // fractional cycles: one decimal
+  function cyc(c) { return num(c) + " cyc" + (ns ? " (" + (c * ns).toFixed(1) + " ns)" : ""); }
 
   // ------------------------------------------------------------------ header
   const st = D.stats || {};
@@ -365,8 +366,8 @@
     const stallCell = el("td");
     if (L) {
       let tot = 0;
-      for (const r in L.stalls) { const v = L.stalls[r]; tot += v; stallCell.appendChild(el("span", { class: "bar", title: r + ": " + v + " cycles", style: "width:" + Math.max(1, 120 * v / maxStall) + "px;background:" + stallColor(r) })); }
-      if (tot) stallCell.appendChild(document.createTextNode(" " + tot + " (" + Object.keys(L.stalls).map(r => r + " " + L.stalls[r]).join(", ") + ")"));
+      for (const r in L.stalls) { const v = L.stalls[r]; tot += v; stallCell.appendChild(el("span", { class: "bar", title: r + ": " + num(v) + " cycles", style: "width:" + Math.max(1, 120 * v / maxStall) + "px;background:" + stallColor(r) })); }
+      if (tot) stallCell.appendChild(document.createTextNode(" " + num(tot) + " (" + Object.keys(L.stalls).map(r => r + " " + num(L.stalls[r])).join(", ") + ")"));
     }
     const fcell = el("td");
     if (E && E.line === n) fcell.appendChild(el("span", { class: "badge", title: E.message, text: E.kind }));
@@ -417,7 +418,7 @@
     ws.forEach((w, i) => {
       s.appendChild(svg("text", { x: 0, y: 12 + 16 * i }, "cta " + w.cta.join(",") + " w" + w.warp));
       let x = 90;
-      for (const r in w.stalls) { const wd = 340 * w.stalls[r] / mx; s.appendChild(svg("rect", { x: x, y: 3 + 16 * i, width: wd, height: 12, fill: stallColor(r) })).appendChild(svg("title", {}, r + ": " + w.stalls[r] + " cycles")); x += wd; }
+      for (const r in w.stalls) { const wd = 340 * w.stalls[r] / mx; s.appendChild(svg("rect", { x: x, y: 3 + 16 * i, width: wd, height: 12, fill: stallColor(r) })).appendChild(svg("title", {}, r + ": " + num(w.stalls[r]) + " cycles")); x += wd; }
     });
     let lx = 0; Object.keys(reasons).forEach(r => { s.appendChild(svg("rect", { x: lx, y: H - 14, width: 10, height: 10, fill: stallColor(r) })); s.appendChild(svg("text", { x: lx + 13, y: H - 5 }, r)); lx += 20 + 7 * r.length; });
     chart("Stall cycles per warp, by reason", s);
