@@ -141,6 +141,8 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
         body.append(ins)
         decoded.append(run)
     lay = layout_program(module, fn)
+    if len(link.functions) > 1:             # the kernel's frame holds the callees' depots too (tcsim.linker)
+        lay["local_base"] = link.kernel_sp
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=body, decoded=decoded,
                    shared_symbols=lay["shared_symbols"], shared_static_size=lay["shared_static_size"],
