@@ -14,8 +14,8 @@ ptxas 13.0's, verified with one-declaration probes on ``-arch=sm_90a`` and ``sm_
   and return variables have the sizes and alignments of the callee's parameters ("Type / Alignment of argument
   does not match formal parameter"); a ``.func`` parameter is aligned to at most 128 bytes too.
 * Static shared memory (§5.1.5): the kernel-scope ``.shared`` variables plus the module-scope ones the kernel
-  names, at their alignments, at most 232,448 bytes (0x38c00, the 227 KiB of an sm_90 / sm_100 SM) -- "Entry
-  function uses too much shared data".  A larger total is possible only dynamically (``.extern .shared``), up to the
+  names, at their alignments, at most 232,448 bytes (0x38c00, the 227 KiB of an sm_90 / sm_100 SM; 49,152 bytes,
+  0xc000, on sm_7x / sm_8x, ptxas 13.0 on sm_75/80/86/89) -- "Entry function uses too much shared data".  A larger total is possible only dynamically (``.extern .shared``), up to the
   launch's opt-in limit, which the launch checks.
 * Constant bank (§5.1.3): the module's ``.const`` variables at most 65,536 bytes ("File uses too much global
   constant data").
@@ -35,7 +35,7 @@ MAX_PARAM_BYTES = 0x7FFC
 MAX_PARAM_BYTES_OLD = 0x1100
 MAX_PARAM_ALIGN = 128
 #: static shared memory per kernel by SM major generation (ptxas 13.0: "... uses too much shared data (..., max)")
-MAX_STATIC_SHARED = {9: 0x38C00, 10: 0x38C00}
+MAX_STATIC_SHARED = {7: 0xC000, 8: 0xC000, 9: 0x38C00, 10: 0x38C00}
 MAX_CONST_BYTES = 0x10000
 
 

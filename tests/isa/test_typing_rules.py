@@ -174,6 +174,9 @@ DECLS = [
     ("sm_90a", "8.7", "", ".param .u32 a", ".shared .align 4 .b8 s[232448];", "OK"),
     ("sm_90a", "8.7", "", ".param .u32 a", ".shared .align 4 .b8 s[232449];", "ERR"),   # too much shared data
     ("sm_100a", "8.7", "", ".param .u32 a", ".shared .align 4 .b8 s[232449];", "ERR"),
+    ("sm_80", "8.5", "", ".param .u32 a", ".shared .align 4 .b8 s[49152];", "OK"),
+    ("sm_80", "8.5", "", ".param .u32 a", ".shared .align 4 .b8 s[49153];", "ERR"),    # 0xc000 max (sm_7x, sm_8x)
+    ("sm_89", "8.5", "", ".param .u32 a", ".shared .align 4 .b8 s[49153];", "ERR"),
     ("sm_90a", "8.7", ".const .align 4 .b8 c[65536];", ".param .u32 a", "", "OK"),
     ("sm_90a", "8.7", ".const .align 4 .b8 c[65537];", ".param .u32 a", "", "ERR"),    # too much constant data
     ("sm_90a", "8.7", ".global .align 4 .b8 g[4000000000];", ".param .u32 a", "", "OK"),
