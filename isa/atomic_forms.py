@@ -188,6 +188,13 @@ def parse_atom(ins: ir.Instruction, info) -> AtomForm:
             if isinstance(o, ir.Vector) or (isinstance(o, ir.Reg) and t is not None and t != "b128"):
                 raise VerifyError(f"{name}: the {what} {o} must be a .b128 register", ins.loc,
                                   expected="a register declared .reg .b128 (mov.b128 packs one)")
+    else:
+        # a .b128 register is an operand of a .b128 atomic only (ptxas 13.0: "Arguments mismatch for instruction
+        # 'atom'" / 'red' for add.u32, cas.b16/.b32, exch.b64 with one; the other operand rules allow wider registers)
+        for o, what in ((dst, "destination"), (bop, "operand b"), (cop, "operand c")):
+            if isinstance(o, ir.Reg) and info.reg_type(o) == "b128":
+                raise VerifyError(f"{name}: the {what} {o} is a .b128 register, but the operation is "
+                                  f".{f['type']}", ins.loc, expected=f"a .{f['type']} register (or a .b128 atomic)")
     return AtomForm(**f, dst=dst, addr=addr, b=bop, c=cop)
 
 

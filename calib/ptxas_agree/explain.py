@@ -5,7 +5,8 @@ Each class is a verified, deliberate difference or a named gap:
 
 ``unsupported``      legal PTX tcsim does not execute: check says so (UnsupportedError) rather than fail later.
 ``ptxas-overflow``   a declaration of 2**32 bytes or more: ptxas 13.0 adds sizes in 32 bits and accepts what wraps
-                     below its limit (``.shared .b8 x[4000000000]``); tcsim counts exactly and rejects.
+                     below its limit (``.shared .b8 x[4000000000]``); tcsim counts exactly and rejects.  Also an
+                     integer literal of more than 64 bits (``0x10000000000000000``), which ptxas wraps.
 ``ptxas-crash``      ptxas itself crashes (segmentation fault) instead of giving a diagnostic.
 ``sreg-address``     ptxas accepts a special register as an address base (``[%laneid]``); tcsim's parser does not.
 ``runtime-rule``     tcsim rejects at check what ptxas leaves to run time, where the GPU faults or hangs: a
@@ -58,6 +59,8 @@ def explain(r: dict) -> tuple | None:
             return "unsupported", "legal PTX tcsim does not execute"
         if r["operator"] == "declaration" and re.search(r"\[(\d{10,}|0[xX][0-9a-fA-F]{8,})\]", line) and "too much" in cmsg:
             return "ptxas-overflow", "ptxas adds declaration sizes in 32 bits"
+        if "does not fit in 64 bits" in cmsg:
+            return "ptxas-overflow", "ptxas wraps an integer literal beyond 64 bits; tcsim rejects it (PTX ISA 4.5.1)"
         if "address base" in cmsg and "special register" in cmsg:
             return "sreg-address", "special register as an address base"
         if re.search(r"thread count|barrier \S+ out of range|state operand must be|out of range", cmsg):
