@@ -7,7 +7,8 @@ for ever -- by applying one operator of :data:`OPERATORS` to one instruction or 
 The operators aim at the typing rules of the PTX ISA (operand types and sizes, immediates, special registers,
 vectors, state spaces, declarations) rather than at the lexer: each changes one token-level thing a user could get
 wrong, so ptxas's verdict is usually decided by one rule.  (The broader robustness fuzzer that mutates bytes,
-truncates files and varies launches lives in ``calib/robust``.)
+truncates files and varies launches lives in ``calib/robust``; the two draw their tokens from one vocabulary,
+``calib/ptx_vocab.py`` -- this campaign its well-formed spellings only.)
 """
 from __future__ import annotations
 

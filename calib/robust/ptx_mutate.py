@@ -7,7 +7,8 @@ state-space and vector-width qualifier changes, immediates of every kind and ran
 boundary, hex/octal/binary spellings, ``0f``/``0d`` float immediates, decimal floats -- also where an integer
 belongs), truncation, non-UTF-8 and control bytes (in code and in comments), huge or malformed declarations
 (``.param``/``.local``/``.shared``/``.global``/``.const`` arrays, ``.reg`` ranges), directive changes and
-branch targets.
+branch targets.  The tokens come from ``calib/ptx_vocab.py`` (shared with the ptxas campaign, calib/ptxas_agree),
+well-formed and malformed spellings alike.
 """
 from __future__ import annotations
 
