@@ -38,7 +38,8 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   'dependency', 'unit', 'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'),
   ``detail``, ``cycles``; ``cycle`` is when the stall began.
 * :class:`RegAccess` ``reg`` -- one register operand read (``write`` False) or written (True) by a warp:
-  ``warp, pc, line, reg, lanes``.  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
+  ``warp, pc, line, reg, lanes``; a register list written together (``tcgen05.ld``'s destinations) is one event
+  whose ``regs`` names every register of the list (:attr:`RegAccess.names`).  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
 
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
 observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 2, issue 19)
@@ -242,11 +243,21 @@ class RegAccess(Event):
     reg: str = ""
     write: bool = False
     lanes: tuple = ()
+    #: every register of the operand when it is a register list written together (a wide load's destination
+    #: ``{%r0, ..., %r31}``: one event for the operand, ``reg`` its first register); empty for one register
+    regs: tuple = ()
+
+    @property
+    def names(self) -> tuple:
+        """The registers the access touches (``regs``, or ``reg`` alone)."""
+        return self.regs or (self.reg,)
 
     @property
     def fields(self) -> dict:
-        return dict(warp=self.warp, pc=self.pc, line=self.line, reg=self.reg, write=self.write,
-                    lanes=list(self.lanes))
+        d = dict(warp=self.warp, pc=self.pc, line=self.line, reg=self.reg, write=self.write, lanes=list(self.lanes))
+        if self.regs:
+            d["regs"] = list(self.regs)
+        return d
 
 
 class ObservationBus:
