@@ -189,18 +189,27 @@ class SyncEvent(Event):
         fields that name them (``barrier``, ``mbarrier`` / ``addr``, ``target_cta``, ``count``, ``phase``,
         ``lanes`` / ``lane``); ``typed``: declared fields given directly (a subclass's, e.g. :class:`AsyncIssue`'s, or a
         value the record does not show, e.g. the thread count of a ``bar.sync`` without one)."""
-        lanes = detail.get("lanes")
-        if lanes is None and "lane" in detail and detail["lane"] is not None:
-            lanes = (detail["lane"],)
-        mb = detail.get("mbarrier", detail.get("addr"))
-        bar = detail.get("barrier")
-        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=None if lanes is None else tuple(int(x) for x in lanes),
-                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb if isinstance(mb, int) else None,
-                  target_cta=detail.get("target_cta", cta if isinstance(mb, int) else None),
-                  count=detail.get("count") if isinstance(detail.get("count"), int) else None,
-                  phase=detail.get("phase") if isinstance(detail.get("phase"), int) else None,
-                  op_id=op_id, detail=MappingProxyType(dict(detail)), head=head, traced=traced)
-        kw.update(typed or {})
+        get = detail.get
+        lanes = get("lanes")
+        if lanes is None:
+            ln = get("lane")
+            if ln is not None:
+                lanes = (int(ln),)
+        elif type(lanes) is not tuple or not all(type(x) is int for x in lanes):
+            lanes = tuple(int(x) for x in lanes)
+        mb = get("mbarrier") if "mbarrier" in detail else get("addr")
+        if not isinstance(mb, int):
+            mb = None
+        bar = get("barrier")
+        count = get("count")
+        phase = get("phase")
+        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=lanes,
+                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb,
+                  target_cta=get("target_cta", None if mb is None else cta),
+                  count=count if isinstance(count, int) else None, phase=phase if isinstance(phase, int) else None,
+                  op_id=op_id, detail=MappingProxyType(detail), head=head, traced=traced)
+        if typed:
+            kw.update(typed)
         return cls(cycle, cta, agent, **kw)
 
     @property
@@ -275,6 +284,9 @@ class ObservationBus:
         #: every observer of 'reg' events takes only the warps' own register accesses (``reg_warp_only``), not those of
         #: async units completing an op (the wgmma unit writing its accumulators)
         self.reg_warp_only = False
+        #: some observer selects 'reg' events (``wants('reg')``, kept as a field: the register doors test it at
+        #: every operand)
+        self.want_reg = False
         self._op_ids = itertools.count(1)
 
     def subscribe(self, observer) -> None:
@@ -311,6 +323,7 @@ class ObservationBus:
                 names = None if names is None or rn is None else names | frozenset(rn)
         self.reg_names = names
         self.reg_warp_only = warp_only
+        self.want_reg = self.wants("reg")
 
     def wants(self, kind: str) -> bool:
         """Some observer selects events of ``kind`` (doors test it before building costly per-operand events)."""
