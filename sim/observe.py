@@ -39,7 +39,8 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   ``detail``, ``cycles``; ``cycle`` is when the stall began.
 * :class:`RegAccess` ``reg`` -- one register operand read (``write`` False) or written (True) by a warp:
   ``warp, pc, line, reg, lanes``; a register list written together (``tcgen05.ld``'s destinations) is one event
-  whose ``regs`` names every register of the list (:attr:`RegAccess.names`).  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
+  whose ``regs`` names every register of the list (:attr:`RegAccess.names`).  Built only when an observer asked
+  for kind 'reg' (:meth:`ObservationBus.wants`).
 
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
 observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 3, issue 19)
