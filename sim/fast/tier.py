@@ -132,15 +132,27 @@ class _Generated:
         return op
 
     def _build(self, pc: int):
-        from .codegen import native_mem, native_op
+        from .codegen import bind_mem
         from .lockstep import SEM, STORE
         kind = self.steps[pc]
         if self.off or kind not in (SEM, STORE):
             return None
+        cache = self.tier.sim.program.fast_code       # (shared by the launches of one cached program)
+        key = (pc, kind)
+        spec = cache.get(key, _UNBUILT)
+        if spec is _UNBUILT:
+            spec = cache[key] = self._spec(pc, kind)
+        return bind_mem(spec, self.tier) if type(spec) is tuple else spec
+
+    def _spec(self, pc: int, kind: int):
+        """What :meth:`_build` caches for ``pc``: a generated function (pure), a memory access's parameters (a
+        tuple, bound to this tier by tcsim.fast.codegen.bind_mem) or None."""
+        from .codegen import native_mem, native_op
+        from .lockstep import SEM
         ins = self.tier.sim.program.body[pc]
         if kind == SEM:
-            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes, self.tier)
-        return native_mem(ins, self.info, self.dtypes, self.tier)
+            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes)
+        return native_mem(ins, self.info, self.dtypes)
 
 
 class FastTier:
