@@ -66,6 +66,9 @@ class Program:
     #: the decoded instruction and the register dtypes, built at its first use and shared by every launch of this
     #: program (tcsim.program_cache keeps the program between launches of one PTX text)
     fast_code: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the fast tier's per-instruction plan (tcsim.fast.tier.FastTier: groupable families, plain branches,
+    #: stores), computed by the first fast launch of this program
+    fast_plan: object = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:

@@ -211,6 +211,20 @@ class FastTier:
         self.guard_ok = None
         if not self.enabled:
             return
+        if prog.fast_plan is None:              # (a pure function of the program: once per cached program)
+            prog.fast_plan = self._plan()
+        groupable, branch, store = prog.fast_plan
+        self.groupable = list(groupable)
+        self.branch = dict(branch)
+        self.store = dict(store)
+
+    def _plan(self) -> tuple:
+        """Per PC: groupable (None, or whether it reads memory), the plain branches' targets, the stores."""
+        sim = self.sim
+        prog = sim.program
+        groupable = [None] * len(prog.body)
+        branch: dict = {}
+        store: dict = {}
         for pc, ins in enumerate(prog.body):
             if pc >= len(prog.decoded) or prog.decoded[pc] is None or prog.syncish[pc]:
                 continue
@@ -223,11 +237,12 @@ class FastTier:
             if _reads_time(ins):
                 continue                    # (%clock, %globaltimer: a recorded instruction runs later)
             if fam in BATCHABLE:
-                self.groupable[pc] = fam in LOADS
+                groupable[pc] = fam in LOADS
             elif fam == "bra" and ins.operands and getattr(ins.operands[0], "name", None) in prog.kernel.labels:
-                self.branch[pc] = prog.kernel.labels[ins.operands[0].name]
+                branch[pc] = prog.kernel.labels[ins.operands[0].name]
             elif fam == "st":
-                self.store[pc] = True
+                store[pc] = True
+        return groupable, branch, store
 
     # ------------------------------------------------------------------------------------------ layout
     def add_warps(self, new: list) -> None:

@@ -549,7 +549,15 @@ def lane_op(op: str, fmt: str, rnd: str = "rn", ftz: bool = False, sat: bool = F
             return out
         return fma_f32
     if op == "fma" and fmt == "f64":
-        return functools.partial(_ffma_f64_compiled, kern, rnd=rnd)
+        code = _RND_CODE[rnd]
+
+        def fma_f64(a, b, c):
+            out = np.empty(a.shape, np.uint64)
+            hard = np.empty(a.shape, np.bool_)
+            if kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, code):
+                out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
+            return out
+        return fma_f64
     if op in ("add", "sub", "mul") and fmt == "f32":
         man, exp_bits, bias, width = _FMA_GEOM[fmt]
         name = "fmul_small" if op == "mul" else "fadd_small"
@@ -603,8 +611,8 @@ def _ffma_f64_compiled(kern, a, b, c, rnd):
     a, b, c = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, c))
     out = np.empty(a.shape, np.uint64)
     hard = np.empty(a.shape, np.bool_)
-    kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, _RND_CODE[rnd])
-    if hard.any():
+    if kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard,
+                     _RND_CODE[rnd]):
         out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
     return out
 

@@ -620,9 +620,11 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
     """fp.ffma for f64 (a, b, c: float64 views of the operands' bits ua, ub, uc): the Boldo-Melquiond
     round-to-odd emulation where it is provably exact, the zero-product and special cases, and the measured NaN
     propagation (b, then c, then a, quieted; else 0xFFF8000000000000).  ``hard[i]`` marks the lanes the reference
-    computes with exact Python integers (out[i] is not set there); out: the result bits (uint64)."""
+    computes with exact Python integers (out[i] is not set there); out: the result bits (uint64).  Returns how
+    many lanes are marked."""
     buf = np.empty(1, np.float64)
     ubuf = buf.view(np.uint64)
+    nhard = 0
     for i in range(a.shape[0]):
         va, vb, vc = a[i], b[i], c[i]
         hard[i] = False
@@ -663,6 +665,7 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
                     safe = False
             if not safe:
                 hard[i] = True
+                nhard += 1
                 continue
         buf[0] = r
         u = ubuf[0]
@@ -676,6 +679,7 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
             else:
                 u = _INVALID64
         out[i] = u
+    return nhard
 
 
 # ================================================================================================ add / sub / mul
