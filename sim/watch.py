@@ -362,19 +362,31 @@ class RunWatch:
     def _warp_fingerprint(self, project: bool = True) -> bytes:
         """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
         the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory."""
+        from .fast.tier import RowRegs
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
         lmap = self.loops.loop_map()
+        # (registers that are rows of the fast tier's flat arrays are digested after the warps, one gather per
+        # register for all the warps that compare the same names: the same information, a few calls per register
+        # instead of one per register and warp)
+        rows_by: dict = {}
         for w in sim.warps:
             for a in (w.pc, w.alive, w.waiting, w.parked, w.carry):
                 h.update(a.tobytes())
             h.update(str(len(w.waits)).encode())
             names = self._relevant_registers(w, lmap) if project else None
-            for name in (sorted(w.regs) if names is None else names):
-                if name not in w.regs:
-                    continue
-                h.update(name.encode())
-                h.update(w.regs[name].tobytes())
+            regs = w.regs
+            if type(regs) is RowRegs and w.callstack is None:
+                ent = rows_by.get((id(regs.flat), names))
+                if ent is None:
+                    ent = rows_by[(id(regs.flat), names)] = (regs.flat, names, [])
+                ent[2].append(regs.i)
+            else:
+                for name in (sorted(w.regs) if names is None else names):
+                    if name not in w.regs:
+                        continue
+                    h.update(name.encode())
+                    h.update(w.regs[name].tobytes())
             if w.callstack is not None:
                 for act in w.callstack.activations:
                     for name in sorted(act.regs):
@@ -382,6 +394,14 @@ class RunWatch:
                 h.update(w.callstack.sp.tobytes())
             if w.local is not None:
                 h.update(memoryview(w.local.data))
+        for flat, names, rows in rows_by.values():
+            idx = np.asarray(rows, dtype=np.int64)
+            h.update(idx.tobytes())
+            for name in (sorted(flat) if names is None else names):
+                if name not in flat:
+                    continue
+                h.update(name.encode())
+                h.update(flat[name][idx].tobytes())
         return h.digest()
 
     def _relevant_registers(self, w, lmap):
