@@ -328,7 +328,10 @@ class RunWatch:
                                    if (w.alive & ~w.waiting & ~w.parked).any()):
             self._seen.clear()
             self._candidates.clear()
-        wkey, full = self._warp_fingerprint(), self._warp_fingerprint(project=False)
+        projected: list = []
+        wkey = self._warp_fingerprint(projected=projected)
+        # (no warp's registers projected: the full digest is of the same bytes)
+        full = self._warp_fingerprint(project=False) if projected else wkey
         now = sim.env.now
         if wkey in self._seen:                  # the warps are where they were: the memories too?
             mkey = self._memory_fingerprint()
@@ -359,9 +362,10 @@ class RunWatch:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
         return self.sim.only_warps_pending()
 
-    def _warp_fingerprint(self, project: bool = True) -> bytes:
+    def _warp_fingerprint(self, project: bool = True, projected: list | None = None) -> bytes:
         """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
-        the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory."""
+        the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory.  ``projected``: a list that
+        gets an entry when some warp's registers were projected (else the digest is the unprojected one)."""
         from .fast.tier import RowRegs
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
@@ -375,6 +379,8 @@ class RunWatch:
                 h.update(a.tobytes())
             h.update(str(len(w.waits)).encode())
             names = self._relevant_registers(w, lmap) if project else None
+            if names is not None and projected is not None and not projected:
+                projected.append(True)
             regs = w.regs
             if type(regs) is RowRegs and w.callstack is None:
                 ent = rows_by.get((id(regs.flat), names))
