@@ -68,6 +68,8 @@ PROGRESS_EVERY_TTY = 0.5
 #: instructions between two livelock samples (at least; a power of two); distinct warp states remembered; the
 #: fewest simulated cycles between the two equal whole-machine states
 LIVELOCK_SAMPLE = 1 << 11
+#: the sampling interval is at least the instructions retired so far over this (a bounded share of a long run)
+LIVELOCK_SHARE = 8
 LIVELOCK_STATES = 64
 LIVELOCK_MIN_CYCLES = 1000
 #: warps the reports list one by one
@@ -327,7 +329,11 @@ class RunWatch:
         live = sum(1 for w in sim.warps if w.alive.any())
         # a power of two, so that the phases of loops of any length recur within a few samples; growing with the
         # warps so that fingerprinting costs a few instructions' time per warp
-        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1, (64 * live).bit_length()))
+        # ... and growing with the run (at least 1/LIVELOCK_SHARE of the instructions retired so far), so that
+        # sampling costs a bounded share of a long run: a livelock that begins after N instructions is still seen
+        # within about N / LIVELOCK_SHARE more, a few samples of one interval (it doubles only when N does)
+        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1, (64 * live).bit_length(),
+                                                    (sim.retired // LIVELOCK_SHARE).bit_length()))
         if not self._quiescent():
             self._reset()
             return None
