@@ -57,13 +57,14 @@ Found by generator version 6's campaign (tests/golden/fuzz_campaign/h200_v6_seed
 programs), register hazards ptxas 13.0 creates around an asynchronous ``wgmma.mma_async`` by coalescing a ``mov``
 copy into the register it copies, each one instruction of the program (:func:`wgmma_hazards`):
 
-``wgmma-a-source-reused@<line>``
+``wgmma-a-source-reused@<line>:<register>``
     an A operand of a wgmma with A from registers is a ``mov`` copy of a register that the program writes again
     while the wgmma is in flight (before the ``wgmma.wait_group`` that completes it): ptxas gave the copy the
     source's register (``IGMMA ... R60`` with ``@P3 FADD.SAT R61`` before the ``WARPGROUP.DEPBAR``), and the
     tensor core, which reads A after the issue, takes the new value (campaign program 600221: the GPU's output
     with the write moved before the wgmma, bit for bit; with a ``wgmma.wait_group 0`` after every commit the GPU
-    agrees with tcsim, calib/fuzz/rs_probe.py on the H100).  <line>: the wgmma's line.
+    agrees with tcsim, calib/fuzz/rs_probe.py on the H100).  <line>: the wgmma's line; <register>: the A
+    register.
 ``wgmma-acc-copy-clobbered@<line>``
     ``mov.b32 r, acc`` of an accumulator register that a later wgmma writes again, ``r`` read after that wgmma:
     ptxas gave ``r`` the accumulator's register, so the read at <line> gets the accumulator's new value (program
@@ -635,7 +636,7 @@ def wgmma_hazards(text: str) -> list:
                     w = _DEST.match(lines[k])
                     dest = re.sub(re.escape(src) + r"\b", a, w.group(2))
                     new = lines[:i] + [w.group(1) + dest + w.group(3)] + lines[i:]
-                    out.append((f"wgmma-a-source-reused@{i + 1}", "\n".join(new)))
+                    out.append((f"wgmma-a-source-reused@{i + 1}:{a}", "\n".join(new)))
                     break
     for i, ln in enumerate(lines):
         mm = _MOV32.match(ln)
