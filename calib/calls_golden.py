@@ -80,10 +80,11 @@ SIGNED_KERNEL = """.version 8.7
 """
 
 CASES = ("device_calls", "printf_calls", "assert_fail", "assert_not_taken", "deep_15", "deep_60_stack_4096",
-         "deep_overflow", "gl_struct_strided_view", "signed_args", "frame_addresses")
+         "deep_overflow", "gl_struct_strided_view", "signed_args", "frame_addresses",
+         "frame_addresses_debug")
 
 #: cases not in the record yet (each recorded on its own, ``--case``, then moved into CASES with its row)
-PENDING = ("frame_addresses_debug",)
+PENDING: tuple = ()
 
 #: frame_addresses: slots per thread (tests/fixtures/nvcc/frame_addresses.cu) for recursion depth FRAME_DEPTH
 FRAME_DEPTH = 6

@@ -209,6 +209,21 @@ def traced_launch(launch, points="all", ring_records: int = 256):
     return tl, layout, buf
 
 
+def _arg_bytes(a):
+    """The bytes of the buffer an argument's address points into, where it names one (the extent that
+    tcsim.hw.diff relocates addresses within): an array, a :class:`tcsim.launch.Pointer` to one (a front end's
+    pointer argument, also one passed twice), a front end's host tensor map (its region); else None."""
+    if isinstance(a, np.ndarray):
+        return int(a.nbytes)
+    arr = getattr(a, "array", None)
+    if isinstance(arr, np.ndarray):
+        return int(arr.nbytes)
+    host = getattr(getattr(a, "region", None), "host", None)
+    if isinstance(host, np.ndarray):
+        return int(host.nbytes)
+    return None
+
+
 def run_traced(launch, backend: str = "sim", points="all", ring_records: int = 256, seed: int | None = None,
                timeout: float = 120.0) -> TracedRun:
     """Instrument ``launch``, run it on ``backend`` ('sim' or 'gpu') and decode the trace.
@@ -216,7 +231,7 @@ def run_traced(launch, backend: str = "sim", points="all", ring_records: int = 2
     Raises :class:`tcsim.hw.launcher.GpuUnavailable` when the GPU back end cannot run here, :class:`GpuRunError`
     when the kernel faults on the GPU, and the simulator's diagnostics as usual."""
     tl, layout, _ = traced_launch(launch, points, ring_records)
-    arg_bytes = [int(a.nbytes) if isinstance(a, np.ndarray) else None for a in launch.args]
+    arg_bytes = [_arg_bytes(a) for a in launch.args]
     info = {}
     if backend == "sim":
         from tcsim.launch import run_launch

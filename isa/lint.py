@@ -760,6 +760,75 @@ def _pack_after_fp8x2_cvt(ins, arch, fn, index):
                        "R23, R19, R23 over the add.u16 result in R23), so that 16-bit register reads back the "
                        "converted bits", "fuzz_407842_value", "tcsim keeps the registers apart.")
 
+def _is_wgmma_mma(ins) -> bool:
+    return isinstance(ins, ir.Instruction) and ins.opcode == "wgmma" and "mma_async" in ins.mods
+
+
+def _wgmma_done_at(body, index: int) -> int:
+    """The index of the ``wgmma.wait_group`` that completes the wgmma at ``index`` in straight-line order (its group
+    is the next ``commit_group``; ``wait_group N`` completes it once N groups were committed after it), else the
+    end of the body."""
+    committed, after = False, 0
+    for j in range(index + 1, len(body)):
+        b = body[j]
+        if not isinstance(b, ir.Instruction) or b.opcode != "wgmma":
+            continue
+        if "commit_group" in b.mods:
+            after += committed
+            committed = True
+        elif "wait_group" in b.mods and committed and b.operands \
+                and after >= int(getattr(b.operands[0], "value", 0)):
+            return j
+    return len(body)
+
+
+def _wgmma_a_source_reused(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _is_wgmma_mma(ins) or len(ins.operands) < 2 \
+            or not isinstance(ins.operands[1], ir.Vector):
+        return None
+    body = fn.body
+    end = _wgmma_done_at(body, index)
+    for a in ir.reg_names(ins.operands[1]):
+        w = next((body[j] for j in range(index - 1, -1, -1) if _writes(body[j], a)), None)
+        if w is None or w.opcode != "mov" or len(w.operands) != 2 or not isinstance(w.operands[1], ir.Reg):
+            continue
+        src = w.operands[1].name
+        k = next((k for k in range(index + 1, end) if _writes(body[k], src)), None)
+        if k is not None:
+            return Note(ins.loc, f"{ins.full_opcode}: its A register {a} is a copy of {src} (line {w.loc.line}), "
+                                 f"which {body[k].full_opcode} (line {body[k].loc.line}) writes while the wgmma is "
+                                 "in flight; the GPU result depends on ptxas: 13.0 gives the copy the source's "
+                                 "register, and the tensor core, which reads A after the issue, may take the new "
+                                 "value (measured on the H100: v6 campaign program 600221, agreeing with tcsim "
+                                 "once a wgmma.wait_group follows the commit; calib/fuzz/explain.py "
+                                 "wgmma-a-source-reused). tcsim reads A at the issue, as the PTX says.")
+    return None
+
+
+def _wgmma_acc_copy_clobbered(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not isinstance(ins, ir.Instruction) or _is_wgmma_mma(ins):
+        return None
+    body = fn.body
+    for name in sorted({n for op in ins.operands[1:] for n in ir.reg_names(op)}):
+        j = next((j for j in range(index - 1, -1, -1) if _writes(body[j], name)), None)
+        if j is None:
+            continue
+        w = body[j]
+        if w.opcode != "mov" or len(w.operands) != 2 or not isinstance(w.operands[1], ir.Reg):
+            continue
+        acc = w.operands[1].name
+        c = next((body[k] for k in range(j + 1, index) if _is_wgmma_mma(body[k])
+                  and acc in ir.reg_names(body[k].operands[0])), None)
+        if c is not None:
+            return Note(ins.loc, f"{ins.full_opcode}: reads {name}, a copy (line {w.loc.line}) of the wgmma "
+                                 f"accumulator {acc}, which {c.full_opcode} (line {c.loc.line}) writes again before "
+                                 "this read; the GPU result depends on ptxas: 13.0 may give the copy the "
+                                 "accumulator's register, so the read gets the new accumulator value (measured on "
+                                 "the H100: v6 campaign program 600031; calib/fuzz/explain.py "
+                                 "wgmma-acc-copy-clobbered). tcsim reads the copy.")
+    return None
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -786,6 +855,8 @@ CHECKS = {
     "half-compare-shift-after-f2i": _half_compare_shift_after_f2i, "narrow-cvt-of-cnot": _narrow_cvt_of_cnot,
     "float-after-mad-hi-sat": _float_after_mad_hi_sat, "logic-after-set-f32": _logic_after_set_f32,
     "neg-minmax-neg-f64": _neg_minmax_neg_f64, "pack-after-fp8x2-cvt": _pack_after_fp8x2_cvt,
+    # found by generator version 6's campaign (warpgroup MMA)
+    "wgmma-a-source-reused": _wgmma_a_source_reused, "wgmma-acc-copy-clobbered": _wgmma_acc_copy_clobbered,
 }
 
 

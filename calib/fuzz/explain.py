@@ -53,6 +53,24 @@ the PTX ISA allows rather than a miscompilation:
     13.0 does it where the product has no other use (HFMA2 R0, -R12.H0_H0, R27.H0_H0, R17.H0_H0;
     fuzz_403381_value).  tcsim rounds the product, as the default ``.rn`` of each instruction says.
 
+Found by generator version 6's campaign (tests/golden/fuzz_campaign/h200_v6_seeds_600000_611999.npz: warpgroup
+programs), register hazards ptxas 13.0 creates around an asynchronous ``wgmma.mma_async`` by coalescing a ``mov``
+copy into the register it copies, each one instruction of the program (:func:`wgmma_hazards`):
+
+``wgmma-a-source-reused@<line>:<register>``
+    an A operand of a wgmma with A from registers is a ``mov`` copy of a register that the program writes again
+    while the wgmma is in flight (before the ``wgmma.wait_group`` that completes it): ptxas gave the copy the
+    source's register (``IGMMA ... R60`` with ``@P3 FADD.SAT R61`` before the ``WARPGROUP.DEPBAR``), and the
+    tensor core, which reads A after the issue, takes the new value (campaign program 600221: the GPU's output
+    with the write moved before the wgmma, bit for bit; with a ``wgmma.wait_group 0`` after every commit the GPU
+    agrees with tcsim, calib/fuzz/rs_probe.py on the H100).  <line>: the wgmma's line; <register>: the A
+    register.
+``wgmma-acc-copy-clobbered@<line>``
+    ``mov.b32 r, acc`` of an accumulator register that a later wgmma writes again, ``r`` read after that wgmma:
+    ptxas gave ``r`` the accumulator's register, so the read at <line> gets the accumulator's new value (program
+    600031: ``MOV R95, R27`` after the QGMMA that rewrote R27 -- its ``mov.b32 %wa7, %r10`` -- while the earlier
+    copy of the same register for %wa5 kept the old value: only the rows g + 8 of that wgmma differ).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -550,6 +568,103 @@ def per_instruction_swaps(text: str, limit: int = 12, lines_of=f64_nan_lines) ->
     return out
 
 
+_DEST = re.compile(r"^(\s*(?:@!?%\w+\s+)?[a-z][\w.:]*\s+)(\{[^}]*\}|%\w+(?:\|%\w+)?)(.*)$")
+
+
+_NO_DEST = ("st.", "bar", "wgmma.fence", "wgmma.commit", "wgmma.wait", "bra", "fence", "ret", "exit", "red.",
+            "cp.", "barrier", "mbarrier.init", "mbarrier.inval", "@")
+
+
+def _dest_regs(line: str) -> list:
+    """The registers an instruction line writes (its first operand), [] for one without a destination."""
+    m = _DEST.match(line)
+    if not m:
+        return []
+    op = re.sub(r"^\s*@!?%\w+\s+", "", m.group(1)).strip()
+    return [] if op.startswith(_NO_DEST) else re.findall(r"%\w+", m.group(2))
+
+
+def _reads(line: str, reg: str) -> bool:
+    m = _DEST.match(line)
+    if m and reg in _dest_regs(line):
+        return re.search(re.escape(reg) + r"\b", m.group(3)) is not None
+    return re.search(re.escape(reg) + r"\b", line) is not None
+
+
+def _wgmma_done_at(lines: list, i: int) -> int:
+    """The index of the ``wgmma.wait_group`` that completes the wgmma at ``i`` (straight-line: its group is the next
+    commit; ``wait_group N`` completes it once N groups were committed after it), else len(lines)."""
+    committed, after = False, 0
+    for j in range(i + 1, len(lines)):
+        t = lines[j].strip()
+        if t.startswith("wgmma.commit_group"):
+            if committed:
+                after += 1
+            committed = True
+        elif t.startswith("wgmma.wait_group") and committed:
+            n = int(re.search(r"(\d+)\s*;", t).group(1))
+            if after >= n:
+                return j
+    return len(lines)
+
+
+_RS_WGMMA = re.compile(r"^\s*wgmma\.mma_async[\w.]*\s+\{[^}]*\},\s*\{([^}]*)\}")
+_MOV32 = re.compile(r"^\s*mov\.b32\s+(%\w+),\s*(%\w+);")
+
+
+def wgmma_hazards(text: str) -> list:
+    """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma (module docstring), one
+    instruction at a time."""
+    lines = text.split("\n")
+    out = []
+    for i, ln in enumerate(lines):
+        m = _RS_WGMMA.match(ln)
+        if not m:
+            continue
+        end = _wgmma_done_at(lines, i)
+        for a in re.findall(r"%\w+", m.group(1)):
+            src = None
+            for j in range(i - 1, -1, -1):
+                if a in _dest_regs(lines[j]):
+                    mm = _MOV32.match(lines[j])
+                    src = mm.group(2) if mm and mm.group(1) == a else None
+                    break
+            if src is None:
+                continue
+            for k in range(i + 1, end):
+                if src in _dest_regs(lines[k]):
+                    w = _DEST.match(lines[k])
+                    dest = re.sub(re.escape(src) + r"\b", a, w.group(2))
+                    new = lines[:i] + [w.group(1) + dest + w.group(3)] + lines[i:]
+                    out.append((f"wgmma-a-source-reused@{i + 1}:{a}", "\n".join(new)))
+                    break
+    for i, ln in enumerate(lines):
+        mm = _MOV32.match(ln)
+        if not mm or not mm.group(2).startswith("%ac"):
+            continue
+        r, acc = mm.groups()
+        clob = None
+        for j in range(i + 1, len(lines)):
+            if r in _dest_regs(lines[j]):
+                break
+            if lines[j].strip().startswith("wgmma.mma_async") and acc in re.findall(r"%\w+", lines[j].split("}")[0]):
+                clob = j
+                break
+        if clob is None:
+            continue
+        for k in range(clob + 1, len(lines)):
+            if _reads(lines[k], r):
+                mk = _DEST.match(lines[k])
+                if mk and r in _dest_regs(lines[k]):
+                    new_line = mk.group(1) + mk.group(2) + re.sub(re.escape(r) + r"\b", acc, mk.group(3))
+                else:
+                    new_line = re.sub(re.escape(r) + r"\b", acc, lines[k])
+                out.append((f"wgmma-acc-copy-clobbered@{k + 1}", "\n".join(lines[:k] + [new_line] + lines[k + 1:])))
+            if r in _dest_regs(lines[k]):
+                break
+    return out
+
+
 def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template: np.ndarray,
             gpu_out) -> str | None:
     """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out`` (the
@@ -571,6 +686,12 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
     for rw, var in combos:
         if reproduces(as_compiled(ptx, rw) or ptx, var):
             return "diagnosed:" + "+".join(rw + var)
+    # a register hazard ptxas made around a wgmma (one instruction; alone, or with one program-wide variant)
+    hazards = wgmma_hazards(ptx)
+    for rw, var in [([], [])] + [c for c in combos if len(c[0]) + len(c[1]) == 1]:
+        for name, text in hazards:
+            if reproduces(as_compiled(text, rw) or text, var):
+                return "diagnosed:" + "+".join(rw + var + [name])
     # ptxas orders each f64 instruction's commutative sources, and lowers each float abs/neg, on its own: one or
     # two instructions the other way (beside at most one other rewrite or variant: the search grows with every
     # combination)

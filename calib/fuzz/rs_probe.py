@@ -7,7 +7,7 @@ and the numerics probe's RS form agree).  One GPU experiment per program, in one
 For each seed: the program as generated, and the same program with ``wgmma.wait_group.sync.aligned 0`` inserted
 right after every ``wgmma.commit_group`` (nothing runs while a wgmma is in flight), each on the GPU and the
 simulator; prints which of them agree, and writes the SASS of both (``cuobjdump -sass`` of ``ptxas -arch=sm_90a``)
-to DIR.  If the waited variant agrees where the original does not, the GPU read A registers that instructions
+and the GPU's output bytes (``<seed>_<tag>.gpu.bin``, or ``.gpu_error.txt``) to DIR.  If the waited variant agrees where the original does not, the GPU read A registers that instructions
 issued while the wgmma was in flight had overwritten (a register the PTX never touched: ptxas reuse)."""
 from __future__ import annotations
 
@@ -46,6 +46,10 @@ def main(argv=None) -> int:
             s = run_launch(mk())
             same = g.ok and bytes(g.outputs[1].tobytes()) == bytes(s.outputs[1].tobytes())
             print(f"{seed} {tag}: gpu {'ok' if g.ok else g.error} ; gpu == sim: {same}", flush=True)
+            if g.ok:
+                (a.out / f"{seed}_{tag}.gpu.bin").write_bytes(bytes(g.outputs[1].tobytes()))
+            else:
+                (a.out / f"{seed}_{tag}.gpu_error.txt").write_text(str(g.error) + "\n")
             ptx = a.out / f"{seed}_{tag}.ptx"
             ptx.write_text(text)
             r = subprocess.run(f"ptxas -arch=sm_90a {ptx} -o {ptx.with_suffix('.cubin')} && cuobjdump -sass "

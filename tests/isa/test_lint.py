@@ -253,3 +253,54 @@ def test_note_text_names_the_location_and_the_dependence():
     text = _kernel("mad.hi.u32 %r0, %r1, %r2, %r0;")
     (n,) = ptx_notes(text, "lint.ptx")
     assert str(n).startswith(f"lint.ptx:{n.loc.line}:") and "depends on ptxas" in n.message
+
+
+def _wgmma_kernel(body: str) -> str:
+    return f"""
+.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 pd)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b32 %wa<4>;
+    .reg .b32 %ac<8>;
+    .reg .b64 %rd<4>;
+{body}
+    ret;
+}}
+"""
+
+
+_WG = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%ac0, %ac1, %ac2, %ac3}, {%wa0, %wa1, %wa2, %wa3}, %rd0, 1, 1, 1, 1;"
+_WG_SS = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%ac0, %ac1, %ac2, %ac3}, %rd0, %rd1, 1, 1, 1, 0, 0;"
+_MOVS = "mov.b32 %wa0, %r0; mov.b32 %wa1, %r1; mov.b32 %wa2, %r2; mov.b32 %wa3, %r3; wgmma.fence.sync.aligned;"
+
+
+@pytest.mark.parametrize("body, noted", [
+    # an RS wgmma whose A register is a copy of %r1, written while the wgmma is in flight
+    (f"{_MOVS} {_WG} wgmma.commit_group.sync.aligned; add.u32 %r1, %r1, 1; wgmma.wait_group.sync.aligned 0;",
+     [_WG]),
+    # written after the wait that completes it, or a register no A operand copies: no note
+    (f"{_MOVS} {_WG} wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0; add.u32 %r1, %r1, 1;", []),
+    (f"{_MOVS} {_WG} wgmma.commit_group.sync.aligned; add.u32 %r5, %r1, 1; wgmma.wait_group.sync.aligned 0;", []),
+    # wait_group 1 with no later group does not complete it
+    (f"{_MOVS} {_WG} wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 1; add.u32 %r2, %r2, 1;"
+     " wgmma.wait_group.sync.aligned 0;", [_WG]),
+    # a copy of an accumulator read after a later wgmma wrote the accumulator again
+    (f"mov.b32 %r4, %ac1; {_WG_SS} wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0;"
+     " add.u32 %r5, %r4, 1;", ["add.u32 %r5, %r4, 1;"]),
+    (f"mov.b32 %r4, %ac1; add.u32 %r5, %r4, 1; {_WG_SS} wgmma.commit_group.sync.aligned;"
+     " wgmma.wait_group.sync.aligned 0;", []),
+    (f"mov.b32 %r4, %ac1; {_WG_SS} wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0;"
+     " mov.b32 %r4, 7; add.u32 %r5, %r4, 1;", []),
+])
+def test_wgmma_register_hazard_notes(body, noted):
+    """The two register hazards ptxas 13.0 makes around an asynchronous wgmma (the v6 campaign's programs 600221
+    and 600031, explained bit for bit by calib/fuzz/explain.py's wgmma_hazards)."""
+    text = _wgmma_kernel("\n".join("    " + s.strip() + (";" if not s.strip().endswith(";") else "")
+                                   for s in body.split(";") if s.strip()))
+    lines = text.splitlines()
+    got = [lines[n.loc.line - 1].strip() for n in ptx_notes(text, "lint.ptx") if "wgmma" in n.message]
+    assert got == noted
