@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     q = tsub.add_parser("fit", help="fit a parameter group on the fit split (prints the values)")
     q.add_argument("group", choices=sorted(F.GROUPS))
     q.add_argument("--jobs", type=int, default=1)
+    q.add_argument("--iters", type=int, default=2)
     q = tsub.add_parser("readme")
     q.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
         if args.what == "report":
             return E.report(cached=args.cached, jobs=args.jobs, gpu_dir=args.gpu, cache=args.cache)
         if args.what == "fit":
-            F.fit_group(args.group, jobs=args.jobs)
+            F.fit_group(args.group, jobs=args.jobs, iters=args.iters)
             return 0
         if args.what == "readme":
             return E.readme(write=args.write)

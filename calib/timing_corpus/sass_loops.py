@@ -100,21 +100,28 @@ def loop_facts(ptx: str, kernel: str) -> dict:
     return out
 
 
-def record(names=None, path=LOOP_FACTS) -> int:
+def record(names=None, path=LOOP_FACTS, jobs: int = 4) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from . import record as R
     ver = subprocess.run(["ptxas", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    table = {}
-    for n in names or R.names():
-        if R.source_of(n) == "microbench":
-            continue                # the microbench kernels keep the model they were calibrated with
+    todo = [n for n in (names or R.names()) if R.source_of(n) != "microbench"]   # the microbench kernels keep the
+    #                                                                          model they were calibrated with
+
+    def one(n):
         launch = R.build(n)[0]
         text = launch.ptx_text()[0]
-        facts = loop_facts(text, launch.kernel)
-        if not facts:
-            continue
-        fp = kernel_fingerprint(parse(text, "kernel.ptx").functions[launch.kernel].body)
-        table[fp] = {"kernel": n, "ptxas": ver, "loops": facts}
-        print(f"{n}: " + ", ".join(f"line {ln} {'rolled' if r else 'unrolled'}" for ln, r in facts.items()))
+        return n, text, launch.kernel, loop_facts(text, launch.kernel)
+
+    table = {}
+    with ThreadPoolExecutor(jobs) as pool:
+        for n, text, kernel, facts in pool.map(one, todo):
+            if not facts:
+                continue
+            fp = kernel_fingerprint(parse(text, "kernel.ptx").functions[kernel].body)
+            table[fp] = {"kernel": n, "ptxas": ver, "loops": facts}
+            print(f"{n}: " + ", ".join(f"line {ln} {'rolled' if r else 'unrolled'}" for ln, r in facts.items()),
+                  flush=True)
     path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(f"{len(table)} kernels -> {path}")
     return 0
