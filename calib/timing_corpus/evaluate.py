@@ -4,7 +4,7 @@
   ``python -m calib.timing_corpus install --gpu DIR``);
 * :func:`evaluate` simulates kernels with sim/timing's model and writes ``evaluation.json`` beside this file: per
   kernel the simulated cycles (the simulator is deterministic), the date and the command.  It is a cache of a
-  slow computation (about 2-5 s per kernel), not a measurement: ``tests/calib/test_timing_corpus.py`` re-simulates
+  slow computation (about 2-5 s per kernel), not a measurement: ``tests/hw/test_timing_corpus.py`` re-simulates
   a few kernels against it on every run, and the whole corpus under ``slow``;
 * :func:`report` prints the per-kernel table and one line per split, exactly
   ``<split> split: mean absolute percentage error X% over N kernels``;
@@ -30,7 +30,7 @@ CACHE = HERE / "evaluation.json"
 #: the simulated cycles of the model before issue 21 changed it (commit 1a634e0), for the before / after report
 BASELINE = HERE / "baseline.json"
 README = P.ROOT / "README.md"
-BEGIN, END = "<!-- timing-corpus:begin (tests/calib/test_timing_corpus.py writes this) -->", "<!-- timing-corpus:end -->"
+BEGIN, END = "<!-- timing-corpus:begin (tests/hw/test_timing_corpus.py checks this) -->", "<!-- timing-corpus:end -->"
 
 
 class EvalError(ValueError):

@@ -391,15 +391,18 @@ SM_90A: dict = {
     "memory_ordering": P(1, "bool", "M", CORPUS_H100, "1: fences and release / acquire accesses pay the MEMBAR / "
                                                       "CCTL.IVALL ptxas compiles them to (SASS of "
                                                       "calib/timing_corpus/cuda/atomics_fences.cu)"),
-    "membar_cta_cycles": P(20, "clk", "E", CORPUS_H100, "MEMBAR.ALL.CTA / .SC.CTA: cycles it holds the warp once the "
-                                                        "warp's earlier atomics are done"),
-    "membar_gpu_cycles": P(175, "clk", "E", CORPUS_H100, "MEMBAR.ALL.GPU (+ ERRBAR, CGAERRBAR): cycles it holds the "
-                                                         "SM's barrier path (one at a time per SM) once the warp's "
-                                                         "earlier global writes are done"),
-    "membar_sys_cycles": P(375, "clk", "E", CORPUS_H100, "MEMBAR.ALL.SYS: as membar_gpu_cycles"),
-    "membar_sc_extra": P(0, "clk", "E", CORPUS_H100, "MEMBAR.SC over MEMBAR.ALL"),
-    "acquire_cctl_cycles": P(0, "clk", "E", CORPUS_H100, "CCTL.IVALL after an acquire: cycles after the value "
-                                                         "returns"),
+    "membar_cta_cycles": P(19.6, "clk", "M", CORPUS_H100, "MEMBAR.ALL.CTA / .SC.CTA: cycles it holds the warp once "
+                                                          "the warp's earlier atomics are done (python -m calib.timing_corpus timing fit memory_ordering --iters 1: 17 fit-split kernels (fence_*, hist_*, tri_hist_*, flag_handoff))"),
+    "membar_gpu_cycles": P(194.0, "clk", "M", CORPUS_H100, "MEMBAR.ALL.GPU (+ ERRBAR, CGAERRBAR): cycles it holds the "
+                                                           "SM's barrier path (one at a time per SM) once the warp's "
+                                                           "earlier global writes are done (same fit; fence_sc_gpu: "
+                                                           "4 warps x 32 fences, 22093 clk on the H100)"),
+    "membar_sys_cycles": P(384.6, "clk", "M", CORPUS_H100, "MEMBAR.ALL.SYS: as membar_gpu_cycles (same fit; "
+                                                           "fence_sc_sys 47898 clk)"),
+    "membar_sc_extra": P(0, "clk", "M", CORPUS_H100, "MEMBAR.SC over MEMBAR.ALL: fitted to 0 (fit split: fence_sc_sys "
+                                                     "47898 clk, fence_acq_rel_sys 48437)"),
+    "acquire_cctl_cycles": P(0, "clk", "M", CORPUS_H100, "CCTL.IVALL after an acquire, beyond waiting for the "
+                                                         "value: fitted to 0"),
     "tma_issue_cycles": P(74, "clk", "M", MB_H100, "tma_issue: each cp.async.bulk.tensor holds the issuing warp "
                                                    "73.7 clk (slope of 1 -> 4 back-to-back 2D loads; "
                                                    "expect_tx + one load 80)"),
