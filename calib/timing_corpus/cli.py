@@ -3,6 +3,7 @@
     list [-v]                                    # kernels, their source and split
     build [--cuda-only | --triton-only | --heldout DIR]   # regenerate ptx/, triton/ (nvcc 13.0, Triton 3.9), heldout/
     record --out DIR [--backend gpu|sim] [--kernel GLOB ...] [--reps 5] [--batch 12] [--jobs N] [--sass-dir D]
+    loop-facts                                   # SASS: which loops ptxas keeps rolled -> sim/timing/data/loop_facts_h100.json
     install --gpu DIR [--merge]                  # -> tests/golden/timing_corpus_h100/{meta.json,timings.npz}
     timing evaluate [--jobs N] [--kernel GLOB ...]   # simulate every kernel -> evaluation.json (the cache)
     timing report [--cached | --cache FILE] [--jobs N] [--gpu DIR]   # per-kernel table + one line per split
@@ -78,6 +79,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=12)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--sass-dir", type=Path)
+    p = sub.add_parser("loop-facts", help="which loops ptxas keeps rolled (SASS) -> sim/timing/data/loop_facts_h100.json")
     p = sub.add_parser("install")
     p.add_argument("--gpu", required=True, type=Path)
     p.add_argument("--merge", action="store_true", help="add a --kernel record's kernels to the installed record")
@@ -95,6 +97,7 @@ def main(argv=None) -> int:
     q = tsub.add_parser("fit", help="fit a parameter group on the fit split (prints the values)")
     q.add_argument("group", choices=sorted(F.GROUPS))
     q.add_argument("--jobs", type=int, default=1)
+    q.add_argument("--iters", type=int, default=2)
     q = tsub.add_parser("readme")
     q.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
@@ -109,6 +112,9 @@ def main(argv=None) -> int:
             meta = R.record(args.out, args.backend, args.reps, select(args.kernel), command, batch=args.batch,
                             jobs=args.jobs, sass_dir=args.sass_dir)
             return 0 if all(e.get("status") == "ok" for e in meta["kernels"].values()) else 1
+        if args.cmd == "loop-facts":
+            from . import sass_loops
+            return sass_loops.record()
         if args.cmd == "install":
             return E.install(args.gpu, merge=args.merge)
         if args.what == "evaluate":
@@ -117,7 +123,7 @@ def main(argv=None) -> int:
         if args.what == "report":
             return E.report(cached=args.cached, jobs=args.jobs, gpu_dir=args.gpu, cache=args.cache)
         if args.what == "fit":
-            F.fit_group(args.group, jobs=args.jobs)
+            F.fit_group(args.group, jobs=args.jobs, iters=args.iters)
             return 0
         if args.what == "readme":
             return E.readme(write=args.write)

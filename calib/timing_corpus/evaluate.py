@@ -4,7 +4,7 @@
   ``python -m calib.timing_corpus install --gpu DIR``);
 * :func:`evaluate` simulates kernels with sim/timing's model and writes ``evaluation.json`` beside this file: per
   kernel the simulated cycles (the simulator is deterministic), the date and the command.  It is a cache of a
-  slow computation (about 2-5 s per kernel), not a measurement: ``tests/calib/test_timing_corpus.py`` re-simulates
+  slow computation (about 2-5 s per kernel), not a measurement: ``tests/hw/test_timing_corpus.py`` re-simulates
   a few kernels against it on every run, and the whole corpus under ``slow``;
 * :func:`report` prints the per-kernel table and one line per split, exactly
   ``<split> split: mean absolute percentage error X% over N kernels``;
@@ -30,7 +30,7 @@ CACHE = HERE / "evaluation.json"
 #: the simulated cycles of the model before issue 21 changed it (commit 1a634e0), for the before / after report
 BASELINE = HERE / "baseline.json"
 README = P.ROOT / "README.md"
-BEGIN, END = "<!-- timing-corpus:begin (tests/calib/test_timing_corpus.py writes this) -->", "<!-- timing-corpus:end -->"
+BEGIN, END = "<!-- timing-corpus:begin (tests/hw/test_timing_corpus.py checks this) -->", "<!-- timing-corpus:end -->"
 
 
 class EvalError(ValueError):
@@ -136,29 +136,34 @@ def readme_section(hw: dict | None = None, sim: dict | None = None, meta: dict |
     hw = measured(meta) if hw is None else hw
     sim = load_cache() if sim is None else sim
     rs = rows(hw, sim)
+    base = rows(hw, load_cache(BASELINE))
     lines = split_lines(rs)
-    worst = sorted(rs, key=lambda r: -abs(r[5]))[:5]
-    srcs = {}
+    worst = sorted((r for r in rs if r[1] != HELDOUT), key=lambda r: -abs(r[5]))[:5]
+    srcs: dict = {}
     for r in rs:
-        key = "Triton" if r[2] == "triton" else "calib/microbench" if r[2] == "microbench" else "CUDA C"
+        key = {"triton": "Triton", "microbench": "calib/microbench"}.get(r[2], "cuda-samples" if r[2].startswith(
+            "cuda-samples/") else "CUDA C")
         srcs[key] = srcs.get(key, 0) + 1
+    held = [r for r in rs if r[1] == HELDOUT]
     text = [
         BEGIN,
         f"On kernels it was not tuned on: the timing corpus (`calib/timing_corpus`, issue 21) -- {len(rs)} one-CTA "
         f"kernels ({', '.join(f'{v} {k}' for k, v in sorted(srcs.items()))}), each measured on an "
         f"{meta.get('gpu', 'H100')} with `%clock64` at entry and exit (median of {meta.get('reps')} launches, "
-        f"`tests/golden/timing_corpus_h100`), assigned to fit / validation / test by a hash of its name before "
-        "anything was fitted (`calib/timing_corpus/split.py`; the 11 kernels above are in fit). "
-        "`python -m calib.timing_corpus timing report` prints:",
+        "`tests/golden/timing_corpus_h100`), assigned to fit / validation / test by a hash of its name before "
+        "anything was fitted (`calib/timing_corpus/split.py`; the 11 kernels above are in fit, as they were tuned "
+        "on). `python -m calib.timing_corpus timing report` prints:",
         "",
         "```",
         *lines,
         "```",
         "",
+        "Before issue 21's mechanisms (loops ptxas keeps rolled, memory-ordering costs, scattered L1/L2 accesses; "
+        "`calib/timing_corpus/baseline.json`): " + "; ".join(split_lines(base)[:3]) + ".",
         "Largest errors: " + ", ".join(f"`{r[0]}` ({r[1]}) {100 * r[5]:+.0f}%" for r in worst) + ".",
-        "Held out: these kernels were written or compiled for this corpus; a set of kernels from outside the "
-        "project (CUTLASS, ThunderKittens, FlashMLA, DeepGEMM) has not been measured this way, so how the model does "
-        "on those is not known.",
+        f"Held out: the {len(held)} held-out kernels are simple NVIDIA cuda-samples kernels (transposes, a dot "
+        "product, Black-Scholes, a bitonic sort, a tiled SGEMM), one CTA each; kernels of CUTLASS, ThunderKittens, "
+        "FlashMLA or DeepGEMM have not been measured this way, so how the model does on those is not known.",
         END,
     ]
     return "\n".join(text)

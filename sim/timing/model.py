@@ -82,7 +82,7 @@ from .. import memory as M
 from ..observe import Stall
 from .classes import plan_instruction
 from .params import ArchConfig
-from .sass import default_latencies, load_loops, steady_cycles
+from .sass import default_latencies, load_loop_facts, load_loops, steady_cycles
 from .scoreboard import Scoreboard
 from .smem import GlobalLines, l2_resident_ranges, smem_wavefronts
 from .stats import TimingReport, WarpTiming
@@ -97,7 +97,7 @@ class SmState:
     global-memory ports are free next."""
 
     __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "store_log", "l1",
-                 "calendar", "const_lines", "const_blocks", "param_lines", "targets")
+                 "calendar", "const_lines", "const_blocks", "param_lines", "targets", "membar_free")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -112,6 +112,7 @@ class SmState:
         self.const_blocks: set = set()  # 256-byte blocks of the constant space read so far
         self.param_lines: set = set()   # 64-byte lines of the kernel parameters read so far
         self.targets: set = set()       # branch targets this SM has jumped to
+        self.membar_free = 0.0          # when the SM's GPU/SYS-scope memory barriers have drained (one at a time)
 
 
 class TimingModel:
@@ -151,11 +152,38 @@ class TimingModel:
         # loops with a run-time trip count (ptxas unrolls them too, behind a trip-count dispatch and remainder
         # checks): their control is free and each completed execution of the loop costs the warp
         # runtime_loop_cycles (calib/microbench elem_loop)
+        # which loops ptxas keeps rolled: the kernel's SASS loop facts where recorded (sim.timing.sass), else the PTX
+        self.loop_facts = load_loop_facts(sim.program.kernel.body) if self.dataflow and cfg.rolled_loop_order else {}
+        line_pc: dict = {}
+        for pc, ins in enumerate(self.body):
+            line_pc.setdefault(ins.loc.line, pc)
+        rolled_by_sass = {line_pc[ln] for ln, rolled in self.loop_facts.items() if rolled and ln in line_pc}
         if self.dataflow and cfg.runtime_loop_cycles > 0:
             for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
+                if back in rolled_by_sass or exit_pc in rolled_by_sass:
+                    continue                    # the SASS shows ptxas did not unroll it
                 for pc in ctrl:
                     self._free(pc)
                 self.rt_exits.setdefault(exit_pc, (head, back, cfg.runtime_loop_cycles))
+        # loops ptxas does not unroll (a step that is no immediate -- grid- and block-stride loops --, a
+        # data-dependent exit, control flow inside): the warp issues their SASS in order, so it cannot run ahead
+        # into the next iteration past an instruction still waiting for its operands -- the back edge is an
+        # ordering point (rolled_loop_order; the SASS of calib/timing_corpus: reduce_smem_tree's LDG -> FADD loop
+        # costs one load latency per iteration on the H100)
+        if self.dataflow and cfg.rolled_loop_order:
+            facts = {line_pc[ln]: rolled for ln, rolled in self.loop_facts.items() if ln in line_pc}
+            for pc in rolled_loop_back_edges(self.body, sim.program.kernel.labels, facts):
+                if pc in self.rt_exits:
+                    continue
+                if self.plans[pc].free:
+                    # freed as a counted loop's control, but its step is no immediate: ptxas keeps it rolled,
+                    # so its exit test and branch issue (plan them again)
+                    for k in range(pc - 1, max(0, pc - 4) - 1, -1):
+                        if self.plans[k].free and self.body[k].opcode == "setp":
+                            self.plans[k] = plan_instruction(self.body[k], cfg)
+                            break
+                    self.plans[pc] = plan_instruction(self.body[pc], cfg)
+                self.plans[pc] = replace(self.plans[pc], order="drain")
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
@@ -222,10 +250,13 @@ class TimingModel:
         free = sm.issue_free[wt.sub]
         if free > now:
             return free, "issue slot", f"scheduler {wt.sub}"
-        if p.membar in ("gpu", "sys") and wt.writes_done > now:
-            # MEMBAR.GPU / .SYS (a fence, or in front of a release access) waits until the warp's earlier global
-            # writes are performed (memory_ordering)
-            return wt.writes_done, "memory ordering", f"{self.body[pc].full_opcode}: earlier global writes"
+        if p.membar is not None:
+            # a MEMBAR (a fence, or in front of a release access) waits until the warp's earlier global writes are
+            # performed: at GPU / SYS scope its stores and atomics, at CTA scope its atomics (a store is visible to
+            # the CTA once in L1; corpus: fence_acq_rel_cta vs hist_atom_acq_rel_cta)
+            done = wt.writes_done if p.membar != "cta" else wt.atomics_done
+            if done > now:
+                return done, "memory ordering", f"{self.body[pc].full_opcode}: earlier global writes"
         if self.store_path and p.cls == "mem" and not p.dsts and p.space == "global" and p.addr_index == 0:
             # the global-store path: a warp's stores issue gmem_store_warp_interval apart at most, and none
             # while the SM's backlog is over gmem_store_queue_cycles (calib/microbench gmem_store_*)
@@ -299,13 +330,22 @@ class TimingModel:
         lat = p.latency
         hold = 0.0
         if p.membar is not None:
-            # the MEMBAR ptxas puts in front of a release access, or a fence's own: the access starts after it
-            hold = self._membar_cycles(p)
+            # the MEMBAR ptxas puts in front of a release access, or a fence's own: the access starts after it.
+            # GPU / SYS-scope barriers of an SM drain one at a time (corpus: 128 MEMBAR.GPU cost the same with 4
+            # warps x 32 fences as with 8 warps x 16 acq_rel atomics)
+            cyc = self._membar_cycles(p)
+            if p.membar != "cta":
+                start = max(now, sm.membar_free)
+                sm.membar_free = start + cyc
+                cyc += start - now
+            hold = cyc
             now += hold
         if p.cls == "mem":
             lat = self._memory_latency(ctx, p, pre, sm, now, issue)
-            if p.space in ("global", "generic") and (not p.dsts or ctx.ins.opcode == "atom"):
+            if p.space in ("global", "generic") and (not p.dsts or ctx.ins.opcode in ("atom", "red")):
                 wt.writes_done = max(wt.writes_done, now + lat)
+                if ctx.ins.opcode in ("atom", "red"):
+                    wt.atomics_done = max(wt.atomics_done, now + lat)
         elif p.cls == "ldmatrix":
             # one SMEM port cycle per 128-byte phase (one 8x8 matrix); each phase after the first adds
             # smem_conflict_cycles of latency, as a bank-conflict replay does
@@ -437,9 +477,16 @@ class TimingModel:
             return lat
         if space == "global":
             line = int(cfg.gmem_line_bytes)
+            lines = set((addrs.astype(np.uint64) // np.uint64(line)).tolist())
             if p.dsts and not p.l2_only and cfg.l1_caches_global_loads:
-                lines = set((addrs.astype(np.uint64) // np.uint64(line)).tolist())
                 if lines <= sm.l1:
+                    if cfg.l1_line_cycles > 0 and len(lines) > 1:
+                        # a scattered hit: one L1 tag lookup per line, on the port L1 and SMEM share (corpus:
+                        # chase_runtime_trip, 4 warps gathering ~28 lines each per step)
+                        waves = len(lines)
+                        q = self._smem_port(sm, now, math.ceil(waves * cfg.l1_line_cycles)) \
+                            - (math.ceil(waves * cfg.l1_line_cycles) - 1)
+                        return q + cfg.l1_latency + (waves - 1) * cfg.l1_line_cycles
                     return cfg.l1_latency
                 sm.l1 |= lines
             fresh = self.lines.first_touches(addrs)
@@ -474,6 +521,10 @@ class TimingModel:
                 return start - now + occ + cfg.l2_latency
             bw = cfg.hbm_bytes_per_clk_sm if new else cfg.l2_bytes_per_clk_sm
             occ = math.ceil(nbytes / bw)
+            if cfg.l2_line_cycles > 0 and p.dsts:
+                # every line a load touches is a request of its own to L2 (corpus: chase_runtime_single_warp, one
+                # warp gathering 32 lines per step through .cg)
+                occ = max(occ, math.ceil(len(lines) * cfg.l2_line_cycles))
             if self.dataflow:
                 start = self._reserve(sm, "gmem", now, occ)
                 sm.gmem_free = max(sm.gmem_free, start + occ)
@@ -724,6 +775,58 @@ def unrolled_loop_control(body, labels: dict) -> list:
                     and writes[o[0].name] == 1:
                 out.add(k)
     return sorted(out)
+
+
+def rolled_loop_back_edges(body, labels: dict, facts: dict | None = None) -> list:
+    """Back edges (backward branches) of the loops ptxas keeps rolled: every loop except those whose induction
+    variable -- the register the exit test compares -- steps by an immediate, which ptxas unrolls (whole: a
+    counted loop, :func:`unrolled_loop_control`; or behind a trip-count dispatch: :func:`runtime_loops`).  A
+    grid- or block-stride loop (``i += %ntid.x``) is rolled even with an immediate bound (corpus SASS:
+    smem_bank_stride's staging loop).  ``facts``: {back-edge pc: rolled?} from the kernel's SASS, which decide
+    where given."""
+    facts = facts or {}
+    runtime = set()
+    for _, exit_pc, back, _ in runtime_loops(body, labels):
+        runtime.update((exit_pc, back))
+    out = []
+    for pc, ins in enumerate(body):
+        if ins.opcode != "bra" or not ins.operands:
+            continue
+        target = labels.get(getattr(ins.operands[0], "name", None))
+        if target is None or target > pc:
+            continue
+        if pc in facts:
+            if facts[pc]:
+                out.append(pc)
+            continue
+        if pc not in runtime and not _immediate_step(body, target, pc, ins):
+            out.append(pc)
+    return out
+
+
+def _immediate_step(body, head: int, pc: int, br) -> bool:
+    """The loop ``head..pc`` (back edge ``br``, guarded) has an exit test ``setp p, i, bound`` (a few instructions
+    before the branch) whose ``i`` is written in the loop only by ``add i, i, imm``, and no other branch."""
+    if br.guard is None:
+        return False
+    if any(body[k].opcode in ("bra", "brx", "call") and k != pc for k in range(head, pc)):
+        return False
+    pred = br.guard[0].name
+    for k in range(pc - 1, max(head, pc - 4) - 1, -1):
+        o = body[k].operands
+        if o and isinstance(o[0], ir.Reg) and o[0].name == pred:
+            if body[k].opcode != "setp" or len(o) < 3 or not isinstance(o[1], ir.Reg):
+                return False
+            ind = o[1].name
+            writes = [j for j in range(head, pc + 1) if body[j].operands and isinstance(body[j].operands[0], ir.Reg)
+                      and body[j].operands[0].name == ind]
+            if len(writes) != 1:
+                return False
+            w = body[writes[0]]
+            wo = w.operands
+            return (w.opcode in ("add", "sub") and w.guard is None and len(wo) == 3 and isinstance(wo[1], ir.Reg)
+                    and wo[1].name == ind and isinstance(wo[2], ir.Imm))
+    return False
 
 
 def runtime_loops(body, labels: dict) -> list:

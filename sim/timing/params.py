@@ -230,6 +230,11 @@ SM_100A: dict = {
     "branch_cold_distance": P(16, "instructions", "E", TM_B200, "not used while branch_taken_cycles is 0"),
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
+    "rolled_loop_order": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
+                                                     "(not measured on B200)"),
+    "l2_line_cycles": P(0, "clk/line", "E", TM_B200, "0: a load takes its bytes at the L2 bandwidth share only (not "
+                                                     "measured on B200)"),
     "memory_ordering": P(0, "bool", "E", TM_B200, "0: fences and release / acquire accesses cost what a plain "
                                                   "access does (not measured on B200)"),
     "membar_cta_cycles": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
@@ -369,18 +374,35 @@ SM_90A: dict = {
                              "elem_loop: a loop with a run-time trip count, which ptxas unrolls by 4 behind a "
                              "trip-count dispatch and remainder checks (compares with 13-clk stalls, branches, "
                              "convergence barriers), costs this much per execution on top of its body (fit.py)"),
+    "rolled_loop_order": P(1, "bool", "M", CORPUS_H100,
+                           "1: the back edge of a loop ptxas keeps rolled (no immediate step, a data-dependent exit, "
+                           "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
+                           "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
+                           "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
+    "l1_line_cycles": P(1.4, "clk/line", "M", CORPUS_H100,
+                        "an L1 hit touching n > 1 lines (a scattered gather) holds the L1/SMEM port n x this and "
+                        "completes (n - 1) x this later (python -m calib.timing_corpus timing fit gather: 5 fit-split "
+                        "kernels, chase_* / gather_indirect / spmv_csr / tri_gather, 11.7% -> 6.0%)"),
+    "l2_line_cycles": P(4.1, "clk/line", "M", CORPUS_H100,
+                        "a load going to L2 holds the SM's global port at least this long per line it touches (same "
+                        "fit; chase_runtime_single_warp: one warp, 32 lines per .cg load)"),
     # memory ordering (classes.memory_ordering, TimingModel._membar_cycles): fitted on the fit split of the timing
     # corpus (calib/timing_corpus: python -m calib.timing_corpus timing fit)
     "memory_ordering": P(1, "bool", "M", CORPUS_H100, "1: fences and release / acquire accesses pay the MEMBAR / "
                                                       "CCTL.IVALL ptxas compiles them to (SASS of "
                                                       "calib/timing_corpus/cuda/atomics_fences.cu)"),
-    "membar_cta_cycles": P(10, "clk", "E", CORPUS_H100, "MEMBAR.ALL.CTA / .SC.CTA: cycles it holds the warp"),
-    "membar_gpu_cycles": P(250, "clk", "E", CORPUS_H100, "MEMBAR.ALL.GPU (+ ERRBAR, CGAERRBAR): cycles it holds the "
-                                                         "warp after the warp's global writes are done"),
-    "membar_sys_cycles": P(800, "clk", "E", CORPUS_H100, "MEMBAR.ALL.SYS: as membar_gpu_cycles"),
-    "membar_sc_extra": P(0, "clk", "E", CORPUS_H100, "MEMBAR.SC over MEMBAR.ALL"),
-    "acquire_cctl_cycles": P(10, "clk", "E", CORPUS_H100, "CCTL.IVALL after an acquire: cycles after the value "
-                                                          "returns"),
+    "membar_cta_cycles": P(19.6, "clk", "M", CORPUS_H100, "MEMBAR.ALL.CTA / .SC.CTA: cycles it holds the warp once "
+                                                          "the warp's earlier atomics are done (python -m calib.timing_corpus timing fit memory_ordering --iters 1: 17 fit-split kernels (fence_*, hist_*, tri_hist_*, flag_handoff))"),
+    "membar_gpu_cycles": P(194.0, "clk", "M", CORPUS_H100, "MEMBAR.ALL.GPU (+ ERRBAR, CGAERRBAR): cycles it holds the "
+                                                           "SM's barrier path (one at a time per SM) once the warp's "
+                                                           "earlier global writes are done (same fit; fence_sc_gpu: "
+                                                           "4 warps x 32 fences, 22093 clk on the H100)"),
+    "membar_sys_cycles": P(384.6, "clk", "M", CORPUS_H100, "MEMBAR.ALL.SYS: as membar_gpu_cycles (same fit; "
+                                                           "fence_sc_sys 47898 clk)"),
+    "membar_sc_extra": P(0, "clk", "M", CORPUS_H100, "MEMBAR.SC over MEMBAR.ALL: fitted to 0 (fit split: fence_sc_sys "
+                                                     "47898 clk, fence_acq_rel_sys 48437)"),
+    "acquire_cctl_cycles": P(0, "clk", "M", CORPUS_H100, "CCTL.IVALL after an acquire, beyond waiting for the "
+                                                         "value: fitted to 0"),
     "tma_issue_cycles": P(74, "clk", "M", MB_H100, "tma_issue: each cp.async.bulk.tensor holds the issuing warp "
                                                    "73.7 clk (slope of 1 -> 4 back-to-back 2D loads; "
                                                    "expect_tx + one load 80)"),

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SASS_FACTS = Path(__file__).resolve().parent / "data" / "sass_facts_h100.json"
+#: per kernel (keyed by :func:`kernel_fingerprint`), which of its loops ptxas 13.0 keeps rolled for sm_90a
+#: (``python -m calib.timing_corpus loop-facts``; calib/timing_corpus/sass_loops.py)
+LOOP_FACTS = Path(__file__).resolve().parent / "data" / "loop_facts_h100.json"
 _FACTS_CACHE: dict = {}
 
 _INS = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -132,6 +135,19 @@ def load_loops(body, path: Path | None = None) -> dict:
     return out
 
 
-__all__ = ["SassIns", "parse_listing", "static_cycles", "steady_cycles", "default_latencies", "kernel_fingerprint",
+def load_loop_facts(body, path: Path | None = None) -> dict:
+    """{back-edge PTX line: True (ptxas keeps the loop rolled) / False (unrolled)} of a kernel with recorded loop
+    facts ({} when none: the timing model then decides from the PTX, :func:`tcsim.timing.model.rolled_loop_back_edges`)."""
+    path = path or LOOP_FACTS
+    if path not in _FACTS_CACHE:
+        try:
+            _FACTS_CACHE[path] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            _FACTS_CACHE[path] = {}
+    entry = _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+    return {int(line): bool(rolled) for line, rolled in entry.get("loops", {}).items()}
+
+
+__all__ = ["SassIns", "load_loop_facts", "LOOP_FACTS", "parse_listing", "static_cycles", "steady_cycles", "default_latencies", "kernel_fingerprint",
            "load_loops",
            "SASS_FACTS"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -170,3 +171,35 @@ def test_readme_states_the_split_errors():
     for line in _independent_split_lines():
         assert line in block
     assert "Held out" in block
+
+
+# ------------------------------------------------------------------------------------------------ SASS loop facts
+def test_loop_facts_cover_the_corpus():
+    """The committed loop facts (sim/timing/data/loop_facts_h100.json) are keyed by today's instrumented kernels:
+    a kernel whose PTX changed would silently lose them."""
+    from tcsim.isa.parser import parse
+    from tcsim.timing.sass import LOOP_FACTS, kernel_fingerprint
+    table = json.loads(LOOP_FACTS.read_text())
+    by_kernel = {v["kernel"]: fp for fp, v in table.items()}
+    for name in ("reduce_smem_tree", "tri_hist_relaxed_gpu", "chase_runtime_trip"):
+        launch = R.build(name)[0]
+        fn = parse(launch.ptx_text()[0], "kernel.ptx").functions[launch.kernel]
+        assert by_kernel.get(name) == kernel_fingerprint(fn.body), name
+    # read off the SASS (tests/golden/timing_corpus_h100/sass.tgz): reduce_smem_tree's block-stride loop is one
+    # LDG per iteration; Triton's histogram loop stays rolled; chase_runtime_trip's main loop is unrolled x16
+    assert table[by_kernel["reduce_smem_tree"]]["loops"]["63"] is True
+    assert set(table[by_kernel["tri_hist_relaxed_gpu"]]["loops"].values()) == {True}
+    assert table[by_kernel["chase_runtime_trip"]]["loops"]["70"] is False
+
+
+@pytest.mark.skipif(not (shutil.which("ptxas") and shutil.which("nvdisasm")), reason="needs ptxas and nvdisasm")
+def test_loop_facts_recomputed():
+    from calib.timing_corpus import sass_loops
+    from tcsim.isa.parser import parse
+    from tcsim.timing.sass import LOOP_FACTS, kernel_fingerprint
+    table = json.loads(LOOP_FACTS.read_text())
+    for name in ("smem_bank_stride1", "tri_gather"):       # (the smem_bank_stride* kernels share one PTX)
+        launch = R.build(name)[0]
+        text = launch.ptx_text()[0]
+        fp = kernel_fingerprint(parse(text, "kernel.ptx").functions[launch.kernel].body)
+        assert sass_loops.loop_facts(text, launch.kernel) == table[fp]["loops"]

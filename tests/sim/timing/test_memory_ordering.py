@@ -65,10 +65,10 @@ LOOP:
 """
 
 
-def _fence_cycles(fence: str, cfg, iters: int = 16) -> int:
-    out = np.zeros(64, dtype=np.uint64)
+def _fence_cycles(fence: str, cfg, iters: int = 16, warps: int = 1) -> int:
+    out = np.zeros(64 + 32 * warps, dtype=np.uint64)
     launch = Launch(ptx=kernel(PROLOGUE + FENCE_LOOP.format(fence=fence, iters=iters), "sm_90a"), kernel="k",
-                    block=(32, 1, 1), args=[out])
+                    block=(32 * warps, 1, 1), args=[out])
     res = run_launch(launch, timing=cfg)
     o = res.outputs[0]
     return int(o[1]) - int(o[0])
@@ -91,9 +91,22 @@ def test_sc_fence_costs_the_sc_extra():
 
 def test_gpu_fence_waits_for_the_store():
     """MEMBAR.GPU waits until the warp's store is performed: at least an L2 round trip per iteration more than the
-    CTA-scope fence, beyond the parameters' difference."""
+    CTA-scope fence, beyond the parameters' difference (MEMBAR.CTA does not wait for a plain store)."""
     gpu, cta = _fence_cycles("fence.acq_rel.gpu;", H100), _fence_cycles("fence.acq_rel.cta;", H100)
     assert gpu - cta >= 16 * (H100.membar_gpu_cycles - H100.membar_cta_cycles + H100.l2_latency)
+    assert cta < 16 * H100.l2_latency
+
+
+def test_gpu_fences_of_an_sm_drain_one_at_a_time():
+    """4 warps fencing together: each added cycle of membar_gpu_cycles costs 4 x 16 (the SM's barriers are serial);
+    CTA-scope fences of different warps overlap (16 x, not 64 x)."""
+    d = 50
+    gpu = [_fence_cycles("fence.acq_rel.gpu;", H100.with_overrides({"membar_gpu_cycles": v}), warps=4)
+           for v in (300, 300 + d)]
+    assert gpu[1] - gpu[0] == 4 * 16 * d
+    cta = [_fence_cycles("fence.acq_rel.cta;", H100.with_overrides({"membar_cta_cycles": v}), warps=4)
+           for v in (300, 300 + d)]
+    assert cta[1] - cta[0] == 16 * d
 
 
 def test_off_without_memory_ordering():
