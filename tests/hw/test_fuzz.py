@@ -236,7 +236,11 @@ def test_programs_agree_with_the_gpu():
     finally:
         batch.close()
     bad = [compare(p, run_sim(p), o) for p, o in zip(progs, out)]
-    bad = [(m.prog.seed, m.detail) for m in bad if m is not None]
+    # a difference counts as diagnosed only when the simulator reproduces the GPU's bytes bit for bit with the named
+    # ptxas behaviour (seed 5 on the H100, 2026-11-28: an RS-form wgmma's A register reused by ptxas)
+    from calib.fuzz.explain import explain_program
+    bad = [(m.prog.seed, m.detail) for m in bad if m is not None
+           and not (m.kind == "value" and (explain_program(m.prog, m.gpu.output) or "").startswith("diagnosed:"))]
     assert not bad, bad[:3]
 
 
