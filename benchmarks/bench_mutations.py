@@ -1,0 +1,281 @@
+"""Mutation benchmark: does the fast (CI) suite notice small semantic bugs?  (issue 22, item 5)
+
+A fixed list of small semantic mutations (:data:`MUTATIONS`: numerics, swizzle, descriptors, mbarrier, TMA, timing)
+is planted one at a time in a temporary copy of the repository; for each, the fast tests of its area (the
+``tests`` selection named with it, run as CI runs them: ``-m "not slow"``, stopping at the first failure) run
+against the mutated copy, and the benchmark reports whether they failed (the mutation is *caught*) and how long
+they took to fail.  Every selection first runs on the unmutated copy and must pass (else the verdicts mean
+nothing: the benchmark says so and stops).
+
+The copy is imported in place of the checkout through a ``sitecustomize`` that repoints the editable install's
+package map (``pip install -e .``: tcsim -> the copy's sim/, tcsim.isa -> isa/, ...), so pytest's own worker
+processes and every subprocess a test starts run the mutated code too; ``calib`` comes from the copy (the
+working directory).
+
+    python benchmarks/bench_mutations.py                 # every mutation; a table and benchmarks/out/mutations.json
+    python benchmarks/bench_mutations.py --only NAME,...  # some of them
+    python benchmarks/bench_mutations.py --list           # the list, with the selection each one runs
+
+A mutation is a literal (old text -> new text) replacement that must occur exactly once in its file (the benchmark
+refuses a stale one instead of planting nothing).  tests/test_mutation_benchmark.py checks that every mutation
+still applies (fast) and, under ``-m slow``, that the suite catches each one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    area: str
+    file: str               # relative to the repository root
+    old: str
+    new: str
+    what: str               # the planted bug, in words
+    tests: tuple = field(default_factory=tuple)     # the fast-suite selection that must catch it (pytest args)
+    #: tests of the selection that merely restate the mutated constant (a table of parameters): left out (``-k``),
+    #: so that only a test of behaviour counts as catching the mutation
+    restating: tuple = field(default_factory=tuple)
+
+
+MUTATIONS = [
+    # ------------------------------------------------------------------------------------------ numerics
+    Mutation("tcgen05-f16-acc-bits", "numerics", "sim/numerics/tensor_core.py",
+             '("sm_100a", "tcgen05", "f16"): _Entry(_F16, 16, 25)',
+             '("sm_100a", "tcgen05", "f16"): _Entry(_F16, 16, 24)',
+             "sm_100a tcgen05 f16/bf16 accumulator fraction bits 25 -> 24 (the issue's example)",
+             ("tests/numerics/test_tensor_core.py", "tests/semantics/test_tcgen05_mma.py",
+              "tests/examples/test_tcgen05_examples.py"), restating=("test_table_rows",)),
+    Mutation("wgmma-f16-acc-bits", "numerics", "sim/numerics/tensor_core.py",
+             '("sm_90a", "wgmma", "f16"): _Entry(_F16, 16, 25)',
+             '("sm_90a", "wgmma", "f16"): _Entry(_F16, 16, 24)',
+             "sm_90a wgmma f16/bf16 accumulator fraction bits 25 -> 24",
+             ("tests/hw/test_wgmma_numerics_golden.py", "tests/numerics/test_tensor_core.py"),
+             restating=("test_table_rows",)),
+    Mutation("int-add-sat-bound", "numerics", "sim/semantics/integer.py",
+             "return np.clip(v, -(1 << 31), (1 << 31) - 1)",
+             "return np.clip(v, -(1 << 31) + 1, (1 << 31) - 1)",
+             "add/sub/mad .sat.s32 lower bound -2^31 -> -2^31 + 1",
+             ("tests/semantics/test_integer.py", "tests/hw/test_alu_probe_golden.py")),
+    Mutation("e4m3-bias", "numerics", "sim/numerics/lowp.py",
+             'LowpFormat("e4m3", 8, 4, 3, 7, "fn"),',
+             'LowpFormat("e4m3", 8, 4, 3, 8, "fn"),',
+             "e4m3 exponent bias 7 -> 8",
+             ("tests/numerics/test_lowp.py", "tests/numerics/test_formats.py")),
+    # ------------------------------------------------------------------------------------------ swizzle
+    Mutation("swizzle-128B-mask", "swizzle", "isa/swizzle.py",
+             '"128B": ((7, 4),),', '"128B": ((3, 4),),',
+             "128B swizzle XORs two line-index bits instead of three",
+             ("tests/isa/test_swizzle.py", "tests/hw/test_tma_golden.py")),
+    Mutation("swizzle-64B-shift", "swizzle", "isa/swizzle.py",
+             '"64B": ((3, 4),),', '"64B": ((3, 5),),',
+             "64B swizzle XORs into bits 5-6 instead of 4-5",
+             ("tests/isa/test_swizzle.py", "tests/hw/test_tma_golden.py")),
+    # ------------------------------------------------------------------------------------------ descriptors
+    Mutation("wgmma-desc-lbo", "descriptors", "isa/descriptors.py",
+             "return cls(start_address=_bits(value, 0, 14) << 4, lbo=_bits(value, 16, 14) << 4,\n"
+             "                   sbo=_bits(value, 32, 14) << 4, base_offset=_bits(value, 49, 3),\n"
+             "                   swizzle=WGMMA_SWIZZLE_CODES",
+             "return cls(start_address=_bits(value, 0, 14) << 4, lbo=_bits(value, 16, 14) << 5,\n"
+             "                   sbo=_bits(value, 32, 14) << 4, base_offset=_bits(value, 49, 3),\n"
+             "                   swizzle=WGMMA_SWIZZLE_CODES",
+             "wgmma matrix descriptor: the decoded LBO doubled (field << 5 instead of << 4)",
+             ("tests/isa/test_descriptors.py", "tests/semantics/test_wgmma.py", "tests/hw/test_wgmma_golden.py")),
+    Mutation("tcgen05-idesc-n", "descriptors", "isa/descriptors.py",
+             "return cls(m=_bits(v, 24, 5) << 4, n=_bits(v, 17, 6) << 3, dtype=_bits(v, 4, 2), atype=_bits(v, 7, 3),",
+             "return cls(m=_bits(v, 24, 5) << 4, n=_bits(v, 17, 5) << 3, dtype=_bits(v, 4, 2), atype=_bits(v, 7, 3),",
+             "tcgen05 instruction descriptor: N >> 3 read from 5 bits instead of 6 (N >= 256 wraps)",
+             ("tests/isa/test_descriptors.py", "tests/semantics/test_tcgen05_mma.py")),
+    # ------------------------------------------------------------------------------------------ mbarrier
+    Mutation("mbarrier-tx-gating", "mbarrier", "sim/mbarrier_state.py",
+             "        if self.pending == 0 and self.tx == 0:\n            self.phase += 1",
+             "        if self.pending == 0:\n            self.phase += 1",
+             "a phase completes when the arrivals are in, whatever the pending transaction bytes",
+             ("tests/semantics/test_mbarrier.py", "tests/semantics/test_bulk_tensor.py")),
+    Mutation("mbarrier-arrive-drop", "mbarrier", "sim/mbarrier_state.py",
+             "        if drop:\n            self.expected -= count\n",
+             "        if drop:\n            pass\n",
+             "arrive.drop no longer lowers the expected count of later phases",
+             ("tests/semantics/test_mbarrier.py",)),
+    Mutation("mbarrier-parity", "mbarrier", "sim/mbarrier_state.py",
+             "return (self.phase & 1) != (int(parity) & 1)",
+             "return (self.phase & 1) == (int(parity) & 1)",
+             "try_wait.parity / test_wait.parity answer for the wrong phase",
+             ("tests/semantics/test_mbarrier.py",)),
+    # ------------------------------------------------------------------------------------------ TMA
+    Mutation("tma-oob-bound", "TMA", "sim/semantics/bulk_tensor.py",
+             "inb = inb[..., None] & (g >= 0) & (g < end)",
+             "inb = inb[..., None] & (g >= 0) & (g <= end)",
+             "a TMA box element at index globalDim counts as in bounds (off by one)",
+             ("tests/semantics/test_bulk_tensor.py", "tests/hw/test_tma_golden.py")),
+    Mutation("tma-oob-nan-fill", "TMA", "sim/semantics/bulk_tensor.py",
+             'OOB_NAN_BITS = {"FLOAT16": 0x7FF7,', 'OOB_NAN_BITS = {"FLOAT16": 0x7FFF,',
+             "the f16 NaN that an oob_fill='nan' load writes outside the tensor: 0x7FF7 -> 0x7FFF",
+             ("tests/semantics/test_bulk_tensor.py", "tests/hw/test_tma_golden.py")),
+    Mutation("tma-element-strides", "TMA", "sim/semantics/bulk_tensor.py",
+             'step = 1 if (d == 0 and tm.interleave == "none") else tm.element_strides[d]',
+             'step = 1 if (d <= 1 and tm.interleave == "none") else tm.element_strides[d]',
+             "the element stride of tensor dimension 1 ignored (as dimension 0's is)",
+             ("tests/semantics/test_bulk_tensor.py", "tests/hw/test_tma_golden.py")),
+    # ------------------------------------------------------------------------------------------ timing
+    Mutation("smem-broadcast", "timing", "sim/timing/smem.py",
+             "        words = np.unique(words)\n", "",
+             "lanes reading the same SMEM word count as a bank conflict (no broadcast)",
+             ("tests/sim/test_core_engine.py", "tests/hw/test_timing_validation.py", "tests/hw/test_microbench_golden.py")),
+    Mutation("tma-tensor-extra-latency", "timing", "sim/agents/tma.py",
+             'lat = self.params.latency + (self.params.tensor_extra if "tensor_map" in op.extra else 0)',
+             "lat = self.params.latency",
+             "tensor-map TMA operations lose their extra latency",
+             ("tests/hw/test_timing_validation.py", "tests/hw/test_microbench_golden.py")),
+    Mutation("tc-commit-latency", "timing", "sim/timing/tensor.py",
+             "done = max(now, self.last_completion) + cfg.tc_commit_latency",
+             "done = max(now, self.last_completion)",
+             "tcgen05.commit arrives with no latency after the last MMA completes",
+             ("tests/hw/test_timing_validation.py", "tests/semantics/test_tcgen05_mma.py")),
+]
+
+_IGNORE = shutil.ignore_patterns(".git", ".survey", "__pycache__", ".pytest_cache", "*.egg-info", "node_modules",
+                                 "out", "build", "dist", ".whl")
+
+_SITECUSTOMIZE = '''\
+# written by benchmarks/bench_mutations.py: import tcsim from the mutated copy {root}
+import sys
+for _f in list(sys.meta_path):
+    _m = sys.modules.get(getattr(_f, "__module__", ""), None)
+    _map = getattr(_m, "MAPPING", None)
+    if isinstance(_map, dict) and "tcsim" in _map:
+        for _k in list(_map):
+            _map[_k] = {root!r} + "/" + {{"tcsim": "sim", "tcsim.isa": "isa", "tcsim.hw": "hw",
+                                          "tcsim.examples": "examples"}}[_k]
+'''
+
+
+def check_applies(m: Mutation, root: Path = ROOT) -> str:
+    """The file's text with ``m`` planted; raises ValueError when ``m.old`` is not there exactly once."""
+    text = (root / m.file).read_text()
+    n = text.count(m.old)
+    if n != 1:
+        raise ValueError(f"mutation {m.name}: the text to replace occurs {n} times in {m.file} (stale mutation)")
+    return text.replace(m.old, m.new)
+
+
+def make_copy(dst: Path) -> Path:
+    """A copy of the repository at ``dst/repo`` and the ``sitecustomize`` that points tcsim at it (``dst/site``)."""
+    repo = dst / "repo"
+    shutil.copytree(ROOT, repo, ignore=_IGNORE, symlinks=True)
+    site = dst / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE.format(root=str(repo)))
+    return repo
+
+
+def run_selection(repo: Path, tests, timeout: float, jobs: int = 0, restating=()) -> tuple:
+    """(pytest exit code, wall seconds, last lines of output) of the fast tests ``tests`` in ``repo``, without the
+    tests named in ``restating``."""
+    env = dict(os.environ, PYTHONPATH=f"{repo.parent / 'site'}{os.pathsep}{repo}", TCSIM_MUTATION_COPY=str(repo))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not gpu",
+           *(["-n", str(jobs)] if jobs else ["-p", "no:xdist"]),
+           *(["-k", " and ".join(f"not {t}" for t in restating)] if restating else []), *tests]
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
+        rc, out = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, out = -1, f"timed out after {timeout} s\n{(e.stdout or b'')[-2000:]!r}"
+    return rc, time.time() - t0, "\n".join(out.strip().splitlines()[-6:])
+
+
+def check_copy_is_imported(repo: Path) -> None:
+    """The copy, not the checkout, is what ``import tcsim`` gives under the benchmark's environment."""
+    env = dict(os.environ, PYTHONPATH=f"{repo.parent / 'site'}{os.pathsep}{repo}")
+    out = subprocess.run([sys.executable, "-c", "import tcsim, tcsim.isa, calib; print(tcsim.__file__); "
+                          "print(tcsim.isa.__file__); print(calib.__file__)"],
+                         cwd=repo, env=env, capture_output=True, text=True, timeout=120).stdout.split()
+    if len(out) != 3 or not all(Path(p).resolve().is_relative_to(repo.resolve()) for p in out):
+        raise SystemExit(f"bench_mutations: the mutated copy is not what gets imported ({out}); tcsim must be "
+                         f"installed editable (pip install -e .)")
+
+
+def run(mutations, timeout: float = 900.0, log=print, jobs: int = 0) -> list:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tcsim_mut_") as tmp:
+        repo = make_copy(Path(tmp))
+        check_copy_is_imported(repo)
+        baselines: dict = {}
+        for m in mutations:
+            sel = tuple(m.tests)
+            key = (sel, m.restating)
+            if key not in baselines:
+                rc, secs, tail = run_selection(repo, sel, timeout, jobs, m.restating)
+                baselines[key] = (rc, secs)
+                log(f"[baseline] {' '.join(sel)}: rc {rc}, {secs:.1f} s")
+                if rc != 0:
+                    raise SystemExit(f"bench_mutations: the unmutated selection {sel} fails (rc {rc}); fix it "
+                                     f"first:\n{tail}")
+            path = repo / m.file
+            original = path.read_text()
+            path.write_text(check_applies(m, repo))
+            try:
+                rc, secs, tail = run_selection(repo, sel, timeout, jobs, m.restating)
+            finally:
+                path.write_text(original)
+            caught = rc not in (0, 5)       # 5: nothing collected
+            r = {"name": m.name, "area": m.area, "what": m.what, "file": m.file, "tests": list(sel),
+                 "caught": caught, "rc": rc, "seconds_to_fail": round(secs, 1) if caught else None,
+                 "left_out": list(m.restating), "selection_seconds_unmutated": round(baselines[key][1], 1),
+                 "first_failure": next((ln for ln in tail.splitlines() if ln.startswith(("FAILED", "ERROR"))),
+                                       tail.splitlines()[-1] if tail else "")}
+            results.append(r)
+            log(f"[{m.area}] {m.name}: {'caught' if caught else 'NOT CAUGHT'} in {secs:.1f} s "
+                f"({r['first_failure'][:140]})")
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_mutations.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated mutation names")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds one selection may take")
+    ap.add_argument("-n", "--jobs", type=int, default=0, help="pytest-xdist workers per selection (0: none)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "mutations.json"))
+    args = ap.parse_args(argv)
+    names = set(filter(None, args.only.split(",")))
+    unknown = names - {m.name for m in MUTATIONS}
+    if unknown:
+        ap.error(f"unknown mutations: {sorted(unknown)}")
+    todo = [m for m in MUTATIONS if not names or m.name in names]
+    if args.list:
+        for m in todo:
+            print(f"{m.area:12s} {m.name:26s} {m.file}: {m.what}\n{'':40s}tests: {' '.join(m.tests)}")
+        return 0
+    for m in todo:
+        check_applies(m)
+    t0 = time.time()
+    res = run(todo, args.timeout, log=lambda s: print(s, flush=True), jobs=args.jobs)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"python": sys.version.split()[0], "wall_s": round(time.time() - t0, 1),
+                               "results": res}, indent=1))
+    print(f"\n{'area':12s} {'mutation':26s} {'caught':7s} {'s to fail':>9s}  selection")
+    for r in res:
+        print(f"{r['area']:12s} {r['name']:26s} {'yes' if r['caught'] else 'NO':7s} "
+              f"{r['seconds_to_fail'] if r['caught'] else '-':>9}  {' '.join(r['tests'])}")
+    missed = [r["name"] for r in res if not r["caught"]]
+    print(f"{len(res) - len(missed)} of {len(res)} caught" + (f"; missed: {missed}" if missed else "") + f" -> {out}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
