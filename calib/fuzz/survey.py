@@ -119,6 +119,9 @@ def survey(out: Path, jobs: int, explain_seconds: float, stems=None, log=print) 
     todo = [t + (explain_seconds,) for t in _todo(stems, done)]
     log(f"[survey] {len(done)} done, {len(todo)} to do")
     t0 = time.time()
+    # the compiled numerics once, before the workers fork (else each compiles its own on a fresh machine)
+    from tcsim.numerics.jit_warmup import warm_up
+    warm_up()
     with out.open("a") as f, mp.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
         for i, rec in enumerate(pool.imap(_task, todo, chunksize=4)):
             f.write(json.dumps(rec) + "\n")
