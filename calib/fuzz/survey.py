@@ -160,26 +160,41 @@ def summary(path: Path) -> None:
 LIST = ROOT / "disagreements.json"
 
 
-def write_list(survey_file: Path, dst: Path = LIST, command: str = "") -> dict:
-    """The committed list (tests/golden/fuzz_campaign/disagreements.json) from a survey: for every campaign, every
-    recorded disagreement in exactly one of ``agree_now`` (today's simulator reproduces the GPU's bytes),
-    ``explained`` (by explanation: replaying it reproduces them bit for bit) and ``open`` (by cause: ``noted:<isa/lint.py
-    checks>`` -- a ptxas miscompilation diagnosed from the SASS of a minimised reproducer, with no executable model
-    yet --, ``unexplained``, ``gpu_error:<kind>``, ``sim_error``, or ``not surveyed``)."""
+def _gpu_key(meta: dict, seed: int) -> str:
+    """What a recording says the GPU did for ``seed``: its output's 128-bit hash, or its error."""
+    return meta["gpu_sha"].get(str(seed)) or "error:" + meta["errors"].get(str(seed), "?")
+
+
+def write_list(survey_files, dst: Path = LIST, command: str = "", roots=(ROOT,)) -> dict:
+    """The committed list (tests/golden/fuzz_campaign/disagreements.json) from surveys: for every campaign (the
+    ``.npz`` records in ``roots``), every recorded disagreement in exactly one of ``agree_now`` (today's simulator
+    reproduces the GPU's bytes), ``explained`` (by explanation: replaying it reproduces them bit for bit) and
+    ``open`` (by cause: ``noted:<isa/lint.py checks>`` -- a ptxas miscompilation diagnosed from the SASS of a
+    minimised reproducer, with no executable model yet --, ``unexplained``, ``gpu_error:<kind>``, ``sim_error``, or
+    ``not surveyed``).  A program surveyed under another record (a campaign merged with a top-up keeps the first
+    call's programs) counts where the generator version, the seed and the GPU's recorded result are the same."""
     from calib import pipeline as P
     from calib.fuzz.record import differing_seeds, load
 
-    rows = {(r["campaign"], r["seed"]): r for r in map(json.loads, survey_file.read_text().splitlines())}
+    paths = sorted({p.name: p for r in roots for p in Path(r).glob("h[12]00_*seeds_*.npz")}.values(),
+                   key=lambda p: p.name)
+    metas = {p.stem: load(p)[1] for p in paths}
+    rows: dict = {}
+    for f in survey_files:
+        for r in map(json.loads, Path(f).read_text().splitlines()):
+            m = metas.get(r["campaign"])
+            if m is not None:
+                rows[(m.get("generator", 1), r["seed"], _gpu_key(m, r["seed"]))] = r
     out = {"_about": "every recorded disagreement of the fuzz campaigns in this folder, by what explains it; made by "
                      "python -m calib.fuzz.survey and replayed by tests/hw/test_fuzz_disagreements.py",
            "_command": command, **{f"_{k}": v for k, v in P.provenance(command).items() if k != "command"},
            "campaigns": {}}
-    for path in sorted(ROOT.glob("h[12]00_*seeds_*.npz")):
-        z, meta = load(path)
+    for path in paths:
+        meta = metas[path.stem]
         c = {"generator": meta.get("generator", 1), "seed": meta["seed"], "count": meta["count"],
              "agree_now": [], "explained": {}, "open": {}}
         for s in differing_seeds(meta):
-            r = rows.get((path.stem, s))
+            r = rows.get((meta.get("generator", 1), s, _gpu_key(meta, s)))
             k = "not surveyed" if r is None else cause(r)
             if k == "agree":
                 c["agree_now"].append(s)
@@ -205,15 +220,18 @@ def main(argv=None) -> int:
     ap.add_argument("--explain-seconds", type=float, default=30.0)
     ap.add_argument("--campaigns", default="")
     ap.add_argument("--summary", default=None)
-    ap.add_argument("--write-list", default=None, metavar="SURVEY.jsonl",
-                    help="write tests/golden/fuzz_campaign/disagreements.json from a survey")
+    ap.add_argument("--write-list", default=None, metavar="SURVEY.jsonl[,...]",
+                    help="write tests/golden/fuzz_campaign/disagreements.json from surveys")
+    ap.add_argument("--roots", default=str(ROOT),
+                    help="comma-separated folders whose campaign records the list covers (--write-list)")
     args = ap.parse_args(argv)
     if args.summary:
         summary(Path(args.summary))
         return 0
     if args.write_list:
         from calib import pipeline as P
-        write_list(Path(args.write_list), command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv))
+        write_list(args.write_list.split(","), roots=args.roots.split(","),
+                   command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv))
         print(f"-> {LIST}")
         return 0
     survey(Path(args.out), args.jobs, args.explain_seconds, set(filter(None, args.campaigns.split(","))),

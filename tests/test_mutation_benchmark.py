@@ -1,0 +1,40 @@
+"""The mutation benchmark (benchmarks/bench_mutations.py, issue 22 item 5): small semantic bugs planted in numerics,
+swizzle, descriptors, mbarrier, TMA and timing must each fail a fast (CI) test of behaviour.
+
+Fast: every mutation still applies (its text occurs exactly once in its file -- a refactor that moves the code must
+move the mutation too) and changes the code.  ``-m slow``: plants each one in a temporary copy of the repository and
+runs its selection of the fast suite there; every mutation must be caught (a failing test), by a test that does not
+merely restate the mutated constant.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bench_mutations", ROOT / "benchmarks" / "bench_mutations.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["bench_mutations"] = bench
+_spec.loader.exec_module(bench)
+
+
+def test_the_list_covers_every_area():
+    assert {m.area for m in bench.MUTATIONS} >= {"numerics", "swizzle", "descriptors", "mbarrier", "TMA", "timing"}
+    assert len({m.name for m in bench.MUTATIONS}) == len(bench.MUTATIONS)
+
+
+@pytest.mark.parametrize("m", bench.MUTATIONS, ids=lambda m: m.name)
+def test_mutation_applies(m):
+    new = bench.check_applies(m)
+    assert new != (ROOT / m.file).read_text()
+    assert m.tests and any((ROOT / t.split("::")[0]).exists() for t in m.tests), f"{m.name}: no test file of its selection"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("m", bench.MUTATIONS, ids=lambda m: m.name)
+def test_fast_suite_catches_mutation(m):
+    (r,) = bench.run([m], timeout=900.0, log=lambda *_: None)
+    assert r["caught"], f"{m.name} ({m.what}) is not caught by {r['tests']}: {r.get('verdict')}"
