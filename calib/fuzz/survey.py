@@ -98,16 +98,19 @@ def known_divergent(meta: dict) -> list:
     return sorted(s for s in known if meta["seed"] <= s < meta["seed"] + meta["count"] and s in agree)
 
 
-def _todo(stems, done):
+def _todo(stems, done, roots=(ROOT,)):
     from calib.fuzz.record import differing_seeds, load
 
-    for path in sorted(ROOT.glob("h[12]00_*seeds_*.npz")):
+    done_seeds = {s for _, s in done}
+    for path in sorted({p.name: p for r in roots for p in Path(r).glob("h[12]00_*seeds_*.npz")}.values(),
+                       key=lambda p: p.name):
         if stems and path.stem not in stems:
             continue
         z, meta = load(path)
         gv = meta.get("generator", 1)
         for s in differing_seeds(meta) + known_divergent(meta):
-            if (path.stem, s) in done:
+            if (path.stem, s) in done or s in done_seeds:     # (campaigns' seed ranges are disjoint but for a
+                #                                                record and the merged one that holds it)
                 continue
             if str(s) in meta["errors"]:
                 gpu = ("error", meta["errors"][str(s)])
@@ -118,13 +121,13 @@ def _todo(stems, done):
             yield (path.stem, s, gv, gpu)
 
 
-def survey(out: Path, jobs: int, explain_seconds: float, stems=None, log=print) -> None:
+def survey(out: Path, jobs: int, explain_seconds: float, stems=None, log=print, roots=(ROOT,)) -> None:
     done = set()
     if out.exists():
         for ln in out.read_text().splitlines():
             r = json.loads(ln)
             done.add((r["campaign"], r["seed"]))
-    todo = [t + (explain_seconds,) for t in _todo(stems, done)]
+    todo = [t + (explain_seconds,) for t in _todo(stems, done, roots)]
     log(f"[survey] {len(done)} done, {len(todo)} to do")
     t0 = time.time()
     # the compiled numerics once, before the workers fork (else each compiles its own on a fresh machine)
@@ -247,7 +250,7 @@ def main(argv=None) -> int:
         print(f"-> {LIST}")
         return 0
     survey(Path(args.out), args.jobs, args.explain_seconds, set(filter(None, args.campaigns.split(","))),
-           log=lambda m: print(m, flush=True))
+           log=lambda m: print(m, flush=True), roots=args.roots.split(","))
     return 0
 
 

@@ -56,13 +56,17 @@ def _base(explanation: str) -> str:
 
 def sample(c: dict) -> dict:
     """{group: [(seed, explanation or cause)]}: the fast replay's deterministic sample of a campaign's list --
-    the first program of each explanation class and of each open cause (up to :data:`PER_GROUP`)."""
+    the first program of each explanation class and of each kind of open cause (up to :data:`PER_GROUP`), and
+    every known divergence."""
     per = PER_GROUP_V6 if c["generator"] >= 6 else PER_GROUP
     by_class: dict = {}
     for name, seeds in c["explained"].items():
         by_class.setdefault(_base(name), []).append((min(seeds), name))
     expl = sorted(min(v) for v in by_class.values())[:per["explained"]]
-    opened = sorted((min(seeds), k) for k, seeds in c["open"].items())[:per["open"]]
+    by_kind: dict = {}                 # one program per kind of open cause: noted, gpu_error, unexplained, ...
+    for k, seeds in c["open"].items():
+        by_kind.setdefault(k.split(":")[0], []).append((min(seeds), k))
+    opened = sorted(min(v) for v in by_kind.values())[:per["open"]]
     agree = [(s, "agree") for s in c["agree_now"][:per["agree_now"]]]
     known = [(s, k) for k, seeds in c.get("known_divergent", {}).items() for s in seeds]
     return {"explained": expl, "open": opened, "agree_now": agree, "known_divergent": known}
