@@ -8,10 +8,10 @@ they took to fail (wall and CPU seconds of the pytest process: on a shared machi
 number).  The first failing test is then re-run alone on the unmutated copy and must pass, else the failure is not
 the mutation's doing and does not count.
 
-The copy is imported in place of the checkout through a ``sitecustomize`` that repoints the editable install's
-package map (``pip install -e .``: tcsim -> the copy's sim/, tcsim.isa -> isa/, ...), so pytest's own worker
-processes and every subprocess a test starts run the mutated code too; ``calib`` comes from the copy (the
-working directory).
+The copy is imported in place of the checkout (the installed layout -- tcsim = sim/, tcsim.isa = isa/, ... -- made
+of links beside the copy, first on PYTHONPATH), so pytest's worker processes and every subprocess a test starts run
+the mutated code too; ``calib`` comes from the copy (the working directory).  ``--parallel P`` plants P mutations
+at once, each group in its own copy (a machine with many cores).
 
     python benchmarks/bench_mutations.py                 # every mutation; a table and benchmarks/out/mutations.json
     python benchmarks/bench_mutations.py --only NAME,...  # some of them
@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -174,19 +174,6 @@ MUTATIONS = [replace(m, k=_K.get(m.name, m.k)) for m in MUTATIONS]
 _IGNORE = shutil.ignore_patterns(".git", ".survey", "__pycache__", ".pytest_cache", "*.egg-info", "node_modules",
                                  "out", "build", "dist", ".whl")
 
-_SITECUSTOMIZE = '''\
-# written by benchmarks/bench_mutations.py: import tcsim from the mutated copy {root}
-import sys
-for _f in list(sys.meta_path):
-    _m = sys.modules.get(getattr(_f, "__module__", ""), None)
-    _map = getattr(_m, "MAPPING", None)
-    if isinstance(_map, dict) and "tcsim" in _map:
-        for _k in list(_map):
-            _map[_k] = {root!r} + "/" + {{"tcsim": "sim", "tcsim.isa": "isa", "tcsim.hw": "hw",
-                                          "tcsim.examples": "examples"}}[_k]
-'''
-
-
 def check_applies(m: Mutation, root: Path = ROOT) -> str:
     """The file's text with ``m`` planted; raises ValueError when ``m.old`` is not there exactly once."""
     text = (root / m.file).read_text()
@@ -196,54 +183,81 @@ def check_applies(m: Mutation, root: Path = ROOT) -> str:
     return text.replace(m.old, m.new)
 
 
+#: installed package -> folder of the checkout (pyproject.toml's package-dir)
+_LAYOUT = {"isa": "isa", "hw": "hw", "examples": "examples"}
+
+
 def make_copy(dst: Path, src: Path = ROOT) -> Path:
-    """A copy of the repository ``src`` at ``dst/repo`` and the ``sitecustomize`` that points tcsim at it
-    (``dst/site``)."""
+    """A copy of the repository ``src`` at ``dst/repo``, importable as ``tcsim`` from ``dst/pkg``: ``pkg/tcsim`` is
+    the copy's sim/, in which isa/, hw/ and examples/ appear as links (the installed layout).  ``dst/pkg`` goes
+    first on PYTHONPATH, ahead of any installed tcsim (an editable install's finder comes after the path; a
+    copied install sits in site-packages or later on the path)."""
     repo = dst / "repo"
     shutil.copytree(src, repo, ignore=_IGNORE, symlinks=True)
-    site = dst / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE.format(root=str(repo)))
+    for name, folder in _LAYOUT.items():
+        (repo / "sim" / name).symlink_to(repo / folder, target_is_directory=True)
+    (dst / "pkg").mkdir()
+    (dst / "pkg" / "tcsim").symlink_to(repo / "sim", target_is_directory=True)
     return repo
+
+
+def _env(repo: Path) -> dict:
+    path = os.pathsep.join(filter(None, [str(repo.parent / "pkg"), str(repo), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, TCSIM_MUTATION_COPY=str(repo))
 
 
 def run_selection(repo: Path, tests, timeout: float, jobs: int = 0, restating=(), k: str = "") -> tuple:
     """(pytest exit code, wall seconds, last lines of output) of the fast tests ``tests`` in ``repo``, without the
     tests named in ``restating``."""
-    env = dict(os.environ, PYTHONPATH=f"{repo.parent / 'site'}{os.pathsep}{repo}", TCSIM_MUTATION_COPY=str(repo))
+    env = _env(repo)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not gpu",
            *(["-n", str(jobs)] if jobs else ["-p", "no:xdist"]),
            *(["-k", " and ".join([f"({k})"] * bool(k) + [f"not {t}" for t in restating])] if restating or k else []),
            *tests]
+    # a wrapper process reports the CPU time of its own children (the pytest run and what it starts): the
+    # selection's cost without the machine's load, also when several selections run at once (--parallel)
+    wrap = [sys.executable, "-c", "import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+            "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(f'__CPU__ {r.ru_utime + r.ru_stime:.2f}', flush=True); sys.exit(rc)"]
     t0 = time.time()
-    c0 = _children_cpu()
+    cpu = float("nan")
+    p = subprocess.Popen(wrap + cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
-        rc, out = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out = -1, f"timed out after {timeout} s\n{(e.stdout or b'')[-2000:]!r}"
-    return rc, time.time() - t0, "\n".join(out.strip().splitlines()[-6:]), _children_cpu() - c0
-
-
-def _children_cpu() -> float:
-    """CPU seconds (user + system) of the finished child processes so far: the selection's cost without the
-    machine's load (on a shared machine the wall time mostly measures the other tenants)."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+        cpu = next((float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("__CPU__")), cpu)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)            # the wrapper, pytest and whatever it started
+        out, _ = p.communicate()
+        rc, out = -1, f"timed out after {timeout} s\n{out[-2000:]}"
+    out = "\n".join(ln for ln in out.splitlines() if not ln.startswith("__CPU__"))
+    return rc, time.time() - t0, "\n".join(out.strip().splitlines()[-6:]), cpu
 
 
 def check_copy_is_imported(repo: Path) -> None:
     """The copy, not the checkout, is what ``import tcsim`` gives under the benchmark's environment."""
-    env = dict(os.environ, PYTHONPATH=f"{repo.parent / 'site'}{os.pathsep}{repo}")
+    env = _env(repo)
     out = subprocess.run([sys.executable, "-c", "import tcsim, tcsim.isa, calib; print(tcsim.__file__); "
                           "print(tcsim.isa.__file__); print(calib.__file__)"],
                          cwd=repo, env=env, capture_output=True, text=True, timeout=120).stdout.split()
     if len(out) != 3 or not all(Path(p).resolve().is_relative_to(repo.resolve()) for p in out):
-        raise SystemExit(f"bench_mutations: the mutated copy is not what gets imported ({out}); tcsim must be "
-                         f"installed editable (pip install -e .)")
+        raise SystemExit(f"bench_mutations: the mutated copy is not what gets imported ({out})")
 
 
-def run(mutations, timeout: float = 600.0, log=print, jobs: int = 0, src: Path = ROOT) -> list:
+def run_parallel(mutations, parallel: int, timeout: float, log=print, jobs: int = 0, src: Path = ROOT,
+                 on_result=None) -> list:
+    """:func:`run` on ``parallel`` groups of the mutations at once (round robin), each group in its own copy."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    groups = [mutations[i::parallel] for i in range(parallel) if mutations[i::parallel]]
+    with ThreadPoolExecutor(len(groups)) as ex:
+        parts = list(ex.map(lambda g: run(g, timeout, log, jobs, src, on_result), groups))
+    order = {m.name: i for i, m in enumerate(mutations)}
+    return sorted((r for p in parts for r in p), key=lambda r: order[r["name"]])
+
+
+def run(mutations, timeout: float = 600.0, log=print, jobs: int = 0, src: Path = ROOT, on_result=None) -> list:
     """Plant each mutation in turn and run its selection; a failure counts as a catch only when the first failing
     test passes on the unmutated copy (checked by re-running that one test: cheaper than a baseline run of the
     whole selection, and just as conclusive)."""
@@ -280,6 +294,8 @@ def run(mutations, timeout: float = 600.0, log=print, jobs: int = 0, src: Path =
                 r.update(caught=brc == 0, verdict="caught" if brc == 0 else
                          f"the failing test also fails unmutated (rc {brc}): {btail[-200:]}")
             log(f"[{m.area}] {m.name}: {r['verdict']} in {secs:.1f} s wall, {cpu:.1f} s CPU ({first[:140]})")
+            if on_result is not None:
+                on_result(r)
     return results
 
 
@@ -289,6 +305,7 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one selection may take")
     ap.add_argument("-n", "--jobs", type=int, default=0, help="pytest-xdist workers per selection (0: none)")
+    ap.add_argument("--parallel", type=int, default=1, help="mutations planted at once, each in its own copy")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "mutations.json"))
     ap.add_argument("--repo", default=str(ROOT), help="the checkout to copy and mutate (default: this one)")
     args = ap.parse_args(argv)
@@ -305,11 +322,22 @@ def main(argv=None) -> int:
     for m in todo:
         check_applies(m, Path(args.repo))
     t0 = time.time()
-    res = run(todo, args.timeout, log=lambda s: print(s, flush=True), jobs=args.jobs, src=Path(args.repo))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"python": sys.version.split()[0], "repo": args.repo, "wall_s": round(time.time() - t0, 1),
-                               "results": res}, indent=1))
+    done: list = []
+
+    def save(r=None) -> None:          # after every mutation: a killed run still leaves what it measured
+        if r is not None:
+            done.append(r)
+        out.write_text(json.dumps({"python": sys.version.split()[0], "repo": args.repo,
+                                   "wall_s": round(time.time() - t0, 1), "results": done}, indent=1))
+
+    log = lambda s: print(s, flush=True)          # noqa: E731
+    res = (run_parallel(todo, args.parallel, args.timeout, log, args.jobs, Path(args.repo), save)
+           if args.parallel > 1 else run(todo, args.timeout, log, args.jobs, Path(args.repo), save))
+    done[:] = []
+    for r in res:
+        save(r)
     print(f"\n{'area':12s} {'mutation':26s} {'caught':7s} {'wall s':>7s} {'CPU s':>6s}  first failing test")
     for r in res:
         v = {True: "yes", False: "NO", None: "not run"}[r["caught"]]
