@@ -9,6 +9,8 @@ golden data under tests/ (or as package data the simulator reads, sim/timing/dat
 * :mod:`calib.microbench` -- clock64 microbenchmarks and validation kernels (tests/golden/timing_h100/), the timing
   fit (sim/timing/data/measured_h100.json); :mod:`calib.sass_facts` (sim/timing/data/sass_facts_h100.json),
   :mod:`calib.sass_schedule`;
+* :mod:`calib.timing_corpus` -- a corpus of 100+ one-CTA kernels (CUDA C written for it, Triton 3.9) timed with
+  clock64 and split fit / validation / test by a hash of their names (tests/golden/timing_corpus_h100/);
 * :mod:`calib.probes` -- scalar-instruction, mma.sync and wgmma numerics probes (tests/golden/alu_probe/,
   tests/golden/mma_sync_numerics/, tests/golden/wgmma_numerics/);
 * :mod:`calib.fuzz` -- differential fuzzing (tests/golden/fuzz_campaign/, tests/fuzz_regressions/);

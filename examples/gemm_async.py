@@ -14,7 +14,10 @@ Checked two ways, both computed from the input arrays (never from simulator stat
 
 1. Bit for bit against the tensor-core numerics oracle (:mod:`tcsim.numerics.tensor_core`, ``tc_params('sm_100a',
    'tcgen05', fmt, kind='f16')``), applied the way the kernel chains its instructions: D starts from +0 and each
-   K=16 MMA takes the previous D as its accumulator.
+   K=16 MMA takes the previous D as its accumulator That model is not the only witness: for every launch
+   the tests run with normal inputs, tests/examples/test_tcgen05_examples.py also requires mmasim's D for the same
+   launch (the second oracle, recorded in tests/golden/mmasim_oracle/replay/examples.npz), and the model's numerics
+   replay mmasim's outputs on >= 10^5 random cases per tcgen05 form (tests/numerics/test_mmasim_replay.py).
 2. Against an independent float64 numpy product of the decoded inputs: with ``values='int'`` (small integers:
    every product and partial sum is exact) it must be *equal*; with random normal inputs it must lie within the
    oracle's truncation bound 2^-14 * (|A| @ |B|), which any misplaced row, column or K slice would exceed.

@@ -32,7 +32,9 @@ against tcsim.  What the record shows:
   (its ``.local`` variables, the size rounded up to 8 or to the largest variable alignment) lies just below it, in
   a 16 MiB-aligned generic window.  Not modelled: ptxas drops a ``.local`` variable that is only written (its
   frame shrinks), and a ``mov`` of such a variable's address gives its frame offset (0x28 in case mod2) instead of
-  a stack address; tcsim keeps every declared variable in the frame;
+  a stack address; tcsim keeps every declared variable in the frame.  A kernel that calls device functions has a
+  larger frame (the non-recursive functions' variables in it) and recursive frames below it: :mod:`tcsim.linker`
+  (measured on an H200: tests/hw/test_calls_golden.py, frame_addresses);
 * the generic address of kernel-parameter byte 0 ends in 0x280210 (the parameters live at offset 0x210 of
   constant bank 0); ``isspacep.param`` and ``isspacep.global`` both hold for it.
 

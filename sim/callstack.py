@@ -11,9 +11,12 @@ the execution context.  Each thread has its own stack, so the lanes of a warp ma
   stack pointer, where the return values go.  When a lane calls a function that is already active on its stack
   (recursion), the callee's registers and ``.param`` variables are saved in the frame first and restored by the
   matching ``ret``, so each activation sees its own.
-* ``.local`` frames: the callee's frame starts at the caller's stack pointer (aligned for its variables); the
-  thread's stack use rises by the callee's frame cost (:attr:`tcsim.linker.LinkedFunction.frame_cost`: tcsim's
-  model or ptxas's SASS frame).  A call that would take the use past the thread's stack capacity raises
+* ``.local`` frames, as the GPU lays them out (:mod:`tcsim.linker`'s docstring): the stack grows down from the
+  stack top; a callee whose depot lies in the kernel's frame has it at its fixed offset from the kernel's stack
+  pointer, a callee with a frame of its own (recursive, or given one by ptxas: :attr:`tcsim.linker.LinkedFunction.
+  own_frame`; its size :attr:`~tcsim.linker.LinkedFunction.frame_cost`, ptxas's or tcsim's model) has it pushed
+  below the caller's stack pointer and its depot at the new stack pointer.  A call that would take the
+  thread's stack use (the top minus its stack pointer) past its capacity raises
   :class:`tcsim.linker.StackOverflow`.
 """
 from __future__ import annotations
@@ -60,16 +63,15 @@ class Activation:
 class Frame:
     """What a call pushed on the stacks of the lanes that made it (shared by them)."""
 
-    __slots__ = ("caller", "callee", "return_pc", "base", "sp", "used", "saved", "returns")
+    __slots__ = ("caller", "callee", "return_pc", "base", "sp", "saved", "returns")
 
-    def __init__(self, caller: int, callee: int, return_pc: int, base: np.ndarray, sp: np.ndarray, used: np.ndarray,
-                 saved, returns: tuple):
+    def __init__(self, caller: int, callee: int, return_pc: int, base: np.ndarray, sp: np.ndarray, saved,
+                 returns: tuple):
         self.caller = caller
         self.callee = callee
         self.return_pc = return_pc
-        self.base = base                # the caller's frame base, per lane (restored by ret)
+        self.base = base                # the caller's depot address, per lane (restored by ret)
         self.sp = sp                    # the caller's stack pointer, per lane
-        self.used = used                # the caller's stack use, per lane
         self.saved = saved              # the callee's Activation snapshot (recursion), or None
         self.returns = returns          # caller-side .param names receiving the return values
 
@@ -83,16 +85,19 @@ class CallStack:
         n = len(link.functions)
         self.activations = [Activation(make_regfile(f.fn.regs), CallParams(f.param_vars)) for f in link.functions]
         self.frames = [[] for _ in range(WARP)]
-        k = link.functions[0]
-        #: byte offset of the executing function's frame in each thread's local memory
-        self.base = np.zeros(WARP, dtype=np.int64)
-        #: first free byte of each thread's stack (where the next frame's .local variables go)
-        self.sp = np.full(WARP, _align(max(k.own_frame, k.frame_size), 16), dtype=np.int64)
-        #: stack bytes each thread's activations take (what cudaLimitStackSize bounds)
-        self.used = np.full(WARP, k.own_frame, dtype=np.int64)
+        #: the local address of the executing function's .local variables (its depot), per thread
+        self.base = np.full(WARP, link.kernel_sp, dtype=np.int64)
+        #: each thread's stack pointer (local address); the stack grows down from link.stack_top
+        self.sp = np.full(WARP, link.kernel_sp, dtype=np.int64)
         #: activations of each function on each lane's stack
         self.active = np.zeros((n, WARP), dtype=np.int32)
         self.active[0] = 1
+
+    @property
+    def used(self) -> np.ndarray:
+        """Stack bytes each thread's activations take (what cudaLimitStackSize bounds): the top minus its stack
+        pointer."""
+        return self.link.stack_top - self.sp
 
     def depth(self, lane: int) -> int:
         return len(self.frames[lane])
@@ -103,10 +108,12 @@ class CallStack:
         context then fills with the arguments."""
         f = self.link.functions[callee]
         sel = np.nonzero(lanes)[0]
-        a = f.frame_align
-        start = (self.sp[sel] + a - 1) // a * a        # the callee's frame, aligned for its .local variables
-        new_sp = start + _align(max(f.frame_cost, f.frame_size), 16)
-        new_used = self.used[sel] + f.frame_cost       # what the activation costs (model or ptxas's SASS frame)
+        new_sp = self.sp[sel] - f.frame_cost           # the callee's frame below the caller's stack pointer
+        if f.own_frame:                                 # its depot at the new stack pointer (aligned up for it)
+            start = (new_sp + f.depot_align - 1) // f.depot_align * f.depot_align
+        else:                                           # its depot at its place in the kernel's frame
+            start = np.full(sel.size, self.link.kernel_sp + f.static_offset, dtype=np.int64)
+        new_used = self.link.stack_top - new_sp
         over = new_used > self.capacity
         if over.any():
             lane = int(sel[np.nonzero(over)[0][0]])
@@ -122,13 +129,11 @@ class CallStack:
                          "by default), or a bounded depth")
         act = self.activations[callee]
         saved = act.snapshot() if (self.active[callee][sel] > 0).any() else None
-        frame = Frame(caller, callee, return_pc, self.base.copy(), self.sp.copy(), self.used.copy(), saved,
-                      tuple(returns))
+        frame = Frame(caller, callee, return_pc, self.base.copy(), self.sp.copy(), saved, tuple(returns))
         for lane in sel:
             self.frames[lane].append(frame)
         self.base[sel] = start
         self.sp[sel] = new_sp
-        self.used[sel] = new_used
         self.active[callee][sel] += 1
         return act
 
@@ -153,7 +158,6 @@ class CallStack:
             self.activations[fr.callee].restore(fr.saved, m)
         self.base[m] = fr.base[m]
         self.sp[m] = fr.sp[m]
-        self.used[m] = fr.used[m]
         self.active[fr.callee][m] -= 1
 
     def frames_of(self, lane: int) -> list:

@@ -260,6 +260,12 @@ def _run_sim(mod, launch, args):
         if found and not getattr(args, "strict", False):
             print_findings([f for f in found if f is not getattr(e, "finding", None)])
         _finish_findings(args, found, e)
+        try:                                # --report / --perfetto: what ran up to the error, the error located
+            for line in visual.write_error(e, launch, title=getattr(args, "launch_name", None)):
+                print(line)
+        except Exception as w:  # noqa: BLE001 -- the run's own diagnostic comes first; the page is secondary
+            print(f"tcsim: the report of the failed run could not be written: {type(w).__name__}: {w}",
+                  file=sys.stderr)
         raise
     for line in result.stdout:
         print(line, end="" if line.endswith("\n") else "\n")
@@ -366,6 +372,7 @@ def _run_module(mod, args) -> int:
         ok, _ = _run_sim(mod, launch, args)
         return 0 if ok else 1
     from tcsim.hw.launcher import GpuUnavailable
+    rs = None
     try:
         if backend == "gpu":
             ok, _ = _run_gpu(mod, launch)
@@ -374,6 +381,12 @@ def _run_module(mod, args) -> int:
         ok_g, rg = _run_gpu(mod, launch)
     except GpuUnavailable as e:
         print(f"tcsim: the GPU back end cannot run here: {e}", file=sys.stderr)
+        if rs is not None and getattr(args, "report", None):       # the report says why there is no comparison
+            from .report import outputs_diff_json
+            diff = outputs_diff_json("simulator", "GPU", [], len(rs.outputs))
+            diff.update(identical=False, unavailable=f"the GPU back end cannot run here: {e}", outputs=[])
+            for line in args.visual.write(rs, launch, title=getattr(args, "launch_name", None), diff=diff):
+                print(line)
         return 2
     if not (ok_g and getattr(rg, "ok", True)):
         return 1

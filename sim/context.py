@@ -255,10 +255,9 @@ class ExecContext:
         off = cs.link.functions[self.warp.func_index].local_symbols.get(name)
         if off is None:
             return None
-        # the frames follow the kernel's own .local frame, which starts at the program's local base (below the
-        # stack top, tcsim.address_map); the frame offsets are laid out from a 16-byte aligned origin, the 16-byte
-        # boundary at or below that base (the kernel's frame, rounded up to 16, still ends before the first frame)
-        return (self.program.local_base & ~15) + cs.base + off
+        # cs.base: the local address of the executing function's depot in each thread (tcsim.linker: in the kernel's
+        # frame for a non-recursive function, at the thread's stack pointer for a recursive one)
+        return cs.base + off
 
     def symbol_address(self, name: str) -> int:
         """Address of a named variable in its own state space (shared: 32-bit shared address with this CTA's

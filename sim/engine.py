@@ -39,6 +39,7 @@ import time
 
 import numpy as np
 import simpy
+from simpy.events import URGENT
 
 from tcsim.isa import ir
 from tcsim.isa.errors import DeadlockError, LaunchError, RunawayError, SyncError, TcsimError, UnsupportedError
@@ -140,6 +141,8 @@ def load_program(module: ir.Module, kernel: str | None = None, lowering: frozens
         body.append(ins)
         decoded.append(run)
     lay = layout_program(module, fn)
+    if len(link.functions) > 1:             # the kernel's frame holds the callees' depots too (tcsim.linker)
+        lay["local_base"] = link.kernel_sp
     const_image = np.zeros(lay["const_size"], dtype=np.uint8)
     return Program(module=module, kernel=fn, body=body, decoded=decoded,
                    shared_symbols=lay["shared_symbols"], shared_static_size=lay["shared_static_size"],
@@ -204,6 +207,8 @@ class Simulation:
         self.env = simpy.Environment()
         self.retired = 0
         self.lane_instructions = 0
+        #: cycles of simulated time skipped over clock waits (skip_time)
+        self.time_skipped = 0
         self.agents: dict = {}
         self.exit_hooks: list = []      # callables (warp, lanes) run when lanes exit
         self.cta_exit_hooks: list = []  # callables (cta) run when a CTA's last thread exits
@@ -627,7 +632,42 @@ class Simulation:
             t = getattr(p, "target", None)
             if t is not None:
                 own.add(id(t))
-        return all(id(item[-1]) in own for item in self.env._queue)
+        gang = None
+        if self._fast is not None:
+            # the fast tier drives the warps itself (no process per warp): its queue entries are gangs -- the issue
+            # events of its warps (a CTA start's gang, URGENT, is not: as the reference's process initialisations)
+            # -- and a blocked warp waits for its wake event
+            from .fast.tier import _Gang as gang
+            for w in self.warps:
+                if w.wake_event is not None:
+                    own.add(id(w.wake_event))
+        for item in self.env._queue:
+            ev = item[-1]
+            if id(ev) in own:
+                continue
+            if gang is not None and isinstance(ev, gang) and item[1] != URGENT:
+                continue
+            return False
+        return True
+
+    def skip_time(self, cycles: int) -> None:
+        """Advance simulated time by ``cycles`` with every queued event moving by as much (the loop monitor skips a
+        clock wait this way, tcsim.loop_watch: only the warps' own issue and wake events are queued then).  A uniform
+        shift keeps the queue's order; the fast tier's gangs carry their queue key too."""
+        if cycles <= 0:
+            return
+        env = self.env
+        q = env._queue
+        gang = None
+        if self._fast is not None:
+            from .fast.tier import _Gang as gang
+        for i, item in enumerate(q):
+            q[i] = (item[0] + cycles,) + tuple(item[1:])
+            ev = item[-1]
+            if gang is not None and isinstance(ev, gang):
+                ev.key = (ev.key[0] + cycles,) + tuple(ev.key[1:])
+        env._now = env._now + cycles
+        self.time_skipped += cycles
 
     def _watch_check(self):
         """The run watch's verdict (tcsim.watch: budget, Ctrl-C, livelock, progress line): an error ending the run,

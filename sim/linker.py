@@ -8,18 +8,35 @@ index this list, so lanes of one warp may be in different functions (divergent a
 engine's lowest-PC reconvergence applies unchanged.
 
 Each function keeps its own registers and ``.param`` variables (PTX scopes them to the function); the warp
-switches to the executing function's register file (:mod:`tcsim.callstack`).  Its ``.local`` variables form a
-*frame* on the thread's stack: the kernel's at offset 0, each call's above its caller's.
+switches to the executing function's register file (:mod:`tcsim.callstack`).
 
-Stack sizes (tcsim's model, documented here because PTX leaves them to ptxas): a frame costs its ``.local``
-bytes rounded up to 16 plus :data:`CALL_FRAME_OVERHEAD` bytes for the return address and saved registers.
-ptxas's real frames are larger (``walk`` of tests/fixtures/nvcc/device_calls.cu: 48 bytes in the model, 88 in
-SASS), so with the model deeper recursion fits than on the GPU; ``Launch(stack_frames="ptxas")`` takes each
-function's frame from ``ptxas -v`` instead, which matches the H100/H200 (tests/golden/calls_h100.json: depth 15
-of walk overflows the default 1 KiB on the GPU: 16 frames of 88 bytes).  A program whose call graph has no cycle gets the stack it needs (the
-CUDA driver sizes the stack of a kernel whose need is statically known); a recursive one gets the launch's
-``stack_size`` (``cudaLimitStackSize``, 1 KiB per thread by default) and a call that would pass it is a located
-:class:`StackOverflow`.
+``.local`` frames (PTX leaves them to ptxas; this is the layout the GPU gives, tests/hw/test_calls_golden.py
+``test_gpu_frame_layout_rule``, measured on an H200 with tests/fixtures/nvcc/frame_addresses.cu).  The stack grows
+down from the stack top (:attr:`tcsim.address_map.AddressMap.local_stack_top`).  The kernel's stack pointer is
+the top minus the kernel's *frame*, which holds the kernel's own ``.local`` variables at offset 0 and, above
+them, the ``.local`` variables (the depot) of every **non-recursive** device function, each at one fixed offset
+whatever the call path: the end of the deepest depot that can be live at the same time -- its callers' (for a
+caller with a frame of its own, what is live while it runs) -- rounded up to the depot's alignment.  A
+**recursive** function (one on a cycle of the call graph) gets a frame of its own on each call, just below its
+caller's stack pointer, its depot at the new stack pointer; so does a function to which ptxas gives a SASS frame
+of its own (a debug build, ``nvcc -G``, gives every function one).  The frame sizes are ptxas's (``ptxas -v`` "N bytes
+stack frame": ``Launch(stack_frames="ptxas")`` takes them, which makes every address GPU-exact: 112 bytes for
+frame_addresses' kernel, 40 for its recursive function, 0 for the non-recursive ones, whose depots are in the
+kernel's frame) or tcsim's model: the kernel's frame is the end of the deepest depot rounded up to 8 or the
+largest depot alignment (as a kernel without calls, :meth:`tcsim.address_map.AddressMap.local_frame`; 112 for
+frame_addresses too), a recursive function's its ``.local`` bytes rounded up to 16 plus
+:data:`CALL_FRAME_OVERHEAD` bytes for the return address and saved registers, a non-recursive one's 0.  ptxas's
+recursive frames are larger (``walk`` of tests/fixtures/nvcc/device_calls.cu: 48 bytes in the model, 88 in SASS),
+so with the model deeper recursion fits than on the GPU and the recursive frames lie elsewhere.  Not measured:
+where the GPU puts the depot of a non-recursive function called only from a recursive one (tcsim: the same rule,
+a fixed offset in the kernel's frame, which is where a function whose activations never nest can live).
+
+Stack sizes: a thread's stack use is the top minus its stack pointer (the kernel's frame plus the frames of the
+calls in progress).  A program whose call graph has no cycle gets the stack it needs (the CUDA driver sizes the
+stack of a kernel whose need is statically known); a recursive one gets the launch's ``stack_size``
+(``cudaLimitStackSize``, 1 KiB per thread by default) and a call that would pass it is a located
+:class:`StackOverflow` (with ptxas's frames at the depth the GPU faults: tests/golden/calls_hopper.json, depth 15
+of walk overflows the default 1 KiB: 16 frames of 88 bytes).
 
 Function addresses (the values of function pointers) are :data:`FUNCTION_BASE` + ``0x100 * index``; an indirect
 call to any other value is a located fault.
@@ -32,6 +49,8 @@ import numpy as np
 
 from tcsim.isa import ir
 from tcsim.isa.errors import LaunchError, TcsimError
+
+from .address_map import address_map
 
 #: bytes a call adds to the stack beside the callee's .local frame (return address, saved registers)
 CALL_FRAME_OVERHEAD = 16
@@ -72,8 +91,13 @@ class LinkedFunction:
     indirect: bool = False          # the body makes an indirect call
     #: the SASS frame size (``ptxas -v``) when the launch asks for ptxas's frames, else None (tcsim's model)
     sass_frame: int | None = None
-    #: the alignment its frame starts at (the largest of its .local variables', at least 16)
-    frame_align: int = 16
+    #: the alignment of its .local variables (the largest; 1 without any)
+    depot_align: int = 1
+    #: on a cycle of the call graph
+    recursive: bool = False
+    #: a depot in the kernel's frame: its offset from the kernel's stack pointer (the kernel: 0; see the module
+    #: docstring), None for a function with a frame of its own
+    static_offset: int | None = None
 
     @property
     def name(self) -> str:
@@ -85,17 +109,22 @@ class LinkedFunction:
         return self.base + len(self.fn.body)
 
     @property
-    def frame_cost(self) -> int:
-        """Stack bytes one activation takes (see the module docstring): ptxas's SASS frame when given, else the
-        .local bytes rounded to 16 plus :data:`CALL_FRAME_OVERHEAD`."""
-        if self.sass_frame is not None:
-            return self.sass_frame
-        return _align(self.frame_size, 16) + CALL_FRAME_OVERHEAD
+    def own_frame(self) -> bool:
+        """Each activation gets a frame of its own below the caller's stack pointer (its depot there): a recursive
+        function, and one to which ptxas gives a SASS frame (debug builds, ``nvcc -G``, give every function one);
+        the others' depots lie in the kernel's frame."""
+        return self.recursive or bool(self.sass_frame)
 
     @property
-    def own_frame(self) -> int:
-        """The stack bytes of the kernel's own frame (function 0)."""
-        return self.sass_frame if self.sass_frame is not None else _align(self.frame_size, 16)
+    def frame_cost(self) -> int:
+        """Stack bytes one activation takes below its caller's stack pointer (see the module docstring): ptxas's
+        SASS frame when given, else tcsim's model -- for a recursive function its .local bytes rounded to 16 plus
+        :data:`CALL_FRAME_OVERHEAD`, for a non-recursive one 0 (its depot lies in the kernel's frame)."""
+        if self.sass_frame is not None:
+            return self.sass_frame
+        if not self.recursive:
+            return 0
+        return _align(self.frame_size, 16) + CALL_FRAME_OVERHEAD
 
 
 def frame_layout(fn: ir.Function) -> tuple[dict, int]:
@@ -163,6 +192,13 @@ class Linkage:
     sentinels: list                 # pcs of the end-of-body sentinels
     recursive: bool                 # the call graph has a cycle (or an indirect call may close one)
     static_stack: int               # the stack a thread needs when the graph is acyclic
+    #: the kernel's frame: its own .local variables and the non-recursive functions' depots (module docstring)
+    kernel_frame: int = 0
+    #: the end of the deepest non-recursive depot, from the kernel's stack pointer (at most kernel_frame unless
+    #: ptxas's kernel frame is smaller than the declared variables)
+    static_end: int = 0
+    #: the local address the stack grows down from
+    stack_top: int = 0
     #: pc of a call instruction -> its return pc (pc + 1); the successor tables the reachability analysis asks
     return_sites: dict = field(default_factory=dict)
 
@@ -180,12 +216,17 @@ class Linkage:
         """name -> address of every linked ``.func``."""
         return {f.name: f.address for f in self.functions[1:]}
 
+    @property
+    def kernel_sp(self) -> int:
+        """The kernel's stack pointer: the local address of its frame (its own .local variables start there)."""
+        return self.stack_top - self.kernel_frame
+
     def stack_capacity(self, stack_size: int) -> int:
         """Bytes of stack each thread gets: the static need of an acyclic program, else the launch's limit (at
-        least the kernel's own frame)."""
+        least the kernel's frame)."""
         if not self.recursive:
             return self.static_stack
-        return max(int(stack_size), self.functions[0].own_frame, self.functions[0].frame_size)
+        return max(int(stack_size), self.kernel_frame)
 
 
 def link(module: ir.Module, kernel: ir.Function, frames: dict | None = None) -> Linkage:
@@ -228,7 +269,7 @@ def link(module: ir.Module, kernel: ir.Function, frames: dict | None = None) -> 
         lf.indirect = ind
         if frames is not None and name in frames:
             lf.sass_frame = int(frames[name])
-        lf.frame_align = max([16] + [v.alignment for v in fn.locals if v.space == "local"])
+        lf.depot_align = max([1] + [v.alignment for v in fn.locals if v.space == "local"])
         functions.append(lf)
         owner.extend([idx] * (len(fn.body) + 1))
         sentinels.append(body_pc + len(fn.body))
@@ -242,8 +283,14 @@ def link(module: ir.Module, kernel: ir.Function, frames: dict | None = None) -> 
     for f in functions:
         if f.indirect:
             f.callees |= pointed
-    recursive, static = _stack_need(functions, by_name)
-    lk = Linkage(functions, by_name, np.asarray(owner, dtype=np.int64), sentinels, recursive, static)
+    _mark_recursive(functions, by_name)
+    static_end, static_align = _place_depots(functions, by_name)
+    amap = address_map(module.arch)
+    k = functions[0]
+    kernel_frame = k.sass_frame if k.sass_frame is not None else amap.local_frame(static_end, static_align)
+    recursive, static = _stack_need(functions, by_name, kernel_frame)
+    lk = Linkage(functions, by_name, np.asarray(owner, dtype=np.int64), sentinels, recursive, static,
+                 kernel_frame=kernel_frame, static_end=static_end, stack_top=amap.local_stack_top)
     for f in functions:
         for j, ins in enumerate(f.fn.body):
             if ins.opcode == "call":
@@ -251,8 +298,51 @@ def link(module: ir.Module, kernel: ir.Function, frames: dict | None = None) -> 
     return lk
 
 
-def _stack_need(functions, by_name) -> tuple[bool, int]:
-    """(has a cycle, deepest stack of an acyclic graph: the kernel frame plus the costliest call chain)."""
+def _mark_recursive(functions, by_name) -> None:
+    """Mark every function on a cycle of the call graph (it can reach itself)."""
+    for f in functions:
+        seen, todo = set(), list(f.callees)
+        while todo:
+            n = todo.pop()
+            if n == f.name:
+                f.recursive = True
+                break
+            if n not in seen:
+                seen.add(n)
+                todo.extend(by_name[n].callees)
+
+
+def _place_depots(functions, by_name) -> tuple[int, int]:
+    """Give every non-recursive function its depot's offset from the kernel's stack pointer (module docstring):
+    the end of the depots live while any of its callers runs, rounded up to its alignment.  Returns (the end of
+    the deepest depot, the largest alignment among the kernel's and the placed depots)."""
+    callers: dict = {f.name: [] for f in functions}
+    for f in functions:
+        for c in f.callees:
+            callers[c].append(f.name)
+    k = functions[0]
+    live = {f.name: 0 for f in functions}           # end of the depots live while f runs
+    live[k.name] = k.frame_size
+    k.static_offset = 0
+    for _ in range(len(functions) + 1):             # a fixpoint: static functions form a DAG, cycles only copy
+        changed = False
+        for f in functions[1:]:
+            below = max([live[c] for c in callers[f.name]], default=0)
+            if f.own_frame:
+                end, off = below, None
+            else:
+                off = _align(below, f.depot_align)
+                end = off + f.frame_size
+            if end != live[f.name] or off != f.static_offset:
+                live[f.name], f.static_offset, changed = end, off, True
+        if not changed:
+            break
+    align = max([k.depot_align] + [f.depot_align for f in functions[1:] if not f.own_frame])
+    return max(live.values()), align
+
+
+def _stack_need(functions, by_name, kernel_frame: int) -> tuple[bool, int]:
+    """(has a cycle, deepest stack of an acyclic graph: the kernel's frame plus the costliest call chain)."""
     state = {}
     need = {}
 
@@ -278,7 +368,7 @@ def _stack_need(functions, by_name) -> tuple[bool, int]:
     r = visit(k.name)
     if r is None:
         return True, 0
-    return False, k.own_frame + r
+    return False, kernel_frame + r
 
 
 def check_stack_size(value) -> int:

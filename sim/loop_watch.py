@@ -66,6 +66,12 @@ RATE_MARGIN = 3.0
 #: among the first of them
 SYSTEM_WARPS = 4096
 SELF_WARPS = 512
+#: a skip over a clock wait stops this many cycles before the deadline, and is made only when it saves at least
+#: SKIP_MIN cycles
+SKIP_MARGIN = 256
+#: a clock-wait deadline at or past this cycle (~73 years at 2 GHz) counts as never
+CLOCK_LIMIT = 1 << 62
+SKIP_MIN = 4096
 #: wrap-around segments an ordered compare is followed through
 SEGMENTS = 64
 #: a sample stops looking at further warps after this many seconds (CPU time, like the run watch's clock); the next
@@ -90,6 +96,9 @@ _WRITERS = frozenset(("st", "stmatrix", "atom", "red", "cp", "bar", "barrier", "
                       "tensormap", "griddepcontrol", "call", "discard", "clusterlaunchcontrol", "wmma",
                       "setmaxnreg", "trap", "exit", "ret", "brkpt"))
 _MBAR_POLLS = ("test_wait", "try_wait")
+#: time special registers a clock-wait loop may compare: name -> (width, unit: 'cycle' or 'ns')
+_CLOCKS = {"%clock": (32, "cycle"), "%clock64": (64, "cycle"), "%globaltimer": (64, "ns"),
+           "%globaltimer_lo": (32, "ns")}
 
 
 class _Unknown(Exception):
@@ -134,6 +143,83 @@ def _regs_in(op):
         yield from _regs_in(op.second)
     elif isinstance(op, ir.Not):
         yield from _regs_in(op.operand)
+
+
+#: opcodes whose first operand is their only destination and whose result is a function of their register and
+#: immediate operands alone (a clock read is one: its destination then changes, which is what is compared)
+_PURE = frozenset(("add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max",
+                   "popc", "clz", "bfind", "fns", "brev", "bfe", "bfi", "dp4a", "dp2a", "and", "or", "xor", "not",
+                   "cnot", "lop3", "shf", "shl", "shr", "selp", "slct", "set", "setp", "mov", "cvt", "cvta", "prmt",
+                   "testp", "copysign", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "fma", "addc",
+                   "subc", "madc", "mapa", "isspacep"))
+
+
+def _is_pure(ins) -> bool:
+    return ins.opcode in _PURE and bool(ins.operands) and \
+        isinstance(ins.operands[0], (ir.Reg, ir.Vector, ir.PredPair))
+
+
+def _regs_of(op):
+    """Every register an operand names (address bases and tensor coordinates included)."""
+    if isinstance(op, ir.Address):
+        if isinstance(op.base, ir.Reg):
+            yield op.base
+        for c in op.coords or ():
+            yield from _regs_of(c)
+    elif isinstance(op, (ir.Vector, ir.ParenList)):
+        for e in op.elems:
+            yield from _regs_of(e)
+    else:
+        yield from _regs_in(op)
+
+
+def _regs_read(ins, all_operands: bool = False) -> list:
+    """Registers ``ins`` reads: its guard and its operands after the first (``all_operands``: the first too)."""
+    out = [ins.guard[0].name] if ins.guard is not None else []
+    for op in (ins.operands if all_operands else ins.operands[1:]):
+        out.extend(r.name for r in _regs_of(op))
+    return out
+
+
+def _sccs(n: int, succ) -> list:
+    """The strongly connected component of each node 0..n-1 (an id), Tarjan's algorithm without recursion."""
+    index = [-1] * n
+    low = [0] * n
+    on = [False] * n
+    comp = [-1] * n
+    stack: list = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on[v] = True
+            nxt = [s for s in succ[v] if s < n]
+            if i < len(nxt):
+                work.append((v, i + 1))
+                w = nxt[i]
+                if index[w] < 0:
+                    work.append((w, 0))
+                elif on[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on[w] = False
+                    comp[w] = v
+                    if w == v:
+                        break
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
 
 
 def _written(ins) -> list:
@@ -190,6 +276,74 @@ class LoopMap:
         for lp in sorted(self.loops, key=lambda lp: -len(lp.body)):
             for p in lp.body:
                 self.at.setdefault(p, []).append(lp)
+        self._relevant = None
+        self._counted: dict = {}
+
+    # ------------------------------------------------------------------------------------------ relevance
+    def relevant_at(self, pc: int):
+        """The registers that can influence what a lane at ``pc`` does from now on while it stays in the cycles
+        through ``pc`` (its strongly connected component of the control-flow graph), or None when every register
+        may (``pc`` on no cycle, or a call in the component).  A lane that stands at ``pc`` at two moments ran only
+        instructions of that component in between (leaving a component is for good), so two machine states that
+        agree on these registers (and on everything else the livelock detector compares) evolve alike: the other
+        registers are written by pure instructions (:data:`_PURE`) only into registers nothing that matters reads --
+        a spin loop's attempt counter, a statistic.  What matters: every operand (addresses, data, guards) of an
+        instruction that is not such a pure one (memory, atomics, branches, barriers, collectives, async units),
+        and, back to a fixed point, the sources and guard of a pure instruction whose destination matters."""
+        if self._relevant is None:
+            self._relevant = self._relevance()
+        return self._relevant.get(pc)
+
+    def _relevance(self) -> dict:
+        body, succ = self.body, self.succ
+        n = len(body)
+        comp = _sccs(n, succ)
+        members: dict = {}
+        for pc in range(n):
+            members.setdefault(comp[pc], []).append(pc)
+        out: dict = {}
+        for pcs in members.values():
+            if len(pcs) == 1 and pcs[0] not in succ[pcs[0]]:
+                continue                            # on no cycle
+            if any(body[p].opcode == "call" for p in pcs):
+                continue
+            rel: set = set()
+            pure = []
+            for p in pcs:
+                ins = body[p]
+                if _is_pure(ins):
+                    pure.append(ins)
+                else:
+                    rel.update(_regs_read(ins, all_operands=True))
+            changed = True
+            while changed:
+                changed = False
+                for ins in pure:
+                    if any(r in rel for r in _written(ins)):
+                        new = set(_regs_read(ins)) - rel
+                        if new:
+                            rel |= new
+                            changed = True
+            frozen = frozenset(rel)
+            counted = frozenset(r for ins in pure for r in _written(ins) if r not in rel)
+            for p in pcs:
+                out[p] = frozen
+                self._counted[p] = counted
+        return out
+
+    def counted_at(self, pc: int) -> frozenset:
+        """The registers the cycles through ``pc`` write but that cannot influence them (see :meth:`relevant_at`):
+        a spin loop's attempt counter."""
+        self.relevant_at(pc)
+        return self._counted.get(pc, frozenset())
+
+    def loop_lines(self, pc: int):
+        """(first line, last line, head instruction) of the outermost loop containing ``pc``, or None."""
+        lps = self.at.get(pc)
+        if not lps:
+            return None
+        lo, hi = lps[0].lines(self.body)
+        return lo, hi, self.body[lps[0].head]
 
     @staticmethod
     def _closure(start, edges, stop=None) -> set:
@@ -267,6 +421,8 @@ class LoopMap:
         if isinstance(op, ir.Imm) or isinstance(op, ir.Sym):
             return ("inv",)
         if isinstance(op, ir.SpecialReg):
+            if op.name in _CLOCKS:
+                return ("clk", None, op.name, 1, (), _CLOCKS[op.name][0])
             if op.name.startswith(_TIME_SREG_PREFIX):
                 return ("unknown", f"{op.name} changes by itself")
             return ("inv",)
@@ -300,6 +456,9 @@ class LoopMap:
                     self._operand_class(lp, a, depth)[0] == "inv":
                 return ("iv", d, ("op", a, typ), is_f, width)
         if ins.guard is None and op not in _IMPURE:
+            clk = self._clock_class(lp, d, op, mods, typ, srcs, depth)
+            if clk is not None:
+                return clk
             classes = [self._operand_class(lp, s, depth) for s in srcs]
             if all(c[0] == "inv" for c in classes):
                 return ("inv",)
@@ -322,6 +481,29 @@ class LoopMap:
                     return ("inv",)
                 return ("mem", d)
         return ("unknown", f"{name} from {ins.full_opcode}")
+
+    def _clock_class(self, lp, d, op, mods, typ, srcs, depth):
+        """A register that is a time counter plus or minus invariants, modulo 2^width: ('clk', def_pc, the special
+        register, sign, ((sign, operand, type), ...), width); None when ``op`` is not such a write."""
+        width = _INT_TYPES.get(typ) or (int(typ[1:]) if typ[:1] == "b" and typ[1:].isdigit() else None)
+        if width not in (32, 64):
+            return None
+        if op == "mov" and len(srcs) == 1:
+            c = self._operand_class(lp, srcs[0], depth)
+            if c[0] == "clk" and c[5] == width:
+                return ("clk", d, c[2], c[3], c[4], width)
+            return None
+        if op not in ("add", "sub") or len(srcs) != 2 or any(m in ("cc", "sat") for m in mods) or \
+                typ not in _INT_TYPES:
+            return None
+        ca, cb = (self._operand_class(lp, x, depth) for x in srcs)
+        if ca[0] == "clk" and cb[0] == "inv" and ca[5] == width:
+            return ("clk", d, ca[2], ca[3], ca[4] + ((1 if op == "add" else -1, srcs[1], typ),), width)
+        if cb[0] == "clk" and ca[0] == "inv" and cb[5] == width:
+            sign = 1 if op == "add" else -1
+            return ("clk", d, cb[2], sign * cb[3], tuple((sign * sg, o, t) for sg, o, t in cb[4]) +
+                    ((1, srcs[0], typ),), width)
+        return None
 
     @staticmethod
     def _derived_step(op, mods, typ, srcs, i, step):
@@ -520,9 +702,18 @@ class LoopMonitor:
         self.next_at = self.after
         self._prev_self: dict = {}          # (warp id, loop head) -> Verdict at the previous sample
         self._prev_system = None            # (set of (warp, head), memory fingerprint) at the previous sample
+        self._prev_clock = None             # the same, when warps waited for the clock
+        #: cycles of simulated time skipped over clock waits (see _skip)
+        self.skipped = 0
         self._last = None                   # (elapsed, retired) at the previous sample
         self.best_rate = 0.0
         self.samples = 0
+
+    def loop_map(self) -> "LoopMap":
+        """The program's :class:`LoopMap` (built at the first use)."""
+        if self.map is None:
+            self.map = LoopMap(self.sim)
+        return self.map
 
     def due(self, t: float) -> bool:
         return t >= self.next_at
@@ -563,8 +754,7 @@ class LoopMonitor:
 
     def _sample(self, t: float, t0: float):
         sim = self.sim
-        if self.map is None:
-            self.map = LoopMap(sim)
+        self.loop_map()
         if not self.map.loops:
             self.next_at = math.inf
             return None
@@ -577,13 +767,14 @@ class LoopMonitor:
         system: set = set()
         first_mem = None
         cache: dict = {}
+        clock_waits: list = []                  # (deadline cycle, warp, loop) of the warps waiting for the clock
         for i, w in enumerate(live):
             if not system_ok and i >= SELF_WARPS:
                 break
             if time.process_time() - t0 > SAMPLE_SECONDS:
                 system_ok = False
                 break
-            v_self, v_mem, free = self._warp(w, horizon, quiet, cache)
+            v_self, v_mem, free = self._warp(w, horizon, quiet, cache, clock_waits if system_ok else None)
             if v_self is not None:
                 key = (id(w), v_self.loop.head)
                 stuck_self[key] = v_self
@@ -595,9 +786,22 @@ class LoopMonitor:
                 system.add((id(w), v_mem.loop.head))
                 first_mem = first_mem or (w, v_mem)
         self._prev_self = stuck_self
+        if system_ok and clock_waits:
+            # every live warp is blocked, stuck or waiting for the clock, and nothing else is in flight: only time
+            # changes anything -- at two samples in a row with memory unchanged, skip to just before the deadline
+            key = (frozenset(system | {(id(w), lp.head) for _, w, lp in clock_waits}),
+                   self.watch._memory_fingerprint())
+            if self._prev_clock == key:
+                self._prev_clock = None
+                self._skip(min(clock_waits, key=lambda x: x[0]))
+            else:
+                self._prev_clock = key
+            self._prev_system = None
+            return None
+        self._prev_clock = None
         if system_ok and first_mem is not None:
             key = (frozenset(system), self.watch._memory_fingerprint())
-            warps = self.watch._warp_fingerprint()
+            warps = self.watch._warp_fingerprint(project=False)
             prev = self._prev_system
             if prev is not None and prev[0] == key:
                 if prev[1] == warps:        # nothing changed at all: a pure spin is the livelock detector's case
@@ -608,9 +812,49 @@ class LoopMonitor:
             self._prev_system = None
         return None
 
-    def _warp(self, w, horizon, quiet, cache):
+    def _skip(self, wait) -> None:
+        """Advance simulated time to :data:`SKIP_MARGIN` cycles before the clock-wait deadline ``wait`` (deadline,
+        warp, loop): every warp's next issue moves by as much, as if the machine had paused while the clock ran (a
+        delay any warp may see on a GPU); the loops then read the clock past their deadline within a few
+        iterations, at about the cycle they would have reached it."""
+        deadline, w, lp = wait
+        sim = self.sim
+        now = int(sim.env.now)
+        target = int(deadline) - SKIP_MARGIN
+        if target - now < SKIP_MIN:
+            return
+        sim.skip_time(target - now)
+        self.skipped += target - now
+        lo, hi = lp.lines(self.map.body)
+        head = self.map.body[lp.head]
+        sim.warnings.append(f"simulated time skipped from cycle {now:,} to {target:,}: every live warp was blocked or "
+                            f"polling the clock, and {w.label} waits in the loop at lines {lo}-{hi} ({head.loc}) for "
+                            f"cycle {int(deadline):,}; nothing else was running")
+
+    def explain_stuck(self, t: float):
+        """The :class:`~tcsim.isa.errors.NonTerminatingLoopError` of the first live warp with a loop the monitor
+        finds stuck now, given that nothing but the warps is in flight and memory is not changing (the livelock
+        detector has seen the machine repeat: tcsim.watch), or None."""
+        try:
+            self.loop_map()
+            horizon = self.horizon(t)
+            cache: dict = {}
+            for w in self.sim.warps:
+                if not w.alive.any():
+                    continue
+                v_self, v_mem, _ = self._warp(w, horizon, True, cache)
+                v = v_self or v_mem
+                if v is not None:
+                    return self._error(w, v, t, horizon, True)
+        except Exception:       # noqa: BLE001 -- the livelock report stands without the account
+            return None
+        return None
+
+    def _warp(self, w, horizon, quiet, cache, clock_waits=None):
         """(a register-stuck verdict or None, a memory-stuck verdict or None, whether some lane is free), the lanes
-        taken by groups at one PC."""
+        taken by groups at one PC.  With ``clock_waits`` (a list; nothing but the warps in flight), lanes that wait
+        for the clock in a loop that changes nothing else (:meth:`_clock_wait`) are not free: their deadline is
+        appended."""
         sim = self.sim
         lmap = self.map
         owner = sim.program.link.owner if w.callstack is not None else None
@@ -641,9 +885,41 @@ class LoopMonitor:
                     v_self = v_self or verdict
                 else:
                     v_mem = v_mem or verdict
-            if not (stuck | blocked[sel]).all():
-                free = True
+            rest = ~(stuck | blocked[sel])
+            if rest.any():
+                cw = self._clock_wait(w, lanes[rest], loops, cache) if clock_waits is not None and loops else None
+                if cw is None:
+                    free = True
+                else:
+                    clock_waits.append(cw)
         return v_self, v_mem, free
+
+    def _clock_wait(self, w, lanes, loops, cache):
+        """(deadline cycle, w, loop) when ``lanes`` wait in their innermost loop for a time counter: a loop that
+        writes no memory, arrives nowhere and calls nothing, whose exits are clock compares and exits that cannot
+        fire while memory does not change; else None."""
+        lp = loops[-1]
+        if lp.writes or lp.calls or not lp.exits:
+            return None
+        best = np.full(len(lanes), math.inf)
+        clock = False
+        for ex in lp.exits:
+            try:
+                st = self._static(lp, ex)
+                if st["kind"] == "clock":
+                    dl = self._clock_deadlines(w, lanes, st)
+                    fire_now = w.regs[st["pred"]][lanes] == st["fire"]
+                    dl[fire_now] = float(self.sim.env.now)
+                    best = np.minimum(best, dl)
+                    clock = True
+                elif (self._exit(w, lanes, lp, ex, st, True, cache) < math.inf).any():
+                    return None
+            except (_Unknown, KeyError):
+                return None
+        if not clock or not np.isfinite(best).any():
+            return None
+        return float(best[np.isfinite(best)].min()), w, lp
+
 
     def _loop(self, w, lanes, lp: Loop, horizon, quiet, cache):
         """(lanes stuck in ``lp``, the :class:`Verdict` of the first of them) or None when none is; raises _Unknown
@@ -733,6 +1009,15 @@ class LoopMonitor:
         for c in (ca, cb):
             if c[0] == "unknown":
                 raise _Unknown(c[1])
+        if ca[0] == "clk" or cb[0] == "clk":
+            # a clock-wait: a time counter (plus or minus invariants) compared with an invariant
+            clk, other = (ca, cb) if ca[0] == "clk" else (cb, ca)
+            if other[0] != "inv" or typ not in _INT_TYPES or _INT_TYPES[typ] != clk[5]:
+                raise _Unknown("a clock compared with something that changes, or in another width")
+            st.update(kind="clock", cmp=_CMP[cmp_mod], typ=typ, width=clk[5], a_op=a_op, b_op=b_op, ca=ca, cb=cb,
+                      want=fire, memory=False, clk_first=ca[0] == "clk",
+                      signed=typ.startswith("s") and cmp_mod not in _UNSIGNED_CMP, asyncdest=False)
+            return st
         if ca[0] == "iv" and cb[0] == "iv":
             raise _Unknown("two counters")
         is_f = typ in _FLOAT_TYPES
@@ -762,6 +1047,9 @@ class LoopMonitor:
             raise _Unknown("something is in flight")
         if kind == "mbar":
             return np.where(fire_now, 0.0, math.inf)
+        if kind == "clock":
+            dl = self._clock_deadlines(w, lanes, st)
+            return np.where(fire_now | (dl < math.inf), 0.0, math.inf)
         width, typ = st["width"], st["typ"]
         n = len(lanes)
         a = _lane_values(w, st["a_op"], lanes, typ, width)
@@ -782,6 +1070,51 @@ class LoopMonitor:
             costs.append(c)
         out = np.array(costs)
         out[fire_now] = 0.0
+        return out
+
+    def _clock_now(self, sreg: str) -> int:
+        """The value the time counter ``sreg`` reads now (its unit: cycles, or nanoseconds for the global timer)."""
+        now = int(self.sim.env.now)
+        if _CLOCKS[sreg][1] == "ns":
+            return int(now * 1000 / self.sim.arch_config.sm_clock_mhz)
+        return now
+
+    def _cycle_of(self, sreg: str, value: int) -> int:
+        """The first cycle at which ``sreg`` reads at least ``value`` (its unit)."""
+        if _CLOCKS[sreg][1] == "ns":
+            mhz = self.sim.arch_config.sm_clock_mhz
+            c = int(value * mhz / 1000)
+            while int(c * 1000 / mhz) < value:
+                c += 1
+            return c
+        return value
+
+    def _clock_deadlines(self, w, lanes, st) -> np.ndarray:
+        """Per lane: the first cycle (>= now) at which a clock-wait exit fires, read from the time counter as it runs
+        on (inf: never)."""
+        clk = st["ca"] if st["clk_first"] else st["cb"]
+        _, _, sreg, sign, terms, width = clk
+        mask = (1 << width) - 1
+        t_now = self._clock_now(sreg)
+        base = (sign * t_now) & mask
+        offs = [0] * len(lanes)
+        for sg, op, typ in terms:
+            vals = _lane_values(w, op, lanes, typ, width)
+            offs = [(o + sg * v) & mask for o, v in zip(offs, vals)]
+        other = _lane_values(w, st["b_op"] if st["clk_first"] else st["a_op"], lanes, st["typ"], width)
+        step = sign & mask
+        out = np.full(len(lanes), math.inf)
+        for j, (off, b) in enumerate(zip(offs, other)):
+            v = (base + off) & mask
+            # (a horizon past the counter's period: the answer is exact, never a lower bound)
+            if st["clk_first"]:
+                k = _int_exit(st["cmp"], st["signed"], width, v, step, b, 0, st["want"], 1 << 130)
+            else:
+                k = _int_exit(st["cmp"], st["signed"], width, b, 0, v, step, st["want"], 1 << 130)
+            if k is not None:
+                c = self._cycle_of(sreg, t_now + k)
+                if c < CLOCK_LIMIT:
+                    out[j] = c
         return out
 
     @staticmethod
@@ -813,6 +1146,16 @@ class LoopMonitor:
                              f"loop never writes {st['pred']} (it is {str(val).lower()})")
                 continue
             d = st["d"]
+            if kind == "clock":
+                clk = st["ca"] if st["clk_first"] else st["cb"]
+                dl = self._clock_deadlines(w, lanes, st)[0]
+                when = ("never: the compare stays "
+                        f"{str(not st['want']).lower()} for every value the counter takes (modulo 2^{st['width']}) "
+                        f"before cycle 2^{CLOCK_LIMIT.bit_length() - 1}"
+                        if math.isinf(dl) else f"at cycle {int(dl):,}")
+                parts.append(f"the exit {st['where']} needs `{d}` (line {d.loc.line}) to be "
+                             f"{str(st['want']).lower()} as {clk[2]} runs on: {when}")
+                continue
             if kind == "mbar":
                 parts.append(f"the exit {st['where']} needs `{d}` (line {d.loc.line}) to see the phase complete, "
                              "and nothing that could complete it is running or in flight")

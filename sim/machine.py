@@ -176,9 +176,11 @@ class Warp:
             self.regs = act.regs
             #: the .param variables of the executing function (PTX ISA §5.1.6.2)
             self.call_params = act.params
-            # room for the frames' .local variables at their 16-byte aligned places: twice the stack the threads may
-            # use (alignment slack; a placement beyond it would be a located out-of-bounds local access)
-            local_size = max(local_size, 2 * self.callstack.capacity + 64)
+            # the thread's stack (tcsim.linker): from the top down by its capacity, and up to the end of the kernel
+            # frame's depots where ptxas's kernel frame is smaller than the declared variables
+            lo = link.stack_top - self.callstack.capacity
+            local_size = max(link.stack_top, link.kernel_sp + link.static_end) - lo
+            local_base = lo
         else:
             #: (``regfile``: a register file laid out by the caller, e.g. the fast tier's rows, tcsim.fast.tier)
             self.regs = make_regfile(regs) if regfile is None else regfile

@@ -41,10 +41,10 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   ``warp, pc, line, reg, lanes``.  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
 
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
-observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 2, issue 19)
+observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 3, issue 19)
 writes a header record and then a compact record per traced event in cycle order (:class:`JsonlTracer`,
-:func:`trace_record`): an event family added since issue 14 (register accesses) has a kind it does not select, and
-a sync or mem event the old trace did not carry has ``traced=False``.
+:func:`trace_record`, read back whole by :func:`read_trace`): an event family added since issue 14 (register
+accesses) has a kind it does not select, and a sync or mem event the old trace did not carry has ``traced=False``.
 """
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ class ObservationBus:
 
 #: the JSONL trace's schema (the header record's ``version``); the README's "JSONL trace" section documents it
 TRACE_SCHEMA = "tcsim-trace"
-TRACE_SCHEMA_VERSION = 2
+TRACE_SCHEMA_VERSION = 3
 
 
 def _num(x):
@@ -326,25 +326,54 @@ def _num(x):
     return int(x) if float(x).is_integer() else float(x)
 
 
-def hex_lanes(values) -> str:
-    """A register write's lane values (the active lanes, in lane order) as one hex string: each lane a fixed
-    number of hex digits (8 for values below 2**32, 16 below 2**64, else 32; two's complement for a negative
-    value), lane 0's first; where every active lane got the same value, ``*`` and that value once.  Decode: a
-    leading ``*`` broadcasts the value, else split into ``popcount(mask)`` equal parts."""
-    vals = values if isinstance(values, list) else [int(v) for v in values]
-    if not vals:
-        return ""
+def _lane_bytes(vals) -> int:
+    """Bytes per lane of a write's values: 4 below 2**32, 8 below 2**64, else 16 (a negative value counts its sign
+    bit: two's complement in that width)."""
     lo, hi = min(vals), max(vals)
     big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)
-    w = 8 if big <= 32 else 16 if big <= 64 else 32
-    m = (1 << (4 * w)) - 1
-    if lo == hi and len(vals) > 1:
-        return "*" + format(vals[0] & m, f"0{w}x")
-    if lo >= 0 and w <= 16:                 # big-endian words: their bytes' hex is the lanes' digits in order
-        import numpy as np
-        return np.array(vals, dtype=np.uint64).astype(">u4" if w == 8 else ">u8").tobytes().hex()
-    fmt = f"{{:0{w}x}}".format
-    return "".join(map(fmt, (v & m for v in vals)))
+    return 4 if big <= 32 else 8 if big <= 64 else 16
+
+
+def encode_lanes(values):
+    """A register write's values (the active lanes, in lane order) as the trace writes them (schema 3): an
+    integer where every active lane got that value; ``[base, step]`` where lane k of the active lanes got
+    ``base + k * step`` (three lanes or more); else one base64 string of the raw values, each lane a fixed
+    number of bytes (4 for values below 2**32, 8 below 2**64, else 16; little-endian, two's complement for a
+    negative value), lane 0's first (:func:`decode_lanes` reverses it)."""
+    import base64
+    vals = values if type(values) is list else [int(v) for v in values]
+    if not vals:
+        return []
+    if type(vals[0]) is not int or type(vals[-1]) is not int:     # numpy integers, a predicate's booleans
+        vals = [int(v) for v in vals]
+    if vals.count(vals[0]) == len(vals):
+        return vals[0]
+    if len(vals) >= 3:
+        step = _affine(vals)
+        if step is not None:
+            return [vals[0], step]
+    w = _lane_bytes(vals)
+    if w <= 8:
+        import struct
+        m = (1 << (8 * w)) - 1
+        raw = struct.pack(f"<{len(vals)}{'I' if w == 4 else 'Q'}", *(v & m for v in vals))
+    else:
+        m = (1 << (8 * w)) - 1
+        raw = b"".join((v & m).to_bytes(w, "little") for v in vals)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def decode_lanes(v, n: int) -> list:
+    """The ``n`` active lanes' values of a register write encoded by :func:`encode_lanes` (a base64 string gives
+    each value unsigned in its width)."""
+    import base64
+    if isinstance(v, int):
+        return [v] * n
+    if isinstance(v, list):
+        return [v[0] + k * v[1] for k in range(n)] if v else []
+    raw = base64.b64decode(v)
+    w = len(raw) // n
+    return [int.from_bytes(raw[i * w:(i + 1) * w], "little") for i in range(n)]
 
 
 def _affine(xs) -> int | None:
@@ -366,8 +395,38 @@ def _strided(ranges) -> list | None:
     return None if step is None else [ranges[0][0], ln, step, len(ranges)]
 
 
+def _runs(ranges) -> list:
+    """Merged byte ranges as one flat list ``[start, length, gap, length, gap, length...]`` (a gap: from a range's
+    end to the next one's start): small numbers where a block access is many short pieces (a swizzled tile)."""
+    out: list = []
+    end = None
+    for a, b in ranges:
+        out += [a if end is None else a - end, b - a]
+        end = b
+    return out
+
+
+def runs_ranges(runs) -> list:
+    """The ``[start, end)`` byte ranges of a ``runs`` list (:func:`_runs`)."""
+    out, pos = [], None
+    for i in range(0, len(runs), 2):
+        a = runs[i] if pos is None else pos + runs[i]
+        pos = a + runs[i + 1]
+        out.append([a, pos])
+    return out
+
+
 def merge_ranges(ranges) -> list:
     """Byte ranges ``[start, end)`` merged where one ends where the next starts or overlaps (sorted)."""
+    if len(ranges) < 256:           # few ranges: plain Python is quicker than numpy's set-up
+        out: list = []
+        for a, b in sorted((int(a), int(b)) for a, b in ranges):
+            if out and a <= out[-1][1]:
+                if b > out[-1][1]:
+                    out[-1][1] = b
+            else:
+                out.append([a, b])
+        return out
     import numpy as np
     r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
     if not len(r):
@@ -422,6 +481,13 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
     """A warp's access, compactly: each active lane's addresses (in lane order) as ``lane_mask`` + ``per_lane``
     (addresses per lane, 1 when omitted) + ``addr`` / ``stride`` (between lanes) / ``inner`` (within a lane)
     where evenly spaced, else ``lanes`` and ``addrs`` as lists."""
+    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:     # one address per lane
+        m = 0
+        for x in lanes:
+            m |= 1 << x
+        stride = _affine(addrs)
+        return {"lane_mask": m, "addr": addrs[0], "stride": stride} if stride is not None else \
+            {"lane_mask": m, "addrs": addrs}
     pairs = sorted(zip(lanes, addrs), key=lambda p: p[0])       # stable: a lane's addresses keep their order
     lanes, addrs = [p[0] for p in pairs], [p[1] for p in pairs]
     order = sorted(set(lanes))
@@ -442,6 +508,47 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
     return {"lanes": lanes, "addrs": addrs}
 
 
+def _ints(xs) -> list:
+    """A sequence (numpy array, tuple) as a list of Python ints."""
+    if hasattr(xs, "tolist"):
+        return xs.tolist()
+    if len(xs) and type(xs[0]) is int and type(xs[-1]) is int:
+        return list(xs)
+    return [int(x) for x in xs]
+
+
+_esc = json.encoder.encode_basestring_ascii
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _enc(v) -> str:
+    """``v`` as compact JSON (as :func:`json.dumps` writes it), scalars without the encoder's set-up."""
+    t = type(v)
+    if t is int:
+        return int.__repr__(v)
+    if t is str:
+        return _esc(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if (t is list or t is tuple) and all(type(x) is int for x in v):     # cta, lanes, a [base, step] write, runs
+        return "[" + ",".join(map(int.__repr__, v)) + "]"
+    return _dumps(v)
+
+
+def _same(a, b) -> bool:
+    """``a`` and ``b`` are written as the same JSON (1 and True, 0.0 and -0.0 are not)."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is int or t is str:
+        return a == b
+    return _enc(a) == _enc(b)
+
+
 def trace_record(ev: Event) -> dict:
     """The JSONL record of one event (schema :data:`TRACE_SCHEMA_VERSION`; README "JSONL trace"); a field whose
     value is None is left out."""
@@ -450,10 +557,11 @@ def trace_record(ev: Event) -> dict:
 
 
 def _record(ev: Event) -> dict:
-    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": list(ev.cta), "agent": ev.agent}
+    cta = ev.cta if type(ev.cta) is tuple else tuple(ev.cta)
+    d = {"kind": ev.kind, "cycle": _num(ev.cycle), "cta": cta, "agent": ev.agent}
     if isinstance(ev, InstRetired):
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, text=ev.text, mask=ev.mask,
-                 writes={k: hex_lanes(v) for k, v in ev.writes.items()})
+                 writes={k: encode_lanes(v) for k, v in ev.writes.items()})
         if ev.done is not None:
             d["done"] = _num(ev.done)
         return d
@@ -461,10 +569,8 @@ def _record(ev: Event) -> dict:
         d.update(warp=ev.warp, pc=ev.pc, line=ev.line, op=ev.op, space=ev.space, proxy=ev.proxy, size=ev.size)
         if ev.op_id is not None:
             d["op_id"] = ev.op_id
-        if ev.lanes:
-            import numpy as np
-            d.update(_warp_addressing(np.asarray(ev.addrs, dtype=np.int64).tolist(),
-                                      np.asarray(ev.lanes, dtype=np.int64).tolist()))
+        if len(ev.lanes):
+            d.update(_warp_addressing(_ints(ev.addrs), _ints(ev.lanes)))
         elif ev.space == "tmem":
             d["tmem"] = tmem_rects(ev.addrs, ev.size)
         else:
@@ -473,7 +579,7 @@ def _record(ev: Event) -> dict:
             if st is not None:
                 d["strided"] = st
             else:
-                d["ranges"] = rs
+                d["runs"] = _runs(rs)
         return d
     for k, v in ev.fields.items():
         if k in ("kind", "cycle", "cta", "agent"):      # an operand named like a record key (tcgen05.wait's kind)
@@ -494,23 +600,31 @@ class JsonlTracer:
     """Writes the run's events as JSON Lines (``tcsim run --trace out.jsonl``), schema :data:`TRACE_SCHEMA_VERSION`.
 
     The first line is the header record (``kind`` 'header': ``schema``, ``version``, kernel, launch, arch,
-    ``clock_mhz``, grid / block / cluster, ``timing``, and a ``legend`` of the record kinds); then one record per
-    event of the selected kinds (default inst, mem, sync, stall) whose ``traced`` is true, **in cycle order**
-    (events of one cycle in the order they happened: the records are kept and sorted stably when the trace is
-    closed).  A record is ``kind, cycle, cta, agent`` and the event's fields, compactly (:func:`trace_record`):
-    a register write is one hex string of its active lanes' values, a warp's memory access is a lane mask and an
-    ``addr`` / ``stride`` pair where the lanes' addresses are evenly spaced, an agent's block access is a list
-    of merged byte ``ranges`` (TMEM: ``tmem`` rectangles of lanes x columns).  A path ending ``.gz`` is written
+    ``clock_mhz``, grid / block / cluster, ``timing``, ``records``, a ``legend`` of the record kinds and the
+    ``templates``); then one record per event of the selected kinds (default inst, mem, sync, stall) whose
+    ``traced`` is true, **in cycle order** (events of one cycle in the order they happened: the records are kept
+    and sorted stably when the trace is closed).  An event's full record (:func:`trace_record`) is ``kind, cycle,
+    cta, agent`` and its fields, compactly: a register write is :func:`encode_lanes` of its active lanes' values, a
+    warp's memory access is a lane mask and an ``addr`` / ``stride`` pair where the lanes' addresses are evenly
+    spaced, an agent's block access its merged byte ranges as ``runs`` (start, length, gap, length...) or a
+    ``strided`` box (TMEM: ``tmem`` rectangles of lanes x
+    columns).  The line written is that record less what its **template** holds: the records of one (kind,
+    agent, pc, op) share a template, the fields (but ``cycle``) every one of them has with one value (the
+    instruction's text and line, the operation's space, size, form...); the line names it by index, ``t``, into
+    the header's ``templates``.  :func:`read_trace` gives back the full records.  A path ending ``.gz`` is written
     gzip-compressed."""
 
-    LEGEND = {"header": "this record", "inst": "a warp retired an instruction: warp, pc, line, text, mask (active "
-              "lanes), writes {register: hex of each active lane's value, lane 0 first; '*' + one value: all lanes}, done (timing: results "
-              "readable)", "mem": "a memory access: op, space, proxy, size (bytes per address); a warp's: "
-              "lane_mask [+ per_lane] + addr/stride[/inner] (or addrs; lanes); an agent's: ranges [[start, end)], "
-              "strided [start, length, pitch, count] or tmem [[lane_lo, lane_hi, col_lo, col_hi)]; op_id links an "
-              "async op's accesses", "sync": "a synchronisation event: op and its "
-              "operands (mbarrier, count, phase, tx, bytes, op_id...)", "stall": "a warp could not issue from "
-              "cycle for cycles: reason, detail (what it waits on)"}
+    LEGEND = {"header": "this record", "template": "a record's 't' indexes the header's 'templates': the "
+              "record is that template's fields plus its own", "inst": "a warp retired an instruction: warp, pc, "
+              "line, text, mask (active lanes), writes {register: the active lanes' values, lane 0 first: an "
+              "integer (every lane that value), [base, step] (lane k: base + k * step) or base64 of the raw "
+              "little-endian values, 4, 8 or 16 bytes each}, done (timing: results readable)", "mem": "a memory "
+              "access: op, space, proxy, size (bytes per address); a warp's: lane_mask [+ per_lane] + "
+              "addr/stride[/inner] (or addrs; lanes); an agent's: runs [start, length, gap, length...] (merged byte "
+              "ranges, a gap from one's end to the next's start), strided [start, length, "
+              "pitch, count] or tmem [[lane_lo, lane_hi, col_lo, col_hi)]; op_id links an async op's accesses",
+              "sync": "a synchronisation event: op and its operands (mbarrier, count, phase, tx, bytes, op_id...)",
+              "stall": "a warp could not issue from cycle for cycles: reason, detail (what it waits on)"}
 
     def __init__(self, path_or_file, kinds: tuple = ("inst", "mem", "sync", "stall")):
         self._own = isinstance(path_or_file, (str, bytes)) or hasattr(path_or_file, "__fspath__")
@@ -530,21 +644,78 @@ class JsonlTracer:
 
     def on_event(self, ev: Event) -> None:
         if ev.kind in self.kinds and ev.traced:
-            self._recs.append((ev.cycle, json.dumps(trace_record(ev), separators=(",", ":"))))
+            self._recs.append(trace_record(ev))
             self.count += 1
 
     def close(self) -> None:
         if self._f is None:
             return
-        head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
-                "records": self.count, "legend": self.LEGEND}
-        self._f.write(json.dumps(head, separators=(",", ":")) + "\n")
-        self._recs.sort(key=lambda r: r[0])          # stable: events of one cycle keep their order
-        self._f.writelines(r[1] + "\n" for r in self._recs)
+        recs = sorted(self._recs, key=lambda r: r["cycle"])      # stable: events of one cycle keep their order
         self._recs = []
+        keyed = []                  # (template key, record)
+        const: dict = {}            # template key -> {field: value} every record of the key has, as JSON writes it
+        for r in recs:
+            key = (r["kind"], r["agent"], r.get("pc"), r.get("op"))
+            keyed.append((key, r))
+            c = const.get(key)
+            if c is None:
+                const[key] = {k: v for k, v in r.items() if k != "cycle"}
+            elif c:
+                for k in [k for k, v in c.items() if k not in r or not _same(r[k], v)]:
+                    del c[k]
+        tid = {key: i for i, key in enumerate(const)}
+        templates = list(const.values())
+        head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
+                "records": self.count, "legend": self.LEGEND, "templates": templates}
+        self._f.write(_dumps(head) + "\n")
+        keys: dict = {}
+        out = []
+        enc = _enc
+        for key, r in keyed:
+            c = const[key]
+            parts = [f'{{"t":{tid[key]}']
+            for k, v in r.items():
+                if k not in c:
+                    q = keys.get(k)
+                    if q is None:
+                        q = keys[k] = _esc(k)
+                    parts.append(f"{q}:{enc(v)}")
+            out.append(",".join(parts) + "}\n")
+        self._f.writelines(out)
         if self._own:
             self._f.close()
         self._f = None
+
+
+def read_trace(source):
+    """The records of a JSONL trace (a path, ``.gz`` included, a file object or an iterable of lines): the header
+    first (as written, ``templates`` included), then each record whole (its template's fields and its own, ``kind,
+    cycle, cta, agent`` first) with each register write decoded (:func:`decode_lanes`) to the list of its active
+    lanes' values and an agent's ``runs`` to its ``ranges`` (``[[start, end)...]``)."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        import gzip
+        opener = gzip.open if str(source).endswith(".gz") else open
+        with opener(source, "rt") as f:
+            yield from read_trace(f)
+        return
+    templates: list = []
+    for line in source:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("kind") == "header":
+            templates = r.get("templates", [])
+            yield r
+            continue
+        full = {**templates[r.pop("t")], **r} if "t" in r else r
+        out = {k: full[k] for k in ("kind", "cycle", "cta", "agent") if k in full}
+        out.update((k, v) for k, v in full.items() if k not in out)
+        if "runs" in out:
+            out["ranges"] = runs_ranges(out.pop("runs"))
+        if out.get("kind") == "inst" and "writes" in out:
+            n = bin(out["mask"]).count("1")
+            out["writes"] = {k: decode_lanes(v, n) for k, v in out["writes"].items()}
+        yield out
 
 
 class EventRecorder:
@@ -562,6 +733,7 @@ class EventRecorder:
         return [e for e in self.events if e.kind == kind and all(e.fields.get(k) == v for k, v in match.items())]
 
 
-__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete", "RegAccess",
-           "ObservationBus", "JsonlTracer", "EventRecorder", "trace_record", "hex_lanes", "merge_ranges", "tmem_rects",
+__all__ = ["Event", "InstRetired", "Stall", "MemAccess", "SyncEvent", "AsyncEvent", "AsyncIssue", "AsyncComplete",
+           "RegAccess", "ObservationBus", "JsonlTracer", "EventRecorder", "trace_record", "encode_lanes", "decode_lanes",
+           "read_trace", "runs_ranges", "merge_ranges", "tmem_rects",
            "TRACE_SCHEMA", "TRACE_SCHEMA_VERSION"]

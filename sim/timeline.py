@@ -270,8 +270,8 @@ class _Builder:
                 unplaced.clear()
                 d["executions"] += 1
                 d["lanes"] += bin(e.mask).count("1")
-                d["first"] = c if d["first"] is None else d["first"]
-                d["last"] = c
+                d["first"] = c if d["first"] is None else min(d["first"], c)      # over every warp
+                d["last"] = c if d["last"] is None else max(d["last"], c)
                 d["text"] = e.text
                 if e.done is not None:
                     d["latency"] += int(round(e.done)) - c

@@ -44,6 +44,8 @@ import sys
 import threading
 import time
 
+import numpy as np
+
 from tcsim.isa.errors import LivelockError, RunawayError, RunInterrupted
 from .context import lanes_str
 
@@ -117,6 +119,7 @@ class RunWatch:
         self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
+        self._relevant_cache: dict = {}     # set of PCs -> registers the fingerprint compares
         from .loop_watch import LoopMonitor
         #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
         self.loops = LoopMonitor(self)
@@ -170,7 +173,9 @@ class RunWatch:
             return True
         if (self.sim.retired if retired is None else retired) >= self._next_sample:
             return True
-        return self.max_seconds is not None and self.elapsed() > self.max_seconds
+        t = self.elapsed()
+        # (a loop-monitor sample may skip simulated time over a clock wait: not in the middle of a superstep)
+        return self.max_seconds is not None and t > self.max_seconds or self.loops.due(t)
 
     def _check(self):
         sim = self.sim
@@ -323,15 +328,21 @@ class RunWatch:
                                    if (w.alive & ~w.waiting & ~w.parked).any()):
             self._seen.clear()
             self._candidates.clear()
-        wkey = self._warp_fingerprint()
+        wkey, full = self._warp_fingerprint(), self._warp_fingerprint(project=False)
         now = sim.env.now
         if wkey in self._seen:                  # the warps are where they were: the memories too?
             mkey = self._memory_fingerprint()
             c = self._candidates.get(wkey)
             if c is not None and c[0] == mkey and now - c[1] >= LIVELOCK_MIN_CYCLES:
+                if c[2] != full:
+                    # only registers that cannot change what the loops do differ (an attempt counter): the loop
+                    # monitor's account of the first stuck loop is the more precise report, when it has one
+                    err = self.loops.explain_stuck(self.elapsed())
+                    if err is not None:
+                        return err
                 return self._livelock_error(self._seen[wkey])
             if c is None or c[0] != mkey:
-                self._candidates[wkey] = (mkey, now)
+                self._candidates[wkey] = (mkey, now, full)
         else:
             if len(self._seen) >= LIVELOCK_STATES:
                 self._seen.clear()
@@ -348,14 +359,20 @@ class RunWatch:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
         return self.sim.only_warps_pending()
 
-    def _warp_fingerprint(self) -> bytes:
+    def _warp_fingerprint(self, project: bool = True) -> bytes:
+        """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
+        the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory."""
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
+        lmap = self.loops.loop_map()
         for w in sim.warps:
             for a in (w.pc, w.alive, w.waiting, w.parked, w.carry):
                 h.update(a.tobytes())
             h.update(str(len(w.waits)).encode())
-            for name in sorted(w.regs):
+            names = self._relevant_registers(w, lmap) if project else None
+            for name in (sorted(w.regs) if names is None else names):
+                if name not in w.regs:
+                    continue
                 h.update(name.encode())
                 h.update(w.regs[name].tobytes())
             if w.callstack is not None:
@@ -366,6 +383,28 @@ class RunWatch:
             if w.local is not None:
                 h.update(memoryview(w.local.data))
         return h.digest()
+
+    def _relevant_registers(self, w, lmap):
+        """The registers of warp ``w`` that the fingerprint compares: those that can still influence what its live
+        lanes do while they stay in the loops they are in (:meth:`tcsim.loop_watch.LoopMap.relevant_at`; a spin
+        loop's attempt counter is not among them), or None for all of them (a lane outside every loop, a call)."""
+        if w.callstack is not None:
+            return None
+        pcs = frozenset(int(p) for p in np.unique(w.pc[w.alive]))
+        cache = self._relevant_cache
+        if pcs in cache:
+            return cache[pcs]
+        names: set = set()
+        for pc in pcs:
+            r = lmap.relevant_at(pc)
+            if r is None:
+                names = None
+                break
+            names |= r
+        out = None if names is None else tuple(sorted(names))
+        if len(cache) < 4096:
+            cache[pcs] = out
+        return out
 
     def _memory_fingerprint(self) -> bytes:
         sim = self.sim
@@ -395,9 +434,24 @@ class RunWatch:
             if run.any():
                 loc = body[min(int(w.pc[run].min()), len(body) - 1)].loc
                 break
+        lmap = self.loops.loop_map()
+        loops, counted = [], set()
+        for w in sim.warps:
+            for pc in sorted(set(int(p) for p in w.pc[w.alive & ~w.waiting & ~w.parked])):
+                ll = lmap.loop_lines(pc)
+                if ll is not None:
+                    txt = f"the loop at lines {ll[0]}-{ll[1]} (head `{ll[2]}` at {ll[2].loc})"
+                    if txt not in loops:
+                        loops.append(txt)
+                if w.callstack is None:
+                    counted |= lmap.counted_at(pc) & set(w.regs)
+        where = (" in " + ", ".join(loops[:4]) + (" and more" if len(loops) > 4 else "")) if loops else ""
+        ignored = (f" (registers the loops only count with and never test, compare or address through -- "
+                   f"{', '.join(sorted(counted)[:6])}{', ...' if len(counted) > 6 else ''} -- may differ: they "
+                   "cannot change what the loops do)") if counted else ""
         msg = (f"the kernel can make no progress: from cycle {int(since)} to {int(sim.env.now)} every live warp "
-               f"kept executing (polling) but the machine state (registers, shared/global/tensor memory, barriers) "
-               f"repeated exactly, with nothing in flight; every live warp: " +
+               f"kept executing{where} (polling) but the machine state (registers, shared/global/tensor memory, "
+               f"barriers) repeated exactly{ignored}, with nothing in flight: it repeats forever; every live warp: " +
                "; ".join(warp_picture(sim)))
         return LivelockError(msg, loc, expected="the value or phase the polling warps wait for to be produced by "
                              "some warp or async operation")

@@ -15,6 +15,10 @@
     ``DIR/unexplained.txt`` (the seeds neither explained nor noted, for ``python -m calib.fuzz.triage --seeds
     @DIR/unexplained.txt``).
 
+``python -m calib.fuzz.record merge DST PART...`` / ``slim SRC DST --keep K [--per-part]`` (anywhere)
+    Join the records of consecutive seed ranges made by several device calls on one card into one campaign record
+    (each call's provenance in ``meta["parts"]``); keep only the first K whole outputs (of each part) for committing.
+
 The generator is deterministic per seed, so the file plus this repository reproduce the campaign exactly; a
 recording made by an older generator is detected (each program's input buffer is hashed into the file).
 """
@@ -271,22 +275,47 @@ def compare_recording(path: Path, jobs: int = 2, seeds=None, log=print, time_lim
     return found
 
 
-def slim(src: Path, dst: Path, keep: int = 300) -> dict:
-    """Copy a recording keeping every hash but only the first ``keep`` whole GPU outputs (for committing)."""
+def slim(src: Path, dst: Path, keep: int = 300, per_part: bool = False) -> dict:
+    """Copy a recording keeping every hash but only the first ``keep`` whole GPU outputs (for committing);
+    ``per_part``: the first ``keep`` of each part of a merged recording (:func:`merge`), so that each device call's
+    disagreements stay represented.  ``whole_dropped`` counts every whole output the file no longer holds (those
+    an earlier slim dropped included)."""
     z, meta = load(src)
-    whole = sorted((k for k in z.files if k.startswith("s")), key=lambda k: int(k[1:]))[:keep]
-    meta = dict(meta, whole_kept=len(whole), whole_dropped=sum(1 for k in z.files if k.startswith("s")) - len(whole))
+    names = sorted((k for k in z.files if k.startswith("s")), key=lambda k: int(k[1:]))
+    if per_part and meta.get("parts"):
+        whole = []
+        for p in meta["parts"]:
+            whole += [k for k in names if p["seed"] <= int(k[1:]) < p["seed"] + p["count"]][:keep]
+    else:
+        whole = names[:keep]
+    meta = dict(meta, whole_kept=len(whole),
+                whole_dropped=meta.get("whole_dropped", 0) + len(names) - len(whole))
     P.write_packed(dst, meta, {k: z[k] for k in whole})
     return meta
 
 
+#: what belongs to one device call, not to a campaign of several: moved from the top of a merged record into its
+#: ``parts`` entries
+PER_PART = ("seed", "count", "device", "device_note", "wall_s", "command", "date", "driver", "host", "partial",
+            "stopped", "tcsim_version", "whole_kept", "whole_dropped")
+
+
 def merge(parts: list, dst: Path) -> dict:
     """One recording of consecutive parts (each recorded by one device call: ``gpu --seed S --count N``), as if
-    recorded at once: hashes, errors, whole outputs and agreeing seeds joined; each part's provenance kept in
-    ``meta["parts"]``."""
+    recorded at once: hashes, errors, simulator errors, whole outputs and agreeing seeds joined; each part's
+    provenance (command, date, device, whether it was a checkpoint, whole outputs kept and dropped) in
+    ``meta["parts"]``.  The merged ``device`` is the parts' common device (a part that does not name one -- a
+    checkpoint written before the device was known -- takes it from the others); parts made on different cards
+    refuse to merge (a record file name says its card)."""
     loaded = sorted((load(Path(p)) for p in parts), key=lambda zm: zm[1]["seed"])
     first = loaded[0][1]
-    meta = dict(first, digests={}, gpu_sha={}, errors={}, sim_agrees=[], parts=[])
+    devices = {m["device"] for _, m in loaded if m.get("device")}
+    if len(devices) > 1:
+        raise P.RecordError(f"parts were recorded on different GPUs ({', '.join(sorted(devices))}): not one campaign")
+    meta = {k: v for k, v in first.items() if k not in PER_PART}
+    meta.update(seed=first["seed"], digests={}, gpu_sha={}, errors={}, sim_errors={}, sim_agrees=[], parts=[])
+    if devices:
+        meta["device"] = devices.pop()
     arrays: dict = {}
     nxt = first["seed"]
     for z, m in loaded:
@@ -294,14 +323,19 @@ def merge(parts: list, dst: Path) -> dict:
             raise P.RecordError(f"parts are not consecutive recordings of one generator: a part starts at "
                                 f"{m['seed']}, expected {nxt}")
         nxt = m["seed"] + m["count"]
-        for k in ("digests", "gpu_sha", "errors"):
-            meta[k].update(m[k])
+        for k in ("digests", "gpu_sha", "errors", "sim_errors"):
+            meta[k].update(m.get(k, {}))
         meta["sim_agrees"] += m["sim_agrees"]
-        meta["parts"].append({k: m.get(k) for k in ("seed", "count", "device", "wall_s", "command", "date",
-                                                     "driver", "host") if k in m})
-        arrays.update({k: z[k] for k in z.files if k.startswith("s")})
+        whole = [k for k in z.files if k.startswith("s")]
+        part = {k: m[k] for k in PER_PART if k in m}
+        part.setdefault("whole_kept", len(whole))
+        part.setdefault("whole_dropped", 0)
+        meta["parts"].append(part)
+        arrays.update({k: z[k] for k in whole})
     meta["count"] = nxt - first["seed"]
     meta["wall_s"] = round(sum(m.get("wall_s", 0) for _, m in loaded), 1)
+    meta["whole_kept"] = len(arrays)
+    meta["whole_dropped"] = sum(p["whole_dropped"] for p in meta["parts"])
     P.write_packed(dst, meta, arrays)
     return meta
 
@@ -346,6 +380,8 @@ def _main(argv=None) -> int:
     sl.add_argument("src")
     sl.add_argument("dst")
     sl.add_argument("--keep", type=int, default=300)
+    sl.add_argument("--per-part", action="store_true",
+                    help="keep the first KEEP whole outputs of each part of a merged recording")
     c = sub.add_parser("compare")
     c.add_argument("--gpu", required=True)
     c.add_argument("--jobs", type=int, default=2)
@@ -359,10 +395,11 @@ def _main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "merge":
         meta = merge(args.parts, Path(args.dst))
-        print(f"{meta['count']} programs from {len(args.parts)} parts -> {args.dst}")
+        print(f"{meta['count']} programs from {len(args.parts)} parts ({meta.get('device')}), "
+              f"{len(differing_seeds(meta))} differing, {meta['whole_kept']} whole outputs -> {args.dst}")
         return 0
     if args.cmd == "slim":
-        meta = slim(Path(args.src), Path(args.dst), args.keep)
+        meta = slim(Path(args.src), Path(args.dst), args.keep, per_part=args.per_part)
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
         return 0
     if args.cmd == "gpu":

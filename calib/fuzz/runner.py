@@ -277,9 +277,12 @@ class SimulatedDriver:
     name contains ``_jitfail`` makes the whole module fail to load.  ``mutate='mulhi'`` plants a bug for
     testing the mismatch path end to end: every ``mul.hi`` executes as ``mul.lo``; ``mutate='hang'`` makes the
     launch of the second program of every batch (kernel ``fz_1``) never return, as a GPU kernel that hangs;
-    ``mutate='slowjit'`` makes the JIT of any module holding a second program never return."""
+    ``mutate='slowjit'`` makes the JIT of any module holding a second program never return;
+    ``mutate='trap-<text>'`` makes a kernel whose body contains ``<text>`` fail with
+    CUDA_ERROR_ILLEGAL_INSTRUCTION (sticky), as a GPU that refuses an instruction."""
 
-    NAMES = {0: b"CUDA_SUCCESS", 218: b"CUDA_ERROR_INVALID_PTX", 719: b"CUDA_ERROR_LAUNCH_FAILED"}
+    NAMES = {0: b"CUDA_SUCCESS", 218: b"CUDA_ERROR_INVALID_PTX", 715: b"CUDA_ERROR_ILLEGAL_INSTRUCTION",
+             719: b"CUDA_ERROR_LAUNCH_FAILED"}
 
     class CUjit_option:  # noqa: N801 - driver API spelling
         CU_JIT_ERROR_LOG_BUFFER = 5
@@ -377,6 +380,11 @@ class SimulatedDriver:
         text, name = fn
         if self.mutate == "hang" and name == "fz_1":
             time.sleep(3600)
+        if (self.mutate or "").startswith("trap-"):
+            body = text.split(f".entry {name}(", 1)[-1].split(".entry ", 1)[0]
+            if self.mutate[5:] in body:
+                self.sticky = 715
+                return (0,)
         slots = (ctypes.c_void_p * 2).from_address(params)
         pin, pout = (ctypes.c_uint64.from_address(slots[i]).value for i in range(2))
         ina = np.frombuffer(bytes(self.mem[pin]), dtype=np.uint8).copy()
@@ -651,6 +659,18 @@ def gpu_mismatch_predicate(gpu: GpuBackend, pool: SimPool, kind: str, stats: dic
             m = compare(p, s, g)
             out.append(m is not None and m.kind == kind)
         return out
+    return pred
+
+
+def gpu_error_predicate(gpu: GpuBackend, pool: SimPool, code: str, stats: dict | None = None):
+    """Batched predicate for :func:`calib.fuzz.minimize.minimize`: does each program still fail on the GPU with
+    the CUDA error ``code`` (e.g. ``CUDA_ERROR_ILLEGAL_INSTRUCTION``) while the simulator runs it?"""
+    def pred(progs):
+        sims = pool.map([("prog", p, (None,)) for p in progs])
+        gpus = gpu.run(progs)
+        if stats is not None:
+            stats["evaluations"] = stats.get("evaluations", 0) + len(progs)
+        return [s.ok and not g.ok and g.error.startswith(code) for (s, _), g in zip(sims, gpus)]
     return pred
 
 

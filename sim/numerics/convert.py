@@ -82,6 +82,16 @@ def _src_bits(src, bits):
     return u
 
 
+def _f32_as_f64(u):
+    """float64 values of f32 bit patterns (uint64 array), exactly.  A signalling NaN is quieted in the bits first:
+    widening one in hardware raises the invalid-operation flag (numpy's "invalid value encountered in cast"
+    warning) and quiets it anyway; callers map every NaN to the canonical NaN of their destination."""
+    u = u.astype(np.uint32)
+    snan = ((u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)) & ((u & np.uint32(0x007FFFFF)) != 0)
+    u = np.where(snan, u | np.uint32(0x00400000), u)
+    return u.view(np.float32).astype(np.float64)
+
+
 # ------------------------------------------------------------------------------------------
 # integer helpers
 # ------------------------------------------------------------------------------------------
@@ -511,8 +521,8 @@ def cvt_pair(dst_packed, a_bits, b_bits, rnd=None, relu=False, satfinite=False):
     if dst_packed in ("f16x2", "bf16x2") and not satfinite:
         # f32 values straight from their bits (a float32 view widened to float64 is the exact value: what
         # decode('f32') computes, NaN payloads aside, which _half_from_f32 replaces by the canonical NaN)
-        a = _src_bits("f32", a_bits).astype(np.uint32).view(np.float32).astype(np.float64)
-        b = _src_bits("f32", b_bits).astype(np.uint32).view(np.float32).astype(np.float64)
+        a = _f32_as_f64(_src_bits("f32", a_bits))
+        b = _f32_as_f64(_src_bits("f32", b_bits))
     else:
         a = decode("f32", _src_bits("f32", a_bits))
         b = decode("f32", _src_bits("f32", b_bits))

@@ -28,7 +28,8 @@
     "lsu": "#6aa84f" };
   function stallColor(r) { return STALL_COLORS[r] || "#e69138"; }
   const ns = D.clock_mhz ? 1000 / D.clock_mhz : 0;
-  function cyc(c) { return c + " cyc" + (ns ? " (" + (c * ns).toFixed(1) + " ns)" : ""); }
+  function num(v) { return Number.isInteger(v) ? String(v) : String(Math.round(v * 10) / 10); }   // fractional cycles: one decimal
+  function cyc(c) { return num(c) + " cyc" + (ns ? " (" + (c * ns).toFixed(1) + " ns)" : ""); }
 
   // ------------------------------------------------------------------ header
   const st = D.stats || {};
@@ -39,6 +40,29 @@
       el("span", { text: D.cycles + " cycles" + (ns ? " = " + (D.cycles * ns / 1000).toFixed(2) + " us at " + D.clock_mhz + " MHz" : "") }),
       el("span", { text: (st.warp_instructions || 0) + " warp-instructions, " + (st.ctas || D.ctas.length) + " CTA(s), " + (st.warps || "?") + " warp(s)" }),
       el("span", { text: D.findings.length + " finding(s)" }))));
+  // ------------------------------------------------------------------ the error that ended the run
+  const E = D.error;
+  if (E) {
+    const secE = el("section", { id: "error-section", class: "error" },
+      el("h2", { text: "The run ended in a " + E.kind + (E.cycle ? " after cycle " + E.cycle : "") }),
+      el("div", { id: "error-message", class: "sev-error", text: (E.loc ? E.loc + ": " : "") + E.message }));
+    const dl = el("table", { id: "error-facts" });
+    function fact(k, v) { if (v != null && v !== "") dl.appendChild(el("tr", {}, el("td", { text: k }), el("td", {}, v))); }
+    fact("at", E.line != null ? el("a", { class: "link", id: "error-line", onclick: () => showLine(E.line), text: "line " + E.line + (E.text ? "  `" + E.text + "`" : "") }) : E.loc);
+    fact("in", E.where);
+    fact("expected", E.expected);
+    fact("on a GPU", E.gpu_error === "hang" ? "the kernel never finishes (a hang)" : E.gpu_error);
+    secE.appendChild(dl);
+    if (E.warps && E.warps.length) {
+      const wl = el("table", { id: "error-warps", class: "src" });
+      wl.appendChild(el("tr", {}, ...["CTA", "warp", "last instruction retired", "cycle"].map(h => el("th", { text: h }))));
+      E.warps.forEach(w => wl.appendChild(el("tr", {}, el("td", { text: "(" + w.cta.join(",") + ")" }), el("td", { class: "num", text: String(w.warp) }),
+        el("td", {}, el("a", { class: "link", onclick: () => showLine(w.line), text: "line " + w.line + "  " + w.text })), el("td", { class: "num", text: String(w.cycle) }))));
+      secE.appendChild(el("div", { class: "legend", text: "What ran up to the error: each warp's last retired instruction (below: the timeline and the per-line counts of the run until it stopped)." }));
+      secE.appendChild(wl);
+    } else secE.appendChild(el("div", { class: "legend", text: "No instruction retired before the error." }));
+    app.appendChild(secE);
+  }
   app.appendChild(el("section", { class: "legend" },
     el("b", { text: "How to read this page. " }),
     "Times are simulated SM cycles. In the timeline each CTA has a row per warp: blue slices are runs of PTX lines the warp issued, " +
@@ -46,7 +70,7 @@
     "Async units (TMA engine, tensor pipe, tcgen05 ld/st) have a row per operation in flight; each mbarrier has a row of phases, " +
     "a marker where a phase completed, and counters. Click a slice: the panel below the timeline lists its fields and its arrows " +
     "(issuing instruction -> operation -> phase completion -> the warps it woke), each a link. Wheel zooms, drag pans. " +
-    "Click a finding to scroll the PTX source to its line."));
+    "Click a finding to scroll the PTX source to its line. The source view lists, per PTX line, the SASS instructions ptxas made of it (where a disassembler or a committed listing was found)."));
 
   // ------------------------------------------------------------------ findings
   const secF = el("section", { id: "findings-section" }, el("h2", { text: "Findings of the race detector (" + D.findings.length + ")" }));
@@ -70,7 +94,7 @@
     const X = D.diff;
     const secD = el("section", { id: "diff-section" }, el("h2", { text: "Simulator vs GPU: " + X.a_name + "  vs  " + X.b_name }));
     secD.appendChild(el("div", { id: "diff-verdict", class: X.identical ? "" : "sev-error",
-      text: X.identical ? "identical: every output bit for bit" + (X.mismatches ? ", every compared register value" : "") :
+      text: X.unavailable ? "no comparison: " + X.unavailable : X.identical ? "identical: every output bit for bit" + (X.mismatches ? ", every compared register value" : "") :
         "DIFFERENT: " + X.outputs.filter(o => !o.equal).length + " output buffer(s), " + X.n_value_mismatches + " register value mismatch(es)" }));
     const ot = el("ol", { id: "diff-outputs" });
     X.outputs.forEach(o => ot.appendChild(el("li", { class: o.equal ? "" : "sev-error",
@@ -200,6 +224,11 @@
         g.beginPath(); g.moveTo(bx, by); g.lineTo(bx - 6, by - 4); g.lineTo(bx - 6, by + 4); g.fill();
       }
     }
+    if (E && E.cycle >= V.t0 && E.cycle <= V.t1) {        // where the run stopped
+      const ex = xOf(E.cycle); g.strokeStyle = "#b3261e"; g.lineWidth = 2;
+      g.beginPath(); g.moveTo(ex, 0); g.lineTo(ex, H); g.stroke();
+      g.fillStyle = "#b3261e"; g.fillText(E.kind, Math.min(ex + 4, W - 120), 20);
+    }
     g.fillStyle = "#5b6570"; g.fillText(cyc(Math.round(V.t0)) + "  …  " + cyc(Math.round(V.t1)), LABEL + 4, 8);
   }
   function drawCounter(g, r, c) {
@@ -302,9 +331,30 @@
   window.addEventListener("resize", draw);
 
   // ------------------------------------------------------------------ source view
-  const secS = el("section", { id: "source-section" }, el("h2", { text: "PTX source " + (D.source_name || "") + " (per line: executions, issue cycles, stalls)" }));
+  const secS = el("section", { id: "source-section" }, el("h2", { text: "PTX source " + (D.source_name || "") + " (per line: executions, issue cycles, stalls, the SASS ptxas made of it)" }));
+  // SASS: each PTX line's instructions (offset, text), from the listing ptxas + nvdisasm made (tcsim.report.sass)
+  const S = D.sass || {}, sassOf = {};
+  (S.functions || []).forEach(f => f.insts.forEach(x => { if (x[1] != null) (sassOf[x[1]] = sassOf[x[1]] || []).push([f.name, x[0], x[2]]); }));
+  const nSass = (S.functions || []).reduce((a, f) => a + f.insts.length, 0);
+  const sassNote = el("div", { class: "hint", id: "sass-note", text: S.error ? S.error :
+    "SASS for " + S.arch + ": " + nSass + " instructions (" + (S.from || "") + "; " + (S.tools || "") + "). Click a line's SASS count to list them under it." });
+  const allBox = el("input", { type: "checkbox", id: "sass-all" });
+  if (!S.error) secS.appendChild(el("div", { class: "toolbar" }, el("label", {}, allBox, " SASS under every PTX line"), " ", sassNote));
+  else secS.appendChild(sassNote);
   const tbl = el("table", { class: "src", id: "source" });
-  tbl.appendChild(el("tr", {}, ...["line", "warp-inst", "lanes", "issued (first..last)", "latency", "stall cycles by reason", "", "PTX"].map(h => el("th", { text: h }))));
+  tbl.appendChild(el("tr", {}, ...["line", "warp-inst", "lanes", "issued (first..last)", "latency", "stall cycles by reason", "", "SASS", "PTX"].map(h => el("th", { text: h }))));
+  const sassRows = {};
+  function toggleSass(n, on) {
+    const have = sassRows[n];
+    if (on === undefined) on = !have;
+    if (!on) { if (have) { have.remove(); delete sassRows[n]; } return; }
+    if (have || !sassOf[n]) return;
+    const pre = el("td", { class: "code sass" });
+    pre.textContent = sassOf[n].map(x => "/*" + x[1].toString(16).padStart(4, "0") + "*/  " + x[2]).join("\n");
+    const tr = el("tr", { class: "sass-row", id: "S" + n, "data-line": String(n) }, el("td", { class: "num" }), el("td", { colspan: "7" }), pre);
+    srcRows[n].after(tr); sassRows[n] = tr;
+  }
+  allBox.addEventListener("change", () => { for (const n in sassOf) if (srcRows[n]) toggleSass(n, allBox.checked); });
   const findLines = {};
   D.findings.forEach((f, i) => (f.sides || []).forEach(s => { if (s.loc) (findLines[s.loc.line] = findLines[s.loc.line] || []).push(i); }));
   let maxStall = 1;
@@ -316,20 +366,33 @@
     const stallCell = el("td");
     if (L) {
       let tot = 0;
-      for (const r in L.stalls) { const v = L.stalls[r]; tot += v; stallCell.appendChild(el("span", { class: "bar", title: r + ": " + v + " cycles", style: "width:" + Math.max(1, 120 * v / maxStall) + "px;background:" + stallColor(r) })); }
-      if (tot) stallCell.appendChild(document.createTextNode(" " + tot + " (" + Object.keys(L.stalls).map(r => r + " " + L.stalls[r]).join(", ") + ")"));
+      for (const r in L.stalls) { const v = L.stalls[r]; tot += v; stallCell.appendChild(el("span", { class: "bar", title: r + ": " + num(v) + " cycles", style: "width:" + Math.max(1, 120 * v / maxStall) + "px;background:" + stallColor(r) })); }
+      if (tot) stallCell.appendChild(document.createTextNode(" " + num(tot) + " (" + Object.keys(L.stalls).map(r => r + " " + num(L.stalls[r])).join(", ") + ")"));
     }
     const fcell = el("td");
+    if (E && E.line === n) fcell.appendChild(el("span", { class: "badge", title: E.message, text: E.kind }));
     for (const i of findLines[n] || []) fcell.appendChild(el("span", { class: "badge", title: D.findings[i].title, onclick: () => selectFinding(i), text: "class " + D.findings[i]["class"] }));
-    const tr = el("tr", { id: "L" + n, class: (L ? "" : "cold") + (findLines[n] ? " has-finding" : "") },
+    const tr = el("tr", { id: "L" + n, class: (L ? "" : "cold") + (findLines[n] || (E && E.line === n) ? " has-finding" : "") + (E && E.line === n ? " has-error" : "") },
       el("td", { class: "num", text: String(n) }), el("td", { class: "num", text: L ? String(L.executions) : "" }),
       el("td", { class: "num", text: L ? String(L.lanes) : "" }),
       el("td", { class: "num", text: L ? L.first + ".." + L.last : "" }), el("td", { class: "num", text: L && L.latency ? String(L.latency) : "" }),
-      stallCell, fcell, el("td", { class: "code", text: text }));
+      stallCell, fcell,
+      el("td", { class: "num" }, sassOf[n] ? el("a", { class: "link sass-count", title: sassOf[n].map(x => x[2]).join("\n"),
+        onclick: () => toggleSass(n), text: sassOf[n].length + " SASS" }) : null),
+      el("td", { class: "code", text: text }));
     srcRows[n] = tr; tbl.appendChild(tr);
   });
   const srcWrap = el("div", { id: "source-wrap" }, tbl);
   secS.appendChild(srcWrap);
+  if (nSass) {     // the whole listing in address order, each instruction a link to its PTX line
+    const lst = el("table", { class: "src", id: "sass-listing" });
+    lst.appendChild(el("tr", {}, ...["function", "offset", "SASS", "PTX line"].map(h => el("th", { text: h }))));
+    S.functions.forEach(f => f.insts.forEach(x => lst.appendChild(el("tr", {}, el("td", { text: f.name }),
+      el("td", { class: "num", text: x[0].toString(16).padStart(4, "0") }), el("td", { class: "code", text: x[2] }),
+      el("td", { class: "num" }, x[1] != null ? el("a", { class: "link", onclick: () => showLine(x[1]), text: "line " + x[1] }) : null)))));
+    secS.appendChild(el("details", { id: "sass-details" }, el("summary", { text: "SASS listing in address order (" + nSass + " instructions; click a line number to see it in the PTX)" }),
+      el("div", { class: "sass-wrap" }, lst)));
+  }
   app.appendChild(secS);
   let hl = null;
   function showLine(n) {
@@ -355,7 +418,7 @@
     ws.forEach((w, i) => {
       s.appendChild(svg("text", { x: 0, y: 12 + 16 * i }, "cta " + w.cta.join(",") + " w" + w.warp));
       let x = 90;
-      for (const r in w.stalls) { const wd = 340 * w.stalls[r] / mx; s.appendChild(svg("rect", { x: x, y: 3 + 16 * i, width: wd, height: 12, fill: stallColor(r) })).appendChild(svg("title", {}, r + ": " + w.stalls[r] + " cycles")); x += wd; }
+      for (const r in w.stalls) { const wd = 340 * w.stalls[r] / mx; s.appendChild(svg("rect", { x: x, y: 3 + 16 * i, width: wd, height: 12, fill: stallColor(r) })).appendChild(svg("title", {}, r + ": " + num(w.stalls[r]) + " cycles")); x += wd; }
     });
     let lx = 0; Object.keys(reasons).forEach(r => { s.appendChild(svg("rect", { x: lx, y: H - 14, width: 10, height: 10, fill: stallColor(r) })); s.appendChild(svg("text", { x: lx + 13, y: H - 5 }, r)); lx += 20 + 7 * r.length; });
     chart("Stall cycles per warp, by reason", s);
@@ -418,8 +481,11 @@
   })();
 
   draw();
-  if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
+  if (E) {                                                      // the page opens at the error
+    if (E.line != null) showLine(E.line);
+    document.getElementById("error-section").scrollIntoView({ block: "start" });
+  } else if (firstDivergence) goDivergence(firstDivergence);          // the page opens at the first divergence
   else if (D.diff && !D.diff.identical) document.getElementById("diff-section").scrollIntoView({ block: "start" });
-  window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, view: V, data: D, rows: rows };
+  window.tcsimReport = { select: select, showLine: showLine, selectFinding: selectFinding, toggleSass: toggleSass, view: V, data: D, rows: rows };
   document.body.setAttribute("data-ready", "1");
 })();

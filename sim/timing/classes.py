@@ -66,6 +66,10 @@ class InstrPlan:
     l2_only: bool = False       # global loads that bypass L1 (.cg / .cs / .cv / .lu / .volatile, atom, red)
     cluster: bool = False       # shared-memory access through the shared::cluster window
     barrier_count: int = 0      # bar.sync / barrier.sync with an immediate thread count (0: the whole CTA)
+    membar: str | None = None   # memory ordering (:func:`memory_ordering`): the scope of the MEMBAR ptxas puts
+                                # before the access (a fence, or a release / acq_rel / sc access): 'cta'/'gpu'/'sys'
+    membar_sc: bool = False     # ... a MEMBAR.SC (fence.sc, membar) rather than MEMBAR.ALL
+    acquire: str | None = None  # the scope ('gpu'/'sys') of an acquire side ptxas implements with CCTL.IVALL
     free: bool = False          # dataflow issue: loop control of a loop ptxas unrolls (no issue slot, no latency)
     order: str = "flow"         # dataflow issue (sim.timing.model): 'flow' may start once its operands are
                                 # ready, 'resolve' (branches) waits for its operands at issue, 'drain' also waits
@@ -185,6 +189,39 @@ def plan_instruction(ins: ir.Instruction, cfg) -> InstrPlan:
     return p if order == "flow" else replace(p, order=order)
 
 
+_SCOPES = {"cta": "cta", "cluster": "gpu", "gpu": "gpu", "sys": "sys"}
+_MEMBAR_SCOPES = {"cta": "cta", "gl": "gpu", "sys": "sys"}
+
+
+def memory_ordering(ins: ir.Instruction) -> tuple:
+    """(membar scope or None, MEMBAR.SC?, acquire scope or None) of a fence / membar or of a ld / st / atom / red
+    with a memory-ordering semantic, as ptxas 13.0 compiles them for sm_90a (the SASS of
+    calib/timing_corpus/cuda/atomics_fences.cu): ``fence.{sc,acq_rel}.S`` -> ``MEMBAR.{SC,ALL}.S`` (S = CTA, GPU,
+    SYS; GPU and SYS add ``ERRBAR``, ``CGAERRBAR`` and ``CCTL.IVALL``, the L1 invalidation of an acquire);
+    ``.release`` / ``.acq_rel`` accesses get the ``MEMBAR.ALL.S`` in front; ``.acquire`` / ``.acq_rel`` at GPU or
+    SYS scope a ``CCTL.IVALL`` after them, which waits for the access's value.  A semantic without a scope is .gpu
+    (PTX ISA, memory consistency model); .cluster is timed as .gpu (not measured).  ``fence.proxy.*`` and
+    ``fence.mbarrier_init`` are no memory barriers here (their own costs: fence_proxy_async_cycles...)."""
+    op, mods = ins.opcode, ins.mods
+    if op == "membar":
+        sc = next((_MEMBAR_SCOPES[m] for m in mods if m in _MEMBAR_SCOPES), None)
+        return sc, True, sc if sc in ("gpu", "sys") else None
+    scope = next((_SCOPES[m] for m in mods if m in _SCOPES), None)
+    if op == "fence":
+        if "mbarrier_init" in mods or any(m.startswith("proxy") for m in mods) or scope is None:
+            return None, False, None
+        return scope, "sc" in mods, scope if scope in ("gpu", "sys") else None
+    if op not in _MEM:
+        return None, False, None
+    sem = next((m for m in mods if m in ("release", "acq_rel", "acquire", "sc")), None)
+    if sem is None:
+        return None, False, None
+    scope = scope or "gpu"
+    membar = scope if sem in ("release", "acq_rel", "sc") else None
+    acquire = scope if sem in ("acquire", "acq_rel", "sc") and scope in ("gpu", "sys") else None
+    return membar, sem == "sc", acquire
+
+
 def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
     srcs, dsts = registers(ins)
     op = ins.opcode
@@ -199,8 +236,9 @@ def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
         addr = 0 if op in ("st", "red") else 1
         l2_only = op in ("atom", "red") or any(m in _L2_ONLY for m in mods)
         cluster = any(m == "shared::cluster" for m in mods)
+        membar, sc, acquire = memory_ordering(ins) if cfg.memory_ordering else (None, False, None)
         return plan("mem", "lsu", 1, 0, space=space, addr_index=addr, access_bytes=_type_bytes(ins) * vec,
-                    l2_only=l2_only, cluster=cluster)
+                    l2_only=l2_only, cluster=cluster, membar=membar, membar_sc=sc, acquire=acquire)
     if op in _MATRIX:
         # one 8x8 matrix of 16-bit elements = 8 rows of 16 bytes = 128 bytes per .x (PTX ISA, ldmatrix)
         num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
@@ -246,6 +284,10 @@ def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
         # mbarrier_init_fence_*)
         hold = cfg.fence_mbarrier_init_cycles if "mbarrier_init" in mods else cfg.fence_proxy_async_cycles
         return plan("control", None, 1, 0, issue_cycles=max(1, int(round(hold))))
+    if op in ("fence", "membar") and cfg.memory_ordering:
+        membar, sc, acquire = memory_ordering(ins)
+        if membar is not None:
+            return plan("control", None, 1, 0, membar=membar, membar_sc=sc, acquire=acquire)
     if op in ("bra", "brx", "ret", "exit", "call", "trap", "brkpt", "fence", "membar", "nanosleep", "setmaxnreg"):
         return plan("control", None, 1, 0)
     if _is_f64(ins):
@@ -255,4 +297,4 @@ def _plan(ins: ir.Instruction, cfg) -> InstrPlan:
     return plan("alu", "int", _lanes(cfg, cfg.int_ops_per_clk), int(cfg.alu_latency))
 
 
-__all__ = ["InstrPlan", "plan_instruction", "registers", "operand_regs"]
+__all__ = ["InstrPlan", "plan_instruction", "registers", "operand_regs", "memory_ordering"]

@@ -222,6 +222,10 @@ class TimingModel:
         free = sm.issue_free[wt.sub]
         if free > now:
             return free, "issue slot", f"scheduler {wt.sub}"
+        if p.membar in ("gpu", "sys") and wt.writes_done > now:
+            # MEMBAR.GPU / .SYS (a fence, or in front of a release access) waits until the warp's earlier global
+            # writes are performed (memory_ordering)
+            return wt.writes_done, "memory ordering", f"{self.body[pc].full_opcode}: earlier global writes"
         if self.store_path and p.cls == "mem" and not p.dsts and p.space == "global" and p.addr_index == 0:
             # the global-store path: a warp's stores issue gmem_store_warp_interval apart at most, and none
             # while the SM's backlog is over gmem_store_queue_cycles (calib/microbench gmem_store_*)
@@ -293,8 +297,15 @@ class TimingModel:
             if now > issue:
                 wt.pending.append(now)
         lat = p.latency
+        hold = 0.0
+        if p.membar is not None:
+            # the MEMBAR ptxas puts in front of a release access, or a fence's own: the access starts after it
+            hold = self._membar_cycles(p)
+            now += hold
         if p.cls == "mem":
             lat = self._memory_latency(ctx, p, pre, sm, now, issue)
+            if p.space in ("global", "generic") and (not p.dsts or ctx.ins.opcode == "atom"):
+                wt.writes_done = max(wt.writes_done, now + lat)
         elif p.cls == "ldmatrix":
             # one SMEM port cycle per 128-byte phase (one 8x8 matrix); each phase after the first adds
             # smem_conflict_cycles of latency, as a bank-conflict replay does
@@ -323,6 +334,13 @@ class TimingModel:
             # latency as its wake-up (label_waits / released)
             gap = max(gap, self.barrier_latency(warp.cta, p))
         done = now + lat
+        if hold:
+            gap = max(gap, now - issue + (0 if p.cls == "control" else 1))
+        if p.acquire is not None:
+            # CCTL.IVALL after an acquire (GPU / SYS scope): it waits for the access's value, then invalidates the
+            # SM's L1 (later loads miss it)
+            gap = max(gap, done - issue + self.cfg.acquire_cctl_cycles)
+            sm.l1.clear()
         now = issue
         if p.dsts:
             wt.scoreboard.write(p.dsts, done, pc)
@@ -331,6 +349,13 @@ class TimingModel:
         elif p.tmem == "st":
             wt.tmem_st_ready = max(wt.tmem_st_ready, done)
         return gap, done
+
+    def _membar_cycles(self, p) -> float:
+        """Cycles a MEMBAR of ``p``'s scope holds the warp once its earlier global writes are done
+        (``membar_{cta,gpu,sys}_cycles``, plus ``membar_sc_extra`` for MEMBAR.SC)."""
+        cfg = self.cfg
+        base = {"cta": cfg.membar_cta_cycles, "gpu": cfg.membar_gpu_cycles, "sys": cfg.membar_sys_cycles}[p.membar]
+        return float(base) + (float(cfg.membar_sc_extra) if p.membar_sc else 0.0)
 
     def _branch_cost(self, warp, group, pc: int, sm: SmState) -> float:
         """Issue cycles of a branch some lane of ``group`` (the lanes that executed it) took (H100 icache_jump):

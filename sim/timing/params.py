@@ -47,6 +47,7 @@ H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper: 4 SM sub-partiti
 JIA = "Jia et al., Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking, arXiv 1804.06826"
 TM_H100_HERE = "timing.md: measured here on H100 SXM (64x64 fp16 2D TMA load, 128B swizzle, ~565 clk to mbarrier)"
 MB_H100 = "calib/microbench on the H100 (tests/golden/timing_h100)"
+CORPUS_H100 = "calib/timing_corpus fit split on the H100 (tests/golden/timing_corpus_h100)"
 TCSIM = "tcsim's model structure (sim/timing/model.py, sim/timing/functional.py)"
 FUNCTIONAL = ("tcsim's functional (timing-off) preset: the fixed numbers its async units have used since they were "
               "written (the functional tests and recorded traces rest on them)")
@@ -229,6 +230,13 @@ SM_100A: dict = {
     "branch_cold_distance": P(16, "instructions", "E", TM_B200, "not used while branch_taken_cycles is 0"),
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
+    "memory_ordering": P(0, "bool", "E", TM_B200, "0: fences and release / acquire accesses cost what a plain "
+                                                  "access does (not measured on B200)"),
+    "membar_cta_cycles": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
+    "membar_gpu_cycles": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
+    "membar_sys_cycles": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
+    "membar_sc_extra": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
+    "acquire_cctl_cycles": P(0, "clk", "E", TM_B200, "not used while memory_ordering is 0"),
     "gmem_store_clk_per_sector": P(0, "clk/sector", "E", TM_B200, "0: stores take the L2 bandwidth share like "
                                                                  "loads (not measured on B200)"),
     "gmem_store_warp_interval": P(0, "clk", "E", TM_B200, "not measured on B200 (off)"),
@@ -361,6 +369,18 @@ SM_90A: dict = {
                              "elem_loop: a loop with a run-time trip count, which ptxas unrolls by 4 behind a "
                              "trip-count dispatch and remainder checks (compares with 13-clk stalls, branches, "
                              "convergence barriers), costs this much per execution on top of its body (fit.py)"),
+    # memory ordering (classes.memory_ordering, TimingModel._membar_cycles): fitted on the fit split of the timing
+    # corpus (calib/timing_corpus: python -m calib.timing_corpus timing fit)
+    "memory_ordering": P(1, "bool", "M", CORPUS_H100, "1: fences and release / acquire accesses pay the MEMBAR / "
+                                                      "CCTL.IVALL ptxas compiles them to (SASS of "
+                                                      "calib/timing_corpus/cuda/atomics_fences.cu)"),
+    "membar_cta_cycles": P(10, "clk", "E", CORPUS_H100, "MEMBAR.ALL.CTA / .SC.CTA: cycles it holds the warp"),
+    "membar_gpu_cycles": P(250, "clk", "E", CORPUS_H100, "MEMBAR.ALL.GPU (+ ERRBAR, CGAERRBAR): cycles it holds the "
+                                                         "warp after the warp's global writes are done"),
+    "membar_sys_cycles": P(800, "clk", "E", CORPUS_H100, "MEMBAR.ALL.SYS: as membar_gpu_cycles"),
+    "membar_sc_extra": P(0, "clk", "E", CORPUS_H100, "MEMBAR.SC over MEMBAR.ALL"),
+    "acquire_cctl_cycles": P(10, "clk", "E", CORPUS_H100, "CCTL.IVALL after an acquire: cycles after the value "
+                                                          "returns"),
     "tma_issue_cycles": P(74, "clk", "M", MB_H100, "tma_issue: each cp.async.bulk.tensor holds the issuing warp "
                                                    "73.7 clk (slope of 1 -> 4 back-to-back 2D loads; "
                                                    "expect_tx + one load 80)"),

@@ -27,7 +27,7 @@ class WarpTiming:
     """Timing state and counters of one warp."""
 
     __slots__ = ("scoreboard", "issued", "stalls", "tmem_ld_ready", "tmem_st_ready", "sub", "first_issue",
-                 "last_issue", "last_start", "pending", "store_next")
+                 "last_issue", "last_start", "pending", "store_next", "writes_done")
 
     def __init__(self, scoreboard, sub: int):
         self.scoreboard = scoreboard
@@ -41,6 +41,7 @@ class WarpTiming:
         self.last_start = 0.0             # dataflow issue: latest start of an instruction issued so far
         self.pending: list = []           # dataflow issue: starts still in the future (issue order)
         self.store_next = 0.0             # earliest issue of the warp's next global store (store path)
+        self.writes_done = 0.0            # when the warp's global stores / reductions / atomics so far are done
 
 
 @dataclass

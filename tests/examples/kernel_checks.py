@@ -1,19 +1,30 @@
 """Helpers shared by the example tests: run an example and require its own check to pass, and the negative
 controls -- a mutated kernel (or mutated data) must assemble and then either fail the example's check or stop with
-a located tcsim diagnostic, never reproduce the right answer and never end in another exception."""
+a located tcsim diagnostic, never reproduce the right answer and never end in another exception.
+
+An example's check computes its expected D with tcsim's numerics model; ``run_checked`` runs it under
+``oracle_replay.numerics_backed_by_data``, so every form the check asks ``tc_params`` for is first checked against
+the recorded mmasim data (sm_100a) or the H100 records (sm_90a) in the same run (issue 22).  Forms without any record
+(README "What backs each claim") are not checked."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 from tcsim.isa.errors import TcsimError
 from tcsim.isa.ptxas import assemble
 from tcsim.launch import Launch, run_launch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "numerics"))
+import oracle_replay  # noqa: E402  (numerics_backed_by_data)
+
 
 def run_checked(mod, launch: Launch, **run_kw):
     """``run_launch(launch, **run_kw)`` whose result passes ``mod.check``."""
     result = run_launch(launch, **run_kw)
-    ok, msg = mod.check(result, launch)
+    with oracle_replay.numerics_backed_by_data():
+        ok, msg = mod.check(result, launch)
     assert ok, msg
     return result
 

@@ -1,8 +1,11 @@
 """The tcgen05 (sm_100a) examples: ``gemm_async`` (the Blackwell GEMM seed, ``tcsim demo``'s default kernel) and
 ``tcgen05_walkthrough`` (the tcgen05.mma walkthrough seed).
 
-Every variant passes its example's check -- bit for bit against the numerics oracle computed from the input
-arrays, and against a float64 numpy product (exactly for integer inputs) -- and gives byte-identical outputs
+Every variant passes its example's check -- bit for bit against tcsim's numerics model computed from the input
+arrays, and against a float64 numpy product (exactly for integer inputs) -- and its D equals, bit for bit, the D
+that mmasim computed for the same launch (recorded by ``python tests/numerics/oracle_replay.py record-examples``; so
+the example's expected values are backed by the second oracle, not only by the model under test), and gives
+byte-identical outputs
 under scheduler seeds None / 1 / 2 (DESIGN.md principle 5).  ``ptxas -arch=sm_100a`` accepts every new .ptx
 (skipped without ptxas), and negative controls show the checks are not vacuous (a wrong SBO, a wrong K
 advance, an MMA issued before its TMA stage landed, a wrong major-ness bit).  ``tcsim demo`` runs gemm_async
@@ -11,6 +14,7 @@ that is not an sm_100 prints one line."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +28,9 @@ from tcsim.launch import run_launch
 
 import tcsim.examples.gemm_async as gemm_async
 import tcsim.examples.tcgen05_walkthrough as walkthrough
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "numerics"))
+import oracle_replay  # noqa: E402  (mmasim's recorded D of the gemm_async launches)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHED_SEEDS = (None, 1, 2)
@@ -61,7 +68,9 @@ def test_tcsim_check_new_example(name, capsys):
 @pytest.mark.parametrize("values", ["normal", "int"])
 @pytest.mark.parametrize("variant", sorted(gemm_async.VARIANTS))
 def test_gemm_async_variant_matches_oracle_and_float64(variant, values):
-    launch = gemm_async.make_launch(seed=11, variant=variant, values=values)
+    """normal inputs: D is mmasim's recorded D bit for bit (and the check's reference equals it too); int inputs:
+    D is exactly the float64 product."""
+    launch = gemm_async.make_launch(seed=oracle_replay.GEMM_ASYNC_SEED, variant=variant, values=values)
     v = gemm_async.VARIANTS[variant]
     d = InstrDescriptor.decode(launch.args[5])
     assert (d.m, d.n, d.a_format("f16"), d.b_format("f16"), d.d_format) == (v["m"], v["n"], v["dtype"], v["dtype"],
@@ -69,6 +78,12 @@ def test_gemm_async_variant_matches_oracle_and_float64(variant, values):
     result = run_checked(gemm_async, launch)
     if values == "int":                                     # exact: no tolerance anywhere
         assert np.array_equal(result.outputs[2].astype(np.float64), gemm_async.float64_product(launch))
+    else:                                                   # the second oracle's D for this very launch
+        a, bt, _ = gemm_async.operands(launch)
+        want = oracle_replay.recorded_example("gemm_async", variant, a, bt)
+        got = result.outputs[2].view(np.uint32)
+        assert np.array_equal(got, want), f"{int((got != want).sum())} elements differ from mmasim's D"
+        assert np.array_equal(gemm_async.reference(launch).view(np.uint32), want)
 
 
 @pytest.mark.parametrize("variant", sorted(gemm_async.VARIANTS))

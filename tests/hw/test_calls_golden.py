@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from calib.calls_golden import CASES, DEFAULT_OUT, build, decode_array
+from calib.calls_golden import CASES, DEFAULT_OUT, NVCC as NVCC_DIR, build, decode_array
 from calib.pipeline import current_command
 from tcsim.isa.errors import TcsimError
 from tcsim.launch import run_launch
@@ -45,10 +45,7 @@ def test_the_model_frames_fit_where_the_gpu_overflows():
 
 
 #: (case, output index) tcsim does not give as the GPU does, and why; each must still differ (a fix shows)
-KNOWN = {("frame_addresses", 0): "device-function .local frames: the GPU places every non-recursive function's "
-                                 "frame at a fixed offset inside the kernel's frame and a recursive function's "
-                                 "below the caller's stack pointer (test_gpu_frame_layout_rule); tcsim stacks the "
-                                 "frames upward from the kernel's (tcsim.callstack)"}
+KNOWN: dict = {}
 
 
 def _same(got, want):
@@ -105,7 +102,8 @@ def _relocated(lines) -> list:
 
 def test_gpu_frame_layout_rule():
     """The frame addresses the GPU gave (frame_addresses: every thread, local-space addresses) follow this rule,
-    computed here from the PTX's depots and ptxas -v alone (the spec tcsim's call stack is to follow; KNOWN):
+    computed here from the PTX's depots and ptxas -v alone (the spec tcsim's linker and call stack follow:
+    test_case_matches_the_gpu[frame_addresses] and test_frame_addresses_without_ptxas):
     the kernel's stack pointer is the stack top (0xFFFDC0) minus the kernel's SASS frame, which holds the kernel's
     own depot at offset 0 and, above it, the depot of every non-recursive device function at one fixed offset --
     the end of the deepest depot that can be live at the same time (its callers'), aligned to its own alignment --
@@ -138,3 +136,34 @@ def test_gpu_frame_layout_rule():
     row = _record()["rows"]["frame_addresses"]
     gpu = decode_array(row["outputs"][0]).reshape(-1, len(rule))
     assert (gpu == np.array(rule, np.uint64)).all(), [hex(int(v)) for v in gpu[0]]
+
+
+#: ptxas 13.0's frames for tests/fixtures/nvcc/frame_addresses.sm_90a.ptx (``ptxas -arch=sm_90a -v``, "N bytes
+#: stack frame"; the fixture's README), so that CI without ptxas checks the layout with the GPU's frame sizes
+FRAME_ADDRESSES_PTXAS = {"_Z13frames_kernelPyPiii": 112, "_Z3recPyii": 40, "_Z3midPyi": 0, "_Z4leafPyi": 0,
+                         "_Z4widePyi": 0}
+
+
+def test_frame_addresses_without_ptxas():
+    """The frame addresses of call-heavy nvcc PTX as the GPU gave them, without ptxas on the machine: with ptxas's
+    frame sizes given as data every slot of every thread is the GPU's; with tcsim's frame model (no sizes at all)
+    the kernel's and the non-recursive functions' slots still are (the model's kernel frame, the deepest depot's
+    end rounded to the largest alignment, is ptxas's 112 bytes here) and the recursive activations lie below the
+    kernel's stack pointer, one model frame (12 bytes of .local -> 16 + 16) apart, where the GPU's are 40 apart."""
+    from calib.calls_golden import FRAME_SLOTS
+    from tcsim.isa.ptxas import stack_frames
+    text = (NVCC_DIR / "frame_addresses.sm_90a.ptx").read_text()
+    got = stack_frames(text)
+    if got is not None:
+        assert got == FRAME_ADDRESSES_PTXAS
+    gpu = decode_array(_record()["rows"]["frame_addresses"]["outputs"][0]).reshape(-1, FRAME_SLOTS)
+    launch, _ = build("frame_addresses")
+    launch.stack_frames = dict(FRAME_ADDRESSES_PTXAS)
+    r = run_launch(launch)
+    assert np.array_equal(np.asarray(r.outputs[0]).reshape(-1, FRAME_SLOTS), gpu)
+    launch, _ = build("frame_addresses")
+    launch.stack_frames = None
+    sim = np.asarray(run_launch(launch).outputs[0]).reshape(-1, FRAME_SLOTS)
+    assert np.array_equal(sim[:, :5], gpu[:, :5])
+    sp = int(gpu[0, 0])
+    assert [int(v) for v in sim[0, 5:]] == [sp - 32 * (k + 1) for k in range(FRAME_SLOTS - 5)]

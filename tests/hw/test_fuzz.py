@@ -284,6 +284,27 @@ def test_triage_minimises_each_seed_in_parallel_workers(tmp_path):
     assert json.loads((tmp_path / "triage.json").read_text()) == res
 
 
+@pytest.mark.slow
+def test_triage_minimises_a_program_the_gpu_refuses(tmp_path):
+    """triage --gpu-errors: a program the GPU refuses with a CUDA error (the stand-in driver: any kernel holding a
+    mul.hi is an illegal instruction) and the simulator runs is shrunk while the GPU still refuses it, and saved
+    with that error; without the option it is only reported."""
+    from calib.fuzz.runner import load_reproducer
+    from calib.fuzz.triage import triage
+
+    hit = next(s for s in range(200) if "mul.hi" in generate(s, version=2).render())
+    res = triage([hit], tmp_path, workers=1, time_per=20, deadline=120, driver="fake-trap-mul.hi",
+                 log=lambda *_: None, version=2, gpu_errors=True)
+    r = res[0]
+    assert r["outcome"] == "gpu_error_minimised" and r["detail"].startswith("CUDA_ERROR_ILLEGAL_INSTRUCTION")
+    assert r["instructions"] < generate(hit, version=2).instruction_count()
+    rec = load_reproducer(tmp_path / r["file"])
+    assert rec["kind"] == "gpu_error" and any("mul.hi" in ln for ln in rec["body"])
+    plain = triage([hit], tmp_path / "plain", workers=1, time_per=20, deadline=120, driver="fake-trap-mul.hi",
+                   log=lambda *_: None, version=2)
+    assert plain[0]["outcome"] == "gpu_error"
+
+
 # ------------------------------------------------------------------------------------------- generator versions
 
 def test_version_3_programs_carry_no_note_of_its_checks():
@@ -564,3 +585,46 @@ def test_offline_compare_honours_its_time_limit(tmp_path):
     found = compare_recording(f, jobs=1, log=lambda s: None, time_limit=1e-9)
     assert found and all(x.get("explained") == "not tried (time limit)" for x in found)
     assert all(x["class"].startswith(("value:", "noted:")) for x in found)
+
+
+def test_merging_two_device_calls_into_one_campaign_record(tmp_path):
+    """calib.fuzz.record merge: two consecutive recordings become one record of the whole seed range, as if recorded
+    at once -- every hash, error, agreeing seed and whole output of both; each call's provenance in ``parts`` (a
+    checkpoint that never named its device takes the other part's); slim --per-part keeps the first K whole
+    outputs of each part.  Non-consecutive parts and parts of different cards refuse.  (Records written by hand:
+    merging is bookkeeping; recording itself is tested above.)"""
+    from calib import pipeline as P
+    from calib.fuzz.record import differing_seeds, load, merge, slim
+
+    def rec(path, seed, count, agree, errors, whole, **extra):
+        seeds = [str(s) for s in range(seed, seed + count)]
+        meta = {"seed": seed, "count": count, "generator": 6, "digests": {s: f"d{s}" for s in seeds},
+                "gpu_sha": {s: f"h{s}" for s in seeds if int(s) not in errors},
+                "errors": {str(s): "JIT_CRASH" for s in errors}, "sim_agrees": agree, "sim_errors": {},
+                "command": f"record {seed}", "date": "2026-11-28", **extra}
+        P.write_packed(path, meta, {f"s{s}": np.full(4, s % 256, np.uint8) for s in whole})
+        return meta
+
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    rec(a, 0, 6, [0, 2, 3], [5], [1, 4], partial=True)           # a checkpoint: no device named
+    rec(b, 6, 5, [6, 7], [8], [9, 10], device="NVIDIA H200", wall_s=9.0, partial=False)
+    m = merge([b, a], tmp_path / "m.npz")                         # any order
+    z, mm = load(tmp_path / "m.npz")
+    assert mm == m and m["seed"] == 0 and m["count"] == 11 and m["device"] == "NVIDIA H200"
+    assert sorted(m["digests"], key=int) == [str(s) for s in range(11)] and sorted(m["errors"]) == ["5", "8"]
+    assert len(m["gpu_sha"]) == 9 and sorted(m["sim_agrees"]) == [0, 2, 3, 6, 7]
+    assert differing_seeds(m) == [1, 4, 5, 8, 9, 10]
+    assert sorted(k for k in z.files if k != "meta") == ["s1", "s10", "s4", "s9"] and bytes(z["s9"]) == b"\t" * 4
+    assert [(p["seed"], p["count"], p["partial"], p.get("device"), p["command"]) for p in m["parts"]] == \
+        [(0, 6, True, None, "record 0"), (6, 5, False, "NVIDIA H200", "record 6")]
+    assert "partial" not in m and "command" not in m and m["whole_kept"] == 4 and m["whole_dropped"] == 0
+    s = slim(tmp_path / "m.npz", tmp_path / "s.npz", keep=1, per_part=True)
+    zs, ms = load(tmp_path / "s.npz")
+    assert sorted(zs.files) == ["meta", "s1", "s9"] and s == ms
+    assert s["whole_kept"] == 2 and s["whole_dropped"] == 2 and s["gpu_sha"] == m["gpu_sha"]
+    assert slim(tmp_path / "s.npz", tmp_path / "s1.npz", keep=1)["whole_dropped"] == 3     # dropped before counts
+    with pytest.raises(P.RecordError, match="consecutive"):
+        merge([a, b, b], tmp_path / "x.npz")
+    rec(a, 0, 6, [0], [], [], device="NVIDIA H100 80GB HBM3")
+    with pytest.raises(P.RecordError, match="different GPUs"):
+        merge([a, b], tmp_path / "x.npz")

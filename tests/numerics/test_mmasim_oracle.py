@@ -43,7 +43,8 @@ Running:
         # (PRE_ORACLE_RULES) and a few disagreeing cases per rule and variant are written to
         # tests/golden/mmasim_oracle/ (expected = mmasim's output, which tcsim now gives)
 The mmasim tests skip cleanly when torch or mmasim are not importable (CI does not install the
-``oracle`` extra).  test_golden_disagreements replays the stored disagreeing cases through tcsim
+``oracle`` extra); CI checks tcsim against mmasim all the same, by replaying mmasim's recorded results for
+>= 10^5 cases per variant (tests/numerics/oracle_replay.py, test_mmasim_replay.py).  test_golden_disagreements replays the stored disagreeing cases through tcsim
 only, so it runs everywhere.  See tests/golden/mmasim_oracle/README.md for the campaign results.
 """
 from __future__ import annotations
@@ -264,11 +265,13 @@ def _values(codes, fmt):
         return to_float64(np.asarray(codes) << low if low else codes, fmt)
 
 
-def gen_batch(v: Variant, rng, n_tiles: int, K: int):
-    """Codes for n_tiles tiles: A (t,8,K), B (t,K,8), C (t,8,8), SFA (t,8,K/sb), SFB (t,K/sb,8)
-    (scales None for unscaled kinds), and the scenario index of each tile."""
+def gen_batch(v: Variant, rng, n_tiles: int, K: int, tile: int = TILE):
+    """Codes for n_tiles tiles of tile x tile outputs: A (t,T,K), B (t,K,T), C (t,T,T), SFA (t,T,K/sb),
+    SFB (t,K/sb,T) (scales None for unscaled kinds), and the scenario index of each tile.  Deterministic for a
+    given rng state (the recorded oracle data of tests/numerics/oracle_replay.py regenerates its inputs here and
+    checks their digest)."""
     ca, cb, cc = Codec(v.a_fmt), Codec(v.b_fmt), Codec(v.acc)
-    T = TILE
+    T = tile
     A = np.zeros((n_tiles, T, K), np.int64)
     B = np.zeros((n_tiles, K, T), np.int64)
     C = np.zeros((n_tiles, T, T), np.int64)

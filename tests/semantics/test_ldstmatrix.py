@@ -4,12 +4,20 @@ SMEM tiles are filled from global memory by the kernel; every lane's row address
 offset table (so rows are scattered, not contiguous).  The numpy side implements the PTX text directly:
 register m of thread T = {M_m[T/4][2(T%4)], M_m[T/4][2(T%4)+1]}, .trans = the same on the transpose.
 """
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tcsim.isa.errors import MemoryFault, SyncError, UnsupportedError, VerifyError
 from tcsim.launch import Launch, run_launch
-from tcsim.numerics.tensor_core import mma_float, tc_params
+from tcsim.numerics.tensor_core import mma_float
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "numerics"))
+import oracle_replay  # noqa: E402  (expected D from numerics checked against the recorded data: issue 22)
+
+tc_params = oracle_replay.checked_tc_params
 
 SMEM_ROWS = 64          # 64 rows of 16 bytes
 

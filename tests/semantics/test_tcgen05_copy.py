@@ -11,9 +11,12 @@ import pytest
 
 from tcsim.isa.descriptors import InstrDescriptorBlockScaled
 from tcsim.isa.errors import VerifyError
-from tcsim.numerics.tensor_core import mma_block_scaled, tc_params
+from tcsim.numerics.tensor_core import mma_block_scaled
+from test_tcgen05_mma import oracle_replay  # noqa: E402  (issue 22: checked numerics)
 from test_tcgen05_mma import (arg, check_ptxas, desc, kernel, model_addr, operands, place, read_d, run, strides,
                               tmem_at)
+
+tc_params = oracle_replay.checked_tc_params
 
 
 def cp_issue(quals: str, col: int, lane: int = 0, cg: int = 1, nargs_base: int = 0) -> str:

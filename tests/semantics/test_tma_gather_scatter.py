@@ -9,7 +9,6 @@ tile-mode machinery of bulk_tensor.py), checked against an independent numpy mod
 
 Every kernel here assembles with ptxas -arch=sm_100a (the tensor map goes through cvta.param, as nvcc emits).
 """
-import json
 import re
 
 import ml_dtypes
@@ -20,6 +19,7 @@ from tcsim.isa.errors import DeadlockError, MemoryFault, UnsupportedError, Verif
 from tcsim.isa.ptxas import assemble
 from tcsim.isa.tensormap import TensorMap
 from tcsim.launch import Launch, run_launch
+from tcsim.observe import read_trace
 from test_bulk_copy import run
 from test_bulk_tensor import HEAD, cluster_kernel, load_kernel, model_smem, model_swizzle, run_load, store_kernel
 from test_tensormap_ops import check_ptxas
@@ -160,7 +160,7 @@ def test_gather4_complete_tx_is_the_full_four_row_box_even_when_all_oob(tmp_path
                      trace=str(trace))
     assert tm.rows4_bytes() == 512
     assert not res.simulation.ctas[0].smem.data[:8192].any()
-    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    events = list(read_trace(str(trace)))
     tx = [e for e in events if e["kind"] == "sync" and e.get("op") == "mbarrier.complete_tx"]
     assert [e["bytes"] for e in tx] == [512]
     assert not [e for e in events if e["kind"] == "mem" and e["agent"] == "tma" and e["space"] == "global"]

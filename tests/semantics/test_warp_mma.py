@@ -6,14 +6,21 @@ mma_sync.md, written out here independently of isa/fragments.py.  Checks: D equa
 ``tensor_core.mma_float`` (or ``mma_int``) called directly on the dense matrices, bit for bit (the fragment
 plumbing), and for small-integer inputs the exact numpy product (the whole chain).
 """
+import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tcsim.isa.errors import SyncError, UnsupportedError, VerifyError
 from tcsim.launch import Launch, run_launch
-from tcsim.numerics.tensor_core import mma_float, mma_int, tc_params
+from tcsim.numerics.tensor_core import mma_float, mma_int
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "numerics"))
+import oracle_replay  # noqa: E402  (expected D from numerics checked against the recorded data: issue 22)
+
+tc_params = oracle_replay.checked_tc_params
 
 # ---------------------------------------------------------------------------------------- fragment maps
 # mma_sync.md "Fragment maps": element i of lane -> (row, col); g = lane >> 2, t = lane & 3

@@ -1,5 +1,4 @@
 """The tcsim command line: check, run, demo — exit codes and diagnostics."""
-import json
 import textwrap
 from pathlib import Path
 
@@ -7,6 +6,7 @@ import numpy as np
 import pytest
 
 from tcsim.cli import main
+from tcsim.observe import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -68,7 +68,7 @@ def test_run_launch_file_with_trace(tmp_path, capsys):
     assert main(["run", str(launch), "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
     assert "PASS: out[0] = 0" in out and "warp-instructions" in out
-    recs = [json.loads(l) for l in trace.read_text().splitlines()]
+    recs = list(read_trace(str(trace)))
     assert any(r["kind"] == "inst" for r in recs)
 
 

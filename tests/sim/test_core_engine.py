@@ -1,13 +1,12 @@
 """Core engine: launches, argument checking, memory faults, runaway kernels, traces, stepping."""
 import io
-import json
 
 import numpy as np
 import pytest
 
 from tcsim.isa.errors import LaunchError, MemoryFault, PtxSyntaxError, RunawayError, UnsupportedError
 from tcsim.launch import Launch, run_launch
-from tcsim.observe import EventRecorder
+from tcsim.observe import EventRecorder, read_trace
 from tcsim.session import Session
 
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -151,13 +150,13 @@ def test_malformed_ptx_is_a_syntax_error():
 def test_jsonl_trace_records_instructions_and_memory():
     buf = io.StringIO()
     run_launch(Launch(ptx=STORE_LANE0, args=[np.zeros(1, np.uint32)]), trace=buf)
-    recs = [json.loads(l) for l in buf.getvalue().splitlines()]
-    assert recs[0]["kind"] == "header" and recs[0]["version"] == 2        # schema: README "JSONL trace"
+    recs = list(read_trace(buf.getvalue().splitlines()))
+    assert recs[0]["kind"] == "header" and recs[0]["version"] == 3        # schema: README "JSONL trace"
     insts = [r for r in recs if r["kind"] == "inst"]
     mems = [r for r in recs if r["kind"] == "mem"]
     assert [r["text"].split()[0] for r in insts] == ["ld.param.u64", "mov.u32", "st.global.u32", "ret;"]
-    # one hex string per register write: 8 hex digits per active lane, lane 0 first
-    assert insts[1]["writes"]["%r1"] == "".join(f"{i:08x}" for i in range(32)) and insts[1]["mask"] == 0xFFFFFFFF
+    # the register write: each active lane's value (%tid.x), lane 0 first
+    assert insts[1]["writes"]["%r1"] == list(range(32)) and insts[1]["mask"] == 0xFFFFFFFF
     assert {m["space"] for m in mems} == {"param", "global"}
     st = [m for m in mems if m["op"] == "st"][0]
     assert st["size"] == 4 and st["lane_mask"] == 0xFFFFFFFF

@@ -199,6 +199,14 @@ W:
   setp.eq.u32 %p1, %r1, 0;
   @%p1 bra W;
   ret;""", ".param .u64 n"), "setp.eq.u32", "memory is not changing", (np.zeros(1, np.uint32),)),
+    # a clock wait whose compare can never fail: an unsigned difference is always >= 0
+    "clock_never": (kernel("""  mov.u64 %rd1, %clock64;
+L:
+  mov.u64 %rd2, %clock64;
+  sub.u64 %rd3, %rd2, %rd1;
+  setp.ge.u64 %p1, %rd3, 0;
+  @%p1 bra L;
+  ret;"""), "setp.ge.u64", "as %clock64 runs on: never", ()),
     # no exit at all
     "no_exit": (kernel("""  mov.u32 %r1, 0;
 L:
@@ -357,3 +365,101 @@ W:
   ret;""")
     with pytest.raises(DeadlockError):
         run_launch(Launch(ptx=src), progress=False, detect=False)
+
+
+# ---------------------------------------------------------------------------------------------- clock waits
+# start = clock(); while (clock() - start < N) { tries++; }  -- out = the last difference read, tries
+CLOCK_WAIT = {
+    "clock64": ("%clock64", "u64", "s64", 200_000_000),
+    "clock": ("%clock", "u32", "s32", 100_000_000),
+    "globaltimer": ("%globaltimer", "u64", "u64", 50_000_000),      # 50 ms in nanoseconds
+}
+
+
+def _clock_wait(sreg, mov, sub, n):
+    w = 64 if mov == "u64" else 32
+    r = "%rd" if w == 64 else "%r"
+    return kernel(f"""  ld.param.u64 %rd5, [out];
+  mov.{mov} {r}1, {sreg};
+  mov.u32 %r9, 0;
+W:
+  add.u32 %r9, %r9, 1;
+  mov.{mov} {r}2, {sreg};
+  sub.{sub} {r}3, {r}2, {r}1;
+  setp.lt.{sub} %p1, {r}3, {n};
+  @%p1 bra W;
+  st.global.{mov} [%rd5], {r}3;
+  ret;""", ".param .u64 out")
+
+
+@pytest.mark.parametrize("tier", ["reference", "fast"])
+@pytest.mark.parametrize("name", sorted(CLOCK_WAIT))
+def test_a_clock_wait_skips_simulated_time_to_its_deadline(name, tier, eager):
+    # every warp waits for the clock and nothing else runs: simulated time jumps to just before the deadline, and
+    # the loop leaves having read a difference of at least N (and not much more: the skip stops 256 cycles short)
+    sreg, mov, sub, n = CLOCK_WAIT[name]
+    src = _clock_wait(sreg, mov, sub, n)
+    lines = f"lines {_line_of(src, 'add.u32 %r9')}-{_line_of(src, '@%p1 bra W')}"
+    t0 = time.process_time()
+    r = run_launch(Launch(ptx=src, block=(64, 1, 1),
+                          args=[np.zeros(1, np.uint64 if mov == "u64" else np.uint32)]),
+                   progress=False, detect=False, tier=tier)
+    got = int(r.outputs[0][0])
+    ns_per_cycle = 1000 / r.simulation.arch_config.sm_clock_mhz if name == "globaltimer" else 1
+    assert n <= got <= n + 64 * ns_per_cycle + 8, got
+    sim = r.simulation
+    assert sim.time_skipped > 0.99 * n / ns_per_cycle
+    assert any("simulated time skipped" in w and lines in w for w in sim.warnings), sim.warnings
+    assert r.stats["warp_instructions"] < 10 ** 6
+    assert time.process_time() - t0 < 10
+
+
+def test_a_clock_wait_is_skipped_only_once_nothing_else_runs(eager):
+    # warp 1 counts to 3000 and then writes; warp 0 waits 10^7 cycles: time cannot be skipped while warp 1 works
+    # (its count would come out of a different cycle), so the write happens and the wait still ends at its deadline
+    src = kernel("""  ld.param.u64 %rd5, [out];
+  mov.u32 %r1, %tid.x;
+  setp.ge.u32 %p2, %r1, 32;
+  @%p2 bra WORK;
+  mov.u64 %rd1, %clock64;
+W:
+  mov.u64 %rd2, %clock64;
+  sub.s64 %rd3, %rd2, %rd1;
+  setp.lt.s64 %p1, %rd3, 10000000;
+  @%p1 bra W;
+  st.global.u64 [%rd5], %rd3;
+  ret;
+WORK:
+  mov.u32 %r2, 0;
+C:
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p3, %r2, 3000;
+  @%p3 bra C;
+  mov.u64 %rd4, %clock64;
+  setp.eq.u32 %p3, %r1, 32;
+  @%p3 st.global.u64 [%rd5+8], %rd4;
+  ret;""", ".param .u64 out")
+    r = run_launch(Launch(ptx=src, block=(64, 1, 1), args=[np.zeros(2, np.uint64)]), progress=False, detect=False)
+    waited, worker_done = (int(x) for x in r.outputs[0])
+    assert 10_000_000 <= waited <= 10_000_064
+    assert 3000 <= worker_done < 20_000          # the worker's cycles were not skipped
+    assert r.simulation.time_skipped > 9_000_000
+
+
+def test_a_poll_with_a_timeout_times_out_at_its_deadline(eager):
+    # while (flag == 0 && clock64() - start < 5e7): nobody sets the flag, so the wait ends by the timeout
+    src = kernel("""  ld.param.u64 %rd5, [out];
+  mov.u64 %rd1, %clock64;
+W:
+  ld.volatile.global.u32 %r1, [%rd5];
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  mov.u64 %rd2, %clock64;
+  sub.s64 %rd3, %rd2, %rd1;
+  setp.lt.s64 %p2, %rd3, 50000000;
+  @%p2 bra W;
+  st.global.u64 [%rd5+8], %rd3;
+DONE:
+  ret;""", ".param .u64 out")
+    r = run_launch(Launch(ptx=src, args=[np.zeros(2, np.uint64)]), progress=False, detect=False)
+    assert 50_000_000 <= int(r.outputs[0][1]) <= 50_000_064

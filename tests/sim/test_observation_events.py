@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import pkgutil
 from collections import defaultdict
 
@@ -16,7 +15,7 @@ from tests.semantics import test_bulk_copy as _bulk_copy_tests
 from tcsim.cli import _get_launch
 from tcsim.launch import run_launch
 from tcsim.observe import (AsyncComplete, AsyncIssue, EventRecorder, InstRetired, JsonlTracer, MemAccess,
-                           ObservationBus, RegAccess, SyncEvent)
+                           ObservationBus, RegAccess, SyncEvent, read_trace)
 
 EXAMPLES = sorted(m.name for m in pkgutil.iter_modules(tcsim.examples.__path__)
                   if not m.name.startswith("_") and not m.ispkg)
@@ -155,7 +154,7 @@ def test_the_examples_carry_every_kind_of_event(streams):
 
 def test_the_trace_writes_the_traced_events(streams):
     """The JSONL tracer writes a header and then ``kind, cycle, cta, agent`` + the event's fields (compactly, schema
-    2: tests/trace/test_jsonl.py) for the traced events only: no register events, none of the accesses marked
+    3: tests/trace/test_jsonl.py; read back whole by read_trace) for the traced events only: no register events, none of the accesses marked
     ``traced=False``."""
     events, _ = streams["gemm_async"]
     buf = io.StringIO()
@@ -163,7 +162,7 @@ def test_the_trace_writes_the_traced_events(streams):
     for ev in events:
         tr.on_event(ev)
     tr.close()
-    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    lines = list(read_trace(buf.getvalue().splitlines()))
     kept = [e for e in events if e.kind in ("inst", "mem", "sync") and e.traced]
     assert lines[0]["kind"] == "header" and lines[0]["records"] == len(kept)
     assert len(lines) - 1 == len(kept) < len(events)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tcsim.isa.errors import DeadlockError, LivelockError, RunawayError
+from tcsim.isa.errors import DeadlockError, LivelockError, NonTerminatingLoopError, RunawayError
 from tcsim.launch import Launch, Prepared, run_launch
 
 HEAD = ".version 8.5\n.target sm_90a\n.address_size 64\n"
@@ -43,14 +43,25 @@ DONE:
 }
 """
 
-# a loop whose registers change every iteration (never a livelock): runs until the budget stops it
+# a loop whose tested register changes every iteration and does not repeat within any run (a xorshift32 sequence,
+# period 2^32 - 1, until it reaches 0, which it never does; nothing the loop monitor can judge: %r1 is written three
+# times): runs until the budget or Ctrl-C stops it.  (A loop that only counts, with no exit, is a livelock: the
+# counter cannot change what it does.)
 COUNT_FOREVER = HEAD + """.visible .entry k()
 {
-  .reg .b32 %r<2>;
-  mov.u32 %r1, 0;
+  .reg .pred %p<2>;
+  .reg .b32 %r<3>;
+  mov.u32 %r1, 1;
 LOOP:
-  add.u32 %r1, %r1, 1;
-  bra LOOP;
+  shl.b32 %r2, %r1, 13;
+  xor.b32 %r1, %r1, %r2;
+  shr.u32 %r2, %r1, 17;
+  xor.b32 %r1, %r1, %r2;
+  shl.b32 %r2, %r1, 5;
+  xor.b32 %r1, %r1, %r2;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra LOOP;
+  ret;
 }
 """
 
@@ -172,16 +183,80 @@ def test_no_progress_line_when_short_or_not_a_terminal(capsys):
     assert "[tcsim]" not in capsys.readouterr().err
 
 
-def test_livelock_is_reported_like_a_deadlock():
+@pytest.mark.parametrize("tier", ["reference", "fast"])
+def test_livelock_is_reported_like_a_deadlock(tier):
+    # (the fast tier queues its warps' issue events as gangs: they are the warps' own, so it is quiescent too)
     t0 = time.perf_counter()
     with pytest.raises(LivelockError) as e:
-        run_launch(Launch(ptx=SPIN, block=(64, 1, 1), args=[np.zeros(1, np.uint32)]), progress=False, detect=False)
+        run_launch(Launch(ptx=SPIN, block=(64, 1, 1), args=[np.zeros(1, np.uint32)]), progress=False, detect=False,
+                   tier=tier)
     assert isinstance(e.value, DeadlockError)
     msg = str(e.value)
     assert "livelock" in msg and "CTA (0,0,0) warp 0" in msg and "CTA (0,0,0) warp 1" in msg
     assert "ld.volatile.global.u32 %r1, [%rd1]" in msg or "setp.eq.u32" in msg or "@%p1 bra WAIT" in msg
     assert e.value.loc is not None and e.value.loc.line in (11, 12, 13)
     assert time.perf_counter() - t0 < 30
+
+
+# every thread tries to take a lock that is held (1) and that nobody releases, counting its attempts
+CAS_SPIN = HEAD + """.visible .entry k(.param .u64 lock)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [lock];
+  mov.u32 %r3, 0;
+TRY:
+  add.u32 %r3, %r3, 1;
+  atom.global.cas.b32 %r1, [%rd1], 0, 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra TRY;
+  ret;
+}
+"""
+
+# a data-dependent exit the data never meets: x -> (5x + 1) mod 16 runs through all 16 values, never 99; a step count
+# alongside
+CYCLE = HEAD + """.visible .entry k()
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 3;
+  mov.u32 %r3, 0;
+STEP:
+  mad.lo.u32 %r2, %r1, 5, 1;
+  and.b32 %r1, %r2, 15;
+  add.u32 %r3, %r3, 1;
+  setp.ne.u32 %p1, %r1, 99;
+  @%p1 bra STEP;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("tier", ["reference", "fast"])
+@pytest.mark.parametrize("case", ["cas", "cycle"])
+def test_a_livelock_with_an_attempt_counter_is_reported(case, tier):
+    # the counter (%r3) never repeats, but nothing the loop tests, compares or addresses reads it: the machine state
+    # the loop depends on repeats, so the livelock detector reports it at once (not the budget after 300 s)
+    src, args, lines = (CAS_SPIN, [np.ones(1, np.uint32)], (12, 15)) if case == "cas" else (CYCLE, [], (11, 15))
+    t0 = time.process_time()
+    with pytest.raises(LivelockError) as e:
+        run_launch(Launch(ptx=src, block=(32 if case == "cas" else 64, 1, 1), args=args), progress=False,
+                   detect=False, tier=tier)
+    msg = str(e.value)
+    assert f"the loop at lines {lines[0]}-{lines[1]}" in msg and "%r3" in msg, msg
+    assert lines[0] <= e.value.loc.line <= lines[1]
+    assert time.process_time() - t0 < 15
+
+
+def test_a_livelock_with_an_attempt_counter_polling_memory_is_the_loop_monitors_report():
+    # a flag poll that counts: the livelock detector sees the repeat, the loop monitor names the compare and why
+    src = SPIN.replace("WAIT:\n", "WAIT:\n  add.u32 %r2, %r2, 1;\n").replace(".reg .b32 %r<2>", ".reg .b32 %r<3>")
+    with pytest.raises(NonTerminatingLoopError) as e:
+        run_launch(Launch(ptx=src, block=(64, 1, 1), args=[np.zeros(1, np.uint32)]), progress=False, detect=False)
+    msg = str(e.value)
+    assert "memory is not changing" in msg and e.value.loc.line == 13, msg
 
 
 def test_polling_while_another_warp_progresses_is_no_livelock():

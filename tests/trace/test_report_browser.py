@@ -8,6 +8,7 @@ rewrites them)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_report_renders_and_a_finding_scrolls_the_source(browser, fence_report):
     ptx = (ROOT / "examples" / "bugs" / "missing_proxy_fence.ptx").read_text().splitlines()
     assert page.locator("#source tr").count() == len(ptx) + 1
     row = page.locator("#L24 td")
-    assert row.nth(7).inner_text().strip() == ptx[23].strip()
+    assert row.nth(8).inner_text().strip() == ptx[23].strip()
     assert (row.nth(1).inner_text(), row.nth(2).inner_text()) == ("2", "64")
     # a short source pane: the finding's line (the TMA store reading the tile, the access that exposed the missing
     # fence) starts out of view; clicking the finding scrolls to it and highlights it
@@ -110,6 +111,60 @@ def test_report_renders_and_a_finding_scrolls_the_source(browser, fence_report):
     page.mouse.click(x, y)
     text = page.locator("#tl-details").inner_text()
     assert "reason" in text and "wait" in text and "cp.async.bulk.wait_group" in text
+    assert errors == []
+    page.close()
+
+
+def test_sass_lines_under_their_ptx_lines(browser, fence_report):
+    """The source view lists the SASS ptxas made of a PTX line (the committed listing of the example: CI has no
+    disassembler): the st.shared line's count opens its STS under it, the switch opens every line's, and the
+    address-order listing links each instruction back to its PTX line."""
+    page, errors = _open(browser, fence_report)
+    ptx = (ROOT / "examples" / "bugs" / "missing_proxy_fence.ptx").read_text().splitlines()
+    st = next(i + 1 for i, t in enumerate(ptx) if t.strip().startswith("st.shared"))
+    bar = next(i + 1 for i, t in enumerate(ptx) if t.strip().startswith("bar.sync"))
+    assert "committed listing bugs.missing_proxy_fence.sm_90a.json" in page.locator("#sass-note").inner_text()
+    assert page.locator(".sass-row").count() == 0
+    page.click(f"#L{st} a.sass-count")
+    assert page.locator(f"#S{st}").inner_text().strip().endswith("STS [R3], R0")
+    page.click(f"#L{st} a.sass-count")                        # a second click closes it
+    assert page.locator(f"#S{st}").count() == 0
+    page.click("#sass-all")
+    rows = page.locator(".sass-row")
+    n_lines = rows.count()
+    assert n_lines > 5 and "BAR.SYNC" in page.locator(f"#S{bar}").inner_text()
+    # every row follows its own PTX line
+    assert page.evaluate("""() => [...document.querySelectorAll('.sass-row')].every(r =>
+        r.previousElementSibling.id === 'L' + r.dataset.line)""")
+    page.click("#sass-details summary")
+    link = page.locator("#sass-listing tr", has_text="BAR.SYNC").locator("a")
+    assert link.inner_text() == f"line {bar}"
+    link.click()
+    assert "hl" in page.get_attribute(f"#L{bar}", "class")
+    assert errors == []
+    page.close()
+
+
+def test_a_run_that_ended_in_an_error_opens_at_it(browser, tmp_path):
+    """The report of a deadlocked run (tests/trace/test_error_report.py) opens at the error: its section at the
+    top, its PTX line highlighted in the source view, a red line on the timeline where the run stopped; the last
+    instruction of the warp links to its line."""
+    from tests.trace.test_error_report import DEADLOCK, _data, _launch, _line
+    lf, src = _launch(tmp_path, "dead", DEADLOCK)
+    out = tmp_path / "dead.html"
+    assert main(["run", str(lf), "--report", str(out)]) == 1
+    wait = _line(src, "mbarrier.try_wait")
+    page, errors = _open(browser, out)
+    top = page.evaluate("document.getElementById('error-section').getBoundingClientRect().top")
+    assert abs(top) < 2
+    assert "deadlock" in page.locator("#error-section h2").inner_text()
+    cls = page.get_attribute(f"#L{wait}", "class")
+    assert "hl" in cls and "has-error" in cls
+    assert _painted(page, "#b3261e") > 20                         # the red line where the run stopped
+    if os.environ.get("TCSIM_WRITE_SCREENSHOTS"):
+        page.screenshot(path=str(ROOT / "docs" / "report_error_deadlock.png"), full_page=False)
+    page.click("#error-warps a")
+    assert "hl" in page.get_attribute(f"#L{_data(out)['error']['warps'][0]['line']}", "class")
     assert errors == []
     page.close()
 
@@ -148,6 +203,21 @@ def test_example_reports_render(browser, name, tmp_path):
     shot = ROOT / "docs" / f"report_{name}.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
         tmp_path / f"{name}.png"
     page.screenshot(path=str(shot), full_page=False)
+    # the SASS of the tensor-core instructions (the committed listing): the count opens them under the PTX line
+    ptx = page.evaluate("tcsimReport.data.source")
+    mma = [i + 1 for i, t in enumerate(ptx) if re.match(r"\s*(@!?%\w+\s+)?(tcgen05\.mma|wgmma\.mma_async|mma\.sync)", t)]
+    assert mma
+    for n in mma[:2]:
+        page.click(f"#L{n} a.sass-count")
+        assert page.locator(f"#S{n}").count() == 1
+    assert re.search(r"UTC\w*MMA|HGMMA|HMMA", page.locator(".sass-row").all_inner_texts()[0] +
+                     page.locator("#sass-listing").inner_text())
+    page.evaluate(f"tcsimReport.showLine({mma[0]})")
+    page.evaluate("document.getElementById('source-section').scrollIntoView()")
+    shot = ROOT / "docs" / f"report_{name}_sass.png" if os.environ.get("TCSIM_WRITE_SCREENSHOTS") else \
+        tmp_path / f"{name}_sass.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert errors == []
     page.close()
 
 

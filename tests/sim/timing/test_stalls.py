@@ -1,8 +1,8 @@
 """The per-warp stall breakdown names what a warp waited on (the mbarrier by symbol and offset, the register and
 its producer), wake-up latency after an mbarrier phase completes, and the same records in the JSONL trace."""
 import io
-import json
 
+from tcsim.observe import read_trace
 from tcsim.timing.params import arch_config
 
 from timing_kernels import kernel, run
@@ -64,7 +64,7 @@ def test_waiter_resumes_a_wake_up_latency_after_the_arrive():
 def test_jsonl_trace_carries_stalls_and_completion_cycles():
     buf = io.StringIO()
     run(BODY, threads=64, shared=SHARED, trace=buf)
-    recs = [json.loads(x) for x in buf.getvalue().splitlines()]
+    recs = list(read_trace(buf.getvalue().splitlines()))
     stalls = [r for r in recs if r["kind"] == "stall"]
     mb = [r for r in stalls if r["reason"] == "mbarrier"]
     assert len(mb) == 1 and mb[0]["warp"] == 1 and mb[0]["detail"].startswith("full_bar")
@@ -76,7 +76,7 @@ def test_jsonl_trace_carries_stalls_and_completion_cycles():
     # timing off: no stall events, no completion field
     buf = io.StringIO()
     run(BODY, threads=64, shared=SHARED, trace=buf, timing=False)
-    recs = [json.loads(x) for x in buf.getvalue().splitlines()]
+    recs = list(read_trace(buf.getvalue().splitlines()))
     assert not [r for r in recs if r["kind"] == "stall"]
     assert all("done" not in r for r in recs if r["kind"] == "inst")
 
