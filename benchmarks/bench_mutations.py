@@ -94,7 +94,7 @@ MUTATIONS = [
              "                   sbo=_bits(value, 32, 14) << 4, base_offset=_bits(value, 49, 3),\n"
              "                   swizzle=WGMMA_SWIZZLE_CODES",
              "wgmma matrix descriptor: the decoded LBO doubled (field << 5 instead of << 4)",
-             ("tests/hw/test_wgmma_golden.py", "tests/isa/test_descriptors.py")),
+             ("tests/hw/test_fuzz_wgmma.py", "tests/semantics/test_wgmma.py")),
     Mutation("tcgen05-idesc-n", "descriptors", "isa/descriptors.py",
              "return cls(m=_bits(v, 24, 5) << 4, n=_bits(v, 17, 6) << 3, dtype=_bits(v, 4, 2), atype=_bits(v, 7, 3),",
              "return cls(m=_bits(v, 24, 5) << 4, n=_bits(v, 17, 5) << 3, dtype=_bits(v, 4, 2), atype=_bits(v, 7, 3),",
@@ -141,10 +141,15 @@ MUTATIONS = [
              "lat = self.params.latency",
              "tensor-map TMA operations lose their extra latency",
              ("tests/hw/test_timing_validation.py", "tests/hw/test_microbench_golden.py")),
-    Mutation("tc-commit-latency", "timing", "sim/timing/tensor.py",
-             "done = max(now, self.last_completion) + cfg.tc_commit_latency",
-             "done = max(now, self.last_completion)",
-             "tcgen05.commit arrives with no latency after the last MMA completes",
+    Mutation("tcgen05-mma-rate", "timing", "sim/timing/tensor.py",
+             "compute = math.ceil(n * cycles_per_n(cfg, m, cg))",
+             "compute = math.ceil(n * cycles_per_n(cfg, m, cg) / 2)",
+             "tcgen05.mma computes twice as fast as the published per-N rate",
+             ("tests/sim/timing/test_tcgen05_fits.py",)),
+    Mutation("wgmma-issue-rate", "timing", "sim/agents/wgmma_unit.py",
+             "op.occupancy = max(p.mma_min_cycles, math.ceil(op.n * p.mma_cycles_per_n))",
+             "op.occupancy = max(p.mma_min_cycles, math.ceil(op.n * p.mma_cycles_per_n / 2))",
+             "a wgmma occupies the tensor pipe half as long as the H100 measurement says",
              ("tests/hw/test_timing_validation.py", "tests/hw/test_microbench_golden.py")),
 ]
 
@@ -157,7 +162,6 @@ _K = {
     "e4m3-bias": "ml_dtypes",
     "swizzle-128B-mask": "test_replay_on_simulator",
     "swizzle-64B-shift": "test_replay_on_simulator",
-    "wgmma-desc-lbo": "outputs_and_exact",
     "tcgen05-idesc-n": "wide_n or descriptor",
     "mbarrier-tx-gating": "expect_tx or two_stage or parity",
     "mbarrier-arrive-drop": "arrive_drop or two_stage or parity",
@@ -167,7 +171,7 @@ _K = {
     "tma-element-strides": "test_replay_on_simulator",
     "smem-broadcast": "calibration_values or validation_kernel",
     "tma-tensor-extra-latency": "calibration_values or validation_kernel",
-    "tc-commit-latency": "calibration_values or validation_kernel",
+    "wgmma-issue-rate": "calibration_values or validation_kernel",
 }
 MUTATIONS = [replace(m, k=_K.get(m.name, m.k)) for m in MUTATIONS]
 
