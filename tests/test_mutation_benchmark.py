@@ -34,8 +34,22 @@ def test_mutation_applies(m):
     assert m.tests, f"{m.name}: no selection"
 
 
+#: mutations the fast suite does not catch yet (each a gap in the suite, found by the benchmark): strict xfail, so a
+#: test that closes the gap makes this XPASS and asks for the entry to go
+NOT_CAUGHT = {
+    "wgmma-issue-rate": "no fast test checks the sm_90a wgmma issue interval (tc_fixed_mma_cycles_per_n): neither the "
+                        "H100 timing records (test_timing_validation, test_microbench_golden) nor a rule test notice "
+                        "a wgmma occupying the tensor pipe half as long",
+}
+
+
+def _param(m):
+    marks = [pytest.mark.xfail(strict=True, reason=NOT_CAUGHT[m.name])] if m.name in NOT_CAUGHT else []
+    return pytest.param(m, marks=marks, id=m.name)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("m", bench.MUTATIONS, ids=lambda m: m.name)
+@pytest.mark.parametrize("m", [_param(m) for m in bench.MUTATIONS])
 def test_fast_suite_catches_mutation(m):
     (r,) = bench.run([m], timeout=900.0, log=lambda *_: None)
     assert r["caught"], f"{m.name} ({m.what}) is not caught by {r['tests']}: {r.get('verdict')}"
