@@ -100,7 +100,7 @@ class ExecContext:
             bits = self.reg_array(op.name)
             if bits.dtype == np.bool_:
                 raise VerifyError(f"predicate {op.name} used where a .{ptype} value is expected")
-            if self.bus.active and self.bus.wants("reg"):
+            if self.bus.want_reg:
                 self._publish_reg(op.name, False)
             try:
                 return to_type(bits, ptype)
@@ -162,14 +162,15 @@ class ExecContext:
         reg[m] = bits[m]
         if self.writes is not None:
             self.writes[op.name] = reg
-        if self.bus.active and self.bus.wants("reg"):
+        if self.bus.want_reg:
             self._publish_reg(op.name, True, m)
 
     def write_columns(self, elems, ptype: str, values: np.ndarray, mask=None) -> None:
         """``write(elems[j], ptype, values[:, j], mask)`` for every j (``values``: (32, len(elems))), converting the
         values once per register size: the destination list of a wide load (``tcgen05.ld``'s up to 128 registers)."""
         m = self.mask if mask is None else mask
-        publish = self.bus.active and self.bus.wants("reg")
+        publish = self.bus.want_reg
+        names = [] if publish else None
         conv = {}
         for j, op in enumerate(elems):
             if isinstance(op, ir.Vector) and len(op.elems) == 1:
@@ -191,7 +192,9 @@ class ExecContext:
             if self.writes is not None:
                 self.writes[op.name] = reg
             if publish:
-                self._publish_reg(op.name, True, m)
+                names.append(op.name)
+        if names:
+            self._publish_reg(names[0], True, m, regs=tuple(names))
 
     def write_vector(self, op, ptype: str, values: list, mask=None) -> None:
         elems = op.elems if isinstance(op, ir.Vector) else (op,)
@@ -207,7 +210,7 @@ class ExecContext:
             r = self.reg_array(op.name)
             if r.dtype != np.bool_:
                 raise VerifyError(f"register {op.name} is not a predicate")
-            if self.bus.active and self.bus.wants("reg"):
+            if self.bus.want_reg:
                 self._publish_reg(op.name, False)
             return r.copy()
         if isinstance(op, ir.Imm) and op.kind == "int":
@@ -228,18 +231,20 @@ class ExecContext:
         r[m] = np.broadcast_to(np.asarray(values, dtype=bool), (WARP,))[m]
         if self.writes is not None:
             self.writes[op.name] = r
-        if self.bus.active and self.bus.wants("reg"):
+        if self.bus.want_reg:
             self._publish_reg(op.name, True, m)
 
-    def _publish_reg(self, name: str, write: bool, mask=None) -> None:
+    def _publish_reg(self, name: str, write: bool, mask=None, regs: tuple = ()) -> None:
+        """One :class:`RegAccess` of register ``name`` (``regs``: every register of a register list written
+        together, ``name`` its first), unless no 'reg' observer watches any of them (``bus.reg_names``)."""
         rn = self.bus.reg_names
-        if rn is not None and name not in rn:
+        if rn is not None and (name not in rn if not regs else rn.isdisjoint(regs)):
             return
         m = self.mask if mask is None else mask
         if not m.any():
             return
         self.bus.publish(RegAccess(self.now, self.cta.ctaid, "warp", warp=self.warp.id, pc=self.pc, line=self._line(),
-                                   reg=name, write=write, lanes=tuple(np.flatnonzero(m).tolist())))
+                                   reg=name, write=write, lanes=tuple(np.flatnonzero(m).tolist()), regs=regs))
 
     # ------------------------------------------------------------------------------------------ special regs
     def special(self, sreg: ir.SpecialReg) -> np.ndarray:

@@ -600,7 +600,7 @@ class Simulation:
         warp.alive &= ~lanes
         cta = warp.cta
         if warp.ctx.ins is not None:
-            cta.last_exit = warp.ctx.side(mask=lanes)   # what findings name as "the CTA exits" (class 13, 14)
+            cta.note_exit(warp.ctx.ins, warp.id, lanes, self.env.now)    # (findings' "the CTA exits")
         for hook in self.exit_hooks:
             hook(warp, lanes)
         if not cta.exited and not any(w.alive.any() for w in cta.warps):

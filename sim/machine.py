@@ -5,7 +5,7 @@ Nothing in here executes instructions: semantics (``sim/semantics``) act on this
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,13 @@ class Program:
     #: the kernel and the device functions it calls, laid out in ``body`` (tcsim.linker); ``None`` entries of
     #: ``owner`` never occur: the kernel is function 0
     link: object = None
+    #: the fast tier's generated group code per (pc, step kind) (tcsim.fast.tier._Generated): a pure function of
+    #: the decoded instruction and the register dtypes, built at its first use and shared by every launch of this
+    #: program (tcsim.program_cache keeps the program between launches of one PTX text)
+    fast_code: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the fast tier's per-instruction plan (tcsim.fast.tier.FastTier: groupable families, plain branches,
+    #: stores), computed by the first fast launch of this program
+    fast_plan: object = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -96,12 +103,31 @@ class Cta:
         self.barriers = [NamedBarrier(i) for i in range(16)]
         self.warps: list = []
         self.exited = False
-        self.last_exit = None          # the exit / ret of its last exiting lanes, as a finding side (engine)
+        #: the exit / ret of its last exiting lanes (engine: note_exit), as (instruction, warp, lane mask, cycle);
+        #: its finding side (last_exit) is built when a finding names it
+        self.exit_record = None
         self.tmem = None               # attached by the tcgen05 issue
         self.bulk_groups = {}          # per-thread bulk async-group state, keyed by (warp, lane)
         self.cp_async_groups = {}      # per-thread cp.async group state (non-bulk), keyed by (warp, lane)
         self.wgmma_groups = {}         # per-thread wgmma-groups (PTX ISA §9.7.15.7.2), keyed by (warp, lane)
         self.wgmma_issued = {}         # warpgroup -> {warp: [pc of each wgmma.mma_async issued]} (.aligned check)
+
+    def note_exit(self, ins, warp_id: int, lanes: np.ndarray, cycle: float) -> None:
+        """Lanes ``lanes`` of warp ``warp_id`` exit at ``ins`` (the CTA's last exit so far)."""
+        self.exit_record = (ins, warp_id, lanes.copy(), cycle)
+
+    @property
+    def last_exit(self):
+        """The exit / ret of the CTA's last exiting lanes as a finding side (tcsim.findings.Access; what findings
+        name as "the CTA exits", classes 13 and 14), or None before any."""
+        rec = self.exit_record
+        if rec is None:
+            return None
+        from .context import lanes_str
+        from .findings import Access
+        ins, warp_id, lanes, cycle = rec
+        return Access(what=str(ins), loc=ins.loc, cta=self.ctaid, warp=warp_id, lanes=lanes_str(lanes),
+                      proxy=None, unit="warp", where=None, cycle=float(cycle))
 
     @property
     def label(self) -> str:

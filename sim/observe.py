@@ -38,7 +38,9 @@ simulated SM cycle, ``env.now``), ``cta`` (ctaid tuple of the CTA whose state it
   'dependency', 'unit', 'issue slot', 'mbarrier', 'barrier', 'cluster barrier', 'tmem', 'wait', 'sleep'),
   ``detail``, ``cycles``; ``cycle`` is when the stall began.
 * :class:`RegAccess` ``reg`` -- one register operand read (``write`` False) or written (True) by a warp:
-  ``warp, pc, line, reg, lanes``.  Built only when an observer asked for kind 'reg' (:meth:`ObservationBus.wants`).
+  ``warp, pc, line, reg, lanes``; a register list written together (``tcgen05.ld``'s destinations) is one event
+  whose ``regs`` names every register of the list (:attr:`RegAccess.names`).  Built only when an observer asked
+  for kind 'reg' (:meth:`ObservationBus.wants`).
 
 ``Event.fields`` is the event's record as the pre-issue-14 trace wrote it (a dict in that record's key order);
 observers written against that dict (``ev.fields["op"]``) keep working.  The JSONL tracer (schema 3, issue 19)
@@ -188,18 +190,27 @@ class SyncEvent(Event):
         fields that name them (``barrier``, ``mbarrier`` / ``addr``, ``target_cta``, ``count``, ``phase``,
         ``lanes`` / ``lane``); ``typed``: declared fields given directly (a subclass's, e.g. :class:`AsyncIssue`'s, or a
         value the record does not show, e.g. the thread count of a ``bar.sync`` without one)."""
-        lanes = detail.get("lanes")
-        if lanes is None and "lane" in detail and detail["lane"] is not None:
-            lanes = (detail["lane"],)
-        mb = detail.get("mbarrier", detail.get("addr"))
-        bar = detail.get("barrier")
-        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=None if lanes is None else tuple(int(x) for x in lanes),
-                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb if isinstance(mb, int) else None,
-                  target_cta=detail.get("target_cta", cta if isinstance(mb, int) else None),
-                  count=detail.get("count") if isinstance(detail.get("count"), int) else None,
-                  phase=detail.get("phase") if isinstance(detail.get("phase"), int) else None,
-                  op_id=op_id, detail=MappingProxyType(dict(detail)), head=head, traced=traced)
-        kw.update(typed or {})
+        get = detail.get
+        lanes = get("lanes")
+        if lanes is None:
+            ln = get("lane")
+            if ln is not None:
+                lanes = (int(ln),)
+        elif type(lanes) is not tuple or not all(type(x) is int for x in lanes):
+            lanes = tuple(int(x) for x in lanes)
+        mb = get("mbarrier") if "mbarrier" in detail else get("addr")
+        if not isinstance(mb, int):
+            mb = None
+        bar = get("barrier")
+        count = get("count")
+        phase = get("phase")
+        kw = dict(op=op, warp=warp, pc=pc, line=line, lanes=lanes,
+                  barrier=bar if isinstance(bar, int) else None, mbarrier=mb,
+                  target_cta=get("target_cta", None if mb is None else cta),
+                  count=count if isinstance(count, int) else None, phase=phase if isinstance(phase, int) else None,
+                  op_id=op_id, detail=MappingProxyType(detail), head=head, traced=traced)
+        if typed:
+            kw.update(typed)
         return cls(cycle, cta, agent, **kw)
 
     @property
@@ -242,11 +253,21 @@ class RegAccess(Event):
     reg: str = ""
     write: bool = False
     lanes: tuple = ()
+    #: every register of the operand when it is a register list written together (a wide load's destination
+    #: ``{%r0, ..., %r31}``: one event for the operand, ``reg`` its first register); empty for one register
+    regs: tuple = ()
+
+    @property
+    def names(self) -> tuple:
+        """The registers the access touches (``regs``, or ``reg`` alone)."""
+        return self.regs or (self.reg,)
 
     @property
     def fields(self) -> dict:
-        return dict(warp=self.warp, pc=self.pc, line=self.line, reg=self.reg, write=self.write,
-                    lanes=list(self.lanes))
+        d = dict(warp=self.warp, pc=self.pc, line=self.line, reg=self.reg, write=self.write, lanes=list(self.lanes))
+        if self.regs:
+            d["regs"] = list(self.regs)
+        return d
 
 
 class ObservationBus:
@@ -264,6 +285,9 @@ class ObservationBus:
         #: every observer of 'reg' events takes only the warps' own register accesses (``reg_warp_only``), not those of
         #: async units completing an op (the wgmma unit writing its accumulators)
         self.reg_warp_only = False
+        #: some observer selects 'reg' events (``wants('reg')``, kept as a field: the register doors test it at
+        #: every operand)
+        self.want_reg = False
         self._op_ids = itertools.count(1)
 
     def subscribe(self, observer) -> None:
@@ -300,6 +324,7 @@ class ObservationBus:
                 names = None if names is None or rn is None else names | frozenset(rn)
         self.reg_names = names
         self.reg_warp_only = warp_only
+        self.want_reg = self.wants("reg")
 
     def wants(self, kind: str) -> bool:
         """Some observer selects events of ``kind`` (doors test it before building costly per-operand events)."""

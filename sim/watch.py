@@ -328,7 +328,10 @@ class RunWatch:
                                    if (w.alive & ~w.waiting & ~w.parked).any()):
             self._seen.clear()
             self._candidates.clear()
-        wkey, full = self._warp_fingerprint(), self._warp_fingerprint(project=False)
+        projected: list = []
+        wkey = self._warp_fingerprint(projected=projected)
+        # (no warp's registers projected: the full digest is of the same bytes)
+        full = self._warp_fingerprint(project=False) if projected else wkey
         now = sim.env.now
         if wkey in self._seen:                  # the warps are where they were: the memories too?
             mkey = self._memory_fingerprint()
@@ -359,22 +362,37 @@ class RunWatch:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
         return self.sim.only_warps_pending()
 
-    def _warp_fingerprint(self, project: bool = True) -> bytes:
+    def _warp_fingerprint(self, project: bool = True, projected: list | None = None) -> bytes:
         """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
-        the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory."""
+        the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory.  ``projected``: a list that
+        gets an entry when some warp's registers were projected (else the digest is the unprojected one)."""
+        from .fast.tier import RowRegs
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
         lmap = self.loops.loop_map()
+        # (registers that are rows of the fast tier's flat arrays are digested after the warps, one gather per
+        # register for all the warps that compare the same names: the same information, a few calls per register
+        # instead of one per register and warp)
+        rows_by: dict = {}
         for w in sim.warps:
             for a in (w.pc, w.alive, w.waiting, w.parked, w.carry):
                 h.update(a.tobytes())
             h.update(str(len(w.waits)).encode())
             names = self._relevant_registers(w, lmap) if project else None
-            for name in (sorted(w.regs) if names is None else names):
-                if name not in w.regs:
-                    continue
-                h.update(name.encode())
-                h.update(w.regs[name].tobytes())
+            if names is not None and projected is not None and not projected:
+                projected.append(True)
+            regs = w.regs
+            if type(regs) is RowRegs and w.callstack is None:
+                ent = rows_by.get((id(regs.flat), names))
+                if ent is None:
+                    ent = rows_by[(id(regs.flat), names)] = (regs.flat, names, [])
+                ent[2].append(regs.i)
+            else:
+                for name in (sorted(w.regs) if names is None else names):
+                    if name not in w.regs:
+                        continue
+                    h.update(name.encode())
+                    h.update(w.regs[name].tobytes())
             if w.callstack is not None:
                 for act in w.callstack.activations:
                     for name in sorted(act.regs):
@@ -382,6 +400,14 @@ class RunWatch:
                 h.update(w.callstack.sp.tobytes())
             if w.local is not None:
                 h.update(memoryview(w.local.data))
+        for flat, names, rows in rows_by.values():
+            idx = np.asarray(rows, dtype=np.int64)
+            h.update(idx.tobytes())
+            for name in (sorted(flat) if names is None else names):
+                if name not in flat:
+                    continue
+                h.update(name.encode())
+                h.update(flat[name][idx].tobytes())
         return h.digest()
 
     def _relevant_registers(self, w, lmap):

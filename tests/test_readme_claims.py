@@ -47,6 +47,10 @@ def render() -> str:
     mma = json.loads((GOLDEN / "mma_sync_numerics" / "summary.json").read_text())
     wg = json.loads((GOLDEN / "wgmma_numerics" / "meta.json").read_text())
     wg_cases = sum(n * 64 * int(N) for N, n in wg["instructions"].items())
+    wg_floor = json.loads((GOLDEN / "wgmma_numerics" / "targeted_floor_meta.json").read_text())
+    f8 = json.loads((GOLDEN / "mma_sync_fp8" / "meta.json").read_text())
+    f8_cases = {r["random"]["cases"] for r in f8["pairs"].values()}
+    f8_named = {len(r["targeted"]["named"]) for r in f8["pairs"].values()}
     tma = json.loads((GOLDEN / "tma_h100" / "meta.json").read_text())
     tma_cases = sum(c["cases"] for c in tma["counts"].values())
     tma_err = sum(c["error"] for c in tma["counts"].values())
@@ -66,8 +70,15 @@ def render() -> str:
          f"discriminating vector, bit for bit (all of them with `TCSIM_FULL_NUMERICS=1`)"),
         ("sm_90a `wgmma` numerics",
          f"{wg['gpu'].replace('NVIDIA ', '')}: {_n(wg_cases)} random outputs for each of {len(wg['combos'])} type "
-         f"combinations (`tests/golden/wgmma_numerics`)",
+         f"combinations, plus targeted vectors, and vectors aimed at the floor on E for "
+         f"{' and '.join(c.split('_')[0] for c in wg_floor['combos'])} → f32 (`tests/golden/wgmma_numerics`)",
          "`tests/hw/test_wgmma_numerics_golden.py`: every output, bit for bit"),
+        ("sm_90a `mma.sync` fp8 numerics (e4m3, e5m2: ptxas lowers them onto f16 HMMAs)",
+         f"{f8['gpu'].replace('NVIDIA ', '')}: {_n(min(f8_cases))} random cases ({_n(min(f8_cases) * 128)} outputs) "
+         f"for each of {len(f8['pairs'])} m16n8k32 forms (all e4m3 / e5m2 pairs → f32 and → f16), plus "
+         f"{min(f8_named)}-{max(f8_named)} targeted vectors each (`tests/golden/mma_sync_fp8`)",
+         "`tests/hw/test_mma_fp8_numerics_golden.py`: the first 128 cases of each form and every targeted vector, "
+         "bit for bit (every case under `-m slow`)"),
     ]
     for kind, (name, forms) in KINDS.items():
         n_var, cases, least = per_kind[kind]
@@ -84,9 +95,9 @@ def render() -> str:
          f"the numerics records above: {len(TM.MUTANTS)} one-step changes of the {len(TM.ROWS)} float rows of the "
          f"parameter table that have data, and of its constants",
          f"`tests/numerics/test_numerics_mutations.py`: each of {n_live} changes fails a replay above (its "
-         f"recorded witness); {len(TM.EQUIVALENT)} are shown unobservable from the format table and the PTX "
-         f"shapes; {len(TM.GAPS)} known gap: {', '.join('`' + g + '`' for g in TM.GAPS)} (no H100 output tells "
-         f"the two floors apart)"),
+         f"recorded witness); {len(TM.EQUIVALENT)} are shown unobservable from the format table, the PTX "
+         f"shapes and the fp8 lowering; " + (f"{len(TM.GAPS)} known gaps: {', '.join('`' + g + '`' for g in TM.GAPS)}" if TM.GAPS
+                        else "no known gap")),
         ("the examples' expected values",
          "`gemm_async`: mmasim's D for each launch the tests run; `mma_gemm`, `tma_mma_gemm`: the H100's D; every "
          "example check: the records above, for each numerics form it uses",
@@ -118,8 +129,7 @@ def render() -> str:
     lines += ["",
               "Not backed by any data: sm_100a timing (the published tcgen05.mma fits, "
               "`benchmarks/bench_tcgen05_fits.py`, and estimates in `sim/timing/params.py`); sm_100a `mma.sync` fp8 "
-              "(provisional parameters); sm_90a `mma.sync` fp8, the ptxas lowering measured on an H100 but not kept "
-              "as a record CI replays; fp6 / fp4 operands inside kind::f8f6f4 and mxf8f6f4, where mmasim "
+              "(provisional parameters); fp6 / fp4 operands inside kind::f8f6f4 and mxf8f6f4, where mmasim "
               "extrapolates as tcsim does (model against model: `tests/golden/mmasim_oracle/README.md`)."]
     return "\n".join(lines) + "\n"
 

@@ -272,18 +272,21 @@ def device_main(out: Path, names, workers: int, backend: str = "gpu", argv=(), j
     return 0
 
 
-def targeted_main(out: Path, names, backend: str = "gpu", argv=()) -> int:
+def targeted_main(out: Path, names, backend: str = "gpu", argv=(), vector_set: str = "targeted") -> int:
     """The targeted vectors (:mod:`calib.probes.wgmma_targeted`) of ``names`` on the GPU -> ``out/targeted.npz``
-    (per combination: a, b, c, flags, the GPU's d, test names, where) with the model's agreement printed."""
+    (per combination: a, b, c, flags, the GPU's d, test names, where) with the model's agreement printed.
+    ``vector_set`` "floor": the floor-on-E vectors (``wgmma_targeted.pack_floor``) -> ``out/targeted_floor.npz``,
+    ``out/targeted_floor_meta.json``."""
     from . import wgmma_targeted as WT
 
+    pack = WT.pack if vector_set == "targeted" else WT.pack_floor
     out.mkdir(parents=True, exist_ok=True)
     lo, hi = desc_words()
     arrays = {}
     meta = {"command": P.command_line("calib.probes.wgmma_probe", argv), "date": P.utc_now(), "combos": {}}
     for name in names:
         combo = COMBOS[name]
-        packed = WT.pack(combo)
+        packed = pack(combo)
         if packed is None:
             continue
         x, tnames, where = packed
@@ -309,8 +312,11 @@ def targeted_main(out: Path, names, backend: str = "gpu", argv=()) -> int:
         arrays[f"{name}/d"] = d
         arrays[f"{name}/names"] = np.array(tnames)
         arrays[f"{name}/where"] = np.array(where, np.int64)
-    np.savez_compressed(out / "targeted.npz", **arrays)
-    P.write_json(out / "targeted_meta.json", meta)
+    if not arrays:
+        print("no combination ran", flush=True)
+        return 1
+    np.savez_compressed(out / f"{vector_set}.npz", **arrays)
+    P.write_json(out / f"{vector_set}_meta.json", meta)
     return 0
 
 
@@ -323,6 +329,24 @@ def install_main(gpu_dir: Path, dest: Path) -> int:
             golden_cases(name, N, _rec=(meta, arr))        # raises when inputs or outputs do not rebuild
     files = [(gpu_dir / P.META, P.META), (gpu_dir / DATA, DATA)]
     files += [(gpu_dir / f, f) for f in ("targeted.npz", "targeted_meta.json") if (gpu_dir / f).is_file()]
+    return _install(files, dest)
+
+
+def install_floor_main(gpu_dir: Path, dest: Path) -> int:
+    """Check a floor-vector record (its inputs are today's ``pack_floor``) and copy it to ``dest``."""
+    from . import wgmma_targeted as WT
+
+    arr = P.load_arrays(gpu_dir / "targeted_floor.npz")
+    for name in WT.FLOOR_COMBOS:
+        x, names, _ = WT.pack_floor(COMBOS[name])
+        if list(arr[f"{name}/names"]) != names or any(not np.array_equal(arr[f"{name}/{k}"], x[k])
+                                                      for k in ("a", "b", "c", "flags")):
+            raise P.RecordError(f"{gpu_dir}: {name} floor vectors differ from today's pack_floor")
+    files = [(gpu_dir / f, f) for f in ("targeted_floor.npz", "targeted_floor_meta.json")]
+    return _install(files, dest)
+
+
+def _install(files, dest: Path) -> int:
     P.install_files(files, dest)
     print(f"installed into {dest}")
     return 0
@@ -345,6 +369,12 @@ def main(argv=None) -> int:
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--combo", action="append", choices=list(COMBOS))
     t.add_argument("--backend", choices=["gpu", "sim"], default="gpu")
+    f = sub.add_parser("floor", help="run the floor-on-E vectors (bf16/tf32 -> f32) on the GPU")
+    f.add_argument("--out", type=Path, required=True)
+    f.add_argument("--backend", choices=["gpu", "sim"], default="gpu")
+    fi = sub.add_parser("install-floor", help="check a floor-vector record and copy it to tests/golden/wgmma_numerics")
+    fi.add_argument("--gpu", type=Path, required=True)
+    fi.add_argument("--out", type=Path, default=GOLDEN)
     w = sub.add_parser("write-ptx", help="write the probe kernels to DIR")
     w.add_argument("dir", type=Path)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -356,6 +386,18 @@ def main(argv=None) -> int:
         return targeted_main(args.out, args.combo or list(COMBOS), args.backend, argv)
     if args.cmd == "install":
         return install_main(args.gpu, args.out)
+    if args.cmd == "floor":
+        from . import wgmma_targeted as WT
+
+        from tcsim.hw.launcher import GpuUnavailable
+
+        try:
+            return targeted_main(args.out, list(WT.FLOOR_COMBOS), args.backend, argv, vector_set="targeted_floor")
+        except GpuUnavailable as e:
+            print(f"error: no GPU: {e}", file=sys.stderr)
+            return 3
+    if args.cmd == "install-floor":
+        return install_floor_main(args.gpu, args.out)
     args.dir.mkdir(parents=True, exist_ok=True)
     for c in COMBOS.values():
         for N in SHAPES_N:

@@ -146,3 +146,62 @@ def pack(combo: Combo):
 
 def targeted_combos() -> list:
     return [name for name in COMBOS if pack(COMBOS[name]) is not None]
+
+
+# ------------------------------------------------------------------------------------------------ floor on E
+#: Vectors aimed at the floor on E of the f32-output bf16 / tf32 rows (numerics.md "Floor on E"; the mma.sync
+#: record settled -133 for mma.sync, the wgmma targeted set above only tells a floor from none).  The window's
+#: last kept bit is 2^(E - 25) with E = max(floor, the largest term's exponent), and a term below it is truncated.
+#: ``efloor_x``: products 2^-140 and -2^-x (x = 155 .. 161), C = +0: E is the floor, -2^-x is kept iff
+#: floor <= 25 - x, and the result is 0x1FF (2^-140 - 2^-x toward zero on the f32 grid) when kept, 0x200 when not.
+#: ``etop_e``: products 2^-e and -2^-(e + 25) (e = 130 .. 136): kept iff floor <= -e (E is then -e).
+#: ``efloor_many_158``: 2^-140 and (K - 1) products -2^-158.  Each vector also with both signs flipped.
+FLOOR_COMBOS = ("bf16_f32", "tf32_f32")
+
+
+def floor_tests(K: int) -> list:
+    """(name, a values, b values, c value) of the floor vectors for instruction depth K (every value a power of two
+    with a normal bf16 / tf32 exponent, so exact in both formats)."""
+    out = []
+
+    def both(name, a, b):
+        out.append((name, a, b, 0.0))
+        out.append((name + "_neg", tuple(-v for v in a), b, 0.0))
+
+    for x in range(155, 162):
+        both(f"efloor_{x}", (2.0**-70, -2.0**-79), (2.0**-70, 2.0**-(x - 79)))
+    for e in range(130, 137):
+        both(f"etop_{e}", (2.0**-(e // 2), -2.0**-79), (2.0**-(e - e // 2), 2.0**-(e + 25 - 79)))
+    both("efloor_many_158", (2.0**-70,) + (-2.0**-79,) * (K - 1), (2.0**-70,) + (2.0**-79,) * (K - 1))
+    return out
+
+
+def _code(fmt: str, v: float) -> int:
+    """bf16 / tf32 code (tf32: the f32 pattern) of an exactly representable power of two."""
+    bits = int(np.array(v, np.float32).view(np.uint32))
+    if float(np.array(bits, np.uint32).view(np.float32)) != v:
+        raise ValueError(f"{v!r} is not exact in f32")
+    return bits >> 16 if fmt == "bf16" else bits
+
+
+def pack_floor(combo: Combo):
+    """Like :func:`pack`, for :func:`floor_tests` (None for a combination without them)."""
+    if combo.name not in FLOOR_COMBOS:
+        return None
+    K = combo.K
+    tests = floor_tests(K)
+    n = -(-len(tests) // TESTS_PER_INSTR)
+    a = np.zeros((n, 64, K), combo.a_dtype)
+    b = np.zeros((n, 8, K), combo.b_dtype)
+    c = np.zeros((n, 64, 8), combo.c_dtype)
+    names, where = [], []
+    for t, (name, av, bv, _cv) in enumerate(tests):
+        i, j = divmod(t, TESTS_PER_INSTR)
+        a[i, j, :len(av)] = a[i, j + 8, :len(av)] = [_code(combo.a, v) for v in av]
+        b[i, j, :len(bv)] = [_code(combo.b, v) for v in bv]
+        names.append(name)
+        where.append((i, j))
+    flags = np.array([FLAG_SCALE_D] * n + [FLAG_SCALE_D | FLAG_RS] * n, np.uint32)
+    x = {"a": np.concatenate([a, a]), "b": np.concatenate([b, b]), "c": np.concatenate([c, c]), "flags": flags,
+         "kind": np.zeros(2 * n, np.int64)}
+    return x, names, where

@@ -42,18 +42,42 @@ def _ints(xs) -> tuple:
     return tuple(int(x) for x in xs)
 
 
+def distinct(addrs) -> np.ndarray:
+    """The distinct values of ``addrs`` (int64), ascending: ``np.unique``, or where they span a range not much
+    wider than their number (an operand tile's byte offsets in SMEM, a TMA box's rows) a mark per value of the
+    range -- linear instead of a sort or a hash of every element."""
+    a = np.asarray(addrs).astype(np.int64, copy=False).reshape(-1)
+    if a.size < 2:
+        return a
+    d = np.diff(a)
+    if (d > 0).all():                       # already strictly ascending
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    if hi - lo > 8 * a.size + 4096:
+        return np.unique(a)
+    mark = np.zeros(hi - lo + 1, dtype=bool)
+    mark[a - lo] = True
+    return np.flatnonzero(mark) + lo
+
+
 def byte_runs(addrs, size: int) -> dict:
     """Group ``[a, a+size)`` ranges into maximal contiguous runs; returns {run length: [run starts]}."""
     out: dict = {}
     addrs = np.asarray(addrs)
     if addrs.size == 0:
         return out
-    a = np.unique(addrs.astype(np.int64))
+    a = distinct(addrs)
     brk = np.nonzero(np.diff(a) != size)[0]
     starts = np.concatenate([[0], brk + 1])
     ends = np.concatenate([brk, [a.size - 1]])
-    for s, e in zip(starts, ends):
-        out.setdefault(int((e - s + 1) * size), []).append(int(a[s]))
+    lens = (ends - starts + 1) * size
+    firsts = a[starts]
+    if (lens == lens[0]).all():
+        out[int(lens[0])] = firsts.tolist()
+        return out
+    u, first = np.unique(lens, return_index=True)
+    for k in np.argsort(first, kind="stable"):          # run lengths in the order they first occur
+        out[int(u[k])] = firsts[lens == u[k]].tolist()
     return out
 
 
@@ -220,7 +244,7 @@ class AgentPort:
         offs = np.asarray(offs, dtype=np.int64).reshape(-1)
         rows = cta.smem.read_rows(offs, nbytes)
         if self.sim.bus.active and offs.size:
-            self._publish_ranges("ld", self.smem_space(cta), cta, np.unique(offs) if unique else offs, nbytes, (),
+            self._publish_ranges("ld", self.smem_space(cta), cta, distinct(offs) if unique else offs, nbytes, (),
                                  runs, True, base=M.shared_address(cta.rank, 0))
         return rows
 

@@ -303,12 +303,15 @@ def _float(ins, info, g: _Gen):
     d = _dest(g, f.dst, n)
     if d is None or any(s is None for s in srcs) or len(srcs) != (3 if ins.opcode == "fma" else 2):
         return None
-    fn = {"add": fp.fadd, "sub": fp.fsub, "mul": fp.fmul, "fma": fp.ffma}[ins.opcode]
+    try:
+        fn = fp.lane_op(ins.opcode, t, f.rnd, bool(f.ftz), bool(f.sat))
+    except ValueError:
+        return None                         # (a modifier the format does not allow: the semantics report it)
     prio = sass_nan_priority(info, ins, ins.opcode, tuple(f.srcs)) if t == "f64" else None
     for i, s in enumerate(srcs):
         g.lines.append(f"x{i} = {s}.reshape(-1)")
     args = ", ".join(f"x{i}" for i in range(len(srcs)))
-    g.lines.append(f"r = {g.const(fn)}({t!r}, {args}, rnd={f.rnd!r}, ftz={bool(f.ftz)}, sat={bool(f.sat)})")
+    g.lines.append(f"r = {g.const(fn)}({args})")
     if prio is not None:                    # (propagate_nan64 returns a result without a NaN as it is)
         ops = ", ".join(f"x{i} ^ {g.const(np.uint64(flip))}" for i, flip in prio)
         g.lines.append("if np.isnan(np.asarray(r, dtype=np.uint64).view(np.float64)).any():")
@@ -371,9 +374,14 @@ class _SharedAccess:
         return self.reg, (st, rows[:, ::-1], offs[:, ::-1])    # (the caller stores: tcsim.fast.lockstep)
 
 
-def native_mem(ins, info, dtypes: dict, tier):
-    """A :class:`_SharedAccess` for a plain scalar ld / st of shared::cta (ld of global too) filling a register of
-    its type's size, or None."""
+def bind_mem(spec: tuple, tier) -> _SharedAccess:
+    """The :class:`_SharedAccess` of a :func:`native_mem` result for one run's fast tier."""
+    return _SharedAccess(tier, *spec)
+
+
+def native_mem(ins, info, dtypes: dict):
+    """The parameters of a :class:`_SharedAccess` (:func:`bind_mem`) for a plain scalar ld / st of shared::cta (ld
+    of global too) filling a register of its type's size, or None."""
     if ins.opcode not in ("ld", "st") or any(m in ins.mods for m in ("volatile", "mmio", "unified")):
         return None
     from tcsim.isa.data_movement_forms import parse_ld, parse_st
@@ -393,7 +401,7 @@ def native_mem(ins, info, dtypes: dict, tier):
     if type(addr) is not ir.Address or type(addr.base) is not ir.Reg or addr.base.name not in dtypes or \
             dtypes[addr.base.name] == np.bool_:
         return None
-    return _SharedAccess(tier, store, space, addr.base.name, int(addr.offset or 0), n, f.value.name)
+    return (store, space, addr.base.name, int(addr.offset or 0), n, f.value.name)
 
 
-__all__ = ["native_mem", "native_op"]
+__all__ = ["bind_mem", "native_mem", "native_op"]

@@ -132,15 +132,27 @@ class _Generated:
         return op
 
     def _build(self, pc: int):
-        from .codegen import native_mem, native_op
+        from .codegen import bind_mem
         from .lockstep import SEM, STORE
         kind = self.steps[pc]
         if self.off or kind not in (SEM, STORE):
             return None
+        cache = self.tier.sim.program.fast_code       # (shared by the launches of one cached program)
+        key = (pc, kind)
+        spec = cache.get(key, _UNBUILT)
+        if spec is _UNBUILT:
+            spec = cache[key] = self._spec(pc, kind)
+        return bind_mem(spec, self.tier) if type(spec) is tuple else spec
+
+    def _spec(self, pc: int, kind: int):
+        """What :meth:`_build` caches for ``pc``: a generated function (pure), a memory access's parameters (a
+        tuple, bound to this tier by tcsim.fast.codegen.bind_mem) or None."""
+        from .codegen import native_mem, native_op
+        from .lockstep import SEM
         ins = self.tier.sim.program.body[pc]
         if kind == SEM:
-            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes, self.tier)
-        return native_mem(ins, self.info, self.dtypes, self.tier)
+            return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes)
+        return native_mem(ins, self.info, self.dtypes)
 
 
 class FastTier:
@@ -199,6 +211,20 @@ class FastTier:
         self.guard_ok = None
         if not self.enabled:
             return
+        if prog.fast_plan is None:              # (a pure function of the program: once per cached program)
+            prog.fast_plan = self._plan()
+        groupable, branch, store = prog.fast_plan
+        self.groupable = list(groupable)
+        self.branch = dict(branch)
+        self.store = dict(store)
+
+    def _plan(self) -> tuple:
+        """Per PC: groupable (None, or whether it reads memory), the plain branches' targets, the stores."""
+        sim = self.sim
+        prog = sim.program
+        groupable = [None] * len(prog.body)
+        branch: dict = {}
+        store: dict = {}
         for pc, ins in enumerate(prog.body):
             if pc >= len(prog.decoded) or prog.decoded[pc] is None or prog.syncish[pc]:
                 continue
@@ -211,11 +237,12 @@ class FastTier:
             if _reads_time(ins):
                 continue                    # (%clock, %globaltimer: a recorded instruction runs later)
             if fam in BATCHABLE:
-                self.groupable[pc] = fam in LOADS
+                groupable[pc] = fam in LOADS
             elif fam == "bra" and ins.operands and getattr(ins.operands[0], "name", None) in prog.kernel.labels:
-                self.branch[pc] = prog.kernel.labels[ins.operands[0].name]
+                branch[pc] = prog.kernel.labels[ins.operands[0].name]
             elif fam == "st":
-                self.store[pc] = True
+                store[pc] = True
+        return groupable, branch, store
 
     # ------------------------------------------------------------------------------------------ layout
     def add_warps(self, new: list) -> None:

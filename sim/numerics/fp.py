@@ -39,6 +39,7 @@ fma.f32.f16, f32x2 packed forms (use `packed2`-like splitting at the caller), st
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -50,7 +51,7 @@ from . import jit
 __all__ = [
     "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "fmin", "fmax", "fabs", "fneg",
     "fcompare", "packed2", "canonical_nan", "propagate_nan64", "COMPARE_OPS", "ARITH_FORMATS", "ffma_reference",
-    "fadd_reference", "fsub_reference", "fmul_reference",
+    "fadd_reference", "fsub_reference", "fmul_reference", "lane_op",
 ]
 
 ARITH_FORMATS = ("f16", "bf16", "f32", "f64")
@@ -518,10 +519,62 @@ def ffma(fmt, a, b, c, rnd="rn", ftz=False, sat=False, relu=False):
         return _ffma_f64_compiled(kern, a, b, c, rnd).reshape(shape)
     a, b, c = (np.ascontiguousarray(x, dtype=np.uint32) for x in (a, b, c))
     out = np.empty(a.shape, np.uint32)
+    if fmt == "f32" and rnd == "rn" and not sat:
+        kern.ffma_f32_rn(a, b, c, out, bool(ftz), _NAN[fmt])
+        return out.reshape(shape)
     man, exp_bits, bias, width = _FMA_GEOM[fmt]
     kern.ffma_small(a, b, c, out, man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), bool(relu),
                     _NAN[fmt])
     return (out if dt is np.uint32 else out.astype(dt)).reshape(shape)
+
+
+def lane_op(op: str, fmt: str, rnd: str = "rn", ftz: bool = False, sat: bool = False):
+    """``fn(a, b[, c])`` computing :func:`fadd` / :func:`fsub` / :func:`fmul` / :func:`ffma` (``op`` = add / sub /
+    mul / fma) of ``fmt`` with these modifiers, checked once here, for callers that pass 1-d contiguous lane
+    arrays of the format's container dtype and one length on every call (the fast tier's generated code): the
+    same bits as the public entry point, without its per-call operand checks and conversions.  The result is a
+    1-d array of the container dtype."""
+    _chk(fmt, rnd, ftz, sat)
+    public = {"add": fadd, "sub": fsub, "mul": fmul, "fma": ffma}[op]
+    kern = jit.kernels()
+    if kern is None:
+        return functools.partial(_lane_public, public, fmt, rnd, ftz, sat)
+    if op == "fma" and fmt == "f32" and rnd == "rn" and not sat:
+        nan = _NAN[fmt]
+        ftz = bool(ftz)
+
+        def fma_f32(a, b, c):
+            out = np.empty(a.shape, np.uint32)
+            kern.ffma_f32_rn(a, b, c, out, ftz, nan)
+            return out
+        return fma_f32
+    if op == "fma" and fmt == "f64":
+        code = _RND_CODE[rnd]
+
+        def fma_f64(a, b, c):
+            out = np.empty(a.shape, np.uint64)
+            hard = np.empty(a.shape, np.bool_)
+            if kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, code):
+                out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
+            return out
+        return fma_f64
+    if op in ("add", "sub", "mul") and fmt == "f32":
+        man, exp_bits, bias, width = _FMA_GEOM[fmt]
+        name = "fmul_small" if op == "mul" else "fadd_small"
+        fn = getattr(kern, name)
+        extra = () if op == "mul" else (op == "sub",)
+        args = (man, exp_bits, bias, width, _RND_CODE[rnd], bool(ftz), bool(sat), _NAN[fmt]) + extra
+
+        def binary_f32(a, b):
+            out = np.empty(a.shape, np.uint32)
+            fn(a, b, out, *args)
+            return out
+        return binary_f32
+    return functools.partial(_lane_public, public, fmt, rnd, ftz, sat)
+
+
+def _lane_public(public, fmt, rnd, ftz, sat, *xs):
+    return public(fmt, *xs, rnd=rnd, ftz=ftz, sat=sat)
 
 
 def _lanes(dt, *xs):
@@ -558,8 +611,8 @@ def _ffma_f64_compiled(kern, a, b, c, rnd):
     a, b, c = (np.ascontiguousarray(x, dtype=np.uint64) for x in (a, b, c))
     out = np.empty(a.shape, np.uint64)
     hard = np.empty(a.shape, np.bool_)
-    kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard, _RND_CODE[rnd])
-    if hard.any():
+    if kern.ffma_f64(a.view(np.float64), b.view(np.float64), c.view(np.float64), a, b, c, out, hard,
+                     _RND_CODE[rnd]):
         out[hard] = _ffma("f64", a[hard], b[hard], c[hard], rnd, False, False, False)
     return out
 

@@ -456,66 +456,118 @@ def _round_pair(hi, lo, rnd, man, exp_bits, bias, width):
 
 
 @njit(cache=True)
+def _ffma_small_one(xa, xb, xc, man, exp_bits, bias, width, rnd, ftz, sat, relu, nan_code):
+    """One lane of :func:`ffma_small`: the code of xa * xb + xc rounded once."""
+    sign = np.int64(1) << (width - 1)
+    one = np.int64(bias) << man
+    mn = math.ldexp(1.0, 1 - bias)
+    if ftz:
+        xa = _flush_small(xa, man, exp_bits, width)
+        xb = _flush_small(xb, man, exp_bits, width)
+        xc = _flush_small(xc, man, exp_bits, width)
+    va = _val_small(xa, man, exp_bits, bias)
+    vb = _val_small(xb, man, exp_bits, bias)
+    vc = _val_small(xc, man, exp_bits, bias)
+    if np.isfinite(va) and np.isfinite(vb) and np.isfinite(vc):
+        p = va * vb                                   # exact: 2 * 24 significand bits
+        hi = p + vc                                   # TwoSum
+        bb = hi - p
+        lo = (p - (hi - bb)) + (vc - bb)
+        if hi == 0:
+            sa, sc = np.signbit(va) != np.signbit(vb), np.signbit(vc)
+            zneg = sa if sa == sc else rnd == _RM
+            r = sign if zneg else np.int64(0)
+        else:
+            r = _round_pair(hi, lo, rnd, man, exp_bits, bias, width)
+            if ftz and abs(hi) < 2 * mn:
+                # tininess after rounding to the format's precision with an unbounded exponent
+                t = _round_pair(hi / mn, lo / mn, rnd, man, exp_bits, bias, width)
+                if (t & (sign - 1)) < one:
+                    r = r & sign
+    else:
+        if np.isfinite(va) and np.isfinite(vb) and np.isinf(vc):
+            s = vc
+        else:
+            s = va * vb + vc
+        if np.isnan(s):
+            r = nan_code
+        else:
+            r = ((np.int64(1) << exp_bits) - 1) << man
+            if s < 0:
+                r |= sign
+    # fp._finish
+    if ftz:
+        r = _flush_small(r, man, exp_bits, width)
+    mag = r & (sign - 1)
+    is_nan = mag > (((np.int64(1) << exp_bits) - 1) << man)
+    if is_nan:
+        r = nan_code
+    if sat:
+        if is_nan or (r & sign) != 0 or r == 0:
+            r = 0
+        elif mag > one:
+            r = one
+    if relu:
+        if not is_nan and (r & sign) != 0:
+            r = 0
+    return r
+
+
+@njit(cache=True)
 def ffma_small(a, b, c, out, man, exp_bits, bias, width, rnd, ftz, sat, relu, nan_code):
     """fp.ffma for f16 / bf16 / f32: out = a * b + c rounded once, with .ftz (inputs and results; tininess
     after rounding), .sat, .relu and the canonical NaN.  a, b, c, out: 1-d code arrays of one length and one
     unsigned dtype (uint16 / uint32)."""
-    n = a.shape[0]
-    sign = np.int64(1) << (width - 1)
-    one = np.int64(bias) << man
-    mn = math.ldexp(1.0, 1 - bias)
-    for i in range(n):
-        xa, xb, xc = np.int64(a[i]), np.int64(b[i]), np.int64(c[i])
-        if ftz:
-            xa = _flush_small(xa, man, exp_bits, width)
-            xb = _flush_small(xb, man, exp_bits, width)
-            xc = _flush_small(xc, man, exp_bits, width)
-        va = _val_small(xa, man, exp_bits, bias)
-        vb = _val_small(xb, man, exp_bits, bias)
-        vc = _val_small(xc, man, exp_bits, bias)
-        if np.isfinite(va) and np.isfinite(vb) and np.isfinite(vc):
-            p = va * vb                                   # exact: 2 * 24 significand bits
-            hi = p + vc                                   # TwoSum
-            bb = hi - p
-            lo = (p - (hi - bb)) + (vc - bb)
-            if hi == 0:
-                sa, sc = np.signbit(va) != np.signbit(vb), np.signbit(vc)
-                zneg = sa if sa == sc else rnd == _RM
-                r = sign if zneg else np.int64(0)
-            else:
-                r = _round_pair(hi, lo, rnd, man, exp_bits, bias, width)
-                if ftz and abs(hi) < 2 * mn:
-                    # tininess after rounding to the format's precision with an unbounded exponent
-                    t = _round_pair(hi / mn, lo / mn, rnd, man, exp_bits, bias, width)
-                    if (t & (sign - 1)) < one:
-                        r = r & sign
-        else:
-            if np.isfinite(va) and np.isfinite(vb) and np.isinf(vc):
-                s = vc
-            else:
-                s = va * vb + vc
-            if np.isnan(s):
-                r = nan_code
-            else:
-                r = ((np.int64(1) << exp_bits) - 1) << man
-                if s < 0:
-                    r |= sign
-        # fp._finish
-        if ftz:
-            r = _flush_small(r, man, exp_bits, width)
-        mag = r & (sign - 1)
-        is_nan = mag > (((np.int64(1) << exp_bits) - 1) << man)
-        if is_nan:
-            r = nan_code
-        if sat:
-            if is_nan or (r & sign) != 0 or r == 0:
-                r = 0
-            elif mag > one:
-                r = one
-        if relu:
-            if not is_nan and (r & sign) != 0:
-                r = 0
-        out[i] = r
+    for i in range(a.shape[0]):
+        out[i] = _ffma_small_one(np.int64(a[i]), np.int64(b[i]), np.int64(c[i]), man, exp_bits, bias, width, rnd,
+                                 ftz, sat, relu, nan_code)
+
+
+@njit(cache=True)
+def ffma_f32_rn(a, b, c, out, ftz, nan_code):
+    """fp.ffma for f32 .rn (.ftz or not, no .sat): the product of two f32 values is exact in float64, TwoSum
+    gives the exact sum as s + lo, ``s`` made round-to-odd (flip to the odd neighbour on lo's side when lo != 0
+    and s is even: 53 >= 2 * 24 + 2 bits, Boldo-Melquiond) and rounded once to f32 by the cast.  Exact zeros
+    take the float64 sum's sign (IEEE round-to-nearest's rule, the product being exact).  Lanes this does not
+    decide -- a non-finite sum (Inf / NaN operands), under .ftz a subnormal operand or a sum below 2**-125 (the
+    flush depends on the unrounded value) -- go through :func:`_ffma_small_one`.  a, b, c, out: 1-d uint32
+    arrays, contiguous."""
+    fa = a.view(np.float32)
+    fb = b.view(np.float32)
+    fc = c.view(np.float32)
+    fo = out.view(np.float32)
+    buf = np.empty(1, np.float64)
+    ubuf = buf.view(np.uint64)
+    tiny = 2.0 ** -125
+    sub = np.uint32(0x7F800000)
+    for i in range(a.shape[0]):
+        if ftz and (((a[i] & sub) == 0 and (a[i] << np.uint32(1)) != 0) or
+                    ((b[i] & sub) == 0 and (b[i] << np.uint32(1)) != 0) or
+                    ((c[i] & sub) == 0 and (c[i] << np.uint32(1)) != 0)):
+            out[i] = _ffma_small_one(np.int64(a[i]), np.int64(b[i]), np.int64(c[i]), 23, 8, 127, 32, _RN, ftz,
+                                     False, False, nan_code)
+            continue
+        va = np.float64(fa[i])
+        vb = np.float64(fb[i])
+        vc = np.float64(fc[i])
+        p = va * vb
+        s = p + vc
+        if not np.isfinite(s) or (ftz and s != 0 and abs(s) < tiny):
+            out[i] = _ffma_small_one(np.int64(a[i]), np.int64(b[i]), np.int64(c[i]), 23, 8, 127, 32, _RN, ftz,
+                                     False, False, nan_code)
+            continue
+        bb = s - p
+        lo = (p - (s - bb)) + (vc - bb)
+        if lo != 0:
+            buf[0] = s
+            u = ubuf[0]
+            if (u & np.uint64(1)) == np.uint64(0):
+                if np.signbit(lo) == np.signbit(s):
+                    ubuf[0] = u + np.uint64(1)
+                else:
+                    ubuf[0] = u - np.uint64(1)
+                s = buf[0]
+        fo[i] = np.float32(s)
 
 
 _QNAN64 = np.uint64(0x0008000000000000)
@@ -568,9 +620,11 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
     """fp.ffma for f64 (a, b, c: float64 views of the operands' bits ua, ub, uc): the Boldo-Melquiond
     round-to-odd emulation where it is provably exact, the zero-product and special cases, and the measured NaN
     propagation (b, then c, then a, quieted; else 0xFFF8000000000000).  ``hard[i]`` marks the lanes the reference
-    computes with exact Python integers (out[i] is not set there); out: the result bits (uint64)."""
+    computes with exact Python integers (out[i] is not set there); out: the result bits (uint64).  Returns how
+    many lanes are marked."""
     buf = np.empty(1, np.float64)
     ubuf = buf.view(np.uint64)
+    nhard = 0
     for i in range(a.shape[0]):
         va, vb, vc = a[i], b[i], c[i]
         hard[i] = False
@@ -611,6 +665,7 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
                     safe = False
             if not safe:
                 hard[i] = True
+                nhard += 1
                 continue
         buf[0] = r
         u = ubuf[0]
@@ -624,6 +679,7 @@ def ffma_f64(a, b, c, ua, ub, uc, out, hard, rnd):
             else:
                 u = _INVALID64
         out[i] = u
+    return nhard
 
 
 # ================================================================================================ add / sub / mul

@@ -437,12 +437,20 @@ class HappensBefore:
     def _reg(self, ev) -> None:
         if ev.agent != "warp":
             return                   # an async unit's own register accesses (the wgmma completion)
-        if self.wg_names and ev.reg in self.wg_names:
-            self._wg_reg(ev)
+        names = ev.names
+        if len(names) == 1:
+            self._reg_one(ev, names[0])
+            return
+        for name in names:          # a register list written together: each register as its own access
+            self._reg_one(ev, name)
+
+    def _reg_one(self, ev, name: str) -> None:
+        if self.wg_names and name in self.wg_names:
+            self._wg_reg(ev, name)
         ws = self.warps.get((tuple(ev.cta), int(ev.warp)))
         if ws is None or not ws.regs:
             return
-        rec = ws.regs.get(ev.reg)
+        rec = ws.regs.get(name)
         if rec is None or rec.op == ev.pc:
             return
         # ptxas orders a use of a tcgen05.ld destination after the load (register scoreboard; Triton and CuTe DSL
@@ -452,25 +460,26 @@ class HappensBefore:
         ws.clock.set_at_least(ws.tld, rec.space)
         text, loc, _, _ = self._pcinfo(ev.pc)
         use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
-        self.report(explain.register_in_flight(rec, use, ev.reg, ev.write))
+        self.report(explain.register_in_flight(rec, use, name, ev.write))
         if not self.wg_names and not any(w.regs for w in self.warps.values()) and "reg" in self.kinds:
             self.kinds = self.kinds - {"reg"}
             self.bus.refresh()
 
     # ----------------------------------------------------------------------------------------- wgmma registers
-    def _wg_reg(self, ev) -> None:
-        """A warp instruction touches a register some wgmma.mma_async uses (PTX ISA 9.1 §9.7.15.5.2, §9.7.15.7.1)."""
+    def _wg_reg(self, ev, name: str) -> None:
+        """A warp instruction touches register ``name``, which some wgmma.mma_async uses (PTX ISA 9.1 §9.7.15.5.2,
+        §9.7.15.7.1)."""
         ws = self._warp(ev.cta, ev.warp)
-        pend = ws.wg_regs.get(ev.reg)
+        pend = ws.wg_regs.get(name)
         text, loc, _, _ = self._pcinfo(ev.pc)
         use = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle, ws.key)
         if pend is not None:
             rec, op_id, role = pend
             for r in [r for r, x in ws.wg_regs.items() if x[1] == op_id]:
                 del ws.wg_regs[r]           # one finding per MMA
-            self.report(explain.wgmma_register_in_flight(rec, use, ev.reg, ev.write, role))
+            self.report(explain.wgmma_register_in_flight(rec, use, name, ev.write, role))
         if ev.write:
-            ws.wg_unfenced[ev.reg] = use
+            ws.wg_unfenced[name] = use
 
     def _wg_issue(self, ws, o, ev) -> None:
         """A wgmma.mma_async share issued by warp ``ws``: its registers are in flight from now; the ones the warp

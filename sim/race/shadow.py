@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import mmap
 import os
 
 import numpy as np
@@ -110,6 +111,27 @@ class AccessTable:
         self.flags[i] = flags
 
 
+#: arrays of at least this many bytes are mapped lazily in small OS pages (:func:`lazy_zeros`)
+LAZY_BYTES = 1 << 20
+
+
+def lazy_zeros(shape, dtype) -> np.ndarray:
+    """A zero-filled array whose memory the OS provides on first touch, 4 KiB at a time: an anonymous mapping
+    advised against transparent huge pages where the platform has them (with THP on, a first write to a fresh
+    ``np.zeros`` page of a megabyte-sized array has the kernel clear a whole 2 MiB page -- a millisecond per page
+    for an access of a few bytes, measured as most of the detector's cost on a small cluster kernel)."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if n < LAZY_BYTES:
+        return np.zeros(shape, dtype=dtype)
+    m = mmap.mmap(-1, n)
+    if hasattr(m, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
+        try:
+            m.madvise(mmap.MADV_NOHUGEPAGE)
+        except OSError:         # a kernel without THP: nothing to advise against
+            pass
+    return np.frombuffer(m, dtype=dtype).reshape(shape)
+
+
 class Page:
     """A page's per-unit entries (table id + 1, 0 for none) and the per-block summaries of the compiled kernel
     (:mod:`tcsim.race.shadow_jit`: ``-1``, the per-unit entries hold the truth -- always so for pages made before the
@@ -119,8 +141,8 @@ class Page:
 
     def __init__(self, size: int, summarised: bool):
         self.lo, self.hi = size, 0                            # the offsets ever touched lie in [lo, hi)
-        self.wi = np.zeros(size, dtype=np.int32)              # last write
-        self.ri = np.zeros((NSLOTS, size), dtype=np.int32)    # reads since, per slot
+        self.wi = lazy_zeros(size, np.int32)                  # last write
+        self.ri = lazy_zeros((NSLOTS, size), np.int32)        # reads since, per slot
         nb = max(size >> BLOCK_BITS, 1)
         fill = 0 if summarised else -1
         self.sw = np.full(nb, fill, dtype=np.int32)

@@ -9,15 +9,27 @@ request is the number of wavefronts -- 1 conflict-free, 32 when 32 lanes hit one
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
 def smem_wavefronts(addrs, access_bytes: int, banks: int = 32, bank_bytes: int = 4) -> int:
     """Wavefronts needed for lanes accessing ``access_bytes`` each at byte addresses ``addrs`` (active lanes
-    only, in lane order)."""
-    a = np.asarray(addrs, dtype=np.int64)
+    only, in lane order).  A pure function of the addresses: a warp's address pattern recurs (other warps, CTAs,
+    loop iterations), so results are kept by the pattern's bytes (:func:`_wavefronts`)."""
+    a = np.ascontiguousarray(addrs, dtype=np.int64)
     if a.size == 0:
         return 0
+    if a.ndim != 1:
+        a = a.reshape(-1)
+    return _wavefronts(a.tobytes(), int(access_bytes), int(banks), int(bank_bytes))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _wavefronts(key: bytes, access_bytes: int, banks: int, bank_bytes: int) -> int:
+    """smem_wavefronts of the int64 addresses whose bytes are ``key``."""
+    a = np.frombuffer(key, dtype=np.int64)
     per_phase = max(1, min(32, (banks * bank_bytes) // max(access_bytes, bank_bytes)))
     nwords = max(1, -(-access_bytes // bank_bytes))
     total = 0

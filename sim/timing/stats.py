@@ -89,7 +89,7 @@ class TimingReport:
             lines.append(f"  async delay: {d['ops']} op(s) {cause}, {d['cycles']:,.0f} cycles in all")
         tot = self.total_stalls()
         if tot:
-            lines.append("  stalls (warp-cycles): " + ", ".join(f"{c} {n:,}" for c, n in
+            lines.append("  stalls (warp-cycles): " + ", ".join(f"{c} {round(n):,}" for c, n in
                                                                sorted(tot.items(), key=lambda x: -x[1])))
         worst = Counter()
         for w in self.warps:
@@ -97,7 +97,7 @@ class TimingReport:
                 for d, c in details.items():
                     worst[(cat, d)] += c
         for (cat, d), c in worst.most_common(top):
-            lines.append(f"    {c:>8,} {cat}: {d}")
+            lines.append(f"    {round(c):>8,} {cat}: {d}")  # fractional cost models sum to floats
         return lines
 
 

@@ -270,3 +270,77 @@ def test_probe_kernel_on_the_simulator():
             assert r.ok, f"{name} n{N}: {r.error}: {r.detail}"
             got = regs_to_acc(r.outputs[3])
             assert np.array_equal(got, want[pick]), _hex_diff(got, want[pick], x, "tcsim")
+
+
+# ------------------------------------------------------------------------------------------ floor on E
+# ``python -m calib.probes.wgmma_probe floor`` (calib/probes/floor_fp8_device_run.sh): bf16 / tf32 -> f32 vectors
+# whose result depends on the floor on E (calib.probes.wgmma_targeted.floor_tests), A from shared memory and
+# from registers.
+FLOOR = P.load_arrays(GOLD / "targeted_floor.npz")
+FLOOR_META = P.read_json(GOLD / "targeted_floor_meta.json")
+
+
+def test_floor_record_provenance():
+    from calib.probes import wgmma_targeted as WT
+
+    assert "H100" in FLOOR_META["gpu"] and FLOOR_META["compute_capability"] == "9.0"
+    assert FLOOR_META["command"].startswith("python -m calib.probes.wgmma_probe floor")
+    assert set(FLOOR_META["combos"]) == set(WT.FLOOR_COMBOS)
+
+
+@pytest.mark.parametrize("name", ["bf16_f32", "tf32_f32"])
+def test_floor_vectors_bit_exact(name):
+    """Every output of every floor instruction (inputs equal today's pack_floor; A in registers gives the same)."""
+    from calib.probes import wgmma_targeted as WT
+
+    combo = COMBOS[name]
+    x = {k: FLOOR[f"{name}/{k}"] for k in ("a", "b", "c", "flags")}
+    x_now, names, _ = WT.pack_floor(combo)
+    assert all(np.array_equal(x[k], x_now[k]) for k in x), \
+        "the floor vectors changed since the record; re-record: bash calib/probes/floor_fp8_device_run.sh"
+    assert list(FLOOR[f"{name}/names"]) == names
+    gpu = FLOOR[f"{name}/d"]
+    n = len(gpu) // 2
+    assert np.array_equal(gpu[:n], gpu[n:]), "the H100 gave different results for A in registers"
+    got = WP.model(combo, x)
+    assert np.array_equal(got, gpu), _hex_diff(got, gpu, x)
+
+
+def _floor(name, test):
+    names = list(FLOOR[f"{name}/names"])
+    i, j = FLOOR[f"{name}/where"][names.index(test)]
+    return int(FLOOR[f"{name}/d"][i, j, j])
+
+
+def _floor_expected(test: str, floor: int) -> int:
+    """The output a floor vector gives under ``floor`` (worked out by hand, wgmma_targeted.floor_tests): the small
+    term -2^-s survives iff it is at or above 2^(E - 25); the f32 result is then truncated toward zero to the
+    subnormal grid 2^-149 (sign applied after)."""
+    neg = test.endswith("_neg")
+    base = test[:-4] if neg else test
+    if base.startswith("etop_"):
+        e = int(base.split("_")[1])
+        top, E, small = e, max(floor, -e), e + 25          # 2^-e - 2^-(e+25)
+    else:                                                   # efloor_x, efloor_many_158: 2^-140 - ... 2^-x
+        x = 158 if base == "efloor_many_158" else int(base.split("_")[1])
+        top, E, small = 140, max(floor, -140), x
+    ulps = 1 << (149 - top)                                 # 2^-top in units of 2^-149
+    mag = ulps - 1 if -small >= E - 25 else ulps            # truncated toward zero: one unit less when kept
+    return mag | (0x80000000 if neg else 0)
+
+
+@pytest.mark.parametrize("name", ["bf16_f32", "tf32_f32"])
+def test_floor_is_minus_133(name):
+    """The H100's outputs are those of a floor of exactly -133 on every floor vector (both signs), and each of
+    -131, -132, -134, -135 and no floor (E from the terms only) contradicts at least two of them."""
+    from calib.probes import wgmma_targeted as WT
+
+    tests = [t[0] for t in WT.floor_tests(COMBOS[name].K)]
+    got = {t: _floor(name, t) for t in tests}
+    assert got == {t: _floor_expected(t, -133) for t in tests}
+    for other in (-131, -132, -134, -135, -1000):
+        assert sum(got[t] != _floor_expected(t, other) for t in tests) >= 2, other
+    # the two deciding pairs, spelled out: 2^-140 - 2^-158 keeps its last bit, 2^-140 - 2^-159 does not;
+    # 2^-133 - 2^-158 keeps it, 2^-134 - 2^-159 does not
+    assert (got["efloor_158"], got["efloor_159"]) == (0x1FF, 0x200)
+    assert (got["etop_133"], got["etop_134"]) == (0xFFFF, 0x8000)

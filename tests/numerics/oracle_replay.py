@@ -287,7 +287,8 @@ _CHECKED_HW: dict = {}
 def check_form(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) -> bool:
     """Check the numerics of a ``tc_params(arch, path, in_fmt, kind)`` request against recorded data: sm_100a against
     every recorded mmasim variant of that kind and A format (check_variant), sm_90a against the H100 records (the
-    discriminating vectors of every mma.sync pair, the targeted vectors of every wgmma combination, of that A format).
+    discriminating vectors of every mma.sync pair, the targeted vectors of every mma.sync fp8 pair, the targeted
+    and floor-on-E vectors of every wgmma combination, of that A format).
     Raises AssertionError when they no longer agree; returns False when no record covers the form."""
     from tcsim.numerics import tensor_core as tc
     k = kind or tc._IMPLIED_KIND.get(in_fmt)
@@ -301,7 +302,10 @@ def check_form(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) ->
     p = tc.tc_params(arch, path, in_fmt, kind)
     if _CHECKED_HW.get(key) == p:
         return True
-    if path == "mma.sync":
+    if path == "mma.sync" and in_fmt in ("e4m3", "e5m2"):     # the ptxas fp8 lowering (tests/golden/mma_sync_fp8)
+        F8 = _hw_test_module("test_mma_fp8_numerics_golden")
+        runs = [lambda n=n: F8.test_targeted_bit_exact(n) for n, pair in F8.FP8_PAIRS.items() if pair.ab == in_fmt]
+    elif path == "mma.sync":
         M = _hw_test_module("test_mma_numerics_golden")
         runs = [lambda n=n: M.test_discriminating_elements_bit_exact(n)
                 for n, pair in M.FLOAT_PAIRS.items() if pair.ab == in_fmt]
@@ -309,6 +313,8 @@ def check_form(arch: str, path: str, in_fmt: str, kind: Optional[str] = None) ->
         W = _hw_test_module("test_wgmma_numerics_golden")
         runs = [lambda n=n: W.test_targeted_vectors_bit_exact(n)
                 for n, c in W.COMBOS.items() if c.is_float and c.a == in_fmt and n in W.TARGETED]
+        runs += [lambda n=n: W.test_floor_vectors_bit_exact(n)
+                 for n, c in W.COMBOS.items() if c.a == in_fmt and n in ("bf16_f32", "tf32_f32")]
     for run in runs:
         run()
     if runs:

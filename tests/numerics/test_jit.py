@@ -119,6 +119,28 @@ def test_ffma_f32_rn_all_finite_takes_the_same_bits_as_the_round_to_odd_path():
     assert np.array_equal(fp.ffma("f32", a, b, c), fp.ffma_reference("f32", a, b, c))
 
 
+def test_ffma_f32_rn_kernel_near_the_normal_boundary():
+    """fp.ffma's f32 .rn kernel (ffma_f32_rn: round to odd in float64, one cast) where .ftz's flush depends on the
+    unrounded sum: products and addends around 2**-126 (sums of both signs just above and below the smallest
+    normal, subnormal addends, exact cancellations), with and without .ftz, against the numpy reference."""
+    rng = np.random.default_rng(11)
+    n = 40000
+    ea = rng.integers(-70, -55, n)
+    eb = -126 - ea + rng.integers(-2, 2, n)
+    sgn = np.where(rng.integers(0, 2, (3, n)) == 1, -1.0, 1.0)
+    a = (sgn[0] * rng.uniform(1, 2, n) * np.exp2(ea)).astype(np.float32)
+    b = (sgn[1] * rng.uniform(1, 2, n) * np.exp2(eb)).astype(np.float32)
+    c = (sgn[2] * rng.uniform(0, 2, n) * np.exp2(rng.integers(-150, -124, n))).astype(np.float32)
+    c[: n // 10] = -(a[: n // 10].astype(np.float64) * b[: n // 10]).astype(np.float32)   # near-cancellation
+    a, b, c = (x.view(np.uint32) for x in (a, b, c))
+    for ftz in (False, True):
+        want = fp.ffma_reference("f32", a, b, c, "rn", ftz)
+        got = fp.ffma("f32", a, b, c, "rn", ftz)
+        bad = np.nonzero(got != want)[0]
+        assert not len(bad), (f"ftz={ftz}: {len(bad)} lanes differ, first a={int(a[bad[0]]):#x} "
+                              f"b={int(b[bad[0]]):#x} c={int(c[bad[0]]):#x}")
+
+
 def test_ffma_shapes_dtypes_and_errors_match_reference():
     one = np.uint32(0x3F800000)
     for args in [(one, one, one), (np.array([1, 2], np.uint32), one, np.array([[3], [4]], np.uint32)),

@@ -6,7 +6,8 @@ group size, the zero-term and cancelled-group policies) and every module constan
 (the output rounding per accumulator, f32 overflow to Inf, the canonical NaNs).  The behaviour tests that must then
 fail: for the sm_100a rows and the constants, the replay of the recorded mmasim data (test_mmasim_replay.py); for
 the sm_90a rows, the replays of the H100 records (tests/hw/test_mma_numerics_golden.py,
-tests/hw/test_wgmma_numerics_golden.py).  The rows no parameter of which is read, or that have no data, are named in
+tests/hw/test_mma_fp8_numerics_golden.py -- the ptxas fp8 lowering, whose ``lowering`` field is mutated too --,
+tests/hw/test_wgmma_numerics_golden.py, its floor-on-E vectors included).  The rows no parameter of which is read, or that have no data, are named in
 UNCOVERED_ROWS with the reason.
 
 CI (cheap): each mutant runs only its witness -- the first recorded chunk (sm_100a) or H100 test (sm_90a) that it
@@ -15,7 +16,7 @@ Slow: every mutant against all the recorded mmasim data, and the search for its 
 
 A few one-step changes cannot change any output: EQUIVALENT says why for each, and test_equivalent_mutants_are_exact
 checks the reason from the format table (e.g. the fp8 kinds' products never come near the floor on E, and C stays
-exact below it), so the list cannot hide a live parameter.
+exact below it; the fp8 lowering never reads the row's block), so the list cannot hide a live parameter.
 """
 from __future__ import annotations
 
@@ -40,15 +41,13 @@ ROWS_SM100 = tuple(("sm_100a",) + r for r in (
     ("tcgen05", "f16"), ("tcgen05", "tf32"), ("tcgen05", "f8f6f4"), ("tcgen05", "mxf8f6f4"), ("tcgen05", "mxf4"),
     ("tcgen05", "mxf4nvf4"), ("mma.sync", "f16"), ("mma.sync", "tf32")))
 #: the sm_90a float rows the H100 records cover (tests/hw/test_mma_numerics_golden.py, test_wgmma_numerics_golden.py)
-ROWS_SM90 = (("sm_90a", "mma.sync", "f16"), ("sm_90a", "mma.sync", "tf32"), ("sm_90a", "wgmma", "f16"),
-             ("sm_90a", "wgmma", "tf32"), ("sm_90a", "wgmma", "f8f6f4"))
+ROWS_SM90 = (("sm_90a", "mma.sync", "f16"), ("sm_90a", "mma.sync", "tf32"), ("sm_90a", "mma.sync", "f8f6f4"),
+             ("sm_90a", "wgmma", "f16"), ("sm_90a", "wgmma", "tf32"), ("sm_90a", "wgmma", "f8f6f4"))
 ROWS = ROWS_SM100 + ROWS_SM90
 #: rows no numerics parameter of which is read: the integer kinds (mma_int is exact, its only entry field, block,
 #: is unused) and sm_100a mma.sync fp8 (provisional, no data: README "What backs each claim")
 UNCOVERED_ROWS = {"integer rows: mma_int takes no parameters": [k for k in tc._TABLE if k[2] == "i8"],
-                  "no data (provisional parameters)": [("sm_100a", "mma.sync", "f8f6f4")],
-                  "H100 mma.sync fp8 (the ptxas lowering): its H100 measurement (tensor_core.LOWER_FP8_VIA_F16) "
-                  "is not a committed record that CI replays": [("sm_90a", "mma.sync", "f8f6f4")]}
+                  "no data (provisional parameters)": [("sm_100a", "mma.sync", "f8f6f4")]}
 
 
 def _row_of(v: MO.Variant):
@@ -129,6 +128,8 @@ def _mutants():
             out += [Mutant(f"{rid}:out_trunc_frac{d:+d}", row, (("out_trunc_frac", e.out_trunc_frac + d),))
                     for d in (-1, 1)]
         out.append(Mutant(f"{rid}:zero_exp_policy=min", row, policy=(("zero_exp_policy", "min"),)))
+        if e.lowering is not None:          # the H100 mma.sync fp8 lowering: the instruction as one fused block
+            out.append(Mutant(f"{rid}:lowering=None", row, (("lowering", None),)))
         if e.group is not None:
             out += [Mutant(f"{rid}:group*2", row, (("group", e.group * 2),)),
                     Mutant(f"{rid}:group/2", row, (("group", e.group // 2),)),
@@ -224,10 +225,24 @@ def block_up_unobservable(row: tuple) -> bool:
     return row in INSTRUCTION_K and max(INSTRUCTION_K[row]) <= tc._TABLE[row].block
 
 
+def block_unread_by_lowering(row: tuple) -> bool:
+    """The row is lowered (H100 mma.sync fp8: tensor_core._mma_fp8_via_f16) and the lowering never reads the row's
+    block: each f16 half (k % 4 in {0, 1}, then {2, 3}) is fused as one block of its own length."""
+    import inspect
+
+    src = inspect.getsource(tc._mma_fp8_via_f16)
+    return (tc._TABLE[row].lowering == tc.LOWER_FP8_VIA_F16 and "params.block" not in src
+            and src.count("len(kk)") >= 2 and "_mma_fp8_via_f16(" in inspect.getsource(tc._mma_float))
+
+
 def _equivalent():
     out = {}
     for row in ROWS:
         rid = ".".join(row)
+        if block_unread_by_lowering(row):
+            for m in ("block*2", "block/2"):
+                out[f"{rid}:{m}"] = ("the lowering fuses each f16 half as one block of its own length; the row's "
+                                     "block is never read", lambda row=row: block_unread_by_lowering(row))
         for d in (-1, 1):
             if floor_unobservable(row, d):
                 out[f"{rid}:e_floor{d:+d}"] = (
@@ -239,7 +254,7 @@ def _equivalent():
                 "E raised to -126 either only ever meets C alone, which it leaves unharmed, or keeps every term "
                 "exact",
                 lambda row=row: zero_min_unobservable(row))
-        if block_up_unobservable(row):
+        if block_up_unobservable(row) and f"{rid}:block*2" not in out:
             out[f"{rid}:block*2"] = ("no instruction of the row has more products than one block",
                                      lambda row=row: block_up_unobservable(row))
     return out
@@ -247,12 +262,9 @@ def _equivalent():
 
 #: mutant id -> (why no output can change, the check of that reason from the format table and PTX shapes)
 EQUIVALENT = _equivalent()
-#: live changes no committed data catches: mutant id -> what data would (must stay exactly this set)
-GAPS = {
-    "sm_90a.wgmma.tf32:e_floor+1": "no H100 wgmma tf32 output tells the floor -132 from -133 (the mma.sync tf32 "
-                                   "row's floor is pinned by its discriminating vectors); a targeted wgmma tf32 "
-                                   "vector aimed at the floor, recorded on an H100, would",
-}
+#: live changes no committed data catches: mutant id -> what data would (must stay exactly this set).  Empty since
+#: the wgmma floor-on-E vectors (tests/golden/wgmma_numerics/targeted_floor.npz) caught sm_90a.wgmma.tf32:e_floor+1.
+GAPS: dict = {}
 
 
 # ---- the H100 behaviour tests of the sm_90a rows -------------------------------------------------------------------
@@ -271,7 +283,13 @@ def h100_tests(row: tuple) -> list:
     arch, path, kind = row
     fmts = {"f16": ("f16", "bf16"), "tf32": ("tf32",), "f8f6f4": ("e4m3", "e5m2")}[kind]
     out = []
-    if path == "mma.sync":
+    if path == "mma.sync" and kind == "f8f6f4":           # the ptxas lowering (tests/golden/mma_sync_fp8)
+        F8 = _hw_module("test_mma_fp8_numerics_golden")
+        out += [(f"test_mma_fp8_numerics_golden.py::test_targeted_bit_exact[{n}]",
+                 lambda n=n: F8.test_targeted_bit_exact(n)) for n in F8.PAIRS]
+        out += [(f"test_mma_fp8_numerics_golden.py::test_random_chunk_bit_exact[{n}]",
+                 lambda n=n: F8.test_random_chunk_bit_exact(n)) for n in F8.PAIRS]
+    elif path == "mma.sync":
         M = _hw_module("test_mma_numerics_golden")
         for name, pair in M.FLOAT_PAIRS.items():
             if pair.ab in fmts:
@@ -286,6 +304,9 @@ def h100_tests(row: tuple) -> list:
                  lambda n=n: W.test_targeted_vectors_bit_exact(n)) for n in names if n in W.TARGETED]
         out += [(f"test_wgmma_numerics_golden.py::test_model_bit_exact_on_every_case[{n}-{N}]",
                  lambda n=n, N=N: W.test_model_bit_exact_on_every_case(n, N)) for N in (256, 8) for n in names]
+        # the floor-on-E vectors (bf16 / tf32 -> f32), last: the witnesses found before they were recorded stay
+        out += [(f"test_wgmma_numerics_golden.py::test_floor_vectors_bit_exact[{n}]",
+                 lambda n=n: W.test_floor_vectors_bit_exact(n)) for n in names if n in ("bf16_f32", "tf32_f32")]
     return out
 
 
@@ -353,15 +374,14 @@ def test_mutants_cover_the_parameters():
     reads, has a mutant (a new parameter must get one); identity fields are the only exceptions."""
     fields = {f.name for f in dataclasses.fields(tc.TensorCoreParams)}
     identity = {"arch", "path", "in_fmt"}
-    # lowering: None in every sm_100a row; its one value (fp8 mma.sync on sm_90a) is pinned by the H100 golden data
-    not_sm100 = {"lowering"}      # (the one row that has it, H100 mma.sync fp8: UNCOVERED_ROWS)
     mutated = {f for m in MUTANTS for f, _ in m.entry + m.policy}
-    assert fields - identity - not_sm100 <= mutated, sorted(fields - identity - not_sm100 - mutated)
-    assert all(tc._TABLE[r].lowering is None for r in ROWS)
+    assert fields - identity <= mutated, sorted(fields - identity - mutated)
+    # lowering: None in every row but H100 mma.sync fp8 (the ptxas lowering, tests/golden/mma_sync_fp8)
+    assert [r for r in ROWS if tc._TABLE[r].lowering is not None] == [("sm_90a", "mma.sync", "f8f6f4")]
     # every row of the table is mutated, or named in UNCOVERED_ROWS with the reason
     uncovered = {r for rows in UNCOVERED_ROWS.values() for r in rows}
     assert set(tc._TABLE) == set(ROWS) | uncovered and not set(ROWS) & uncovered
-    assert set(tc._Entry._fields) - {"in_fmts", "lowering"} <= mutated
+    assert set(tc._Entry._fields) - {"in_fmts"} <= mutated
     consts = {n for m in MUTANTS for n, _ in m.constants}
     assert {"OUTPUT_ROUNDING", "F32_RZ_OVERFLOW_TO_INF", "CANONICAL_NAN"} <= consts
     for row in ROWS:
@@ -398,13 +418,6 @@ def test_equivalent_mutants_are_exact(mid):
     why, check = EQUIVALENT[mid]
     assert mid in BY_ID
     assert check(), f"{mid}: '{why}' does not hold"
-
-
-def test_gaps_are_live():
-    """A gap is not an equivalent change in disguise: the same parameter moved further is caught by the data."""
-    m = BY_ID["sm_90a.wgmma.tf32:e_floor+1"]
-    far = dataclasses.replace(m, id="far", entry=(("e_floor", tc._TABLE[m.row].e_floor + 8),))
-    assert find_witness(far, None) is not None
 
 
 @pytest.mark.slow

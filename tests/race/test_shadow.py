@@ -95,3 +95,21 @@ def test_a_pipeline_of_whole_tiles_stays_summarised():
     blocks = slice(4096 // 64, (4096 + 2048) // 64)
     assert (page.sw[blocks] == 1).all() and (page.sr[2, blocks] == 2).all()
     assert (page.wi[4096:4096 + 2048] == 0).all()                  # no per-unit store was needed
+
+
+def test_large_shadow_arrays_are_zero_filled_lazily_and_writable():
+    # a 1M-unit page (the detector's) is mapped in 4 KiB OS pages, not cleared 2 MiB at a time at the first write
+    import mmap
+    page = S.Page(1 << 20, True)
+    for arr, shape in ((page.wi, (1 << 20,)), (page.ri, (S.NSLOTS, 1 << 20))):
+        assert arr.shape == shape and arr.dtype == np.int32 and arr.flags.writeable
+        base = arr
+        while isinstance(base, (np.ndarray, memoryview)):
+            base = base.base if isinstance(base, np.ndarray) else base.obj
+        assert isinstance(base, mmap.mmap)
+        assert not arr[:: 4099].any() and not arr[..., -7:].any()
+    page.ri[2, 123457] = 9
+    page.wi[(1 << 20) - 1] = 5
+    assert page.ri[2, 123457] == 9 and page.wi[-1] == 5 and int(page.ri.sum()) == 9
+    small = S.lazy_zeros((3, 5), np.int64)          # below LAZY_BYTES: an ordinary array
+    assert small.shape == (3, 5) and not small.any() and small.base is None

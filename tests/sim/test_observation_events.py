@@ -66,6 +66,7 @@ def test_every_event_is_typed_and_located(streams, name):
                 assert all(a >> 24 < 16 for a in ev.addrs)   # 32-bit shared::cluster addresses: rank, offset
         if isinstance(ev, RegAccess):
             assert ev.reg.startswith("%") and ev.lanes and _ints(ev.lanes)
+            assert ev.names == (ev.regs or (ev.reg,)) and ev.names[0] == ev.reg
         if isinstance(ev, SyncEvent):
             assert ev.op and ev.fields["op"] == ev.op
 
@@ -323,3 +324,47 @@ def test_the_bus_builds_and_delivers_only_what_observers_select():
     run_launch(Launch(ptx=CP_ASYNC, block=(32, 1, 1), args=[src, np.zeros(512, np.uint8)]),
                observers=(every.append,))
     assert {e.kind for e in every} == {"inst", "mem", "sync", "reg"}
+
+
+def test_a_wide_load_writes_its_register_list_as_one_event(streams):
+    # tcgen05.ld's destination list {%r0, ..., %rN} is one operand: one RegAccess naming its registers in order
+    from tcsim.isa import ir
+    seen = 0
+    for events, body in streams.values():
+        for ev in events:
+            if isinstance(ev, RegAccess) and ev.write and body[ev.pc].opcode == "tcgen05":
+                dst = body[ev.pc].operands[0]
+                want = tuple(e.name for e in getattr(dst, "elems", (dst,)) if isinstance(e, ir.Reg))
+                assert ev.names == want and ev.fields["regs"] == list(want)
+                seen += 1
+    assert seen
+
+
+def test_byte_runs_of_an_agent_access():
+    # the maximal runs of [a, a + size) ranges, each range once (a Python walk over the sorted distinct starts)
+    import numpy as np
+    from tcsim.agents.port import byte_runs, distinct
+
+    def walk(addrs, size):
+        out = {}
+        starts = sorted(set(int(a) for a in addrs))
+        i = 0
+        while i < len(starts):
+            j = i
+            while j + 1 < len(starts) and starts[j + 1] == starts[j] + size:
+                j += 1
+            out.setdefault((j - i + 1) * size, []).append(starts[i])
+            i = j + 1
+        return out
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        size = int(rng.choice([1, 2, 4, 16, 128]))
+        a = rng.integers(0, int(rng.choice([40, 2000, 10 ** 9])), int(rng.integers(1, 300))) * size
+        if rng.random() < 0.3:
+            a = np.sort(a)
+        if rng.random() < 0.3:
+            a = a.astype(np.uint64)
+        got = byte_runs(a, size)
+        assert got == walk(a, size) and list(got) == list(walk(a, size))      # run lengths in first-seen order
+        assert distinct(a).tolist() == sorted(set(int(x) for x in a))

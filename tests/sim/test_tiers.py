@@ -420,7 +420,8 @@ mov.f64 %fd1, 0d3FF0000000000000; mov.pred %p1, %p2; mov.b16 %h1, %h2;
 cvt.u64.u32 %rd1, %r2; cvt.s64.s32 %rd1, %r2; cvt.u32.u64 %r1, %rd2; cvt.s32.s16 %r1, %h2; cvt.u64.s32 %rd1, %r2;
 cvt.u16.u32 %h1, %r2; cvt.s32.u16 %r1, %h2; cvt.s16.s64 %h1, %rd2; cvt.u32.s32 %r1, %r2;
 cvta.to.global.u64 %rd1, %rd2; cvta.to.shared.u64 %rd1, %rd2; cvta.shared.u64 %rd1, %rd2; cvta.param.u64 %rd1, %rd2;
-fma.rn.f32 %f1, %f2, %f0, %f1; fma.rz.ftz.sat.f32 %f1, %f2, %f0, %f2; fma.rn.f64 %fd1, %fd2, %fd0, %fd1;
+fma.rn.f32 %f1, %f2, %f0, %f1; fma.rz.ftz.sat.f32 %f1, %f2, %f0, %f2; fma.rn.ftz.f32 %f0, %f1, %f2, %f0;
+fma.rn.sat.f32 %f2, %f0, %f1, %f1; add.rn.ftz.sat.f32 %f1, %f0, %f2; fma.rn.f64 %fd1, %fd2, %fd0, %fd1;
 fma.rm.f64 %fd0, %fd2, %fd2, %fd1; add.f32 %f1, %f2, %f0; sub.rn.ftz.f32 %f0, %f1, %f2; mul.rp.f32 %f2, %f1, %f0;
 add.f64 %fd1, %fd2, %fd0; sub.rz.f64 %fd1, %fd0, %fd2; mul.f64 %fd2, %fd0, %fd1; mul.rn.f64 %fd2, %fd2, %fd2;
 """
