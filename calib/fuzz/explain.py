@@ -664,20 +664,31 @@ def wgmma_hazards(text: str) -> list:
                 break
     return out
 
+class SearchTimeout(Exception):
+    """:func:`explain` ran past its ``deadline`` (a :func:`time.process_time` value: CPU seconds of this process,
+    so that a search's reach does not depend on how busy the machine is) before finding an explanation."""
+
 
 def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template: np.ndarray,
-            gpu_out) -> str | None:
+            gpu_out, deadline: float | None = None) -> str | None:
     """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out`` (the
     GPU's output bytes, or a predicate on the simulator's output bytes: a recording keeps only a 128-bit hash
-    of most GPU outputs, :func:`calib.fuzz.record.compare_recording`)."""
+    of most GPU outputs, :func:`calib.fuzz.record.compare_recording`).  ``deadline``: raise
+    :class:`SearchTimeout` when the search is still going at that :func:`time.process_time` (CPU) time."""
+    import time
+
     same = gpu_out if callable(gpu_out) else (lambda b: b == gpu_out)
     from tcsim.isa.errors import TcsimError
     from tcsim.launch import Launch, run_launch
 
     def reproduces(text, var) -> bool:
+        if deadline is not None and time.process_time() > deadline:
+            raise SearchTimeout()
         try:
+            # the race detector is no part of the output (the programs are race-free by construction)
             res = run_launch(Launch(ptx=text, kernel=kernel, block=(nthreads, 1, 1),
-                                    args=[inp.copy(), out_template.copy()], lowering=frozenset(var)))
+                                    args=[inp.copy(), out_template.copy()], lowering=frozenset(var)),
+                             detect=False, max_instructions=200_000)
         except TcsimError:
             return False
         return same(res.outputs[1].tobytes())
@@ -704,9 +715,9 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
     return None
 
 
-def explain_program(prog, gpu_out) -> str | None:
+def explain_program(prog, gpu_out, deadline: float | None = None) -> str | None:
     return explain(prog.render(), prog.kernel_name, prog.nthreads, prog.input_buffer(), prog.output_template(),
-                   gpu_out)
+                   gpu_out, deadline)
 
 
 def explain_record(rec: dict) -> str | None:

@@ -5,7 +5,10 @@ A record's ``status`` says what to expect: ``"open"`` -- the simulator still dis
 finding, described in ``finding``; strict xfail, so the day the simulator is fixed the test XPASSes and asks
 for the status to become ``"fixed"``); ``"fixed"`` -- it must agree; ``"diagnosed"`` -- the GPU result depends on
 how ptxas lowers the PTX (the ISA leaves it open, or ptxas miscompiles it), and tcsim must say so: ``tcsim.isa.lint``
-reports a note at the offending instruction; ``"explained"`` -- the PTX ISA leaves the result open and the
+reports a note at the offending instruction, and the lowering ptxas produced, read from its SASS, reproduces the GPU
+output when replayed in the simulator (``as_compiled.json``: the body as the SASS executes it, written as PTX, with
+the SASS lines it is read from; ``sass/``: the listings) -- except the findings listed in :data:`OPEN_DIAGNOSED`, whose
+SASS has not been modelled yet; ``"explained"`` -- the PTX ISA leaves the result open and the
 lowering variant named in ``explained_by`` (sim/lowering.py, calib/fuzz/explain.py) reproduces the GPU output.  ``gpu_output_source`` says whether the GPU
 bits were read back from the minimised program itself (``measured``) or taken from the fuzz run's exact data
 point for that instruction (``derived``).  ``category`` ``"aliasing"`` marks register aliasings PTX leaves open
@@ -13,6 +16,10 @@ point for that instruction (``derived``).  ``category`` ``"aliasing"`` marks reg
 """
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +27,17 @@ import pytest
 from calib.fuzz.runner import field_diffs, load_reproducer, replay_on_sim
 
 HERE = Path(__file__).resolve().parent
-RECORDS = sorted(HERE.glob("*.json"))
+RECORDS = sorted(p for p in HERE.glob("*.json") if p.name != "as_compiled.json")
+AS_COMPILED = json.loads((HERE / "as_compiled.json").read_text())["models"]
+DIAGNOSED = [p for p in RECORDS if load_reproducer(p).get("status") == "diagnosed"]
+#: diagnosed ptxas miscompilations with no executable model yet (the SASS of each is described in its ``finding``;
+#: most are loops that ptxas unrolls and rewrites per copy): each must still disagree, and the list is exact
+OPEN_DIAGNOSED = {
+    "fuzz_100332_value", "fuzz_100755_value", "fuzz_101080_value", "fuzz_101580_value", "fuzz_105824_value",
+    "fuzz_108625_value", "fuzz_1091_value", "fuzz_1237_value", "fuzz_1261_value", "fuzz_200593_value",
+    "fuzz_203514_value", "fuzz_203702_value", "fuzz_204633_value", "fuzz_205009_value", "fuzz_209975_value",
+    "fuzz_306625_value", "fuzz_400122_value", "fuzz_401666_value", "fuzz_401700_value", "fuzz_406776_value",
+}
 
 
 def _param(p: Path):
@@ -85,6 +102,69 @@ def test_explained_findings_reproduce(path):
     rec = load_reproducer(path)
     assert replay_on_sim(rec).output != rec["gpu_output"]
     assert explain_record(rec) == rec["explained_by"]
+
+
+@pytest.mark.parametrize("path", [p for p in DIAGNOSED if p.stem in AS_COMPILED], ids=lambda p: p.stem)
+def test_diagnosed_finding_is_reproduced_by_the_lowering_ptxas_made(path):
+    """A diagnosed ptxas miscompilation: tcsim's PTX semantics differ from the GPU output, and the program as the SASS
+    executes it (as_compiled.json, each line read from the listing in sass/) reproduces the GPU output bit for bit
+    -- the diagnosis is an executable model, not just the presence of a lint note."""
+    from calib.fuzz.replay import as_compiled_text, replay_record
+
+    rec = load_reproducer(path)
+    model = AS_COMPILED[path.stem]
+    assert replay_on_sim(rec).output != rec["gpu_output"], "tcsim now agrees with the GPU: make the status 'fixed'"
+    if "explained_by" in model:             # a verified ptxas rewrite of calib/fuzz/explain.py
+        got = replay_record(rec, name=model["explained_by"])
+    else:
+        got = replay_record(rec, ptx=as_compiled_text(rec["ptx"], model))
+        listing = (HERE / "sass" / f"{path.stem}.sass").read_text().splitlines()
+        missing = [ln for ln in model["sass"] if ln not in listing]
+        assert not missing, f"SASS quoted in as_compiled.json is not in sass/{path.stem}.sass: {missing}"
+    assert got is not None, "the simulator refuses the as-compiled program"
+    diffs = field_diffs(None, got, rec["gpu_output"], rec["nthreads"], rec.get("nacc", 0))
+    assert not diffs, f"the as-compiled model does not reproduce the GPU: {diffs[:3]}"
+
+
+def test_open_diagnosed_findings_are_exactly_the_unmodelled_ones():
+    """Every diagnosed finding has an executable model or is listed in OPEN_DIAGNOSED (exactly: a model added, or a
+    finding added without one, must update the list), and each open one still disagrees with the GPU."""
+    unmodelled = {p.stem for p in DIAGNOSED if p.stem not in AS_COMPILED}
+    assert unmodelled == OPEN_DIAGNOSED
+    assert set(AS_COMPILED) <= {p.stem for p in DIAGNOSED}, "a model for a finding that is not 'diagnosed'"
+    for p in DIAGNOSED:
+        if p.stem in OPEN_DIAGNOSED:
+            rec = load_reproducer(p)
+            assert replay_on_sim(rec).output != rec["gpu_output"], f"{p.stem} now agrees: make its status 'fixed'"
+
+
+def _sass_listing(ptx_path: Path, tmp: Path) -> list:
+    cub = tmp / (ptx_path.stem + ".cubin")
+    subprocess.run(["ptxas", "-arch=sm_90a", str(ptx_path), "-o", str(cub)], check=True, capture_output=True)
+    out = subprocess.run([_cuobjdump(), "-sass", str(cub)], check=True, capture_output=True, text=True).stdout
+    return [re.sub(r"^/\*([0-9a-f]+)\*/\s+", r"/*\1*/ ", re.sub(r"\s*/\* 0x[0-9a-f]+ \*/", "", ln).strip())
+            .replace(" ;", "").rstrip() for ln in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", ln)]
+
+
+def _cuobjdump():
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import triton
+        cand = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        return str(cand) if cand.exists() else None
+    except ImportError:
+        return None
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None or _cuobjdump() is None,
+                    reason="needs ptxas and cuobjdump (CI has neither: the listings in sass/ are committed)")
+def test_sass_listings_are_what_ptxas_makes(tmp_path):
+    """The committed listings (sass/) are what ptxas (13.0, the driver JIT's version) makes of each reproducer."""
+    for name in sorted(m for m, v in AS_COMPILED.items() if "body" in v):
+        got = _sass_listing(HERE / f"{name}.ptx", tmp_path)
+        assert got == (HERE / "sass" / f"{name}.sass").read_text().splitlines(), name
 
 
 def test_no_finding_is_left_open():

@@ -66,24 +66,9 @@ def test_simulator_matches_h100_on_a_sample(path):
                     f"compare --gpu {path} --seeds {bad[0]}-{bad[0]} shows the fields)"
 
 
-def test_every_disagreement_of_the_latest_campaign_is_explained_or_diagnosed():
-    """Issue 3's bar: each program of the newest campaign that the simulator disagrees with is reproduced bit for
-    bit by a verified explanation (``diagnosed:``) or carries the isa/lint.py note of a ptxas miscompilation
-    diagnosed from its SASS (``noted:``).  A sample of 40 of them (all the noted ones first) keeps this quick;
-    ``python -m calib.fuzz.record compare --gpu FILE --differing`` checks all of them."""
-    from calib.fuzz.record import compare_recording, noted_checks
-    path = max((p for p in FILES if p.stem not in OPEN), key=lambda p: load(p)[1].get("generator", 1))
-    z, meta = load(path)
-    gv = meta.get("generator", 1)
-    differing = differing_seeds(meta)
-    assert differing, "the newest campaign has no disagreement to check"
-    noted = [s for s in differing if noted_checks(generate(s, version=gv))]
-    rest = [s for s in differing if s not in noted]
-    sample = set(noted[:20] + rest[:: max(1, len(rest) // (40 - min(20, len(noted))))])
-    found = compare_recording(path, jobs=1, seeds=sample, log=lambda *_: None)
-    left = [(f["seed"], f["class"]) for f in found if not f["class"].startswith(("diagnosed:", "noted:"))]
-    assert not left, f"unexplained disagreements: {left[:5]}"
-    assert len(found) >= len(sample) * 9 // 10      # the recorded disagreements still disagree (else re-record)
+# Every recorded disagreement of every campaign -- explained ones replayed with their explanation, the rest listed
+# by cause and required to still disagree -- is tests/hw/test_fuzz_disagreements.py (a sample in CI, all of them
+# under -m slow); it replaced the check here that re-ran the explanation search on 40 programs of the newest campaign.
 
 
 @pytest.mark.parametrize("stem", sorted(OPEN))
