@@ -524,7 +524,7 @@ class TimingModel:
             if cfg.l2_line_cycles > 0 and p.dsts:
                 # every line a load touches is a request of its own to L2 (corpus: chase_runtime_single_warp, one
                 # warp gathering 32 lines per step through .cg)
-                occ = max(occ, math.ceil(len(lines) * cfg.l2_line_cycles))
+                occ = max(occ, math.ceil((len(lines) - 1) * cfg.l2_line_cycles))  # the first line is the load itself
             if self.dataflow:
                 start = self._reserve(sm, "gmem", now, occ)
                 sm.gmem_free = max(sm.gmem_free, start + occ)

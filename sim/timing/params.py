@@ -379,12 +379,13 @@ SM_90A: dict = {
                            "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
                            "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
                            "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
-    "l1_line_cycles": P(1.4, "clk/line", "M", CORPUS_H100,
+    "l1_line_cycles": P(1.3, "clk/line", "M", CORPUS_H100,
                         "an L1 hit touching n > 1 lines (a scattered gather) holds the L1/SMEM port n x this and "
                         "completes (n - 1) x this later (python -m calib.timing_corpus timing fit gather: 5 fit-split "
-                        "kernels, chase_* / gather_indirect / spmv_csr / tri_gather, 11.7% -> 6.0%)"),
-    "l2_line_cycles": P(4.1, "clk/line", "M", CORPUS_H100,
-                        "a load going to L2 holds the SM's global port at least this long per line it touches (same "
+                        "kernels, chase_* / gather_indirect / spmv_csr / tri_gather, 11.7% -> 6.0%; refitted 2026-11-28 05:20 once a load's "
+                        "first line stopped paying l2_line_cycles: 7.3% -> 6.5%)"),
+    "l2_line_cycles": P(4.2, "clk/line", "M", CORPUS_H100,
+                        "a load going to L2 holds the SM's global port at least this long per line past its first (same "
                         "fit; chase_runtime_single_warp: one warp, 32 lines per .cg load)"),
     # memory ordering (classes.memory_ordering, TimingModel._membar_cycles): fitted on the fit split of the timing
     # corpus (calib/timing_corpus: python -m calib.timing_corpus timing fit)
