@@ -123,10 +123,9 @@ class Cta:
         rec = self.exit_record
         if rec is None:
             return None
-        from .context import lanes_str
-        from .findings import Access
+        from .findings import Access, lanes_text
         ins, warp_id, lanes, cycle = rec
-        return Access(what=str(ins), loc=ins.loc, cta=self.ctaid, warp=warp_id, lanes=lanes_str(lanes),
+        return Access(what=str(ins), loc=ins.loc, cta=self.ctaid, warp=warp_id, lanes=lanes_text(np.nonzero(lanes)[0]),
                       proxy=None, unit="warp", where=None, cycle=float(cycle))
 
     @property

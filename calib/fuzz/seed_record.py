@@ -4,7 +4,7 @@ golden data so that CI compares the simulator with the hardware on them without 
 
     python -m calib.fuzz.seed_record gpu --out DIR [--count 16]     # on the GPU machine -> DIR/seeds.pkl
     python -m calib.fuzz.seed_record install DIR/seeds.pkl --device "NVIDIA H100 80GB HBM3" --date 2026-11-28
-                                                                    # -> tests/golden/fuzz_gpu16/{outputs.npz,meta.json}
+                                                                    # -> tests/golden/fuzz_gpu16/{gpu_outputs.npz,seeds_meta.json}
 """
 from __future__ import annotations
 
@@ -45,17 +45,17 @@ def install(pkl: Path, device: str, date: str, command: str) -> None:
         errors.append(o.error or "")
     offsets = np.cumsum([0] + [len(o) for o in outs]).astype(np.int64)
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(GOLDEN / "outputs.npz", data=np.concatenate(outs), offsets=offsets)
+    np.savez_compressed(GOLDEN / "gpu_outputs.npz", data=np.concatenate(outs), offsets=offsets)
     meta = {"seeds": d["seeds"], "ptx_sha256": [ptx_digest(t) for t in d["texts"]], "gpu_errors": errors,
             "device": device, "date": date, "command": command,
             "re_record": "python -m calib.fuzz.seed_record gpu --out DIR (GPU), then "
                          "python -m calib.fuzz.seed_record install DIR/seeds.pkl --device ... --date ..."}
-    (GOLDEN / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (GOLDEN / "seeds_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def load_golden():
-    meta = json.loads((GOLDEN / "meta.json").read_text())
-    z = np.load(GOLDEN / "outputs.npz")
+    meta = json.loads((GOLDEN / "seeds_meta.json").read_text())
+    z = np.load(GOLDEN / "gpu_outputs.npz")
     data, off = z["data"], z["offsets"]
     outs = [data[off[i]:off[i + 1]].tobytes() for i in range(len(meta["seeds"]))]
     return meta, outs
