@@ -109,7 +109,10 @@ def render() -> str:
          "`tests/hw/test_tma_golden.py`: every case bit for bit; a fault must be the kind of fault the GPU reported"),
         ("differential fuzzing",
          f"{len(fuzz)} campaigns of random programs on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)",
-         "`tests/hw/test_fuzz_campaign_replay.py`"),
+         "`tests/hw/test_fuzz_campaign_replay.py`; `tests/hw/test_fuzz_disagreements.py`: every recorded "
+         "disagreement is listed once in `tests/golden/fuzz_campaign/disagreements.json` (explained bit for bit, "
+         "agrees now, or open by cause), one per class replayed in CI, all under `slow`; "
+         "`tests/hw/test_fuzz_seed_golden.py`: the GPU test's 16 programs against the H100"),
         ("sm_90a timing",
          f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
          + (f", and a corpus of {len(corpus['kernels'])} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),
