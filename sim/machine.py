@@ -125,8 +125,8 @@ class Cta:
             return None
         from .findings import Access, lanes_text
         ins, warp_id, lanes, cycle = rec
-        return Access(what=str(ins), loc=ins.loc, cta=self.ctaid, warp=warp_id, lanes=lanes_text(np.nonzero(lanes)[0]),
-                      proxy=None, unit="warp", where=None, cycle=float(cycle))
+        return Access(what=str(ins), loc=ins.loc, cta=self.ctaid, warp=warp_id,
+                      lanes=lanes_text(np.nonzero(lanes)[0]), proxy=None, unit="warp", where=None, cycle=float(cycle))
 
     @property
     def label(self) -> str:

@@ -4,7 +4,7 @@ golden data so that CI compares the simulator with the hardware on them without 
 
     python -m calib.fuzz.seed_record gpu --out DIR [--count 16]     # on the GPU machine -> DIR/seeds.pkl
     python -m calib.fuzz.seed_record install DIR/seeds.pkl --device "NVIDIA H100 80GB HBM3" --date 2026-11-28
-                                                                    # -> tests/golden/fuzz_gpu16/{gpu_outputs.npz,seeds_meta.json}
+        # -> tests/golden/fuzz_gpu16/{gpu_outputs.npz,seeds_meta.json}
 """
 from __future__ import annotations
 
