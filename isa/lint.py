@@ -829,6 +829,19 @@ def _wgmma_acc_copy_clobbered(ins, arch, fn, index):
     return None
 
 
+def _wgmma_rs_neg_a(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _is_wgmma_mma(ins) or len(ins.operands) < 5 \
+            or not isinstance(ins.operands[1], ir.Vector) or getattr(ins.operands[4], "value", None) != -1:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: imm-scale-a = -1 with A from registers (PTX ISA 9.1 §9.7.15.5.2: "
+                         "each element of A is negated); the GPU result depends on ptxas: 13.0 may fold the "
+                         "negation into copies of the A registers made as 32-bit integer negations (IMAD.MOV R73, "
+                         "RZ, RZ, -R65 for an f16x2 register, instead of the HGMMA's -R operand), which is no "
+                         "element-wise negation (measured on the H100: v6 campaign program 600269, reproduced bit "
+                         "for bit by neg.s32 of each A register; calib/fuzz/explain.py wgmma-rs-neg-a-int). tcsim "
+                         "negates each element, as the PTX says.")
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -857,6 +870,7 @@ CHECKS = {
     "neg-minmax-neg-f64": _neg_minmax_neg_f64, "pack-after-fp8x2-cvt": _pack_after_fp8x2_cvt,
     # found by generator version 6's campaign (warpgroup MMA)
     "wgmma-a-source-reused": _wgmma_a_source_reused, "wgmma-acc-copy-clobbered": _wgmma_acc_copy_clobbered,
+    "wgmma-rs-neg-a": _wgmma_rs_neg_a,
 }
 
 

@@ -70,6 +70,12 @@ copy into the register it copies, each one instruction of the program (:func:`wg
     ptxas gave ``r`` the accumulator's register, so the read at <line> gets the accumulator's new value (program
     600031: ``MOV R95, R27`` after the QGMMA that rewrote R27 -- its ``mov.b32 %wa7, %r10`` -- while the earlier
     copy of the same register for %wa5 kept the old value: only the rows g + 8 of that wgmma differ).
+``wgmma-rs-neg-a-int`` (or ``wgmma-rs-neg-a-int@<line>`` for one wgmma)
+    a wgmma with A from registers and imm-scale-a = -1: ptxas 13.0 may drop the HGMMA's ``-R`` operand and negate
+    copies of the A registers as 32-bit integers (``IMAD.MOV R73, RZ, RZ, -R65`` / ``IADD3 R72, RZ, -R5, RZ``
+    for f16x2 registers; program 600269, whose GPU output this reproduces bit for bit with and without a
+    ``wgmma.wait_group 0`` after every commit; isa/lint.py ``wgmma-rs-neg-a``).  Not a coalescing hazard: the
+    same A registers made by ``xor`` instead of ``mov`` get the same integer negation.
 
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
@@ -612,9 +618,65 @@ _RS_WGMMA = re.compile(r"^\s*wgmma\.mma_async[\w.]*\s+\{[^}]*\},\s*\{([^}]*)\}")
 _MOV32 = re.compile(r"^\s*mov\.b32\s+(%\w+),\s*(%\w+);")
 
 
+_RS_WGMMA_PARTS = re.compile(r"^(\s*)(wgmma\.mma_async[\w.]*)\s+(\{[^}]*\}),\s*\{([^}]*)\},\s*(.*);\s*$")
+
+
+def rs_neg_a_int(text: str, only: int | None = None) -> str | None:
+    """``text`` with each wgmma with A from registers and imm-scale-a = -1 (or only the one on line ``only``) made
+    the way ptxas 13.0 may compile it (``wgmma-rs-neg-a-int``, module docstring): ``neg.s32`` of each A register
+    into a fresh register before the group's ``wgmma.fence`` (nothing writes A between the fence and the wgmma in
+    the fuzz programs), and the wgmma with those registers and imm-scale-a = 1.  None when no wgmma qualifies."""
+    lines = text.split("\n")
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _RS_WGMMA_PARTS.match(ln)
+        if not m or (only is not None and i + 1 != only):
+            continue
+        ind, opc, d, a, rest = m.groups()
+        ops = [x.strip() for x in rest.split(",")]
+        if len(ops) < 3 or ops[2] != "-1":
+            continue
+        fence = next((j for j in range(i - 1, -1, -1) if lines[j].strip().startswith("wgmma.fence")), i)
+        fresh = []
+        for r in (x.strip() for x in a.split(",")):
+            lines[fence] = f"{ind}neg.s32 %xn{n}, {r}; " + lines[fence].lstrip() if fence != i else lines[fence]
+            fresh.append(f"%xn{n}")
+            n += 1
+        if fence == i:          # no fence before it: right before the wgmma
+            ind2 = ind + " ".join(f"neg.s32 {f}, {r.strip()};" for f, r in zip(fresh, a.split(","))) + " "
+        else:
+            ind2 = ind
+        ops[2] = "1"
+        lines[i] = f"{ind2}{opc} {d}, {{{', '.join(fresh)}}}, {', '.join(ops)};"
+    return _with_fresh_registers(text, lines, n, ".b32 %xn") if n else None
+
+
+def rs_neg_a_lines(text: str) -> list:
+    """The line numbers of the wgmmas :func:`rs_neg_a_int` rewrites."""
+    out = []
+    for i, ln in enumerate(text.split("\n")):
+        m = _RS_WGMMA_PARTS.match(ln)
+        if m and len(m.group(5).split(",")) >= 3 and m.group(5).split(",")[2].strip() == "-1":
+            out.append(i + 1)
+    return out
+
+
 def wgmma_hazards(text: str) -> list:
-    """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma (module docstring), one
-    instruction at a time."""
+    """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma (module docstring): the
+    register-A negation as integers (``wgmma-rs-neg-a-int``: every such wgmma, or one of them), and each
+    coalescing hazard one instruction at a time, alone or on top of the negation of every such wgmma."""
+    out = []
+    neg = rs_neg_a_int(text)
+    if neg is not None:
+        out.append(("wgmma-rs-neg-a-int", neg))
+        at = rs_neg_a_lines(text)
+        if len(at) > 1:
+            out += [(f"wgmma-rs-neg-a-int@{n}", rs_neg_a_int(text, only=n)) for n in at]
+        out += [("wgmma-rs-neg-a-int+" + name, t) for name, t in _copy_hazards(neg)]
+    return _copy_hazards(text) + out
+
+
+def _copy_hazards(text: str) -> list:
     lines = text.split("\n")
     out = []
     for i, ln in enumerate(lines):

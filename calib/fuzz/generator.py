@@ -145,15 +145,22 @@ V6_LINT_CHECKS = V5_LINT_CHECKS + tuple(V6_AVOIDS)
 #: ``%ac``) only through instructions that make a new value -- ``xor.b32`` with a non-zero key, f32 arithmetic,
 #: ``mul.wide``, ``cvt`` -- never a ``mov`` copy (calib.fuzz.wgmma_ops): version 6's H100/H200 campaign
 #: (tests/golden/fuzz_campaign/h200_v6_seeds_600000_611999.npz) found ptxas 13.0 coalescing such copies with the
-#: register they copy although a wgmma reads or writes it asynchronously (isa/lint.py notes both; reproducers in
-#: tests/fuzz_regressions).  The PTX programs of both versions are defined (PTX ISA 9.1 §9.7.15.5.2: no wgmma
-#: register is touched while its wgmma is in flight); version 7 measures tcsim rather than ptxas's copy coalescing.
+#: register they copy although a wgmma reads or writes it asynchronously (isa/lint.py notes both), and 37 of its
+#: programs made ptxas 13.0 itself crash (signal 11; each compiles once its ``mov.b32 %wa, %r`` copies are
+#: ``xor``s).  Version 7 also leaves ``imm-scale-a = -1`` to wgmmas with A from a descriptor: with A from registers
+#: ptxas 13.0 may fold the negation into copies of the A registers as 32-bit integer negations (campaign program
+#: 600269: ``IMAD.MOV R73, RZ, RZ, -R65`` for an f16x2 register; the GPU's output bit for bit with ``neg.s32`` of
+#: each A register, calib/fuzz/explain.py ``wgmma-rs-neg-a-int``).  The PTX programs of both versions are defined
+#: (PTX ISA 9.1 §9.7.15.5.2: no wgmma register is touched while its wgmma is in flight); version 7 measures tcsim
+#: rather than these ptxas behaviours.
 V7_AVOIDS = {
     "wgmma-a-source-reused": "an RS-form wgmma's A operand is a mov copy of a pool register written again while "
                              "the wgmma is in flight: ptxas gives both one register, the tensor core reads the "
                              "new value",
     "wgmma-acc-copy-clobbered": "a mov copy of an accumulator that a later wgmma writes again: ptxas gives the "
                                 "copy the accumulator's register, readers after that wgmma see the new value",
+    "wgmma-rs-neg-a": "imm-scale-a = -1 on a wgmma with A from registers: ptxas may negate the A registers as "
+                      "32-bit integers",
 }
 V7_LINT_CHECKS = V6_LINT_CHECKS + tuple(V7_AVOIDS)
 _LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS, 7: V7_LINT_CHECKS}

@@ -458,9 +458,11 @@ def _chain(gen, g: WgGroup, budget: list, acc_free: list) -> bool:
                 ("pred", 4 * rng.randrange(12), rng.choice(["eq", "ne", "lo", "hs"]), rng.getrandbits(32),
                  rng.random() < 0.5)
         flt = kind != "int"
+        neg_a = flt and rng.random() < 0.25
+        if gen.version >= 7 and a_tile is None:
+            neg_a = False        # ptxas 13.0 may negate register A as 32-bit integers (V7_AVOIDS "wgmma-rs-neg-a")
         g.ops.append(WgOp(kind, dtype, atype, btype, sat, n, d0, a_tile, a_kb, a_regs, aset, bi, kb, sd,
-                          neg_a=flt and rng.random() < 0.25, neg_b=flt and rng.random() < 0.25, id=gen.nid(),
-                          a_keys=a_keys))
+                          neg_a=neg_a, neg_b=flt and rng.random() < 0.25, id=gen.nid(), a_keys=a_keys))
     # the accumulator stretch is used
     acc_free.remove(best)
     if d0 > best[0]:
