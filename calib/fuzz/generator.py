@@ -63,7 +63,7 @@ ARCH = "sm_90a"
 #: The generator version new campaigns use.  Version 2 leaves out the constructs below, whose GPU results depend
 #: on ptxas 13.0 rather than on the PTX ISA (each found by version 1, minimised, saved in tests/fuzz_regressions
 #: and noted by isa/lint.py); recorded campaigns name the version that made them.
-VERSION = 7
+VERSION = 8
 V2_AVOIDS = {
     "float-sign-ops": "abs/neg of f32/f16/bf16(x2): NaN results are unspecified (PTX) and ptxas folds them into "
                       "source modifiers, FADDs or nothing (neg(neg(x)) -> x, loop unrolling)",
@@ -163,7 +163,16 @@ V7_AVOIDS = {
                       "32-bit integers",
 }
 V7_LINT_CHECKS = V6_LINT_CHECKS + tuple(V7_AVOIDS)
-_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS, 7: V7_LINT_CHECKS}
+#: Version 8 fixes what version 7's H100 campaign (tests/golden/fuzz_campaign/h100_v7_seeds_700000_713999.npz) found
+#: in the generator itself: rendering ``wgmma.wait_group N`` with fewer than N groups in flight, the renderer
+#: forgot all but the newest of them (a negative slice, :func:`calib.fuzz.wgmma_ops.render_wait`), so it inserted no
+#: ``wait_group 0`` before a later group wrote the register-A operands of an older one still in flight -- undefined
+#: behaviour (PTX ISA 9.1 §9.7.15.5.2; program 701553: the H100 had read A before the overwrite, tcsim reads it at
+#: completion).  Versions 6 and 7 keep their rendering (their programs are recorded); the generated trees of
+#: version 8 are those of version 7.
+V8_LINT_CHECKS = V7_LINT_CHECKS
+_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS, 7: V7_LINT_CHECKS,
+                8: V8_LINT_CHECKS}
 
 # per-thread input/output record: r (4 B each), rd (8 B each), h (2 B each), predicate bits (u32)
 OFF32 = 0
@@ -290,6 +299,7 @@ class Program:
     inputs: np.ndarray            # uint8[4 * 32 * STRIDE + BULK_BYTES]: records for up to 128 threads + bulk
     name: str = ""                # (version-6 warpgroup programs: + the tile area and 128 * nacc accumulator words)
     nacc: int = 0                 # accumulator registers per thread (wgmma programs), dumped after the records
+    version: int = 0              # the generator version (0: before version 8, whose rendering it changes)
 
     @property
     def nthreads(self) -> int:
@@ -1289,8 +1299,8 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
     """The program of ``seed``: ``size`` top-level items (default 20..60), ``nwarps`` warps (default 1..4).
     ``version`` selects the generator (default :data:`VERSION`; recorded campaigns name theirs)."""
     version = VERSION if version is None else version
-    if version not in (1, 2, 3, 4, 5, 6, 7):
-        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5, 6, 7)")
+    if version not in (1, 2, 3, 4, 5, 6, 7, 8):
+        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5, 6, 7, 8)")
     return _generate(seed, size, nwarps, version).copy()
 
 
@@ -1315,7 +1325,8 @@ def _generate(seed: int, size, nwarps, version: int) -> Program:
     inputs = make_inputs(random.Random(seed * 7919 + 17))
     if g.nacc:
         inputs = np.concatenate([inputs, np.frombuffer(WG.tile_area(seed) + WG.acc_area(seed, g.nacc), np.uint8)])
-    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc)
+    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc,
+                   version=version if version >= 8 else 0)
     while g.nacc:           # the exchange rounds and the tiles together within the static shared memory
         r = _Render(prog)
         r.block(prog.items)

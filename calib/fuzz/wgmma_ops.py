@@ -171,7 +171,10 @@ def render_ac_ins(r, ins) -> list:
 
 
 def render_wait(r, w: WgWait) -> list:
-    r.wg_inflight = r.wg_inflight[len(r.wg_inflight) - w.n:] if w.n else []
+    if r.p.version >= 8:        # wait_group N leaves the newest N groups in flight (all of them when fewer)
+        r.wg_inflight = r.wg_inflight[max(0, len(r.wg_inflight) - w.n):] if w.n else []
+    else:                       # versions 6 and 7 as recorded: with fewer than N, all but the newest forgotten
+        r.wg_inflight = r.wg_inflight[len(r.wg_inflight) - w.n:] if w.n else []
     return [f"wgmma.wait_group.sync.aligned {w.n};"]
 
 
