@@ -31,7 +31,7 @@ ptxas --version 2>&1 | tail -1
 DEADLINE=${CAMPAIGN_DEADLINE:-430}
 COUNT=${CAMPAIGN_COUNT:-14000}
 if [ -n "${CAMPAIGN_DRY:-}" ]; then DEADLINE=120; COUNT=8; fi
-echo "=== campaign: generator v7, seeds ${CAMPAIGN_SEED:-700000}.., deadline ${DEADLINE} s"
+echo "=== campaign: generator $(python3 -c "from calib.fuzz.generator import VERSION; print(VERSION)"), seeds ${CAMPAIGN_SEED:-700000}.., deadline ${DEADLINE} s"
 timeout $((DEADLINE + 35)) python3 -m calib.fuzz.record gpu --seed "${CAMPAIGN_SEED:-700000}" --count "$COUNT" \
   --out "$D/rec.npz" --gpu-workers 4 --jobs "${CAMPAIGN_JOBS:-13}" --batch 32 --time-limit "$DEADLINE" \
   --keep-limit 150 --gpu-timeout 15 --jit-timeout 60 --sim-seconds 30

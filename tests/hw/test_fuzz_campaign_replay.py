@@ -21,11 +21,14 @@ ROOT = Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign"
 FILES = sorted(ROOT.glob("h[12]00_*seeds_*.npz"))      # every generator version (v6: recorded on an H200)
 #: campaigns whose disagreements are not all explained yet (their analysis is open: tests/golden/README.md), with
 #: the number of differing programs recorded -- excluded from the explained-or-diagnosed bar below
-OPEN = {"h200_v6_seeds_600000_611999": 686}
+OPEN = {"h200_v6_seeds_600000_611999": 686, "h100_v7_seeds_700000_713999": 495}
+#: kept whole outputs of each open campaign that differ in accumulators only (README): v6's RS-form class, v7's
+#: in-flight accumulator copies of ptxas (702779)
+OPEN_ACC = {"h200_v6_seeds_600000_611999": (600031, 600221, 600245), "h100_v7_seeds_700000_713999": (702779,)}
 SAMPLE = 120
 #: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator several times a
 #: version-5 one: a smaller sample keeps the replay's CI time
-SAMPLE_BY_VERSION = {6: 10}
+SAMPLE_BY_VERSION = {6: 10, 7: 10}
 KNOWN = {int(k): v for k, v in json.loads((ROOT / "known_divergent.json").read_text()).items() if k.isdigit()}
 
 
@@ -80,7 +83,7 @@ def test_open_campaign_disagreements_are_as_recorded(stem):
     # the open class itself: warpgroup programs whose RS-form wgmma accumulators differ (README); three of the
     # whole outputs kept, re-simulated, still differ from the GPU's bytes exactly there
     gv = meta.get("generator", 1)
-    for s in (600031, 600221, 600245):
+    for s in OPEN_ACC[stem]:
         gpu = bytes(z[f"s{s}"])
         out = run_sim(generate(s, version=gv))
         assert out.ok and out.output != gpu, f"program {s} now matches the GPU: re-run the compare, update OPEN"
