@@ -801,7 +801,7 @@ def _wgmma_a_source_reused(ins, arch, fn, index):
                                  "register, and the tensor core, which reads A after the issue, may take the new "
                                  "value (measured on the H100: v6 campaign program 600221, agreeing with tcsim "
                                  "once a wgmma.wait_group follows the commit; calib/fuzz/explain.py "
-                                 "wgmma-a-source-reused). tcsim reads A at the issue, as the PTX says.")
+                                 "wgmma-a-source-reused). tcsim keeps the copy apart.")
     return None
 
 

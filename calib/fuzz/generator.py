@@ -31,8 +31,10 @@ instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, 
 :data:`V5_LINT_CHECKS`) note --
 ptxas 13.0 lowers those against the PTX ISA.  Version 6 also avoids :data:`V6_AVOIDS` and makes most programs one
 warpgroup (4 warps) with warpgroup MMA among the items (:mod:`calib.fuzz.wgmma_ops`: wgmma-groups, waits,
-accumulator instructions; the accumulator bank is dumped after the records).  Each H100 campaign
-(tests/golden/fuzz_campaign) names the version that made it, and ``generate(seed, version=v)`` makes the same
+accumulator instructions; the accumulator bank is dumped after the records).  Version 7 moves values into and out
+of the wgmma registers without ``mov`` copies and keeps imm-scale-a = -1 to descriptor A (:data:`V7_AVOIDS`);
+version 8 renders version 7's trees with the waits version 7's renderer forgot (:data:`V8_LINT_CHECKS`).  Each H100
+campaign (tests/golden/fuzz_campaign) names the version that made it, and ``generate(seed, version=v)`` makes the same
 program for ever.
 
 Left out on purpose: ``.approx`` operations (not bit-exact in tcsim yet), %clock/%warpid-like

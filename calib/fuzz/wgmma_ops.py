@@ -1,4 +1,8 @@
-"""wgmma programs for the differential fuzzer (generator version 6): warpgroup MMA mixed with the ALU/memory items.
+"""wgmma programs for the differential fuzzer (generator versions 6-8): warpgroup MMA mixed with the ALU/memory items.
+
+Version 7 makes the register-A operands ``xor.b32 %wa, pool, key`` (not ``mov`` copies), moves values into and out
+of the accumulators by new-value instructions only and leaves imm-scale-a = -1 to A from a descriptor; version 8
+renders with the waits :func:`render_wait` forgot before (calib/fuzz/generator.py ``V7_AVOIDS``, ``V8_LINT_CHECKS``).
 
 A version-6 program of 4 warps (one warpgroup, PTX ISA 9.1 §9.7.15.1) carries, beside the items of
 :mod:`calib.fuzz.generator`, these top-level tree nodes:
