@@ -70,6 +70,8 @@ PROGRESS_EVERY_TTY = 0.5
 LIVELOCK_SAMPLE = 1 << 11
 #: the sampling interval is at least the instructions retired so far over this (a bounded share of a long run)
 LIVELOCK_SHARE = 8
+#: ... and at least 64 instructions per live warp and per this many registers of a warp
+LIVELOCK_REGS = 16
 LIVELOCK_STATES = 64
 LIVELOCK_MIN_CYCLES = 1000
 #: warps the reports list one by one
@@ -328,12 +330,16 @@ class RunWatch:
         sim = self.sim
         live = sum(1 for w in sim.warps if w.alive.any())
         # a power of two, so that the phases of loops of any length recur within a few samples; growing with the
-        # warps so that fingerprinting costs a few instructions' time per warp
+        # warps and their registers (per LIVELOCK_REGS) so that fingerprinting costs a few instructions' time per
+        # warp (a digest reads every register of a warp outside every loop)
         # ... and growing with the run (at least 1/LIVELOCK_SHARE of the instructions retired so far), so that
         # sampling costs a bounded share of a long run: a livelock that begins after N instructions is still seen
         # within about N / LIVELOCK_SHARE more, a few samples of one interval (it doubles only when N does)
-        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1, (64 * live).bit_length(),
+        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1,
+                                                    (64 * live * max(1, self._nregs() // LIVELOCK_REGS)).bit_length(),
                                                     (sim.retired // LIVELOCK_SHARE).bit_length()))
+        if sim.retired < self._next_sample - sim.retired and self._last_retired is None and not self._seen:
+            return None                 # (the first sample: as far from the start as the interval says)
         if not self._quiescent():
             self._reset()
             return None
@@ -383,6 +389,14 @@ class RunWatch:
                     self._candidates[keep] = cand
             self._seen[wkey] = now
         return None
+
+    def _nregs(self) -> int:
+        """Registers of a warp (of its kernel's register file)."""
+        n = getattr(self, "_nregs_cache", None)
+        if n is None:
+            ws = self.sim.warps
+            n = self._nregs_cache = len(ws[0].regs) if ws else 0
+        return n
 
     def _reset(self) -> None:
         self._seen.clear()
