@@ -20,9 +20,10 @@ decoded semantics on random registers, tests/sim/test_tiers.py):
   rounding; a lane the compiled kernel leaves to exact integers, or a NaN result, stops the block before it);
 * scalar ``ld.shared`` / ``st.shared`` (4 / 8 bytes, register + offset address; a store only while the CTAs hold
   no mbarrier), checked as :class:`tcsim.fast.codegen._SharedAccess` checks them;
+* scalar ``ld.param`` of a kernel parameter (the launch's parameter image; out of it: stopped before);
 * a plain ``bra`` (guarded or not).
 
-Not encoded (the superstep's own paths run them): global and parameter memory, special registers, other float
+Not encoded (the superstep's own paths run them): global memory, special registers, other float
 operations, anything not listed.  Without numba (or ``TCSIM_NUMBA=0``, ``TCSIM_FAST_NOVM=1``) supersteps run as
 before, instruction by instruction.
 """
@@ -58,7 +59,8 @@ class Encoded:
 
 
 class _Enc:
-    def __init__(self, slots: dict, dtypes: dict):
+    def __init__(self, prog, slots: dict, dtypes: dict):
+        self.prog = prog
         self.slots = slots          # register name -> (class, plane)
         self.dtypes = dtypes
         self.consts: list = []
@@ -117,7 +119,7 @@ def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info) -> 
     """The encoding of ``prog`` for the PCs a superstep runs as SEM / STORE / BRANCH steps (``steps``)."""
     from . import vm
     from .lockstep import BRANCH, SEM, STORE
-    e = _Enc(slots, dtypes)
+    e = _Enc(prog, slots, dtypes)
     nbody = len(steps)
     P = np.zeros((nbody, vm.NCOL), dtype=np.int64)
     P[:, vm.GC] = -1
@@ -268,8 +270,32 @@ def _encode(e: _Enc, ins, info):
             return None
         return _row(vm.SUB if f.to else vm.ADD, d, a, e.const(base), width=64)
     if op in ("ld", "st"):
-        return _shared(e, ins, info)
+        return _shared(e, ins, info) or _param(e, ins, info)
     return None
+
+
+def _param(e: _Enc, ins, info):
+    """A scalar ``ld.param`` of a kernel parameter (a symbol plus offsets, aligned) filling a register of its size:
+    the same bytes of the launch's parameter image for every lane (BatchCtx.load's param case)."""
+    from tcsim.isa.data_movement_forms import parse_ld
+    from . import vm
+    if ins.opcode != "ld" or any(m in ins.mods for m in ("volatile", "mmio", "unified")):
+        return None
+    f = parse_ld(ins, info)
+    if f.space != "param" or f.vec != 1 or f.policy is not None:
+        return None
+    n = size_of(f.type)
+    d = e.reg(f.value, n)
+    addr = f.addr
+    if d is None or n not in (2, 4, 8) or type(addr) is not ir.Address or type(addr.base) is not ir.Sym:
+        return None
+    sym = e.prog.param_symbols.get(addr.base.name)
+    if sym is None:
+        return None
+    off = int(sym.offset) + int(addr.base.offset) + int(addr.offset or 0)
+    if off < 0 or off % n:
+        return None
+    return _row(vm.LDP, d, width=8 * n, x1=n, x2=off)
 
 
 def _mov(e: _Enc, ins, info):
@@ -435,7 +461,7 @@ class Runner:
         B, H, W, D = self.stacks()
         out = self.out
         vm.run(self.P, self.enc.C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc, max_cycles, lo, hi,
-               M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, out)
+               M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, tier.sim.param_image, out)
         return int(out[0]), int(out[1]), int(out[2]), int(out[3]), int(out[4])
 
     def last_mask(self, pc: int, sel, group: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from tcsim.numerics.jit_kernels import ffma_f32_rn, ffma_f64
 
 # operation codes (column OP of the encoded program; tcsim.fast.blocks writes them)
 STOP, ADD, SUB, MULLO, MADLO, NEG, MULWIDE, MADWIDE, AND, OR, XOR, NOT, SHL, SHRU, SHRS, SETP, SELP, MOV, CVT, \
-    FMA32, FMA64, LDS, STS, BRA = range(24)
+    FMA32, FMA64, LDS, STS, BRA, LDP = range(25)
 # columns: op, dst (class, index), a, b, c, guard (class -1: none; index; negated), width, aux1..3
 OP, DC, DI, AC, AI, BC, BI, CC, CI, GC, GI, GN, WD, X1, X2, X3 = range(16)
 NCOL = 16
@@ -208,10 +208,10 @@ def _is_nan64(u):
 
 @njit(cache=True)
 def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, smem_lo, smem_hi, rank_shift,
-        off_mask, flags, out):
+        off_mask, flags, params, out):
     """See the module docstring.  ``rows``: the gang's register rows (k); ``smem``: the stacked shared windows
     (CTA rows x bytes; flags bit 0: shared accesses allowed, bit 1: shared stores allowed); ``cta_row`` /
-    ``cta_rank``: per member, its CTA's row in ``smem`` and its rank."""
+    ``cta_rank``: per member, its CTA's row in ``smem`` and its rank; ``params``: the parameter image."""
     k = rows.shape[0]
     nl = k * 32
     va = np.empty(nl, np.uint64)
@@ -314,6 +314,21 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             last = pc
             pc += 1
             continue
+        if op == LDP:
+            if x2 + x1 > params.shape[0]:
+                reason = R_BAIL
+                break
+            v = np.uint64(0)
+            for t in range(x1):
+                v |= np.uint64(params[x2 + t]) << np.uint64(8 * t)
+            for i in range(nl):
+                vr[i] = v
+            _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, guarded)
+            lanes += n
+            cycles += 1
+            last = pc
+            pc += 1
+            continue
         _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, rows, va)
         if P[pc, BC] >= 0:
             _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, rows, vb)
@@ -328,7 +343,7 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             for i in range(nl):
                 vr[i] = r32[i]
         elif op == FMA64:
-            nh = ffma_f64(va.view(np.float64), vb.view(np.float64), vc.view(np.float64), va, vb, vc, vr, hard, x1)
+            ffma_f64(va.view(np.float64), vb.view(np.float64), vc.view(np.float64), va, vb, vc, vr, hard, x1)
             bad = False
             for i in range(nl):
                 if guarded and not gm[i]:
@@ -340,7 +355,6 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             if bad:
                 reason = R_BAIL
                 break
-            nh = nh
         else:
             _alu(op, wd, x1, x2, va, vb, vc, vr, nl)
         _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, guarded)
