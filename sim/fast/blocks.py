@@ -451,8 +451,8 @@ class Runner:
             flags |= 1
             if not gctx._mbarriers():
                 flags |= 2
-            cta_row = tier.cta_index[rows]
-            cta_rank = tier.cta_rank[cta_row]
+            cta_row = np.ascontiguousarray(tier.cta_index[rows], dtype=np.int64)
+            cta_rank = np.ascontiguousarray(tier.cta_rank[cta_row], dtype=np.int64)
             lo, hi = int(tier.smem_base), int(tier.smem_end)
         else:
             smem = np.zeros((1, 1), dtype=np.uint8)
@@ -461,7 +461,8 @@ class Runner:
         B, H, W, D = self.stacks()
         out = self.out
         vm.run(self.P, self.enc.C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc, max_cycles, lo, hi,
-               M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, tier.sim.param_image, out)
+               M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, np.ascontiguousarray(tier.sim.param_image, np.uint8),
+               out)
         return int(out[0]), int(out[1]), int(out[2]), int(out[3]), int(out[4])
 
     def last_mask(self, pc: int, sel, group: np.ndarray) -> np.ndarray:
@@ -474,4 +475,30 @@ class Runner:
         return group & (~g if row[vm.GN] else g)
 
 
-__all__ = ["Encoded", "Runner", "available", "encode"]
+def warm_up() -> bool:
+    """Compile (or load from numba's on-disk cache) the block interpreter once, with the argument types a run
+    passes; False when compiled blocks are off.  ``python -m tcsim.fast.blocks`` prints how long it took."""
+    if not available():
+        return False
+    from .. import memory as M
+    from . import vm
+    P = np.zeros((1, vm.NCOL), dtype=np.int64)
+    k = 1
+    stacks = [np.zeros((1, k, 32), dtype=dt) for dt in (np.bool_, np.uint16, np.uint32, np.uint64)]
+    z = np.zeros(k, dtype=np.int64)
+    vm.run(P, np.zeros(1, np.uint64), *stacks, np.zeros((1, k), np.uint64), np.arange(k, dtype=np.int64),
+           np.zeros((1, 8), np.uint8), z, z, 0, 1, 0, 8, M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, 0,
+           np.zeros(8, np.uint8), np.zeros(5, np.int64))
+    return True
+
+
+__all__ = ["Encoded", "Runner", "available", "encode", "warm_up"]
+
+
+if __name__ == "__main__":
+    import time
+
+    t, cpu = time.perf_counter(), time.process_time()
+    on = warm_up()
+    print(f"tcsim.fast.blocks: {'compiled blocks ready' if on else 'compiled blocks off'} in "
+          f"{time.perf_counter() - t:.1f} s ({time.process_time() - cpu:.1f} s CPU)")
