@@ -465,6 +465,40 @@ def merge_ranges(ranges) -> list:
     return np.stack([r[idx, 0], ends[last]], 1).tolist()
 
 
+def _block_access(addrs, size: int) -> dict:
+    """An agent's block access (``size``-byte ranges from each of ``addrs``) as its record writes it: the merged
+    ranges (:func:`merge_ranges`) as ``strided`` (:func:`_strided`) where they form one, else as ``runs``
+    (:func:`_runs`) -- computed over arrays where there are many ranges (a tile's rows), the same lists."""
+    n = len(addrs)
+    if n < 64:
+        rs = merge_ranges([(a, a + size) for a in addrs])
+        st = _strided(rs)
+        return {"strided": st} if st is not None else {"runs": _runs(rs)}
+    import numpy as np
+    s = np.asarray(addrs)
+    if s.dtype != np.int64:                 # (addresses beyond int64: the plain path)
+        rs = merge_ranges([(int(a), int(a) + size) for a in addrs])
+        st = _strided(rs)
+        return {"strided": st} if st is not None else {"runs": _runs(rs)}
+    s = np.sort(s)
+    # ranges of one size sorted by start end in that order too: one merges into the run before it exactly where
+    # it starts at or before that run's end, i.e. at or before the previous range's end
+    brk = np.flatnonzero(s[1:] > s[:-1] + size)
+    starts = s[np.concatenate(([0], brk + 1))]
+    ends = s[np.concatenate((brk, [n - 1]))] + size
+    k = len(starts)
+    lens = ends - starts
+    if k >= 3 and (lens == lens[0]).all():
+        steps = np.diff(starts)
+        if (steps == steps[0]).all():
+            return {"strided": [int(starts[0]), int(lens[0]), int(steps[0]), k]}
+    runs = np.empty(2 * k, np.int64)
+    runs[0] = starts[0]
+    runs[2::2] = starts[1:] - ends[:-1]
+    runs[1::2] = lens
+    return {"runs": runs.tolist()}
+
+
 def tmem_rects(addrs, size: int) -> list:
     """The TMEM cells of an access (cell addresses ``lane << 16 | column``, ``size`` bytes = ``size // 4``
     columns from each) as ``[lane_lo, lane_hi, col_lo, col_hi]`` rectangles (half-open): column runs per lane,
@@ -476,8 +510,7 @@ def tmem_rects(addrs, size: int) -> list:
     lanes, cols, n = (a >> 16) & 0xFFFF, a & 0xFFFF, max(1, size // 4)
     l0, c0 = int(lanes.min()), int(cols.min())
     grid = np.zeros((int(lanes.max()) + 1 - l0, int(cols.max()) + n - c0), bool)
-    for j in range(n):
-        grid[lanes - l0, cols - c0 + j] = True
+    grid[(lanes - l0)[:, None], (cols - c0)[:, None] + np.arange(n)] = True     # every cell of every run at once
     out: list = []
     change = np.ones(len(grid), bool)
     change[1:] = (grid[1:] != grid[:-1]).any(1)
@@ -562,6 +595,9 @@ def _enc(v) -> str:
     return _dumps(v)
 
 
+_MISSING = object()
+
+
 def _same(a, b) -> bool:
     """``a`` and ``b`` are written as the same JSON (1 and True, 0.0 and -0.0 are not)."""
     if a is b:
@@ -599,12 +635,7 @@ def _record(ev: Event) -> dict:
         elif ev.space == "tmem":
             d["tmem"] = tmem_rects(ev.addrs, ev.size)
         else:
-            rs = merge_ranges(ev.ranges())
-            st = _strided(rs)
-            if st is not None:
-                d["strided"] = st
-            else:
-                d["runs"] = _runs(rs)
+            d.update(_block_access(ev.addrs, ev.size))
         return d
     for k, v in ev.fields.items():
         if k in ("kind", "cycle", "cta", "agent"):      # an operand named like a record key (tcgen05.wait's kind)
@@ -677,17 +708,48 @@ class JsonlTracer:
             return
         recs = sorted(self._recs, key=lambda r: r["cycle"])      # stable: events of one cycle keep their order
         self._recs = []
-        keyed = []                  # (template key, record)
+        # the template test is _same inlined, with the JSON text of a list / dict field made once per record (the
+        # line reuses it) and once per template
+        keyed = []                  # (template key, record, {field: its JSON text, where made})
         const: dict = {}            # template key -> {field: value} every record of the key has, as JSON writes it
+        ctext: dict = {}            # template key -> {field: the template value's JSON text}
+        enc = _enc
         for r in recs:
             key = (r["kind"], r["agent"], r.get("pc"), r.get("op"))
-            keyed.append((key, r))
+            texts = None
             c = const.get(key)
             if c is None:
                 const[key] = {k: v for k, v in r.items() if k != "cycle"}
+                ctext[key] = {}
             elif c:
-                for k in [k for k, v in c.items() if k not in r or not _same(r[k], v)]:
-                    del c[k]
+                drop = None
+                for k, v in c.items():
+                    a = r.get(k, _MISSING)
+                    if a is v:
+                        continue
+                    t = type(a)
+                    if t is not type(v):
+                        same = False
+                    elif t is int or t is str:
+                        same = a == v
+                    else:
+                        ct = ctext[key]
+                        tv = ct.get(k)
+                        if tv is None:
+                            tv = ct[k] = enc(v)
+                        if texts is None:
+                            texts = {}
+                        ta = texts[k] = enc(a)
+                        same = ta == tv
+                    if not same:
+                        if drop is None:
+                            drop = [k]
+                        else:
+                            drop.append(k)
+                if drop:
+                    for k in drop:
+                        del c[k]
+            keyed.append((key, r, texts))
         tid = {key: i for i, key in enumerate(const)}
         templates = list(const.values())
         head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
@@ -695,8 +757,7 @@ class JsonlTracer:
         self._f.write(_dumps(head) + "\n")
         keys: dict = {}
         out = []
-        enc = _enc
-        for key, r in keyed:
+        for key, r, texts in keyed:
             c = const[key]
             parts = [f'{{"t":{tid[key]}']
             for k, v in r.items():
@@ -704,7 +765,8 @@ class JsonlTracer:
                     q = keys.get(k)
                     if q is None:
                         q = keys[k] = _esc(k)
-                    parts.append(f"{q}:{enc(v)}")
+                    x = None if texts is None else texts.get(k)
+                    parts.append(f"{q}:{enc(v) if x is None else x}")
             out.append(",".join(parts) + "}\n")
         self._f.writelines(out)
         if self._own:
