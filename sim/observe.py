@@ -52,11 +52,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from binascii import b2a_base64 as _b64
+from struct import pack as _pack
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Mapping
 
 _EMPTY: Mapping = MappingProxyType({})
+_MISSING = object()
 
 
 def _jsonable(v):
@@ -351,21 +354,12 @@ def _num(x):
     return int(x) if float(x).is_integer() else float(x)
 
 
-def _lane_bytes(vals) -> int:
-    """Bytes per lane of a write's values: 4 below 2**32, 8 below 2**64, else 16 (a negative value counts its sign
-    bit: two's complement in that width)."""
-    lo, hi = min(vals), max(vals)
-    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)
-    return 4 if big <= 32 else 8 if big <= 64 else 16
-
-
 def encode_lanes(values):
     """A register write's values (the active lanes, in lane order) as the trace writes them (schema 3): an
     integer where every active lane got that value; ``[base, step]`` where lane k of the active lanes got
     ``base + k * step`` (three lanes or more); else one base64 string of the raw values, each lane a fixed
     number of bytes (4 for values below 2**32, 8 below 2**64, else 16; little-endian, two's complement for a
     negative value), lane 0's first (:func:`decode_lanes` reverses it)."""
-    import base64
     vals = values if type(values) is list else [int(v) for v in values]
     if not vals:
         return []
@@ -377,15 +371,20 @@ def encode_lanes(values):
         step = _affine(vals)
         if step is not None:
             return [vals[0], step]
-    w = _lane_bytes(vals)
+    lo, hi = min(vals), max(vals)
+    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)     # (a negative value counts its sign bit)
+    w = 4 if big <= 32 else 8 if big <= 64 else 16
     if w <= 8:
-        import struct
-        m = (1 << (8 * w)) - 1
-        raw = struct.pack(f"<{len(vals)}{'I' if w == 4 else 'Q'}", *(v & m for v in vals))
+        fmt = f"<{len(vals)}{'I' if w == 4 else 'Q'}"
+        if lo >= 0:                     # (every value fits its width unsigned: nothing to mask)
+            raw = _pack(fmt, *vals)
+        else:
+            m = (1 << (8 * w)) - 1
+            raw = _pack(fmt, *[v & m for v in vals])
     else:
         m = (1 << (8 * w)) - 1
         raw = b"".join((v & m).to_bytes(w, "little") for v in vals)
-    return base64.b64encode(raw).decode("ascii")
+    return _b64(raw, newline=False).decode("ascii")
 
 
 def decode_lanes(v, n: int) -> list:
@@ -402,11 +401,17 @@ def decode_lanes(v, n: int) -> list:
 
 
 def _affine(xs) -> int | None:
-    """The common step of ``xs`` (at least one element), or None."""
-    if len(xs) < 2:
+    """The common step of ``xs`` (Python ints, at least one element), or None."""
+    n = len(xs)
+    if n < 2:
         return 0
-    d = xs[1] - xs[0]
-    return d if all(xs[i + 1] - xs[i] == d for i in range(len(xs) - 1)) else None
+    x0 = xs[0]
+    d = xs[1] - x0
+    if xs[-1] - x0 != d * (n - 1):
+        return None
+    if d == 0:
+        return 0 if xs.count(x0) == n else None
+    return d if list(xs) == list(range(x0, x0 + d * n, d)) else None
 
 
 def _strided(ranges) -> list | None:
@@ -535,17 +540,35 @@ def _lane_mask(lanes):
     return m
 
 
+_ALL_LANES = list(range(32))
+
+
+def _ascending_mask(lanes: list) -> int | None:
+    """The 32-bit mask of ``lanes`` when they are distinct lanes 0..31 in ascending order (one address each), else
+    None."""
+    if lanes == _ALL_LANES:                     # (the common case: a whole warp)
+        return 0xFFFFFFFF
+    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:
+        m = 0
+        for x in lanes:
+            m |= 1 << x
+        return m
+    return None
+
+
 def _warp_addressing(addrs: list, lanes: list) -> dict:
     """A warp's access, compactly: each active lane's addresses (in lane order) as ``lane_mask`` + ``per_lane``
     (addresses per lane, 1 when omitted) + ``addr`` / ``stride`` (between lanes) / ``inner`` (within a lane)
     where evenly spaced, else ``lanes`` and ``addrs`` as lists."""
-    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:     # one address per lane
-        m = 0
-        for x in lanes:
-            m |= 1 << x
+    m = _ascending_mask(lanes)
+    if m is not None:                                                               # one address per lane
         stride = _affine(addrs)
         return {"lane_mask": m, "addr": addrs[0], "stride": stride} if stride is not None else \
             {"lane_mask": m, "addrs": addrs}
+    if len(lanes) >= 64:
+        d = _warp_addressing_arrays(addrs, lanes)
+        if d is not None:
+            return d
     pairs = sorted(zip(lanes, addrs), key=lambda p: p[0])       # stable: a lane's addresses keep their order
     lanes, addrs = [p[0] for p in pairs], [p[1] for p in pairs]
     order = sorted(set(lanes))
@@ -564,6 +587,40 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
             return d
         return {"lane_mask": m, **({"per_lane": per} if per > 1 else {}), "addrs": addrs}
     return {"lanes": lanes, "addrs": addrs}
+
+
+def _warp_addressing_arrays(addrs: list, lanes: list) -> dict | None:
+    """:func:`_warp_addressing`'s several-addresses-per-lane case over arrays (a tcgen05.ld's many TMEM cells per
+    thread): the same fields, or None where the addresses are not plain int64 values (the caller's path)."""
+    import numpy as np
+    A = np.asarray(addrs)
+    L = np.asarray(lanes)
+    if A.dtype != np.int64 or L.dtype != np.int64 or A.shape != L.shape or A.ndim != 1 or \
+            not (-(1 << 60) < int(A.min()) and int(A.max()) < (1 << 60)):
+        return None
+    idx = np.argsort(L, kind="stable")                 # stable: a lane's addresses keep their order
+    L, A = L[idx], A[idx]
+    order = np.unique(L)
+    per = len(L) // len(order)
+    grouped = per > 0 and per * len(order) == len(L) and bool((L.reshape(-1, per) == order[:, None]).all())
+    m = _lane_mask(order.tolist()) if grouped else None
+    if m is not None:
+        R = A.reshape(len(order), per)
+        firsts = R[:, 0]
+        stride = 0 if len(firsts) < 2 else int(firsts[1] - firsts[0])
+        if len(firsts) >= 2 and not (np.diff(firsts) == stride).all():
+            stride = None
+        inner = 0 if per == 1 else int(R[0, 1] - R[0, 0])
+        if per > 1 and not (np.diff(R[0]) == inner).all():
+            inner = None
+        if stride is not None and inner is not None and \
+                bool((R == firsts[:, None] + np.arange(per, dtype=np.int64) * inner).all()):
+            d = {"lane_mask": m, "addr": int(A[0]), "stride": stride}
+            if per > 1:
+                d.update(per_lane=per, inner=inner)
+            return d
+        return {"lane_mask": m, **({"per_lane": per} if per > 1 else {}), "addrs": A.tolist()}
+    return {"lanes": L.tolist(), "addrs": A.tolist()}
 
 
 def _ints(xs) -> list:
@@ -592,10 +649,9 @@ def _enc(v) -> str:
         return "null"
     if (t is list or t is tuple) and all(type(x) is int for x in v):     # cta, lanes, a [base, step] write, runs
         return "[" + ",".join(map(int.__repr__, v)) + "]"
+    if t is dict and all(type(k) is str for k in v):                    # a record's writes {register: lanes}
+        return "{" + ",".join([_esc(k) + ":" + _enc(x) for k, x in v.items()]) + "}"
     return _dumps(v)
-
-
-_MISSING = object()
 
 
 def _same(a, b) -> bool:
