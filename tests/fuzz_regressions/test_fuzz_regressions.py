@@ -33,8 +33,7 @@ DIAGNOSED = [p for p in RECORDS if load_reproducer(p).get("status") == "diagnose
 #: diagnosed ptxas miscompilations with no executable model yet (the SASS of each is described in its ``finding``;
 #: most are loops that ptxas unrolls and rewrites per copy): each must still disagree, and the list is exact
 OPEN_DIAGNOSED = {
-    "fuzz_101080_value", "fuzz_105824_value", "fuzz_200593_value", "fuzz_203514_value", "fuzz_203702_value",
-    "fuzz_306625_value", "fuzz_400122_value", "fuzz_401666_value", "fuzz_401700_value", "fuzz_406776_value",
+    "fuzz_101080_value", "fuzz_105824_value", "fuzz_200593_value", "fuzz_203702_value", "fuzz_306625_value",
 }
 
 
