@@ -2,9 +2,12 @@
 
 Each recording holds a 128-bit hash of the GPU output of every program of a campaign and the list of programs
 the simulator agreed with when it was recorded.  CI replays a deterministic sample of those and requires the
-simulator's output to hash to the GPU's: real-hardware truth guarding every change.  Programs the simulator
-still disagrees with are the campaign's open findings (README in that folder); their GPU outputs, where kept,
-let ``python -m calib.fuzz.record compare`` and ``python -m calib.fuzz.derive`` work on them without a GPU.
+simulator's output to hash to the GPU's: real-hardware truth guarding every change.  Besides the campaigns of
+10,000 programs and more, one small record (:data:`SMALL`) holds the programs tests/hw/test_fuzz.py runs on a GPU
+(seeds 0-15), every one of which is replayed.  The programs the simulator disagreed with are listed, each by what
+explains it, in disagreements.json and re-checked by tests/hw/test_fuzz_disagreements.py; their GPU outputs,
+where kept, let ``python -m calib.fuzz.record compare`` and ``python -m calib.fuzz.derive`` work on them without a
+GPU.  What each record is and the command that made it: tests/golden/README.md ("Fuzz campaigns").
 """
 from __future__ import annotations
 
@@ -26,6 +29,10 @@ OPEN = {"h200_v6_seeds_600000_611999": 686, "h100_v7_seeds_700000_713999": 495}
 #: in-flight accumulator copies of ptxas (702779)
 OPEN_ACC = {"h200_v6_seeds_600000_611999": (600031, 600221, 600245), "h100_v7_seeds_700000_713999": (702779,)}
 SAMPLE = 120
+#: small records, replayed whole: the programs tests/hw/test_fuzz.py::test_programs_agree_with_the_gpu runs on a
+#: GPU (``generate(s)`` for seeds 0-15 of the generator version named in the record), recorded on an H100 by
+#: ``python -m calib.fuzz.record gpu --seed 0 --count 16 --jobs 8``
+SMALL = {"h100_v6_seeds_0_15": 16}
 #: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator several times a
 #: version-5 one: a smaller sample keeps the replay's CI time
 SAMPLE_BY_VERSION = {6: 10, 7: 3}
@@ -46,7 +53,8 @@ def test_recording_is_complete_and_current(path):
     assert meta["device"].startswith("NVIDIA H100") or (meta.get("generator") == 6
                                                          and meta["device"].startswith("NVIDIA H200"))
     n = meta["count"]
-    assert n >= 9000
+    assert n == SMALL[path.stem] if path.stem in SMALL else n >= 9000
+    assert not meta.get("partial") and not meta.get("stopped"), f"{path.stem}: an unfinished recording"
     assert len(meta["gpu_sha"]) + len(meta["errors"]) == len(meta["digests"]) == n
     k = DIGESTS_BY_VERSION.get(meta.get("generator", 1), 50)
     for s in list(meta["digests"])[:: max(1, n // k)]:           # the generator still makes these programs
@@ -58,7 +66,7 @@ def test_recording_is_complete_and_current(path):
 def test_simulator_matches_h100_on_a_sample(path):
     z, meta = load(path)
     agree = sorted(meta["sim_agrees"])
-    n = SAMPLE_BY_VERSION.get(meta.get("generator", 1), SAMPLE)
+    n = len(agree) if path.stem in SMALL else SAMPLE_BY_VERSION.get(meta.get("generator", 1), SAMPLE)
     sample = agree[:: max(1, len(agree) // n)][:n]
     assert sum(s in KNOWN for s in sample) <= len(sample) // 40, "too many known divergences: fix the model"
     bad = []
