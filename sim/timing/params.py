@@ -231,6 +231,8 @@ SM_100A: dict = {
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
     "rolled_loop_order": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "l1_pending_fills": P(0, "bool", "E", TM_B200, "off: an L1 line is usable once a load has missed on it"),
+    "sass_load_window": P(0, "bool", "E", TM_B200, "off: no sm_100a loop facts recorded (dataflow issue only)"),
     "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
                                                      "(not measured on B200)"),
     "l2_line_cycles": P(0, "clk/line", "E", TM_B200, "0: a load takes its bytes at the L2 bandwidth share only (not "
@@ -379,6 +381,16 @@ SM_90A: dict = {
                            "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
                            "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
                            "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
+    "l1_pending_fills": P(1, "bool", "D", CUDA_GUIDE,
+                          "1: a load hitting an L1 line whose fill (an earlier load's miss) is still in flight "
+                          "completes when the fill lands, not l1_latency after it issues (conv1d_direct: the 16 taps "
+                          "of an output all read the 2 lines a warp touches first in that iteration)"),
+    "sass_load_window": P(1, "bool", "D", "SASS of ptxas 13.0 (calib/timing_corpus/sass_loops.py load_window)",
+                          "1: in a loop with a recorded load window (loop facts), a warp's load waits until the "
+                          "load that many loads earlier has completed: ptxas's register allocation lets only that "
+                          "many loads be in flight (a load into a register whose earlier value is still to be read "
+                          "waits for the read; gemv_warp_per_row's 16-way unrolled body: 8; PTX's virtual registers "
+                          "do not show it)"),
     "l1_line_cycles": P(1.3, "clk/line", "M", CORPUS_H100,
                         "an L1 hit touching n > 1 lines (a scattered gather) holds the L1/SMEM port n x this and "
                         "completes (n - 1) x this later (python -m calib.timing_corpus timing fit gather: 5 fit-split "
