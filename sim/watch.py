@@ -104,6 +104,19 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
     return lines
 
 
+def _digest_cta(h, c) -> None:
+    """Add CTA ``c``'s shared memory, mbarriers, named barriers and tensor memory to the digest ``h``."""
+    h.update(memoryview(c.smem.data))
+    for off in sorted(c.mbarriers):
+        mb = c.mbarriers[off]
+        h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
+    h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
+    tm = c.tmem
+    if tm is not None:
+        h.update(memoryview(tm.data))
+        h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
+
+
 class RunWatch:
     """Budget, progress, interrupt and livelock checks of one :class:`tcsim.engine.Simulation`."""
 
@@ -466,19 +479,22 @@ class RunWatch:
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
         for c in sim.ctas:
-            h.update(memoryview(c.smem.data))
-            for off in sorted(c.mbarriers):
-                mb = c.mbarriers[off]
-                h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
-            h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
-            tm = c.tmem
-            if tm is not None:
-                h.update(memoryview(tm.data))
-                h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
+            _digest_cta(h, c)
         for cl in sim.clusters:
             h.update(repr((cl.barrier_arrived, cl.barrier_expected)).encode())
         for alloc in sim.gmem.allocations():
             h.update(memoryview(alloc.data))
+        return h.digest()
+
+    @staticmethod
+    def cluster_fingerprint(cluster) -> bytes:
+        """A digest of what only the CTAs of ``cluster`` (and their async operations) can change: each CTA's shared
+        memory, mbarriers, named barriers and tensor memory, and the cluster barrier (the loop monitor's per-cluster
+        verdict, tcsim.loop_watch)."""
+        h = hashlib.blake2b(digest_size=20)
+        for c in cluster.ctas:
+            _digest_cta(h, c)
+        h.update(repr((cluster.barrier_arrived, cluster.barrier_expected)).encode())
         return h.digest()
 
     def _livelock_error(self, since) -> LivelockError:
