@@ -364,6 +364,11 @@ class LoopMap:
         self.relevant_at(pc)
         return self._counted.get(pc, frozenset())
 
+    def loop_head(self, pc: int):
+        """The head PC of the innermost loop containing ``pc`` (None: ``pc`` is in no loop)."""
+        loops = self.at.get(pc)
+        return loops[-1].head if loops else None
+
     def loop_lines(self, pc: int):
         """(first line, last line, head instruction) of the outermost loop containing ``pc``, or None."""
         lps = self.at.get(pc)
