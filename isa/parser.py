@@ -85,6 +85,10 @@ _SCALAR_SREGS += [f"%pm{i}" for i in range(8)] + [f"%pm{i}_64" for i in range(8)
 _SCALAR_SREGS += [f"%envreg{i}" for i in range(32)]
 
 #: special register name -> allowed components (empty tuple: none)
+#: PTX ISA 9.1 §4.4 (Identifiers), "Predefined identifiers": WARP_SZ is the warp size as a constant (32), usable
+#: wherever an integer constant is (an operand, a constant expression)
+WARP_SZ = "WARP_SZ"
+
 SPECIAL_REGISTERS = {**{n: ("x", "y", "z") for n in _XYZ_SREGS}, **{n: () for n in _SCALAR_SREGS}}
 
 _SPECIAL_NAMES = frozenset(SPECIAL_REGISTERS)
@@ -1090,6 +1094,8 @@ class _Parser:
             if self.T[i] == "_":
                 self.i = i + 1
                 op = Sink()
+            elif self.T[i] == WARP_SZ and self.bind.get(WARP_SZ) is None:
+                return self.make_imm(self.parse_expr(), i)
             else:
                 op = self.parse_ident(mode, top)
             if K[self.i] == "|":
@@ -1201,6 +1207,10 @@ class _Parser:
             return SpecialReg(t)
         if t[:1] == "%":
             self.err(f"undeclared register {t!r}", i)
+        if t == "WARP_SZ" and mode == 0 and t not in self.gsyms:
+            # PTX ISA 4.4 (Identifiers): the predefined constant WARP_SZ, the warp size (32); nvcc emits it for
+            # warpSize (mov.u32 %r, WARP_SZ)
+            return Imm(32)
         off = 0
         if self.K[self.i] in ("+", "-"):
             off = self.parse_const_int("symbol offset")
@@ -1280,7 +1290,7 @@ class _Parser:
 
     def parse_const_int(self, what: str) -> int:
         i = self.i
-        if self.K[i] not in _EXPR_START:
+        if self.K[i] not in _EXPR_START and self.T[i] != WARP_SZ:
             self.err(f"expected {what} (an integer constant), found {self.describe(i)}", i)
         v = self.parse_expr()
         if isinstance(v, _FloatVal):
@@ -1322,6 +1332,9 @@ class _Parser:
             if v[1] == "int":
                 return (v[0], v[3])
             return _FloatVal(v[0], v[1], v[2])
+        if k == "id" and self.T[i] == WARP_SZ:
+            self.i = i + 1
+            return (32, False)
         if k in ("-", "+", "~", "!"):
             if depth > _MAX_DEPTH:
                 self.err("constant expression nested too deeply", i)
