@@ -454,13 +454,15 @@ class RunWatch:
         whose period the sparse samples, a power of two instructions apart, cannot see); close it when memory
         changed.  Reference tier only (the fast tier would fall back to single steps)."""
         sim = self.sim
+        if getattr(sim, "_fast", None) is not None:
+            return
         mkey = self._memory_fingerprint()
         same = mkey == self._last_mkey
         self._last_mkey = mkey
         if not same:
             self._dense = None
             return
-        if self._dense is not None or getattr(sim, "_fast", None) is not None:
+        if self._dense is not None:
             return
         live = [w for w in sim.warps if (w.alive & ~w.waiting & ~w.parked).any()]
         if not live:
