@@ -271,6 +271,7 @@ class Simulation:
         self._clusters_total = self._cluster_grid[0] * self._cluster_grid[1] * self._cluster_grid[2]
         self._clusters_started = 0
         self._clusters_reserved = 0         # clusters about to start (one cycle after a cluster exits)
+        self.clusters_cancelled = 0         # clusters cancelled by clusterlaunchcontrol.try_cancel (never started)
         csize = cx * cy * cz
         #: clusters that run at once (the GPU's occupancy bound); the rest start as clusters exit
         self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
@@ -281,6 +282,19 @@ class Simulation:
             self._fast = FastTier(self)
         for _ in range(min(self._clusters_total, self.resident_clusters)):
             self._start_cluster()
+
+    def try_cancel_cluster(self):
+        """clusterlaunchcontrol.try_cancel's completion (PTX ISA §9.7.13.19, :mod:`tcsim.semantics.clc`): cancel
+        the next cluster of the launch order that has not started -- it never starts -- and return the ctaid of
+        its first CTA; None when every cluster has started (the request fails)."""
+        if self._clusters_started >= self._clusters_total:
+            return None
+        k = self._clusters_started
+        self._clusters_started += 1
+        self.clusters_cancelled += 1
+        nx, ny, _ = self._cluster_grid
+        cx, cy, cz = self.cluster_dims
+        return ((k % nx) * cx, ((k // nx) % ny) * cy, (k // (nx * ny)) * cz)
 
     def clusters_pending(self) -> int:
         """Clusters of the grid not started yet."""
