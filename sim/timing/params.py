@@ -500,7 +500,13 @@ TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
 UNTIMED: dict = {
     "timed": P(0, "bool", "E", FUNCTIONAL, "0: every warp-instruction takes one cycle and a released warp issues at "
                                            "once (sim/timing/functional.py)"),
-    "tma_latency": P(10, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy"),
+    "tma_latency": P(200, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy: "
+                                                  "the same global round trip as cp_async_latency (the TMA reads "
+                                                  "and writes through the same L2; on the H100 it is slower still, "
+                                                  "500 vs 263 clk), so other warps run dozens of instructions "
+                                                  "meanwhile as on the GPU (a stale-parity wait then passes at "
+                                                  "once and the ring runs to its end, as the H100 ran zoo "
+                                                  "01_stale_parity; 10 clk made it deadlock)"),
     "tma_bytes_per_clk": P(128, "B/clk/SM", "E", FUNCTIONAL, "TMA engine occupancy = ceil(bytes / this)"),
     "tma_tensor_extra": P(0, "clk", "E", FUNCTIONAL, "no extra latency for tensor-map ops"),
     "cp_async_latency": P(200, "clk", "E", FUNCTIONAL, "a cp.async lands this long after its occupancy (a global "
@@ -512,7 +518,7 @@ UNTIMED: dict = {
                                                           "the timing-on configs keep too)"),
     # exploration bounds of the functional preset: any completion from 1 cycle after the op's occupancy to long
     # after (with one cycle per warp-instruction, a late op lets the other warps run ~2000 instructions)
-    "tma_early_extra": P(-9, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the engine occupancy"),
+    "tma_early_extra": P(-199, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the engine occupancy"),
     "tma_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
     "cp_async_early_extra": P(-199, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the unit occupancy"),
     "cp_async_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
