@@ -19,9 +19,9 @@ of a revolution that an f32 input reaches (23,326,001 of the 2**25, for sin and 
 The fit: least squares per row (weighted by the result's ulp), then alternating projections (targets clipped to
 +-0.4 ulp of the GPU's value, refit) to make the rounded model agree on as many u as possible; the bit weights are
 then quantised (an integer times a power of two per row) and the u where the rounded model still differs are kept as
-exceptions (the GPU's bits minus the rounded model's, mostly +-1).  The package data is checked before it is written: the simulator's own evaluation
-(tcsim.numerics.approx.quarter_sine_model, the same code) with these tables equals the record at every reachable t of
-sin and cos.
+exceptions (the GPU's bits minus the rounded model's, mostly +-1).  The package data is checked before it is
+written: the simulator's own evaluation (tcsim.numerics.approx.quarter_sine_model, the same code) with these tables
+equals the record at every reachable t of sin and cos.
 """
 from __future__ import annotations
 
