@@ -63,6 +63,11 @@ _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldm
 
 def _lane_ints(values: np.ndarray) -> list:
     """A register's lane values as Python ints (a .b128 register's lanes as 128-bit ints)."""
+    k = values.dtype.kind
+    if k == "u" or k == "i":
+        return values.tolist()
+    if k == "b":
+        return values.astype(np.uint8).tolist()
     if values.dtype == B128:
         return [b128_int(x) for x in values]
     return [int(x) for x in values]
@@ -204,6 +209,7 @@ class Simulation:
         #: budget, progress line, Ctrl-C and livelock detection (tcsim.watch)
         self.watch = RunWatch(self, max_instructions, max_seconds, progress)
         self.bus = bus or ObservationBus()
+        self._texts: dict = {}          # pc -> its instruction's text (the retire events' ``text``)
         self.env = simpy.Environment()
         self.retired = 0
         self.lane_instructions = 0
@@ -561,8 +567,11 @@ class Simulation:
         if not self.bus.wants("inst"):
             ctx.writes = None
             return
+        text = self._texts.get(pc)
+        if text is None:
+            text = self._texts[pc] = str(ins)
         self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     text=text, mask=int(np.packbits(mask, bitorder="little").view("<u4")[0]),
                                      writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
         ctx.writes = None
 
