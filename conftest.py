@@ -12,3 +12,5 @@ def pytest_sessionstart(session):
     warm_up()
     from tcsim.race.shadow import warm_up as warm_up_race_shadow      # the race detector's shadow kernel
     warm_up_race_shadow()
+    from tcsim.fast.blocks import warm_up as warm_up_blocks            # the fast tier's compiled blocks
+    warm_up_blocks()

@@ -851,6 +851,12 @@ def group_write_stacked_words(stack, which: np.ndarray, offs: np.ndarray, values
     stack.write_words(which, offs, values)
 
 
+def stacked_window_bytes(stack):
+    """The bytes of the stacked shared windows as one (windows, bytes) uint8 array that compiled group code
+    (tcsim.fast.vm) reads and writes in place, or None when they are not kept as one block."""
+    return stack.blocks[0] if len(stack.blocks) == 1 else None
+
+
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:
     return gmem.read_rows(addrs, nbytes)
 

@@ -70,6 +70,8 @@ PROGRESS_EVERY_TTY = 0.5
 LIVELOCK_SAMPLE = 1 << 11
 #: the sampling interval is at least the instructions retired so far over this (a bounded share of a long run)
 LIVELOCK_SHARE = 8
+#: ... and at least 64 instructions per live warp and per this many registers of a warp
+LIVELOCK_REGS = 16
 LIVELOCK_STATES = 64
 LIVELOCK_MIN_CYCLES = 1000
 #: warps the reports list one by one
@@ -328,12 +330,16 @@ class RunWatch:
         sim = self.sim
         live = sum(1 for w in sim.warps if w.alive.any())
         # a power of two, so that the phases of loops of any length recur within a few samples; growing with the
-        # warps so that fingerprinting costs a few instructions' time per warp
+        # warps and their registers (per LIVELOCK_REGS) so that fingerprinting costs a few instructions' time per
+        # warp (a digest reads every register of a warp outside every loop)
         # ... and growing with the run (at least 1/LIVELOCK_SHARE of the instructions retired so far), so that
         # sampling costs a bounded share of a long run: a livelock that begins after N instructions is still seen
         # within about N / LIVELOCK_SHARE more, a few samples of one interval (it doubles only when N does)
-        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1, (64 * live).bit_length(),
+        self._next_sample = sim.retired + (1 << max(LIVELOCK_SAMPLE.bit_length() - 1,
+                                                    (64 * live * max(1, self._nregs() // LIVELOCK_REGS)).bit_length(),
                                                     (sim.retired // LIVELOCK_SHARE).bit_length()))
+        if sim.retired < self._next_sample - sim.retired and self._last_retired is None and not self._seen:
+            return None                 # (the first sample: as far from the start as the interval says)
         if not self._quiescent():
             self._reset()
             return None
@@ -347,8 +353,10 @@ class RunWatch:
             self._brent, self._count = None, 0
         projected: list = []
         wkey = self._warp_fingerprint(projected=projected)
-        # (no warp's registers projected: the full digest is of the same bytes)
-        full = self._warp_fingerprint(project=False) if projected else wkey
+
+        def full_key():
+            # (no warp's registers projected: the full digest is of the same bytes; only a candidate needs it)
+            return self._warp_fingerprint(project=False) if projected else wkey
         now = sim.env.now
         # (Brent's cycle finding: the state at every power-of-two sample is kept as a checkpoint beyond the window of
         # LIVELOCK_STATES states, so that a cycle of any length in sample space comes round to it)
@@ -362,7 +370,7 @@ class RunWatch:
             mkey = self._memory_fingerprint()
             c = self._candidates.get(wkey)
             if c is not None and c[0] == mkey and now - c[1] >= LIVELOCK_MIN_CYCLES:
-                if c[2] != full:
+                if c[2] != full_key():
                     # only registers that cannot change what the loops do differ (an attempt counter): the loop
                     # monitor's account of the first stuck loop is the more precise report, when it has one
                     err = self.loops.explain_stuck(self.elapsed())
@@ -370,7 +378,7 @@ class RunWatch:
                         return err
                 return self._livelock_error(self._seen[wkey])
             if c is None or c[0] != mkey:
-                self._candidates[wkey] = (mkey, now, full)
+                self._candidates[wkey] = (mkey, now, full_key())
         else:
             if len(self._seen) >= LIVELOCK_STATES:
                 keep = self._brent[0] if self._brent is not None else None
@@ -381,6 +389,14 @@ class RunWatch:
                     self._candidates[keep] = cand
             self._seen[wkey] = now
         return None
+
+    def _nregs(self) -> int:
+        """Registers of a warp (of its kernel's register file)."""
+        n = getattr(self, "_nregs_cache", None)
+        if n is None:
+            ws = self.sim.warps
+            n = self._nregs_cache = len(ws[0].regs) if ws else 0
+        return n
 
     def _reset(self) -> None:
         self._seen.clear()
@@ -398,20 +414,30 @@ class RunWatch:
         gets an entry when some warp's registers were projected (else the digest is the unprojected one)."""
         from .fast.tier import RowRegs
         sim = self.sim
-        h = hashlib.blake2b(digest_size=20)
+        # (SHA-1 as a fast 160-bit digest -- a few times blake2b's rate where the CPU has SHA instructions -- of
+        # states this run produced, not of anything adversarial; a sample digests every warp's registers)
+        h = hashlib.sha1(usedforsecurity=False)
         lmap = self.loops.loop_map()
+        fast = getattr(sim, "_fast", None)
+        pcs_rows = getattr(fast, "pcs", None)
         # (registers that are rows of the fast tier's flat arrays are digested after the warps, one gather per
         # register for all the warps that compare the same names: the same information, a few calls per register
-        # instead of one per register and warp)
+        # instead of one per register and warp; the PCs and live lanes of such warps, rows of the fast tier's
+        # arrays too, are digested with one gather as well)
         rows_by: dict = {}
+        bulk: list = []
         for w in sim.warps:
+            regs = w.regs
+            if pcs_rows is not None and type(regs) is RowRegs and w.callstack is None and w.local is None and \
+                    w.pc.base is pcs_rows and w.alive.base is fast.alive:
+                bulk.append(w)
+                continue
             for a in (w.pc, w.alive, w.waiting, w.parked, w.carry):
                 h.update(a.tobytes())
             h.update(str(len(w.waits)).encode())
             names = self._relevant_registers(w, lmap) if project else None
             if names is not None and projected is not None and not projected:
                 projected.append(True)
-            regs = w.regs
             if type(regs) is RowRegs and w.callstack is None:
                 ent = rows_by.get((id(regs.flat), names))
                 if ent is None:
@@ -430,14 +456,45 @@ class RunWatch:
                 h.update(w.callstack.sp.tobytes())
             if w.local is not None:
                 h.update(memoryview(w.local.data))
+        if bulk:
+            idx = np.fromiter((w.regs.i for w in bulk), dtype=np.int64, count=len(bulk))
+            h.update(b"rows")
+            h.update(idx.tobytes())
+            pc, al = pcs_rows[idx], fast.alive[idx]
+            for a in (pc, al, np.stack([w.waiting for w in bulk]), np.stack([w.parked for w in bulk]),
+                      np.stack([w.carry for w in bulk])):
+                h.update(a.tobytes())
+            h.update(np.fromiter((len(w.waits) for w in bulk), dtype=np.int64, count=len(bulk)).tobytes())
+            if project:
+                # per warp the set of its live lanes' PCs: one PC for most (read off the rows at once)
+                lo = np.where(al, pc, np.iinfo(np.int64).max).min(axis=1)
+                one = lo == np.where(al, pc, -1).max(axis=1)
+                lo_l, one_l = lo.tolist(), one.tolist()
+            for t, w in enumerate(bulk):
+                if not project:
+                    names = None
+                elif one_l[t]:
+                    names = self._relevant_for(frozenset((lo_l[t],)), lmap)
+                else:
+                    names = self._relevant_registers(w, lmap)
+                if names is not None and projected is not None and not projected:
+                    projected.append(True)
+                flat = w.regs.flat
+                ent = rows_by.get((id(flat), names))
+                if ent is None:
+                    ent = rows_by[(id(flat), names)] = (flat, names, [])
+                ent[2].append(w.regs.i)
         for flat, names, rows in rows_by.values():
             idx = np.asarray(rows, dtype=np.int64)
             h.update(idx.tobytes())
+            lo = int(idx[0]) if len(idx) else 0
+            run = len(idx) and int(idx[-1]) == lo + len(idx) - 1 and (len(idx) < 3 or (np.diff(idx) == 1).all())
             for name in (sorted(flat) if names is None else names):
                 if name not in flat:
                     continue
                 h.update(name.encode())
-                h.update(flat[name][idx].tobytes())
+                # (consecutive rows: their bytes as they lie, no gather)
+                h.update(memoryview(flat[name][lo:lo + len(idx)]) if run else flat[name][idx].tobytes())
         return h.digest()
 
     def _relevant_registers(self, w, lmap):
@@ -446,7 +503,10 @@ class RunWatch:
         loop's attempt counter is not among them), or None for all of them (a lane outside every loop, a call)."""
         if w.callstack is not None:
             return None
-        pcs = frozenset(int(p) for p in np.unique(w.pc[w.alive]))
+        return self._relevant_for(frozenset(int(p) for p in np.unique(w.pc[w.alive])), lmap)
+
+    def _relevant_for(self, pcs: frozenset, lmap):
+        """:meth:`_relevant_registers` of a warp whose live lanes stand at ``pcs`` (no call stack)."""
         cache = self._relevant_cache
         if pcs in cache:
             return cache[pcs]

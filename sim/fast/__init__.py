@@ -32,6 +32,16 @@ what it changes is *how* the semantics of the hot instructions execute:
   stores) a superstep runs Python source generated per instruction over the flat register file instead of the
   semantics over the group context; straight runs of them execute back to back.  Each form is checked against
   the decoded semantics on random registers (tests/sim/test_tiers.py).
+* **Compiled blocks** (:mod:`tcsim.fast.blocks`, :mod:`tcsim.fast.vm`; numba): the program is encoded once per
+  cached program (one row per PC: operation, operands as planes of the stacked register arrays -- the registers
+  of one container dtype are the planes of one ``(registers, warps, 32)`` array --, constants, guard), and a
+  superstep of a gang whose lanes are all live runs it from its PC in one compiled call: integer / logic /
+  compare / mov / cvt / cvta, exact ``fma.rn.f32`` and ``fma.f64`` through the numerics kernels, scalar
+  ``ld/st.shared`` and ``ld.param``, and plain branches whose lanes agree (loops run inside the call), until an
+  instruction it does not encode, a divergent branch, an access or a lane it leaves to the semantics (nothing
+  of that instruction is written) or the cycles before the next run-watch check that looks at the warps.  The
+  interpreter is compiled once per machine (numba's cache; ``python -m tcsim.fast.blocks`` warms it); each
+  form is checked against the decoded semantics (tests/sim/test_tiers.py).  ``TCSIM_FAST_NOVM=1`` turns it off.
 
 Not grouped: kernels with device-function calls (per-function register files), instructions that block, jump,
 exit, synchronise or publish, and anything under a seed or schedule perturbation is still exact (the process and

@@ -36,6 +36,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
 from ..context import group_write_stacked_words
 from ..ptxtypes import to_container, to_type
+from ..watch import CHECK_EVERY
 from .batch import WARP, BatchCtx, Fallback
 
 #: per-PC step kinds (FastTier.steps)
@@ -238,6 +239,44 @@ def _region(tier, pc: int) -> tuple:
     return tuple(out)
 
 
+#: lane-instructions one compiled-block call may run at most (a run-watch check comes between two calls)
+VM_CHUNK_LANES = 1 << 24
+
+
+def _vm_limit(sim, watch, k: int, room) -> int:
+    """The cycles a compiled-block call may run for a gang of ``k`` warps: at most ``room``, and up to (and
+    including) the cycle whose run-watch check would look at the warps (the per-instruction loop below stops
+    after that cycle too); 0 when a check now would (a stop, Ctrl-C, the budget, a loop-monitor sample)."""
+    if watch.looks_at_warps(-1):
+        return 0
+    limit = int(min(room, max(1, VM_CHUNK_LANES // (32 * k))))
+    # the checks come at the cycles c1, c1 + d, c1 + 2d, ... (each sets the next CHECK_EVERY on: no instruction
+    # budget here); the first whose retired count reaches the livelock sample looks at the warps
+    r0 = sim.retired
+    c1 = max(1, -(-(watch.next_check - r0) // k))
+    d = -(-CHECK_EVERY // k)
+    j = max(0, -(-(-(-(watch._next_sample - r0) // k) - c1) // d))
+    return min(limit, c1 + j * d)
+
+
+def _vm_checks(sim, watch, k: int, e: int) -> bool:
+    """The run-watch checks of ``e`` cycles of ``k`` warps that a compiled-block call ran: the last of them, made
+    at the cycle the per-instruction loop would make it (the ones before it only set the next check: a progress
+    line or the seconds budget waits for this one); True when it looks at the warps or ends the run (the
+    superstep stops there)."""
+    r0 = sim.retired
+    end = r0 + e * k
+    c1 = max(1, -(-(watch.next_check - r0) // k))
+    if c1 > e:
+        sim.retired = end
+        return False
+    d = -(-CHECK_EVERY // k)
+    sim.retired = r0 + (c1 + (e - c1) // d * d) * k
+    stop = watch.looks_at_warps() or watch.check() is not None
+    sim.retired = end
+    return stop
+
+
 def superstep(tier, members: list) -> bool:
     """Run the gang ``members`` (popped now) for as many cycles as the module docstring allows; False when not even
     one (nothing changed: the caller issues the gang as usual)."""
@@ -282,10 +321,35 @@ def superstep(tier, members: list) -> bool:
     check = False
     full = nalive == g.nlanes
     regions = tier.regions
+    vmr = tier.vm
+    if vmr is None and full:
+        from .blocks import Runner, available
+        vmr = tier.vm = Runner(tier) if available() else False
+    rows = None
+    vm_skip = -1
     while cycles < horizon:
         kind = steps[pc]
         if kind is None:
             break
+        if full and vmr and pc != vm_skip and vmr.runs_at(pc):
+            # compiled blocks (tcsim.fast.blocks): from here on in one call, as far as it goes
+            lim = _vm_limit(sim, watch, k, horizon - cycles)
+            if lim > 0:
+                if rows is None:
+                    rows = np.arange(sel.start, sel.stop, dtype=np.int64) if isinstance(sel, slice) else sel
+                res = vmr.run(gctx, rows, pc, lim)
+                if res is not None:
+                    e, npc, nl, last_pc, _why = res
+                    vm_skip = npc           # (where it stopped: the paths below run that one)
+                    if e:
+                        lanes += nl
+                        cycles += e
+                        last = (last_pc, vmr.last_mask(last_pc, sel, group))
+                        pc = npc
+                        if _vm_checks(sim, watch, k, e):
+                            check = True
+                            break
+                    continue
         if full:
             reg = regions.get(pc)
             if reg is None:

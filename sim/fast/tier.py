@@ -183,6 +183,8 @@ class FastTier:
         self.bar_index: dict = {}
         #: per PC: the straight run of generated code from it (tcsim.fast.lockstep._region), built on first use
         self.regions: dict = {}
+        #: the compiled blocks' runner (tcsim.fast.blocks.Runner; False: none), built at the first full gang
+        self.vm = None
         #: supersteps run, and the cycles they covered (statistics)
         self.supersteps = 0
         self.superstep_cycles = 0
@@ -200,6 +202,8 @@ class FastTier:
         self.merge = True
         # the flat register file, PCs and live lanes (rows by warp index; capacity grows as CTAs start)
         self.flat = None
+        self._by_dtype = None
+        self.stacks: dict = {}
         self.nwarps = 0
         self.cap = 0
         self.smems: list = []
@@ -282,6 +286,16 @@ class FastTier:
         self._grow(i + 1)
         return RowRegs(self.flat, i)
 
+    def reg_slots_by_dtype(self) -> dict:
+        """Container dtype -> the register names stored in its stacked array (kernel order)."""
+        by = self._by_dtype
+        if by is None:
+            by = {}
+            for name, dt in self._dtypes.items():
+                by.setdefault(np.dtype(dt), []).append(name)
+            self._by_dtype = by
+        return by
+
     def _grow(self, n: int) -> None:
         """Room for ``n`` warps in the flat arrays (registers, PCs, live lanes): when they are full they double;
         the laid-out warps' PCs and live lanes are pointed at the new rows (register rows are looked up at each
@@ -296,10 +310,16 @@ class FastTier:
         else:
             first = 0
         cap = max(n, 2 * self.cap, first)
-        for name, old in self.flat.items():
-            a = np.zeros((cap, WARP), dtype=old.dtype)
-            a[:len(old)] = old
-            self.flat[name] = a
+        # the registers of one container dtype are the planes of one (registers, cap, 32) array (``stacks``): the
+        # compiled blocks (tcsim.fast.blocks) name a register by (dtype, plane)
+        stacks: dict = {}
+        for dt, names in self.reg_slots_by_dtype().items():
+            st = stacks[dt] = np.zeros((len(names), cap, WARP), dtype=dt)
+            for j, name in enumerate(names):
+                old = self.flat[name]
+                st[j, :len(old)] = old
+                self.flat[name] = st[j]
+        self.stacks = stacks
         pcs = np.zeros((cap, WARP), dtype=np.int64)
         alive = np.zeros((cap, WARP), dtype=bool)
         old = sim.warps[:self.nwarps]

@@ -523,3 +523,182 @@ def test_generated_code_declines_other_forms():
     dtypes = {n: a.dtype for n, a in make_regfile(prog.kernel.regs).items()}
     for ins in prog.body[:len(lines)]:
         assert native_op(ins, info, dtypes) is None, str(ins)
+
+
+def _stacked(regs, dtypes):
+    """The fast tier's stacked register layout of ``regs`` (tcsim.fast.tier: one (planes, warps, 32) array per
+    container dtype) and the (class, plane) slots the compiled blocks name registers by."""
+    from tcsim.fast.blocks import _CLS
+    by: dict = {}
+    for name, dt in dtypes.items():
+        by.setdefault(np.dtype(dt), []).append(name)
+    k = next(iter(regs.values())).shape[0]
+    arrays, slots = {}, {}
+    for dt, names in by.items():
+        st = np.zeros((len(names), k, 32), dtype=dt)
+        for j, n in enumerate(names):
+            st[j] = regs[n]
+            if dt in _CLS:
+                slots[n] = (_CLS[dt], j)
+        arrays[dt] = st
+    empty = {c: np.zeros((0, 1, 32), dtype=dt) for dt, c in _CLS.items()}
+    stacks = [arrays.get(dt, empty[c]) for dt, c in sorted(_CLS.items(), key=lambda x: x[1])]
+    return stacks, slots, by, arrays
+
+
+def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3):
+    """Run the compiled block interpreter for one cycle at ``pc`` over ``regs`` (k warps): (cycles, reason, the
+    registers after it)."""
+    from tcsim.fast import vm
+    stacks, slots, by, arrays = _stacked(regs, dtypes)
+    S = np.zeros((max(1, len(enc.syms)), k), dtype=np.uint64)
+    rows = np.arange(k, dtype=np.int64)
+    out = np.zeros(5, dtype=np.int64)
+    sm = smem if smem is not None else np.zeros((1, 1), np.uint8)
+    flags = 3 if smem is not None else 0
+    z = np.zeros(k, dtype=np.int64)
+    vm.run(enc.P, enc.C, *stacks, S, rows, sm, np.arange(k) % sm.shape[0], z, pc, 1, 0, sm.shape[1], 24,
+           (1 << 24) - 1, flags, params if params is not None else np.zeros(8, np.uint8), out)
+    got = {n: arrays[np.dtype(dtypes[n])][by[np.dtype(dtypes[n])].index(n)].copy() for n in regs}
+    return int(out[0]), int(out[4]), got
+
+
+def _encode_all(prog, info, dtypes, branch=None):
+    from tcsim.fast.blocks import _CLS, encode
+    from tcsim.fast.lockstep import BRANCH, SEM
+    by: dict = {}
+    for name, dt in dtypes.items():
+        by.setdefault(np.dtype(dt), []).append(name)
+    slots = {n: (_CLS[dt], j) for dt, names in by.items() if dt in _CLS for j, n in enumerate(names)}
+    steps = [BRANCH if branch and pc in branch else SEM for pc in range(len(prog.body))]
+    return encode(prog, steps, branch or {}, slots, {n: np.dtype(d) for n, d in dtypes.items()}, info)
+
+
+def test_compiled_blocks_match_semantics():
+    """Every form the compiled blocks encode (tcsim.fast.blocks, run by tcsim.fast.vm) writes what the
+    instruction's decoded semantics write, on random register contents of several warps, unguarded and under a
+    guard (the semantics run over the guard's lanes through the group context); an f64 fma lane the compiled
+    numerics leave to the exact reference, or a NaN result, stops the block before it (nothing written)."""
+    pytest.importorskip("numba")
+    from tcsim.fast import vm
+    from tcsim.fast.batch import BatchCtx
+    from tcsim.semantics import DecodeInfo
+    prog = _native_program()
+    info = DecodeInfo(prog.module, prog.kernel, "sm_100a", frozenset(), 0)
+    rng = np.random.default_rng(1818)
+    k = 3
+    dtypes = {name: a.dtype for name, a in _random_regs(prog, 1, rng).items()}
+    enc = _encode_all(prog, info, dtypes)
+
+    class Tier:
+        pass
+    encoded = set()
+    bailed = 0
+    for pc, ins in enumerate(prog.body[:-2]):
+        if enc.P[pc, vm.OP] == vm.STOP:
+            continue
+        encoded.add(pc)
+        for trial in range(3):
+            regs = _random_regs(prog, k, rng)
+            lanes = np.ones(k * 32, bool)
+            if trial == 2:              # under a guard: the semantics over the guard's lanes
+                g = rng.random(k * 32) < 0.5
+                regs["%p3"] = g.reshape(k, 32)
+                row = enc.P[pc].copy()
+                if row[vm.DC] == 0 and dtypes["%p3"] == np.bool_ and \
+                        [n for n in dtypes if dtypes[n] == np.bool_].index("%p3") == row[vm.DI]:
+                    continue            # (it writes %p3 itself)
+                lanes = g
+            ref = Tier()
+            ref.flat = {n: a.copy() for n, a in regs.items()}
+            ctx = BatchCtx(ref, ins, pc, np.arange(k), [None] * k, lanes, np.ones(k * 32, bool))
+            prog.decoded[pc](ctx)
+            ctx.commit()
+            P = enc.P
+            if trial == 2:
+                P = enc.P.copy()
+                P[pc, vm.GC] = 0
+                P[pc, vm.GI] = [n for n in dtypes if dtypes[n] == np.bool_].index("%p3")
+                P[pc, vm.GN] = 0
+            e2 = type(enc)(P, enc.C, enc.syms)
+            cycles, why, got = _vm_one(prog, e2, pc, regs, dtypes, k=k)
+            if cycles == 0:
+                assert enc.P[pc, vm.OP] == vm.FMA64 and why == vm.R_BAIL, f"{ins}: stopped"
+                for n in regs:
+                    assert np.array_equal(got[n], regs[n]), f"{ins}: {n} written before a stop"
+                bailed += 1
+                continue
+            for n in regs:
+                assert got[n].dtype == ref.flat[n].dtype and np.array_equal(got[n], ref.flat[n]), \
+                    f"{ins} (trial {trial}): {n} differs"
+    # every integer / logic / compare / mov / cvt / cvta form, fma.rn.f32 (.ftz) and fma.f64: all but the float
+    # add / sub / mul and the .sat / .rz f32 fma
+    names = [str(prog.body[pc]) for pc in encoded]
+    assert not any(x.startswith(("add.f32", "add.rn.ftz", "sub.rn.ftz", "mul.rp", "add.f64", "sub.rz", "mul.f64",
+                                 "mul.rn.f64", "fma.rz", "fma.rn.sat")) for x in names), names
+    total = len([s for s in NATIVE_FORMS.split(";") if s.strip()])
+    assert len(encoded) == total - 10, (len(encoded), total)
+    assert bailed < 3 * 3 * 2
+
+
+def test_compiled_blocks_memory_and_branches():
+    """ld.shared / st.shared / ld.param and plain branches in compiled blocks: the bytes the semantics read and
+    write, the stores in the reference's lane order (the lowest lane's value lands last), an access the semantics
+    would fault on (misaligned, outside the window) stops the block before it, a branch whose lanes disagree
+    stops it, one whose lanes agree jumps."""
+    pytest.importorskip("numba")
+    from tcsim.engine import load_program
+    from tcsim.fast import vm
+    from tcsim.isa.parser import parse
+    from tcsim.semantics import DecodeInfo
+    ptx = (".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n"
+           "{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<4>;\n"
+           "\tld.shared.u32 %r1, [%r2+8];\n\tst.shared.u32 [%r2+4], %r3;\n\tld.param.u32 %r4, [k_p1];\n"
+           "\tld.param.u64 %rd1, [k_p0];\n\t@%p1 bra $L;\n\tadd.s32 %r5, %r5, 1;\n$L:\n\tret;\n}\n")
+    prog = load_program(parse(ptx), "k")
+    info = DecodeInfo(prog.module, prog.kernel, "sm_100a", frozenset(), 0)
+    from tcsim.callstack import make_regfile
+    dtypes = {n: a.dtype for n, a in make_regfile(prog.kernel.regs).items()}
+    enc = _encode_all(prog, info, dtypes, branch={4: 6})
+    assert all(enc.P[pc, vm.OP] != vm.STOP for pc in range(6)), enc.P[:6, 0]
+    k = 2
+    rng = np.random.default_rng(7)
+    smem = rng.integers(0, 256, size=(k, 64), dtype=np.uint8)
+    words = smem.view(np.uint32)
+    base = np.tile((np.arange(32) % 4 * 4).astype(np.uint32), (k, 1))       # (lanes share words: store order)
+    regs = {n: np.zeros((k, 32), dtype=dtypes[n]) for n in dtypes}
+    regs["%r2"] = base
+    regs["%r3"] = np.arange(k * 32, dtype=np.uint32).reshape(k, 32) + 100
+    want = words[np.arange(k)[:, None], (base + 8) // 4]
+    sm = smem.copy()
+    cycles, why, got = _vm_one(prog, enc, 0, regs, dtypes, smem=sm, k=k)
+    assert cycles == 1 and np.array_equal(got["%r1"], want)
+    sm = smem.copy()
+    cycles, why, got = _vm_one(prog, enc, 1, regs, dtypes, smem=sm, k=k)
+    # each word at offset 4 + 4j is written by lanes j, j+4, ...: the lowest of them lands last
+    for w in range(k):
+        for j in range(4):
+            assert sm[w].view(np.uint32)[1 + j] == 100 + 32 * w + j
+    # misaligned / outside the window: stopped before, nothing written
+    for bad in (base + 1, base + 64):
+        r2 = dict(regs, **{"%r2": bad.astype(np.uint32)})
+        sm = smem.copy()
+        cycles, why, got = _vm_one(prog, enc, 1, r2, dtypes, smem=sm, k=k)
+        assert cycles == 0 and why == vm.R_BAIL and np.array_equal(sm, smem)
+    params = np.zeros(16, np.uint8)
+    params[:8] = np.frombuffer(np.uint64(0x1122334455667788).tobytes(), np.uint8)
+    params[8:12] = np.frombuffer(np.uint32(0xDEADBEEF).tobytes(), np.uint8)
+    cycles, why, got = _vm_one(prog, enc, 2, regs, dtypes, params=params, k=k)
+    assert cycles == 1 and (got["%r4"] == 0xDEADBEEF).all()
+    cycles, why, got = _vm_one(prog, enc, 3, regs, dtypes, params=params, k=k)
+    assert cycles == 1 and (got["%rd1"] == 0x1122334455667788).all()
+    cycles, why, got = _vm_one(prog, enc, 2, regs, dtypes, params=params[:10], k=k)
+    assert cycles == 0 and why == vm.R_BAIL
+    # the branch: all lanes agree (taken / not), or diverge (stopped before it)
+    for p, expect in ((True, 1), (False, 1), (None, 0)):
+        r = dict(regs)
+        r["%p1"] = np.ones((k, 32), bool) if p else np.zeros((k, 32), bool)
+        if p is None:
+            r["%p1"][1, 5] = True
+        cycles, why, got = _vm_one(prog, enc, 4, r, dtypes, k=k)
+        assert cycles == expect and (why == vm.R_DIVERGE) == (p is None)
