@@ -113,8 +113,8 @@ def render() -> str:
         ("differential fuzzing",
          f"{len(campaigns)} campaigns of random programs ({_n(sum(m['count'] for m in campaigns.values()))} "
          f"programs) on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)"
-         + "".join(f", and the {m['count']} programs of generator version {m['generator']} that "
-                   f"`tests/hw/test_fuzz.py` runs on a GPU, on the {m['device'].replace('NVIDIA ', '').split()[0]} "
+         + "".join(f", and the first {m['count']} programs of generator version {m['generator']} (those "
+                   f"`tests/hw/test_fuzz.py` ran on a GPU then) on the {m['device'].replace('NVIDIA ', '').split()[0]} "
                    f"(`tests/golden/fuzz_campaign/{k}.npz`)" for k, m in small),
          "`tests/hw/test_fuzz_campaign_replay.py`: a sample of each campaign's agreeing programs, every program of "
          "the small records; `tests/hw/test_fuzz_disagreements.py`: every recorded "
