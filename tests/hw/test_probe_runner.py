@@ -24,7 +24,7 @@ def test_diagonal_layout_by_hand():
     assert R.named(d, names, where)["t9"] == "0xab"
     got = []
     R.report_named(got.append, "p ", np.zeros_like(d), d, names, where)
-    assert got == ["    p t9: GPU 0xab model 0"]
+    assert got == ["    p t9: GPU 0xab model 0x0"]
 
 
 def test_convert_drops_tests_a_format_cannot_hold():
