@@ -117,7 +117,6 @@ CALIBRATION = [
     # wgmma (issue 22): back-to-back m64nNk16 on one accumulator take N/2 cycles each (each warp's share on its own
     # sub-partition's tensor core); two warpgroups share the four tensor cores (N each); one wgmma, fence to wait
     ("wgmma_f16_n256", "cycles_per_wgmma", 0.03),  # 128
-    ("wgmma_f16_n64", "cycles_per_wgmma", 0.03),   # 32
     ("wgmma_f16_n256_2wg", "cycles_per_wgmma", 0.03),   # 256
     ("wgmma_f16_n256", "one_wgmma", 0.03),         # 191
 ]
