@@ -22,8 +22,9 @@ Timing is the injected arch config: the fixed-parameter tensor-core numbers (:cl
 ``max(min_cycles, N x cycles_per_n)`` cycles and completes ``latency`` after that.  The H100 record
 (tests/golden/timing_h100, calib/microbench ``wgmma_*``) gives N/2 cycles for every type (f16, tf32, e4m3: each
 K step the same time), 18 at N = 8, and 256 per wgmma when two warpgroups share the tensor cores; sm_90a's
-config carries those numbers (sim/timing/data/measured_h100.json).  The functional preset and the timed configs
-differ only in these numbers.
+config carries those numbers (sim/timing/data/measured_h100.json).  The functional preset keeps the schedule
+wgmma had when it was written (``wgmma_subpartition_units`` 0: one unit per warpgroup, its warps' shares in turn);
+otherwise it and the timed configs differ only in these numbers.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class WgmmaOp:
 
 class WarpgroupMma(AsyncUnit):
     """The MMA unit (tensor core) of sub-partition ``sub`` of ``cta``: it serves warps ``sub, sub + 4, ...`` --
-    one warp of each warpgroup."""
+    one warp of each warpgroup (``sub`` < 0: the functional preset's unit of warpgroup ``-1 - sub``)."""
 
     agent_name = "wgmma"
     proxy = "async"
@@ -74,6 +75,8 @@ class WarpgroupMma(AsyncUnit):
 
     @property
     def label(self) -> str:
+        if self.sub < 0:                              # the functional preset's unit of warpgroup -1 - sub
+            return f"wgmma unit of {self.cta.label} warpgroup {-1 - self.sub}"
         return f"wgmma unit of {self.cta.label} sub-partition {self.sub}"
 
     @property
@@ -85,9 +88,12 @@ class WarpgroupMma(AsyncUnit):
 
     @classmethod
     def of(cls, ctx) -> "WarpgroupMma":
-        """The unit of the executing warp's sub-partition."""
-        cta, sub = ctx.cta, ctx.warp.id % 4
-        return ctx.agent("wgmma", lambda sim: cls(sim, cta, sub, sim.arch_config), key=(cta, sub))
+        """The unit of the executing warp's sub-partition (``wgmma_subpartition_units`` 1: every timed config);
+        under the functional preset (0) one unit per warpgroup, whose four warps' shares then run in turn."""
+        cta = ctx.cta
+        cfg = ctx.engine.arch_config
+        key = ctx.warp.id % 4 if cfg.wgmma_subpartition_units else -1 - ctx.warp.id // 4
+        return ctx.agent("wgmma", lambda sim: cls(sim, cta, key, sim.arch_config), key=(cta, key))
 
     def submit(self, op: WgmmaOp) -> WgmmaOp:
         p = self.params

@@ -32,7 +32,7 @@ SAMPLE = 120
 #: small records, replayed whole: the programs tests/hw/test_fuzz.py::test_programs_agree_with_the_gpu ran on a
 #: GPU when recorded (``generate(s)`` for seeds 0-15 of the generator version named in the record, then the
 #: current one), recorded on an H100 by ``python -m calib.fuzz.record gpu --seed 0 --count 16 --jobs 8``
-SMALL = {"h100_v6_seeds_0_15": 16}
+SMALL = {"h100_v6_seeds_0_15": 16, "h100_v8_seeds_0_15": 16}
 #: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator several times a
 #: version-5 one: a smaller sample keeps the replay's CI time
 SAMPLE_BY_VERSION = {6: 10, 7: 3}
