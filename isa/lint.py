@@ -865,6 +865,24 @@ def _wgmma_rs_chain(ins, arch, fn, index):
     return None
 
 
+def _abs_f64_into_selp(ins, arch, fn, index):
+    if not isinstance(ins, ir.Instruction) or ins.full_opcode != "selp.f64" or len(ins.operands) != 4:
+        return None
+    body = fn.body
+    for op in ins.operands[1:3]:
+        if not isinstance(op, ir.Reg):
+            continue
+        w = next((body[j] for j in range(index - 1, -1, -1) if _writes(body[j], op.name)), None)
+        if w is not None and w.full_opcode == "abs.f64" and w.guard is None:
+            return Note(ins.loc, f"selp.f64 of {op.name}, the abs.f64 result of line {w.loc.line}; the GPU result "
+                                 "depends on ptxas: 13.0 may select the 64-bit integer absolute value of the abs's "
+                                 "source (two's complement negation of a negative bit pattern) instead of the value "
+                                 "with its sign bit cleared (measured on the H100: v7 campaign program 702005, where "
+                                 "a cvt.sat.u64.s64 also reads it; calib/fuzz/explain.py abs-f64-int-selp). tcsim "
+                                 "selects the abs.f64 result (PTX ISA 9.1 §9.7.3.5: abs clears the sign bit).")
+    return None
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -894,6 +912,8 @@ CHECKS = {
     # found by generator version 6's campaign (warpgroup MMA)
     "wgmma-a-source-reused": _wgmma_a_source_reused, "wgmma-acc-copy-clobbered": _wgmma_acc_copy_clobbered,
     "wgmma-rs-neg-a": _wgmma_rs_neg_a, "wgmma-rs-chain": _wgmma_rs_chain,
+    # found by generator version 7's campaign
+    "abs-f64-into-selp": _abs_f64_into_selp,
 }
 
 

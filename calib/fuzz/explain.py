@@ -81,6 +81,11 @@ Found by generator version 7's campaign (tests/golden/fuzz_campaign/h100_v7_seed
 generator itself (fixed in version 8): the program touches a register of a wgmma still in flight, which the PTX ISA
 leaves undefined (§9.7.15.5.2), and the H100 and tcsim resolve it differently:
 
+``abs-f64-int-selp``
+    a ``selp.f64`` of an ``abs.f64`` result gets the 64-bit *integer* absolute value of the abs's source (two's
+    complement negation of a negative bit pattern) instead of the cleared sign bit: program 702005 (``abs.f64 %rd0,
+    %rd4`` read by ``cvt.sat.u64.s64`` and ``selp.f64``; the GPU's selp result is 0x8000000000000000 minus the
+    correct one), bit for bit; isa/lint.py ``abs-f64-into-selp``.  A ptxas 13.0 miscompilation, not a wgmma one.
 ``wgmma-in-flight-waited``
     the program as if the wgmma had completed before the access (a ``wgmma.wait_group 0`` put before it): the H100
     reads register A within a few instructions of the issue (calib/fuzz/rs_probe.py program 600245 measured that
@@ -664,6 +669,42 @@ def rs_neg_a_int(text: str) -> str:
 
 # found by generator version 6's campaign: register A negated as integers
 REWRITES["wgmma-rs-neg-a-int"] = rs_neg_a_int
+
+
+def _abs_f64_int_selp(text: str) -> str:
+    """``abs-f64-int-selp`` (module docstring): each ``selp.f64`` source that is an ``abs.f64`` result read as the
+    64-bit integer absolute value of the abs's source, ``abs.s64`` into a fresh register right after the
+    ``abs.f64``."""
+    lines = text.split("\n")
+    absd: dict = {}              # abs.f64 destination -> (line index, source, fresh register or None)
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            continue
+        _, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        if opcode == "selp.f64" and len(ops) == 4:
+            new = list(ops)
+            for k in (1, 2):
+                if ops[k] in absd:
+                    at, src, fresh = absd[ops[k]]
+                    if fresh is None:
+                        fresh = f"%xi{n}"
+                        n += 1
+                        lines[at] += f" abs.s64 {fresh}, {src};"
+                        absd[ops[k]] = (at, src, fresh)
+                    new[k] = fresh
+            if new != ops:
+                lines[i] = f"{m.group(1)}{guard or ''}{opcode} {', '.join(new)};"
+        for d in _dests(opcode, ops):
+            absd.pop(d, None)
+        if opcode == "abs.f64" and not guard and len(ops) == 2 and ops[0] != ops[1]:
+            absd[ops[0]] = (i, ops[1], None)
+    return _with_fresh_registers(text, lines, n, ".b64 %xi")
+
+
+REWRITES["abs-f64-int-selp"] = _abs_f64_int_selp
 
 
 _REG = re.compile(r"%\w+")

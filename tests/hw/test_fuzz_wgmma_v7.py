@@ -172,3 +172,20 @@ def test_v6_rs_chain_a_registers_rewritten_in_flight_bit_for_bit():
     for ln in ("/*1830*/ IGMMA.64x16x32.S8.U8 R68, R76, gdesc[UR8], RZ, !UPT", "/*1870*/ MOV R76, R84",
                "/*18a0*/ IGMMA.64x16x32.S8.U8 R68, R76, gdesc[UR8], R68, gsb0", "/*18c0*/ IADD3.X R76, P0, R134, R8"):
         assert ln in sass, ln
+
+
+def test_v7_abs_f64_selp_explained_bit_for_bit():
+    """v7 program 702005 (the H100's whole output kept): ``selp.f64`` of an ``abs.f64`` result that a
+    ``cvt.sat.u64.s64`` also reads; the GPU selected the 64-bit integer absolute value of the abs's source
+    (0x8000000000000000 minus the cleared-sign value), which ``abs-f64-int-selp`` reproduces byte for byte; the lint
+    note ``abs-f64-into-selp`` names the selp."""
+    from calib.fuzz.replay import replay_explained
+    from calib.fuzz.runner import run_sim
+
+    z, _ = _record("h100_v7_seeds_700000_713999")
+    prog = generate(702005, version=7)
+    gpu = bytes(z["s702005"])
+    assert run_sim(prog).output != gpu
+    assert replay_explained(prog, "diagnosed:abs-f64-int-selp") == gpu
+    noted = notes(parse(prog.render()), checks=["abs-f64-into-selp"])
+    assert [n.message.split(",")[0] for n in noted] == ["selp.f64 of %rd0"]
