@@ -44,7 +44,8 @@ def test_every_fitted_parameter_is_known_and_sourced():
                  "tma_issue_cycles", "dsmem_remote_latency", "gmem_store_clk_per_sector", "gmem_store_warp_interval",
                  "fence_mbarrier_init_cycles", "fence_proxy_async_cycles", "runtime_loop_cycles",
                  "const_hit_latency", "const_l15_latency", "const_miss_latency", "branch_taken_cycles",
-                 "branch_cold_target_cycles", "tma_store_request_share", "tma_store_request_after"):
+                 "branch_cold_target_cycles", "tma_store_request_share", "tma_store_request_after",
+                 "tc_fixed_mma_cycles_per_n", "tc_fixed_mma_min_cycles", "tc_fixed_mma_latency"):
         assert name in MEASURED, name
 
 
@@ -113,6 +114,11 @@ CALIBRATION = [
     ("tma_fresh_none_32x64f32_stores", "warm", 0.05),
     ("ws_tile_tma", "cycles_per_tile", 0.03),      # val_ws_scale's consumer tile beside TMA traffic
     ("ws_tile", "cycles_per_tile", 0.13),          # ... alone: 289 vs 259, the store drain rate of 4 warps
+    # wgmma (issue 22): back-to-back m64nNk16 on one accumulator take N/2 cycles each (each warp's share on its own
+    # sub-partition's tensor core); two warpgroups share the four tensor cores (N each); one wgmma, fence to wait
+    ("wgmma_f16_n256", "cycles_per_wgmma", 0.03),  # 128
+    ("wgmma_f16_n256_2wg", "cycles_per_wgmma", 0.03),   # 256
+    ("wgmma_f16_n256", "one_wgmma", 0.03),         # 191
 ]
 
 
