@@ -1,6 +1,6 @@
 """Record the GPU side of ``tcsim diff`` for the front-end launch files (tests/fixtures/frontend, issue 16).
 
-    python -m calib.frontend_record --out DIR [--ring 512]       # GPU machine
+    python -m calib.frontend_record --out DIR [--ring 512] [--only NAME ...]       # GPU machine
 
 For each launch file (a Triton kernel replayed through ``tcsim.triton``, a CuTe DSL program through ``tcsim.cute``)
 the instrumented launch runs on the GPU only (:func:`tcsim.hw.trace.run_traced`) and is saved as
@@ -23,12 +23,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calib.frontend_record", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--ring", type=int, default=512)
+    ap.add_argument("--only", nargs="+", choices=NAMES, default=list(NAMES), help="record these launch files only")
     args = ap.parse_args(argv)
     from tcsim.cli import _launch_of
     from tcsim.hw.trace import run_traced
     args.out.mkdir(parents=True, exist_ok=True)
     rc = 0
-    for name in NAMES:
+    for name in args.only:
         t = time.time()
         try:
             launch = _launch_of(str(FRONT / f"launch_frontend_{name}.py"))

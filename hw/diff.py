@@ -165,10 +165,15 @@ def _anchor_extents(run) -> list:
             out.append(int(an.size))
         elif an.kind == "param":
             try:
-                k = lay.params.index(an.name)
-                out.append(int(run.arg_bytes[k] or 0))
+                v = run.arg_bytes[lay.params.index(an.name)]
             except (ValueError, IndexError):
-                out.append(0)
+                v = None
+            off = getattr(an, "offset", 0)
+            if isinstance(v, (list, tuple)):        # a struct argument: [[offset, nbytes]] of its pointers
+                v = next((int(n) for o, n in v if int(o) == off), 0)
+            elif off:                               # a word past the start of a non-struct argument
+                v = 0
+            out.append(int(v or 0))
         else:                                   # extern (dynamic) shared memory
             out.append(int(run.dynamic_smem))
     return out
@@ -203,7 +208,8 @@ def _anchor_name(layout, k) -> str:
     kinds = {"param": "", "param_addr": "&param ", "param_generic": "generic &param ", "shared": "shared ",
              "shared_generic": "generic shared ", "global": "global ", "const": "const ",
              "const_generic": "generic const ", "local": "local ", "local_generic": "generic local "}
-    return f"{kinds.get(an.kind, an.kind + ' ')}{an.name}"
+    word = f"[{an.offset}]" if getattr(an, "offset", 0) else ""
+    return f"{kinds.get(an.kind, an.kind + ' ')}{an.name}{word}"
 
 
 # ----------------------------------------------------------------------------------------- traces
@@ -248,7 +254,12 @@ def diff_runs(a, b, max_mismatches_per_warp: int = 1) -> DiffReport:
     for i, (x, y) in enumerate(zip(a.outputs, b.outputs)):
         if x is None and y is None:
             continue
-        rep.outputs.append(_compare_output(i, names[i] if i < len(names) else f"arg{i}", x, y))
+        name = names[i] if i < len(names) else f"arg{i}"
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)) and len(x) == len(y):
+            for j, (xf, yf) in enumerate(zip(x, y)):       # a Struct argument: its pointer fields' arrays
+                rep.outputs.append(_compare_output(i, f"{name}.{j}", xf, yf))
+            continue
+        rep.outputs.append(_compare_output(i, name, x, y))
 
     npts = len(lay.points)
     is_poll = np.zeros(max(npts, 1), dtype=bool)

@@ -158,6 +158,10 @@ class TracedRun:
         for i, o in enumerate(self.outputs):
             if o is None:
                 kinds.append(None)
+            elif isinstance(o, (list, tuple)):          # a Struct argument: the arrays of its pointer fields
+                for j, f in enumerate(o):
+                    arrays[f"out{i}_{j}"] = np.asarray(f)
+                kinds.append(len(o))
             else:
                 arrays[f"out{i}"] = np.asarray(o)
                 kinds.append(True)
@@ -175,7 +179,8 @@ class TracedRun:
             raise FileNotFoundError(f"golden trace file {p} does not exist")
         with np.load(p, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
-            outputs = [z[f"out{i}"] if k else None for i, k in enumerate(meta["outputs"])]
+            outputs = [None if not k else z[f"out{i}"] if k is True else [z[f"out{i}_{j}"] for j in range(k)]
+                       for i, k in enumerate(meta["outputs"])]
             buf = z["trace_buffer"]
         layout = TraceLayout.from_dict(meta["layout"])
         traces = decode_trace(buf, layout, meta["grid"], meta["block"])
@@ -212,7 +217,8 @@ def traced_launch(launch, points="all", ring_records: int = 256):
 def _arg_bytes(a):
     """The bytes of the buffer an argument's address points into, where it names one (the extent that
     tcsim.hw.diff relocates addresses within): an array, a :class:`tcsim.launch.Pointer` to one (a front end's
-    pointer argument, also one passed twice), a front end's host tensor map (its region); else None."""
+    pointer argument, also one passed twice), a front end's host tensor map (its region); for a
+    :class:`tcsim.launch.Struct`, ``[[offset, nbytes], ...]`` of its pointer fields; else None."""
     if isinstance(a, np.ndarray):
         return int(a.nbytes)
     arr = getattr(a, "array", None)
@@ -221,6 +227,8 @@ def _arg_bytes(a):
     host = getattr(getattr(a, "region", None), "host", None)
     if isinstance(host, np.ndarray):
         return int(host.nbytes)
+    if callable(getattr(a, "pointer_offsets", None)):      # a Struct: [[offset, nbytes]] of its Pointer fields
+        return a.pointer_offsets() or None
     return None
 
 

@@ -23,10 +23,11 @@ Warp index = linear CTA id (``%ctaid``/``%nctaid``) x warps per CTA + linear thr
 ``%ntid``), never ``%warpid``.
 
 *Anchors* are written once per warp by a prologue: the values of 64-bit scalar parameters (device pointers)
-and the addresses of the state-space symbols the kernel takes the address of (shared, global, const, local
-variables; parameters whose address is taken, with their ``cvta`` generic forms).  Two back ends place
-buffers and variables at different addresses; the differ relocates address-valued records against these
-anchors (``buffer + offset``) so that addresses compare exactly where the layout does not matter.
+and of the 64-bit words the kernel loads from ``.b8`` array parameters (structs, the CuTe DSL's pointers), and
+the addresses of the state-space symbols the kernel takes the address of (shared, global, const, local variables;
+parameters whose address is taken, with their ``cvta`` generic forms).  Two back ends place buffers and variables
+at different addresses; the differ relocates address-valued records against these anchors (``buffer + offset``)
+so that addresses compare exactly where the layout does not matter.
 
 Every destination is also *classified* by a flow-insensitive taint analysis over the kernel, so that the
 differ knows what may legitimately differ between back ends: ``exact`` (compared bit for bit), ``address``
@@ -118,6 +119,7 @@ class Anchor:
     kind: str                      # param | param_addr | param_generic | shared | shared_generic | global |
     name: str                      # const | const_generic | local | local_generic
     size: int | None               # extent in bytes (None: a launch property, e.g. dynamic SMEM / buffer size)
+    offset: int = 0                # kind 'param': the byte offset of the 64-bit word in an array parameter
 
 
 @dataclass
@@ -329,15 +331,37 @@ def _own_taint(ins, fn) -> set | None:
     if op == "createpolicy":
         return {"opaque"}
     if op == "ld" and any(m == "param" or m.startswith("param::") for m in ins.mods):
-        src = ins.operands[1] if len(ins.operands) > 1 else None
-        if isinstance(src, Address) and isinstance(src.base, Sym):
-            p = fn.param(src.base.name)
-            if p is not None and not p.array and TYPE_SIZES.get(p.type, 0) == 8:
-                return {"address"}
+        if _param_words(ins, fn):
+            return {"address"}
         return set()
     if op in _LOADS:
         return set()
     return None
+
+
+def _param_words(ins, fn) -> list:
+    """The (parameter, byte offset) pairs of the 64-bit words a ``ld.param`` of a kernel parameter reads: a 64-bit
+    scalar parameter, or 8-byte elements of a ``.b8 p[N]`` array parameter at 8-aligned offsets (how nvcc passes
+    structs and the CuTe DSL passes pointers: ``.param .align 8 .b8 p[8]``).  Such a word may be a device pointer,
+    so it is a relocation anchor and what is loaded from it is classed ``address`` (an integer that is no pointer
+    still compares exactly: relocation only forgives values that differ by the two back ends' placements)."""
+    if ins.opcode != "ld" or not any(m == "param" or m.startswith("param::") for m in ins.mods):
+        return []
+    src = ins.operands[1] if len(ins.operands) > 1 else None
+    if not (isinstance(src, Address) and isinstance(src.base, Sym) and src.coords is None):
+        return []
+    p = fn.param(src.base.name)
+    if p is None:
+        return []
+    width = max((TYPE_SIZES.get(m, 0) for m in ins.mods), default=0)
+    if width != 8:
+        return []
+    count = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+    base = src.offset + getattr(src.base, "offset", 0)
+    if not p.array:
+        return [(p, 0)] if TYPE_SIZES.get(p.type, 0) == 8 and base == 0 and count == 1 else []
+    return [(p, base + 8 * k) for k in range(count)
+            if (base + 8 * k) % 8 == 0 and 0 <= base + 8 * k and base + 8 * k + 8 <= p.size_bytes]
 
 
 def _taints(fn, symbols) -> dict:
@@ -540,6 +564,14 @@ def _anchors(module, fn, first_ins_line) -> tuple[list, list]:
         if not p.array and TYPE_SIZES.get(p.type, 0) == 8:
             anchors.append(Anchor("param", p.name, None))
             code.append([f"ld.param.u64 %__tp_d2, [{p.name}];"])
+    words = []                               # 64-bit words of array parameters the kernel loads (_param_words)
+    for ins in fn.body:
+        for p, off in _param_words(ins, fn):
+            if p.array and (p.name, off) not in words:
+                words.append((p.name, off))
+    for name, off in sorted(words, key=lambda w: ([q.name for q in fn.params].index(w[0]), w[1])):
+        anchors.append(Anchor("param", name, None, off))
+        code.append([f"ld.param.u64 %__tp_d2, [{name}+{off}];"])
     for p in fn.params:
         if p.name in addr_taken:
             anchors.append(Anchor("param_addr", p.name, p.size_bytes))

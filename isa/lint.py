@@ -801,7 +801,7 @@ def _wgmma_a_source_reused(ins, arch, fn, index):
                                  "register, and the tensor core, which reads A after the issue, may take the new "
                                  "value (measured on the H100: v6 campaign program 600221, agreeing with tcsim "
                                  "once a wgmma.wait_group follows the commit; calib/fuzz/explain.py "
-                                 "wgmma-a-source-reused). tcsim reads A at the issue, as the PTX says.")
+                                 "wgmma-a-source-reused). tcsim keeps the copy apart.")
     return None
 
 
@@ -826,6 +826,60 @@ def _wgmma_acc_copy_clobbered(ins, arch, fn, index):
                                  "accumulator's register, so the read gets the new accumulator value (measured on "
                                  "the H100: v6 campaign program 600031; calib/fuzz/explain.py "
                                  "wgmma-acc-copy-clobbered). tcsim reads the copy.")
+    return None
+
+
+def _wgmma_rs_neg_a(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _is_wgmma_mma(ins) or len(ins.operands) < 5 \
+            or not isinstance(ins.operands[1], ir.Vector) or getattr(ins.operands[4], "value", None) != -1:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: imm-scale-a = -1 with A from registers (PTX ISA 9.1 §9.7.15.5.2: "
+                         "each element of A is negated); the GPU result depends on ptxas: 13.0 may fold the "
+                         "negation into copies of the A registers made as 32-bit integer negations (IMAD.MOV R73, "
+                         "RZ, RZ, -R65 for an f16x2 register, instead of the HGMMA's -R operand), which is no "
+                         "element-wise negation (measured on the H100: v6 campaign program 600269, reproduced bit "
+                         "for bit by neg.s32 of each A register; calib/fuzz/explain.py wgmma-rs-neg-a-int). tcsim "
+                         "negates each element, as the PTX says.")
+
+
+def _wgmma_rs_chain(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or not _is_wgmma_mma(ins) or len(ins.operands) < 2 \
+            or not isinstance(ins.operands[1], ir.Vector):
+        return None
+    body = fn.body
+    for j in range(index - 1, -1, -1):
+        b = body[j]
+        if not isinstance(b, ir.Instruction) or b.opcode != "wgmma":
+            continue
+        if "commit_group" in b.mods or "wait_group" in b.mods:
+            return None
+        if _is_wgmma_mma(b) and len(b.operands) > 1 and isinstance(b.operands[1], ir.Vector):
+            return Note(ins.loc, f"{ins.full_opcode}: follows another wgmma with A from registers in the same "
+                                 f"wgmma-group (line {b.loc.line}) with no wait between; the GPU result depends on "
+                                 "ptxas: 13.0 may build this wgmma's A operand in the registers of that one, a few "
+                                 "instructions after its issue, before the tensor core has read them all (PTX ISA "
+                                 "9.1 §9.7.15.5.2 forbids the program, not the compiler, to touch them in flight; "
+                                 "measured on the H100: v6 campaign program 600245, whose first IGMMA read two of its "
+                                 "four A registers already rewritten -- reproduced bit for bit from the SASS, "
+                                 "tests/golden/fuzz_campaign/v6_rs_probe). tcsim reads each wgmma's own A.")
+    return None
+
+
+def _abs_f64_into_selp(ins, arch, fn, index):
+    if not isinstance(ins, ir.Instruction) or ins.full_opcode != "selp.f64" or len(ins.operands) != 4:
+        return None
+    body = fn.body
+    for op in ins.operands[1:3]:
+        if not isinstance(op, ir.Reg):
+            continue
+        w = next((body[j] for j in range(index - 1, -1, -1) if _writes(body[j], op.name)), None)
+        if w is not None and w.full_opcode == "abs.f64" and w.guard is None:
+            return Note(ins.loc, f"selp.f64 of {op.name}, the abs.f64 result of line {w.loc.line}; the GPU result "
+                                 "depends on ptxas: 13.0 may select the 64-bit integer absolute value of the abs's "
+                                 "source (two's complement negation of a negative bit pattern) instead of the value "
+                                 "with its sign bit cleared (measured on the H100: v7 campaign program 702005, where "
+                                 "a cvt.sat.u64.s64 also reads it; calib/fuzz/explain.py abs-f64-int-selp). tcsim "
+                                 "selects the abs.f64 result (PTX ISA 9.1 §9.7.3.5: abs clears the sign bit).")
     return None
 
 
@@ -857,6 +911,9 @@ CHECKS = {
     "neg-minmax-neg-f64": _neg_minmax_neg_f64, "pack-after-fp8x2-cvt": _pack_after_fp8x2_cvt,
     # found by generator version 6's campaign (warpgroup MMA)
     "wgmma-a-source-reused": _wgmma_a_source_reused, "wgmma-acc-copy-clobbered": _wgmma_acc_copy_clobbered,
+    "wgmma-rs-neg-a": _wgmma_rs_neg_a, "wgmma-rs-chain": _wgmma_rs_chain,
+    # found by generator version 7's campaign
+    "abs-f64-into-selp": _abs_f64_into_selp,
 }
 
 

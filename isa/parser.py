@@ -85,6 +85,10 @@ _SCALAR_SREGS += [f"%pm{i}" for i in range(8)] + [f"%pm{i}_64" for i in range(8)
 _SCALAR_SREGS += [f"%envreg{i}" for i in range(32)]
 
 #: special register name -> allowed components (empty tuple: none)
+#: PTX ISA 9.1 §4.4 (Identifiers), "Predefined identifiers": WARP_SZ is the warp size as a constant (32), usable
+#: wherever an integer constant is (an operand, a constant expression)
+WARP_SZ = "WARP_SZ"
+
 SPECIAL_REGISTERS = {**{n: ("x", "y", "z") for n in _XYZ_SREGS}, **{n: () for n in _SCALAR_SREGS}}
 
 _SPECIAL_NAMES = frozenset(SPECIAL_REGISTERS)
@@ -97,6 +101,12 @@ _TYPES = frozenset("." + t for t in TYPE_SIZES)
 _OPAQUE_TYPES = frozenset((".texref", ".samplerref", ".surfref"))
 _VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
 
+#: the architectures ``.target`` may name (PTX ISA 9.1 §11.2.2 .target; ptxas 13.0 rejects any other name with
+#: "Unsupported .target"): sm_XX / compute_XX, ``a`` (architecture-specific) and ``f`` (family) variants where PTX
+#: defines them; then optionally the platform options
+_ARCH_TARGET_RE = re.compile(r"(sm|compute)_(1[0-3]|2[01]|3[0257]|5[023]|6[0-2]|7[025]|8[06789]|90a?|"
+                             r"(100|101|103|110|120|121)[af]?)")
+_PLATFORM_TARGETS = frozenset(("texmode_unified", "texmode_independent", "debug", "map_f64_to_f32"))
 _PERF_TUPLE = frozenset((".maxntid", ".reqntid", ".reqnctapercluster"))
 _PERF_INT = frozenset((".maxnreg", ".minnctapersm", ".maxclusterrank", ".abi_preserve",
                        ".abi_preserve_control"))
@@ -318,10 +328,18 @@ class _Parser:
         if self.mod.target:
             self.err("duplicate .target directive", i)
         self.i = i + 1
-        targets = [self.T[self.expect_name("a target name")]]
+        j = self.expect_name("a target name")
+        targets = [self.T[j]]
+        if not _ARCH_TARGET_RE.fullmatch(targets[0]):
+            self.err(f"Unsupported .target '{targets[0]}' (an architecture sm_XX / compute_XX that PTX knows must come "
+                     "first)", j)
         while self.K[self.i] == ",":
             self.i += 1
-            targets.append(self.T[self.expect_name("a target name")])
+            j = self.expect_name("a target name")
+            targets.append(self.T[j])
+            if targets[-1] not in _PLATFORM_TARGETS:
+                self.err(f"Unsupported .target '{targets[-1]}' (after the architecture: "
+                         f"{', '.join(sorted(_PLATFORM_TARGETS))})", j)
         self.mod.target = targets
 
     def parse_file_directive(self):
@@ -555,7 +573,8 @@ class _Parser:
                 value = tuple(vals)
             elif t in _PERF_INT:
                 self.i += 1
-                value = self.expect_int(f"{t} value", lo=0)
+                # (ptxas 13.0: "Positive non-zero value expected for maxnreg / minnctapersm")
+                value = self.expect_int(f"{t} value", lo=1 if t in (".maxnreg", ".minnctapersm") else 0)
             elif t in _PERF_FLAG:
                 self.i += 1
                 value = True
@@ -1075,6 +1094,8 @@ class _Parser:
             if self.T[i] == "_":
                 self.i = i + 1
                 op = Sink()
+            elif self.T[i] == WARP_SZ and self.bind.get(WARP_SZ) is None:
+                return self.make_imm(self.parse_expr(), i)
             else:
                 op = self.parse_ident(mode, top)
             if K[self.i] == "|":
@@ -1186,6 +1207,10 @@ class _Parser:
             return SpecialReg(t)
         if t[:1] == "%":
             self.err(f"undeclared register {t!r}", i)
+        if t == "WARP_SZ" and mode == 0 and t not in self.gsyms:
+            # PTX ISA 4.4 (Identifiers): the predefined constant WARP_SZ, the warp size (32); nvcc emits it for
+            # warpSize (mov.u32 %r, WARP_SZ)
+            return Imm(32)
         off = 0
         if self.K[self.i] in ("+", "-"):
             off = self.parse_const_int("symbol offset")
@@ -1265,7 +1290,7 @@ class _Parser:
 
     def parse_const_int(self, what: str) -> int:
         i = self.i
-        if self.K[i] not in _EXPR_START:
+        if self.K[i] not in _EXPR_START and self.T[i] != WARP_SZ:
             self.err(f"expected {what} (an integer constant), found {self.describe(i)}", i)
         v = self.parse_expr()
         if isinstance(v, _FloatVal):
@@ -1307,6 +1332,9 @@ class _Parser:
             if v[1] == "int":
                 return (v[0], v[3])
             return _FloatVal(v[0], v[1], v[2])
+        if k == "id" and self.T[i] == WARP_SZ:
+            self.i = i + 1
+            return (32, False)
         if k in ("-", "+", "~", "!"):
             if depth > _MAX_DEPTH:
                 self.err("constant expression nested too deeply", i)

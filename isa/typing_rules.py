@@ -53,6 +53,7 @@ Wider-than-128-bit ``ld``/``st`` (``.v8.b32``, ``.v4.b64``) need PTX ISA 8.8 and
 variable by name (ptxas 13.0 crashes on ``st.param [%reg]``).
 
 Rules for every instruction (run by the decode table before each decoder, ``tcsim.semantics.registry``):
+:func:`reject_label_operands` (labels only as branch and call operands),
 :func:`reject_special_registers` (special registers only as ``mov``/``cvt`` sources; an integer ``cvt`` reads any
 integer special register, :func:`tcsim.isa.convert_forms.check_cvt_operands`), :func:`check_address_bases`
 (address bases are integer registers; a generic ``mbarrier``/``atom``/``red``/``prefetch`` address needs 64 bits)
@@ -352,6 +353,29 @@ def reject_special_registers(ins: ir.Instruction) -> None:
         if has(op):
             raise _err(ins, f"Special register argument not allowed for instruction '{ins.opcode}'",
                        "a register (mov the special register into one first)")
+
+
+def reject_label_operands(ins: ir.Instruction) -> None:
+    """A label is an operand of ``bra``, ``brx.idx`` and ``call`` only (PTX ISA 9.1 §4.4 labels name branch and
+    call targets; ptxas 13.0: "Arguments mismatch for instruction 'mov'" for ``mov.u64 %rd1, L``)."""
+    if ins.opcode in ("bra", "brx", "call"):
+        return
+
+    def has(op) -> bool:
+        if isinstance(op, ir.LabelRef):
+            return True
+        if isinstance(op, (ir.Vector, ir.ParenList)):
+            return any(has(e) for e in op.elems)
+        if isinstance(op, ir.Not):
+            return has(op.operand)
+        if isinstance(op, ir.Address):
+            return has(op.base)
+        return False
+
+    for op in ins.operands:
+        if has(op):
+            raise _err(ins, f"Arguments mismatch for instruction '{ins.opcode}': the label {op} is an operand of a "
+                       "branch or call only", "a register, an immediate or a variable")
 
 
 # ------------------------------------------------------------------------------------------------ operand kinds
@@ -745,6 +769,6 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
         raise _mismatch(ins, f"{src} is a .{rt} register, the operand is .{size}")
 
 
-__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "check_address_bases",
+__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "reject_label_operands", "check_address_bases",
            "reject_vector_operands", "check_destination",
            "check_mov", "check_special_source", "check_address", "check_memop", "check_cvta"]

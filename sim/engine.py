@@ -63,6 +63,11 @@ _SYNC_OPCODES = {"shfl", "vote", "match", "redux", "bar", "barrier", "mma", "ldm
 
 def _lane_ints(values: np.ndarray) -> list:
     """A register's lane values as Python ints (a .b128 register's lanes as 128-bit ints)."""
+    k = values.dtype.kind
+    if k == "u" or k == "i":
+        return values.tolist()
+    if k == "b":
+        return values.astype(np.uint8).tolist()
     if values.dtype == B128:
         return [b128_int(x) for x in values]
     return [int(x) for x in values]
@@ -204,6 +209,7 @@ class Simulation:
         #: budget, progress line, Ctrl-C and livelock detection (tcsim.watch)
         self.watch = RunWatch(self, max_instructions, max_seconds, progress)
         self.bus = bus or ObservationBus()
+        self._texts: dict = {}          # pc -> its instruction's text (the retire events' ``text``)
         self.env = simpy.Environment()
         self.retired = 0
         self.lane_instructions = 0
@@ -265,6 +271,7 @@ class Simulation:
         self._clusters_total = self._cluster_grid[0] * self._cluster_grid[1] * self._cluster_grid[2]
         self._clusters_started = 0
         self._clusters_reserved = 0         # clusters about to start (one cycle after a cluster exits)
+        self.clusters_cancelled = 0         # clusters cancelled by clusterlaunchcontrol.try_cancel (never started)
         csize = cx * cy * cz
         #: clusters that run at once (the GPU's occupancy bound); the rest start as clusters exit
         self.resident_clusters = max(1, resident_ctas(self.arch, int(self.arch_config.num_sms), self.block,
@@ -275,6 +282,19 @@ class Simulation:
             self._fast = FastTier(self)
         for _ in range(min(self._clusters_total, self.resident_clusters)):
             self._start_cluster()
+
+    def try_cancel_cluster(self):
+        """clusterlaunchcontrol.try_cancel's completion (PTX ISA §9.7.13.19, :mod:`tcsim.semantics.clc`): cancel
+        the next cluster of the launch order that has not started -- it never starts -- and return the ctaid of
+        its first CTA; None when every cluster has started (the request fails)."""
+        if self._clusters_started >= self._clusters_total:
+            return None
+        k = self._clusters_started
+        self._clusters_started += 1
+        self.clusters_cancelled += 1
+        nx, ny, _ = self._cluster_grid
+        cx, cy, cz = self.cluster_dims
+        return ((k % nx) * cx, ((k // nx) % ny) * cy, (k // (nx * ny)) * cz)
 
     def clusters_pending(self) -> int:
         """Clusters of the grid not started yet."""
@@ -547,8 +567,11 @@ class Simulation:
         if not self.bus.wants("inst"):
             ctx.writes = None
             return
+        text = self._texts.get(pc)
+        if text is None:
+            text = self._texts[pc] = str(ins)
         self.bus.publish(InstRetired(self.env.now, warp.cta.ctaid, "warp", warp=warp.id, pc=pc, line=ins.loc.line,
-                                     text=str(ins), mask=int(np.packbits(mask[::-1]).view(">u4")[0]),
+                                     text=text, mask=int(np.packbits(mask, bitorder="little").view("<u4")[0]),
                                      writes={k: _lane_ints(v[mask]) for k, v in ctx.writes.items()}, done=done))
         ctx.writes = None
 

@@ -199,6 +199,19 @@ class Struct:
     def tensor_maps(self) -> list:
         return [f for f in self.fields if hasattr(f, "encode_for_sim")]
 
+    def pointer_offsets(self) -> list:
+        """``[offset, nbytes]`` of each :class:`Pointer` field: where the packed struct holds it and the size of
+        the buffer it points to (the trace differ's relocation extent of that word)."""
+        marks = {}
+
+        def mark(arr):
+            return marks.setdefault(id(arr), (0x7C5A << 48) + len(marks), )
+
+        raw = self.pack(mark, lambda tm: bytes(128))
+        sizes = {marks[id(f.array)]: int(f.array.nbytes) for f in self.pointers()}
+        words = np.frombuffer(raw[:len(raw) // 8 * 8], np.uint64)
+        return [[8 * k, sizes[int(w)]] for k, w in enumerate(words) if int(w) in sizes]
+
     @staticmethod
     def _align_of(f) -> int:
         if isinstance(f, Pointer):

@@ -52,11 +52,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from binascii import b2a_base64 as _b64
+from struct import pack as _pack
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Mapping
 
 _EMPTY: Mapping = MappingProxyType({})
+_MISSING = object()
 
 
 def _jsonable(v):
@@ -351,21 +354,12 @@ def _num(x):
     return int(x) if float(x).is_integer() else float(x)
 
 
-def _lane_bytes(vals) -> int:
-    """Bytes per lane of a write's values: 4 below 2**32, 8 below 2**64, else 16 (a negative value counts its sign
-    bit: two's complement in that width)."""
-    lo, hi = min(vals), max(vals)
-    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)
-    return 4 if big <= 32 else 8 if big <= 64 else 16
-
-
 def encode_lanes(values):
     """A register write's values (the active lanes, in lane order) as the trace writes them (schema 3): an
     integer where every active lane got that value; ``[base, step]`` where lane k of the active lanes got
     ``base + k * step`` (three lanes or more); else one base64 string of the raw values, each lane a fixed
     number of bytes (4 for values below 2**32, 8 below 2**64, else 16; little-endian, two's complement for a
     negative value), lane 0's first (:func:`decode_lanes` reverses it)."""
-    import base64
     vals = values if type(values) is list else [int(v) for v in values]
     if not vals:
         return []
@@ -377,15 +371,20 @@ def encode_lanes(values):
         step = _affine(vals)
         if step is not None:
             return [vals[0], step]
-    w = _lane_bytes(vals)
+    lo, hi = min(vals), max(vals)
+    big = max(hi, -lo).bit_length() + (1 if lo < 0 else 0)     # (a negative value counts its sign bit)
+    w = 4 if big <= 32 else 8 if big <= 64 else 16
     if w <= 8:
-        import struct
-        m = (1 << (8 * w)) - 1
-        raw = struct.pack(f"<{len(vals)}{'I' if w == 4 else 'Q'}", *(v & m for v in vals))
+        fmt = f"<{len(vals)}{'I' if w == 4 else 'Q'}"
+        if lo >= 0:                     # (every value fits its width unsigned: nothing to mask)
+            raw = _pack(fmt, *vals)
+        else:
+            m = (1 << (8 * w)) - 1
+            raw = _pack(fmt, *[v & m for v in vals])
     else:
         m = (1 << (8 * w)) - 1
         raw = b"".join((v & m).to_bytes(w, "little") for v in vals)
-    return base64.b64encode(raw).decode("ascii")
+    return _b64(raw, newline=False).decode("ascii")
 
 
 def decode_lanes(v, n: int) -> list:
@@ -402,11 +401,17 @@ def decode_lanes(v, n: int) -> list:
 
 
 def _affine(xs) -> int | None:
-    """The common step of ``xs`` (at least one element), or None."""
-    if len(xs) < 2:
+    """The common step of ``xs`` (Python ints, at least one element), or None."""
+    n = len(xs)
+    if n < 2:
         return 0
-    d = xs[1] - xs[0]
-    return d if all(xs[i + 1] - xs[i] == d for i in range(len(xs) - 1)) else None
+    x0 = xs[0]
+    d = xs[1] - x0
+    if xs[-1] - x0 != d * (n - 1):
+        return None
+    if d == 0:
+        return 0 if xs.count(x0) == n else None
+    return d if list(xs) == list(range(x0, x0 + d * n, d)) else None
 
 
 def _strided(ranges) -> list | None:
@@ -465,6 +470,40 @@ def merge_ranges(ranges) -> list:
     return np.stack([r[idx, 0], ends[last]], 1).tolist()
 
 
+def _block_access(addrs, size: int) -> dict:
+    """An agent's block access (``size``-byte ranges from each of ``addrs``) as its record writes it: the merged
+    ranges (:func:`merge_ranges`) as ``strided`` (:func:`_strided`) where they form one, else as ``runs``
+    (:func:`_runs`) -- computed over arrays where there are many ranges (a tile's rows), the same lists."""
+    n = len(addrs)
+    if n < 64:
+        rs = merge_ranges([(a, a + size) for a in addrs])
+        st = _strided(rs)
+        return {"strided": st} if st is not None else {"runs": _runs(rs)}
+    import numpy as np
+    s = np.asarray(addrs)
+    if s.dtype != np.int64:                 # (addresses beyond int64: the plain path)
+        rs = merge_ranges([(int(a), int(a) + size) for a in addrs])
+        st = _strided(rs)
+        return {"strided": st} if st is not None else {"runs": _runs(rs)}
+    s = np.sort(s)
+    # ranges of one size sorted by start end in that order too: one merges into the run before it exactly where
+    # it starts at or before that run's end, i.e. at or before the previous range's end
+    brk = np.flatnonzero(s[1:] > s[:-1] + size)
+    starts = s[np.concatenate(([0], brk + 1))]
+    ends = s[np.concatenate((brk, [n - 1]))] + size
+    k = len(starts)
+    lens = ends - starts
+    if k >= 3 and (lens == lens[0]).all():
+        steps = np.diff(starts)
+        if (steps == steps[0]).all():
+            return {"strided": [int(starts[0]), int(lens[0]), int(steps[0]), k]}
+    runs = np.empty(2 * k, np.int64)
+    runs[0] = starts[0]
+    runs[2::2] = starts[1:] - ends[:-1]
+    runs[1::2] = lens
+    return {"runs": runs.tolist()}
+
+
 def tmem_rects(addrs, size: int) -> list:
     """The TMEM cells of an access (cell addresses ``lane << 16 | column``, ``size`` bytes = ``size // 4``
     columns from each) as ``[lane_lo, lane_hi, col_lo, col_hi]`` rectangles (half-open): column runs per lane,
@@ -476,8 +515,7 @@ def tmem_rects(addrs, size: int) -> list:
     lanes, cols, n = (a >> 16) & 0xFFFF, a & 0xFFFF, max(1, size // 4)
     l0, c0 = int(lanes.min()), int(cols.min())
     grid = np.zeros((int(lanes.max()) + 1 - l0, int(cols.max()) + n - c0), bool)
-    for j in range(n):
-        grid[lanes - l0, cols - c0 + j] = True
+    grid[(lanes - l0)[:, None], (cols - c0)[:, None] + np.arange(n)] = True     # every cell of every run at once
     out: list = []
     change = np.ones(len(grid), bool)
     change[1:] = (grid[1:] != grid[:-1]).any(1)
@@ -502,17 +540,35 @@ def _lane_mask(lanes):
     return m
 
 
+_ALL_LANES = list(range(32))
+
+
+def _ascending_mask(lanes: list) -> int | None:
+    """The 32-bit mask of ``lanes`` when they are distinct lanes 0..31 in ascending order (one address each), else
+    None."""
+    if lanes == _ALL_LANES:                     # (the common case: a whole warp)
+        return 0xFFFFFFFF
+    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:
+        m = 0
+        for x in lanes:
+            m |= 1 << x
+        return m
+    return None
+
+
 def _warp_addressing(addrs: list, lanes: list) -> dict:
     """A warp's access, compactly: each active lane's addresses (in lane order) as ``lane_mask`` + ``per_lane``
     (addresses per lane, 1 when omitted) + ``addr`` / ``stride`` (between lanes) / ``inner`` (within a lane)
     where evenly spaced, else ``lanes`` and ``addrs`` as lists."""
-    if lanes and lanes == sorted(set(lanes)) and 0 <= lanes[0] and lanes[-1] < 32:     # one address per lane
-        m = 0
-        for x in lanes:
-            m |= 1 << x
+    m = _ascending_mask(lanes)
+    if m is not None:                                                               # one address per lane
         stride = _affine(addrs)
         return {"lane_mask": m, "addr": addrs[0], "stride": stride} if stride is not None else \
             {"lane_mask": m, "addrs": addrs}
+    if len(lanes) >= 64:
+        d = _warp_addressing_arrays(addrs, lanes)
+        if d is not None:
+            return d
     pairs = sorted(zip(lanes, addrs), key=lambda p: p[0])       # stable: a lane's addresses keep their order
     lanes, addrs = [p[0] for p in pairs], [p[1] for p in pairs]
     order = sorted(set(lanes))
@@ -531,6 +587,40 @@ def _warp_addressing(addrs: list, lanes: list) -> dict:
             return d
         return {"lane_mask": m, **({"per_lane": per} if per > 1 else {}), "addrs": addrs}
     return {"lanes": lanes, "addrs": addrs}
+
+
+def _warp_addressing_arrays(addrs: list, lanes: list) -> dict | None:
+    """:func:`_warp_addressing`'s several-addresses-per-lane case over arrays (a tcgen05.ld's many TMEM cells per
+    thread): the same fields, or None where the addresses are not plain int64 values (the caller's path)."""
+    import numpy as np
+    A = np.asarray(addrs)
+    L = np.asarray(lanes)
+    if A.dtype != np.int64 or L.dtype != np.int64 or A.shape != L.shape or A.ndim != 1 or \
+            not (-(1 << 60) < int(A.min()) and int(A.max()) < (1 << 60)):
+        return None
+    idx = np.argsort(L, kind="stable")                 # stable: a lane's addresses keep their order
+    L, A = L[idx], A[idx]
+    order = np.unique(L)
+    per = len(L) // len(order)
+    grouped = per > 0 and per * len(order) == len(L) and bool((L.reshape(-1, per) == order[:, None]).all())
+    m = _lane_mask(order.tolist()) if grouped else None
+    if m is not None:
+        R = A.reshape(len(order), per)
+        firsts = R[:, 0]
+        stride = 0 if len(firsts) < 2 else int(firsts[1] - firsts[0])
+        if len(firsts) >= 2 and not (np.diff(firsts) == stride).all():
+            stride = None
+        inner = 0 if per == 1 else int(R[0, 1] - R[0, 0])
+        if per > 1 and not (np.diff(R[0]) == inner).all():
+            inner = None
+        if stride is not None and inner is not None and \
+                bool((R == firsts[:, None] + np.arange(per, dtype=np.int64) * inner).all()):
+            d = {"lane_mask": m, "addr": int(A[0]), "stride": stride}
+            if per > 1:
+                d.update(per_lane=per, inner=inner)
+            return d
+        return {"lane_mask": m, **({"per_lane": per} if per > 1 else {}), "addrs": A.tolist()}
+    return {"lanes": L.tolist(), "addrs": A.tolist()}
 
 
 def _ints(xs) -> list:
@@ -559,6 +649,8 @@ def _enc(v) -> str:
         return "null"
     if (t is list or t is tuple) and all(type(x) is int for x in v):     # cta, lanes, a [base, step] write, runs
         return "[" + ",".join(map(int.__repr__, v)) + "]"
+    if t is dict and all(type(k) is str for k in v):                    # a record's writes {register: lanes}
+        return "{" + ",".join([_esc(k) + ":" + _enc(x) for k, x in v.items()]) + "}"
     return _dumps(v)
 
 
@@ -599,12 +691,7 @@ def _record(ev: Event) -> dict:
         elif ev.space == "tmem":
             d["tmem"] = tmem_rects(ev.addrs, ev.size)
         else:
-            rs = merge_ranges(ev.ranges())
-            st = _strided(rs)
-            if st is not None:
-                d["strided"] = st
-            else:
-                d["runs"] = _runs(rs)
+            d.update(_block_access(ev.addrs, ev.size))
         return d
     for k, v in ev.fields.items():
         if k in ("kind", "cycle", "cta", "agent"):      # an operand named like a record key (tcgen05.wait's kind)
@@ -677,17 +764,48 @@ class JsonlTracer:
             return
         recs = sorted(self._recs, key=lambda r: r["cycle"])      # stable: events of one cycle keep their order
         self._recs = []
-        keyed = []                  # (template key, record)
+        # the template test is _same inlined, with the JSON text of a list / dict field made once per record (the
+        # line reuses it) and once per template
+        keyed = []                  # (template key, record, {field: its JSON text, where made})
         const: dict = {}            # template key -> {field: value} every record of the key has, as JSON writes it
+        ctext: dict = {}            # template key -> {field: the template value's JSON text}
+        enc = _enc
         for r in recs:
             key = (r["kind"], r["agent"], r.get("pc"), r.get("op"))
-            keyed.append((key, r))
+            texts = None
             c = const.get(key)
             if c is None:
                 const[key] = {k: v for k, v in r.items() if k != "cycle"}
+                ctext[key] = {}
             elif c:
-                for k in [k for k, v in c.items() if k not in r or not _same(r[k], v)]:
-                    del c[k]
+                drop = None
+                for k, v in c.items():
+                    a = r.get(k, _MISSING)
+                    if a is v:
+                        continue
+                    t = type(a)
+                    if t is not type(v):
+                        same = False
+                    elif t is int or t is str:
+                        same = a == v
+                    else:
+                        ct = ctext[key]
+                        tv = ct.get(k)
+                        if tv is None:
+                            tv = ct[k] = enc(v)
+                        if texts is None:
+                            texts = {}
+                        ta = texts[k] = enc(a)
+                        same = ta == tv
+                    if not same:
+                        if drop is None:
+                            drop = [k]
+                        else:
+                            drop.append(k)
+                if drop:
+                    for k in drop:
+                        del c[k]
+            keyed.append((key, r, texts))
         tid = {key: i for i, key in enumerate(const)}
         templates = list(const.values())
         head = {"kind": "header", "schema": TRACE_SCHEMA, "version": TRACE_SCHEMA_VERSION, **self.header,
@@ -695,8 +813,7 @@ class JsonlTracer:
         self._f.write(_dumps(head) + "\n")
         keys: dict = {}
         out = []
-        enc = _enc
-        for key, r in keyed:
+        for key, r, texts in keyed:
             c = const[key]
             parts = [f'{{"t":{tid[key]}']
             for k, v in r.items():
@@ -704,7 +821,8 @@ class JsonlTracer:
                     q = keys.get(k)
                     if q is None:
                         q = keys[k] = _esc(k)
-                    parts.append(f"{q}:{enc(v)}")
+                    x = None if texts is None else texts.get(k)
+                    parts.append(f"{q}:{enc(v) if x is None else x}")
             out.append(",".join(parts) + "}\n")
         self._f.writelines(out)
         if self._own:

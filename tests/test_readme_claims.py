@@ -57,8 +57,11 @@ def render() -> str:
     timing = json.loads((GOLDEN / "timing_h100" / "meta.json").read_text())
     corpus_meta = GOLDEN / "timing_corpus_h100" / "meta.json"
     corpus = json.loads(corpus_meta.read_text()) if corpus_meta.exists() else None
-    fuzz = sorted((GOLDEN / "fuzz_campaign").glob("h[12]00_*seeds_*.npz"))
-    gpus = sorted({p.name[:4].upper() for p in fuzz})
+    from calib.fuzz.record import load as load_fuzz
+    fuzz = {p.stem: load_fuzz(p)[1] for p in sorted((GOLDEN / "fuzz_campaign").glob("h[12]00_*seeds_*.npz"))}
+    campaigns = {k: m for k, m in fuzz.items() if m["count"] >= 1000}
+    gpus = sorted({k[:4].upper() for k in campaigns})
+    small = [(k, m) for k, m in fuzz.items() if k not in campaigns]
     n_live = sum(1 for m in TM.MUTANTS if m.id not in TM.EQUIVALENT and m.id not in TM.GAPS)
     ver = man["versions"]
 
@@ -108,11 +111,15 @@ def render() -> str:
          f"H100: {tma_cases} cases, {tma_err} of them faults or refused tensor maps (`tests/golden/tma_h100`)",
          "`tests/hw/test_tma_golden.py`: every case bit for bit; a fault must be the kind of fault the GPU reported"),
         ("differential fuzzing",
-         f"{len(fuzz)} campaigns of random programs on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)",
-         "`tests/hw/test_fuzz_campaign_replay.py`; `tests/hw/test_fuzz_disagreements.py`: every recorded "
+         f"{len(campaigns)} campaigns of random programs ({_n(sum(m['count'] for m in campaigns.values()))} "
+         f"programs) on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)"
+         + "".join(f", and the {m['count']} programs of generator version {m['generator']} that "
+                   f"`tests/hw/test_fuzz.py` runs on a GPU, on the {m['device'].replace('NVIDIA ', '').split()[0]} "
+                   f"(`tests/golden/fuzz_campaign/{k}.npz`)" for k, m in small),
+         "`tests/hw/test_fuzz_campaign_replay.py`: a sample of each campaign's agreeing programs, every program of "
+         "the small records; `tests/hw/test_fuzz_disagreements.py`: every recorded "
          "disagreement is listed once in `tests/golden/fuzz_campaign/disagreements.json` (explained bit for bit, "
-         "agrees now, or open by cause), one per class replayed in CI, all under `slow`; "
-         "`tests/hw/test_fuzz_seed_golden.py`: the GPU test's 16 programs against the H100"),
+         "agrees now, or open by cause), one per class replayed in CI, all under `slow`"),
         ("sm_90a timing",
          f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
          + (f", and a corpus of {len(corpus['kernels'])} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),

@@ -173,7 +173,12 @@ def make_launch(M: int = 1024, N: int = 1024, K: int = 2048, BLOCK_M: int = 128,
     o_desc = _desc(out, [1, BLOCK_N], gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], bf))
     tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
     grid = (min(NUM_SMS, tiles),)
-    prep = tt.prepare(matmul_fused_gather_scatter_kernel, grid, x_desc, w_desc, o_desc, gidx, sidx, BLOCK_M,
+    # the kernel loads the gather indices of the tile after its last one (an unpredicated gl.load; only the TMA
+    # gather it feeds is predicated off), BLOCK_M entries past the end when that tile lies beyond M: tcsim faults
+    # on that read (on a GPU it lands in the allocation's slack), so the index buffer carries BLOCK_M entries of
+    # slack here -- the kernel takes M from X's descriptor and never uses them
+    gidx_buf = np.concatenate([gidx, np.zeros(BLOCK_M, np.int32)])
+    prep = tt.prepare(matmul_fused_gather_scatter_kernel, grid, x_desc, w_desc, o_desc, gidx_buf, sidx, BLOCK_M,
                       GROUP_SIZE_M, num_buffers, arch="sm_100a", num_warps=4)
     prep.inputs = (X, W, gidx, sidx, out)
     return prep

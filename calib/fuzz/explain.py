@@ -70,6 +70,27 @@ copy into the register it copies, each one instruction of the program (:func:`wg
     ptxas gave ``r`` the accumulator's register, so the read at <line> gets the accumulator's new value (program
     600031: ``MOV R95, R27`` after the QGMMA that rewrote R27 -- its ``mov.b32 %wa7, %r10`` -- while the earlier
     copy of the same register for %wa5 kept the old value: only the rows g + 8 of that wgmma differ).
+``wgmma-rs-neg-a-int`` (a rewrite of :data:`REWRITES`: every such wgmma of the program)
+    a wgmma with A from registers and imm-scale-a = -1: ptxas 13.0 may drop the HGMMA's ``-R`` operand and negate
+    copies of the A registers as 32-bit integers (``IMAD.MOV R73, RZ, RZ, -R65`` / ``IADD3 R72, RZ, -R5, RZ``
+    for f16x2 registers; program 600269, whose GPU output this reproduces bit for bit with and without a
+    ``wgmma.wait_group 0`` after every commit; isa/lint.py ``wgmma-rs-neg-a``).  Not a coalescing hazard: the
+    same A registers made by ``xor`` instead of ``mov`` get the same integer negation.
+
+Found by generator version 7's campaign (tests/golden/fuzz_campaign/h100_v7_seeds_700000_713999.npz), a bug of the
+generator itself (fixed in version 8): the program touches a register of a wgmma still in flight, which the PTX ISA
+leaves undefined (§9.7.15.5.2), and the H100 and tcsim resolve it differently:
+
+``abs-f64-int-selp``
+    a ``selp.f64`` of an ``abs.f64`` result gets the 64-bit *integer* absolute value of the abs's source (two's
+    complement negation of a negative bit pattern) instead of the cleared sign bit: program 702005 (``abs.f64 %rd0,
+    %rd4`` read by ``cvt.sat.u64.s64`` and ``selp.f64``; the GPU's selp result is 0x8000000000000000 minus the
+    correct one), bit for bit; isa/lint.py ``abs-f64-into-selp``.  A ptxas 13.0 miscompilation, not a wgmma one.
+``wgmma-in-flight-waited``
+    the program as if the wgmma had completed before the access (a ``wgmma.wait_group 0`` put before it): the H100
+    reads register A within a few instructions of the issue (calib/fuzz/rs_probe.py program 600245 measured that
+    window), tcsim at completion (sim/semantics/wgmma.py).  Program 701553: a later group's ``xor.b32 %wa0..3``
+    while the group reading %wa0..3 was in flight -- the GPU's accumulators bit for bit.
 
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
@@ -612,9 +633,122 @@ _RS_WGMMA = re.compile(r"^\s*wgmma\.mma_async[\w.]*\s+\{[^}]*\},\s*\{([^}]*)\}")
 _MOV32 = re.compile(r"^\s*mov\.b32\s+(%\w+),\s*(%\w+);")
 
 
+_RS_WGMMA_PARTS = re.compile(r"^(\s*)(wgmma\.mma_async[\w.]*)\s+(\{[^}]*\}),\s*\{([^}]*)\},\s*(.*);\s*$")
+
+
+def rs_neg_a_int(text: str) -> str:
+    """``text`` with each wgmma with A from registers and imm-scale-a = -1 made
+    the way ptxas 13.0 may compile it (``wgmma-rs-neg-a-int``, module docstring): ``neg.s32`` of each A register
+    into a fresh register before the group's ``wgmma.fence`` (nothing writes A between the fence and the wgmma in
+    the fuzz programs), and the wgmma with those registers and imm-scale-a = 1; ``text`` itself when no wgmma
+    qualifies."""
+    lines = text.split("\n")
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _RS_WGMMA_PARTS.match(ln)
+        if not m:
+            continue
+        ind, opc, d, a, rest = m.groups()
+        ops = [x.strip() for x in rest.split(",")]
+        if len(ops) < 3 or ops[2] != "-1":
+            continue
+        fence = next((j for j in range(i - 1, -1, -1) if lines[j].strip().startswith("wgmma.fence")), i)
+        fresh = []
+        for r in (x.strip() for x in a.split(",")):
+            lines[fence] = f"{ind}neg.s32 %xn{n}, {r}; " + lines[fence].lstrip() if fence != i else lines[fence]
+            fresh.append(f"%xn{n}")
+            n += 1
+        if fence == i:          # no fence before it: right before the wgmma
+            ind2 = ind + " ".join(f"neg.s32 {f}, {r.strip()};" for f, r in zip(fresh, a.split(","))) + " "
+        else:
+            ind2 = ind
+        ops[2] = "1"
+        lines[i] = f"{ind2}{opc} {d}, {{{', '.join(fresh)}}}, {', '.join(ops)};"
+    return _with_fresh_registers(text, lines, n, ".b32 %xn") if n else text
+
+
+# found by generator version 6's campaign: register A negated as integers
+REWRITES["wgmma-rs-neg-a-int"] = rs_neg_a_int
+
+
+def _abs_f64_int_selp(text: str) -> str:
+    """``abs-f64-int-selp`` (module docstring): each ``selp.f64`` source that is an ``abs.f64`` result read as the
+    64-bit integer absolute value of the abs's source, ``abs.s64`` into a fresh register right after the
+    ``abs.f64``."""
+    lines = text.split("\n")
+    absd: dict = {}              # abs.f64 destination -> (line index, source, fresh register or None)
+    n = 0
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            continue
+        _, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        if opcode == "selp.f64" and len(ops) == 4:
+            new = list(ops)
+            for k in (1, 2):
+                if ops[k] in absd:
+                    at, src, fresh = absd[ops[k]]
+                    if fresh is None:
+                        fresh = f"%xi{n}"
+                        n += 1
+                        lines[at] += f" abs.s64 {fresh}, {src};"
+                        absd[ops[k]] = (at, src, fresh)
+                    new[k] = fresh
+            if new != ops:
+                lines[i] = f"{m.group(1)}{guard or ''}{opcode} {', '.join(new)};"
+        for d in _dests(opcode, ops):
+            absd.pop(d, None)
+        if opcode == "abs.f64" and not guard and len(ops) == 2 and ops[0] != ops[1]:
+            absd[ops[0]] = (i, ops[1], None)
+    return _with_fresh_registers(text, lines, n, ".b64 %xi")
+
+
+REWRITES["abs-f64-int-selp"] = _abs_f64_int_selp
+
+
+_REG = re.compile(r"%\w+")
+
+
+def in_flight_waited(text: str) -> str:
+    """``text`` with ``wgmma.wait_group 0`` put before each instruction that touches (reads or writes) a register
+    of a wgmma still in flight -- its register-A operands or accumulators (``wgmma-in-flight-waited``, module
+    docstring): the program as if the wgmma had read and written its registers before that access.  ``text``
+    itself when no instruction does (straight-line tracking of the groups: ``wait_group N`` leaves the newest N)."""
+    lines = text.split("\n")
+    inflight: list = []          # register sets of the committed groups still in flight, oldest first
+    open_regs: set = set()       # registers of the group being built (before its commit)
+    changed = False
+    for i, ln in enumerate(lines):
+        t = ln.strip()
+        if t.startswith("wgmma.commit_group"):
+            inflight.append(open_regs)
+            open_regs = set()
+            continue
+        if t.startswith("wgmma.wait_group"):
+            n = int(re.search(r"(\d+)\s*;", t).group(1))
+            inflight = inflight[max(0, len(inflight) - n):] if n else []
+            continue
+        if not t or t.startswith((".", "//", "{", "}")) or t.endswith(":"):
+            continue
+        regs = set(_REG.findall(t))
+        if any(regs & g for g in inflight):
+            lines[i] = ln[:len(ln) - len(ln.lstrip())] + "wgmma.wait_group.sync.aligned 0; " + ln.lstrip()
+            inflight = []
+            changed = True
+        if t.startswith("wgmma.mma_async"):
+            m = re.match(r"wgmma\.mma_async[\w.]*\s+\{([^}]*)\},\s*(\{[^}]*\})?", t)
+            open_regs |= set(_REG.findall(m.group(1))) | set(_REG.findall(m.group(2) or ""))
+    return "\n".join(lines) if changed else text
+
+
+REWRITES["wgmma-in-flight-waited"] = in_flight_waited
+
+
 def wgmma_hazards(text: str) -> list:
-    """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma (module docstring), one
-    instruction at a time."""
+    """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma by coalescing a copy (module
+    docstring), one instruction at a time.  (The register-A negation, ``wgmma-rs-neg-a-int``, is a whole-program
+    rewrite of :data:`REWRITES`: :func:`explain` tries each hazard alone and on top of it.)"""
     lines = text.split("\n")
     out = []
     for i, ln in enumerate(lines):

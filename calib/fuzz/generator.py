@@ -31,8 +31,10 @@ instruction that the isa/lint.py checks of the version (:data:`V3_LINT_CHECKS`, 
 :data:`V5_LINT_CHECKS`) note --
 ptxas 13.0 lowers those against the PTX ISA.  Version 6 also avoids :data:`V6_AVOIDS` and makes most programs one
 warpgroup (4 warps) with warpgroup MMA among the items (:mod:`calib.fuzz.wgmma_ops`: wgmma-groups, waits,
-accumulator instructions; the accumulator bank is dumped after the records).  Each H100 campaign
-(tests/golden/fuzz_campaign) names the version that made it, and ``generate(seed, version=v)`` makes the same
+accumulator instructions; the accumulator bank is dumped after the records).  Version 7 moves values into and out
+of the wgmma registers without ``mov`` copies and keeps imm-scale-a = -1 to descriptor A (:data:`V7_AVOIDS`);
+version 8 renders version 7's trees with the waits version 7's renderer forgot (:data:`V8_LINT_CHECKS`).  Each H100
+campaign (tests/golden/fuzz_campaign) names the version that made it, and ``generate(seed, version=v)`` makes the same
 program for ever.
 
 Left out on purpose: ``.approx`` operations (not bit-exact in tcsim yet), %clock/%warpid-like
@@ -63,7 +65,7 @@ ARCH = "sm_90a"
 #: The generator version new campaigns use.  Version 2 leaves out the constructs below, whose GPU results depend
 #: on ptxas 13.0 rather than on the PTX ISA (each found by version 1, minimised, saved in tests/fuzz_regressions
 #: and noted by isa/lint.py); recorded campaigns name the version that made them.
-VERSION = 6
+VERSION = 8
 V2_AVOIDS = {
     "float-sign-ops": "abs/neg of f32/f16/bf16(x2): NaN results are unspecified (PTX) and ptxas folds them into "
                       "source modifiers, FADDs or nothing (neg(neg(x)) -> x, loop unrolling)",
@@ -141,7 +143,38 @@ V6_AVOIDS = {
     "pack-after-fp8x2-cvt": "an e4m3x2 cvt written over the other 16-bit register it is packed with",
 }
 V6_LINT_CHECKS = V5_LINT_CHECKS + tuple(V6_AVOIDS)
-_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS}
+#: Version 7 moves values between the pools and the wgmma registers (register-A operands ``%wa``, accumulators
+#: ``%ac``) only through instructions that make a new value -- ``xor.b32`` with a non-zero key, f32 arithmetic,
+#: ``mul.wide``, ``cvt`` -- never a ``mov`` copy (calib.fuzz.wgmma_ops): version 6's H100/H200 campaign
+#: (tests/golden/fuzz_campaign/h200_v6_seeds_600000_611999.npz) found ptxas 13.0 coalescing such copies with the
+#: register they copy although a wgmma reads or writes it asynchronously (isa/lint.py notes both), and 37 of its
+#: programs made ptxas 13.0 itself crash (signal 11; each compiles once its ``mov.b32 %wa, %r`` copies are
+#: ``xor``s).  Version 7 also leaves ``imm-scale-a = -1`` to wgmmas with A from a descriptor: with A from registers
+#: ptxas 13.0 may fold the negation into copies of the A registers as 32-bit integer negations (campaign program
+#: 600269: ``IMAD.MOV R73, RZ, RZ, -R65`` for an f16x2 register; the GPU's output bit for bit with ``neg.s32`` of
+#: each A register, calib/fuzz/explain.py ``wgmma-rs-neg-a-int``).  The PTX programs of both versions are defined
+#: (PTX ISA 9.1 §9.7.15.5.2: no wgmma register is touched while its wgmma is in flight); version 7 measures tcsim
+#: rather than these ptxas behaviours.
+V7_AVOIDS = {
+    "wgmma-a-source-reused": "an RS-form wgmma's A operand is a mov copy of a pool register written again while "
+                             "the wgmma is in flight: ptxas gives both one register, the tensor core reads the "
+                             "new value",
+    "wgmma-acc-copy-clobbered": "a mov copy of an accumulator that a later wgmma writes again: ptxas gives the "
+                                "copy the accumulator's register, readers after that wgmma see the new value",
+    "wgmma-rs-neg-a": "imm-scale-a = -1 on a wgmma with A from registers: ptxas may negate the A registers as "
+                      "32-bit integers",
+}
+V7_LINT_CHECKS = V6_LINT_CHECKS + tuple(V7_AVOIDS)
+#: Version 8 fixes what version 7's H100 campaign (tests/golden/fuzz_campaign/h100_v7_seeds_700000_713999.npz) found
+#: in the generator itself: rendering ``wgmma.wait_group N`` with fewer than N groups in flight, the renderer
+#: forgot all but the newest of them (a negative slice, :func:`calib.fuzz.wgmma_ops.render_wait`), so it inserted no
+#: ``wait_group 0`` before a later group wrote the register-A operands of an older one still in flight -- undefined
+#: behaviour (PTX ISA 9.1 §9.7.15.5.2; program 701553: the H100 had read A before the overwrite, tcsim reads it at
+#: completion).  Versions 6 and 7 keep their rendering (their programs are recorded); the generated trees of
+#: version 8 are those of version 7.
+V8_LINT_CHECKS = V7_LINT_CHECKS
+_LINT_CHECKS = {3: V3_LINT_CHECKS, 4: V4_LINT_CHECKS, 5: V5_LINT_CHECKS, 6: V6_LINT_CHECKS, 7: V7_LINT_CHECKS,
+                8: V8_LINT_CHECKS}
 
 # per-thread input/output record: r (4 B each), rd (8 B each), h (2 B each), predicate bits (u32)
 OFF32 = 0
@@ -268,6 +301,7 @@ class Program:
     inputs: np.ndarray            # uint8[4 * 32 * STRIDE + BULK_BYTES]: records for up to 128 threads + bulk
     name: str = ""                # (version-6 warpgroup programs: + the tile area and 128 * nacc accumulator words)
     nacc: int = 0                 # accumulator registers per thread (wgmma programs), dumped after the records
+    version: int = 0              # the generator version (0: before version 8, whose rendering it changes)
 
     @property
     def nthreads(self) -> int:
@@ -1267,8 +1301,8 @@ def generate(seed: int, size: int | None = None, nwarps: int | None = None, vers
     """The program of ``seed``: ``size`` top-level items (default 20..60), ``nwarps`` warps (default 1..4).
     ``version`` selects the generator (default :data:`VERSION`; recorded campaigns name theirs)."""
     version = VERSION if version is None else version
-    if version not in (1, 2, 3, 4, 5, 6):
-        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5, 6)")
+    if version not in (1, 2, 3, 4, 5, 6, 7, 8):
+        raise ValueError(f"unknown fuzz generator version {version} (known: 1, 2, 3, 4, 5, 6, 7, 8)")
     return _generate(seed, size, nwarps, version).copy()
 
 
@@ -1293,7 +1327,8 @@ def _generate(seed: int, size, nwarps, version: int) -> Program:
     inputs = make_inputs(random.Random(seed * 7919 + 17))
     if g.nacc:
         inputs = np.concatenate([inputs, np.frombuffer(WG.tile_area(seed) + WG.acc_area(seed, g.nacc), np.uint8)])
-    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc)
+    prog = Program(seed=seed, nwarps=nw, items=items, inputs=inputs, nacc=g.nacc,
+                   version=version if version >= 8 else 0)
     while g.nacc:           # the exchange rounds and the tiles together within the static shared memory
         r = _Render(prog)
         r.block(prog.items)

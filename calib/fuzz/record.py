@@ -403,6 +403,11 @@ def _main(argv=None) -> int:
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")
         return 0
     if args.cmd == "gpu":
+        from tcsim.hw.launcher import gpu_available
+        ok, why = gpu_available()
+        if not ok:                        # before generating anything: one line, no traceback, no record
+            print(f"calib.fuzz.record: no GPU here ({why})", file=sys.stderr)
+            return 2
         meta = record(args.seed, args.count, Path(args.out), args.gpu_workers, batch=args.batch, jobs=args.jobs,
                       time_limit=args.time_limit, keep_limit=args.keep_limit,
                       command=P.command_line("calib.fuzz.record", argv), sim_seconds=args.sim_seconds,

@@ -2,23 +2,31 @@
 
 An explanation (:func:`calib.fuzz.explain.explain`'s ``"diagnosed:<names>"``) names ptxas rewrites (the PTX as
 ptxas really compiled it, :data:`calib.fuzz.explain.REWRITES`) and lowering variants (results the PTX ISA leaves
-open, sim/lowering.py; ``<variant>@<line>,<line>`` for the listed instructions only).  :func:`replay_explained`
+open, sim/lowering.py; ``<variant>@<line>,<line>`` for the listed instructions only) and register hazards ptxas
+made around a wgmma (:func:`calib.fuzz.explain.wgmma_hazards`: ``wgmma-a-source-reused@<line>:<register>``,
+``wgmma-acc-copy-clobbered@<line>``, one instruction of the program as generated).  :func:`replay_explained`
 applies exactly those to a program and simulates it once -- no search -- so a recorded explanation can be
 re-checked bit for bit cheaply (tests/hw/test_fuzz_disagreements.py).
 """
 from __future__ import annotations
 
-from .explain import REWRITES, as_compiled
+import re
+
+from .explain import REWRITES, as_compiled, wgmma_hazards
+
+#: a register hazard's name (:func:`calib.fuzz.explain.wgmma_hazards`)
+HAZARD = re.compile(r"^wgmma-(?:a-source-reused@\d+:%\w+|acc-copy-clobbered@\d+)$")
 
 
 def parse_explanation(name: str) -> tuple[list, list]:
     """(rewrites in order, lowering variant names) of ``"diagnosed:<a>+<b>+..."``; ``v@1,2`` gives ``v@1``,
-    ``v@2``.  Raises ValueError for a name that is not an explanation."""
+    ``v@2``; a wgmma register hazard (:data:`HAZARD`) is a rewrite.  Raises ValueError for a name that is not an
+    explanation."""
     if not name.startswith("diagnosed:"):
         raise ValueError(f"not an explanation: {name!r}")
     rw, var = [], []
     for part in name[len("diagnosed:"):].split("+"):
-        if part in REWRITES:
+        if part in REWRITES or HAZARD.match(part):
             rw.append(part)
         elif "@" in part:
             base, lines = part.split("@", 1)
@@ -30,6 +38,21 @@ def parse_explanation(name: str) -> tuple[list, list]:
     return rw, var
 
 
+def apply_rewrites(text: str, rw: list) -> str | None:
+    """``text`` as ptxas compiled it by the rewrites ``rw``: first the wgmma register hazards (their lines are the
+    program's as generated, as :func:`calib.fuzz.explain.explain` tries them), then the others
+    (:func:`calib.fuzz.explain.as_compiled`); None when a named hazard is not in the program."""
+    hazards = [r for r in rw if HAZARD.match(r)]
+    if hazards:
+        for h in hazards:
+            made = dict(wgmma_hazards(text))
+            if h not in made:
+                return None
+            text = made[h]
+    rest = [r for r in rw if not HAZARD.match(r)]
+    return (as_compiled(text, rest) or text) if rest else text
+
+
 def replay_explained(prog, name: str) -> bytes | None:
     """The output bytes of ``prog`` (a :class:`calib.fuzz.generator.Program`) simulated as the explanation
     ``name`` says ptxas compiled it, or None when the simulator refuses the rewritten program."""
@@ -37,9 +60,9 @@ def replay_explained(prog, name: str) -> bytes | None:
     from tcsim.launch import Launch, run_launch
 
     rw, var = parse_explanation(name)
-    text = prog.render()
-    if rw:
-        text = as_compiled(text, rw) or text
+    text = apply_rewrites(prog.render(), rw)
+    if text is None:
+        return None
     try:
         res = run_launch(Launch(ptx=text, kernel=prog.kernel_name, block=(prog.nthreads, 1, 1),
                                 args=[prog.input_buffer(), prog.output_template()], lowering=frozenset(var)),
@@ -62,7 +85,9 @@ def replay_record(rec: dict, name: str | None = None, ptx: str | None = None) ->
     var: list = []
     if name is not None:
         rw, var = parse_explanation(name)
-        text = (as_compiled(text, rw) or text) if rw else text
+        text = apply_rewrites(text, rw)
+        if text is None:
+            return None
     out = np.full(len(rec["gpu_output"]), rec.get("output_fill", 0xA5), dtype=np.uint8)
     try:
         res = run_launch(Launch(ptx=text, kernel=rec["kernel"], block=(rec["nthreads"], 1, 1),

@@ -98,19 +98,27 @@ def known_divergent(meta: dict) -> list:
     return sorted(s for s in known if meta["seed"] <= s < meta["seed"] + meta["count"] and s in agree)
 
 
+def _records(roots=(ROOT,)) -> list:
+    """The campaign records (``.npz``) in ``roots``, one per file name, by name."""
+    return sorted({p.name: p for r in roots for p in Path(r).glob("h[12]00_*seeds_*.npz")}.values(),
+                  key=lambda p: p.name)
+
+
 def _todo(stems, done, roots=(ROOT,)):
     from calib.fuzz.record import differing_seeds, load
 
-    done_seeds = {s for _, s in done}
-    for path in sorted({p.name: p for r in roots for p in Path(r).glob("h[12]00_*seeds_*.npz")}.values(),
-                       key=lambda p: p.name):
+    paths = _records(roots)
+    metas = {p.stem: load(p)[1] for p in paths}
+    # a program surveyed under another record of the same generator version with the same GPU result (a record and
+    # the merged one that holds it) is not surveyed again; the same seed of another version is another program
+    done_keys = {(metas[c].get("generator", 1), s, _gpu_key(metas[c], s)) for c, s in done if c in metas}
+    for path in paths:
         if stems and path.stem not in stems:
             continue
         z, meta = load(path)
         gv = meta.get("generator", 1)
         for s in differing_seeds(meta) + known_divergent(meta):
-            if (path.stem, s) in done or s in done_seeds:     # (campaigns' seed ranges are disjoint but for a
-                #                                                record and the merged one that holds it)
+            if (path.stem, s) in done or (gv, s, _gpu_key(meta, s)) in done_keys:
                 continue
             if str(s) in meta["errors"]:
                 gpu = ("error", meta["errors"][str(s)])
@@ -187,8 +195,7 @@ def write_list(survey_files, dst: Path = LIST, command: str = "", roots=(ROOT,))
     from calib import pipeline as P
     from calib.fuzz.record import differing_seeds, load
 
-    paths = sorted({p.name: p for r in roots for p in Path(r).glob("h[12]00_*seeds_*.npz")}.values(),
-                   key=lambda p: p.name)
+    paths = _records(roots)
     metas = {p.stem: load(p)[1] for p in paths}
     rows: dict = {}
     for f in survey_files:

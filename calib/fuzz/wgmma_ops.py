@@ -1,4 +1,8 @@
-"""wgmma programs for the differential fuzzer (generator version 6): warpgroup MMA mixed with the ALU/memory items.
+"""wgmma programs for the differential fuzzer (generator versions 6-8): warpgroup MMA mixed with the ALU/memory items.
+
+Version 7 makes the register-A operands ``xor.b32 %wa, pool, key`` (not ``mov`` copies), moves values into and out
+of the accumulators by new-value instructions only and leaves imm-scale-a = -1 to A from a descriptor; version 8
+renders with the waits :func:`render_wait` forgot before (calib/fuzz/generator.py ``V7_AVOIDS``, ``V8_LINT_CHECKS``).
 
 A version-6 program of 4 warps (one warpgroup, PTX ISA 9.1 §9.7.15.1) carries, beside the items of
 :mod:`calib.fuzz.generator`, these top-level tree nodes:
@@ -111,6 +115,7 @@ class WgOp:
     neg_a: bool = False
     neg_b: bool = False
     id: int = 0
+    a_keys: tuple | None = None   # version 7: the A registers are ``xor.b32 %wa, pool, key`` (no mov copy)
 
     @property
     def k(self) -> int:
@@ -170,7 +175,10 @@ def render_ac_ins(r, ins) -> list:
 
 
 def render_wait(r, w: WgWait) -> list:
-    r.wg_inflight = r.wg_inflight[len(r.wg_inflight) - w.n:] if w.n else []
+    if r.p.version >= 8:        # wait_group N leaves the newest N groups in flight (all of them when fewer)
+        r.wg_inflight = r.wg_inflight[max(0, len(r.wg_inflight) - w.n):] if w.n else []
+    else:                       # versions 6 and 7 as recorded: with fewer than N, all but the newest forgotten
+        r.wg_inflight = r.wg_inflight[len(r.wg_inflight) - w.n:] if w.n else []
     return [f"wgmma.wait_group.sync.aligned {w.n};"]
 
 
@@ -222,7 +230,10 @@ def render_group(r, g: WgGroup) -> list:
         out += ["fence.proxy.async.shared::cta;", "bar.sync 0;"]
     out += wait_if_needed(r, g.registers())
     for op in g.ops:
-        if op.a_regs is not None:
+        if op.a_regs is not None and op.a_keys is not None:       # version 7: a new value, never a copy
+            out += [f"xor.b32 %wa{4 * op.a_set + i}, {s}, 0x{k:08X};"
+                    for i, (s, k) in enumerate(zip(op.a_regs, op.a_keys))]
+        elif op.a_regs is not None:
             out += [f"mov.b32 %wa{4 * op.a_set + i}, {s};" for i, s in enumerate(op.a_regs)]
     out.append("wgmma.fence.sync.aligned;")
     for op in g.ops:
@@ -438,10 +449,12 @@ def _chain(gen, g: WgGroup, budget: list, acc_free: list) -> bool:
         kb = i % kblocks if rng.random() < 0.8 else rng.randrange(kblocks)
         a_tile = ai if ai is not None and rng.random() < 0.9 else None
         a_kb = min(kb, g.tiles[ai].kblocks - 1) if a_tile is not None else 0
-        a_regs = None
+        a_regs = a_keys = None
         if a_tile is None:
             a_regs = tuple(gen.reg(32) for _ in range(4))
             aset = (aset + 1) % NA_SETS
+            if gen.version >= 7:
+                a_keys = tuple(_key(rng) for _ in range(4))
         u = rng.random()
         if i == 0:
             sd = "1" if u < 0.45 else "0" if u < 0.7 else \
@@ -452,8 +465,11 @@ def _chain(gen, g: WgGroup, budget: list, acc_free: list) -> bool:
                 ("pred", 4 * rng.randrange(12), rng.choice(["eq", "ne", "lo", "hs"]), rng.getrandbits(32),
                  rng.random() < 0.5)
         flt = kind != "int"
+        neg_a = flt and rng.random() < 0.25
+        if gen.version >= 7 and a_tile is None:
+            neg_a = False        # ptxas 13.0 may negate register A as 32-bit integers (V7_AVOIDS "wgmma-rs-neg-a")
         g.ops.append(WgOp(kind, dtype, atype, btype, sat, n, d0, a_tile, a_kb, a_regs, aset, bi, kb, sd,
-                          neg_a=flt and rng.random() < 0.25, neg_b=flt and rng.random() < 0.25, id=gen.nid()))
+                          neg_a=neg_a, neg_b=flt and rng.random() < 0.25, id=gen.nid(), a_keys=a_keys))
     # the accumulator stretch is used
     acc_free.remove(best)
     if d0 > best[0]:
@@ -499,14 +515,39 @@ def gen_wait(gen) -> WgWait:
     return WgWait(n, gen.nid())
 
 
+def _key(rng) -> int:
+    """A non-zero 32-bit xor key that leaves a float's exponent alone half of the time (version 7)."""
+    return rng.choice([rng.randrange(1, 1 << 23), rng.randrange(1, 1 << 32), 0x80000000, 0x00010001])
+
+
 def gen_acc_ins(gen):
-    """An instruction reading or writing accumulator registers (at top level: the renderer may wait first)."""
+    """An instruction reading or writing accumulator registers (at top level: the renderer may wait first).
+    Version 7 moves values between the pools and the accumulators only through instructions that make a new
+    value (:data:`calib.fuzz.generator.V7_AVOIDS`): never a ``mov`` copy, which ptxas 13.0 coalesces with the
+    accumulator's register."""
     from .ins import Ins
     rng = gen.rng
     j = rng.randrange(gen.nacc)
     k = rng.randrange(gen.nacc)
     u = rng.random()
-    if u < 0.25:
+    if gen.version >= 7:
+        if k == j:
+            k = (j + 1 + rng.randrange(gen.nacc - 1)) % gen.nacc
+        if u < 0.25:
+            text = f"xor.b32 {gen.reg(32)}, %ac{j}, 0x{_key(rng):08X}"
+        elif u < 0.4:
+            text = f"add.rn.f32 {gen.reg(32)}, %ac{j}, {gen.reg(32)}"
+        elif u < 0.5:
+            text = f"xor.b32 {gen.reg(32)}, %ac{j}, %ac{k}"
+        elif u < 0.6:
+            text = f"mul.wide.u32 {gen.reg(64)}, %ac{j}, %ac{k}"
+        elif u < 0.8:
+            text = f"xor.b32 %ac{j}, {gen.reg(32)}, 0x{_key(rng):08X}"
+        elif u < 0.9:
+            text = f"cvt.rn.f16x2.f32 %ac{j}, {gen.reg(32)}, {gen.reg(32)}"
+        else:
+            text = f"add.rn.f32 %ac{j}, %ac{j}, {gen.reg(32)}"
+    elif u < 0.25:
         text = f"mov.b32 {gen.reg(32)}, %ac{j}"
     elif u < 0.4:
         text = f"add.rn.f32 {gen.reg(32)}, %ac{j}, {gen.reg(32)}"

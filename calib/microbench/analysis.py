@@ -35,7 +35,7 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
     g, p = case.group, case.params
     nw = out.shape[0]
     cta = None
-    if g in ("ldmatrix", "mma", "loop") and p.get("warps", 1) > 1:
+    if g in ("ldmatrix", "mma", "loop") and p.get("warps", 1) > 1 or g == "wgmma":
         cta = range(nw)
     if g == "ws_tile":
         cta = range(4)                                       # the four consumer warps (not the TMA warp)
@@ -88,6 +88,12 @@ def derive(case: C.Case, out, sass: dict | None = None) -> dict:
         rate = p["warps"] * p["chains"] / per
         v = {"cycles_per_step": per, "mma_per_clk_sm": rate, "flop_per_clk_sm": rate * C.MMA_FLOP,
              "fraction_of_peak": rate * C.MMA_FLOP / C.PEAK_MMA_F16_FLOP_PER_CLK}
+    elif g == "wgmma":
+        n1, n4, n16 = G.WGMMA_LENGTHS
+        per = _slope(med[1], med[2], n4, n16)               # cycles per wgmma of each warpgroup (CTA-wide)
+        flop = 2 * 64 * p["n"] * G.WGMMA_FORMS[p["form"]][1]
+        v = {"cycles_per_wgmma": per, "fixed": med[1] - n4 * per, "one_wgmma": med[0],
+             "flop_per_clk_sm": p.get("warpgroups", 1) * flop / per}
     elif g in ("tma", "bulk"):
         nbytes = p["rows"] * p["inner"] * (4 if p.get("f32") else 2) if g == "tma" else p["bytes"]
         v = {"cold": float(out[0, 0, 0]), "warm": med[0], "bytes": nbytes, "bytes_per_clk_warm": nbytes / med[0]}

@@ -117,6 +117,13 @@ def _b_mma(c):
                          warps=c.params["warps"])
 
 
+def _b_wgmma(c):
+    p = c.params
+    return _calib_launch(c, G.wgmma_chain(p["form"], p["n"], G.WGMMA_LENGTHS, REPS, rs=p.get("rs", False),
+                                          warpgroups=p.get("warpgroups", 1)),
+                         nseg=len(G.WGMMA_LENGTHS), warps=4 * p.get("warpgroups", 1))
+
+
 def _b_tma(c):
     rows, inner, swz = c.params["rows"], c.params["inner"], c.params["swizzle"]
     adv = c.params.get("advance", False)
@@ -385,7 +392,7 @@ BUILDERS = {"clock": _b_clock, "alu": _b_alu, "smem": _b_smem, "gmem": _b_gmem, 
             "dsmem": _b_dsmem, "loop": _b_loop, "ring": _b_ring, "gmem_cold": _b_gmem_cold,
             "code": _b_code, "store": _b_store, "store_quiet": _b_store_quiet, "tma_issue": _b_tma_issue,
             "elem": _b_elem, "fence": _b_fence, "const": _b_const, "ws_tile": _b_ws_tile,
-            "tma_window": _b_tma_window,
+            "tma_window": _b_tma_window, "wgmma": _b_wgmma,
             "example": _example, "pipe_gemm": _pipe_gemm, "ws": _ws}
 
 
@@ -418,6 +425,14 @@ def _registry() -> dict:
     for form in ("f16", "bf16"):
         for w in (1, 2, 4, 8):
             cs.append(Case(f"mma_{form}_tput_{w}w", "mma", "calibration", {"form": form, "chains": 8, "warps": w}))
+    # wgmma issue rate and latency (issue 22: the tensor pipe's sm_90a numbers were B200 estimates)
+    for form, n, rs, wg in (("f16", 8, False, 1), ("f16", 64, False, 1), ("f16", 128, False, 1),
+                            ("f16", 256, False, 1), ("f16", 256, True, 1), ("f16", 256, False, 2),
+                            ("tf32", 256, False, 1), ("e4m3", 256, False, 1)):
+        name = f"wgmma_{form}_n{n}" + ("_rs" if rs else "") + (f"_{wg}wg" if wg > 1 else "")
+        cs.append(Case(name, "wgmma", "calibration", {"form": form, "n": n, "rs": rs, "warpgroups": wg},
+                       f"{wg} warpgroup(s), each wgmma.mma_async m64n{n} {form} ({'A from registers' if rs else 'SS'}"
+                       f") x {G.WGMMA_LENGTHS} per segment on one accumulator, then commit + wait_group 0"))
     for swz, inner, rows_list in (("128B", 64, (8, 32, 64, 128, 256)), ("none", 64, (8, 64, 256)),
                                   ("64B", 32, (64,)), ("32B", 16, (64,))):
         for rows in rows_list:

@@ -1106,3 +1106,51 @@ def icache_jump(reps: int) -> str:
         segs.append(body)
     init = "".join(f"\tmov.f32 \t%f{20 + i}, %f12;\n" for i in range(8))
     return timed_kernel("mb_icache_jump", segs, reps=reps, setup=setup + init)
+
+
+# ------------------------------------------------------------------------------------------- wgmma.mma_async
+#: (instruction shape suffix and types, K of one instruction, A / B element bytes, transpose immediates allowed):
+#: PTX ISA 9.1 sec. 9.7.15.5.2 (wgmma.mma_async: .f16 / .bf16 take imm-trans-a/b, .tf32 / fp8 do not)
+WGMMA_FORMS = {
+    "f16": ("f32.f16.f16", 16, True),
+    "bf16": ("f32.bf16.bf16", 16, True),
+    "tf32": ("f32.tf32.tf32", 8, False),
+    "e4m3": ("f32.e4m3.e4m3", 32, False),
+}
+#: wgmmas per timed segment: 1 (issue -> wait_group 0: one wgmma's latency with the fence / commit / wait) and two
+#: lengths whose slope is the back-to-back issue interval of wgmmas chained on one accumulator
+WGMMA_LENGTHS = (1, 4, 16)
+#: 128B-swizzled K-major operand tiles (SBO 1024 B: eight 128-byte rows), 1 KB aligned: A 64 rows, B up to 256
+WGMMA_SMEM_A = 64 * 128
+WGMMA_DESC_BITS = (1 << 62) | ((1024 >> 4) << 32)
+
+
+def wgmma_chain(form: str, n: int, lengths: tuple, reps: int, rs: bool = False, warpgroups: int = 1) -> str:
+    """Back-to-back ``wgmma.mma_async m64nNk*`` of one warpgroup (every warpgroup of the CTA runs the same code),
+    chained on one f32 accumulator (the hardware orders wgmmas on the same accumulator: PTX ISA 9.1 sec.
+    9.7.15.5.2), A and B from zeroed 128B-swizzled SMEM tiles (``rs``: A from registers), each segment
+    ``wgmma.fence; L x wgmma; wgmma.commit_group; wgmma.wait_group 0`` and a use of one accumulator register."""
+    types, _, trans = WGMMA_FORMS[form]
+    k = WGMMA_FORMS[form][1]
+    threads = 128 * warpgroups
+    smem = WGMMA_SMEM_A + n * 128
+    nacc = n // 2
+    acc = "{" + ", ".join(f"%acc{i}" for i in range(nacc)) + "}"
+    a_op = "{%r40, %r41, %r42, %r43}" if rs else "%rd10"
+    imm = ", 1, 1" + ((", 0" if rs else ", 0, 0") if trans else "")
+    op = f"\twgmma.mma_async.sync.aligned.m64n{n}k{k}.{types} \t{acc}, {a_op}, %rd11, 1{imm};\n"
+    setup = ("\tmov.u32 \t%r20, wgbuf;\n\tshl.b32 \t%r21, %r1, 4;\n\tadd.u32 \t%r21, %r20, %r21;\n"
+             + "".join(f"\tst.shared.v4.b32 \t[%r21+{i * threads * 16}], {{%r7, %r7, %r7, %r7}};\n"
+                       for i in range(smem // (threads * 16)))
+             + "\tfence.proxy.async.shared::cta;\n\tbar.sync \t0;\n"
+             + "\tcvt.u64.u32 \t%rd10, %r20;\n\tshr.u64 \t%rd10, %rd10, 4;\n"
+             + f"\tor.b64 \t%rd10, %rd10, {WGMMA_DESC_BITS};\n"
+             + f"\tadd.s64 \t%rd11, %rd10, {WGMMA_SMEM_A >> 4};\n"
+             + "".join(f"\tmov.b32 \t%r{40 + i}, 0;\n" for i in range(4))
+             + "".join(f"\tmov.f32 \t%acc{i}, 0f00000000;\n" for i in range(nacc)))
+    fold = "\tmov.b32 \t%r13, %acc0;\n\txor.b32 \t%r8, %r8, %r13;\n"
+    segs = ["\twgmma.fence.sync.aligned;\n" + rep(op, ln) + "\twgmma.commit_group.sync.aligned;\n"
+            "\twgmma.wait_group.sync.aligned 0;\n" + fold for ln in lengths]
+    post = "".join(f"\tmov.b32 \t%r13, %acc{i};\n\txor.b32 \t%r8, %r8, %r13;\n" for i in range(nacc))
+    return timed_kernel("mb_wgmma", segs, reps=reps, setup=setup, pre="\tbar.sync \t0;\n", post=post,
+                        decls=f"\t.reg .f32 \t%acc<{nacc}>;\n\t.shared .align 1024 .b8 wgbuf[{smem}];\n")

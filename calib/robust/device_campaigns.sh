@@ -16,8 +16,8 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 : "${OUT:?set OUT to the results folder}"
 DEADLINE=${1:-540}
-# (smaller runs for a dry run: RCHUNK cases per robustness chunk, RCHUNKS chunks, PCOUNT ptxas mutants, BCOUNT
-# run/launch cases under the default budget)
+# (smaller runs for a dry run: RCHUNK cases per robustness chunk, RCHUNKS chunks, PCOUNT ptxas mutants -- 0: no
+# ptxas campaign, every core to the robustness campaign --, BCOUNT run/launch cases under the default budget)
 RCHUNK=${RCHUNK:-10000}; RCHUNKS=${RCHUNKS:-10}; PCOUNT=${PCOUNT:-10000}; BCOUNT=${BCOUNT:-400}
 cd "$(dirname "$0")/../.." || exit 2
 # simpy is not on the GPU machines' image: the wheel the project carries in .whl/ (when there is one)
@@ -27,14 +27,18 @@ command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 T0=$(date +%s)
 N=$(nproc)
 PJ=$(( N * 45 / 100 )); [ "$PJ" -lt 1 ] && PJ=1
+[ "$PCOUNT" -eq 0 ] && PJ=0             # PCOUNT=0: the robustness campaign alone, on every core
 RJ=$(( N - PJ )); [ "$RJ" -lt 1 ] && RJ=1
 TMP=$(mktemp -d)
 (echo "nproc $N (robust jobs $RJ, ptxas jobs $PJ, deadline $DEADLINE s)"; python3 --version; ptxas --version | tail -n 2;
  lscpu | grep -m1 "Model name"; git rev-parse HEAD 2>/dev/null) > "$OUT/machine.txt" 2>&1
 
-python3 -m calib.ptxas_agree --seed 19 --count "$PCOUNT" --jobs "$PJ" --time-limit $(( DEADLINE - 15 )) \
-    --out "$OUT/ptxas_record.json" > "$TMP/ptxas_log.txt" 2>&1 &
-PTXAS=$!
+PTXAS=
+if [ "$PCOUNT" -gt 0 ]; then
+    python3 -m calib.ptxas_agree --seed 19 --count "$PCOUNT" --jobs "$PJ" --time-limit $(( DEADLINE - 15 )) \
+        --out "$OUT/ptxas_record.json" > "$TMP/ptxas_log.txt" 2>&1 &
+    PTXAS=$!
+fi
 
 MIX='{"check": 0.98, "run": 0.008, "launch": 0.008, "cli": 0.004}'
 records=()
@@ -56,8 +60,7 @@ if [ "$left" -gt 150 ] && [ "$BCOUNT" -gt 0 ]; then
 fi
 [ "${#records[@]}" -gt 0 ] && python3 -m calib.robust --combine "${records[@]}" --record "$OUT/robust_record.json" \
     >> "$TMP/log.txt" 2>&1
-wait $PTXAS
-cat "$TMP/ptxas_log.txt" >> "$TMP/log.txt"
+[ -n "$PTXAS" ] && wait $PTXAS && cat "$TMP/ptxas_log.txt" >> "$TMP/log.txt"
 echo "wall $(( $(date +%s) - T0 )) s" >> "$TMP/log.txt"
 cp "$TMP/log.txt" "$OUT/log.txt"
 tail -n 40 "$OUT/log.txt"

@@ -31,6 +31,25 @@ HELDOUT = {
     "BlackScholes": ("Samples/5_Domain_Specific/BlackScholes", '#include "BlackScholes_kernel.cuh"'),
     "bitonicSort": ("Samples/2_Concepts_and_Techniques/sortingNetworks", "bitonicSort.cu"),
     "matrixMul": ("Samples/0_Introduction/matrixMul", "matrixMul.cu"),
+    # the second held-out set (kernels.HELDOUT2)
+    "vectorAdd": ("Samples/0_Introduction/vectorAdd", "vectorAdd.cu"),
+    "simpleAtomicIntrinsics": ("Samples/0_Introduction/simpleAtomicIntrinsics",
+                               '#include "simpleAtomicIntrinsics_kernel.cuh"'),
+    "mergeSort": ("Samples/0_Introduction/mergeSort", "mergeSort.cu"),
+    "reduction": ("Samples/2_Concepts_and_Techniques/reduction", "reduction_kernel.cu"),
+    "histogram64": ("Samples/2_Concepts_and_Techniques/histogram", "histogram64.cu"),
+    "histogram256": ("Samples/2_Concepts_and_Techniques/histogram", "histogram256.cu"),
+    "scan": ("Samples/2_Concepts_and_Techniques/scan", "scan.cu"),
+    "shfl_scan": ("Samples/2_Concepts_and_Techniques/shfl_scan", "shfl_scan.cu"),
+    "sobol": ("Samples/5_Domain_Specific/SobolQRNG", "sobol_gpu.cu"),
+    "globalToShmemAsyncCopy": ("Samples/3_CUDA_Features/globalToShmemAsyncCopy", "globalToShmemAsyncCopy.cu"),
+    "warpAggregatedAtomicsCG": ("Samples/3_CUDA_Features/warpAggregatedAtomicsCG", "warpAggregatedAtomicsCG.cu"),
+}
+#: stems whose PTX holds many more entries than the corpus launches (template instantiations): only these entries
+#: are kept (every other line of the module -- header, declarations, .func bodies -- stays as nvcc wrote it)
+HELDOUT_KEEP = {
+    "reduction": ("_Z7reduce2IiEvPT_S1_j", "_Z7reduce6IiLj256ELb1EEvPT_S1_j"),
+    "globalToShmemAsyncCopy": ("_Z29MatrixMulAsyncCopySingleStageILi16EEvPfPKfS2_ii",),
 }
 NVCC = ("nvcc", "-ptx", "-O3", "-arch=sm_90a", "-diag-suppress", "550")
 
@@ -70,6 +89,35 @@ def build_triton() -> list:
     return out
 
 
+def keep_entries(ptx: str, keep) -> str:
+    """``ptx`` without the ``.entry`` functions not named in ``keep``: an entry is the lines from its ``.entry``
+    line to the first line that is a lone ``}`` (the module-scope declarations between its ``// .globl`` comment and
+    its ``.entry`` line stay, and so does a ``.func``)."""
+    lines, out, i, found = ptx.splitlines(keepends=True), [], 0, set()
+    while i < len(lines):
+        head = lines[i].strip()
+        k = i + 1
+        while head.startswith("// .globl") and k < len(lines) and not any(w in lines[k] for w in (".entry ", ".func ")):
+            k += 1
+        if not head.startswith("// .globl") or k >= len(lines) or ".entry " not in lines[k]:
+            out.append(lines[i])
+            i += 1
+            continue
+        name = head.split()[-1]
+        j = i
+        while j < len(lines) and lines[j].rstrip("\n") != "}":
+            j += 1
+        if name in keep:
+            out.extend(lines[i:j + 1])
+            found.add(name)
+        else:
+            out.extend(lines[i + 1:k])      # module-scope declarations (.extern .shared ...) other entries use
+        i = j + 1
+    if set(keep) - found:
+        raise SystemExit(f"build: entries {sorted(set(keep) - found)} not in the PTX")
+    return "".join(out)
+
+
 def build_heldout(samples: Path) -> list:
     """``heldout/<stem>.sm_90a.ptx`` from a cuda-samples checkout (``-I Common -I <sample folder>``; a kernel header
     is compiled through a scratch file holding one ``#include`` in a temporary folder)."""
@@ -89,6 +137,8 @@ def build_heldout(samples: Path) -> list:
             dst = HELD / f"{stem}.sm_90a.ptx"
             subprocess.run([*NVCC, "-I", str(samples / "Common"), "-I", str(samples / folder), str(f), "-o",
                             str(dst)], check=True)
+            if stem in HELDOUT_KEEP:
+                dst.write_text(keep_entries(dst.read_text(), HELDOUT_KEEP[stem]))
             out.append(dst)
             print(f"{folder}/{src} -> {dst.relative_to(HERE)}")
     return out

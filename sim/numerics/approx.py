@@ -322,45 +322,88 @@ def _revolutions(b, xp):
 
 
 _TRIG_DATA = "trig_sm90.npz"
+_QUARTER_T = 1 << 23            # t of a quarter turn
+TRIG_ROW = 1024                 # fractions of a quarter turn per row of the quarter-sine model
 
 
 @functools.lru_cache(maxsize=None)
-def _trig_residual_np(fn):
-    """The measured MUFU.SIN / MUFU.COS results over every t as residuals (int64) against the float64 model below
-    (package data data/trig_sm90.npz, written by calib/approx/trig_record.py --install), or None without it."""
-    import lzma
+def _trig_model_np():
+    """The quarter-sine model of MUFU.SIN / MUFU.COS (package data data/trig_sm90.npz, written by
+    calib/approx/trig_model.py from an H100 record), or None without it: per row of 1024 fractions u the
+    coefficients c0, c1, c2 (float64), the weights of the row's 10 low fraction bits (integer q * 2**e), and the
+    exceptions (u, f32 bits) where the rounded model differs from the GPU."""
     path = resources.files("tcsim.numerics").joinpath("data", _TRIG_DATA)
     if not path.is_file():
         return None
     with path.open("rb") as f:
         z = np.load(f)
-        d = np.frombuffer(lzma.decompress(z[f"{fn}_resid"].tobytes()), np.int8).astype(np.int64)
-        d[z[f"{fn}_esc_pos"]] = z[f"{fn}_esc_val"]
-    d.setflags(write=False)
-    return d
+        coef = z["coef"].astype(np.float64)
+        bits = z["bitq"].astype(np.float64) * np.exp2(z["bexp"].astype(np.float64))[:, None]
+        exc_u = np.cumsum(z["exc_du"].astype(np.int64))
+        exc_bits = z["exc_bits"].astype(np.int64)
+    out = {"coef": coef, "bits": bits, "exc_u": exc_u, "exc_bits": exc_bits}
+    for v in out.values():
+        v.setflags(write=False)
+    return out
 
 
-def _trig_residual(fn, xp):
-    d = _trig_residual_np(fn)
-    if d is None or xp is np:
-        return d
-    key = (xp.__name__, "trig_" + fn)
+def _trig_model(xp):
+    m = _trig_model_np()
+    if m is None or xp is np:
+        return m
+    key = (xp.__name__, "trig_model")
     if key not in _XP_TABLES:
-        _XP_TABLES[key] = xp.asarray(d)
+        _XP_TABLES[key] = {k: xp.asarray(v) for k, v in m.items()}
     return _XP_TABLES[key]
+
+
+def quarter_sine_model(u, xp, model, exceptions=True):
+    """MUFU.SIN over the first quarter turn: f32 bits (int64) for fractions u in [0, 2**23) (int64), t = u.  Per
+    row i = u >> 10 and x = u & 1023: P = c0 + c1 x + c2 x**2 + sum_k w_k bit_k(x) in float64, in this order,
+    rounded once to f32; then the exceptions.  (Used by calib/approx/trig_model.py to fit, so the fit and the
+    simulator evaluate the same expression.)"""
+    i = u >> 10
+    x = (u & (TRIG_ROW - 1)).astype(xp.float64)
+    c = model["coef"]
+    p = c[i, 0] + c[i, 1] * x
+    p = p + c[i, 2] * (x * x)
+    w = model["bits"]
+    for k in range(w.shape[1]):
+        p = p + w[i, k] * ((u >> k) & 1).astype(xp.float64)
+    r = p.astype(xp.float32).view(xp.uint32).astype(xp.int64)
+    if exceptions and model["exc_u"].size:
+        eu = model["exc_u"]
+        j = xp.clip(xp.searchsorted(eu, u), 0, eu.size - 1)
+        r = xp.where(eu[j] == u, model["exc_bits"][j], r)
+    return r
+
+
+def _mufu_sin_t(t, xp, model):
+    """MUFU.SIN of the fraction t (int64, [0, 2**25)) of a revolution: the quarter-sine S(u) with the quadrant
+    symmetries measured on the H100 (bit for bit over every t an input reaches): t = q 2**23 + u gives S(u),
+    S(2**23 - 1 - u) (the fraction's one's complement), -S(u), -S(2**23 - 1 - u) for q = 0..3; MUFU.COS(t) is
+    MUFU.SIN(t + 2**23)."""
+    q = t >> 23
+    u = t & (_QUARTER_T - 1)
+    v = xp.where((q & 1) == 1, _QUARTER_T - 1 - u, u)
+    return quarter_sine_model(v, xp, model) ^ ((q >> 1) << 31)
 
 
 def _trig(b, fn):
     xp = _xp(b)
     s, a, t, y = _revolutions(b, xp)
-    r = _enc32(getattr(xp, fn)(t * (2.0 * np.pi / 2.0 ** 25)), xp)
-    # zeros are exact, with the sign of a quadrant-based evaluation (measured): sin at whole turns +0 and half
-    # turns -0; cos likewise a quarter turn later (cos(t) = sin(t + 1/4))
-    u = t if fn == "sin" else xp.fmod(t + 2.0 ** 23, 2.0 ** 25)
-    r = xp.where(u == 0, 0, xp.where(u == 2 ** 24, 1 << 31, r))
-    resid = _trig_residual(fn, xp)
-    if resid is not None:                       # the H100's value for this t (every t an f32 input reaches)
-        r = r + resid[t.astype(xp.int64)]
+    ti = t.astype(xp.int64)
+    model = _trig_model(xp)
+    if model is not None:                       # the H100's MUFU (calib/approx/trig_model.py)
+        if fn == "cos":
+            ti = (ti + _QUARTER_T) & ((1 << 25) - 1)
+        r = _mufu_sin_t(ti, xp, model)
+    else:                                       # without the package data: float64 rounded once
+        r = _enc32(getattr(xp, fn)(t * (2.0 * np.pi / 2.0 ** 25)), xp)
+        # zeros are exact, with the sign of a quadrant-based evaluation (measured): sin at whole turns +0 and
+        # half turns -0; cos likewise a quarter turn later (cos(t) = sin(t + 1/4))
+        u = t if fn == "sin" else xp.fmod(t + 2.0 ** 23, 2.0 ** 25)
+        r = xp.where(u == 0, 0, xp.where(u == 2 ** 24, 1 << 31, r))
     if fn == "sin":
         r = r ^ (s << 31)
     return _out(xp.where(a >= 0x7F800000, _NANB, r), xp)
@@ -547,9 +590,9 @@ EXACT = {
 
 def approx_exact(name: str) -> bool:
     """True when `name` (e.g. 'ex2_approx') reproduces the H100 bit for bit on every input (sin / cos: when the
-    measured residual tables, data/trig_sm90.npz, are installed)."""
+    measured model, data/trig_sm90.npz, is installed)."""
     if name in ("sin_approx", "cos_approx"):
-        return _trig_residual_np(name[:3]) is not None
+        return _trig_model_np() is not None
     return EXACT[name]
 
 

@@ -32,8 +32,22 @@ distinguishes (PTX ISA 9.1 §8, memory consistency model):
   such fence per warp and map address, :mod:`tcsim.race.hb`.)
 
 Every edge joins all rows (knowledge is cumulative); the fences copy ``VC`` into their row.
+
+A clock is as wide as the components ever registered, so in a grid of many CTAs the clocks would widen by a few
+components per warp started (issue 17: the live warps' clocks held most of the detector's memory growth).  When
+the detector compacts finished clusters (:mod:`tcsim.retention`) it *retires* their components
+(:meth:`Components.retire`: nobody advances them again), and before the registry would widen, it *recycles* the
+retired components that no clock still alive knows in any row (:meth:`Components.recycle`; every clock is tracked
+by a weak reference while recycling is on): such a component's entries are 0 in every clock, so each access
+recorded with it is unknown to every clock (or known, for a value of 0) -- exactly as for one fixed component
+that nobody ever advances, ``("forgotten",)``, to which the detector moves those records
+(:meth:`tcsim.race.hb.HappensBefore._recycle`).  The freed index then serves a new warp or unit, starting from 0
+in every clock as a fresh component does.  The width of the clocks stays that of the components alive or still
+known, whatever the number of CTAs run.
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -43,22 +57,76 @@ VIEW_NAMES = ("VC", "PA", "TB", "TA", "MB", "MI", "AQ")
 
 
 class Components:
-    """The registry of clock components (index per key) and the capacity every clock is padded to."""
+    """The registry of clock components (index per key) and the capacity every clock is padded to.
+
+    Recycling (module docstring) is off until :meth:`start_recycling`; a key's second element, where it has one,
+    is the CTA it belongs to (the detector's keys: ``("warp", cta, warp)``, ``("tma.read", cta)``, ...), which
+    :meth:`retire` goes by."""
 
     def __init__(self, cap: int = 64):
         self.cap = cap
         self.index: dict = {}
         self.keys: list = []
+        self.free: list = []            # recycled indices, ready for a new key
+        self.retired: list = []         # indices nobody advances again, not yet recycled
+        self.clocks = None              # weakref.WeakSet of every clock alive, while recycling is on
+        self.recycler = None            # callable(list of candidate indices) -> those it recycled
+        self._by_cta: dict = {}         # cta -> indices of its keys (while recycling is on)
+
+    def start_recycling(self, recycler) -> None:
+        """Track every clock made from now on (call it before any) and recycle through ``recycler``."""
+        self.clocks = weakref.WeakSet()
+        self.recycler = recycler
 
     def component(self, key) -> int:
         i = self.index.get(key)
         if i is None:
-            i = len(self.keys)
+            if not self.free and len(self.keys) >= self.cap and self.retired and self.recycler is not None:
+                self.recycle()
+            if self.free:
+                i = self.free.pop()
+                self.keys[i] = key
+            else:
+                i = len(self.keys)
+                self.keys.append(key)
+                while i >= self.cap:
+                    self.cap *= 2
             self.index[key] = i
-            self.keys.append(key)
-            while i >= self.cap:
-                self.cap *= 2
+            if self.clocks is not None and len(key) > 1:
+                self._by_cta.setdefault(key[1], []).append(i)
         return i
+
+    def retire(self, ctas) -> None:
+        """The components of ``ctas`` (all exited, their state compacted) will never advance again."""
+        for cta in ctas:
+            for i in self._by_cta.pop(cta, ()):
+                self.index.pop(self.keys[i], None)
+                self.retired.append(i)
+
+    def known(self, comps: np.ndarray) -> np.ndarray:
+        """For each component of ``comps``: whether some clock alive has a non-zero entry for it in any row."""
+        out = np.zeros(comps.size, dtype=bool)
+        for c in list(self.clocks):
+            v = c.v
+            inside = comps < v.shape[1]
+            if inside.any():
+                out[inside] |= v[:, comps[inside]].any(axis=0)
+        return out
+
+    def recycle(self) -> list:
+        """Free the retired components no clock alive knows (module docstring), through the recycler; returns them."""
+        cand = np.array(self.retired, dtype=np.int64)
+        freed = [int(i) for i in cand[~self.known(cand)]] if cand.size else []
+        if freed:
+            freed = list(self.recycler(freed))
+            gone = set(freed)
+            self.retired = [i for i in self.retired if i not in gone]
+            self.free.extend(sorted(freed, reverse=True))
+        return freed
+
+    def live(self) -> int:
+        """Components registered and not recycled (alive, retired but still known, or reserved)."""
+        return len(self.keys) - len(self.free)
 
     def clock(self) -> "Clock":
         return Clock(self, np.zeros((NVIEWS, self.cap), dtype=np.int64))
@@ -67,11 +135,13 @@ class Components:
 class Clock:
     """A vector clock with its knowledge views (module docstring); ``v`` is the (NVIEWS, capacity) array."""
 
-    __slots__ = ("reg", "v")
+    __slots__ = ("reg", "v", "__weakref__")
 
     def __init__(self, reg: Components, v: np.ndarray):
         self.reg = reg
         self.v = v
+        if reg.clocks is not None:
+            reg.clocks.add(self)
 
     def fit(self) -> np.ndarray:
         """The array, padded to the registry's capacity (components registered since)."""

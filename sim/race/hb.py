@@ -91,7 +91,7 @@ class AccessRec:
 
 
 class WarpState:
-    __slots__ = ("key", "comp", "clock", "tld", "tld_seq", "tst", "tst_seq", "cpa", "cpa_seq", "fence_rel",
+    __slots__ = ("key", "reg", "comp", "clock", "_tld", "tld_seq", "_tst", "tst_seq", "_cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
                  "cluster_phase", "gdc_waited", "arrives", "wg_open", "wg_groups", "wg_regs", "wg_unfenced")
 
@@ -100,11 +100,12 @@ class WarpState:
         self.comp = reg.component(("warp",) + key)
         self.clock = reg.clock()
         self.clock.set_at_least(self.comp, 1)
-        self.tld = reg.component(("tcgen05.ld",) + key)
+        # the warp's tcgen05.ld / tcgen05.st / cp.async streams: components registered at their first use (most
+        # warps never issue them, and every clock is as wide as the components registered)
+        self.reg = reg
+        self._tld = self._tst = self._cpa = None
         self.tld_seq = 0
-        self.tst = reg.component(("tcgen05.st",) + key)
         self.tst_seq = 0
-        self.cpa = reg.component(("cp.async",) + key)
         self.cpa_seq = 0
         self.fence_rel = None        # clock at the last release fence (for relaxed strong writes)
         self.pend_acq = None         # clocks read by relaxed strong reads, acquired by the next acquire fence
@@ -122,6 +123,24 @@ class WarpState:
         self.wg_groups: deque = deque()
         self.wg_regs: dict = {}      # register -> (AccessRec of the wgmma.mma_async using it, op id, role)
         self.wg_unfenced: dict = {}  # register -> AccessRec of the warp's last write since its last wgmma.fence
+
+    @property
+    def tld(self) -> int:
+        if self._tld is None:
+            self._tld = self.reg.component(("tcgen05.ld",) + self.key)
+        return self._tld
+
+    @property
+    def tst(self) -> int:
+        if self._tst is None:
+            self._tst = self.reg.component(("tcgen05.st",) + self.key)
+        return self._tst
+
+    @property
+    def cpa(self) -> int:
+        if self._cpa is None:
+            self._cpa = self.reg.component(("cp.async",) + self.key)
+        return self._cpa
 
     @property
     def epoch(self) -> int:
@@ -205,6 +224,15 @@ class HappensBefore:
             n for ins in self.program.body if ins.opcode == "tcgen05" and ins.mods[:1] == ("ld",) and ins.operands
             for n in ir.reg_names(ins.operands[0]))
         sim.cta_exit_hooks.append(self._cta_exit)
+        self._free_recs: list = []      # ids of records of compacted spaces, reused by new records
+        #: a grid larger than the finished CTAs kept whole is compacted (tcsim.retention): its clocks recycle the
+        #: components of compacted clusters (tcsim.race.clocks), so they stay as wide as the live components
+        from tcsim import retention
+        g = getattr(sim, "grid", (1, 1, 1))
+        self._forgotten = None
+        if g[0] * g[1] * g[2] > retention.KEEP_FINISHED_CTAS and not sim.arch_config.timed:
+            self.reg.start_recycling(self._recycle)
+            self._forgotten = self.reg.component(("forgotten",))     # nobody advances it: 0 in every clock
 
     # ----------------------------------------------------------------------------------------- plumbing
     def on_event(self, ev) -> None:
@@ -265,8 +293,24 @@ class HappensBefore:
         return r
 
     def _rec(self, rec: AccessRec) -> int:
+        if self._free_recs:
+            i = self._free_recs.pop()
+            self.recs[i] = rec
+            return i
         self.recs.append(rec)
         return len(self.recs) - 1
+
+    def _recycle(self, comps) -> list:
+        """The recycler of the clock components (:meth:`tcsim.race.clocks.Components.recycle`): ``comps`` are
+        retired and no clock alive knows them; those an acquire fence on a tensor map still names stay (its check
+        compares a clock with them), the others' recorded accesses move to the component nobody advances (the same
+        judgement against every clock: unknown, or known for a value of 0) and they are returned, free."""
+        held = {fc for fs in self.tm_fences.values() for fc, _, _ in fs}
+        comps = [c for c in comps if c not in held]
+        if comps:
+            tab = self.table
+            tab.comp[np.isin(tab.comp, comps)] = self._forgotten
+        return comps
 
     def _cluster_of(self, cta):
         c = self.ctas.get(tuple(cta))
@@ -929,8 +973,12 @@ class HappensBefore:
         keys = [("smem", cluster.clusterid)] + [("tmem", c) for c in ctas]
         for k in keys:
             self.spaces.pop(k, None)
-            for i in self._space_recs.pop(k, ()):
+            ids = self._space_recs.pop(k, ())
+            for i in ids:
                 self.recs[i] = None
+            self._free_recs.extend(ids)         # no shadow left holds them: new records take their ids
+        if self._forgotten is not None:
+            self.reg.retire(ctas)               # their warps' and units' clock components (tcsim.race.clocks)
         for d in (self.warps, self.bars, self.bar_history, self.mbars, self.lsu_arrives):
             for k in [k for k in d if k[0] in ctas]:
                 del d[k]

@@ -25,8 +25,8 @@ from typing import Callable
 from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError, UnsupportedError
 from tcsim.isa.forms import check_family_key, family_of, opcode_of_key
-from tcsim.isa.typing_rules import (check_address_bases, check_integer_registers, reject_special_registers,
-                                     reject_vector_operands)
+from tcsim.isa.typing_rules import (check_address_bases, check_integer_registers, reject_label_operands,
+                                     reject_special_registers, reject_vector_operands)
 
 
 class DecoderOverlap(ValueError):
@@ -106,6 +106,7 @@ class Registry:
                                        expected="an instruction tcsim implements (see `tcsim check --list`)")
             raise UnsupportedError(f"form {ins.full_opcode} is not supported by tcsim", ins.loc)
         try:
+            reject_label_operands(ins)
             reject_special_registers(ins)
             check_address_bases(ins, info)
             reject_vector_operands(ins)

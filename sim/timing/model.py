@@ -82,7 +82,7 @@ from .. import memory as M
 from ..observe import Stall
 from .classes import plan_instruction
 from .params import ArchConfig
-from .sass import default_latencies, load_loop_facts, load_loops, steady_cycles
+from .sass import default_latencies, load_loop_facts, load_loop_windows, load_loops, steady_cycles
 from .scoreboard import Scoreboard
 from .smem import GlobalLines, l2_resident_ranges, smem_wavefronts
 from .stats import TimingReport, WarpTiming
@@ -106,7 +106,8 @@ class SmState:
         self.gmem_free = 0.0
         self.store_free = 0.0           # when the SM's global-store path has drained what was issued so far
         self.store_log: deque = deque()  # recent (issue cycle, drained cycle) of global stores (TMA sharing)
-        self.l1: set = set()            # global lines held in this SM's L1 (loads that allocate there)
+        self.l1: dict = {}              # global lines held in this SM's L1 (loads that allocate there) -> the cycle
+        #                                 their fill lands (l1_pending_fills; 0: at once)
         self.calendar: dict = {}        # dataflow issue: unit / port -> sorted booked (start, end) intervals
         self.const_lines = OrderedDict()  # 64-byte constant lines in the SM's small constant cache (LRU)
         self.const_blocks: set = set()  # 256-byte blocks of the constant space read so far
@@ -184,6 +185,21 @@ class TimingModel:
                             break
                     self.plans[pc] = plan_instruction(self.body[pc], cfg)
                 self.plans[pc] = replace(self.plans[pc], order="drain")
+        # loads in flight per warp in a loop, as ptxas's register allocation allows (sass_load_window; loop facts'
+        # windows): load pc -> (its innermost loop's back-edge pc, window)
+        self.load_window: dict = {}
+        if self.dataflow and cfg.sass_load_window:
+            wins = {line_pc[ln]: n for ln, n in load_loop_windows(sim.program.kernel.body).items() if ln in line_pc}
+            if wins:
+                loops = [(labels_head, pc) for pc, labels_head in _back_edges(self.body, sim.program.kernel.labels)
+                         if pc in wins]
+                for k, ins in enumerate(self.body):
+                    if ins.opcode not in ("ld", "ldu") or self.plans[k].cls != "mem" or not self.plans[k].dsts:
+                        continue
+                    inner = [(h, b) for h, b in loops if h <= k <= b]
+                    if inner:
+                        h, b = min(inner, key=lambda lp: lp[1] - lp[0])
+                        self.load_window[k] = (b, wins[b])
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
@@ -246,6 +262,11 @@ class TimingModel:
             ready = wt.tmem_ld_ready if p.tmem.endswith("ld") else wt.tmem_st_ready
             if ready > now:
                 return ready, "tmem", f"tcgen05.{p.tmem}"
+        if pc in self.load_window:
+            loop, n = self.load_window[pc]
+            done = wt.loads.get(loop)
+            if done is not None and len(done) >= n and done[-n] > now:
+                return done[-n], "dependency", f"load registers in flight (SASS window {n})"
         sm = self.sm(warp.cta)
         free = sm.issue_free[wt.sub]
         if free > now:
@@ -382,6 +403,10 @@ class TimingModel:
             gap = max(gap, done - issue + self.cfg.acquire_cctl_cycles)
             sm.l1.clear()
         now = issue
+        if pc in self.load_window:
+            loop, n = self.load_window[pc]
+            q = wt.loads.setdefault(loop, deque(maxlen=n))
+            q.append(done)
         if p.dsts:
             wt.scoreboard.write(p.dsts, done, pc)
         if p.tmem == "ld":
@@ -478,17 +503,23 @@ class TimingModel:
         if space == "global":
             line = int(cfg.gmem_line_bytes)
             lines = set((addrs.astype(np.uint64) // np.uint64(line)).tolist())
+            fill = None
             if p.dsts and not p.l2_only and cfg.l1_caches_global_loads:
-                if lines <= sm.l1:
+                if all(ln in sm.l1 for ln in lines):
+                    # a hit; with l1_pending_fills, on a line whose fill is still in flight it completes when
+                    # the fill lands (a hit under miss: the line is tagged at the miss, its data comes later)
+                    landed = max(sm.l1[ln] for ln in lines) - now if cfg.l1_pending_fills else 0.0
                     if cfg.l1_line_cycles > 0 and len(lines) > 1:
                         # a scattered hit: one L1 tag lookup per line, on the port L1 and SMEM share (corpus:
                         # chase_runtime_trip, 4 warps gathering ~28 lines each per step)
                         waves = len(lines)
                         q = self._smem_port(sm, now, math.ceil(waves * cfg.l1_line_cycles)) \
                             - (math.ceil(waves * cfg.l1_line_cycles) - 1)
-                        return q + cfg.l1_latency + (waves - 1) * cfg.l1_line_cycles
-                    return cfg.l1_latency
-                sm.l1 |= lines
+                        return max(landed, q + cfg.l1_latency + (waves - 1) * cfg.l1_line_cycles)
+                    return max(landed, cfg.l1_latency)
+                fill = [ln for ln in lines if ln not in sm.l1]
+                for ln in lines:
+                    sm.l1.setdefault(ln, now)
             fresh = self.lines.first_touches(addrs)
             new = len(fresh)
             if not p.dsts:
@@ -532,9 +563,11 @@ class TimingModel:
                 start = max(now, sm.gmem_free)
                 sm.gmem_free = start + occ
             self.busy["gmem"] += occ
-            if fresh and p.dsts:
-                return start - now + occ + first
-            return start - now + occ + cfg.l2_latency
+            lat = start - now + occ + (first if fresh and p.dsts else cfg.l2_latency)
+            if fill and cfg.l1_pending_fills:
+                for ln in fill:
+                    sm.l1[ln] = now + lat
+            return lat
         if space == "const" and cfg.const_miss_latency > 0:
             return self._const_latency(sm, addrs)
         if space == "param" and cfg.const_miss_latency > 0 and cfg.param_block_resident:
@@ -735,6 +768,17 @@ class TimingModel:
             delays["TMA load behind global stores"] = {"cycles": float(sum(t.store_wait_cycles for t in waited)),
                                                        "ops": int(sum(t.store_wait_ops for t in waited))}
         return TimingReport(cfg.arch, cycles, float(cfg.sm_clock_mhz), warps, units, tensor, delays)
+
+
+def _back_edges(body, labels: dict) -> list:
+    """(back-edge pc, head pc) of every loop (a branch to an earlier label)."""
+    out = []
+    for pc, ins in enumerate(body):
+        if ins.opcode == "bra" and ins.operands:
+            head = labels.get(getattr(ins.operands[0], "name", None))
+            if head is not None and head <= pc:
+                out.append((pc, head))
+    return out
 
 
 def unrolled_loop_control(body, labels: dict) -> list:

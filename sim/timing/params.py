@@ -231,6 +231,8 @@ SM_100A: dict = {
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
     "rolled_loop_order": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "l1_pending_fills": P(0, "bool", "E", TM_B200, "off: an L1 line is usable once a load has missed on it"),
+    "sass_load_window": P(0, "bool", "E", TM_B200, "off: no sm_100a loop facts recorded (dataflow issue only)"),
     "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
                                                      "(not measured on B200)"),
     "l2_line_cycles": P(0, "clk/line", "E", TM_B200, "0: a load takes its bytes at the L2 bandwidth share only (not "
@@ -379,6 +381,16 @@ SM_90A: dict = {
                            "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
                            "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
                            "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
+    "l1_pending_fills": P(1, "bool", "D", CUDA_GUIDE,
+                          "1: a load hitting an L1 line whose fill (an earlier load's miss) is still in flight "
+                          "completes when the fill lands, not l1_latency after it issues (conv1d_direct: the 16 taps "
+                          "of an output all read the 2 lines a warp touches first in that iteration)"),
+    "sass_load_window": P(1, "bool", "D", "SASS of ptxas 13.0 (calib/timing_corpus/sass_loops.py load_window)",
+                          "1: in a loop with a recorded load window (loop facts), a warp's load waits until the "
+                          "load that many loads earlier has completed: ptxas's register allocation lets only that "
+                          "many loads be in flight (a load into a register whose earlier value is still to be read "
+                          "waits for the read; gemv_warp_per_row's 16-way unrolled body: 8; PTX's virtual registers "
+                          "do not show it)"),
     "l1_line_cycles": P(1.3, "clk/line", "M", CORPUS_H100,
                         "an L1 hit touching n > 1 lines (a scattered gather) holds the L1/SMEM port n x this and "
                         "completes (n - 1) x this later (python -m calib.timing_corpus timing fit gather: 5 fit-split "
@@ -480,7 +492,13 @@ TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
 UNTIMED: dict = {
     "timed": P(0, "bool", "E", FUNCTIONAL, "0: every warp-instruction takes one cycle and a released warp issues at "
                                            "once (sim/timing/functional.py)"),
-    "tma_latency": P(10, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy"),
+    "tma_latency": P(200, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy: "
+                                                  "the same global round trip as cp_async_latency (the TMA reads "
+                                                  "and writes through the same L2; on the H100 it is slower still, "
+                                                  "500 vs 263 clk), so other warps run dozens of instructions "
+                                                  "meanwhile as on the GPU (a stale-parity wait then passes at "
+                                                  "once and the ring runs to its end, as the H100 ran zoo "
+                                                  "01_stale_parity; 10 clk made it deadlock)"),
     "tma_bytes_per_clk": P(128, "B/clk/SM", "E", FUNCTIONAL, "TMA engine occupancy = ceil(bytes / this)"),
     "tma_tensor_extra": P(0, "clk", "E", FUNCTIONAL, "no extra latency for tensor-map ops"),
     "cp_async_latency": P(200, "clk", "E", FUNCTIONAL, "a cp.async lands this long after its occupancy (a global "
@@ -492,7 +510,7 @@ UNTIMED: dict = {
                                                           "the timing-on configs keep too)"),
     # exploration bounds of the functional preset: any completion from 1 cycle after the op's occupancy to long
     # after (with one cycle per warp-instruction, a late op lets the other warps run ~2000 instructions)
-    "tma_early_extra": P(-9, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the engine occupancy"),
+    "tma_early_extra": P(-199, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the engine occupancy"),
     "tma_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),
     "cp_async_early_extra": P(-199, "clk", "E", FUNCTIONAL, "earliest: 1 cycle after the unit occupancy"),
     "cp_async_late_extra": P(2000, "clk", "E", FUNCTIONAL, "latest: 2000 warp-instructions of the other warps later"),

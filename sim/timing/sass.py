@@ -148,6 +148,19 @@ def load_loop_facts(body, path: Path | None = None) -> dict:
     return {int(line): bool(rolled) for line, rolled in entry.get("loops", {}).items()}
 
 
-__all__ = ["SassIns", "load_loop_facts", "LOOP_FACTS", "parse_listing", "static_cycles", "steady_cycles", "default_latencies", "kernel_fingerprint",
+def load_loop_windows(body, path: Path | None = None) -> dict:
+    """{back-edge PTX line: loads one warp can have in flight in the loop} from the kernel's recorded loop facts
+    (``windows``: the SASS register allocation, calib/timing_corpus/sass_loops.py ``load_window``; {} when none)."""
+    path = path or LOOP_FACTS
+    if path not in _FACTS_CACHE:
+        try:
+            _FACTS_CACHE[path] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            _FACTS_CACHE[path] = {}
+    entry = _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+    return {int(line): int(n) for line, n in entry.get("windows", {}).items() if int(n) > 0}
+
+
+__all__ = ["SassIns", "load_loop_windows", "load_loop_facts", "LOOP_FACTS", "parse_listing", "static_cycles", "steady_cycles", "default_latencies", "kernel_fingerprint",
            "load_loops",
            "SASS_FACTS"]

@@ -27,7 +27,7 @@ class WarpTiming:
     """Timing state and counters of one warp."""
 
     __slots__ = ("scoreboard", "issued", "stalls", "tmem_ld_ready", "tmem_st_ready", "sub", "first_issue",
-                 "last_issue", "last_start", "pending", "store_next", "writes_done", "atomics_done")
+                 "last_issue", "last_start", "pending", "store_next", "writes_done", "atomics_done", "loads")
 
     def __init__(self, scoreboard, sub: int):
         self.scoreboard = scoreboard
@@ -43,6 +43,7 @@ class WarpTiming:
         self.store_next = 0.0             # earliest issue of the warp's next global store (store path)
         self.writes_done = 0.0            # when the warp's global stores / reductions / atomics so far are done
         self.atomics_done = 0.0           # ... its global reductions / atomics
+        self.loads: dict = {}             # loop back-edge pc -> completion times of its loads (issue order, recent)
 
 
 @dataclass

@@ -142,6 +142,89 @@ def test_addresses_relocate_against_anchors():
     assert "y_ptr+0" in rep.mismatches[0].note
 
 
+STRUCT_AXPY = HDR + r"""
+.visible .entry saxpy(.param .align 8 .b8 xp[8], .param .align 8 .b8 args[24])
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+	ld.param.b64 	%rd1, [xp];
+	ld.param.b64 	%rd2, [args+16];
+	ld.param.u32 	%r1, [args+8];
+	mov.u32 	%r4, %tid.x;
+	setp.ge.u32 	%p1, %r4, %r1;
+	@%p1 bra 	$L_done;
+	mul.wide.u32 	%rd5, %r4, 4;
+	add.u64 	%rd6, %rd1, %rd5;
+	ld.global.u32 	%r6, [%rd6];
+	mad.lo.u32 	%r7, %r6, 3, 1;
+	add.u64 	%rd7, %rd2, %rd5;
+	st.global.u32 	[%rd7], %r7;
+$L_done:
+	ret;
+}
+"""
+
+
+def test_pointers_in_array_parameters_are_anchors():
+    """A pointer passed in a ``.b8 p[8]`` parameter (the CuTe DSL's form) and one inside a struct parameter (nvcc's
+    form for structs, here at offset 16) are relocation anchors like 64-bit scalar parameters: another back end's
+    buffers at other addresses compare identical; the same values without the anchor moved are differences."""
+    from tcsim.launch import Pointer, Struct
+    x, y = _x(64), np.zeros(64, np.uint32)
+    launch = Launch(ptx=STRUCT_AXPY, block=(64, 1, 1),
+                    args=[Pointer(x), Struct(Pointer(np.zeros(4, np.uint32)), np.uint32(60), Pointer(y))])
+    a = run_traced(launch)
+    out = a.outputs[1][1]                       # the struct's outputs: its pointer fields' arrays
+    assert np.array_equal(out[:60], x[:60] * 3 + 1) and not out[60:].any()
+    anchors = [(an.kind, an.name, an.offset) for an in a.layout.anchors]
+    assert ("param", "xp", 0) in anchors and ("param", "args", 16) in anchors
+    assert ("param", "args", 8) not in anchors                      # a 32-bit load is no pointer
+    ks = [anchors.index(("param", "xp", 0)), anchors.index(("param", "args", 16))]
+    assert a.arg_bytes == [x.nbytes, [[0, 16], [16, y.nbytes]]]
+    b = copy.deepcopy(a)
+    moved = 0
+    for wt in b.traces:
+        bases = [int(wt.anchors[k]) for k in ks]
+        for k, delta in zip(ks, (0x20_0000, 0x40_0000)):
+            wt.anchors[k] = np.uint64(int(wt.anchors[k]) + delta)
+        for i, pid in enumerate(wt.points):
+            for d, c in enumerate(b.layout.points[int(pid)].classes):
+                if c != "address":
+                    continue
+                for base, delta in zip(bases, (0x20_0000, 0x40_0000)):
+                    v = wt.values[i, d].astype(object)
+                    inside = np.array([base <= int(e) < base + 256 for e in v])
+                    moved += int(inside.sum())
+                    wt.values[i, d] = np.where(inside, (v + delta).astype(np.uint64), wt.values[i, d])
+    assert moved == 2 * 64 + 2 * 60          # %rd1, %rd2 (64 lanes each), %rd6, %rd7 (the 60 lanes < n)
+    rep = diff_runs(a, b)
+    assert rep.identical, rep.format()
+    assert rep.relocated == moved
+    c = copy.deepcopy(b)
+    for wt, wa in zip(c.traces, a.traces):
+        wt.anchors[ks[1]] = wa.anchors[ks[1]]
+    rep = diff_runs(a, c)
+    assert not rep.identical and rep.mismatches[0].cls == "address"
+    assert "args[16]+0" in rep.mismatches[0].note
+
+
+def test_struct_outputs_are_compared_and_saved(tmp_path):
+    from tcsim.hw.trace import TracedRun
+    from tcsim.launch import Pointer, Struct
+    x, y = _x(64), np.zeros(64, np.uint32)
+    a = run_traced(Launch(ptx=STRUCT_AXPY, block=(64, 1, 1),
+                          args=[Pointer(x), Struct(Pointer(np.zeros(4, np.uint32)), np.uint32(60), Pointer(y))]))
+    a.save(tmp_path / "s.npz")
+    g = TracedRun.load(tmp_path / "s.npz")
+    assert g.arg_bytes == a.arg_bytes and np.array_equal(g.outputs[1][1], a.outputs[1][1])
+    rep = diff_runs(a, g)
+    assert rep.identical and [o.name for o in rep.outputs] == ["xp", "args.0", "args.1"]
+    g.outputs[1][1][7] ^= 1
+    rep = diff_runs(a, g)
+    assert not rep.identical and [o.name for o in rep.outputs if not o.equal] == ["args.1"]
+
+
 def test_a_pointer_stepped_past_its_buffer_relocates_by_derivation():
     """A loop's last increment leaves a pointer beyond its buffer; one back end packs the next buffer right after
     it, the other leaves a gap.  Same offset from the same anchor on both sides: the same value; a value one stride

@@ -8,7 +8,8 @@ Without a GPU: the layout is checked against a stand-in driver (each map encoded
 shared with the pointer arguments over the same memory; the region is the argument's output on both back ends).
 With the GPU's record (``tests/golden/frontend_h100/``, made on an H100 80GB HBM3 on 2026-11-28 by ``TOPUP_COUNT=0 bash
 calib/real16_topup_run.sh "$OUT"``, i.e. ``python -m calib.frontend_record --out DIR``, its ``frontend.tar``
-unpacked there): each launch file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
+unpacked there; ``frontend_cute_tma3.npz`` re-recorded after the instrumenter change by ``python -m
+calib.frontend_record --out DIR --only cute_tma3``, H100 80GB HBM3, driver 580.159.04): each launch file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
 from __future__ import annotations
 
 import importlib.util
@@ -89,10 +90,10 @@ def test_cute_rank3_inline_map_on_the_gpu_back_end():
     assert addr == spec[0][0] and strides == (68 * 4, 16 * 68 * 4)
 
 
-#: launch files whose H100 trace tcsim does not reproduce yet, and why (strict: a fix shows as XPASS)
-KNOWN = {"cute_tma3": "the CuTe DSL pointer parameter (.param .align 8 .b8 p[8]) is no relocation anchor of the "
-                      "trace layout (isa/instrument.py anchors 64-bit scalar parameters only), so its ld.param value "
-                      "is compared exactly: the device buffer's address differs (outputs are bit-identical)"}
+#: launch files whose H100 trace tcsim does not reproduce yet, and why (strict: a fix shows as XPASS).  (cute_tma3 was
+#: here until the instrumenter anchored the CuTe DSL pointer parameter ``.param .align 8 .b8 p[8]``: its trace was
+#: re-recorded on an H100 on 2026-11-28 by ``python -m calib.frontend_record --out DIR --only cute_tma3``.)
+KNOWN: dict = {}
 
 
 @pytest.mark.slow

@@ -237,7 +237,9 @@ def test_programs_agree_with_the_gpu():
         batch.close()
     bad = [compare(p, run_sim(p), o) for p, o in zip(progs, out)]
     # a difference counts as diagnosed only when the simulator reproduces the GPU's bytes bit for bit with the named
-    # ptxas behaviour (seed 5 on the H100, 2026-11-28: an RS-form wgmma's A register reused by ptxas)
+    # ptxas behaviour (seed 5 on the H100, 2026-11-28: an RS-form wgmma's A register reused by ptxas).  These programs'
+    # H100 outputs are recorded (tests/golden/fuzz_campaign/h100_v6_seeds_0_15.npz), so CI checks them without a GPU
+    # (tests/hw/test_fuzz_campaign_replay.py, tests/hw/test_fuzz_disagreements.py)
     from calib.fuzz.explain import explain_program
     bad = [(m.prog.seed, m.detail) for m in bad if m is not None
            and not (m.kind == "value" and (explain_program(m.prog, m.gpu.output) or "").startswith("diagnosed:"))]

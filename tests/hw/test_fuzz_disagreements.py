@@ -140,15 +140,26 @@ def test_sample_of_each_group_replays(stem):
     assert not bad, f"{stem}: {bad[:5]}"
 
 
-def _all(group):
-    return [pytest.param(stem, group, marks=pytest.mark.slow, id=f"{stem}-{group}") for stem in sorted(CAMPAIGNS)]
+#: programs per test of the exhaustive replay (a group of a campaign in parts: ``pytest -n N`` spreads them)
+CHUNK = 100
 
 
-@pytest.mark.parametrize("stem,group", _all("explained") + _all("open") + _all("agree_now") + _all("known_divergent"))
-def test_every_listed_program_replays(stem, group):
-    """The exhaustive replay (``-m slow``): every program of the group, as :func:`check` says."""
+def _items(stem: str, group: str) -> list:
     c = CAMPAIGNS[stem]
-    items = ([(s, w) for w, seeds in c.get(group, {}).items() for s in seeds] if group != "agree_now"
-             else [(s, "agree") for s in c["agree_now"]])
+    return ([(s, w) for w, seeds in c.get(group, {}).items() for s in seeds] if group != "agree_now"
+            else [(s, "agree") for s in c["agree_now"]])
+
+
+def _all():
+    return [pytest.param(stem, group, k, marks=pytest.mark.slow, id=f"{stem}-{group}-{k}")
+            for group in ("explained", "open", "agree_now", "known_divergent") for stem in sorted(CAMPAIGNS)
+            for k in range(-(-len(_items(stem, group)) // CHUNK))]
+
+
+@pytest.mark.parametrize("stem,group,part", _all())
+def test_every_listed_program_replays(stem, group, part):
+    """The exhaustive replay (``-m slow``): every program of the group, as :func:`check` says (part ``part`` of
+    :data:`CHUNK` programs)."""
+    items = _items(stem, group)[part * CHUNK:(part + 1) * CHUNK]
     bad = [(s, w, why) for s, w in items if (why := check(stem, group, s, w))]
     assert not bad, f"{stem} {group}: {len(bad)} of {len(items)} wrong, first {bad[:5]}"

@@ -72,9 +72,9 @@ BUSY:""", """WAIT0:
   @!%p5 bra WAIT0;
   mov.u32 %r21, 0;
 BUSY:""")
-#: busy iterations that cover the copy's default latency (10 cycles timing off, ~465 on sm_100a timing on) but
-#: not its late bound
-SPIN = {False: 8, True: 60}
+#: busy iterations (3 warp-instructions each) that cover the copy's default latency (the functional preset's
+#: global round trip, 200 cycles, timing off; ~465 on sm_100a timing on) but not its late bound (+2000 / +1500)
+SPIN = {False: 80, True: 60}
 
 #: Warp 1 wrote ``buf`` before the bar.sync and reads it back after ``spin`` busy iterations, while thread 0
 #: reloads ``buf`` with a bulk copy right after the bar.sync -- nothing orders the read before the copy's write
@@ -127,8 +127,8 @@ TMA_EARLY_FIXED = TMA_EARLY.replace("""  @%p3 bra READER;
   fence.proxy.async.shared::cta;
   bar.arrive 1, 64;
   cvt.u64.u32""")
-#: busy iterations inside the window where the read comes after the default TMA landing time and before the early
-#: one (timing off: the preset's 10-cycle copy against 1 cycle; sm_100a: ~465 cycles against 295)
+#: busy iterations inside the window where the read comes before the default TMA landing time and after the early
+#: one (timing off: the preset's 200-cycle copy against 1 cycle; sm_100a: ~465 cycles against 295)
 SPIN_EARLY = {False: 2, True: 42}
 
 #: A flag handoff that publishes the flag before the data: warp 0 stores ``flag`` then ``data``; warp 1 spins on

@@ -235,3 +235,65 @@ def test_readme_trace_sizes_are_measured(tmp_path):
         sizes.append(p.stat().st_size)
     assert [round(n / 1000) for n in sizes] == [plain, packed], sizes
     assert sizes[0] <= 2_550_000 // 10          # issue 19: at most a tenth of schema 1's 2.55 MB
+
+
+def test_array_paths_agree_with_plain_oracles():
+    """The record encoders' array paths (issue 19's cost: an agent's block of many ranges, a warp's many TMEM cells
+    per lane, lane values) against oracles written here from the schema: the bytes a ``runs`` / ``strided`` field
+    covers are exactly the union of the ranges put in; a warp access decodes (lane_mask / per_lane / addr / stride /
+    inner, or the lists) to each lane's addresses in order; ``_affine`` is the common difference."""
+    import numpy as np
+    from tcsim.observe import _affine, _block_access, _warp_addressing
+
+    rng = np.random.default_rng(19)
+    for trial in range(60):
+        n = int(rng.integers(1, 400))
+        size = int(rng.choice([1, 4, 16, 128]))
+        if trial % 3 == 0:                                   # a box: rows at a pitch, some touching
+            pitch = int(rng.choice([size, 2 * size, 256]))
+            addrs = [5000 + pitch * k for k in range(n)]
+        else:
+            addrs = [int(x) for x in rng.integers(0, 8 * n * size + 1, n)]
+        d = _block_access(addrs, size)
+        want = {b for a in addrs for b in range(a, a + size)}
+        if "strided" in d:
+            s0, ln, step, cnt = d["strided"]
+            got = {s0 + step * k + j for k in range(cnt) for j in range(ln)}
+            assert cnt >= 3
+        else:
+            got, pos = set(), None
+            runs = d["runs"]
+            for i in range(0, len(runs), 2):
+                a = runs[i] if pos is None else pos + runs[i]
+                assert pos is None or runs[i] > 0              # merged: a gap between any two runs
+                got |= set(range(a, a + runs[i + 1]))
+                pos = a + runs[i + 1]
+        assert got == want, (trial, addrs[:8], size)
+    for trial in range(60):
+        per = int(rng.choice([1, 2, 4, 8, 16]))
+        lanes_in = sorted(int(x) for x in rng.choice(32, int(rng.integers(4, 33)), replace=False))
+        base, stride, inner = int(rng.integers(0, 1 << 20)), int(rng.integers(-64, 65)), int(rng.integers(0, 9))
+        cells = {ln: [base + stride * i + inner * j for j in range(per)] for i, ln in enumerate(lanes_in)}
+        if trial % 4 == 1:                                   # irregular addresses
+            cells = {ln: [int(x) for x in rng.integers(0, 1 << 20, per)] for ln in lanes_in}
+        if trial % 4 == 2 and len(lanes_in) > 1:             # one lane with an extra address
+            cells[lanes_in[0]] = cells[lanes_in[0]] + [7]
+        pairs = [(ln, a) for j in range(max(len(v) for v in cells.values()))
+                 for ln in lanes_in for a in cells[ln][j:j + 1]]          # lane-interleaved, as a .x8 load lists them
+        d = _warp_addressing([a for _, a in pairs], [ln for ln, _ in pairs])
+        if "lanes" in d:
+            got = {}
+            for ln, a in zip(d["lanes"], d["addrs"]):
+                got.setdefault(ln, []).append(a)
+        else:
+            lanes = [ln for ln in range(32) if d["lane_mask"] >> ln & 1]
+            p = d.get("per_lane", 1)
+            if "addrs" in d:
+                got = {ln: d["addrs"][i * p:(i + 1) * p] for i, ln in enumerate(lanes)}
+            else:
+                got = {ln: [d["addr"] + d["stride"] * i + d.get("inner", 0) * j for j in range(p)]
+                       for i, ln in enumerate(lanes)}
+        assert got == cells, (trial, d)
+    for xs in ([3], [3, 3, 3], [1, 4, 7, 10], [1, 4, 7, 11], [5, 3, 1], [0, 2, 2, 4], [2, 0, 2], [-4, 0, 4, 8, 12]):
+        diffs = {b - a for a, b in zip(xs, xs[1:])}
+        assert _affine(xs) == (0 if len(xs) < 2 else diffs.pop() if len(diffs) == 1 else None), xs

@@ -76,9 +76,10 @@ COMPLETED = sorted(n for (n, w), r in RECORDS.items() if w == "buggy" and r["err
 def test_tcsim_runs_a_buggy_twin_the_gpu_completed_to_its_end(name):
     """The other half of item 6: where the GPU ran the buggy twin to its end (a wrong result at worst), tcsim with
     timing on -- the schedule the hardware's latencies give -- runs it to its end too, the finding explaining the
-    hazard.  (With timing off, the 1-cycle model is another schedule the PTX memory model allows, and it may end
-    otherwise: the stale-parity ring deadlocks there after its class-1 finding, since the producer finishes before
-    the consumer's skipped phase can come -- the same finding, tests/zoo/test_zoo.py.)"""
+    hazard.  (With timing off, the 1-cycle model is another schedule the PTX memory model allows; its async units
+    take a global round trip as on the GPU, so the stale-parity ring runs to its end there too:
+    tests/zoo/test_zoo_root_causes.py.  With a 10-cycle TMA it deadlocks after its class-1 finding instead, the
+    producer refilling before the consumer comes back -- the same finding.)"""
     from tcsim.launch import run_launch
     pair = PAIRS[name]
     text = twin_text(pair, "buggy")

@@ -102,7 +102,7 @@ RACY = """.version 8.7
   fence.mbarrier_init.release.cluster;
   mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 16;
   cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];
-  nanosleep.u32 100;
+  nanosleep.u32 300;
   ld.shared.u32 %r3, [%r1];          // RACE: reads the copy's destination without waiting on bar
   st.global.u32 [%rd2], %r3;
 $L_wait:
@@ -114,8 +114,8 @@ $L_wait:
 
 
 def test_racy_kernel_reads_what_timing_lets_land():
-    """The converse of the invariance: a kernel that reads a TMA destination 100 cycles after the issue without
-    waiting sees the data under the 1-cycle model's 10-cycle TMA, and stale SMEM under the sm_100a TMA latency --
+    """The converse of the invariance: a kernel that reads a TMA destination 300 cycles after the issue without
+    waiting sees the data under the 1-cycle model's 200-cycle TMA, and stale SMEM under the sm_100a TMA latency --
     timing decides when the data lands, and the simulation really reads what is there then."""
     from tcsim.launch import Launch
     src = np.array([0xC0FFEE, 1, 2, 3], dtype=np.uint32)
