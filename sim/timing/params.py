@@ -231,6 +231,8 @@ SM_100A: dict = {
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
     "rolled_loop_order": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "atom_same_address_cycles": P(0, "clk", "E", TM_B200, "0: atomics on one address are not serialised (not "
+                                                           "measured on B200)"),
     "l1_pending_fills": P(0, "bool", "E", TM_B200, "off: an L1 line is usable once a load has missed on it"),
     "sass_load_window": P(0, "bool", "E", TM_B200, "off: no sm_100a loop facts recorded (dataflow issue only)"),
     "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
@@ -381,6 +383,12 @@ SM_90A: dict = {
                            "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
                            "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
                            "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
+    "atom_same_address_cycles": P(5.2, "clk", "M", CORPUS_H100,
+                                  "atomics (atom / red) on one global word are done one after the other at its L2 "
+                                  "slice, this long each, across the SM's warps (python -m calib.timing_corpus timing "
+                                  "fit atomics: of its 6 fit-split kernels only atomic_cas_counter -- 128 threads CAS "
+                                  "one counter -- has same-word collisions worth the name; one Gauss-Newton step gave "
+                                  "7.2 (+23%), 4.5 / 5.4 gave -9.7% / +2.2%: 5.2 interpolated; -41.9% before)"),
     "l1_pending_fills": P(1, "bool", "D", CUDA_GUIDE,
                           "1: a load hitting an L1 line whose fill (an earlier load's miss) is still in flight "
                           "completes when the fill lands, not l1_latency after it issues (conv1d_direct: the 16 taps "
