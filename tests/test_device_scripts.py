@@ -30,8 +30,8 @@ def test_the_duplicated_prologues_are_gone():
         assert 'OUTDIR=${1:-${OUT:-}}' not in p.read_text(), \
             f"{p.relative_to(ROOT)}: use DEVICE_SUB=... source device_setup.sh"
     for p in PROLOGUE:
-        assert re.search(r'^DEVICE_SUB=\w+ (DEVICE_USAGE="[^"]*" )?source "\$\(dirname "\$0"\)/(\.\./)?device_setup\.sh"$',
-                         p.read_text(), re.M), p
+        prologue = r'^DEVICE_SUB=\w+ (DEVICE_USAGE="[^"]*" )?source "\$\(dirname "\$0"\)/(\.\./)?device_setup\.sh"$'
+        assert re.search(prologue, p.read_text(), re.M), p
 
 
 @pytest.mark.parametrize("script", PROLOGUE, ids=lambda p: p.relative_to(ROOT).as_posix())

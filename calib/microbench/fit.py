@@ -18,8 +18,8 @@ between warps), ``tma_latency`` / ``tma_tensor_extra`` / ``tma_bytes_per_clk`` (
 copies of 256 B - 128 KiB: fixed latency + tensor-map extra + bytes / bandwidth), ``tma_fresh_extra`` and
 ``tlb_miss_latency`` (fresh-line copies, then the cold first rep of every copy), ``mma_sync_operand_read`` (pipe_gemm's consumer k-tile loop,
 ``loop_ldsm_mma_1w/4w``: the write-after-read wait of an ldmatrix for the mma.sync still reading its
-destination), ``tc_fixed_mma_latency`` (one wgmma of N = 64-256, fence to wait_group 0), ``gmem_store_clk_per_sector`` (4 warps
-storing), the once-per-segment parameters (fences,
+destination), ``tc_fixed_mma_latency`` (one wgmma of N = 64-256, fence to wait_group 0),
+``gmem_store_clk_per_sector`` (4 warps storing), the once-per-segment parameters (fences,
 constant caches, branches, run-time-trip loops), and last ``tma_store_request_share`` / ``tma_store_request_after``
 (TMA loads behind the SM's store backlog: tma_store_window, tma_*_stores; their kernels pay everything above).
 """
