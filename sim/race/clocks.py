@@ -72,6 +72,7 @@ class Components:
         self.clocks = None              # weakref.WeakSet of every clock alive, while recycling is on
         self.recycler = None            # callable(list of candidate indices) -> those it recycled
         self._by_cta: dict = {}         # cta -> indices of its keys (while recycling is on)
+        self.recycled = 0               # components recycled so far
 
     def start_recycling(self, recycler) -> None:
         """Track every clock made from now on (call it before any) and recycle through ``recycler``."""
@@ -122,6 +123,7 @@ class Components:
             gone = set(freed)
             self.retired = [i for i in self.retired if i not in gone]
             self.free.extend(sorted(freed, reverse=True))
+            self.recycled += len(freed)
         return freed
 
     def live(self) -> int:

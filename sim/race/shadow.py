@@ -34,7 +34,8 @@ PAGE_BITS = 14
 PAGE = 1 << PAGE_BITS
 NSLOTS = 4            # read slots: generic 0-1, async 2-3
 #: the compiled kernel is loaded (numba imported, ~0.5-1 s) at the first access of at least JIT_MIN_UNITS units or
-#: after JIT_AFTER accesses -- a small kernel's run never pays for it; from then on every access takes it
+#: after JIT_AFTER accesses -- a small kernel's run never pays for it; from then on every access takes it (and
+#: every access of a later run in the same process, from its first)
 JIT_MIN_UNITS = 512
 JIT_AFTER = 2000
 BLOCK_BITS = 6        # tcsim.race.shadow_jit.BLOCK_BITS: units per block summary
@@ -88,10 +89,11 @@ class AccessTable:
         self.kernel_asked = False
 
     def jit(self, n: int):
-        """The compiled kernel for an access of ``n`` units, or None (numpy): module constants above."""
+        """The compiled kernel for an access of ``n`` units, or None (numpy): module constants above; a run in a
+        process that loaded the kernel already (an earlier run) takes it from its first access."""
         self.accesses += 1
         if not self.kernel_asked:
-            if n < JIT_MIN_UNITS and self.accesses < JIT_AFTER:
+            if n < JIT_MIN_UNITS and self.accesses < JIT_AFTER and not kernel.cache_info().currsize:
                 return None
             self.kernel_asked = True
             self.kernel = kernel()
@@ -144,9 +146,12 @@ class Page:
         self.wi = lazy_zeros(size, np.int32)                  # last write
         self.ri = lazy_zeros((NSLOTS, size), np.int32)        # reads since, per slot
         nb = max(size >> BLOCK_BITS, 1)
-        fill = 0 if summarised else -1
-        self.sw = np.full(nb, fill, dtype=np.int32)
-        self.sr = np.full((NSLOTS, nb), fill, dtype=np.int32)
+        if summarised:          # zeros the allocator need not write (calloc): a page costs what it touches
+            self.sw = np.zeros(nb, dtype=np.int32)
+            self.sr = np.zeros((NSLOTS, nb), dtype=np.int32)
+        else:
+            self.sw = np.full(nb, -1, dtype=np.int32)
+            self.sr = np.full((NSLOTS, nb), -1, dtype=np.int32)
 
 
 class Conflict:

@@ -277,6 +277,7 @@ def test_forcing_an_interleaving_reproduces_the_wrong_output():
     for _ in range(2):
         s = Session(launch)
         s.schedule_first(0)                                 # the producer ahead: the stage is refilled too early
+        s.delay("tma", "early")                             # ... by a copy at its earliest (the preset's: 200 cycles)
         out = s.finish().outputs[1]
         outs.append(out)
         ok, msg = ER.check(s._result, launch)

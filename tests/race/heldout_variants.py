@@ -366,6 +366,73 @@ def _tmap_args():
     return [np.zeros((16, 16), np.float32), a, b, np.zeros(128, np.uint8), TensorMap.tiled(a, box=(16, 16))]
 
 
+# -------------------------------------------------------------- class 1: stale parity, Triton-style
+# a one-stage ring of 4 rounds; the consumer warp keeps the full barrier's phase in a register
+# it flips with xor after each round and polls with mbarrier.test_wait (not try_wait); lane 0 releases the stage;
+# thread 0 (warp 0) refills the stage four times from src (128 bytes each) after the release
+STALE = kernel("""  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  and.b32 %r3, %r1, 31;
+  mov.u32 %r4, stage;
+  mov.u32 %r5, fullb;
+  mov.u32 %r6, emptyb;
+  ld.param.u64 %rd1, [src];
+  cvta.to.global.u64 %rd1, %rd1;
+  ld.param.u64 %rd2, [out];
+  cvta.to.global.u64 %rd2, %rd2;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r5], 1;
+  @%p1 mbarrier.init.shared::cta.b64 [%r6], 1;
+  @%p1 fence.mbarrier_init.release.cluster;
+  bar.sync 0;
+  mov.u32 %r10, 0;
+  setp.eq.u32 %p2, %r2, 0;
+  @%p2 bra PRODUCER;
+  mov.u32 %r9, 0;
+  shl.b32 %r11, %r3, 2;
+  add.u32 %r12, %r4, %r11;
+  setp.eq.u32 %p3, %r3, 0;
+CONSUME:
+  mbarrier.test_wait.parity.shared::cta.b64 %p5, [%r5], %r9;   // @wait
+  @!%p5 bra CONSUME;
+  ld.shared.u32 %r13, [%r12];
+  add.u32 %r13, %r13, 1;
+  shl.b32 %r14, %r10, 5;
+  add.u32 %r14, %r14, %r3;
+  mul.wide.u32 %rd3, %r14, 4;
+  add.u64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r13;
+  bar.warp.sync -1;
+  @%p3 mbarrier.arrive.shared::cta.b64 _, [%r6];
+  xor.b32 %r9, %r9, 1;
+  add.u32 %r10, %r10, 1;
+  setp.lt.u32 %p6, %r10, 4;
+  @%p6 bra CONSUME;
+  bra DONE;
+PRODUCER:
+  setp.ne.u32 %p4, %r3, 0;
+  @%p4 bra DONE;
+PRODUCE:
+  setp.eq.u32 %p7, %r10, 0;
+  @%p7 bra FILL;
+  add.u32 %r15, %r10, 1;
+  and.b32 %r15, %r15, 1;
+WAITE:
+  mbarrier.try_wait.parity.shared::cta.b64 %p5, [%r6], %r15;
+  @!%p5 bra WAITE;
+  fence.proxy.async.shared::cta;
+FILL:
+  mul.wide.u32 %rd5, %r10, 128;
+  add.u64 %rd6, %rd1, %rd5;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r5], 128;   // @expect
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd6], 128, [%r5];
+  add.u32 %r10, %r10, 1;
+  setp.lt.u32 %p7, %r10, 4;
+  @%p7 bra PRODUCE;
+DONE:
+  ret;""", params=", .param .u64 src", shared="  .shared .align 128 .b8 stage[128]; .shared .align 8 .b64 fullb; .shared .align 8 .b64 emptyb;")
+
+
 def _tmem_words(t):
     t = np.arange(32, dtype=np.uint32)
     return t * 3, t * 3 + 1, t * 3 + 2, t * 3 + 5
@@ -433,5 +500,13 @@ VARIANTS = (
             want=lambda a: {0: a[2].copy()},
             what="warp 0's fence.proxy.tensormap::generic.acquire before the TMA load through the edited map is "
                  "deleted",
+            targets=("sm_100a", "sm_90a")),
+    Variant("stale_parity_test_wait", 1, STALE,
+            edit=(("  xor.b32 %r9, %r9, 1;\n", ""),), sides=("wait", "expect"), missing="parity",
+            launch=dict(block=(64, 1, 1)),
+            args=lambda: [np.zeros(128, np.uint32), np.arange(128, dtype=np.uint32) * 3 + 2],
+            want=lambda a: {0: a[1] + np.uint32(1)},
+            what="the consumer's phase flip (xor.b32 %r9, %r9, 1) after each round is deleted: from the second "
+                 "round its test_wait passes on the phase it already consumed",
             targets=("sm_100a", "sm_90a")),
 )

@@ -16,13 +16,14 @@ from tcsim.launch import Launch, Prepared
 
 # one CTA per SM (200 KiB of shared memory): thread 0 of each CTA stores to its shared buffer, reads it back
 # after a barrier with every warp, and writes ctaid + 1 to out[ctaid]; warp 1 also stores and reads a word of its
-# own (two warps with events per CTA)
+# own (two warps with events per CTA).  And a race: thread 0 of CTA 50 (compacted early, its clock components
+# recycled) and of CTA 510 (run on a recycled component) both write out[520] -- nothing orders them
 KERNEL = """.version 8.5
 .target sm_90a
 .address_size 64
 .visible .entry k(.param .u64 out)
 {
-  .reg .pred %p<3>;
+  .reg .pred %p<4>;
   .reg .b32 %r<8>;
   .reg .b64 %rd<6>;
   .shared .align 8 .b8 buf[204800];
@@ -41,6 +42,10 @@ KERNEL = """.version 8.5
   mul.wide.u32 %rd3, %r2, 4;
   add.u64 %rd4, %rd1, %rd3;
   st.global.u32 [%rd4], %r4;
+  setp.eq.u32 %p2, %r2, 50;
+  setp.eq.u32 %p3, %r2, 510;
+  or.pred %p2, %p2, %p3;
+  @%p2 st.global.u32 [%rd1+2080], %r4;       // RACE (out[520])
 DONE:
   ret;
 }
@@ -61,18 +66,27 @@ def test_detector_state_of_a_long_grid_stays_bounded(monkeypatch):
     import tcsim.retention as retention
     monkeypatch.setattr(retention, "KEEP_FINISHED_CTAS", 8)
     n, marks = 520, (250, 500)        # 520 CTAs run in ~4 waves of 132
-    prep = Prepared(Launch(ptx=KERNEL, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n, np.uint32)]),
+    prep = Prepared(Launch(ptx=KERNEL, grid=(n, 1, 1), block=(64, 1, 1), args=[np.zeros(n + 1, np.uint32)]),
                     progress=False)
     det = prep.detector
     seen = {}
 
     def at_exit(cta):
+        if cta.index == 50:
+            seen["comp of CTA 50"] = det.warps[((50, 0, 0), 0)].comp
         if cta.index in marks:
             seen[cta.index] = _counts(det)
     prep.sim.cta_exit_hooks.append(at_exit)
     prep.sim.run()
     r = prep.result()
-    assert np.array_equal(r.outputs[0], np.arange(1, n + 1, dtype=np.uint32)) and not r.findings
+    assert np.array_equal(r.outputs[0][:n], np.arange(1, n + 1, dtype=np.uint32))
+    # the race across a recycled component is found as in a run kept whole: one finding, both CTAs' stores
+    c50 = seen["comp of CTA 50"]
+    assert c50 in det.reg.free or det.reg.keys[c50] != ("warp", (50, 0, 0), 0)       # recycled
+    line = next(i for i, ln in enumerate(KERNEL.splitlines(), 1) if "// RACE" in ln)
+    [f] = r.findings
+    assert f.cls == 21 and tuple(f.lines) == (line, line), f.format()
+    assert "cta (50,0,0)" in f.format() and "cta (510,0,0)" in f.format(), f.format()
     a, b = seen[marks[0]], seen[marks[1]]
     ctas = marks[1] - marks[0]
     # the global stores of the CTAs that ran in between (those alive at the second mark included): one record
