@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -904,7 +905,11 @@ class LoopMonitor:
         clusters do: a polling warp is reported at its compare (NonTerminatingLoopError), a cluster whose warps all
         wait as a deadlock of that cluster (DeadlockError, with the engine's root causes).  A flag in global
         memory is left to the whole-machine verdict (any CTA may write it)."""
-        from .watch import LIVELOCK_MIN_CYCLES, RunWatch
+        # (tcsim.watch's names through the watch that owns this monitor: importing tcsim.watch here would make an
+        # import cycle, watch -> loop_watch -> watch)
+        watch_mod = sys.modules[type(self.watch).__module__]
+        LIVELOCK_MIN_CYCLES = watch_mod.LIVELOCK_MIN_CYCLES    # noqa: N806
+        RunWatch = type(self.watch)                            # noqa: N806
         sim = self.sim
         now = sim.env.now
         prev_all = self._prev_cluster

@@ -517,7 +517,6 @@ class RunWatch:
         """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
         the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory.  ``projected``: a list that
         gets an entry when some warp's registers were projected (else the digest is the unprojected one)."""
-        from .fast.tier import RowRegs
         sim = self.sim
         # (SHA-1 as a fast 160-bit digest -- a few times blake2b's rate where the CPU has SHA instructions -- of
         # states this run produced, not of anything adversarial; a sample digests every warp's registers)
@@ -525,6 +524,7 @@ class RunWatch:
         lmap = self.loops.loop_map()
         fast = getattr(sim, "_fast", None)
         pcs_rows = getattr(fast, "pcs", None)
+        RowRegs = getattr(fast, "row_regs_type", None)      # noqa: N806 (a class)
         # (registers that are rows of the fast tier's flat arrays are digested after the warps, one gather per
         # register for all the warps that compare the same names: the same information, a few calls per register
         # instead of one per register and warp; the PCs and live lanes of such warps, rows of the fast tier's

@@ -118,7 +118,7 @@ def _row(op, d=None, a=None, b=None, c=None, width=0, x1=0, x2=0, x3=0) -> list:
 def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info) -> Encoded:
     """The encoding of ``prog`` for the PCs a superstep runs as SEM / STORE / BRANCH steps (``steps``)."""
     from . import vm
-    from .lockstep import BRANCH, SEM, STORE
+    from .batch import BRANCH, SEM, STORE
     e = _Enc(prog, slots, dtypes)
     nbody = len(steps)
     P = np.zeros((nbody, vm.NCOL), dtype=np.int64)
