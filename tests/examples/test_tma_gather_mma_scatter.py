@@ -177,7 +177,10 @@ MUTATIONS = {
     "slot_released_before_its_mmas": (_early_release, ("differ",)),
     # the producer re-arms full[s] before the phase it armed a lap ago completed
     "producer_skips_empty_wait": (_wait_dropped("%p7", "$L_wait_empty"), ("over-arrival",)),
-    "mma_skips_full_wait": (_wait_dropped("%p11", "$L_wait_full"), ("differ",)),
+    # the MMA reads a stage before its bytes land and releases it early: a wrong result, or (when the copy is still
+    # in flight as the producer comes back, as under the functional preset's 200-cycle TMA) the producer's next
+    # arrive.expect_tx over-arrives on a full barrier whose phase still waits for the earlier bytes
+    "mma_skips_full_wait": (_wait_dropped("%p11", "$L_wait_full"), ("differ", "over-arrival")),
     # tcgen05.ld reads a partial accumulator; the early teardown deallocates TMEM under the MMAs still in flight
     "epilogue_skips_accumulator_wait": (_wait_dropped("%p13", "$L_wait_mma"), ("not allocated", "differ")),
     "no_commit_to_empty": (lambda t: t.replace(COMMIT_EMPTY, ""), ("deadlock",)),
