@@ -252,6 +252,7 @@ def test_sim_seeds_constant():
     assert isinstance(generate(0), Program)
 
 
+@pytest.mark.slow      # (~120 s of CPU since the explanation search grew with the v7/v8 rewrites)
 def test_campaign_recording_and_offline_compare_with_the_stand_in_driver(tmp_path):
     """calib.fuzz.record: hashes for every program, whole outputs only where the simulator disagrees (a planted
     mul.hi bug in the stand-in driver), and the offline compare finds exactly those programs again."""

@@ -122,20 +122,25 @@ CALIBRATION = [
 ]
 
 
-@pytest.fixture(scope="module")
-def simulated_calibration():
-    out = {}
-    for name in dict.fromkeys(c for c, _, _ in CALIBRATION):
+#: cases whose simulation takes most of this file's time (tma_store_window: ~55 s of CPU): their rows run under slow
+SLOW_CASES = {"tma_store_window"}
+_CALIB_VALUES: dict = {}
+
+
+def simulated_calibration(name):
+    """The simulated values of calibration case ``name`` (simulated once per process, when a row first asks)."""
+    if name not in _CALIB_VALUES:
         e, _ = run_case(C.CASES[name], "sim", 1, timing=True)
         assert e["status"] == "ok", e
-        out[name] = e["values"]
-    return out
+        _CALIB_VALUES[name] = e["values"]
+    return _CALIB_VALUES[name]
 
 
-@pytest.mark.parametrize("case,key,tol", CALIBRATION, ids=[f"{c}:{k}" for c, k, _ in CALIBRATION])
-def test_calibration_values_reproduced(simulated_calibration, case, key, tol):
+@pytest.mark.parametrize("case,key,tol", [pytest.param(c, k, t, marks=[pytest.mark.slow] if c in SLOW_CASES else [],
+                                                       id=f"{c}:{k}") for c, k, t in CALIBRATION])
+def test_calibration_values_reproduced(case, key, tol):
     measured = META["cases"][case]["values"][key]
-    assert simulated_calibration[case][key] == pytest.approx(measured, rel=tol)
+    assert simulated_calibration(case)[key] == pytest.approx(measured, rel=tol)
 
 
 # ------------------------------------------------------------------------------------------------ validation
