@@ -14,17 +14,9 @@
 #   python -m calib.microbench install --gpu <that timing/ folder>     # -> tests/golden/timing_h100/
 #   python -m calib.microbench install --gpu <that timing/ folder> --merge   # a --case record: add its cases only
 #   python -m calib.microbench sim                                      # simulated vs measured
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/microbench_device_run.sh OUTDIR [--case GLOB ...]" >&2; exit 2; fi
-shift || true
-mkdir -p "$OUTDIR/timing" || exit 2
-D=$(cd "$OUTDIR/timing" && pwd)
-source "$(dirname "$0")/device_setup.sh"
+DEVICE_SUB=timing DEVICE_USAGE="[--case GLOB ...]" source "$(dirname "$0")/device_setup.sh"
 {
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm --format=csv 2>&1
+  device_header
   python3 -m calib.microbench record --out "$D" --jobs "${MB_JOBS:-8}" --val-runs "${MB_VAL_RUNS:-3}" \
       --backend "${MB_BACKEND:-gpu}" --sass-dir /tmp/mb_sass "$@"
   rc=$?

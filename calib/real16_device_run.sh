@@ -19,14 +19,7 @@
 # kernel).
 # Environment: CAMPAIGN_SEED (600000), CAMPAIGN_COUNT (12000), CAMPAIGN_DEADLINE (s, 290), CAMPAIGN_JOBS (12),
 # CALL_END (s after the start by which the compare ends, 395).
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_device_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/r16" || exit 2
-D=$(cd "$OUTDIR/r16" && pwd)
-source "$(dirname "$0")/device_setup.sh"
-command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+DEVICE_SUB=r16 source "$(dirname "$0")/device_setup.sh"
 W=/tmp/tcsim_r16
 rm -rf "$W"; mkdir -p "$W/frontend" "$W/trig"
 exec > >(tee -a "$D/log.txt") 2>&1

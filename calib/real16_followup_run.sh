@@ -11,19 +11,11 @@
 # 3. the RS-form wgmma experiment (calib/fuzz/rs_probe.py) on the 4 kept programs it left unexplained and the 7
 #    illegal-instruction programs, now keeping the GPU's output bytes of both variants -> rs_probe2.tar
 # Leaves in $OUT/r16d/: calls_debug.json, illegal.tar, rs_probe2.tar, log.txt.
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_followup_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/r16d" || exit 2
-D=$(cd "$OUTDIR/r16d" && pwd)
-source "$(dirname "$0")/device_setup.sh"
-command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+DEVICE_SUB=r16d source "$(dirname "$0")/device_setup.sh"
 W=/tmp/tcsim_r16d
 rm -rf "$W"; mkdir -p "$W/ill" "$W/rs"
 exec > >(tee -a "$D/log.txt") 2>&1
-date -u
-nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
+device_header
 ILL=602888,603926,604305,605784,611472,611731,611764
 ( timeout 110 python3 -m calib.fuzz.triage --generator 6 --gpu-errors --workers 7 --time-per 45 --deadline 50 \
     --seeds "$ILL" --out "$W/ill"; echo "triage: exit code $?" ) >"$W/triage.txt" 2>&1 &
@@ -36,11 +28,7 @@ tar -cf "$D/rs_probe2.tar" -C "$W/rs" . 2>/dev/null
 # wait for the triage by pid (a bare `wait` would also wait for the tee above, which never ends)
 wait "$P_TRIAGE"
 echo "=== triage"; cat "$W/triage.txt"
-for f in "$W"/ill/fuzz_*.ptx; do
-  [ -e "$f" ] || continue
-  ptxas -arch=sm_90a "$f" -o "${f%.ptx}.cubin" 2>"${f%.ptx}.ptxas_err" && cuobjdump -sass "${f%.ptx}.cubin" \
-    > "${f%.ptx}.sass" 2>&1; rm -f "${f%.ptx}.cubin"
-done
+device_sass "$W/ill"
 tar -cf "$D/illegal.tar" -C "$W/ill" . 2>/dev/null
 date -u
 ls -la "$D"

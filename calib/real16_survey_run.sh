@@ -11,13 +11,7 @@
 # Leaves in $OUT/r16s/ (3 files): v7.jsonl, v6.jsonl (as far as it got), log.txt.
 # Environment: SURVEY_V7_S (wall s for v7, 200), SURVEY_END (wall s after the start when v6 stops, 290),
 # SURVEY_JOBS (15).
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_survey_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/r16s" || exit 2
-D=$(cd "$OUTDIR/r16s" && pwd)
-source "$(dirname "$0")/device_setup.sh"
+DEVICE_SUB=r16s source "$(dirname "$0")/device_setup.sh"
 exec > >(tee -a "$D/log.txt") 2>&1
 START=$(date +%s)
 date -u

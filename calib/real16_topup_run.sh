@@ -11,19 +11,11 @@
 # (illegal.tar) and the RS experiment runs beside the two background jobs.
 # Leaves in $OUT/r16b/: trig_tables.npz, frontend.tar, rec2.npz (top-up), illegal.tar and calls_debug.json
 # (TOPUP_COUNT=0), rs_probe.tar, log.txt.
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_topup_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/r16b" || exit 2
-D=$(cd "$OUTDIR/r16b" && pwd)
-source "$(dirname "$0")/device_setup.sh"
-command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+DEVICE_SUB=r16b source "$(dirname "$0")/device_setup.sh"
 W=/tmp/tcsim_r16b
 rm -rf "$W"; mkdir -p "$W/frontend" "$W/trig"
 exec > >(tee -a "$D/log.txt") 2>&1
-date -u
-nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1
+device_header
 ( timeout 120 python3 calib/approx/trig_record.py --out "$W/trig"; echo "trig: exit code $?" ) >"$W/trig.txt" 2>&1 &
 P_TRIG=$!
 ( timeout 120 python3 -m calib.frontend_record --out "$W/frontend"; echo "frontend: exit code $?" ) \
@@ -44,11 +36,7 @@ timeout 60 python3 -m calib.calls_golden --case frame_addresses_debug --out "$D/
 echo "=== v6 illegal-instruction programs (calib.fuzz.triage --gpu-errors)"
 timeout 110 python3 -m calib.fuzz.triage --generator 6 --gpu-errors --workers 7 --time-per 45 --deadline 50 \
   --seeds 602888,603926,604305,605784,611472,611731,611764 --out "$W/ill"
-for f in "$W"/ill/fuzz_*.ptx; do
-  [ -e "$f" ] || continue
-  ptxas -arch=sm_90a "$f" -o "${f%.ptx}.cubin" 2>"${f%.ptx}.ptxas_err" && cuobjdump -sass "${f%.ptx}.cubin" \
-    > "${f%.ptx}.sass" 2>&1; rm -f "${f%.ptx}.cubin"
-done
+device_sass "$W/ill"
 tar -cf "$D/illegal.tar" -C "$W/ill" . 2>/dev/null
 # 2. the RS-form wgmma experiment (below after the wait otherwise): its 6 programs as generated and waited
 echo "=== RS-form wgmma experiment (calib/fuzz/rs_probe.py)"

@@ -15,14 +15,7 @@
 # Environment: CAMPAIGN_SEED (700000), CAMPAIGN_COUNT (14000: about what fits; the deadline ends it otherwise),
 # CAMPAIGN_DEADLINE (s, 430), CAMPAIGN_JOBS (13), CAMPAIGN_DRY=1 (no GPU here: 8 programs, simulator only -- the
 # script's own check; the record then holds GPU errors only).
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/real16_v7_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/r16v7" || exit 2
-D=$(cd "$OUTDIR/r16v7" && pwd)
-source "$(dirname "$0")/device_setup.sh"
-command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+DEVICE_SUB=r16v7 source "$(dirname "$0")/device_setup.sh"
 exec > >(tee -a "$D/log.txt") 2>&1
 date -u
 git log -1 --format='commit %H' 2>/dev/null

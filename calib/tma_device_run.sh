@@ -12,13 +12,7 @@
 # Leaves 3 files in $OUT/tma/: meta.json, outputs.npz (both < 1 MiB) and log.txt.  Afterwards, on any machine:
 #   python -m calib.tma compare --gpu <that tma/ folder>      # per-case agree/differ, decoded
 #   python -m calib.tma install --gpu <that tma/ folder>      # -> tests/golden/tma_h100/
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/tma_device_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/tma" || exit 2
-D=$(cd "$OUTDIR/tma" && pwd)
-source "$(dirname "$0")/device_setup.sh"
+DEVICE_SUB=tma source "$(dirname "$0")/device_setup.sh"
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv 2>&1

@@ -8,7 +8,8 @@
     clusterlaunchcontrol.query_cancel.get_first_ctaid::{x,y,z}.b32.b128 reg, response;
 
 ``addr`` (16-byte aligned, the 16-byte response) and ``mbar`` are shared::cta addresses with ``.shared::cta``, else
-generic addresses (which must fall in the executing CTA's shared window); ``response`` is a ``.b128`` register.  ``.multicast::cluster::all`` needs sm_100a/sm_101a (ptxas 13.0 rejects it on sm_100).
+generic addresses (which must fall in the executing CTA's shared window); ``response`` is a ``.b128`` register.
+``.multicast::cluster::all`` needs sm_100a/sm_101a (ptxas 13.0 rejects it on sm_100).
 The execution is :mod:`tcsim.semantics.clc`.
 """
 from __future__ import annotations

@@ -8,7 +8,8 @@ from types import MappingProxyType
 
 from . import (alu_forms, async_copy_forms, atomic_forms, barrier_forms, bulk_tensor_forms, cache_policy_forms,
                clc_forms, control_forms, data_movement_forms, fence_forms, griddep_forms, ldstmatrix_forms,
-               mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms, warp_level_forms, wgmma_forms)
+               mbarrier_forms, mma_sync_forms, tcgen05_mem_forms, tcgen05_rules, tensormap_forms, warp_level_forms,
+               wgmma_forms)
 from .forms import FormSpec, check_family_key, family_of
 
 _ALL = (alu_forms.SPECS + async_copy_forms.SPECS + atomic_forms.SPECS + barrier_forms.SPECS

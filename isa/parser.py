@@ -1207,10 +1207,6 @@ class _Parser:
             return SpecialReg(t)
         if t[:1] == "%":
             self.err(f"undeclared register {t!r}", i)
-        if t == "WARP_SZ" and mode == 0 and t not in self.gsyms:
-            # PTX ISA 4.4 (Identifiers): the predefined constant WARP_SZ, the warp size (32); nvcc emits it for
-            # warpSize (mov.u32 %r, WARP_SZ)
-            return Imm(32)
         off = 0
         if self.K[self.i] in ("+", "-"):
             off = self.parse_const_int("symbol offset")

@@ -769,6 +769,7 @@ def check_cvta(ins: ir.Instruction, info, *, to: bool, space: str, size: str, ds
         raise _mismatch(ins, f"{src} is a .{rt} register, the operand is .{size}")
 
 
-__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "reject_label_operands", "check_address_bases",
+__all__ = ["MOV_TYPES", "LDST_TYPES", "relaxed_ok", "imm_ok", "reject_special_registers", "reject_label_operands",
+           "check_address_bases",
            "reject_vector_operands", "check_destination",
            "check_mov", "check_special_source", "check_address", "check_memop", "check_cvta"]

@@ -107,6 +107,10 @@ def _load_launch_module(path: str):
         return _import_launch_file(p.resolve())
     if p.suffix == ".py":
         raise FileNotFoundError(f"launch file {path} not found")
+    if p.is_file() and p.suffix != ".py":
+        hint = "; `tcsim check` verifies a PTX file" if p.suffix == ".ptx" else ""
+        raise FileNotFoundError(f"{path} is not a launch file (a .py file defining make_launch() that returns a "
+                                f"tcsim.launch.Launch, or a module name){hint}")
     if not path or any(not part.isidentifier() for part in path.split(".")):
         raise FileNotFoundError(f"launch file or module {path!r} not found (neither a .py file nor a module name)")
     try:

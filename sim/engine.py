@@ -763,11 +763,13 @@ class Simulation:
                     return cta, mb
         return None
 
-    def _deadlock(self, stuck) -> DeadlockError:
+    def _deadlock(self, stuck, head: str = "the kernel can make no progress; every live warp is waiting.") -> \
+            DeadlockError:
         """The deadlock report: every waiting warp, its lanes and what it waits on, and for a wait on an mbarrier the
         root cause the protocol history shows (:meth:`tcsim.race.protocol.Protocol.deadlock_cause`: the expect-tx
         whose bytes never came, the init count against the arrivals), each also recorded as a finding (outcome
-        'hang': the GPU never finishes)."""
+        'hang': the GPU never finishes).  ``head``: the report's first sentence (the loop monitor's report of one
+        cluster that waits while others still run, tcsim.loop_watch)."""
         lines = []
         loc = None
         causes = []
@@ -827,7 +829,7 @@ class Simulation:
         if self.clusters_pending():
             lines.append(f"{self.clusters_pending()} clusters of the grid never started (at most "
                          f"{self.resident_clusters} run at once; they start as running ones exit)")
-        return DeadlockError("the kernel can make no progress; every live warp is waiting. " + "; ".join(lines) + why,
+        return DeadlockError(head + " " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
     def _runaway(self) -> RunawayError:

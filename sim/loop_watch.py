@@ -34,6 +34,15 @@ taken :data:`LOOP_AFTER` seconds; a run shorter than that never pays for it.  A 
   and the memories (shared, global, tensor memory, mbarriers, barriers) did not change between the samples.  When
   the warps' registers did not change either, the whole machine state repeated: that is reported as the livelock
   detector reports it (:class:`~tcsim.isa.errors.LivelockError`).
+* **Per cluster** (:meth:`LoopMonitor._cluster_sample`): only the warps and async operations of a cluster can
+  write its shared memory (DSMEM included) and arrive on its mbarriers and barriers.  A lane stuck on memory that
+  is its cluster's (a flag loaded with ``ld.shared``, an mbarrier poll) is therefore stuck whatever other clusters
+  do, once every live warp of its cluster is blocked or stuck in a loop that writes nothing, no TMA / bulk / cp.async
+  copy, tensor-pipe or wgmma op of the cluster's CTAs is in flight, and the cluster's memories did not change over
+  two samples at least :data:`tcsim.watch.LIVELOCK_MIN_CYCLES` cycles apart: the polling warp is reported while
+  the other CTAs still run (a cluster whose warps all wait: a :class:`~tcsim.isa.errors.DeadlockError` of that
+  cluster, with the engine's root causes).  Another warp of the CTA still working, a CTA of the cluster that can
+  still store through DSMEM, an async copy in flight: no verdict.
 
 * **Clock waits.**  A register that is a time counter (``%clock``, ``%clock64``, ``%globaltimer``,
   ``%globaltimer_lo``) plus or minus invariants, compared with an invariant of the same width, governs a
@@ -64,6 +73,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -354,6 +364,11 @@ class LoopMap:
         a spin loop's attempt counter."""
         self.relevant_at(pc)
         return self._counted.get(pc, frozenset())
+
+    def loop_head(self, pc: int):
+        """The head PC of the innermost loop containing ``pc`` (None: ``pc`` is in no loop)."""
+        loops = self.at.get(pc)
+        return loops[-1].head if loops else None
 
     def loop_lines(self, pc: int):
         """(first line, last line, head instruction) of the outermost loop containing ``pc``, or None."""
@@ -721,6 +736,7 @@ class LoopMonitor:
         self._prev_self: dict = {}          # (warp id, loop head) -> Verdict at the previous sample
         self._prev_system = None            # (set of (warp, head), memory fingerprint) at the previous sample
         self._prev_clock = None             # the same, when warps waited for the clock
+        self._prev_cluster: dict = {}       # cluster id -> ((live warps, memory fingerprint), cycle)
         #: cycles of simulated time skipped over clock waits (see _skip)
         self.skipped = 0
         self._last = None                   # (elapsed, retired) at the previous sample
@@ -786,24 +802,52 @@ class LoopMonitor:
         first_mem = None
         cache: dict = {}
         clock_waits: list = []                  # (deadline cycle, warp, loop) of the warps waiting for the clock
+        # per cluster (id): [cluster, live warps, warps looked at, some lane free, [(warp, memory verdict)]]
+        per_cluster: dict = {}
+        busy = set() if quiet else self._busy_clusters()
+        for i, w in enumerate(live):
+            cl = w.cta.cluster
+            pc_ = per_cluster.get(id(cl))
+            if pc_ is None:
+                pc_ = per_cluster[id(cl)] = [cl, 0, 0, False, []]
+            pc_[1] += 1
         for i, w in enumerate(live):
             if not system_ok and i >= SELF_WARPS:
                 break
             if time.process_time() - t0 > SAMPLE_SECONDS:
                 system_ok = False
                 break
-            v_self, v_mem, free = self._warp(w, horizon, quiet, cache, clock_waits if system_ok else None)
+            pc_ = per_cluster[id(w.cta.cluster)]
+            # (a warp of a cluster with nothing of its own in flight is judged as if the machine were quiet: only
+            # its cluster's warps and async operations can change its shared memory and mbarriers)
+            cq = quiet or id(pc_[0]) not in busy
+            v_self, v_mem, free = self._warp(w, horizon, cq, cache, clock_waits if system_ok else None)
+            pc_[2] += 1
             if v_self is not None:
                 key = (id(w), v_self.loop.head)
                 stuck_self[key] = v_self
                 if key in self._prev_self:
-                    return self._error(w, v_self, t, horizon, quiet)
+                    return self._error(w, v_self, t, horizon, cq)
+                if v_self.loop.writes:              # (stuck, but it may still write its cluster's memory)
+                    pc_[3] = True
             if free:
                 system_ok = False
+                pc_[3] = True
             elif v_mem is not None:
                 system.add((id(w), v_mem.loop.head))
                 first_mem = first_mem or (w, v_mem)
+                if cq:
+                    pc_[4].append((w, v_mem))
+            elif not cq:
+                pc_[3] = True
         self._prev_self = stuck_self
+        cluster_err = self._cluster_sample(per_cluster, busy, t, horizon, len(live))
+        err = self._system_sample(system_ok, clock_waits, system, first_mem, t, horizon, quiet)
+        return err if err is not None else cluster_err
+
+    def _system_sample(self, system_ok, clock_waits, system, first_mem, t, horizon, quiet):
+        """The whole-machine verdicts of a sample: a skip over a clock wait, a memory-stuck warp nobody can free."""
+        sim = self.sim
         if system_ok and clock_waits:
             # every live warp is blocked, stuck or waiting for the clock, and nothing else is in flight: only time
             # changes anything -- at two samples in a row with memory unchanged, skip to just before the deadline
@@ -829,6 +873,96 @@ class LoopMonitor:
         else:
             self._prev_system = None
         return None
+
+    def _busy_clusters(self) -> set:
+        """Ids of the clusters with an asynchronous operation in flight (a TMA, bulk or cp.async copy, a tensor-pipe
+        or wgmma op of one of their CTAs, a tcgen05.st not landed); every cluster's id when an async unit cannot be
+        tied to a CTA."""
+        from .agents.unit import AsyncUnit
+        from .machine import Cta
+        sim = self.sim
+        busy: set = set()
+        for (name, key), a in sim.agents.items():
+            if not isinstance(a, AsyncUnit) or a.in_flight <= 0:
+                continue
+            ctas = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Cta)]
+            if not ctas:
+                return {id(c.cluster) for c in sim.ctas}
+            busy.update(id(c.cluster) for c in ctas)
+        for c in sim.ctas:
+            if c.tmem is not None and c.tmem.pending:
+                busy.add(id(c.cluster))
+        return busy
+
+    def _cluster_sample(self, per_cluster: dict, busy, t, horizon, live: int):
+        """The per-cluster verdict: only the warps and async operations of a cluster can write its shared memory
+        (DSMEM included) and arrive on its mbarriers and barriers.  So when every live warp of a cluster is blocked
+        (a barrier, an mbarrier, an async-group wait), stuck in a loop that writes no memory and arrives nowhere,
+        or polling its cluster's memory (a flag loaded with ``ld.shared``, ``mbarrier.test_wait/try_wait``) in such a
+        loop; nothing of the cluster is in flight (no TMA, bulk or cp.async copy, tensor-pipe or wgmma op of its
+        CTAs, no tcgen05.st landing); and the cluster's memories did not change -- at two samples in a row, at least
+        :data:`tcsim.watch.LIVELOCK_MIN_CYCLES` cycles apart -- the cluster can never move again, whatever other
+        clusters do: a polling warp is reported at its compare (NonTerminatingLoopError), a cluster whose warps all
+        wait as a deadlock of that cluster (DeadlockError, with the engine's root causes).  A flag in global
+        memory is left to the whole-machine verdict (any CTA may write it)."""
+        # (tcsim.watch's names through the watch that owns this monitor: importing tcsim.watch here would make an
+        # import cycle, watch -> loop_watch -> watch)
+        watch_mod = sys.modules[type(self.watch).__module__]
+        LIVELOCK_MIN_CYCLES = watch_mod.LIVELOCK_MIN_CYCLES    # noqa: N806
+        RunWatch = type(self.watch)                            # noqa: N806
+        sim = self.sim
+        now = sim.env.now
+        prev_all = self._prev_cluster
+        self._prev_cluster = {}
+        if len(per_cluster) < 2:            # one cluster: the whole-machine verdicts say it
+            return None
+        for cid, (cl, n_live, n_seen, free, mems) in per_cluster.items():
+            if free or n_seen < n_live or cid in busy:
+                continue
+            if not all(self._cluster_local(v) for _, v in mems):
+                continue
+            key = (n_live, RunWatch.cluster_fingerprint(cl))
+            prev = prev_all.get(cid)
+            if prev is not None and prev[0] == key and now - prev[1] >= LIVELOCK_MIN_CYCLES:
+                n_ctas = len(cl.ctas)
+                who = f"the {n_ctas} CTAs of its cluster" if n_ctas > 1 else "its CTA"
+                others = (f"{live - n_live} live warps of other CTAs are still running: they cannot reach its "
+                          f"shared memory")
+                if mems:
+                    w, v = mems[0]
+                    note = (f"; every live warp of {who} is stuck or blocked like it, and none of their asynchronous "
+                            f"operations is in flight, so nothing can write that shared memory or mbarrier ({others})")
+                    return self._error(w, v, t, horizon, True, note=note)
+                warps = [w for w in sim.warps if w.alive.any() and w.cta.cluster is cl]
+                what = (f"the cluster of {', '.join(c.label for c in cl.ctas[:4])}{' ...' if n_ctas > 4 else ''}"
+                        if n_ctas > 1 else cl.ctas[0].label)
+                return sim._deadlock(warps, head=f"{what} can make no progress; every live warp of it is waiting, "
+                                                 f"with nothing of it in flight ({others}).")
+            # (the cycle the cluster was first seen in this state: samples may come faster than the cycles needed)
+            self._prev_cluster[cid] = prev if prev is not None and prev[0] == key else (key, now)
+        return None
+
+    def _cluster_local(self, v: Verdict) -> bool:
+        """Whether the memory verdict ``v`` waits only on memory its cluster owns: every memory exit of its loop is
+        an mbarrier poll or a compare of a value loaded from ``.shared`` (not global or generic memory)."""
+        if v.text[0] != "exits":
+            return False
+        lp = v.loop
+        for ex in lp.exits:
+            try:
+                st = self._static(lp, ex)
+            except _Unknown:
+                return False
+            if not st["memory"]:
+                continue
+            if st["kind"] == "mbar":
+                continue
+            for c in (st.get("ca"), st.get("cb")):
+                if c is not None and c[0] == "mem":
+                    ld = self.map.body[c[1]]
+                    if not any(m == "shared" or m.startswith("shared::") for m in ld.mods):
+                        return False
+        return True
 
     def _skip(self, wait) -> None:
         """Advance simulated time to :data:`SKIP_MARGIN` cycles before the clock-wait deadline ``wait`` (deadline,
@@ -1224,7 +1358,7 @@ class LoopMonitor:
         cyc = st["cycle"]
         return f"{head}; at least {k:,} more updates ({k * cyc:,} warp-instructions at >= {cyc} per update)"
 
-    def _error(self, w, v: Verdict, t: float, horizon: float, quiet: bool):
+    def _error(self, w, v: Verdict, t: float, horizon: float, quiet: bool, note: str = ""):
         sim = self.sim
         body = self.map.body
         lo, hi = v.loop.lines(body)
@@ -1246,7 +1380,7 @@ class LoopMonitor:
             budget = (f"; more than the {max(watch.max_instructions - sim.retired, 0):,} warp-instructions left of "
                       f"the budget (max_instructions={watch.max_instructions})")
         msg = (f"{w.label} ({lanes}) {what} the loop at lines {lo}-{hi} (head `{head}` at line {head.loc.line}, "
-               f"after {sim.retired:,} warp-instructions, {t:.1f} s): {self._explain(v)}{budget}")
+               f"after {sim.retired:,} warp-instructions, {t:.1f} s): {self._explain(v)}{note}{budget}")
         return NonTerminatingLoopError(msg, v.loc,
                                        expected="a loop bound and step that reach the exit (or raise the budget if "
                                        "the loop really is this long)")

@@ -233,7 +233,13 @@ class TensorMemory:
 
     def unallocated_columns(self, cols: np.ndarray) -> list[int]:
         """Start columns of the 32-column units among ``cols`` that are not allocated."""
-        units = np.unique(np.asarray(cols, dtype=np.int64) // UNIT)
+        c = np.asarray(cols, dtype=np.int64)
+        if not c.size:
+            return []
+        lo, hi = int(c.min()) // UNIT, int(c.max()) // UNIT
+        if 0 <= lo and hi < len(self.owner) and (self.owner[lo:hi + 1] >= 0).all():
+            return []                       # (every unit of their span is allocated: no sort of the columns)
+        units = np.unique(c // UNIT)
         return [int(u) * UNIT for u in units if self.owner[u] < 0]
 
     @staticmethod
@@ -254,11 +260,35 @@ class TensorMemory:
     def read_cells(self, lanes, cols) -> np.ndarray:
         """Words of the cells ``(lanes, cols)`` (numpy index arrays, broadcast together): a new array.  Only the
         doors (:class:`tcsim.context.ExecContext`, :class:`tcsim.agents.port.AgentPort`) call it."""
+        box = self._box(lanes, cols)
+        if box is not None:
+            return self._cells[box].copy()
         return self._cells[lanes, cols]
 
     def write_cells(self, lanes, cols, values) -> None:
         """Store ``values`` into the cells ``(lanes, cols)`` (later duplicates win).  Doors only."""
-        self._cells[lanes, cols] = values
+        box = self._box(lanes, cols)
+        if box is not None:
+            self._cells[box] = values
+        else:
+            self._cells[lanes, cols] = values
+
+    def _box(self, lanes, cols):
+        """(lane slice, column slice) where ``lanes`` (L, 1) and ``cols`` (1, C) index a block of consecutive lanes x
+        consecutive columns inside the grid (an MMA's D, a tcgen05.ld's registers: slices, not a gather of each
+        cell); None for any other indexing (then the index arrays do it, raising as numpy does)."""
+        if type(lanes) is not np.ndarray or type(cols) is not np.ndarray or lanes.ndim != 2 or cols.ndim != 2 or \
+                lanes.shape[1] != 1 or cols.shape[0] != 1 or not lanes.size or not cols.size or \
+                lanes.dtype.kind not in "iu" or cols.dtype.kind not in "iu":
+            return None
+        ln, cl = lanes[:, 0], cols[0]
+        l0, c0, nl, nc = int(ln[0]), int(cl[0]), ln.size, cl.size
+        if l0 < 0 or c0 < 0 or l0 + nl > LANES or c0 + nc > COLUMNS or int(ln[-1]) != l0 + nl - 1 or \
+                int(cl[-1]) != c0 + nc - 1:
+            return None
+        if nl > 1 and not (np.diff(ln) == 1).all() or nc > 1 and not (np.diff(cl) == 1).all():
+            return None
+        return slice(l0, l0 + nl), slice(c0, c0 + nc)
 
     # ------------------------------------------------------------------------------------------ stores in flight
     def stage(self, st: "PendingStore") -> None:

@@ -43,6 +43,14 @@ instruction for it.
   :class:`~tcsim.isa.errors.LivelockError`, reported like a deadlock: each warp's position.  A fingerprint that
   includes a clock read, a counter or anything still in flight differs, so a loop that can still end is never
   called a livelock (the budget bounds those).
+* **The dense window** (reference tier): samples a power of two instructions apart see a cycle of P instructions
+  only every P / gcd(P, interval) samples -- a data cycle of a few thousand instructions with an odd factor takes
+  millions of instructions to come round.  So when two quiet samples in a row find the memories unchanged, the
+  watch also looks at every retired instruction (:meth:`RunWatch._dense_step`, about a microsecond each): each time
+  the first live warp passes the head of its innermost loop, the machine's state there (PCs first, then the same
+  fingerprints) is compared with a checkpoint taken at arrival 1, 2, 4, 8 ... (Brent's cycle finding), so a cycle
+  of L loop iterations that began after M is found within about 2 max(M, L) + L iterations, a bound in simulated
+  work whatever the period is in instructions.  Memory changing closes the window.
 """
 from __future__ import annotations
 
@@ -106,6 +114,19 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
     return lines
 
 
+def _digest_cta(h, c) -> None:
+    """Add CTA ``c``'s shared memory, mbarriers, named barriers and tensor memory to the digest ``h``."""
+    h.update(memoryview(c.smem.data))
+    for off in sorted(c.mbarriers):
+        mb = c.mbarriers[off]
+        h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
+    h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
+    tm = c.tmem
+    if tm is not None:
+        h.update(memoryview(tm.data))
+        h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
+
+
 class RunWatch:
     """Budget, progress, interrupt and livelock checks of one :class:`tcsim.engine.Simulation`."""
 
@@ -131,9 +152,14 @@ class RunWatch:
         self._candidates: dict = {}     # warp fingerprint seen again -> (memory fingerprint, cycle) then
         self._last_retired = None       # per warp: instructions retired at the last sample
         self._next_sample = LIVELOCK_SAMPLE
+        self._dense_full = 0                # the next check of the usual kind while the dense window is open
         self._relevant_cache: dict = {}     # set of PCs -> registers the fingerprint compares
         self._brent = None                  # (warp fingerprint, cycle) at the last power-of-two sample
         self._count = 0                     # samples since the state last changed course
+        self._last_mkey = None              # memory fingerprint at the last quiet sample (the dense window's trigger)
+        #: the dense window (:meth:`_dense_step`): None, or [warp, head PC, last retired of that warp, arrivals,
+        #: next checkpoint arrival, checkpoint (PCs, warp fingerprint, memory fingerprint, cycle) or None]
+        self._dense = None
         from .loop_watch import LoopMonitor
         #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
         self.loops = LoopMonitor(self)
@@ -172,7 +198,21 @@ class RunWatch:
         """The error that ends the run now (budget, interrupt, livelock), or None; sets the next check."""
         if self.fatal is not None:          # every warp stops at its next instruction
             return self.fatal
+        d = self._dense
+        if d is not None:
+            # the dense window: a look at every retired instruction (the other checks keep their own pace)
+            err = self._dense_step(d)
+            if err is None and self.sim.retired < self._dense_full:
+                self.next_check = self.sim.retired + 1
+                return None
+            if err is not None:
+                self.fatal = err
+                self.next_check = 0
+                return err
         err = self._check()
+        if self._dense is not None and err is None:
+            self._dense_full = self.next_check
+            self.next_check = self.sim.retired + 1
         if err is not None:
             self.fatal = err
             self.next_check = 0
@@ -183,7 +223,7 @@ class RunWatch:
         warps or end the run (a stop already decided, Ctrl-C, the instruction or seconds budget spent, a livelock
         or loop-monitor sample due: the latter may skip simulated time) -- else it only sets the next check and may print the progress line (the fast tier's
         supersteps make such checks in place, tcsim.fast.lockstep)."""
-        if self.fatal is not None or self.interrupted or self.max_instructions is not None:
+        if self.fatal is not None or self.interrupted or self.max_instructions is not None or self._dense is not None:
             return True
         if (self.sim.retired if retired is None else retired) >= self._next_sample:
             return True
@@ -343,6 +383,7 @@ class RunWatch:
         if not self._quiescent():
             self._reset()
             return None
+        self._dense_trigger()
         retired = {id(w): w.retired for w in sim.warps}
         prev = self._last_retired
         self._last_retired = retired
@@ -403,6 +444,70 @@ class RunWatch:
         self._candidates.clear()
         self._brent, self._count = None, 0
         self._last_retired = None
+        self._last_mkey = None
+        self._dense = None
+
+    # ------------------------------------------------------------------------------------------ dense window
+    def _dense_trigger(self) -> None:
+        """At a quiet livelock sample: open the dense window when the memories did not change since the previous
+        quiet sample and every live warp retired instructions in between (the warps may be cycling through states
+        whose period the sparse samples, a power of two instructions apart, cannot see); close it when memory
+        changed.  Reference tier only (the fast tier would fall back to single steps)."""
+        sim = self.sim
+        if getattr(sim, "_fast", None) is not None:
+            return
+        mkey = self._memory_fingerprint()
+        same = mkey == self._last_mkey
+        self._last_mkey = mkey
+        if not same:
+            self._dense = None
+            return
+        if self._dense is not None:
+            return
+        live = [w for w in sim.warps if (w.alive & ~w.waiting & ~w.parked).any()]
+        if not live:
+            return
+        w = live[0]
+        lane = int(np.flatnonzero(w.alive)[0])
+        # (the head of the innermost loop the first live warp is in: it passes there once per iteration)
+        head = self.loops.loop_map().loop_head(int(w.pc[lane]))
+        if head is None:
+            return
+        self._dense = [w, head, w.retired, 0, 1, None, lane]
+        self._dense_full = self.next_check
+
+    def _dense_step(self, d):
+        """One instruction of the dense window: when its warp arrives at the loop head again, Brent's cycle finding
+        on the machine's states at those arrivals -- a checkpoint at arrival 1, 2, 4, 8 ..., every arrival in
+        between compared with it (the warps' PCs first, then the fingerprints the sparse samples take) -- so a
+        cycle of L arrivals that began after M is found within about 2 max(M, L) + L arrivals, whatever its length
+        in instructions; the error when the whole machine repeated with nothing in flight."""
+        w, head, last, n, nxt, ck, lane = d
+        r = w.retired
+        if r == last:
+            return None
+        d[2] = r
+        if not w.alive[lane] or int(w.pc[lane]) != head:
+            if not w.alive[lane]:
+                self._dense = None
+            return None
+        n += 1
+        d[3] = n
+        sim = self.sim
+        pcs = b"".join(x.pc.tobytes() + x.alive.tobytes() for x in sim.warps)
+        if n == nxt:
+            d[4] = nxt * 2
+            d[5] = None
+            if sim.only_warps_pending():
+                d[5] = (pcs, self._warp_fingerprint(), self._memory_fingerprint(), sim.env.now)
+            return None
+        if ck is None or pcs != ck[0]:
+            return None
+        if self._warp_fingerprint() != ck[1] or not sim.only_warps_pending() or self._memory_fingerprint() != ck[2]:
+            return None
+        if sim.env.now - ck[3] < LIVELOCK_MIN_CYCLES:
+            return None
+        return self._livelock_error(ck[3])
 
     def _quiescent(self) -> bool:
         """No event is pending but the warps' own (no async unit, timer or barrier release in flight)."""
@@ -412,7 +517,6 @@ class RunWatch:
         """A digest of the warps' state: PCs, masks, registers (``project``: only those that can still change what
         the warps' loops do, :meth:`_relevant_registers`), call stacks, local memory.  ``projected``: a list that
         gets an entry when some warp's registers were projected (else the digest is the unprojected one)."""
-        from .fast.tier import RowRegs
         sim = self.sim
         # (SHA-1 as a fast 160-bit digest -- a few times blake2b's rate where the CPU has SHA instructions -- of
         # states this run produced, not of anything adversarial; a sample digests every warp's registers)
@@ -420,6 +524,7 @@ class RunWatch:
         lmap = self.loops.loop_map()
         fast = getattr(sim, "_fast", None)
         pcs_rows = getattr(fast, "pcs", None)
+        RowRegs = getattr(fast, "row_regs_type", None)      # noqa: N806 (a class)
         # (registers that are rows of the fast tier's flat arrays are digested after the warps, one gather per
         # register for all the warps that compare the same names: the same information, a few calls per register
         # instead of one per register and warp; the PCs and live lanes of such warps, rows of the fast tier's
@@ -526,19 +631,22 @@ class RunWatch:
         sim = self.sim
         h = hashlib.blake2b(digest_size=20)
         for c in sim.ctas:
-            h.update(memoryview(c.smem.data))
-            for off in sorted(c.mbarriers):
-                mb = c.mbarriers[off]
-                h.update(repr((off, mb.phase, mb.pending, mb.expected, mb.tx, mb.valid)).encode())
-            h.update(repr([(b.arrived, b.generation) for b in c.barriers]).encode())
-            tm = c.tmem
-            if tm is not None:
-                h.update(memoryview(tm.data))
-                h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
+            _digest_cta(h, c)
         for cl in sim.clusters:
             h.update(repr((cl.barrier_arrived, cl.barrier_expected)).encode())
         for alloc in sim.gmem.allocations():
             h.update(memoryview(alloc.data))
+        return h.digest()
+
+    @staticmethod
+    def cluster_fingerprint(cluster) -> bytes:
+        """A digest of what only the CTAs of ``cluster`` (and their async operations) can change: each CTA's shared
+        memory, mbarriers, named barriers and tensor memory, and the cluster barrier (the loop monitor's per-cluster
+        verdict, tcsim.loop_watch)."""
+        h = hashlib.blake2b(digest_size=20)
+        for c in cluster.ctas:
+            _digest_cta(h, c)
+        h.update(repr((cluster.barrier_arrived, cluster.barrier_expected)).encode())
         return h.digest()
 
     def _livelock_error(self, since) -> LivelockError:

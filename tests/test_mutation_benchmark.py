@@ -36,11 +36,7 @@ def test_mutation_applies(m):
 
 #: mutations the fast suite does not catch yet (each a gap in the suite, found by the benchmark): strict xfail, so a
 #: test that closes the gap makes this XPASS and asks for the entry to go
-NOT_CAUGHT = {
-    "wgmma-issue-rate": "no fast test checks the sm_90a wgmma issue interval (tc_fixed_mma_cycles_per_n): neither the "
-                        "H100 timing records (test_timing_validation, test_microbench_golden) nor a rule test notice "
-                        "a wgmma occupying the tensor pipe half as long",
-}
+NOT_CAUGHT: dict = {}
 
 
 def _param(m):

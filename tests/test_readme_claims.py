@@ -113,13 +113,14 @@ def render() -> str:
         ("differential fuzzing",
          f"{len(campaigns)} campaigns of random programs ({_n(sum(m['count'] for m in campaigns.values()))} "
          f"programs) on {' and '.join(gpus)} (`tests/golden/fuzz_campaign`)"
-         + "".join(f", and the {m['count']} programs of generator version {m['generator']} that "
-                   f"`tests/hw/test_fuzz.py` runs on a GPU, on the {m['device'].replace('NVIDIA ', '').split()[0]} "
-                   f"(`tests/golden/fuzz_campaign/{k}.npz`)" for k, m in small),
-         "`tests/hw/test_fuzz_campaign_replay.py`: a sample of each campaign's agreeing programs, every program of "
-         "the small records; `tests/hw/test_fuzz_disagreements.py`: every recorded "
-         "disagreement is listed once in `tests/golden/fuzz_campaign/disagreements.json` (explained bit for bit, "
-         "agrees now, or open by cause), one per class replayed in CI, all under `slow`"),
+         + (f", and the first {small[0][1]['count']} programs of generator version"
+            f"{'s' if len(small) > 1 else ''} {' and '.join(str(m['generator']) for _, m in small)} (what "
+            f"`tests/hw/test_fuzz.py` runs on a GPU) on the H100 ("
+            + ", ".join(f"`tests/golden/fuzz_campaign/{k}.npz`" for k, _ in small) + ")" if small else ""),
+         "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (a sample; the small records whole); "
+         "`tests/hw/test_fuzz_disagreements.py`: every recorded disagreement listed once in "
+         "`tests/golden/fuzz_campaign/disagreements.json` (explained bit for bit, agrees now, or open by cause), one "
+         "per class replayed in CI, all under `slow`"),
         ("sm_90a timing",
          f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
          + (f", and a corpus of {len(corpus['kernels'])} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),

@@ -41,7 +41,9 @@ def _tile(idx, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.c
     num_pid_n = gl.cdiv(N, BLOCK_N)
     in_group = GROUP_M * num_pid_n
     first_m = (tile_id // in_group) * GROUP_M
-    size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
+    # (at least 1: the kernel also asks for the tile after its last one, whose group may lie past the last row of
+    # tiles -- a remainder by zero there, which PTX leaves unspecified; that tile's loads are predicated off)
+    size_m = gl.maximum(gl.minimum(num_pid_m - first_m, GROUP_M), 1)
     pid_m = first_m + (tile_id % in_group) % size_m
     pid_n = (tile_id % in_group) // size_m
     return pid_m, pid_n
@@ -174,9 +176,9 @@ def make_launch(M: int = 1024, N: int = 1024, K: int = 2048, BLOCK_M: int = 128,
     tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
     grid = (min(NUM_SMS, tiles),)
     # the kernel loads the gather indices of the tile after its last one (an unpredicated gl.load; only the TMA
-    # gather it feeds is predicated off), BLOCK_M entries past the end when that tile lies beyond M: tcsim faults
-    # on that read (on a GPU it lands in the allocation's slack), so the index buffer carries BLOCK_M entries of
-    # slack here -- the kernel takes M from X's descriptor and never uses them
+    # gather it feeds is predicated off), BLOCK_M entries from row M on when that tile lies beyond M (_tile's first
+    # row of the next group): tcsim faults on that read (on a GPU it lands in the allocation's slack), so the index
+    # buffer carries BLOCK_M entries of slack here -- the kernel takes M from X's descriptor and never uses them
     gidx_buf = np.concatenate([gidx, np.zeros(BLOCK_M, np.int32)])
     prep = tt.prepare(matmul_fused_gather_scatter_kernel, grid, x_desc, w_desc, o_desc, gidx_buf, sidx, BLOCK_M,
                       GROUP_SIZE_M, num_buffers, arch="sm_100a", num_warps=4)

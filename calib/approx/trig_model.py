@@ -19,9 +19,9 @@ of a revolution that an f32 input reaches (23,326,001 of the 2**25, for sin and 
 The fit: least squares per row (weighted by the result's ulp), then alternating projections (targets clipped to
 +-0.4 ulp of the GPU's value, refit) to make the rounded model agree on as many u as possible; the bit weights are
 then quantised (an integer times a power of two per row) and the u where the rounded model still differs are kept as
-exceptions with the GPU's bits.  The package data is checked before it is written: the simulator's own evaluation
-(tcsim.numerics.approx.quarter_sine_model, the same code) with these tables equals the record at every reachable t of
-sin and cos.
+exceptions (the GPU's bits minus the rounded model's, mostly +-1).  The package data is checked before it is
+written: the simulator's own evaluation (tcsim.numerics.approx.quarter_sine_model, the same code) with these tables
+equals the record at every reachable t of sin and cos.
 """
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def fit(S, iterations=40, clip=0.4, say=print):
     R = Q // ROW
     F = _features()
     g = _f32(S).reshape(R, ROW)
-    ulp = np.exp2(np.floor(np.log2(np.maximum(g, 2.0 ** -126))) - 23)
+    # (S(0) = 0: its "ulp" is floored so that the first row's weights stay finite)
+    ulp = np.exp2(np.floor(np.log2(np.maximum(g, 2.0 ** -40))) - 23)
     uniform = (ulp == ulp[:, :1]).all(1)
     pinv = np.linalg.pinv(F)
     C = np.zeros((R, F.shape[1]))
@@ -145,17 +146,18 @@ def main(argv=None) -> int:
     C, ulp = fit(S, args.iterations)
     coef, bitq, bexp = quantise(C, ulp)
     model = {"coef": coef, "bits": bitq.astype(np.float64) * np.exp2(bexp.astype(np.float64))[:, None],
-             "exc_u": np.zeros(0, np.int64), "exc_bits": np.zeros(0, np.int64)}
+             "exc_u": np.zeros(0, np.int64), "exc_delta": np.zeros(0, np.int64)}
     u = np.arange(Q, dtype=np.int64)
     pred = ap.quarter_sine_model(u, np, model, exceptions=False)
     exc = np.nonzero(pred != S)[0]
     print(f"model alone: {Q - exc.size} of {Q} u exact ({100 * (1 - exc.size / Q):.3f}%), {exc.size} exceptions")
     exc_du = np.diff(np.concatenate([[0], exc])).astype(np.uint32)
+    exc_delta = S[exc] - pred[exc]              # the GPU's bits minus the rounded model's (mostly +-1)
     out = {"__header__": np.array(HEADER), "coef": coef, "bitq": bitq, "bexp": bexp,
-           "exc_du": exc_du, "exc_bits": S[exc].astype(np.uint32),
+           "exc_du": exc_du, "exc_delta": exc_delta.astype(np.int32),
            "meta": np.array(json.dumps({"record": meta.get("device"), "record_date": meta.get("date"),
                                         "row": ROW, "bits": NBITS, "exceptions": int(exc.size)}))}
-    model["exc_u"], model["exc_bits"] = exc.astype(np.int64), S[exc]
+    model["exc_u"], model["exc_delta"] = exc.astype(np.int64), exc_delta.astype(np.int64)
     # the check: the simulator's evaluation with these tables equals the record at every reachable t
     for fn, tab, seen in (("sin", ts, seen_s), ("cos", tc, seen_c)):
         t = np.nonzero(seen)[0].astype(np.int64)

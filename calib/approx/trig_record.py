@@ -17,18 +17,20 @@ Written to ``DIR/trig_tables.npz``: per function the table as a residual against
 MUFU (``sin/cos(2 pi t / 2**25)`` rounded once to f32, computed on the host with numpy, exactly as
 tcsim.numerics.approx computes it), int8 with escapes, zlib-compressed, plus the mask of the t that some input
 reaches (packed bits, zlib) and the check counts; ``DIR/trig_log.txt`` the log.
-``python3 calib/approx/trig_record.py --install DIR/trig_tables.npz`` (anywhere) checks the record and writes
-tcsim's package data ``sim/numerics/data/trig_sm90.npz`` (the residuals, lzma-compressed), which
-``tcsim.numerics.approx`` adds to its model.
+``python3 calib/approx/trig_record.py --install DIR/trig_tables.npz`` (anywhere) checks the record and fits the
+compact model tcsim ships as ``sim/numerics/data/trig_sm90.npz`` (``calib/approx/trig_model.py``: a quarter-sine
+model per 1024-row plus exceptions, checked equal to the record at every reachable t).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -59,14 +61,6 @@ def pack_residual(table: np.ndarray, model: np.ndarray, seen: np.ndarray) -> dic
             "esc_pos": esc.astype(np.int64), "esc_val": d[esc].astype(np.int64)}
 
 
-PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim", "numerics", "data",
-                       "trig_sm90.npz")
-HEADER = ("GENERATED FILE - do not edit.  MUFU.SIN / MUFU.COS of an NVIDIA H100 (sm_90) over every fraction t of a "
-          "revolution, as residuals (int8, escapes) against tcsim's float64 model; regenerate on a GPU machine with "
-          "python3 calib/approx/trig_record.py --out DIR, then python3 calib/approx/trig_record.py --install "
-          "DIR/trig_tables.npz (calib/approx/README.md).")
-
-
 def unpack_residual(z, fn: str) -> np.ndarray:
     """int64 residuals over every t from a record's (or the package's) fields."""
     raw = z[f"{fn}_resid"].tobytes()
@@ -80,10 +74,8 @@ def unpack_residual(z, fn: str) -> np.ndarray:
     return d
 
 
-def install(record_path: str, dest: str = PACKAGE) -> int:
-    """Check a GPU record (every check clean) and write the package data: per function the residuals as int8
-    bytes, lzma-compressed, and the escapes."""
-    import lzma
+def install(record_path: str) -> int:
+    """Check a GPU record (every check clean) and write the package data (calib/approx/trig_model.py)."""
     z = np.load(record_path)
     meta = json.loads(str(z["meta"]))
     for fn, c in meta["checks"].items():
@@ -91,17 +83,8 @@ def install(record_path: str, dest: str = PACKAGE) -> int:
         if bad:
             print(f"{fn}: the record's checks failed: {bad}; not installed")
             return 1
-    out = {"__header__": np.array(HEADER), "meta": np.array(json.dumps(meta))}
-    for fn in ("sin", "cos"):
-        d = unpack_residual(z, fn)
-        small = np.clip(d, -128, 127).astype(np.int8)
-        small[(d < -127) | (d > 127)] = -128
-        out[f"{fn}_resid"] = np.frombuffer(lzma.compress(small.tobytes(), preset=9 | lzma.PRESET_EXTREME), np.uint8)
-        out[f"{fn}_esc_pos"] = z[f"{fn}_esc_pos"]
-        out[f"{fn}_esc_val"] = z[f"{fn}_esc_val"]
-    np.savez(dest, **out)
-    print(f"wrote {dest} ({os.path.getsize(dest)} bytes)")
-    return 0
+    # (the fitter runs as its own program: it imports this module's table helpers)
+    return subprocess.call([sys.executable, str(Path(__file__).with_name("trig_model.py")), "--record", record_path])
 
 
 def main(argv=None) -> int:

@@ -181,6 +181,11 @@ DIRECT_PARAMS = {
                            "costs l2_latency)"),
     "gmem_cold_latency": ("gmem_chase_cold", "latency", 1, "dependent ld.global.u64 chase, each load a line at the "
                           "front of a 64 MB buffer (larger than L2: from DRAM), incl. one 64-bit add"),
+    "tc_fixed_mma_cycles_per_n": ("wgmma_f16_n256", "cycles_per_wgmma", 1 / 256, "back-to-back wgmma m64n256k16 "
+                                  "f16 of one warpgroup on one accumulator: cycles per wgmma / N (N = 64, 128 and "
+                                  "tf32 / e4m3 at N = 256 give the same N/2: 4096 dense f16 FLOP/clk/SM)"),
+    "tc_fixed_mma_min_cycles": ("wgmma_f16_n8", "cycles_per_wgmma", 1, "back-to-back wgmma m64n8k16: the shortest "
+                                "interval (N/2 would be 4)"),
 }
 
 
@@ -189,6 +194,7 @@ def direct_params(meta: dict) -> dict:
     out = {}
     for name, (case, key, scale, note) in DIRECT_PARAMS.items():
         e = meta["cases"][case]
+        date = (e.get("recorded") or {}).get("date") or meta["date"]        # a merged case carries its own
         out[name] = {"value": round(e["values"][key] * scale, 2),
-                     "source": f"calib/microbench {case} ({meta.get('gpu')}, {meta['date'][:10]})", "note": note}
+                     "source": f"calib/microbench {case} ({meta.get('gpu')}, {date[:10]})", "note": note}
     return out

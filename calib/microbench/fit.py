@@ -18,7 +18,8 @@ between warps), ``tma_latency`` / ``tma_tensor_extra`` / ``tma_bytes_per_clk`` (
 copies of 256 B - 128 KiB: fixed latency + tensor-map extra + bytes / bandwidth), ``tma_fresh_extra`` and
 ``tlb_miss_latency`` (fresh-line copies, then the cold first rep of every copy), ``mma_sync_operand_read`` (pipe_gemm's consumer k-tile loop,
 ``loop_ldsm_mma_1w/4w``: the write-after-read wait of an ldmatrix for the mma.sync still reading its
-destination), ``gmem_store_clk_per_sector`` (4 warps storing), the once-per-segment parameters (fences,
+destination), ``tc_fixed_mma_latency`` (one wgmma of N = 64-256, fence to wait_group 0),
+``gmem_store_clk_per_sector`` (4 warps storing), the once-per-segment parameters (fences,
 constant caches, branches, run-time-trip loops), and last ``tma_store_request_share`` / ``tma_store_request_after``
 (TMA loads behind the SM's store backlog: tma_store_window, tma_*_stores; their kernels pay everything above).
 """
@@ -182,6 +183,15 @@ def fit(meta: dict, log=print) -> dict:
         "(mma_sync_operand_read after its start).  An effective value: the PTX reuses its 20 fragment registers "
         "only across k-steps, while ptxas's SASS reuses 2-3 B-fragment registers within one (LDSM -> 2 HMMA -> "
         "LDSM), so it exceeds the physical operand-read time", "cycles_per_ktile")
+
+    # wgmma: a warp's share occupies its sub-partition's tensor core N x tc_fixed_mma_cycles_per_n (direct reading)
+    # and completes tc_fixed_mma_latency later; one wgmma from wgmma.fence to wgmma.wait_group 0 at N = 64..256
+    names = [n for n in ("wgmma_f16_n64", "wgmma_f16_n128", "wgmma_f16_n256") if n in meta["cases"]]
+    if names:
+        x = gn_fit(meta, cfg(), names, "one_wgmma", {"tc_fixed_mma_latency": 100.0}, {"tc_fixed_mma_latency": 20.0})
+        put({"tc_fixed_mma_latency": round(x["tc_fixed_mma_latency"], 1)}, names, "one wgmma m64nNk16 (N = 64, "
+            "128, 256), wgmma.fence -> wgmma.wait_group 0 in one warpgroup: least squares of the latency after "
+            "the tensor core's occupancy over the simulated kernels", "one_wgmma")
 
     # the SM's global-store drain rate: 4 warps of independent coalesced stores, cycles per store per warp over
     # the sectors the 4 warps store meanwhile (u32: 4 sectors per store, v2.f32: 8)

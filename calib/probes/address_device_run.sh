@@ -12,14 +12,7 @@
 #                                   # -> tests/hw/golden_h100/address_layout.json
 #   tar -xf <that folder>/traces.tar -C tests/hw/golden_h100      # the example goldens
 #   python -m calib.probes.address_probe sim                      # tcsim's values next to the recorded ones
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/probes/address_device_run.sh OUTDIR" >&2; exit 2; fi
-mkdir -p "$OUTDIR/address" || exit 2
-D=$(cd "$OUTDIR/address" && pwd)
-source "$(dirname "$0")/../device_setup.sh"
-command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+DEVICE_SUB=address source "$(dirname "$0")/../device_setup.sh"
 EXAMPLES="cluster_exchange mma_gemm tma_mma_gemm bulk_pipeline"
 W=/tmp/tcsim_address
 rm -rf "$W"; mkdir -p "$W/traces"

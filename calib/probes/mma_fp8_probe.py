@@ -37,6 +37,7 @@ import numpy as np
 
 from calib import pipeline as P
 
+from . import runner as R
 from . import wgmma_inputs as WI
 from . import wgmma_targeted as WT
 from .mma_ptx import FP8_PAIRS, Pair, probe_launch, probe_ptx
@@ -76,14 +77,8 @@ LOWERING_TESTS = [
 def tests_for(pair: Pair) -> list:
     """(name, question, a codes, b codes, c code) of the targeted tests representable in ``pair``'s formats."""
     combo = WT.COMBOS[combo_name(pair)]
-    out = list(WT.fp8_tests(combo))
-    for name, q, a, b, c in LOWERING_TESTS:
-        try:
-            out.append((name, q, [WT._fp8(pair.ab, v) for v in a], [WT._fp8(pair.bt, v) for v in b],
-                        WT._acc(pair.acc, c)))
-        except ValueError:
-            continue
-    return out
+    return list(WT.fp8_tests(combo)) + R.convert(LOWERING_TESTS, lambda v: WT._fp8(pair.ab, v),
+                                                 lambda v: WT._fp8(pair.bt, v), lambda v: WT._acc(pair.acc, v))
 
 
 def combo_name(pair: Pair) -> str:
@@ -117,22 +112,9 @@ def random_cases(pair: Pair, seed: int = WI.MASTER_SEED, chunks: int | None = No
 def targeted_cases(pair: Pair):
     """(a, bt, c, names, where): the tests of :func:`tests_for` on the diagonals of mma.sync cases, padded to a
     multiple of 4 cases (the probe's warps per block); ``where[t] = (case, j)``: output D[case][j][j]."""
-    tests = tests_for(pair)
-    n = -(-len(tests) // TESTS_PER_CASE)
-    n += -n % 4
-    a = np.zeros((n, 16, 32), pair.a_dtype)
-    bt = np.zeros((n, 8, 32), pair.a_dtype)
-    c = np.zeros((n, 16, 8), pair.c_dtype)
-    names, where = [], []
-    for t, (name, _q, av, bv, cv) in enumerate(tests):
-        i, j = divmod(t, TESTS_PER_CASE)
-        a[i, j, :len(av)] = av
-        a[i, j + 8, :len(av)] = av
-        bt[i, j, :len(bv)] = bv
-        c[i, j, j] = c[i, j + 8, j] = cv
-        names.append(name)
-        where.append((i, j))
-    return a, bt, c, names, where
+    return R.diagonal([(name, av, bv, cv) for name, _q, av, bv, cv in tests_for(pair)], rows=16, K=32,
+                      a_dtype=pair.a_dtype, b_dtype=pair.a_dtype, c_dtype=pair.c_dtype, per_case=TESTS_PER_CASE,
+                      multiple=4)
 
 
 def digest(*arrays) -> str:
@@ -214,12 +196,10 @@ def device_main(out: Path, names, backend: str = "gpu", argv=(), workers: int = 
             rec["miss_by_kind"] = {k: int(miss[extra == j].sum()) for j, k in enumerate(WI.KINDS)}
         else:
             tnames, twhere = extra
-            rec["named"] = {t: hex(int(d[i, j, j])) for t, (i, j) in zip(tnames, twhere)}
+            rec["named"] = R.named(d, tnames, twhere)
             arrays[f"{name}/targeted/names"] = np.array(tnames)
             arrays[f"{name}/targeted/where"] = np.array(twhere, np.int64)
-            for t, (i, j) in zip(tnames, twhere):
-                if ref[i, j, j] != d[i, j, j]:
-                    log(f"    {name} {t}: GPU {int(d[i, j, j]):#x} model {int(ref[i, j, j]):#x}")
+            R.report_named(log, f"{name} ", ref, d, tnames, twhere)
         arrays[f"{name}/{part}/d"] = d
         log(f"{name} {part}: model misses {int(miss.sum())} of {miss.size}")
         for i, m, n in np.argwhere(miss)[:4]:
@@ -292,18 +272,9 @@ def main(argv=None) -> int:
     i.add_argument("--out", type=Path, default=GOLDEN)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
-    from tcsim.hw.launcher import GpuUnavailable
-
-    try:
-        if args.cmd == "device":
-            return device_main(args.out, args.pair or list(FP8_PAIRS), args.backend, argv, args.workers)
-        return install_main(args.gpu, args.out)
-    except P.RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except GpuUnavailable as e:
-        print(f"error: no GPU: {e}", file=sys.stderr)
-        return 3
+    if args.cmd == "device":
+        return R.cli(lambda: device_main(args.out, args.pair or list(FP8_PAIRS), args.backend, argv, args.workers))
+    return R.cli(lambda: install_main(args.gpu, args.out))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,7 @@
 #   python -m calib.probes.protocol_outcomes install <that folder>/protocol_outcomes.json
 #                                                     # -> tests/hw/golden_h100/protocol_outcomes.json
 #   python -m calib.probes.protocol_outcomes sim      # tcsim's outcome next to the recorded one
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/probes/protocol_device_run.sh OUTDIR" >&2; exit 2; fi
-[ $# -gt 0 ] && shift
-mkdir -p "$OUTDIR/protocol" || exit 2
-D=$(cd "$OUTDIR/protocol" && pwd)
-source "$(dirname "$0")/../device_setup.sh"
+DEVICE_SUB=protocol source "$(dirname "$0")/../device_setup.sh"
 command -v compute-sanitizer >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 {
   date -u

@@ -33,6 +33,7 @@ import numpy as np
 
 from calib import pipeline as P
 
+from . import runner as R
 from . import wgmma_inputs as WI
 from .wgmma_ptx import (COMBOS, FLAG_NEG_A, FLAG_NEG_B, FLAG_RS, FLAG_SCALE_D, SHAPES_N, Combo, desc_words,
                         probe_launch, probe_ptx, regs_to_acc)
@@ -299,14 +300,12 @@ def targeted_main(out: Path, names, backend: str = "gpu", argv=(), vector_set: s
         ref = model(combo, x)
         n = len(x["flags"]) // 2
         miss = int((ref != d).sum())
-        named = {t: hex(int(d[i, j, j])) for t, (i, j) in zip(tnames, where)}
+        named = R.named(d, tnames, where)
         rs_same = bool(np.array_equal(d[:n], d[n:]))
         meta["combos"][name] = {"model_misses": miss, "elements": int(d.size), "rs_equals_ss": rs_same,
                                 "named": named}
         print(f"{name}: model misses {miss} of {d.size}; RS == SS: {rs_same}", flush=True)
-        for t, (i, j) in zip(tnames, where):
-            if ref[i, j, j] != d[i, j, j]:
-                print(f"    {t}: GPU {int(d[i, j, j]):#x} model {int(ref[i, j, j]):#x}", flush=True)
+        R.report_named(lambda s: print(s, flush=True), "", ref, d, tnames, where)
         for k in ("a", "b", "c", "flags"):
             arrays[f"{name}/{k}"] = x[k]
         arrays[f"{name}/d"] = d
@@ -380,24 +379,19 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     if args.cmd == "device":
-        return device_main(args.out, args.combo or list(COMBOS), args.workers, args.backend, argv, args.jobs,
-                           args.count)
+        return R.cli(lambda: device_main(args.out, args.combo or list(COMBOS), args.workers, args.backend, argv,
+                                         args.jobs, args.count))
     if args.cmd == "targeted":
-        return targeted_main(args.out, args.combo or list(COMBOS), args.backend, argv)
+        return R.cli(lambda: targeted_main(args.out, args.combo or list(COMBOS), args.backend, argv))
     if args.cmd == "install":
-        return install_main(args.gpu, args.out)
+        return R.cli(lambda: install_main(args.gpu, args.out))
     if args.cmd == "floor":
         from . import wgmma_targeted as WT
 
-        from tcsim.hw.launcher import GpuUnavailable
-
-        try:
-            return targeted_main(args.out, list(WT.FLOOR_COMBOS), args.backend, argv, vector_set="targeted_floor")
-        except GpuUnavailable as e:
-            print(f"error: no GPU: {e}", file=sys.stderr)
-            return 3
+        return R.cli(lambda: targeted_main(args.out, list(WT.FLOOR_COMBOS), args.backend, argv,
+                                           vector_set="targeted_floor"))
     if args.cmd == "install-floor":
-        return install_floor_main(args.gpu, args.out)
+        return R.cli(lambda: install_floor_main(args.gpu, args.out))
     args.dir.mkdir(parents=True, exist_ok=True)
     for c in COMBOS.values():
         for N in SHAPES_N:

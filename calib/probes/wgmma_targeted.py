@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import mma_targeted as MT
+from . import runner as R
 from .mma_ptx import ALL_PAIRS
 from .wgmma_ptx import COMBOS, FLAG_RS, FLAG_SCALE_D, Combo
 
@@ -98,13 +99,7 @@ def _acc(fmt: str, x) -> int:
 
 def fp8_tests(combo: Combo) -> list:
     """(name, question, a codes, b codes, c code) of :data:`FP8_TESTS` representable in ``combo``'s formats."""
-    out = []
-    for name, q, a, b, c in FP8_TESTS:
-        try:
-            out.append((name, q, [_fp8(combo.a, v) for v in a], [_fp8(combo.b, v) for v in b], _acc(combo.d, c)))
-        except ValueError:
-            continue
-    return out
+    return R.convert(FP8_TESTS, lambda v: _fp8(combo.a, v), lambda v: _fp8(combo.b, v), lambda v: _acc(combo.d, v))
 
 
 def pack(combo: Combo):
@@ -123,25 +118,23 @@ def pack(combo: Combo):
         a[:, :16], b[:, :8], c[:, :16] = a16, bt8, c16
         names, where = list(tnames), [tuple(int(v) for v in w) for w in twhere]
     elif combo.a in ("e4m3", "e5m2"):
-        tests = fp8_tests(combo)
-        n = -(-len(tests) // TESTS_PER_INSTR)
-        a = np.zeros((n, 64, K), combo.a_dtype)
-        b = np.zeros((n, 8, K), combo.b_dtype)
-        c = np.zeros((n, 64, 8), combo.c_dtype)
-        for t, (name, _q, av, bv, cv) in enumerate(tests):
-            i, j = divmod(t, TESTS_PER_INSTR)
-            a[i, j, :len(av)] = av
-            a[i, j + 8, :len(av)] = av
-            b[i, j, :len(bv)] = bv
-            c[i, j, j] = c[i, j + 8, j] = cv
-            names.append(name)
-            where.append((i, j))
+        a, b, c, names, where = _diagonal(combo, [(name, av, bv, cv) for name, _q, av, bv, cv in fp8_tests(combo)])
     else:
         return None
+    return _ss_and_rs(a, b, c), names, where
+
+
+def _diagonal(combo: Combo, tests):
+    return R.diagonal(tests, rows=64, K=combo.K, a_dtype=combo.a_dtype, b_dtype=combo.b_dtype,
+                      c_dtype=combo.c_dtype, per_case=TESTS_PER_INSTR)
+
+
+def _ss_and_rs(a, b, c) -> dict:
+    """The probe's inputs: every instruction twice, A from shared memory, then A from registers."""
+    n = len(a)
     flags = np.array([FLAG_SCALE_D] * n + [FLAG_SCALE_D | FLAG_RS] * n, np.uint32)
-    x = {"a": np.concatenate([a, a]), "b": np.concatenate([b, b]), "c": np.concatenate([c, c]), "flags": flags,
-         "kind": np.zeros(2 * n, np.int64)}
-    return x, names, where
+    return {"a": np.concatenate([a, a]), "b": np.concatenate([b, b]), "c": np.concatenate([c, c]), "flags": flags,
+            "kind": np.zeros(2 * n, np.int64)}
 
 
 def targeted_combos() -> list:
@@ -188,20 +181,7 @@ def pack_floor(combo: Combo):
     """Like :func:`pack`, for :func:`floor_tests` (None for a combination without them)."""
     if combo.name not in FLOOR_COMBOS:
         return None
-    K = combo.K
-    tests = floor_tests(K)
-    n = -(-len(tests) // TESTS_PER_INSTR)
-    a = np.zeros((n, 64, K), combo.a_dtype)
-    b = np.zeros((n, 8, K), combo.b_dtype)
-    c = np.zeros((n, 64, 8), combo.c_dtype)
-    names, where = [], []
-    for t, (name, av, bv, _cv) in enumerate(tests):
-        i, j = divmod(t, TESTS_PER_INSTR)
-        a[i, j, :len(av)] = a[i, j + 8, :len(av)] = [_code(combo.a, v) for v in av]
-        b[i, j, :len(bv)] = [_code(combo.b, v) for v in bv]
-        names.append(name)
-        where.append((i, j))
-    flags = np.array([FLAG_SCALE_D] * n + [FLAG_SCALE_D | FLAG_RS] * n, np.uint32)
-    x = {"a": np.concatenate([a, a]), "b": np.concatenate([b, b]), "c": np.concatenate([c, c]), "flags": flags,
-         "kind": np.zeros(2 * n, np.int64)}
-    return x, names, where
+    # C stays +0 (its code 0) in every floor vector
+    a, b, c, names, where = _diagonal(combo, [(name, [_code(combo.a, v) for v in av], [_code(combo.b, v) for v in bv],
+                                               0) for name, av, bv, _cv in floor_tests(combo.K)])
+    return _ss_and_rs(a, b, c), names, where

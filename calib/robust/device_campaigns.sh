@@ -19,6 +19,9 @@ DEADLINE=${1:-540}
 # (smaller runs for a dry run: RCHUNK cases per robustness chunk, RCHUNKS chunks, PCOUNT ptxas mutants -- 0: no
 # ptxas campaign, every core to the robustness campaign --, BCOUNT run/launch cases under the default budget)
 RCHUNK=${RCHUNK:-10000}; RCHUNKS=${RCHUNKS:-10}; PCOUNT=${PCOUNT:-10000}; BCOUNT=${BCOUNT:-400}
+# RFIRST: the first chunk (a continuation of an earlier run stopped by its deadline: chunk k covers cases
+# k*RCHUNK .. (k+1)*RCHUNK-1 of seed 2029)
+RFIRST=${RFIRST:-0}
 cd "$(dirname "$0")/../.." || exit 2
 # simpy is not on the GPU machines' image: the wheel the project carries in .whl/ (when there is one)
 python3 -c "import simpy" 2>/dev/null || python3 -m pip install -q --no-deps .whl/*.whl >/dev/null 2>&1
@@ -42,7 +45,7 @@ fi
 
 MIX='{"check": 0.98, "run": 0.008, "launch": 0.008, "cli": 0.004}'
 records=()
-for k in $(seq 0 $(( RCHUNKS - 1 ))); do
+for k in $(seq "$RFIRST" $(( RFIRST + RCHUNKS - 1 ))); do
     left=$(( DEADLINE - ($(date +%s) - T0) ))
     # a chunk takes ~10,000 x 0.05 / RJ s; do not start one that cannot end before the deadline
     if [ "$left" -lt $(( RCHUNK / 20 / RJ + 20 )) ]; then echo "robust: deadline, stopped before chunk $k" >> "$TMP/log.txt"; break; fi

@@ -10,17 +10,9 @@
 #   python -m calib.timing_corpus install --gpu <that corpus/ folder>     # -> tests/golden/timing_corpus_h100/
 #   python -m calib.timing_corpus timing evaluate --jobs 2               # simulate -> evaluation.json
 #   python -m calib.timing_corpus timing report --cached
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUTDIR=${1:-${OUT:-}}
-if [ -z "$OUTDIR" ]; then echo "usage: bash calib/timing_corpus/device_run.sh OUTDIR [--kernel GLOB ...]" >&2; exit 2; fi
-shift || true
-mkdir -p "$OUTDIR/corpus" || exit 2
-D=$(cd "$OUTDIR/corpus" && pwd)
-source "$(dirname "$0")/../device_setup.sh"
+DEVICE_SUB=corpus DEVICE_USAGE="[--kernel GLOB ...]" source "$(dirname "$0")/../device_setup.sh"
 {
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm --format=csv 2>&1
+  device_header
   python3 -m calib.timing_corpus record --out "$D" --reps "${TC_REPS:-5}" --backend "${TC_BACKEND:-gpu}" \
       --jobs "${TC_JOBS:-1}" --sass-dir /tmp/tc_sass "$@"
   rc=$?

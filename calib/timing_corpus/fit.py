@@ -22,6 +22,8 @@ GROUPS = {
                          "membar_sys_cycles": (100.0, 0.0, 10000.0), "membar_sc_extra": (20.0, 0.0, 2000.0),
                          "acquire_cctl_cycles": (20.0, 0.0, 2000.0)},
                         lambda n: n.startswith(("fence_", "hist_", "tri_hist_", "flag_handoff"))),
+    "atomics": ({"atom_same_address_cycles": (2.0, 0.0, 200.0)},
+                lambda n: n.startswith(("atomic_", "hist_atom_relaxed", "hist_red", "tri_hist_relaxed", "tri_atomic"))),
     "gather": ({"l1_line_cycles": (0.5, 0.0, 16.0), "l2_line_cycles": (1.0, 0.0, 64.0)},
                lambda n: n.startswith(("chase_", "gather_", "tri_gather", "spmv_"))),
 }

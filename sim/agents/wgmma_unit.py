@@ -1,5 +1,8 @@
 """The warpgroup MMA unit (Hopper tensor core as ``wgmma.mma_async`` drives it): one in-order simpy process per
-warpgroup of a CTA that executes the completion half of each warp's share of a ``wgmma.mma_async``.
+SM sub-partition of a CTA -- the tensor core of that sub-partition (H100 whitepaper: four per SM, one per
+sub-partition; warp ``w`` runs on sub-partition ``w % 4``) -- that executes the completion half of the shares of
+``wgmma.mma_async`` its warps issue: a warpgroup's four warps use the four tensor cores at once, and warpgroups share
+them.
 
 PTX ISA 9.1 §9.7.15.5.2 (wgmma.mma_async is asynchronous: its accumulator and register-A operands are in flight
 until a ``wgmma.wait_group`` retires its wgmma-group), §9.7.15.7.2-3 (commit_group / wait_group), §9.7.15.4 (the
@@ -10,13 +13,18 @@ issue and submits a :class:`WgmmaOp` per issuing warp (warp ``w`` of the warpgro
 this unit decides *when* it completes and runs its ``complete`` callable then, which reads the SMEM operands (async
 proxy), the register A fragment and the accumulator registers and writes D into the warp's registers -- all through
 this agent's :class:`tcsim.agents.port.AgentPort` door.  Ops complete in issue order, so an MMA chained on the
-accumulator of the previous one (the same registers, PTX: "ordering guarantee is provided by default" for the same
-shape) reads the previous result.
+accumulator of the previous one (the same registers of the same warp, PTX: "ordering guarantee is provided by
+default" for the same shape) reads the previous result.
 
 Timing is the injected arch config: the fixed-parameter tensor-core numbers (:class:`TensorPipeParams`,
-``tc_fixed_mma_cycles_per_n`` / ``tc_fixed_mma_min_cycles`` / ``tc_fixed_mma_latency``; timing.md: a wgmma
-m64nNk16 issues every ~N/2 cycles), plus the exploration knob ``tc_extra_latency``.  The functional preset and the
-timed configs differ only in these numbers.
+``tc_fixed_mma_cycles_per_n`` / ``tc_fixed_mma_min_cycles`` / ``tc_fixed_mma_latency``), plus the exploration knob
+``tc_extra_latency``: a warp's share of an m64nNk* wgmma occupies its sub-partition's tensor core
+``max(min_cycles, N x cycles_per_n)`` cycles and completes ``latency`` after that.  The H100 record
+(tests/golden/timing_h100, calib/microbench ``wgmma_*``) gives N/2 cycles for every type (f16, tf32, e4m3: each
+K step the same time), 18 at N = 8, and 256 per wgmma when two warpgroups share the tensor cores; sm_90a's
+config carries those numbers (sim/timing/data/measured_h100.json).  The functional preset keeps the schedule
+wgmma had when it was written (``wgmma_subpartition_units`` 0: one unit per warpgroup, its warps' shares in turn);
+otherwise it and the timed configs differ only in these numbers.
 """
 from __future__ import annotations
 
@@ -50,15 +58,16 @@ class WgmmaOp:
 
 
 class WarpgroupMma(AsyncUnit):
-    """The MMA unit serving warpgroup ``wg`` (warps ``4wg .. 4wg+3``) of ``cta``."""
+    """The MMA unit (tensor core) of sub-partition ``sub`` of ``cta``: it serves warps ``sub, sub + 4, ...`` --
+    one warp of each warpgroup (``sub`` < 0: the functional preset's unit of warpgroup ``-1 - sub``)."""
 
     agent_name = "wgmma"
     proxy = "async"
     sync_head = ("warp", "op")
 
-    def __init__(self, sim, cta, wg: int, cfg):
+    def __init__(self, sim, cta, sub: int, cfg):
         self.cta = cta
-        self.wg = wg
+        self.sub = sub
         self.last_completion = 0.0
         self.busy_cycles = 0
         super().__init__(sim, TensorPipeParams.from_config(cfg))
@@ -66,7 +75,9 @@ class WarpgroupMma(AsyncUnit):
 
     @property
     def label(self) -> str:
-        return f"wgmma unit of {self.cta.label} warpgroup {self.wg}"
+        if self.sub < 0:                              # the functional preset's unit of warpgroup -1 - sub
+            return f"wgmma unit of {self.cta.label} warpgroup {-1 - self.sub}"
+        return f"wgmma unit of {self.cta.label} sub-partition {self.sub}"
 
     @property
     def home(self):
@@ -76,9 +87,13 @@ class WarpgroupMma(AsyncUnit):
         return "shared::cta"
 
     @classmethod
-    def of(cls, ctx, wg: int) -> "WarpgroupMma":
+    def of(cls, ctx) -> "WarpgroupMma":
+        """The unit of the executing warp's sub-partition (``wgmma_subpartition_units`` 1: every timed config);
+        under the functional preset (0) one unit per warpgroup, whose four warps' shares then run in turn."""
         cta = ctx.cta
-        return ctx.agent("wgmma", lambda sim: cls(sim, cta, wg, sim.arch_config), key=(cta, wg))
+        cfg = ctx.engine.arch_config
+        key = ctx.warp.id % 4 if cfg.wgmma_subpartition_units else -1 - ctx.warp.id // 4
+        return ctx.agent("wgmma", lambda sim: cls(sim, cta, key, sim.arch_config), key=(cta, key))
 
     def submit(self, op: WgmmaOp) -> WgmmaOp:
         p = self.params

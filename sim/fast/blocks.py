@@ -118,7 +118,7 @@ def _row(op, d=None, a=None, b=None, c=None, width=0, x1=0, x2=0, x3=0) -> list:
 def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info) -> Encoded:
     """The encoding of ``prog`` for the PCs a superstep runs as SEM / STORE / BRANCH steps (``steps``)."""
     from . import vm
-    from .lockstep import BRANCH, SEM, STORE
+    from .batch import BRANCH, SEM, STORE
     e = _Enc(prog, slots, dtypes)
     nbody = len(steps)
     P = np.zeros((nbody, vm.NCOL), dtype=np.int64)
@@ -409,6 +409,7 @@ class Runner:
         self.P = enc.P
         self.out = np.zeros(5, dtype=np.int64)
         self._empty = {c: np.zeros((0, 1, 32), dtype=dt) for dt, c in _CLS.items()}
+        self._nowords = (np.zeros((1, 1), np.uint32), np.zeros((1, 1), np.uint64))
 
     def runs_at(self, pc: int) -> bool:
         return self.P[pc, 0] != 0
@@ -459,10 +460,15 @@ class Runner:
             cta_row = cta_rank = np.zeros(k, dtype=np.int64)
             lo = hi = 0
         B, H, W, D = self.stacks()
+        if smem.shape[1] % 8 == 0:
+            flags |= 4
+            s32, s64 = smem.view(np.uint32), smem.view(np.uint64)
+        else:
+            s32, s64 = self._nowords
         out = self.out
         vm.run(self.P, self.enc.C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc, max_cycles, lo, hi,
                M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, np.ascontiguousarray(tier.sim.param_image, np.uint8),
-               out)
+               s32, s64, out)
         return int(out[0]), int(out[1]), int(out[2]), int(out[3]), int(out[4])
 
     def last_mask(self, pc: int, sel, group: np.ndarray) -> np.ndarray:
@@ -488,7 +494,7 @@ def warm_up() -> bool:
     z = np.zeros(k, dtype=np.int64)
     vm.run(P, np.zeros(1, np.uint64), *stacks, np.zeros((1, k), np.uint64), np.arange(k, dtype=np.int64),
            np.zeros((1, 8), np.uint8), z, z, 0, 1, 0, 8, M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, 0,
-           np.zeros(8, np.uint8), np.zeros(5, np.int64))
+           np.zeros(8, np.uint8), np.zeros((1, 2), np.uint32), np.zeros((1, 1), np.uint64), np.zeros(5, np.int64))
     return True
 
 

@@ -37,10 +37,7 @@ from tcsim.isa.errors import TcsimError
 from ..context import group_write_stacked_words
 from ..ptxtypes import to_container, to_type
 from ..watch import CHECK_EVERY
-from .batch import WARP, BatchCtx, Fallback
-
-#: per-PC step kinds (FastTier.steps)
-SEM, STORE, BRANCH, BARRIER = 1, 2, 3, 4
+from .batch import BARRIER, BRANCH, SEM, STORE, WARP, BatchCtx, Fallback  # noqa: F401 (step kinds: re-exported)
 
 _FAIL = (Fallback, TcsimError, ValueError, IndexError, TypeError, AttributeError, KeyError)
 

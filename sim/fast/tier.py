@@ -133,7 +133,7 @@ class _Generated:
 
     def _build(self, pc: int):
         from .codegen import bind_mem
-        from .lockstep import SEM, STORE
+        from .batch import SEM, STORE
         kind = self.steps[pc]
         if self.off or kind not in (SEM, STORE):
             return None
@@ -148,7 +148,7 @@ class _Generated:
         """What :meth:`_build` caches for ``pc``: a generated function (pure), a memory access's parameters (a
         tuple, bound to this tier by tcsim.fast.codegen.bind_mem) or None."""
         from .codegen import native_mem, native_op
-        from .lockstep import SEM
+        from .batch import SEM
         ins = self.tier.sim.program.body[pc]
         if kind == SEM:
             return native_op(ins, self.info, self.dtypes) or native_mem(ins, self.info, self.dtypes)
@@ -156,6 +156,10 @@ class _Generated:
 
 
 class FastTier:
+    #: the register mapping of warps whose registers are rows of the flat arrays (the run watch takes it from
+    #: here: importing this module from tcsim.watch would make an import cycle)
+    row_regs_type = RowRegs
+
     def __init__(self, sim):
         self.sim = sim
         prog = sim.program
@@ -500,7 +504,7 @@ class FastTier:
         over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
         barrier, no thread count), or None (never in a superstep)."""
         from tcsim.isa import ir
-        from .lockstep import BARRIER, BRANCH, SEM, STORE
+        from .batch import BARRIER, BRANCH, SEM, STORE
         prog = self.sim.program
         steps = [None] * self.nbody
         self.native = _Generated(self, steps)

@@ -208,10 +208,11 @@ def _is_nan64(u):
 
 @njit(cache=True)
 def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, smem_lo, smem_hi, rank_shift,
-        off_mask, flags, params, out):
+        off_mask, flags, params, smem32, smem64, out):
     """See the module docstring.  ``rows``: the gang's register rows (k); ``smem``: the stacked shared windows
     (CTA rows x bytes; flags bit 0: shared accesses allowed, bit 1: shared stores allowed); ``cta_row`` /
-    ``cta_rank``: per member, its CTA's row in ``smem`` and its rank; ``params``: the parameter image."""
+    ``cta_rank``: per member, its CTA's row in ``smem`` and its rank; ``params``: the parameter image;
+    ``smem32`` / ``smem64``: ``smem`` as 4- / 8-byte words (flags bit 2: when its rows are whole 8-byte words)."""
     k = rows.shape[0]
     nl = k * 32
     va = np.empty(nl, np.uint64)
@@ -288,7 +289,20 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             if bad:
                 reason = R_BAIL
                 break
-            if op == LDS:
+            words = (flags & 4) != 0
+            if op == LDS and words and x1 == 4:
+                for w in range(k):
+                    cr = cta_row[w]
+                    for l in range(32):
+                        vr[w * 32 + l] = smem32[cr, np.int64(va[w * 32 + l]) >> 2]
+                _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, False)
+            elif op == LDS and words and x1 == 8:
+                for w in range(k):
+                    cr = cta_row[w]
+                    for l in range(32):
+                        vr[w * 32 + l] = smem64[cr, np.int64(va[w * 32 + l]) >> 3]
+                _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, False)
+            elif op == LDS:
                 for w in range(k):
                     cr = cta_row[w]
                     for l in range(32):
@@ -302,7 +316,18 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
                 _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, rows, vb)
                 # warp after warp, each warp's lanes from the last to the first (the later write wins: the
                 # reference's order)
-                for w in range(k):
+                if words and x1 == 4:
+                    for w in range(k):
+                        cr = cta_row[w]
+                        for l in range(31, -1, -1):
+                            smem32[cr, np.int64(va[w * 32 + l]) >> 2] = \
+                                np.uint32(vb[w * 32 + l] & np.uint64(0xFFFFFFFF))
+                elif words and x1 == 8:
+                    for w in range(k):
+                        cr = cta_row[w]
+                        for l in range(31, -1, -1):
+                            smem64[cr, np.int64(va[w * 32 + l]) >> 3] = vb[w * 32 + l]
+                for w in range(k if not words or (x1 != 4 and x1 != 8) else 0):
                     cr = cta_row[w]
                     for l in range(31, -1, -1):
                         o = np.int64(va[w * 32 + l])

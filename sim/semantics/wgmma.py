@@ -306,7 +306,7 @@ def decode_mma(ins: ir.Instruction, info):
             check_smem_span(ctx.cta, a_all, f"{what} operand A ({a_desc.describe()})")
             a_addrs = type(a_all)(byte=a_all.byte[16 * w:16 * w + 16], shift=a_all.shift[16 * w:16 * w + 16],
                                   elem_bits=a_all.elem_bits)
-        unit = WarpgroupMma.of(ctx, wg)
+        unit = WarpgroupMma.of(ctx)
         warp = ctx.warp
         pc = ctx.pc
         line = ctx.ins.loc.line if ctx.ins is not None and ctx.ins.loc is not None else None

@@ -97,7 +97,7 @@ class SmState:
     global-memory ports are free next."""
 
     __slots__ = ("issue_free", "unit_free", "smem_free", "gmem_free", "store_free", "store_log", "l1",
-                 "calendar", "const_lines", "const_blocks", "param_lines", "targets", "membar_free")
+                 "calendar", "const_lines", "const_blocks", "param_lines", "targets", "membar_free", "atom_free")
 
     def __init__(self, nsched: int):
         self.issue_free = [0.0] * nsched
@@ -114,6 +114,7 @@ class SmState:
         self.param_lines: set = set()   # 64-byte lines of the kernel parameters read so far
         self.targets: set = set()       # branch targets this SM has jumped to
         self.membar_free = 0.0          # when the SM's GPU/SYS-scope memory barriers have drained (one at a time)
+        self.atom_free: dict = {}       # global word address -> when the L2 has done the atomics queued on it
 
 
 class TimingModel:
@@ -532,6 +533,16 @@ class TimingModel:
                 first = (cfg.gmem_fresh_latency if resident else cfg.gmem_cold_latency) + self._page_miss(fresh, line)
                 if resident:
                     new = 0     # the bytes come from L2
+            serial = 0.0
+            if cfg.atom_same_address_cycles > 0 and ctx.ins.opcode in ("atom", "red"):
+                # atomics on one address are done one after the other at its L2 slice, atom_same_address_cycles
+                # each, across warps (atomic_cas_counter: 128 threads CAS one counter)
+                words, counts = np.unique(addrs.astype(np.uint64), return_counts=True)
+                arrive = now + cfg.l2_latency / 2
+                for w, c in zip(words.tolist(), counts.tolist()):
+                    start = max(arrive, sm.atom_free.get(w, 0.0))
+                    sm.atom_free[w] = start + c * cfg.atom_same_address_cycles
+                    serial = max(serial, sm.atom_free[w] - arrive - cfg.atom_same_address_cycles)
             sector = int(cfg.gmem_sector_bytes)
             a = addrs.astype(np.uint64)
             starts = a // np.uint64(sector)
@@ -563,7 +574,7 @@ class TimingModel:
                 start = max(now, sm.gmem_free)
                 sm.gmem_free = start + occ
             self.busy["gmem"] += occ
-            lat = start - now + occ + (first if fresh and p.dsts else cfg.l2_latency)
+            lat = start - now + occ + (first if fresh and p.dsts else cfg.l2_latency) + serial
             if fill and cfg.l1_pending_fills:
                 for ln in fill:
                     sm.l1[ln] = now + lat

@@ -143,6 +143,9 @@ SM_100A: dict = {
                                       "functional preset, ArchConfig.untimed)"),
     "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue only (off for B200)"),
     "sass_timed_loops": P(0, "bool", "E", H100_WP, "0: no SASS-timed loops on sm_100a"),
+    "wgmma_subpartition_units": P(1, "bool", "E", H100_WP, "1: a warp's share of a wgmma runs on its sub-partition's "
+                                                          "tensor core (wgmma is sm_90a's; kept so a config is "
+                                                          "complete)"),
     "mma_sync_operand_read": P(0, "clk", "E", H100_WP, "0: no write-after-read wait on mma.sync operands "
                                                        "(sm_90a only, see there)"),
     "dataflow_issue": P(0, "bool", "E", H100_WP, "0: a warp issues its PTX in program order, each instruction "
@@ -231,6 +234,8 @@ SM_100A: dict = {
     "runtime_loop_cycles": P(0, "clk", "E", TM_B200, "not measured on B200 (off: run-time-trip loops are "
                                                      "charged instruction by instruction)"),
     "rolled_loop_order": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "atom_same_address_cycles": P(0, "clk", "E", TM_B200, "0: atomics on one address are not serialised (not "
+                                                           "measured on B200)"),
     "l1_pending_fills": P(0, "bool", "E", TM_B200, "off: an L1 line is usable once a load has missed on it"),
     "sass_load_window": P(0, "bool", "E", TM_B200, "off: no sm_100a loop facts recorded (dataflow issue only)"),
     "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
@@ -276,6 +281,10 @@ SM_90A: dict = {
                                "with 1 / 4 warps; 269 / 305 without the wait, +4 clk per k-tile per clk of this "
                                "value): an effective value above mma_sync_latency, standing in for ptxas's tighter "
                                "fragment-register reuse (SASS: LDSM -> 2 HMMA -> LDSM), which the PTX does not show"),
+    "wgmma_subpartition_units": P(1, "bool", "M", MB_H100 + ": wgmma_f16_n256, wgmma_f16_n256_2wg",
+                                  "1: a warp's share of a wgmma runs on its sub-partition's tensor core "
+                                  "(sim/agents/wgmma_unit.py): one warpgroup's wgmma takes N/2 cycles, two "
+                                  "warpgroups share the four tensor cores (N each)"),
     "sass_timed_loops": P(1, "bool", "E", "sim/timing/sass.py", "1: a counted mma.sync loop whose SASS is recorded "
                           "(calib/sass_facts.py) costs the steady static schedule of its SASS block instead of its "
                           "PTX timing (mechanism, no parameter of its own)"),
@@ -381,6 +390,12 @@ SM_90A: dict = {
                            "control flow inside) is an ordering point of the dataflow issue: the warp does not run "
                            "ahead into the next iteration (SASS of reduce_smem_tree: LDG -> FADD per iteration, 16 "
                            "iterations 7604 clk on the H100, 2029 in tcsim without it)"),
+    "atom_same_address_cycles": P(5.2, "clk", "M", CORPUS_H100,
+                                  "atomics (atom / red) on one global word are done one after the other at its L2 "
+                                  "slice, this long each, across the SM's warps (python -m calib.timing_corpus timing "
+                                  "fit atomics: of its 6 fit-split kernels only atomic_cas_counter -- 128 threads CAS "
+                                  "one counter -- has same-word collisions worth the name; one Gauss-Newton step gave "
+                                  "7.2 (+23%), 4.5 / 5.4 gave -9.7% / +2.2%: 5.2 interpolated; -41.9% before)"),
     "l1_pending_fills": P(1, "bool", "D", CUDA_GUIDE,
                           "1: a load hitting an L1 line whose fill (an earlier load's miss) is still in flight "
                           "completes when the fill lands, not l1_latency after it issues (conv1d_direct: the 16 taps "
@@ -492,6 +507,10 @@ TABLES = {"sm_100a": SM_100A, "sm_90a": SM_90A}
 UNTIMED: dict = {
     "timed": P(0, "bool", "E", FUNCTIONAL, "0: every warp-instruction takes one cycle and a released warp issues at "
                                            "once (sim/timing/functional.py)"),
+    "wgmma_subpartition_units": P(0, "bool", "E", FUNCTIONAL, "0: one wgmma unit per warpgroup serves its warps' "
+                                                              "shares in turn (the functional schedule since wgmma "
+                                                              "was written; the fast tier's lockstep tests rest on "
+                                                              "it)"),
     "tma_latency": P(200, "clk", "E", FUNCTIONAL, "a TMA / bulk op completes this long after its engine occupancy: "
                                                   "the same global round trip as cp_async_latency (the TMA reads "
                                                   "and writes through the same L2; on the H100 it is slower still, "

@@ -161,6 +161,7 @@ def load_loop_windows(body, path: Path | None = None) -> dict:
     return {int(line): int(n) for line, n in entry.get("windows", {}).items() if int(n) > 0}
 
 
-__all__ = ["SassIns", "load_loop_windows", "load_loop_facts", "LOOP_FACTS", "parse_listing", "static_cycles", "steady_cycles", "default_latencies", "kernel_fingerprint",
+__all__ = ["SassIns", "load_loop_windows", "load_loop_facts", "LOOP_FACTS", "parse_listing", "static_cycles",
+           "steady_cycles", "default_latencies", "kernel_fingerprint",
            "load_loops",
            "SASS_FACTS"]

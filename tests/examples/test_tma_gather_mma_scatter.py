@@ -177,9 +177,9 @@ MUTATIONS = {
     "slot_released_before_its_mmas": (_early_release, ("differ",)),
     # the producer re-arms full[s] before the phase it armed a lap ago completed
     "producer_skips_empty_wait": (_wait_dropped("%p7", "$L_wait_empty"), ("over-arrival",)),
-    # the MMA warp runs ahead of the gathers and commits to empty[s] at once: the output differs, or -- with the
-    # functional preset's copies taking a global round trip -- the producer, released early, re-arms full[s] while
-    # its gather is still in flight (the over-arrival the H100 traps on: tests/hw/golden_h100/protocol_outcomes.json)
+    # the MMA reads a stage before its bytes land and releases it early: a wrong result, or (when the copy is still
+    # in flight as the producer comes back, as under the functional preset's 200-cycle TMA) the producer's next
+    # arrive.expect_tx over-arrives on a full barrier whose phase still waits for the earlier bytes
     "mma_skips_full_wait": (_wait_dropped("%p11", "$L_wait_full"), ("differ", "over-arrival")),
     # tcgen05.ld reads a partial accumulator; the early teardown deallocates TMEM under the MMAs still in flight
     "epilogue_skips_accumulator_wait": (_wait_dropped("%p13", "$L_wait_mma"), ("not allocated", "differ")),

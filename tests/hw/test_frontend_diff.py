@@ -9,7 +9,8 @@ shared with the pointer arguments over the same memory; the region is the argume
 With the GPU's record (``tests/golden/frontend_h100/``, made on an H100 80GB HBM3 on 2026-11-28 by ``TOPUP_COUNT=0 bash
 calib/real16_topup_run.sh "$OUT"``, i.e. ``python -m calib.frontend_record --out DIR``, its ``frontend.tar``
 unpacked there; ``frontend_cute_tma3.npz`` re-recorded after the instrumenter change by ``python -m
-calib.frontend_record --out DIR --only cute_tma3``, H100 80GB HBM3, driver 580.159.04): each launch file's traced GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
+calib.frontend_record --out DIR --only cute_tma3``, H100 80GB HBM3, driver 580.159.04): each launch file's traced
+GPU run is replayed with ``tcsim diff --against golden:`` (slow)."""
 from __future__ import annotations
 
 import importlib.util

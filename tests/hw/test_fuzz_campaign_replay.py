@@ -29,10 +29,10 @@ OPEN = {"h200_v6_seeds_600000_611999": 686, "h100_v7_seeds_700000_713999": 495}
 #: in-flight accumulator copies of ptxas (702779)
 OPEN_ACC = {"h200_v6_seeds_600000_611999": (600031, 600221, 600245), "h100_v7_seeds_700000_713999": (702779,)}
 SAMPLE = 120
-#: small records, replayed whole: the programs tests/hw/test_fuzz.py::test_programs_agree_with_the_gpu runs on a
-#: GPU (``generate(s)`` for seeds 0-15 of the generator version named in the record), recorded on an H100 by
-#: ``python -m calib.fuzz.record gpu --seed 0 --count 16 --jobs 8``
-SMALL = {"h100_v6_seeds_0_15": 16}
+#: small records, replayed whole: the programs tests/hw/test_fuzz.py::test_programs_agree_with_the_gpu ran on a
+#: GPU when recorded (``generate(s)`` for seeds 0-15 of the generator version named in the record, then the
+#: current one), recorded on an H100 by ``python -m calib.fuzz.record gpu --seed 0 --count 16 --jobs 8``
+SMALL = {"h100_v6_seeds_0_15": 16, "h100_v8_seeds_0_15": 16}
 #: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator several times a
 #: version-5 one: a smaller sample keeps the replay's CI time
 SAMPLE_BY_VERSION = {6: 10, 7: 3}

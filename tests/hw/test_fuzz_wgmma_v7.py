@@ -101,7 +101,8 @@ def test_lint_notes_the_two_ptxas_behaviours():
     def got(body):
         return sorted((n.loc.line, n.message.split(":")[0]) for n in
                       notes(parse(mod(body)), checks=["wgmma-rs-neg-a", "wgmma-rs-chain"]))
-    assert [k for _, k in got(rs.replace("{s}", "-1") + commit)] == ["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"]
+    assert ([k for _, k in got(rs.replace("{s}", "-1") + commit)]
+            == ["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"])
     assert got(rs.replace("{s}", "1") + ss + commit) == []
     chained = got(rs.replace("{s}", "1") + rs2.replace("{s}", "1") + commit)
     assert len(chained) == 1 and "follows another wgmma" in str(notes(parse(mod(rs.replace("{s}", "1") + rs2.replace(
@@ -156,7 +157,8 @@ def test_v6_rs_chain_a_registers_rewritten_in_flight_bit_for_bit():
     text = waited(prog.render())
     w2, w3 = "{%wa8, %wa9, %wa10, %wa11}, %kd9, 0;", "{%wa12, %wa13, %wa14, %wa15}, %kd9, 1;"
     assert text.count(w2) == text.count(w3) == 1
-    model = text.replace(w2, "{%wa12, %wa9, %wa10, %wa15}, %kd9, 0;").replace(w3, "{%xm0, %wa13, %wa14, %wa15}, %kd9, 1;")
+    model = (text.replace(w2, "{%wa12, %wa9, %wa10, %wa15}, %kd9, 0;")
+             .replace(w3, "{%xm0, %wa13, %wa14, %wa15}, %kd9, 1;"))
     lines = model.split("\n")
     at = next(i for i, ln in enumerate(lines) if "{%xm0" in ln)
     fence = max(i for i in range(at) if lines[i].strip().startswith("wgmma.fence"))

@@ -47,7 +47,7 @@ def test_case_list_covers_the_calibration_and_validation_sets():
     groups = {c.group for c in CALIB}
     assert groups == {"clock", "alu", "smem", "gmem", "bar_sync", "mbarrier", "ldmatrix", "mma", "tma", "bulk",
                       "dsmem", "gmem_cold", "loop", "ring", "store", "tma_issue", "code", "elem", "fence", "const", "store_quiet",
-                      "ws_tile", "tma_window"}
+                      "ws_tile", "tma_window", "wgmma"}
     assert {c.params.get("store_warps", 0) for c in CALIB if c.group == "tma"} == {0, 4}
     assert {c.params["warps"] for c in CALIB if c.group == "loop"} == {1, 4}
     assert {c.params.get("tma_traffic", False) for c in CALIB if c.group == "loop"} == {False, True}

@@ -2,8 +2,10 @@
 models against independent float64 references within the accuracy the PTX ISA states (bit-exactness against
 the GPU: tests/numerics/test_approx_golden.py, and exhaustively test_approx_hw.py -m gpu)."""
 import math
+from pathlib import Path
 
 import ml_dtypes
+
 import numpy as np
 import pytest
 
@@ -124,12 +126,32 @@ def test_known_hardware_values():
 
 
 def test_exactness_flags():
-    """Every f32 .approx form is bit-exact, sin/cos since their measured tables (data/trig_sm90.npz, recorded on an
-    H100 on all 2**32 inputs by calib/approx/trig_record.py) are package data; the f64 forms are not."""
+    """Every f32 .approx form is bit-exact, sin/cos since their measured model (data/trig_sm90.npz, fitted by
+    calib/approx/trig_model.py to an H100 record of all 2**32 inputs) is package data; the f64 forms are not."""
     assert all(ap.approx_exact(n) for n in ("ex2_approx", "lg2_approx", "rcp_approx", "sqrt_approx",
                                             "rsqrt_approx", "tanh_approx", "ex2_approx_f16", "tanh_approx_bf16",
                                             "sin_approx", "cos_approx"))
     assert not ap.approx_exact("rcp_approx_f64") and not ap.approx_exact("rsqrt_approx_f64")
+
+
+def test_approx_package_data_is_a_few_mb():
+    """Issue 16: the measured models ship as package data of a few MB at most (all .approx tables together)."""
+    from importlib import resources
+    data = resources.files("tcsim.numerics").joinpath("data")
+    sizes = {p.name: p.stat().st_size for p in Path(str(data)).glob("*.npz")}
+    assert set(sizes) >= {"approx_sm90.npz", "trig_sm90.npz"}
+    assert sizes["trig_sm90.npz"] < 600_000 and sum(sizes.values()) < 2_500_000, sizes
+
+
+def test_sin_model_within_the_ptx_bound_on_every_quadrant():
+    """The model of MUFU.SIN over random fractions t of the whole revolution (all four quadrants, which the model
+    derives from one quarter-turn function) stays within the PTX ISA's stated accuracy of sin.approx (absolute
+    2**-20.5) of the float64 sine; the bit-exact oracle is the H100 sample of test_approx_golden.py."""
+    from tcsim.numerics.approx import _mufu_sin_t, _trig_model_np
+    m = _trig_model_np()
+    t = np.random.default_rng(5).integers(0, 1 << 25, 1 << 16).astype(np.int64)
+    v = (_mufu_sin_t(t, np, m) & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
+    assert np.max(np.abs(v - np.sin(2 * np.pi * t / 2.0 ** 25))) < 2.0 ** -20.5
 
 
 def test_half_variants():

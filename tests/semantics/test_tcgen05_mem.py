@@ -701,3 +701,31 @@ def test_ld_red_is_unsupported():
     text = kernel("  tcgen05.ld.red.sync.aligned.32x32b.x2.min.u32 {%r0, %r1}, %r2, [%r384];\n")
     with pytest.raises(UnsupportedError, match=r"tcgen05.ld.red is not supported"):
         run_launch(Launch(ptx=text, block=(32, 1, 1), args=[np.zeros(32 * 256, np.uint32)]))
+
+
+def test_cell_access_by_block_equals_per_cell_indexing():
+    """TensorMemory's raw cell access takes a block of consecutive lanes x columns (an MMA's D, its C) as slices:
+    the same words as indexing every cell, writes land on the same cells, and any other indexing (gaps, duplicates,
+    past the grid) still goes through the index arrays (an IndexError past the grid, as before)."""
+    from tcsim.tmem import COLUMNS, LANES, TensorMemory
+    rng = np.random.default_rng(18)
+    tm = TensorMemory(None, "t")
+    ref = rng.integers(0, 1 << 32, (LANES, COLUMNS), dtype=np.uint64).astype(np.uint32)
+    tm.write_cells(np.arange(LANES)[:, None], np.arange(COLUMNS)[None, :], ref)
+    assert np.array_equal(tm.peek(0, LANES, 0, COLUMNS), ref)
+    for lanes, cols in [(np.arange(32, 96)[:, None], np.arange(100, 356)[None, :]),
+                        (np.arange(5, 6)[:, None], np.arange(511, 512)[None, :]),
+                        (np.array([[3], [5], [4]]), np.arange(8)[None, :]),          # not consecutive
+                        (np.arange(4)[:, None], np.array([[7, 7, 9]]))]:             # a duplicate column
+        got = tm.read_cells(lanes, cols)
+        assert np.array_equal(got, ref[lanes, cols])
+        got[...] = 0                                    # a copy: the cells keep their words
+        assert np.array_equal(tm.peek(0, LANES, 0, COLUMNS), ref)
+        vals = rng.integers(0, 1 << 32, np.broadcast(lanes, cols).shape, dtype=np.uint64).astype(np.uint32)
+        tm.write_cells(lanes, cols, vals)
+        ref[lanes, cols] = vals
+        assert np.array_equal(tm.peek(0, LANES, 0, COLUMNS), ref)
+    with pytest.raises(IndexError):
+        tm.read_cells(np.arange(120, 130)[:, None], np.arange(4)[None, :])
+    with pytest.raises(IndexError):
+        tm.write_cells(np.arange(4)[:, None], np.arange(510, 514)[None, :], 0)

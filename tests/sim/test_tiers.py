@@ -546,7 +546,7 @@ def _stacked(regs, dtypes):
     return stacks, slots, by, arrays
 
 
-def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3):
+def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3, words=False):
     """Run the compiled block interpreter for one cycle at ``pc`` over ``regs`` (k warps): (cycles, reason, the
     registers after it)."""
     from tcsim.fast import vm
@@ -557,8 +557,13 @@ def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3):
     sm = smem if smem is not None else np.zeros((1, 1), np.uint8)
     flags = 3 if smem is not None else 0
     z = np.zeros(k, dtype=np.int64)
+    if words:
+        flags |= 4
+        w32, w64 = sm.view(np.uint32), sm.view(np.uint64)
+    else:
+        w32, w64 = np.zeros((1, 1), np.uint32), np.zeros((1, 1), np.uint64)
     vm.run(enc.P, enc.C, *stacks, S, rows, sm, np.arange(k) % sm.shape[0], z, pc, 1, 0, sm.shape[1], 24,
-           (1 << 24) - 1, flags, params if params is not None else np.zeros(8, np.uint8), out)
+           (1 << 24) - 1, flags, params if params is not None else np.zeros(8, np.uint8), w32, w64, out)
     got = {n: arrays[np.dtype(dtypes[n])][by[np.dtype(dtypes[n])].index(n)].copy() for n in regs}
     return int(out[0]), int(out[4]), got
 
@@ -670,21 +675,24 @@ def test_compiled_blocks_memory_and_branches():
     regs["%r2"] = base
     regs["%r3"] = np.arange(k * 32, dtype=np.uint32).reshape(k, 32) + 100
     want = words[np.arange(k)[:, None], (base + 8) // 4]
-    sm = smem.copy()
-    cycles, why, got = _vm_one(prog, enc, 0, regs, dtypes, smem=sm, k=k)
-    assert cycles == 1 and np.array_equal(got["%r1"], want)
-    sm = smem.copy()
-    cycles, why, got = _vm_one(prog, enc, 1, regs, dtypes, smem=sm, k=k)
-    # each word at offset 4 + 4j is written by lanes j, j+4, ...: the lowest of them lands last
-    for w in range(k):
-        for j in range(4):
-            assert sm[w].view(np.uint32)[1 + j] == 100 + 32 * w + j
-    # misaligned / outside the window: stopped before, nothing written
-    for bad in (base + 1, base + 64):
-        r2 = dict(regs, **{"%r2": bad.astype(np.uint32)})
+    for words in (False, True):             # (bytes, or whole words of the stacked windows)
         sm = smem.copy()
-        cycles, why, got = _vm_one(prog, enc, 1, r2, dtypes, smem=sm, k=k)
-        assert cycles == 0 and why == vm.R_BAIL and np.array_equal(sm, smem)
+        cycles, why, got = _vm_one(prog, enc, 0, regs, dtypes, smem=sm, k=k, words=words)
+        assert cycles == 1 and np.array_equal(got["%r1"], want)
+        sm = smem.copy()
+        cycles, why, got = _vm_one(prog, enc, 1, regs, dtypes, smem=sm, k=k, words=words)
+        # each word at offset 4 + 4j is written by lanes j, j+4, ...: the lowest of them lands last
+        for w in range(k):
+            for j in range(4):
+                assert sm[w].view(np.uint32)[1 + j] == 100 + 32 * w + j
+        assert np.array_equal(np.delete(sm.view(np.uint32), [1, 2, 3, 4], axis=1),
+                              np.delete(smem.view(np.uint32), [1, 2, 3, 4], axis=1))
+        # misaligned / outside the window: stopped before, nothing written
+        for bad in (base + 1, base + 64):
+            r2 = dict(regs, **{"%r2": bad.astype(np.uint32)})
+            sm = smem.copy()
+            cycles, why, got = _vm_one(prog, enc, 1, r2, dtypes, smem=sm, k=k, words=words)
+            assert cycles == 0 and why == vm.R_BAIL and np.array_equal(sm, smem)
     params = np.zeros(16, np.uint8)
     params[:8] = np.frombuffer(np.uint64(0x1122334455667788).tobytes(), np.uint8)
     params[8:12] = np.frombuffer(np.uint32(0xDEADBEEF).tobytes(), np.uint8)

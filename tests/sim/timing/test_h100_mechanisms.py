@@ -418,3 +418,73 @@ def test_the_report_names_tma_loads_delayed_behind_stores():
     assert d["ops"] == 1 and d["cycles"] > 100
     assert any("async delay: 1 op(s) TMA load behind global stores" in ln for ln in behind.summary_lines())
     assert behind.to_dict()["delays"] == behind.delays
+
+
+ATOM_BODY = """
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, {stride};
+  add.s64 %rd5, %rd1, 64;
+  add.s64 %rd5, %rd5, %rd4;
+  mov.u64 %rd10, %clock64;
+  atom.global.add.u32 %r5, [%rd5], 1;
+  add.u32 %r6, %r5, 1;
+  mov.u64 %rd11, %clock64;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 st.global.u64 [%rd1], %rd10;
+  @%p1 st.global.u64 [%rd1+8], %rd11;
+  ret;
+"""
+
+
+def _atom_gap(stride: int, cycles: float) -> int:
+    from timing_kernels import kernel
+    out = np.zeros(64, dtype=np.uint64)
+    launch = Launch(ptx=kernel(PROLOGUE + ATOM_BODY.format(stride=stride), "sm_90a"), kernel="k", block=(32, 1, 1),
+                    args=[out])
+    cfg = H100.with_overrides({"atom_same_address_cycles": cycles})
+    res = run_launch(launch, timing=cfg)
+    o = res.outputs[0]
+    return int(o[1]) - int(o[0])
+
+
+def test_atomics_on_one_word_serialise():
+    """atom_same_address_cycles: 32 lanes adding to one word take 31 x the parameter longer than with it off (the
+    first op's own time is in the L2 latency); lanes on 32 different words are not serialised."""
+    assert _atom_gap(0, 10.0) - _atom_gap(0, 0.0) == 31 * 10
+    assert _atom_gap(4, 10.0) == _atom_gap(4, 0.0)
+    assert H100.atom_same_address_cycles > 0 and arch_config("sm_100a").atom_same_address_cycles == 0
+
+
+PENDING_BODY = """
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, 256;
+  add.s64 %rd5, %rd5, %rd4;
+  ld.global.u32 %r5, [%rd5];
+  mov.u64 %rd10, %clock64;
+  ld.global.u32 %r6, [%rd5];
+  add.u32 %r7, %r6, 1;
+  mov.u64 %rd11, %clock64;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 st.global.u64 [%rd1], %rd10;
+  @%p1 st.global.u64 [%rd1+8], %rd11;
+  @%p1 st.global.u32 [%rd1+16], %r5;
+  ret;
+"""
+
+
+def _pending_gap(on: int) -> int:
+    from timing_kernels import kernel
+    out = np.zeros(64, dtype=np.uint64)
+    launch = Launch(ptx=kernel(PROLOGUE + PENDING_BODY, "sm_90a"), kernel="k", block=(32, 1, 1), args=[out])
+    res = run_launch(launch, timing=H100.with_overrides({"l1_pending_fills": on}))
+    o = res.outputs[0]
+    return int(o[1]) - int(o[0])
+
+
+def test_a_hit_under_miss_waits_for_the_fill():
+    """l1_pending_fills: the second load of a line whose first load (a first touch) is still in flight completes
+    when the line lands -- more than an L2 hit's latency after the first load -- not l1_latency after it issues."""
+    on, off = _pending_gap(1), _pending_gap(0)
+    assert off < H100.l1_latency + 20
+    assert on > H100.l2_latency

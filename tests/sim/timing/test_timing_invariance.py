@@ -1,5 +1,5 @@
 """Timing decides when, semantics decide what (DESIGN.md principle 5): every race-free example gives bit-identical
-outputs -- and per-warp instruction traces (pc, active mask, register writes) except for timestamps and the
+outputs -- and per-thread instruction traces (pc, register writes) except for timestamps and the
 clock registers -- with the 1-cycle model and with the sm_90a / sm_100a timing model, under several schedule
 seeds."""
 import importlib
@@ -31,8 +31,18 @@ def _flat(x):
     return np.ascontiguousarray(x).reshape(-1).view(np.uint8).copy()
 
 
+def _lane_values(values, lane: int, active: list):
+    """The value of ``lane`` in a write's per-lane values (all 32 lanes, or the active lanes in order)."""
+    if not isinstance(values, (list, tuple)):
+        return values
+    return values[lane] if len(values) == 32 else values[active.index(lane)]
+
+
 def _warp_traces(rec: EventRecorder) -> dict:
-    """Per warp: the retired instructions in order, without timestamps.  Left out: the values of %clock /
+    """Per thread (CTA, warp, lane): the retired instructions in order, without timestamps.  Per thread, not per
+    warp-instruction: how a diverged warp's paths interleave and where it reconverges is the scheduler's choice (a
+    lane group may reach a wait and block there before the other group catches up, or wait for it), so the same
+    thread-level execution can retire as different warp-level groups.  Left out: the values of %clock /
     %clock64 / %globaltimer reads (timestamps), and the predicate of a blocking mbarrier.try_wait, which the
     record shows at retirement -- False when the wait blocked, its True landing at the release -- so it says
     whether the wait blocked, not what the kernel computed."""
@@ -41,7 +51,11 @@ def _warp_traces(rec: EventRecorder) -> dict:
         f = e.fields
         t = f["text"]
         writes = {} if "%clock" in t or "%globaltimer" in t or "mbarrier.try_wait" in t else f["writes"]
-        out.setdefault((e.cta, f["warp"]), []).append((f["pc"], f["mask"], sorted(writes.items())))
+        mask = f["mask"]
+        active = [ln for ln in range(32) if mask >> ln & 1]
+        for ln in active:
+            vals = sorted((r, _lane_values(v, ln, active)) for r, v in writes.items())
+            out.setdefault((e.cta, f["warp"], ln), []).append((f["pc"], vals))
     return out
 
 
@@ -78,7 +92,7 @@ def test_results_identical_with_timing_on_and_off(name):
                 assert all(np.array_equal(x, y) for x, y in zip(fa, fb)), f"argument {i} differs under {cfg}"
             else:
                 assert np.array_equal(fa, fb), f"argument {i} differs under {cfg}"
-        assert trace == base_trace, f"per-warp traces differ under {cfg}"
+        assert trace == base_trace, f"per-thread traces differ under {cfg}"
     assert len(cycles) > 1      # the configurations really scheduled differently
 
 
