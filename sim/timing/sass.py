@@ -25,6 +25,17 @@ SASS_FACTS = Path(__file__).resolve().parent / "data" / "sass_facts_h100.json"
 LOOP_FACTS = Path(__file__).resolve().parent / "data" / "loop_facts_h100.json"
 _FACTS_CACHE: dict = {}
 
+
+def _facts_entry(body, path: Path) -> dict:
+    """The recorded facts of kernel ``body`` in the facts file ``path`` (read once per process; {} when the file or
+    the kernel is not there)."""
+    if path not in _FACTS_CACHE:
+        try:
+            _FACTS_CACHE[path] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            _FACTS_CACHE[path] = {}
+    return _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+
 _INS = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _HEX = re.compile(r"0x([0-9a-f]{16})")
 
@@ -122,12 +133,7 @@ def kernel_fingerprint(body) -> str:
 def load_loops(body, path: Path | None = None) -> dict:
     """{head PTX line: (back-edge PTX line, [SassIns])} of the kernel's SASS-timed loops ({} when none)."""
     path = path or SASS_FACTS
-    if path not in _FACTS_CACHE:
-        try:
-            _FACTS_CACHE[path] = json.loads(path.read_text())
-        except (OSError, ValueError):
-            _FACTS_CACHE[path] = {}
-    entry = _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+    entry = _facts_entry(body, path)
     out = {}
     for head, lp in entry.get("loops", {}).items():
         instrs = [SassIns(i, op, st, False, wb, rb, wm) for i, (op, st, wb, rb, wm) in enumerate(lp["sass"])]
@@ -139,12 +145,7 @@ def load_loop_facts(body, path: Path | None = None) -> dict:
     """{back-edge PTX line: True (ptxas keeps the loop rolled) / False (unrolled)} of a kernel with recorded loop
     facts ({} when none: the timing model then decides from the PTX, :func:`tcsim.timing.model.rolled_loop_back_edges`)."""
     path = path or LOOP_FACTS
-    if path not in _FACTS_CACHE:
-        try:
-            _FACTS_CACHE[path] = json.loads(path.read_text())
-        except (OSError, ValueError):
-            _FACTS_CACHE[path] = {}
-    entry = _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+    entry = _facts_entry(body, path)
     return {int(line): bool(rolled) for line, rolled in entry.get("loops", {}).items()}
 
 
@@ -152,12 +153,7 @@ def load_loop_windows(body, path: Path | None = None) -> dict:
     """{back-edge PTX line: loads one warp can have in flight in the loop} from the kernel's recorded loop facts
     (``windows``: the SASS register allocation, calib/timing_corpus/sass_loops.py ``load_window``; {} when none)."""
     path = path or LOOP_FACTS
-    if path not in _FACTS_CACHE:
-        try:
-            _FACTS_CACHE[path] = json.loads(path.read_text())
-        except (OSError, ValueError):
-            _FACTS_CACHE[path] = {}
-    entry = _FACTS_CACHE[path].get(kernel_fingerprint(body)) or {}
+    entry = _facts_entry(body, path)
     return {int(line): int(n) for line, n in entry.get("windows", {}).items() if int(n) > 0}
 
 
