@@ -37,6 +37,11 @@ then
         exit 2
     }
 fi
+# simpy is no part of the GPU image: the wheel travels in .whl/ (carried by the device call)
+if ! python3 -c "import simpy" 2>/dev/null; then
+    for w in .whl/simpy-*.whl; do [ -e "$w" ] && python3 -m pip install -q --no-deps "$w" >/dev/null 2>&1; done
+    python3 -c "import simpy" 2>/dev/null || echo "device_setup: simpy is not importable (carry .whl/ with its wheel)" >&2
+fi
 command -v ptxas >/dev/null || { [ -x /usr/local/cuda/bin/ptxas ] && export PATH=/usr/local/cuda/bin:$PATH; }
 
 device_header() {
