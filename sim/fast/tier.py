@@ -921,8 +921,10 @@ class FastTier:
                         warp.fast_upc = int(p[0])
             gap, done = issued(ctx, pc, pre, now)
             # (a uniform warp has no lanes outside its group: the spin check cannot fire)
-            if not uniform and warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
-                    (runnable & ~group & (pcs > pc)).any():
+            # (the reference's test with its pure halves in the cheaper order: runnable lanes outside the group ahead
+            # of this PC first -- none where the group is every runnable lane, an elected lane with the rest waiting)
+            if not uniform and warp.focus is None and (runnable & ~group & (pcs > pc)).any() and \
+                    (pm := pcs[mask]).size and (pm <= pc).any():
                 warp.spin += 1
                 if warp.spin >= SPIN_LIMIT:
                     hi = int(pcs[runnable & ~group].max())
