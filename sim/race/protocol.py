@@ -420,7 +420,7 @@ class Protocol:
         elif self._two_channels(ph, act, tx):
             (a0, n0, t0) = next((x for x in ph.arrivals if x[2]), None) or ph.arrivals[0]
             f = Finding(
-                12, f"{name} is shared by two producers in one phase: {a0.short()} "
+                12, f"over-arrival: {name} is shared by two producers in one phase: {a0.short()} "
                     + (f"announced {t0} bytes" if t0 else "arrived") + f" and {act.short()} arrives "
                     + (f"announcing {tx} more" if tx else "as well") + f", but the barrier counts {rec.count} arrival"
                     f"{'s' if rec.count != 1 else ''} per phase ({rec.init_text()}); {state}",
@@ -920,8 +920,9 @@ class Protocol:
                + (f" ({maker.short()} acted on it)" if maker is not None else "")
                + " without being waited for: the wait parity was not flipped, so the wait skipped a phase",
             tuple(sides),
-            missing=f"the right parity for the wait at line {wact.line}: "
-                    + (f"after consuming phase {mb.phase - 2} it must " if prev is not None else "it must ")
+            missing=f"a parity flip for the wait at line {wact.line}: "
+                    + (f"after consuming phase {mb.phase - 2} it must " if prev is not None else
+                       "on a fresh barrier it must ")
                     + f"wait with parity {(mb.phase - 1) & 1} for phase {mb.phase - 1}",
             fix="flip the wait parity each time the ring of stages wraps (phase ^= 1 when the stage index returns "
                 "to 0)",
