@@ -1034,6 +1034,15 @@ VARIANTS3 = (
             want=lambda a: {0: (a[1] + a[2]).astype(np.float32)},
             what="the standalone mbarrier.expect_tx announces 1024 bytes; the two tensor loads deliver 2048",
             targets=BOTH),
+    Variant("standalone_expect_tx_high_polled", 3, TILES2,
+            edit=(("[%r4], 2048;   // @expect", "[%r4], 3072;   // @expect"),),
+            sides=("expect", "copyA"), missing="expect_tx",
+            launch=dict(block=(32, 1, 1)), args=_tiles2_args,
+            want=lambda a: {0: (a[1] + a[2]).astype(np.float32)},
+            what="the standalone mbarrier.expect_tx announces 3072 bytes; the two tensor loads deliver 2048: the "
+                 "phase never completes and the warp polls its mbarrier.test_wait (state form) for ever (a livelock "
+                 "in tcsim, a hang on the GPU)",
+            targets=BOTH),
     Variant("init_count_register", 4, COUNT,
             edit=(("  mov.u32 %r5, 64;\n", "  mov.u32 %r5, 32;\n"),),
             sides=("init", "arrive"), missing="count",
