@@ -772,6 +772,23 @@ class Protocol:
                         "expect_tx counts its bytes: the leader's barrier (mapa to the leader's rank) when the "
                         "leader expects the bytes of both CTAs",
                     outcome="hang")
+            excluded = self._mask_excluded(cta, mb) if not ph.deliveries else None
+            if excluded is not None:
+                d, other_cta = excluded
+                rank = getattr(cta, "rank", None)
+                return Finding(
+                    15, f"phase {mb.phase} of {name} can never complete: its expect-tx ({ph.expects_text()}) "
+                        f"announced {ph.expected_bytes} bytes and none came, while the multicast copy at {d.short()} "
+                        f"delivered to {other_cta.label}'s barrier at the same offset but not to this CTA: its "
+                        f"ctaMask leaves out cluster rank {rank}",
+                    tuple(([exp.access(where=name)] if exp is not None else [rec.init.access(where=name)])
+                          + [d.access(where=other_cta.label)] + wside),
+                    missing=f"bit {rank} (cta rank {rank}) in the ctaMask of the multicast copy at line {d.line}, "
+                            f"which this CTA's expect_tx" + (f" at line {exp.line}" if exp is not None else "")
+                            + " counts on (or no expect_tx for bytes this CTA does not receive)",
+                    fix="make the ctaMask of every multicast name each CTA whose barrier expects its bytes (0b11 for "
+                        "a pair), and each CTA expect exactly the bytes the masks send it",
+                    outcome="hang")
             sides = ([exp.access(where=name)] if exp else [rec.init.access(where=name)]) + \
                 [d[0].access(where=name) for d in ph.deliveries[:1]] + wside
             return Finding(
@@ -993,6 +1010,25 @@ class Protocol:
                 for a, _, _ in made.arrivals:
                     if a.unit == "warp" and reaches(writer.pc, a.line):
                         return rec, k, a, [x for x, _, _ in made.arrivals], wait, False
+        return None
+
+    @staticmethod
+    def _mask_excluded(cta, mb):
+        """(the delivery Act, the CTA it went to) of a multicast copy that delivered bytes to the barrier at
+        ``mb``'s offset in another CTA of the cluster, in a phase kept on record, while ``mb`` got none -- a ctaMask
+        that leaves this CTA out; None otherwise."""
+        cl = getattr(cta, "cluster", None)
+        for other_cta in getattr(cl, "ctas", None) or ():
+            if other_cta is cta:
+                continue
+            other = other_cta.mbarriers.get(mb.offset)
+            orec = None if other is None else other.record
+            if orec is None:
+                continue
+            for p in orec.phases.values():
+                for d, _, _ in p.deliveries:
+                    if "multicast" in (d.text or ""):
+                        return d, other_cta
         return None
 
     @staticmethod

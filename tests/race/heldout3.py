@@ -1135,6 +1135,14 @@ VARIANTS3 = (
             what="the expected byte count is selp'ed to 0 on rank 1: rank 1 arms its barrier with expect_tx(0) "
                  "while both CTAs' multicast halves (512 bytes each) land in it",
             targets=BOTH),
+    Variant("multicast_mask_leaves_peer_out", 15, MCAST15,
+            edit=(("  mov.u16 %rs1, 3;\n", "  mov.u16 %rs1, 1;\n"),),
+            sides=("expect", "copy"), missing="ctaMask",
+            launch=dict(block=(64, 1, 1), grid=(2, 1, 1), cluster=(2, 1, 1)), args=_mcast15_args,
+            want=_mcast15_want,
+            what="the multicast's ctaMask is 0b01: both halves go to rank 0 only, while rank 1 expects 1024 bytes "
+                 "(a hang)",
+            targets=BOTH),
     Variant("unrelated_groups_share_named_barrier", 16, NAMED16,
             edit=(("  bar.sync 2, 64;   // @cbar", "  bar.sync 1, 64;   // @cbar"),
                   ("  bar.arrive 2, 64;   // @carrive", "  bar.arrive 1, 64;   // @carrive")),
