@@ -44,7 +44,10 @@ in which the arriving warp took no part, is not ordered before (the id is shared
 is up to the schedule, :meth:`HappensBefore._bar_groups`), class 9 for a generic read released through an mbarrier
 hand-off while it may still be in flight (:meth:`HappensBefore.read_in_flight_at_release`), class 14 at each CTA's exit
 (peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
-register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text).
+register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text),
+class 11 for a write over the 8 bytes of an mbarrier that is not ordered after the thread's ``mbarrier.inval`` of it
+(PTX ISA 9.1 §9.7.13.15.10), and class 4 instead of a plain data race when the writer's release arrive missed the
+phase the reader consumed (:func:`tcsim.race.explain.count_short`).
 """
 from __future__ import annotations
 

@@ -34,8 +34,19 @@ From that history the checks name the root cause, not the symptom:
 * **deadlock root cause**: for each waiter blocked on an mbarrier, the shortfall of arrivals (init count vs the
   arriving lines) or of bytes (expect-tx lines vs the copies that delivered); class 1 when the waiter waits for a
   phase nothing acts on after it skipped the previous one (the same parity twice: it consumed phase P - 2, phase
-  P - 1 completed unseen); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
-  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's).
+  P - 1 completed unseen; or its first wait, with parity 1 on a fresh barrier, named the phase before the init and
+  phase 0 went by first); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
+  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's), or when a
+  multicast delivered to the peers' barrier at the same offset but not to this CTA (a ctaMask leaving it out);
+  class 12 when the waited barrier never received anything while another barrier of the CTA receives two
+  producers' arrivals, one a transfer announcing bytes (the other channel signals the wrong barrier).  A livelock
+  (warps polling test_wait loops) gets the same account for the barriers whose current phase is stuck
+  (:meth:`tcsim.engine.Simulation.polled_barrier_causes`).
+* **a commit executed by several lanes** (class 17): each lane of a tcgen05.commit performs its own arrive-on;
+  more lanes than the barrier counts turn one MMA completion into several phases.
+* **a race behind a short init count** (class 4, :meth:`Protocol.count_short`, asked by the race detector): the
+  writer's release arrive counted in a later phase than the one the reader's wait consumed, while the same arrive
+  instruction of other warps made that phase.
 
 Not checked here: happens-before ordering of the accesses the barriers protect (:mod:`tcsim.race.hb`).
 """
