@@ -15,8 +15,11 @@ from tests.race.test_heldout_variants import (QUICK, test_buggy_twin_is_a_minima
                                               test_correct_twin_is_clean as _clean,
                                               test_ptxas_assembles_both_twins as _ptxas)
 
+#: the second variant of a class runs only in the slow matrix (one fast case per class in CI); the polled
+#: expect_tx variant ends in a livelock, which the run watch needs seconds of polling to call
+SECOND = {"standalone_expect_tx_high_polled", "multicast_mask_leaves_peer_out"}
 RUNS = [pytest.param(v, t, modes, id=f"{v.name}-{t}-{'all-modes' if full else 'quick'}",
-                     marks=[pytest.mark.slow] if full else [])
+                     marks=[pytest.mark.slow] if full or v.name in SECOND else [])
         for v in VARIANTS3 for t in v.targets for full, modes in ((False, QUICK), (True, MODES))
         if full or t == v.targets[0]]
 
