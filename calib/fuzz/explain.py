@@ -745,6 +745,201 @@ def in_flight_waited(text: str) -> str:
 REWRITES["wgmma-in-flight-waited"] = in_flight_waited
 
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-instruction rewrites: ptxas does them to some instructions of a class, not to all (its scheduler decides),
+# so an explanation names the lines: ``<name>@<line>,<line>`` (lines of the program as generated).  Each class is
+# the executable model of an isa/lint.py check; its candidate lines are the lines that check notes.
+
+_LABEL_LINE = re.compile(r"^\s*(\$?[\w$]+):\s*$")
+_BRA = re.compile(r"^\s*(?:@!?%\w+\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)\s*;\s*$")
+
+
+def _sink_target(lines: list, first: int, last: int, guard: str) -> int | None:
+    """Where ptxas puts a predicated instruction (or a short forward branch's block, lines ``first..last``) that it
+    moves below the next write of its guard ``guard``: right after that write -- after the whole loop when the write
+    is in a loop that starts after the block (ptxas emits it after the loop, under the loop's final guard:
+    fuzz_108517_value), after the skipped block's label when the write is in a block a forward branch skips
+    (fuzz_102217_value: the testp under ``@!%q1 bra``) -- or None when nothing writes the guard later."""
+    k = next((j for j in range(last + 1, len(lines)) if (m := _INSTR.match(lines[j]))
+              and guard in _dests(m.group(3), _split_operands(m.group(4) or ""))), None)
+    if k is None:
+        return None
+    labels = {m.group(1): j for j, ln in enumerate(lines) if (m := _LABEL_LINE.match(ln))}
+    branches = [(j, labels[m.group(1)]) for j, ln in enumerate(lines) if (m := _BRA.match(ln)) and m.group(1) in labels]
+    t, moved = k, True
+    while moved:
+        moved = False
+        for j, to in branches:
+            if to < j and last < to <= t < j:          # a loop after the block around the target: after its back edge
+                t, moved = j, True
+            elif j < to and last < j < t < to:          # a forward branch skips the target: after its label
+                t, moved = to, True
+    return t
+
+
+def guard_sunk(text: str, at) -> str | None:
+    """``guard-sunk@<lines>`` (isa/lint.py ``guard-redefined-later``): each predicated instruction at the listed
+    lines (1-based), or the block of the short forward branch it is, as ptxas 13.0 emits it -- below the next write
+    of its guard (:func:`_sink_target`), so it runs under the guard's new value (the SASS of fuzz_108517_value: the
+    FRND.F64 of ``@%p0 cvt.rni.sat.f64.f64`` after the loop that rewrites %p0; fuzz_102217_value: the lop3 selected
+    under the later testp, SEL R11, R11, R0, !P1).  Its sources are read where it lands.  The moved lines are
+    emptied and appended to the target's line, so line numbers stay those of the PTX; None when a listed line is
+    no predicated instruction with a later write of its guard."""
+    lines = text.split("\n")
+    moves = []
+    for n in sorted(set(at), reverse=True):
+        i = n - 1
+        m = _INSTR.match(lines[i]) if 0 <= i < len(lines) else None
+        if m is None or not m.group(2):
+            return None
+        guard = re.search(r"%\w+", m.group(2)).group(0)
+        last = i
+        if m.group(3).startswith("bra"):
+            b = _BRA.match(lines[i])
+            ends = [j for j, ln in enumerate(lines) if (mm := _LABEL_LINE.match(ln)) and mm.group(1) == b.group(1)]
+            if not ends or ends[0] <= i:
+                return None
+            last = ends[0]
+        t = _sink_target(lines, i, last, guard)
+        if t is None:
+            return None
+        moves.append((i, last, t))
+    for i, last, t in moves:            # bottom-up: the moved blocks' lines stay where the others look for them
+        block = " ".join(ln.strip() for ln in lines[i:last + 1])
+        lines[t] = lines[t] + " " + block
+        for j in range(i, last + 1):
+            lines[j] = ""
+    return "\n".join(lines)
+
+
+def _noted_lines(check: str):
+    """The candidate lines of a per-instruction rewrite: the lines isa/lint.py's check ``check`` notes."""
+    def lines_of(text: str) -> list:
+        from tcsim.isa.errors import TcsimError
+        from tcsim.isa.lint import notes
+        from tcsim.isa.parser import parse
+
+        try:
+            return sorted({n.loc.line for n in notes(parse(text), checks=[check])})
+        except TcsimError:
+            return []
+    return lines_of
+
+
+guard_sunk_lines = _noted_lines("guard-redefined-later")
+
+
+def _per_line(text: str, at, one) -> str | None:
+    """Apply ``one(lines, index, fresh) -> bool`` at each listed line (1-based) of ``text``; ``fresh(kind)`` names
+    a new register of that declaration kind (``.b32``, ``.b64``, ``.pred``), declared on the first ``.reg`` line
+    so that line numbers stay those of the PTX.  None when ``one`` refuses a line."""
+    lines = text.split("\n")
+    made: dict = {}
+
+    def fresh(kind: str) -> str:
+        made[kind] = made.get(kind, 0) + 1
+        return f"%xl{kind[1:]}_{made[kind] - 1}"
+
+    for n in sorted(set(at)):
+        if not (0 < n <= len(lines)) or not one(lines, n - 1, fresh):
+            return None
+    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
+    if k is None:
+        return None
+    lines[k] += "".join(f" .reg {kind} %xl{kind[1:]}_<{c}>;" for kind, c in made.items())
+    return "\n".join(lines)
+
+
+def _shift_amount_f2i(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    if not m or not re.match(r"^(shl|shr)\.[bsu]64$", m.group(3)):
+        return False
+    ops = _split_operands(m.group(4) or "")
+    if len(ops) != 3 or not ops[2].startswith("%"):
+        return False
+    wide, amt = fresh(".b64"), fresh(".b32")
+    ops[2] = amt
+    lines[i] = (f"{m.group(1)}cvt.rzi.u64.f32 {wide}, {m.group(4).split(',')[2].strip()}; cvt.u32.u64 {amt}, {wide}; "
+                f"{m.group(2) or ''}{m.group(3)} {', '.join(ops)};")
+    return True
+
+
+def b64_shift_f2i(text: str, at) -> str | None:
+    """``b64-shift-f2i@<lines>`` (isa/lint.py ``b64-shift-by-float``): a 64-bit shift by a register a float
+    instruction wrote last, as ptxas 13.0 emits it -- the amount converted float to integer first (SASS of
+    fuzz_1071_value: F2I.U64.TRUNC R14, R27, then SHF.L.U64.HI / SHF.L.U32 by R14): ``cvt.rzi.u64.f32`` of the
+    amount, its low word the shift amount."""
+    return _per_line(text, at, _shift_amount_f2i)
+
+
+def _half2_abs_as_fma(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    mm = re.match(r"^abs(\.ftz)?\.(f16x2|bf16x2)$", m.group(3)) if m else None
+    ops = _split_operands(m.group(4) or "") if mm else []
+    if not mm or len(ops) != 2:
+        return False
+    nz, z = fresh(".b32"), fresh(".b32")
+    ftz = mm.group(1) or "" if mm.group(2) == "f16x2" else ""
+    lines[i] = (f"{m.group(1)}mov.b32 {nz}, 0x80008000; mov.b32 {z}, 0; "
+                f"{m.group(2) or ''}fma.rn{ftz}.{mm.group(2)} {ops[0]}, {nz}, {z}, {ops[1]};")
+    return True
+
+
+def half2_abs_fma(text: str, at) -> str | None:
+    """``half2-abs-fma@<lines>`` (isa/lint.py ``half2-abs-after-f32``): ``abs.f16x2``/``abs.bf16x2`` of an f32
+    result as ptxas 13.0 emits it -- no sign clear at all, an HFMA2 of -0 * 0 plus the source (SASS of
+    fuzz_14858_value: FADD R32, |R25|, -RZ then HFMA2.BF16_V2 R19, -RZ.H0_H0, RZ.H0_H0, R32)."""
+    return _per_line(text, at, _half2_abs_as_fma)
+
+
+def _guard_without_ftz(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    if not m or not m.group(2):
+        return False
+    g = re.search(r"%\w+", m.group(2)).group(0)
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if not w:
+            if _LABEL_LINE.match(lines[j]) is None and lines[j].strip() and not lines[j].strip().startswith("//"):
+                return False
+            continue
+        wops = _split_operands(w.group(4) or "")
+        dests = _dests(w.group(3), wops)
+        if g not in dests:
+            continue
+        if not w.group(3).startswith("setp.") or ".ftz" not in w.group(3):
+            return False
+        names = wops[0].split("|")
+        new = [fresh(".pred") for _ in names]
+        lines[j] += f" {w.group(2) or ''}{w.group(3).replace('.ftz', '')} {'|'.join(new)}, {', '.join(wops[1:])};"
+        guard = m.group(2).replace(g, new[[n.strip() for n in names].index(g)])
+        lines[i] = f"{m.group(1)}{guard}{m.group(3)} {m.group(4) or ''};".replace(" ;", ";")
+        return True
+    return False
+
+
+def setp_no_ftz(text: str, at) -> str | None:
+    """``setp-no-ftz@<lines>`` (isa/lint.py ``branch-from-setp-ftz``, ``guard-from-setp-ftz``): a branch or an
+    instruction guarded by the predicate a ``setp.ftz`` wrote, as ptxas 13.0 emits it -- the comparison redone
+    without .FTZ for it (SASS of fuzz_207439_value: FSETP.NEU.AND P2 without .FTZ, @P0 BRA P2; fuzz_107537_value:
+    @!P1 FFMA after FSETP.NEU.OR P1 without .FTZ), from the setp's operands where the setp stands, so a subnormal
+    operand goes the other way.  The setp that wrote the guard last, in straight-line order before the line."""
+    return _per_line(text, at, _guard_without_ftz)
+
+
+def _setp_ftz_lines(text: str) -> list:
+    return sorted(set(_noted_lines("branch-from-setp-ftz")(text)) | set(_noted_lines("guard-from-setp-ftz")(text)))
+
+
+#: per-instruction rewrites: name -> (rewrite(text, lines) -> text or None, candidate lines of a text)
+LINE_REWRITES = {"guard-sunk": (guard_sunk, guard_sunk_lines),
+                 "b64-shift-f2i": (b64_shift_f2i, _noted_lines("b64-shift-by-float")),
+                 "half2-abs-fma": (half2_abs_fma, _noted_lines("half2-abs-after-f32")),
+                 "setp-no-ftz": (setp_no_ftz, _setp_ftz_lines)}
+
+
+
 def wgmma_hazards(text: str) -> list:
     """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma by coalescing a copy (module
     docstring), one instruction at a time.  (The register-A negation, ``wgmma-rs-neg-a-int``, is a whole-program
@@ -803,12 +998,18 @@ class SearchTimeout(Exception):
     so that a search's reach does not depend on how busy the machine is) before finding an explanation."""
 
 
+#: the stages of :func:`explain`'s search, in order
+STAGES = ("combinations", "hazards", "per-instruction", "line-rewrites")
+
+
 def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template: np.ndarray,
-            gpu_out, deadline: float | None = None) -> str | None:
+            gpu_out, deadline: float | None = None, stages=STAGES) -> str | None:
     """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out`` (the
     GPU's output bytes, or a predicate on the simulator's output bytes: a recording keeps only a 128-bit hash
     of most GPU outputs, :func:`calib.fuzz.record.compare_recording`).  ``deadline``: raise
-    :class:`SearchTimeout` when the search is still going at that :func:`time.process_time` (CPU) time."""
+    :class:`SearchTimeout` when the search is still going at that :func:`time.process_time` (CPU) time.
+    ``stages``: the parts of the search to run (:data:`STAGES`; a re-survey of programs an earlier search left
+    open runs only the new ones)."""
     import time
 
     same = gpu_out if callable(gpu_out) else (lambda b: b == gpu_out)
@@ -828,30 +1029,41 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
         return same(res.outputs[1].tobytes())
 
     combos = candidates(ptx)
-    for rw, var in combos:
+    singles = [([], [])] + [c for c in combos if len(c[0]) + len(c[1]) == 1]
+    for rw, var in combos if "combinations" in stages else ():
         if reproduces(as_compiled(ptx, rw) or ptx, var):
             return "diagnosed:" + "+".join(rw + var)
     # a register hazard ptxas made around a wgmma (one instruction; alone, or with one program-wide variant)
-    hazards = wgmma_hazards(ptx)
-    for rw, var in [([], [])] + [c for c in combos if len(c[0]) + len(c[1]) == 1]:
+    hazards = wgmma_hazards(ptx) if "hazards" in stages else []
+    for rw, var in singles if hazards else ():
         for name, text in hazards:
             if reproduces(as_compiled(text, rw) or text, var):
                 return "diagnosed:" + "+".join(rw + var + [name])
     # ptxas orders each f64 instruction's commutative sources, and lowers each float abs/neg, on its own: one or
     # two instructions the other way (beside at most one other rewrite or variant: the search grows with every
     # combination)
-    for name, lines_of in PER_INSTRUCTION.items():
+    for name, lines_of in PER_INSTRUCTION.items() if "per-instruction" in stages else ():
         for rw, var in [([], [])] + [c for c in combos if name not in c[1] and len(c[0]) + len(c[1]) == 1]:
             text = as_compiled(ptx, rw) or ptx
             for sel in per_instruction_swaps(text, lines_of=lines_of):
                 if reproduces(text, var + [f"{name}@{n}" for n in sel]):
                     return "diagnosed:" + "+".join(rw + var + [f"{name}@" + ",".join(map(str, sel))])
+    # a per-instruction rewrite of a lint-noted class (LINE_REWRITES) at the noted lines: one or two of them, all
+    # but one or two, or all; alone or beside one other rewrite or variant
+    for name, (fn, lines_of) in LINE_REWRITES.items() if "line-rewrites" in stages else ():
+        cand = lines_of(ptx)
+        sels = per_instruction_swaps(ptx, lines_of=lambda _t: cand) + ([cand] if len(cand) > 1 else [])
+        for sel in sels:
+            text = fn(ptx, sel)
+            for rw, var in singles if text is not None else ():
+                if reproduces(as_compiled(text, rw) or text, var):
+                    return "diagnosed:" + "+".join([f"{name}@" + ",".join(map(str, sel))] + rw + var)
     return None
 
 
-def explain_program(prog, gpu_out, deadline: float | None = None) -> str | None:
+def explain_program(prog, gpu_out, deadline: float | None = None, stages=STAGES) -> str | None:
     return explain(prog.render(), prog.kernel_name, prog.nthreads, prog.input_buffer(), prog.output_template(),
-                   gpu_out, deadline)
+                   gpu_out, deadline, stages)
 
 
 def explain_record(rec: dict) -> str | None:
