@@ -928,15 +928,107 @@ def setp_no_ftz(text: str, at) -> str | None:
     return _per_line(text, at, _guard_without_ftz)
 
 
+def _neg_neg_as_copy(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    ops = _split_operands(m.group(4) or "") if m else []
+    if not m or m.group(3) != "neg.f64" or len(ops) != 2:
+        return False
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if w and ops[1] in _dests(w.group(3), _split_operands(w.group(4) or "")):
+            wops = _split_operands(w.group(4) or "")
+            if w.group(3) != "neg.f64" or w.group(2) or len(wops) != 2:
+                return False
+            keep = fresh(".b64")
+            lines[j] += f" mov.b64 {keep}, {wops[1]};"
+            lines[i] = f"{m.group(1)}{m.group(2) or ''}mov.b64 {ops[0]}, {keep};"
+            return True
+    return False
+
+
+def neg_neg_copy(text: str, at) -> str | None:
+    """``neg-neg-copy@<lines>`` (isa/lint.py ``neg-neg-f64``): ``neg.f64`` of a ``neg.f64`` result as ptxas 13.0
+    emits it -- a copy of the first negation's source (SASS of fuzz_100279_value: one DADD R2, -RZ, -R14 for the
+    first, a copy for the second), so a signalling NaN comes back unquieted."""
+    return _per_line(text, at, _neg_neg_as_copy)
+
+
+_F2I_RND = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}
+
+
+def _f2i_reads_source(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    ops = _split_operands(m.group(4) or "") if m else []
+    mm = re.match(r"^cvt\.(rni|rzi|rmi|rpi)((?:\.ftz)?(?:\.sat)?)\.([su](?:8|16|32|64))\.(f16|bf16)$",
+                  m.group(3)) if m else None
+    if not mm or len(ops) != 2:
+        return False
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if not (w and ops[1] in _dests(w.group(3), _split_operands(w.group(4) or ""))):
+            continue
+        wops = _split_operands(w.group(4) or "")
+        rnd = re.search(r"\.(rn|rz|rm|rp)\b", w.group(3))
+        if w.group(2) or len(wops) < 2 or not wops[1].startswith("%"):
+            return False
+        old = fresh(".b16")
+        lines[j] = f"{w.group(1)}mov.b16 {old}, {wops[1]}; " + lines[j].lstrip()
+        cvt = f"cvt.{_F2I_RND[rnd.group(1)] if rnd else 'rni'}{mm.group(2)}.{mm.group(3)}.{mm.group(4)}"
+        lines[i] = f"{m.group(1)}{m.group(2) or ''}{cvt} {ops[0]}, {old};"
+        return True
+    return False
+
+
+def f2i_half_source(text: str, at) -> str | None:
+    """``f2i-half-source@<lines>`` (isa/lint.py ``f2i-after-half-f2f``): a float-to-integer ``cvt`` of a 16-bit
+    float that an F2F (or a 16-bit min/max) just wrote, as ptxas 13.0 emits it -- the F2I reads the register that
+    instruction read, as it was then, with that instruction's rounding (none: to nearest) (SASS of fuzz_107_value:
+    F2F.F16.BF16.RZ R0, R31.H1 and F2I.S16.F16.TRUNC R32, R31.H1; fuzz_100160_value: F2I.U16.F16.FLOOR after
+    F2F.F16.BF16.RM; fuzz_1060_value: F2I.FTZ.BF16.NTZ R29, R30 of the HADD2's source)."""
+    return _per_line(text, at, _f2i_reads_source)
+
 def _setp_ftz_lines(text: str) -> list:
     return sorted(set(_noted_lines("branch-from-setp-ftz")(text)) | set(_noted_lines("guard-from-setp-ftz")(text)))
+
+
+def line_selections(noted: list) -> list:
+    """The selections of noted ``(class, line)`` pairs :func:`explain` tries, in order: all of them, all but one,
+    each one alone (a class's lowering applies where ptxas's pattern matched, which the lint over-approximates)."""
+    out: list = []
+    for sel in [noted] + [[x for x in noted if x != y] for y in noted] + [[y] for y in noted]:
+        if sel and sel not in out:
+            out.append(sel)
+    return out
+
+
+def line_rewrite_name(sel: list) -> str:
+    """``guard-sunk@3,9+setp-no-ftz@12`` for the selection [(class, line), ...]."""
+    by: dict = {}
+    for name, n in sel:
+        by.setdefault(name, []).append(n)
+    return "+".join(f"{name}@" + ",".join(map(str, sorted(ns))) for name, ns in by.items())
+
+
+def apply_line_rewrites(text: str, sel: list) -> str | None:
+    """``text`` with the per-instruction rewrites of the selection [(class, line), ...] applied (lines of ``text``:
+    each rewrite keeps the line numbers), or None when one does not apply."""
+    by: dict = {}
+    for name, n in sel:
+        by.setdefault(name, []).append(n)
+    for name, ns in by.items():
+        text = LINE_REWRITES[name][0](text, ns)
+        if text is None:
+            return None
+    return text
 
 
 #: per-instruction rewrites: name -> (rewrite(text, lines) -> text or None, candidate lines of a text)
 LINE_REWRITES = {"guard-sunk": (guard_sunk, guard_sunk_lines),
                  "b64-shift-f2i": (b64_shift_f2i, _noted_lines("b64-shift-by-float")),
                  "half2-abs-fma": (half2_abs_fma, _noted_lines("half2-abs-after-f32")),
-                 "setp-no-ftz": (setp_no_ftz, _setp_ftz_lines)}
+                 "setp-no-ftz": (setp_no_ftz, _setp_ftz_lines),
+                 "neg-neg-copy": (neg_neg_copy, _noted_lines("neg-neg-f64")),
+                 "f2i-half-source": (f2i_half_source, _noted_lines("f2i-after-half-f2f"))}
 
 
 
@@ -1048,16 +1140,16 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
             for sel in per_instruction_swaps(text, lines_of=lines_of):
                 if reproduces(text, var + [f"{name}@{n}" for n in sel]):
                     return "diagnosed:" + "+".join(rw + var + [f"{name}@" + ",".join(map(str, sel))])
-    # a per-instruction rewrite of a lint-noted class (LINE_REWRITES) at the noted lines: one or two of them, all
-    # but one or two, or all; alone or beside one other rewrite or variant
-    for name, (fn, lines_of) in LINE_REWRITES.items() if "line-rewrites" in stages else ():
-        cand = lines_of(ptx)
-        sels = per_instruction_swaps(ptx, lines_of=lambda _t: cand) + ([cand] if len(cand) > 1 else [])
-        for sel in sels:
-            text = fn(ptx, sel)
-            for rw, var in singles if text is not None else ():
-                if reproduces(as_compiled(text, rw) or text, var):
-                    return "diagnosed:" + "+".join([f"{name}@" + ",".join(map(str, sel))] + rw + var)
+    # the per-instruction rewrites of the lint-noted classes (LINE_REWRITES) at the noted lines: at every noted line
+    # of every class, at all but one, at one alone; each alone or beside one other rewrite or variant
+    noted = [(name, n) for name, (_fn, lines_of) in LINE_REWRITES.items() if "line-rewrites" in stages
+             for n in lines_of(ptx)]
+    for sel in line_selections(noted):
+        name = line_rewrite_name(sel)
+        text = apply_line_rewrites(ptx, sel)
+        for rw, var in singles if text is not None else ():
+            if reproduces(as_compiled(text, rw) or text, var):
+                return "diagnosed:" + "+".join([name] + rw + var)
     return None
 
 

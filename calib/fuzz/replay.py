@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .explain import LINE_REWRITES, REWRITES, as_compiled, wgmma_hazards
+from .explain import LINE_REWRITES, REWRITES, apply_line_rewrites, as_compiled, wgmma_hazards
 
 #: a register hazard's name (:func:`calib.fuzz.explain.wgmma_hazards`)
 HAZARD = re.compile(r"^wgmma-(?:a-source-reused@\d+:%\w+|acc-copy-clobbered@\d+)$")
@@ -44,9 +44,10 @@ def apply_rewrites(text: str, rw: list) -> str | None:
     register hazards (their lines are the program's as generated, as :func:`calib.fuzz.explain.explain` tries
     them), then the others (:func:`calib.fuzz.explain.as_compiled`); None when a named hazard or line is not in
     the program."""
-    for r in [r for r in rw if r.split("@")[0] in LINE_REWRITES]:     # lines of the program as generated
-        base, at = r.split("@", 1)
-        text = LINE_REWRITES[base][0](text, [int(n) for n in at.split(",")])
+    sel = [(r.split("@")[0], int(n)) for r in rw if r.split("@")[0] in LINE_REWRITES
+           for n in r.split("@", 1)[1].split(",")]
+    if sel:                                     # lines of the program as generated
+        text = apply_line_rewrites(text, sel)
         if text is None:
             return None
     rw = [r for r in rw if r.split("@")[0] not in LINE_REWRITES]

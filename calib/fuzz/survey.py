@@ -255,14 +255,20 @@ def _reexplain_task(args):
 
 
 def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None, log=print, dst: Path = LIST,
-              command: str = "") -> Counter:
+              command: str = "", results: Path | None = None) -> Counter:
     """Search again, with the explanation stages ``stages`` (calib.fuzz.explain.STAGES: the ones added since the
     list was made), the programs the committed list ``dst`` leaves open with a cause starting with ``prefix``
     (``noted:``: a lint note without an executable model), and move each one an explanation now reproduces to
-    ``explained`` under that explanation.  Returns {cause: programs moved}."""
+    ``explained`` under that explanation.  ``results``: a JSON-lines file of the searches (``campaign``, ``seed``,
+    ``explained``, ``cpu_s``), resumable -- programs already in it are not searched again.  Returns {cause:
+    programs moved}."""
     from calib.fuzz.record import load
 
     out = json.loads(dst.read_text())
+    found: dict = {}
+    if results is not None and results.exists():
+        for r in map(json.loads, results.read_text().splitlines()):
+            found[(r["campaign"], r["seed"])] = r["explained"]
     todo = []
     for stem, c in out["campaigns"].items():
         if (stems and stem not in stems) or not (ROOT / f"{stem}.npz").exists():
@@ -271,15 +277,20 @@ def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None
         for k, seeds in c["open"].items():
             if k.startswith(prefix):
                 for s in seeds:
+                    if (stem, s) in found:
+                        continue
                     gpu = ("bytes", bytes(z[f"s{s}"])) if f"s{s}" in z.files else ("sha", meta["gpu_sha"][str(s)])
                     todo.append((stem, s, meta.get("generator", 1), gpu, explain_seconds, tuple(stages)))
-    log(f"[reexplain] {len(todo)} programs open as {prefix}*")
-    found, moved = {}, Counter()
+    log(f"[reexplain] {len(todo)} programs open as {prefix}* to search ({len(found)} searched before)")
+    moved = Counter()
     with mp.get_context("fork").Pool(jobs, maxtasksperchild=50) as pool:
         for i, (stem, s, name, cpu) in enumerate(pool.imap_unordered(_reexplain_task, todo)):
-            if name:
-                found[(stem, s)] = name
+            found[(stem, s)] = name
+            if results is not None:
+                with results.open("a") as f:
+                    f.write(json.dumps({"campaign": stem, "seed": s, "explained": name, "cpu_s": cpu}) + "\n")
             log(f"[reexplain] {i + 1}/{len(todo)} {stem} {s}: {name} ({cpu} s)")
+    found = {k: v for k, v in found.items() if v and v.startswith("diagnosed:")}
     for stem, c in out["campaigns"].items():
         for k in list(c["open"]):
             keep = [s for s in c["open"][k] if (stem, s) not in found]
@@ -322,7 +333,8 @@ def main(argv=None) -> int:
         from calib import pipeline as P
         moved = reexplain(args.reexplain, args.jobs, args.explain_seconds, args.stages.split(","),
                           set(filter(None, args.campaigns.split(","))), log=lambda m: print(m, flush=True),
-                          command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv))
+                          command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv),
+                          results=Path(args.out) if args.out else None)
         print(f"moved {sum(moved.values())} programs to explained -> {LIST}")
         return 0
     if args.write_list:
