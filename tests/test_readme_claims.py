@@ -121,14 +121,12 @@ def render() -> str:
             f"{'s' if len(small) > 1 else ''} {' and '.join(str(m['generator']) for _, m in small)} (what "
             f"`tests/hw/test_fuzz.py` runs on a GPU) on the H100 ("
             + ", ".join(f"`tests/golden/fuzz_campaign/{k}.npz`" for k, _ in small) + ")" if small else ""),
-         "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (a sample; the small records whole); "
-         f"`tests/hw/test_fuzz_disagreements.py`: each of the {_n(dis['all'])} recorded disagreements listed once in "
-         f"`tests/golden/fuzz_campaign/disagreements.json`: {_n(dis['explained'])} reproduced bit for bit by their "
-         f"explanation (ptxas's lowering as a PTX rewrite, or a result the PTX ISA leaves open; "
-         f"{_n(dis['line_rewrite'])} of them lint-noted programs reproduced by the lowering read from the SASS of their "
-         f"class's reproducers), {_n(dis['agree_now'])} agree now, {_n(dis['open'])} open and still disagreeing "
-         f"({_n(dis['noted'])} lint-noted without a model, {_n(dis['unexplained'])} unexplained, {_n(dis['gpu_error'])} GPU "
-         "errors); one program per class replayed in CI, every one under `slow`"),
+         "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (sampled); `tests/hw/test_fuzz_disagreements.py`: "
+         f"all {_n(dis['all'])} recorded disagreements (`tests/golden/fuzz_campaign/disagreements.json`): "
+         f"{_n(dis['explained'])} reproduced bit for bit by their explanation ({_n(dis['line_rewrite'])} lint-noted ones "
+         f"by ptxas's lowering read from SASS), {_n(dis['agree_now'])} agree now, {_n(dis['open'])} open "
+         f"({_n(dis['noted'])} lint-noted, {_n(dis['unexplained'])} unexplained, {_n(dis['gpu_error'])} GPU errors); "
+         "one per class in CI, all under `slow`"),
         ("a planted semantic bug is caught",
          f"`benchmarks/bench_mutations.py`: {len(BM.MUTATIONS)} small mutations of numerics, swizzle, descriptors, "
          f"mbarrier, TMA and timing, each run against its fast tests (`benchmarks/results/mutations_local.json`: "

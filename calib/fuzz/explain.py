@@ -987,6 +987,33 @@ def f2i_half_source(text: str, at) -> str | None:
     F2F.F16.BF16.RM; fuzz_1060_value: F2I.FTZ.BF16.NTZ R29, R30 of the HADD2's source)."""
     return _per_line(text, at, _f2i_reads_source)
 
+def _wgmma_group_dropped(lines: list, i: int, fresh) -> bool:
+    if not lines[i].strip().startswith("wgmma.mma_async"):
+        return False
+    start = next((j for j in range(i - 1, -1, -1) if lines[j].strip().startswith(("wgmma.commit_group",
+                                                                                   "wgmma.wait_group"))), -1)
+    end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("wgmma.commit_group")), None)
+    if end is None:
+        return False
+    for j in range(start + 1, end):
+        if lines[j].strip().startswith("wgmma.mma_async"):
+            lines[j] = ""
+    return True
+
+
+def wgmma_group_lost(text: str, at) -> str | None:
+    """``wgmma-group-lost@<lines>`` (isa/lint.py ``wgmma-rs-chain``): the wgmma-group of the noted wgmma as ptxas
+    13.0 may compile a chain of wgmmas with A from registers -- it copies the accumulator registers out and back
+    between the chain's GMMAs and out again after the last one, all before the WARPGROUP.DEPBAR that waits for the
+    group, and the program goes on with the copies, so the group's results never arrive: every wgmma of the group
+    dropped (v7 campaign program 710731, tests/golden/fuzz_campaign/v7_probe: HGMMA.64x8x8.F32.TF32 R64 at 0x1950,
+    MOV R52, R65 ... R64, RZ, RZ, R51 at 0x1960-0x19d0, the second HGMMA at 0x19e0, MOV R54, R67 ... R51, RZ, RZ,
+    R64 at 0x1a00-0x1a30, DEPBAR at 0x1a40; the same output on the H100 and an H200 over three runs, and with a
+    wait after every commit the GPU agrees with tcsim).  The copies race with the tensor core's write-back: where
+    it wins, the results arrive (program 710959: differs on the H100, agrees on the H200), so this rewrite
+    reproduces only the programs where the copies lose the race everywhere."""
+    return _per_line(text, at, _wgmma_group_dropped)
+
 def _setp_ftz_lines(text: str) -> list:
     return sorted(set(_noted_lines("branch-from-setp-ftz")(text)) | set(_noted_lines("guard-from-setp-ftz")(text)))
 
@@ -1028,7 +1055,8 @@ LINE_REWRITES = {"guard-sunk": (guard_sunk, guard_sunk_lines),
                  "half2-abs-fma": (half2_abs_fma, _noted_lines("half2-abs-after-f32")),
                  "setp-no-ftz": (setp_no_ftz, _setp_ftz_lines),
                  "neg-neg-copy": (neg_neg_copy, _noted_lines("neg-neg-f64")),
-                 "f2i-half-source": (f2i_half_source, _noted_lines("f2i-after-half-f2f"))}
+                 "f2i-half-source": (f2i_half_source, _noted_lines("f2i-after-half-f2f")),
+                 "wgmma-group-lost": (wgmma_group_lost, _noted_lines("wgmma-rs-chain"))}
 
 
 

@@ -255,13 +255,13 @@ def _reexplain_task(args):
 
 
 def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None, log=print, dst: Path = LIST,
-              command: str = "", results: Path | None = None) -> Counter:
+              command: str = "", results: Path | None = None, search: bool = True) -> Counter:
     """Search again, with the explanation stages ``stages`` (calib.fuzz.explain.STAGES: the ones added since the
     list was made), the programs the committed list ``dst`` leaves open with a cause starting with ``prefix``
     (``noted:``: a lint note without an executable model), and move each one an explanation now reproduces to
     ``explained`` under that explanation.  ``results``: a JSON-lines file of the searches (``campaign``, ``seed``,
-    ``explained``, ``cpu_s``), resumable -- programs already in it are not searched again.  Returns {cause:
-    programs moved}."""
+    ``explained``, ``cpu_s``), resumable -- programs already in it are not searched again; ``search`` False: only
+    apply it.  Returns {cause: programs moved}."""
     from calib.fuzz.record import load
 
     out = json.loads(dst.read_text())
@@ -277,7 +277,7 @@ def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None
         for k, seeds in c["open"].items():
             if k.startswith(prefix):
                 for s in seeds:
-                    if (stem, s) in found:
+                    if (stem, s) in found or not search:
                         continue
                     gpu = ("bytes", bytes(z[f"s{s}"])) if f"s{s}" in z.files else ("sha", meta["gpu_sha"][str(s)])
                     todo.append((stem, s, meta.get("generator", 1), gpu, explain_seconds, tuple(stages)))
@@ -323,6 +323,7 @@ def main(argv=None) -> int:
                     help="search the listed open programs whose cause starts with this (noted:) again with "
                          "--stages and move the explained ones in the committed list")
     ap.add_argument("--stages", default="line-rewrites", help="calib.fuzz.explain.STAGES for --reexplain")
+    ap.add_argument("--apply-only", action="store_true", help="--reexplain: apply the searches in --out only")
     ap.add_argument("--roots", default=str(ROOT),
                     help="comma-separated folders whose campaign records the list covers (--write-list)")
     args = ap.parse_args(argv)
@@ -334,7 +335,7 @@ def main(argv=None) -> int:
         moved = reexplain(args.reexplain, args.jobs, args.explain_seconds, args.stages.split(","),
                           set(filter(None, args.campaigns.split(","))), log=lambda m: print(m, flush=True),
                           command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv),
-                          results=Path(args.out) if args.out else None)
+                          results=Path(args.out) if args.out else None, search=not args.apply_only)
         print(f"moved {sum(moved.values())} programs to explained -> {LIST}")
         return 0
     if args.write_list:
