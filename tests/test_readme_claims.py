@@ -123,8 +123,8 @@ def render() -> str:
             + ", ".join(f"`tests/golden/fuzz_campaign/{k}.npz`" for k, _ in small) + ")" if small else ""),
          "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (sampled); `tests/hw/test_fuzz_disagreements.py`: "
          f"all {_n(dis['all'])} recorded disagreements (`tests/golden/fuzz_campaign/disagreements.json`): "
-         f"{_n(dis['explained'])} reproduced bit for bit by their explanation ({_n(dis['line_rewrite'])} lint-noted ones "
-         f"by ptxas's lowering read from SASS), {_n(dis['agree_now'])} agree now, {_n(dis['open'])} open "
+         f"{_n(dis['explained'])} reproduced bit for bit by their explanation ({_n(dis['line_rewrite'])} lint-noted "
+         f"ones by ptxas's lowering read from SASS), {_n(dis['agree_now'])} agree now, {_n(dis['open'])} open "
          f"({_n(dis['noted'])} lint-noted, {_n(dis['unexplained'])} unexplained, {_n(dis['gpu_error'])} GPU errors); "
          "one per class in CI, all under `slow`"),
         ("a planted semantic bug is caught",

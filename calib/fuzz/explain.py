@@ -98,6 +98,15 @@ Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 f64 instruction's commutative sources and lowers each abs/neg on its own, and one or two instructions of a
 program may go against the rule tcsim follows -- :func:`per_instruction_swaps`).
 
+Per-instruction rewrites (:data:`LINE_REWRITES`, issue 22): the executable models of isa/lint.py's noted classes,
+each ptxas's lowering read from the SASS of the class's minimised reproducers (tests/fuzz_regressions: each rewrite,
+applied where the lint notes the reproducer, gives the as-compiled model's output, which is the GPU's), applied at
+lines the lint notes (``<name>@<line>,<line>``; all of them, all but one, or one): ``guard-sunk``
+(``guard-redefined-later``), ``b64-shift-f2i`` (``b64-shift-by-float``), ``half2-abs-fma``
+(``half2-abs-after-f32``), ``setp-no-ftz`` (``branch-from-setp-ftz``, ``guard-from-setp-ftz``), ``neg-neg-copy``
+(``neg-neg-f64``), ``f2i-half-source`` (``f2i-after-half-f2f``) and ``wgmma-group-lost`` (``wgmma-rs-chain``; read
+from the SASS of v7 campaign program 710731).
+
 :func:`explain` tries every combination that applies and returns ``"diagnosed:<names>"`` for the first that
 reproduces the GPU output exactly, else None.
 """

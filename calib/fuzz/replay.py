@@ -21,8 +21,8 @@ HAZARD = re.compile(r"^wgmma-(?:a-source-reused@\d+:%\w+|acc-copy-clobbered@\d+)
 def parse_explanation(name: str) -> tuple[list, list]:
     """(rewrites in order, lowering variant names) of ``"diagnosed:<a>+<b>+..."``; ``v@1,2`` gives ``v@1``,
     ``v@2``; a wgmma register hazard (:data:`HAZARD`) and a per-instruction rewrite
-    (:data:`calib.fuzz.explain.LINE_REWRITES`: ``guard-sunk@3,9``) are rewrites.  Raises ValueError for a name that is not an
-    explanation."""
+    (:data:`calib.fuzz.explain.LINE_REWRITES`: ``guard-sunk@3,9``) are rewrites.  Raises ValueError for a name
+    that is not an explanation."""
     if not name.startswith("diagnosed:"):
         raise ValueError(f"not an explanation: {name!r}")
     rw, var = [], []
