@@ -867,8 +867,8 @@ class HappensBefore:
                 continue
             sides = tuple(r.side() for r in (init, inval, rec) if r is not None)
             self.report(Finding(
-                11, f"{explain._at(rec)} writes the 8 bytes of the mbarrier that {explain._at(inval)} invalidates, with no "
-                    f"happens-before edge from the mbarrier.inval to the write: the write may land on the live "
+                11, f"{explain._at(rec)} writes the 8 bytes of the mbarrier that {explain._at(inval)} invalidates, "
+                    f"with no happens-before edge from the mbarrier.inval to the write: the write may land on the live "
                     f"barrier (its phase, counts and waiters become garbage on the GPU)", sides,
                 missing=f"a barrier (bar.sync) or another happens-before edge ordering the mbarrier.inval at line "
                         f"{inval.line} before the write at line {rec.line} that reuses the barrier's bytes",

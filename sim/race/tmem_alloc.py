@@ -154,8 +154,8 @@ def unallocated_access(tm, side: Access, what: str, c0: int, c1: int, bad: int) 
              f"allocated{after}",
         sides=tuple(s for s in (first, side) if s is not None),
         missing=("tcgen05.alloc of enough columns: the alloc at line "
-                 f"{near[1].line} must cover columns up to {c1} (PTX ISA 9.1 §9.7.16.7.1, §9.7.16.8.3-4: Tensor Memory "
-                 "is accessed only inside an allocation a tcgen05.alloc returned)"
+                 f"{near[1].line} must cover columns up to {c1} (PTX ISA 9.1 §9.7.16.7.1, §9.7.16.8.3-4: "
+                 "Tensor Memory is accessed only inside an allocation a tcgen05.alloc returned)"
                  if near is not None and near[1] is not None else
                  "tcgen05.alloc before any TMEM access, and no access after dealloc (PTX ISA 9.1 §9.7.16.7.1, "
                  "§9.7.16.8.3-4: Tensor Memory is accessed through an address a tcgen05.alloc returned)"),
