@@ -159,31 +159,25 @@ def _encode(e: _Enc, ins, info):
     if op in ("add", "sub", "mul", "fma") and ("f32" in ins.mods or "f64" in ins.mods):
         return _float(e, ins, info)
     if op in ("add", "sub", "mul", "mad", "neg"):
-        from tcsim.isa.integer_forms import parse_integer
-        if any(m in ins.mods for m in ("f16", "bf16", "f16x2", "bf16x2", "f32x2", "f32", "f64")):
+        from .codegen import plain_integer
+        f = plain_integer(ins, info)
+        if f is None:
             return None
-        f = parse_integer(ins, info)
-        t, dt, mode = f.type, f.dtype, f.mode
-        if f.cc or f.carry_in or f.sat or f.relu or f.shiftamt or t not in _INT_TYPES or dt not in _INT_TYPES:
-            return None
-        n, dn = size_of(t), size_of(dt)
-        srcs = [e.src(s, t) if not (op == "mad" and i == 2) else e.src(s, dt) for i, s in enumerate(f.srcs)]
-        d = e.reg(f.dst, dn)
+        srcs = [e.src(s, t) for s, t in f.srcs]
+        d = e.reg(f.dst, size_of(f.dtype))
         if d is None or any(s is None for s in srcs):
             return None
-        w = 8 * n
+        w = 8 * size_of(f.type)
         if op == "neg":
             return None if srcs[0][0] == 4 else _row(vm.NEG, d, srcs[0], width=w)
         if op in ("add", "sub"):
             return _row(vm.ADD if op == "add" else vm.SUB, d, srcs[0], srcs[1], width=w)
-        if mode in (None, "lo"):
+        if f.mode == "lo":
             return _row(vm.MULLO, d, srcs[0], srcs[1], width=w) if op == "mul" else \
                 _row(vm.MADLO, d, srcs[0], srcs[1], srcs[2], width=w)
-        if mode == "wide" and dn == 2 * n and n <= 4:
-            signed = int(t[0] == "s")
-            return _row(vm.MULWIDE, d, srcs[0], srcs[1], width=w, x1=signed) if op == "mul" else \
-                _row(vm.MADWIDE, d, srcs[0], srcs[1], srcs[2], width=w, x1=signed)
-        return None
+        signed = int(f.type[0] == "s")
+        return _row(vm.MULWIDE, d, srcs[0], srcs[1], width=w, x1=signed) if op == "mul" else \
+            _row(vm.MADWIDE, d, srcs[0], srcs[1], srcs[2], width=w, x1=signed)
     if op in ("and", "or", "xor", "not", "shl", "shr"):
         from tcsim.isa.alu_forms import parse_logic
         f = parse_logic(ins, info)
