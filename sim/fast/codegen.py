@@ -409,9 +409,10 @@ def bind_mem(spec: tuple, tier) -> _SharedAccess:
     return _SharedAccess(tier, *spec)
 
 
-def native_mem(ins, info, dtypes: dict):
+def native_mem(ins, info, dtypes: dict, global_stores: bool = False):
     """The parameters of a :class:`_SharedAccess` (:func:`bind_mem`) for a plain scalar ld / st of shared::cta (ld
-    of global too) filling a register of its type's size, or None."""
+    of global too; ``global_stores``: st of global too, for the compiled blocks) filling a register of its type's
+    size, or None."""
     if ins.opcode not in ("ld", "st") or any(m in ins.mods for m in ("volatile", "mmio", "unified")):
         return None
     from tcsim.isa.data_movement_forms import parse_ld, parse_st
@@ -421,7 +422,7 @@ def native_mem(ins, info, dtypes: dict):
         return None
     store = ins.opcode == "st"
     space = {"shared": "shared", "shared::cta": "shared", "global": "global"}.get(f.space)
-    if space is None or (store and space != "shared") or f.vec != 1 or f.policy is not None:
+    if space is None or (store and space != "shared" and not global_stores) or f.vec != 1 or f.policy is not None:
         return None
     n = size_of(f.type)
     if n not in (4, 8) or type(f.value) is not ir.Reg or f.value.name not in dtypes or \

@@ -137,17 +137,25 @@ class GroupCtx(BatchCtx):
             a = self._syms[name] = np.repeat(np.asarray(per, dtype=np.uint64), WARP)
         return a
 
+    def special_lanes(self, op):
+        """Special register ``op`` of every lane of the members (their contexts' values, once per superstep), or
+        None when a context cannot give it."""
+        key = (op.name, op.component)
+        raw = self._sregs.get(key)
+        if raw is None:
+            try:
+                raw = self._sregs[key] = np.concatenate([w.ctx.special(op) for w in self.warps])
+            except TcsimError:
+                return None
+        return raw
+
     def read(self, op, ptype: str) -> np.ndarray:
         if type(op) is ir.Reg:
             return self._reg_read(op.name, ptype)
         if isinstance(op, ir.SpecialReg):
-            key = (op.name, op.component)
-            raw = self._sregs.get(key)
+            raw = self.special_lanes(op)
             if raw is None:
-                try:
-                    raw = self._sregs[key] = np.concatenate([w.ctx.special(op) for w in self.warps])
-                except TcsimError:
-                    raise Fallback(op.name) from None
+                raise Fallback(op.name)
             if raw.dtype == np.bool_:
                 raise Fallback(op.name)
             try:
@@ -274,6 +282,31 @@ def _vm_checks(sim, watch, k: int, e: int) -> bool:
     return stop
 
 
+def _vm_barriers(sim, g):
+    """The gang's CTAs [(cta, warps)] when a compiled block may run their ``bar.sync`` (every live warp of each a
+    member, no named barrier of theirs with a phase open: then each completes in its cycle, as the BARRIER step
+    below completes it), else None."""
+    ctas = g.whole_ctas()
+    if ctas is None:
+        return None
+    from ..semantics.barrier import NamedBarriers
+    ag = sim.agent("named-barriers", NamedBarriers)
+    ids = {id(c) for c, _ in ctas}
+    if any(key[0] in ids for key in ag.phases):
+        return None
+    return ctas
+
+
+def _complete_barriers(sim, ctas, bars) -> None:
+    """The ``bar.sync`` a compiled block ran (``bars[i]``: how many of barrier ``i``), completed as the BARRIER step
+    completes each (NamedBarriers.sync_whole_cta, that many times)."""
+    from ..semantics.barrier import NamedBarriers
+    ag = sim.agent("named-barriers", NamedBarriers)
+    for index in np.nonzero(bars)[0]:
+        for c, ws in ctas:
+            ag.sync_whole_cta(c, ws, int(index), None, None, times=int(bars[index]))
+
+
 def superstep(tier, members: list) -> bool:
     """Run the gang ``members`` (popped now) for as many cycles as the module docstring allows; False when not even
     one (nothing changed: the caller issues the gang as usual)."""
@@ -323,6 +356,7 @@ def superstep(tier, members: list) -> bool:
         from .blocks import Runner, available
         vmr = tier.vm = Runner(tier) if available() else False
     rows = None
+    vm_ctas = None
     vm_skip = -1
     while cycles < horizon:
         kind = steps[pc]
@@ -334,9 +368,12 @@ def superstep(tier, members: list) -> bool:
             if lim > 0:
                 if rows is None:
                     rows = np.arange(sel.start, sel.stop, dtype=np.int64) if isinstance(sel, slice) else sel
-                res = vmr.run(gctx, rows, pc, lim)
+                    vm_ctas = _vm_barriers(sim, g) if vmr.enc.has_bar else None
+                res = vmr.run(gctx, rows, pc, lim, vm_ctas)
                 if res is not None:
                     e, npc, nl, last_pc, _why = res
+                    if vm_ctas is not None and vmr.bars.any():
+                        _complete_barriers(sim, vm_ctas, vmr.bars)
                     vm_skip = npc           # (where it stopped: the paths below run that one)
                     if e:
                         lanes += nl
