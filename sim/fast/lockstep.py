@@ -37,7 +37,7 @@ from tcsim.isa.errors import TcsimError
 from ..context import group_write_stacked_words
 from ..ptxtypes import to_container, to_type
 from ..watch import CHECK_EVERY
-from .batch import BARRIER, BRANCH, SEM, STORE, WARP, BatchCtx, Fallback  # noqa: F401 (step kinds: re-exported)
+from .batch import BARRIER, BRANCH, EXIT, SEM, STORE, WARP, BatchCtx, Fallback  # noqa: F401 (step kinds: re-exported)
 
 _FAIL = (Fallback, TcsimError, ValueError, IndexError, TypeError, AttributeError, KeyError)
 
@@ -307,6 +307,27 @@ def _complete_barriers(sim, ctas, bars) -> None:
             ag.sync_whole_cta(c, ws, int(index), None, None, times=int(bars[index]))
 
 
+def _exit_quiet(sim, g, gctx) -> bool:
+    """The gang's ``exit`` changes nothing but the exiting warps' and CTAs' own state -- no event is queued, nothing
+    can fail -- so that running it for every member in gang order in one cycle is what their processes do one
+    after the other: every cluster of the grid has started (no CTA starts at an exit), no CTA-exit hook (TMEM,
+    the detector), the only exit hook the named barriers' with no phase open in the gang's CTAs and no
+    ``bar.warp.sync`` pending for a member, no mbarrier in the gang's CTAs (the protocol's end check at a
+    cluster's compaction)."""
+    if sim.clusters_pending() or sim.cta_exit_hooks or gctx._mbarriers():
+        return False
+    if sim.exit_hooks:
+        from ..semantics.barrier import NamedBarriers
+        ag = sim.agents.get(("named-barriers", None))
+        if ag is None or any(getattr(h, "__self__", None) is not ag or getattr(h, "__func__", None) is not
+                             NamedBarriers.on_exit for h in sim.exit_hooks):
+            return False
+        ctas = {id(w.cta) for w in g.members}
+        if any(id(ph.cta) in ctas for ph in ag.phases.values()) or any(w in ag.warp_sync for w in g.members):
+            return False
+    return True
+
+
 def superstep(tier, members: list) -> bool:
     """Run the gang ``members`` (popped now) for as many cycles as the module docstring allows; False when not even
     one (nothing changed: the caller issues the gang as usual)."""
@@ -358,6 +379,7 @@ def superstep(tier, members: list) -> bool:
     rows = None
     vm_ctas = None
     vm_skip = -1
+    exited = False
     while cycles < horizon:
         kind = steps[pc]
         if kind is None:
@@ -405,6 +427,32 @@ def superstep(tier, members: list) -> bool:
                         check = True
                         break
                     continue
+        if kind == EXIT:
+            # every member's live lanes exit, in gang order (the exit's own semantics on each member's context)
+            if sim.retired + k >= watch.next_check or not _exit_quiet(sim, g, gctx):
+                break
+            ins = body[pc]
+            for t_, w in enumerate(members):
+                ctx = w.ctx
+                ctx.ins = ins
+                ctx.pc = pc
+                ctx.group = g.alive[t_].copy()
+                ctx.mask = ctx.group
+                ctx.extra_delay = 0
+                try:
+                    decoded[pc](ctx)
+                except TcsimError as e:                 # (as the warp's process reports it)
+                    from ..warp_turns import user_loc as _user_loc
+                    e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
+                    w.fast_failed = True
+                    sim._fail(e)
+            lanes += nalive
+            cycles += 1
+            sim.retired += k
+            last = (pc, group)
+            pc += 1
+            exited = True
+            break
         ins = body[pc]
         guard = ins.guard
         if guard is None:
@@ -485,7 +533,7 @@ def superstep(tier, members: list) -> bool:
     alive = g.alive
     for t_, w in enumerate(members):
         w.retired += cycles
-        w.fast_upc = pc
+        w.fast_upc = None if exited else pc
         ctx = w.ctx
         ctx.ins = ins
         ctx.pc = last_pc

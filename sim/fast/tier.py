@@ -502,9 +502,10 @@ class FastTier:
     def _lockstep_steps(self) -> list:
         """Per PC, how a superstep runs the instruction (tcsim.fast.lockstep): SEM (a recorded kind: its semantics
         over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
-        barrier, no thread count), or None (never in a superstep)."""
+        barrier, no thread count), EXIT (an unguarded ``exit``, or ``ret`` of the kernel), or None (never in a
+        superstep)."""
         from tcsim.isa import ir
-        from .batch import BARRIER, BRANCH, SEM, STORE
+        from .batch import BARRIER, BRANCH, EXIT, SEM, STORE
         prog = self.sim.program
         steps = [None] * self.nbody
         self.native = _Generated(self, steps)
@@ -517,6 +518,9 @@ class FastTier:
                 steps[pc] = BRANCH
             elif pc in self.store:
                 steps[pc] = STORE
+            elif ins.opcode in ("exit", "ret") and ins.guard is None and prog.decoded[pc] is not None and \
+                    not ins.mods and self.collective[pc] is None and prog.kernel.kind == "entry":
+                steps[pc] = EXIT
             elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
                 from tcsim.isa.barrier_forms import parse_bar
                 try:
