@@ -431,6 +431,26 @@ def run(P, C, B, H, W, D, S, L, lok, rows, smem, cta_row, cta_rank, pc0, max_cyc
             last = pc
             pc += 1
             continue
+        if op == FMA32 and P[pc, AC] == CW and P[pc, BC] == CW and P[pc, CC] == CW and P[pc, DC] == CW:
+            # (the common case: 32-bit registers in and out, read and written without the uint64 lanes)
+            ia, ib, ic, idst = P[pc, AI], P[pc, BI], P[pc, CI], P[pc, DI]
+            for w in range(k):
+                r = rows[w]
+                for l in range(32):
+                    a32[w * 32 + l] = W[ia, r, l]
+                    b32[w * 32 + l] = W[ib, r, l]
+                    c32[w * 32 + l] = W[ic, r, l]
+            ffma_f32_rn(a32, b32, c32, r32, x1 != 0, x2)
+            for w in range(k):
+                r = rows[w]
+                for l in range(32):
+                    if not guarded or gm[w * 32 + l]:
+                        W[idst, r, l] = r32[w * 32 + l]
+            lanes += n
+            cycles += 1
+            last = pc
+            pc += 1
+            continue
         _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, L, rows, va)
         if P[pc, BC] >= 0:
             _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, L, rows, vb)
