@@ -20,10 +20,20 @@ decoded semantics on random registers, tests/sim/test_tiers.py):
   rounding; a lane the compiled kernel leaves to exact integers, or a NaN result, stops the block before it);
 * scalar ``ld.shared`` / ``st.shared`` (4 / 8 bytes, register + offset address; a store only while the CTAs hold
   no mbarrier), checked as :class:`tcsim.fast.codegen._SharedAccess` checks them;
+* scalar ``ld.global`` / ``st.global`` (4 / 8 bytes, register + offset address) through the global allocations'
+  byte arrays (:func:`tcsim.context.group_global_arrays`, the door): every lane's access aligned and wholly inside
+  one allocation, as :meth:`tcsim.memory.GlobalMemory.read_rows` / ``write_rows`` check it -- else the block
+  stops before it and the semantics report the fault; stores warp after warp, each warp's lanes from the last to
+  the first (:meth:`tcsim.context.ExecContext.store`'s order: the lowest lane lands last);
+* special registers read by ``mov`` or as an integer source (not the clocks): their per-lane values, taken once
+  per call from the members' contexts (:meth:`tcsim.fast.lockstep.GroupCtx.special_lanes`);
 * scalar ``ld.param`` of a kernel parameter (the launch's parameter image; out of it: stopped before);
+* ``bar.sync`` of a constant barrier (a BARRIER step) when the gang is whole CTAs with no named-barrier phase open:
+  it completes in its cycle, counted per barrier (``Runner.bars``), and the superstep completes them after the call
+  (:meth:`tcsim.semantics.barrier.NamedBarriers.sync_whole_cta` with ``times``);
 * a plain ``bra`` (guarded or not).
 
-Not encoded (the superstep's own paths run them): global memory, special registers, other float
+Not encoded (the superstep's own paths run them): other state spaces and vector accesses, other float
 operations, anything not listed.  Without numba (or ``TCSIM_NUMBA=0``, ``TCSIM_FAST_NOVM=1``) supersteps run as
 before, instruction by instruction.
 """

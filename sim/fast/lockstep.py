@@ -15,14 +15,16 @@ own decoded semantics execute once over the lanes of every member (:class:`Group
 consecutive rows); a plain ``bra`` whose lanes all go one way moves the whole gang; a ``st`` writes in the
 reference's warp and lane order; a ``bar.sync`` by every live warp of each CTA completes the barrier at once
 (:meth:`tcsim.semantics.barrier.NamedBarriers.sync_whole_cta`: in the reference the last arrival releases the
-others in the same cycle, so they issue again one cycle on, in lockstep).  Since all members execute the same
+others in the same cycle, so they issue again one cycle on, in lockstep); an ``exit`` (or the kernel's ``ret``)
+runs each member's exit in gang order when it can queue no event and fail at nothing (:func:`_exit_quiet`), and
+ends the superstep.  Since all members execute the same
 instruction in a cycle, and loads, ALU and stores do not mix within one cycle, running it once over the group in
 gang order is what the reference does member after member.
 
-The superstep stops *before* a cycle it cannot run so: an instruction of another kind (exit, a collective, an
-atomic...), a branch whose lanes diverge, a barrier with an open phase or a CTA not all in the gang, a group that
-fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle and reports the
-fault itself), the horizon, or a run-watch check that looks at the warps (:meth:`tcsim.watch.RunWatch.check`:
+The superstep stops *before* a cycle it cannot run so: an instruction of another kind (an exit that is not quiet,
+a collective, an atomic...), a branch whose lanes diverge, a barrier with an open phase or a CTA not all in the
+gang, a group that fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle
+and reports the fault itself), the horizon, or a run-watch check that looks at the warps (:meth:`tcsim.watch.RunWatch.check`:
 the livelock sample, a budget or Ctrl-C stop); a check that does not (the next check's count, the progress line)
 is made in place.  Then the members' PCs, counts and contexts are brought up to date and the gang is queued for
 its next cycle, as its members' own issue events would have been.

@@ -2,16 +2,18 @@
 the program for it).
 
 :func:`run` executes, for a gang of ``k`` uniform warps in which every lane is live, the encoded instructions from
-``pc`` on, one instruction of the whole gang per cycle, straight through plain branches whose lanes agree, until
-an instruction it does not run (``STOP``: the superstep's own paths run it), a branch whose lanes diverge, an
-access it cannot prove to be the reference's (misaligned, out of the window, another CTA's rank, a lane mask
-that is not the whole gang), an f64 fma lane the compiled numerics leave to the exact reference or whose result
-is a NaN (the reference's NaN priority), or ``max_cycles``.  Nothing of the instruction it stops at has been
-written.  Registers are read and written in place: the fast tier keeps the registers of one container dtype as
-the planes of one ``(registers, warps, 32)`` array (``B`` bool, ``H`` uint16, ``W`` uint32, ``D`` uint64), and an
-operand is a (class, index) pair: a plane of one of those, a constant (``C``) or a per-warp value (``S``:
-symbol addresses).  All arithmetic is on the registers' raw bits in uint64, masked to the instruction's width,
-as :mod:`tcsim.fast.codegen` (checked against the decoded semantics) computes it.
+``pc`` on, one instruction of the whole gang per cycle, straight through plain branches whose lanes agree and
+``bar.sync`` of whole CTAs (when the caller allows it), until an instruction it does not run (``STOP``: the
+superstep's own paths run it), a branch whose lanes diverge, an access it cannot prove to be the reference's
+(misaligned, out of the shared window or of every global allocation, another CTA's rank, a lane mask that is not
+the whole gang), a special register the call was not given, an f64 fma lane the compiled numerics leave to the
+exact reference or whose result is a NaN (the reference's NaN priority), or ``max_cycles``.  Nothing of the
+instruction it stops at has been written.  Registers are read and written in place: the fast tier keeps the
+registers of one container dtype as the planes of one ``(registers, warps, 32)`` array (``B`` bool, ``H`` uint16,
+``W`` uint32, ``D`` uint64), and an operand is a (class, index) pair: a plane of one of those, a constant
+(``C``), a per-warp value (``S``: symbol addresses) or a per-lane value (``L``: special registers).  All
+arithmetic is on the registers' raw bits in uint64, masked to the instruction's width, as
+:mod:`tcsim.fast.codegen` (checked against the decoded semantics) computes it.
 
 ``out`` receives (cycles run, the PC it stopped at, lane-instructions executed, the last PC it executed).
 The kernel is compiled once per machine (``cache=True``); it depends on nothing of the program.
