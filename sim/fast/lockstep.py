@@ -24,9 +24,9 @@ gang order is what the reference does member after member.
 The superstep stops *before* a cycle it cannot run so: an instruction of another kind (an exit that is not quiet,
 a collective, an atomic...), a branch whose lanes diverge, a barrier with an open phase or a CTA not all in the
 gang, a group that fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle
-and reports the fault itself), the horizon, or a run-watch check that looks at the warps (:meth:`tcsim.watch.RunWatch.check`:
-the livelock sample, a budget or Ctrl-C stop); a check that does not (the next check's count, the progress line)
-is made in place.  Then the members' PCs, counts and contexts are brought up to date and the gang is queued for
+and reports the fault itself), the horizon, or a run-watch check that looks at the warps
+(:meth:`tcsim.watch.RunWatch.check`: the livelock sample, a budget or Ctrl-C stop); a check that does not (the next
+check's count, the progress line) is made in place.  Then the members' PCs, counts and contexts are brought up to date and the gang is queued for
 its next cycle, as its members' own issue events would have been.
 """
 from __future__ import annotations
