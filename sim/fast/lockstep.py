@@ -26,8 +26,8 @@ a collective, an atomic...), a branch whose lanes diverge, a barrier with an ope
 gang, a group that fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle
 and reports the fault itself), the horizon, or a run-watch check that looks at the warps
 (:meth:`tcsim.watch.RunWatch.check`: the livelock sample, a budget or Ctrl-C stop); a check that does not (the next
-check's count, the progress line) is made in place.  Then the members' PCs, counts and contexts are brought up to date and the gang is queued for
-its next cycle, as its members' own issue events would have been.
+check's count, the progress line) is made in place.  Then the members' PCs, counts and contexts are brought up to
+date and the gang is queued for its next cycle, as its members' own issue events would have been.
 """
 from __future__ import annotations
 
