@@ -861,6 +861,13 @@ def stacked_window_bytes(stack):
     return stack.blocks[0] if len(stack.blocks) == 1 else None
 
 
+def group_global_arrays(gmem) -> tuple:
+    """The global allocations as (bases, byte arrays), address order, that compiled group code (tcsim.fast.vm)
+    reads and writes in place -- each access aligned and wholly inside one allocation, stores in the reference's
+    lane order (else it leaves the access to the semantics, which fault as the reference does)."""
+    return gmem.arrays()
+
+
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:
     return gmem.read_rows(addrs, nbytes)
 

@@ -154,6 +154,12 @@ class GlobalMemory:
             out[sel] = self._allocs[i]._bytes[offs[sel][:, None] + rng]
         return out
 
+    def arrays(self) -> tuple:
+        """(bases, byte arrays) of the allocations in address order, the arrays themselves (writable): for compiled
+        group code that reads and writes in place with :meth:`read_rows` / :meth:`write_rows`'s checks replayed
+        (tcsim.fast.vm, reached through the execution context's door, tcsim.context.group_global_arrays)."""
+        return list(self._bases), [a._bytes for a in self._allocs]
+
     def peek(self, addr: int, nbytes: int) -> np.ndarray:
         """Inspection, not an access: a copy of ``nbytes`` at device address ``addr`` for a debugger or a report
         (no observation event, nothing a kernel does; the kernel's accesses go through the two doors)."""

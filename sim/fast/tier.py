@@ -286,10 +286,15 @@ class FastTier:
         if not self.enabled:
             return None
         if self.flat is None:
-            from ..callstack import make_regfile
-            tmpl = make_regfile(self.sim.program.kernel.regs)       # (one warp's: names, order and dtypes)
-            self._dtypes = {name: a.dtype for name, a in tmpl.items()}
-            self.flat = {name: np.zeros((0, WARP), dtype=dt) for name, dt in self._dtypes.items()}
+            cache = self.sim.program.fast_code
+            dts = cache.get("regfile dtypes")
+            if dts is None:                 # (one warp's registers: names, order and dtypes; once per program)
+                from ..callstack import make_regfile
+                tmpl = make_regfile(self.sim.program.kernel.regs)
+                dts = cache["regfile dtypes"] = {name: a.dtype for name, a in tmpl.items()}
+            self._dtypes = dict(dts)
+            empty = {dt: np.zeros((0, WARP), dtype=dt) for dt in set(dts.values())}
+            self.flat = {name: empty[dt] for name, dt in dts.items()}
         self._grow(i + 1)
         return RowRegs(self.flat, i)
 
@@ -559,10 +564,17 @@ class FastTier:
     def _lockstep_steps(self) -> list:
         """Per PC, how a superstep runs the instruction (tcsim.fast.lockstep): SEM (a recorded kind: its semantics
         over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
-        barrier, no thread count), or None (never in a superstep)."""
+        barrier, no thread count), EXIT (an unguarded ``exit``, or ``ret`` of the kernel), or None (never in a
+        superstep)."""
         from tcsim.isa import ir
-        from .batch import BARRIER, BRANCH, SEM, STORE
+        from .batch import BARRIER, BRANCH, EXIT, SEM, STORE
         prog = self.sim.program
+        cached = prog.fast_code.get("lockstep steps")     # (a function of the program: once per cached program)
+        if cached is not None:
+            steps = list(cached[0])
+            self.bar_index.update(cached[1])
+            self.native = _Generated(self, steps)
+            return steps
         steps = [None] * self.nbody
         self.native = _Generated(self, steps)
         for pc, ins in enumerate(prog.body[:self.nbody]):
@@ -574,6 +586,9 @@ class FastTier:
                 steps[pc] = BRANCH
             elif pc in self.store:
                 steps[pc] = STORE
+            elif ins.opcode in ("exit", "ret") and ins.guard is None and prog.decoded[pc] is not None and \
+                    not ins.mods and self.collective[pc] is None and prog.kernel.kind == "entry":
+                steps[pc] = EXIT
             elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
                 from tcsim.isa.barrier_forms import parse_bar
                 try:
@@ -584,6 +599,7 @@ class FastTier:
                         and f.a.kind == "int" and 0 <= int(f.a.value) < 16:
                     steps[pc] = BARRIER
                     self.bar_index[pc] = (int(f.a.value), bool(f.aligned))
+        prog.fast_code["lockstep steps"] = (tuple(steps), dict(self.bar_index))
         return steps
 
     def _run_gang(self, gang) -> None:
