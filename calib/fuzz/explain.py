@@ -489,14 +489,22 @@ def _mul_add_contracted(text: str) -> str:
                     r = tmp(bt)
                     pre = f"xor.{bt} {r}, {neg}, {sign}; "
                     a, x = (r, x) if j == 2 else (a, r)
+                if w[4] is not None:                    # the mul overwrote a factor: ptxas keeps its old value
+                    bt, k, kept = _SIGN_BIT[t][0], w[4], w[5]
+                    r = tmp(bt)
+                    lines[k] = re.sub(r"^(\s*)", lambda m: f"{m.group(1)}mov.{bt} {r}, {kept}; ", lines[k], count=1)
+                    a, b = (r if a == kept else a), (r if b == kept else b)
                 lines[i] = f"{indent}{pre}{guard}fma.rn{mods}.{t} {ops[0]}, {a}, {b}, {x};"
                 break
         for d in _dests(opcode, ops):
             for k in [k for k, v in muls.items() if k == d or d in (v[2], v[3])]:
                 del muls[k]
         mm = _MUL_NO_RND.match(opcode)
-        if mm and not guard and len(ops) == 3 and ops[0] not in ops[1:]:
-            muls[ops[0]] = (bool(mm.group(1)), mm.group(2), ops[1], ops[2])
+        if mm and not guard and len(ops) == 3:
+            # a factor the mul itself overwrites (``mul d, a, d``, 703656): the fma reads its value from before
+            # the mul, a copy made on the mul's line when a contraction uses it
+            muls[ops[0]] = (bool(mm.group(1)), mm.group(2), ops[1], ops[2],
+                            *((i, ops[0]) if ops[0] in ops[1:] else (None, None)))
     out = "\n".join(lines)
     if out == text:
         return text
