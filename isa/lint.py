@@ -883,6 +883,26 @@ def _abs_f64_into_selp(ins, arch, fn, index):
     return None
 
 
+def _f16_sat_after_int_sat(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "cvt" or "sat" not in ins.mods:
+        return None
+    ts = _types(ins)
+    if len(ts) != 2 or ts[0] not in ("f32", "f64") or ts[1] != "f16":
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: (
+        w.opcode == "cvt" and "sat" in w.mods and w.guard is None and len(_types(w)) == 2
+        and _types(w)[0] in ("s16", "u16") and _types(w)[1] in _INTS))
+    if w is None:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: widens with .sat the 16-bit float bits written by {w.full_opcode} "
+                         f"(line {w.loc.line}); the GPU result depends on ptxas: 13.0 takes that integer saturation "
+                         "for the float one and drops the clamp to [0, 1] (SASS: I2I.S16.S32.SAT R0, R0 then a bare "
+                         "F2F.F64.F16 R2, R0 / HADD2.F32 R5, -RZ, R0.H0_H0), so -0, NaN and values outside [0, 1] "
+                         "come back unclamped (measured on the H200, sm_90a: v8 campaign program 801740; "
+                         "tests/golden/fuzz_campaign/v8_f16_sat_after_int_sat; calib/fuzz/explain.py "
+                         "f16-sat-after-int-sat). tcsim clamps, as .sat says (PTX ISA 9.1 §9.7.9.21 cvt).")
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -914,6 +934,8 @@ CHECKS = {
     "wgmma-rs-neg-a": _wgmma_rs_neg_a, "wgmma-rs-chain": _wgmma_rs_chain,
     # found by generator version 7's campaign
     "abs-f64-into-selp": _abs_f64_into_selp,
+    # found by generator version 8's campaign
+    "f16-sat-after-int-sat": _f16_sat_after_int_sat,
 }
 
 

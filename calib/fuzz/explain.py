@@ -92,6 +92,17 @@ leaves undefined (§9.7.15.5.2), and the H100 and tcsim resolve it differently:
     window), tcsim at completion (sim/semantics/wgmma.py).  Program 701553: a later group's ``xor.b32 %wa0..3``
     while the group reading %wa0..3 was in flight -- the GPU's accumulators bit for bit.
 
+Found by generator version 8's campaign (tests/golden/fuzz_campaign/h200_v8_seeds_800000_813695.npz), a ptxas 13.0
+miscompilation:
+
+``f16-sat-after-int-sat``
+    ``cvt.sat.f64.f16`` / ``cvt.sat.f32.f16`` of a value a saturating integer conversion to 16 bits wrote
+    (``cvt.sat.s16.s32``, ``cvt.sat.u16.u32``, ...) loses its ``.sat``: ptxas takes the integer saturation for the
+    float one (``I2I.S16.S32.SAT R0, R0`` then a bare ``F2F.F64.F16 R2, R0`` / ``HADD2.F32 R5, -RZ, R0.H0_H0``;
+    after ``cvt.s16.s32``, ``cvt.sat.s8.s32`` or ``cvt.rzi.sat.s16.f32`` the clamp is there: DSETP.MAX/MIN,
+    FADD.SAT), so -0, NaN and values outside [0, 1] come back unclamped.  Program 801740 (bit for bit; isa/lint.py
+    ``f16-sat-after-int-sat``; reproducer and SASS in tests/golden/fuzz_campaign/v8_f16_sat_after_int_sat/).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -713,6 +724,39 @@ def _abs_f64_int_selp(text: str) -> str:
 
 
 REWRITES["abs-f64-int-selp"] = _abs_f64_int_selp
+
+
+_INT_SAT_16 = re.compile(r"^cvt\.sat\.(?:s16|u16)\.(?:s|u)(?:16|32|64)$")
+_HALF_SAT_WIDEN = re.compile(r"^cvt\.sat\.(f32|f64)\.f16$")
+
+
+def _f16_sat_after_int_sat(text: str) -> str:
+    """``f16-sat-after-int-sat`` (module docstring): a ``cvt.sat.f32.f16`` / ``cvt.sat.f64.f16`` whose source was
+    last written, unguarded and in the same straight-line code, by a saturating integer conversion to 16 bits
+    (``cvt.sat.{s16,u16}.<integer type>``) loses its ``.sat``."""
+    lines = text.split("\n")
+    sat16: set = set()               # registers whose last writer is such a conversion
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            if ln.strip().endswith(":"):            # a label: other paths join here
+                sat16.clear()
+            continue
+        indent, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        h = _HALF_SAT_WIDEN.match(opcode)
+        if h and len(ops) == 2 and ops[1] in sat16:
+            lines[i] = f"{indent}{guard or ''}cvt.{h.group(1)}.f16 {ops[0]}, {ops[1]};"
+        for d in _dests(opcode, ops):
+            sat16.discard(d)
+        if not guard and _INT_SAT_16.match(opcode) and len(ops) == 2:
+            sat16.add(ops[0])
+        if opcode.startswith(("bra", "ret", "exit")):
+            sat16.clear()
+    return "\n".join(lines)
+
+
+REWRITES["f16-sat-after-int-sat"] = _f16_sat_after_int_sat
 
 
 _REG = re.compile(r"%\w+")
