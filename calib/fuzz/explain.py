@@ -103,6 +103,14 @@ miscompilation:
     FADD.SAT), so -0, NaN and values outside [0, 1] come back unclamped.  Program 801740 (bit for bit; isa/lint.py
     ``f16-sat-after-int-sat``; reproducer and SASS in tests/golden/fuzz_campaign/v8_f16_sat_after_int_sat/).
 
+Found by generator version 7's campaign, diagnosed from whole outputs re-run on the H200 (calib/real16_rerun_run.sh):
+
+``sat-add-consts-folded``
+    ``add.u32 x, y, c2`` then ``add.sat.s32 d, c1, x``: ptxas 13.0 sums the two constants and saturates
+    ``y + (c1 + c2)`` (``VIADD R5, R0, 0x247784c6`` for c1 = 0x7FFFFFFF, c2 = 0xA47784C7, then the overflow
+    SELs), so where ``x`` wrapped the result is not saturated (program 712279, bit for bit; isa/lint.py
+    ``sat-add-consts-folded``).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -757,6 +765,45 @@ def _f16_sat_after_int_sat(text: str) -> str:
 
 
 REWRITES["f16-sat-after-int-sat"] = _f16_sat_after_int_sat
+
+
+_IMM32 = re.compile(r"^(?:0[xX][0-9a-fA-F]+|-?\d+)$")
+
+
+def _sat_add_consts_folded(text: str) -> str:
+    """``sat-add-consts-folded`` (module docstring): ``add.sat.s32 d, c1, x`` (either order) of ``x`` that an
+    unguarded wrapping ``add.{u32,s32} x, y, c2`` wrote in the same straight-line code (``y`` unchanged since) is
+    ``add.sat.s32 d, y, c1 + c2`` with the constants summed modulo 2^32."""
+    lines = text.split("\n")
+    adds: dict = {}                  # x -> (y, c2) of the wrapping add that wrote it
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            if ln.strip().endswith(":"):
+                adds.clear()
+            continue
+        indent, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        if opcode == "add.sat.s32" and len(ops) == 3:
+            for j in (1, 2):
+                c1, x = ops[j], ops[3 - j]
+                if _IMM32.match(c1) and x in adds:
+                    y, c2 = adds[x]
+                    c = (int(c1, 0) + int(c2, 0)) & 0xFFFFFFFF
+                    lines[i] = f"{indent}{guard or ''}add.sat.s32 {ops[0]}, {y}, 0x{c:08X};"
+                    break
+        for d in _dests(opcode, ops):
+            for k in [k for k, v in adds.items() if k == d or v[0] == d]:
+                del adds[k]
+        if opcode in ("add.u32", "add.s32") and not guard and len(ops) == 3 and ops[1].startswith("%") \
+                and _IMM32.match(ops[2]) and ops[1] != ops[0]:
+            adds[ops[0]] = (ops[1], ops[2])
+        if opcode.startswith(("bra", "ret", "exit")):
+            adds.clear()
+    return "\n".join(lines)
+
+
+REWRITES["sat-add-consts-folded"] = _sat_add_consts_folded
 
 
 _REG = re.compile(r"%\w+")
