@@ -947,6 +947,18 @@ def _tf32_of_half2(ins, arch, fn, index):
                          "converts the whole 32-bit value (PTX ISA 9.1 §9.7.9.21 cvt).")
 
 
+def _shfl_pred_uniform(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "shfl" or not ins.operands \
+            or not isinstance(ins.operands[0], ir.PredPair) or not isinstance(ins.operands[0].second, ir.Reg):
+        return None
+    return Note(ins.loc, f"{ins.full_opcode} writes the predicate {ins.operands[0].second.name}; the GPU result "
+                         "depends on ptxas: 13.0 may take it for warp-uniform, VOTEU.ANY UP0, P0 after the SHFL and a "
+                         "uniform select from UP0, so every lane reads the OR of the lanes' in-range bits (measured "
+                         "on the H200, sm_90a: v8 campaign program 813359, shfl.sync.bfly with c = 0x7; "
+                         "calib/fuzz/explain.py shfl-pred-uniform; a kernel that needs no uniform select keeps the "
+                         "per-lane bit). tcsim gives each lane its own bit (PTX ISA 9.1 §9.7.9.6 shfl.sync).")
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -980,6 +992,7 @@ CHECKS = {
     "abs-f64-into-selp": _abs_f64_into_selp,
     # found by generator version 8's campaign
     "f16-sat-after-int-sat": _f16_sat_after_int_sat, "tf32-of-half2": _tf32_of_half2,
+    "shfl-pred-uniform": _shfl_pred_uniform,
     # found by generator version 7's campaign (whole outputs re-run on the H200)
     "sat-add-consts-folded": _sat_add_consts_folded,
 }

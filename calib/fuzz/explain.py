@@ -111,6 +111,14 @@ Found by generator version 7's campaign, diagnosed from whole outputs re-run on 
     SELs), so where ``x`` wrapped the result is not saturated (program 712279, bit for bit; isa/lint.py
     ``sat-add-consts-folded``).
 
+``shfl-pred-uniform`` (generator version 8's campaign)
+    the predicate a ``shfl.sync`` writes (``d|p``) is taken for warp-uniform: ptxas 13.0 turns it into a uniform
+    predicate with ``VOTEU.ANY UP0, P0`` after the ``SHFL.BFLY P0, ...`` and selects from it (``USEL UR4, URZ,
+    0x4, !UP0``), so every lane gets the OR of the lanes' in-range bits (program 813359: ``shfl.sync.bfly.b32
+    %r2|%p2, %r1, 31, 0x7``, lanes 0-23 out of range, true on the GPU; bit for bit; isa/lint.py
+    ``shfl-pred-uniform``).  Not in every program: a kernel that needs no uniform select keeps the per-lane
+    ``SEL R7, RZ, 0x1, !P0`` (a standalone shfl compiles right).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -804,6 +812,21 @@ def _sat_add_consts_folded(text: str) -> str:
 
 
 REWRITES["sat-add-consts-folded"] = _sat_add_consts_folded
+
+
+_SHFL_PRED = re.compile(r"^(\s*)((?:@!?%\w+ )?)(shfl\.sync\.\w+\.b32) (%\w+)\|(%\w+), ([^;]*?), (\S+);\s*$")
+
+
+def _shfl_pred_uniform(text: str) -> str:
+    """``shfl-pred-uniform`` (module docstring): the predicate a ``shfl.sync`` writes becomes its warp-wide OR
+    (``vote.sync.any.pred`` over the shfl's member mask, on the same line)."""
+    def one(m):
+        indent, guard, op, d, p, rest, mask = m.groups()
+        return f"{indent}{guard}{op} {d}|{p}, {rest}, {mask}; {guard}vote.sync.any.pred {p}, {p}, {mask};"
+    return "\n".join(_SHFL_PRED.sub(one, ln) for ln in text.split("\n"))
+
+
+REWRITES["shfl-pred-uniform"] = _shfl_pred_uniform
 
 
 _REG = re.compile(r"%\w+")
