@@ -101,3 +101,28 @@ def test_v8_jit_crashes_are_ptxas_crashes(seed):
         r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(Path(d) / "p.cubin")], capture_output=True,
                            timeout=120)
     assert r.returncode == -11, (r.returncode, r.stderr[-300:])     # SIGSEGV
+
+
+@pytest.mark.parametrize("stem, seed, name, repro", [
+    ("h100_v7_seeds_700000_713999", 712279, "sat-add-consts-folded", "v7_sat_add_consts_folded"),
+    ("h200_v8_seeds_800000_813695", 813359, "shfl-pred-uniform", None),
+])
+def test_hash_only_programs_explained_by_their_recorded_hash(stem, seed, name, repro):
+    """Diagnosed from the whole outputs re-run on the H200 (calib/real16_rerun_run.sh; the campaigns kept only a
+    128-bit hash): 712279's ``add.u32 %r7, %r9, 0xA47784C7`` / ``add.sat.s32 %r3, 0x7FFFFFFF, %r7`` saturates
+    ``%r9 + 0x247784C6`` on the GPU (the reproducer's SASS: ``VIADD R5, R0, 0x247784c6``); 813359's
+    ``shfl.sync.bfly.b32 %r2|%p2, %r1, 31, 0x7`` predicate is the warp's OR (``VOTEU.ANY UP0, P0``).  Each
+    explanation reproduces the recorded hash, the plain simulator does not, and the lint check notes the
+    instruction."""
+    from calib.fuzz.record import _h, load
+
+    _, meta = load(ROOT / f"{stem}.npz")
+    prog = generate(seed, version=meta["generator"])
+    assert _h(run_sim(prog).output) != meta["gpu_sha"][str(seed)]
+    assert _h(replay_explained(prog, f"diagnosed:{name}")) == meta["gpu_sha"][str(seed)]
+    assert notes(parse(prog.render()), checks=[name])
+    if repro:
+        sass = (ROOT / repro / "repro.sass").read_text()
+        assert "VIADD R5, R0, 0x247784c6" in sass and sass.count("SEL R5, R5, 0x") == 2
+        ptx = (ROOT / repro / "repro.ptx").read_text()
+        assert "add.sat.s32 %r2, %r0, 0x247784C6;" in REWRITES[name](ptx)
