@@ -419,7 +419,8 @@ def _main(argv=None) -> int:
     g.add_argument("--batch", type=int, default=64, help="programs per GPU module (one JIT)")
     rr = sub.add_parser("rerun")
     rr.add_argument("--version", type=int, required=True, help="the generator version of the programs")
-    rr.add_argument("--seeds", required=True, type=parse_seeds, help="A-B (inclusive), a comma-separated list, or @FILE")
+    rr.add_argument("--seeds", required=True, type=parse_seeds,
+                    help="A-B (inclusive), a comma-separated list, or @FILE")
     rr.add_argument("--out", required=True)
     rr.add_argument("--gpu-timeout", type=float, default=20.0)
     rr.add_argument("--jit-timeout", type=float, default=60.0)
