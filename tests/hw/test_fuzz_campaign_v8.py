@@ -126,3 +126,20 @@ def test_hash_only_programs_explained_by_their_recorded_hash(stem, seed, name, r
         assert "VIADD R5, R0, 0x247784c6" in sass and sass.count("SEL R5, R5, 0x") == 2
         ptx = (ROOT / repro / "repro.ptx").read_text()
         assert "add.sat.s32 %r2, %r0, 0x247784C6;" in REWRITES[name](ptx)
+
+
+def test_tf32_of_half2_note_follows_the_sass():
+    """808497 (lint-noted, no executable model: the upper half is whatever the register ptxas merges into held):
+    the reproducer's SASS computes only the low lane of the half2 result cvt.rn.tf32.f32 reads (``.H0_H0`` and a
+    PRMT into a register nothing wrote) and the whole value for cvt.rna; the check notes the first only."""
+    ptx = (ROOT / "v8_tf32_of_half2" / "repro.ptx").read_text()
+    sass = (ROOT / "v8_tf32_of_half2" / "repro.sass").read_text()
+    m = re.search(r"HMUL2\.BF16_V2 (R\d+), R\d+\.H0_H0, R\d+\.H0_H0 ;", sass)
+    merged = re.search(rf"PRMT (R\d+), {m.group(1)}, 0x7610, (R\d+) ;", sass)
+    assert merged.group(1) == merged.group(2) and f"F2FP.TF32.F32.PACK_B {merged.group(1)}" in sass
+    written = [ln for ln in sass.splitlines() if re.search(rf"\s{merged.group(1)},", ln.split(";")[0])]
+    assert len(written) == 2                    # the PRMT and the F2FP: nothing else writes the merged register
+    lines = ptx.splitlines()
+    noted = notes(parse(ptx), checks=["tf32-of-half2"])
+    assert [lines[n.loc.line - 1].strip() for n in noted] == ["cvt.rn.tf32.f32 %r3, %r2;"]
+    assert [n.loc.line for n in notes(parse(generate(808497, version=8).render()), checks=["tf32-of-half2"])] == [99]
