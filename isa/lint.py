@@ -883,6 +883,82 @@ def _abs_f64_into_selp(ins, arch, fn, index):
     return None
 
 
+def _f16_sat_after_int_sat(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "cvt" or "sat" not in ins.mods:
+        return None
+    ts = _types(ins)
+    if len(ts) != 2 or ts[0] not in ("f32", "f64") or ts[1] != "f16":
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: (
+        w.opcode == "cvt" and "sat" in w.mods and w.guard is None and len(_types(w)) == 2
+        and _types(w)[0] in ("s16", "u16") and _types(w)[1] in _INTS))
+    if w is None:
+        return None
+    return Note(ins.loc, f"{ins.full_opcode}: widens with .sat the 16-bit float bits written by {w.full_opcode} "
+                         f"(line {w.loc.line}); the GPU result depends on ptxas: 13.0 takes that integer saturation "
+                         "for the float one and drops the clamp to [0, 1] (SASS: I2I.S16.S32.SAT R0, R0 then a bare "
+                         "F2F.F64.F16 R2, R0 / HADD2.F32 R5, -RZ, R0.H0_H0), so -0, NaN and values outside [0, 1] "
+                         "come back unclamped (measured on the H200, sm_90a: v8 campaign program 801740; "
+                         "tests/golden/fuzz_campaign/v8_f16_sat_after_int_sat; calib/fuzz/explain.py "
+                         "f16-sat-after-int-sat). tcsim clamps, as .sat says (PTX ISA 9.1 §9.7.9.21 cvt).")
+
+
+def _imm(op) -> bool:
+    return isinstance(op, ir.Imm)
+
+
+def _sat_add_consts_folded(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.full_opcode != "add.sat.s32" or len(ins.operands) != 3:
+        return None
+    a, b = ins.operands[1], ins.operands[2]
+    for imm, x in ((a, b), (b, a)):
+        if not _imm(imm) or not isinstance(x, ir.Reg):
+            continue
+        w = _first_writer(fn, index, [x.name], lambda w: w.full_opcode in ("add.u32", "add.s32") and w.guard is None
+                          and len(w.operands) == 3 and _imm(w.operands[2]) and isinstance(w.operands[1], ir.Reg))
+        if w is not None:
+            return Note(ins.loc, f"add.sat.s32 of an immediate and {x.name}, the wrapping {w.full_opcode} of an "
+                                 f"immediate (line {w.loc.line}); the GPU result depends on ptxas: 13.0 sums the two "
+                                 "immediates and saturates the register plus their sum (SASS: VIADD R5, R0, "
+                                 "0x247784c6 then the overflow SELs), so where the first add wrapped the result is "
+                                 "not saturated (measured on the H100 and the H200: v7 campaign program 712279; "
+                                 "tests/golden/fuzz_campaign/v7_sat_add_consts_folded; calib/fuzz/explain.py "
+                                 "sat-add-consts-folded). tcsim wraps the first add and saturates the second, as the "
+                                 "PTX ISA says (§9.7.1.1 add).")
+    return None
+
+
+_HALF2_ARITH = ("add", "sub", "mul", "fma", "min", "max", "neg", "abs")
+
+
+def _tf32_of_half2(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.full_opcode != "cvt.rn.tf32.f32":
+        return None
+    w = _first_writer(fn, index, _src_regs(ins)[:1], lambda w: w.opcode in _HALF2_ARITH
+                      and any(t in ("f16x2", "bf16x2") for t in w.mods))
+    if w is None:
+        return None
+    return Note(ins.loc, f"cvt.rn.tf32.f32 of the {w.full_opcode} result of line {w.loc.line}; the GPU result depends "
+                         "on ptxas: 13.0 computes only the low half of that packed result (HMUL2.BF16_V2 R6, "
+                         "R0.H0_H0, R5.H0_H0) and takes the high half from whatever register it merges it into "
+                         "(PRMT R7, R6, 0x7610, R7 with R7 never written), before F2FP.TF32.F32.PACK_B: the upper 16 "
+                         "bits are undefined (measured on the H200, sm_90a: v8 campaign program 808497; "
+                         "tests/golden/fuzz_campaign/v8_tf32_of_half2; cvt.rna.tf32.f32 is compiled right). tcsim "
+                         "converts the whole 32-bit value (PTX ISA 9.1 §9.7.9.21 cvt).")
+
+
+def _shfl_pred_uniform(ins, arch, fn, index):
+    if not arch.startswith("sm_9") or ins.opcode != "shfl" or not ins.operands \
+            or not isinstance(ins.operands[0], ir.PredPair) or not isinstance(ins.operands[0].second, ir.Reg):
+        return None
+    return Note(ins.loc, f"{ins.full_opcode} writes the predicate {ins.operands[0].second.name}; the GPU result "
+                         "depends on ptxas: 13.0 may take it for warp-uniform, VOTEU.ANY UP0, P0 after the SHFL and a "
+                         "uniform select from UP0, so every lane reads the OR of the lanes' in-range bits (measured "
+                         "on the H200, sm_90a: v8 campaign program 813359, shfl.sync.bfly with c = 0x7; "
+                         "calib/fuzz/explain.py shfl-pred-uniform; a kernel that needs no uniform select keeps the "
+                         "per-lane bit). tcsim gives each lane its own bit (PTX ISA 9.1 §9.7.9.6 shfl.sync).")
+
+
 #: every check by name: (instruction, arch, function, index in its body) -> Note | None.  A generator version
 #: (calib/fuzz/generator.py) avoids the notes of the checks that existed when its campaign was recorded.
 CHECKS = {
@@ -914,6 +990,11 @@ CHECKS = {
     "wgmma-rs-neg-a": _wgmma_rs_neg_a, "wgmma-rs-chain": _wgmma_rs_chain,
     # found by generator version 7's campaign
     "abs-f64-into-selp": _abs_f64_into_selp,
+    # found by generator version 8's campaign
+    "f16-sat-after-int-sat": _f16_sat_after_int_sat, "tf32-of-half2": _tf32_of_half2,
+    "shfl-pred-uniform": _shfl_pred_uniform,
+    # found by generator version 7's campaign (whole outputs re-run on the H200)
+    "sat-add-consts-folded": _sat_add_consts_folded,
 }
 
 

@@ -92,6 +92,33 @@ leaves undefined (§9.7.15.5.2), and the H100 and tcsim resolve it differently:
     window), tcsim at completion (sim/semantics/wgmma.py).  Program 701553: a later group's ``xor.b32 %wa0..3``
     while the group reading %wa0..3 was in flight -- the GPU's accumulators bit for bit.
 
+Found by generator version 8's campaign (tests/golden/fuzz_campaign/h200_v8_seeds_800000_813695.npz), a ptxas 13.0
+miscompilation:
+
+``f16-sat-after-int-sat``
+    ``cvt.sat.f64.f16`` / ``cvt.sat.f32.f16`` of a value a saturating integer conversion to 16 bits wrote
+    (``cvt.sat.s16.s32``, ``cvt.sat.u16.u32``, ...) loses its ``.sat``: ptxas takes the integer saturation for the
+    float one (``I2I.S16.S32.SAT R0, R0`` then a bare ``F2F.F64.F16 R2, R0`` / ``HADD2.F32 R5, -RZ, R0.H0_H0``;
+    after ``cvt.s16.s32``, ``cvt.sat.s8.s32`` or ``cvt.rzi.sat.s16.f32`` the clamp is there: DSETP.MAX/MIN,
+    FADD.SAT), so -0, NaN and values outside [0, 1] come back unclamped.  Program 801740 (bit for bit; isa/lint.py
+    ``f16-sat-after-int-sat``; reproducer and SASS in tests/golden/fuzz_campaign/v8_f16_sat_after_int_sat/).
+
+Found by generator version 7's campaign, diagnosed from whole outputs re-run on the H200 (calib/real16_rerun_run.sh):
+
+``sat-add-consts-folded``
+    ``add.u32 x, y, c2`` then ``add.sat.s32 d, c1, x``: ptxas 13.0 sums the two constants and saturates
+    ``y + (c1 + c2)`` (``VIADD R5, R0, 0x247784c6`` for c1 = 0x7FFFFFFF, c2 = 0xA47784C7, then the overflow
+    SELs), so where ``x`` wrapped the result is not saturated (program 712279, bit for bit; isa/lint.py
+    ``sat-add-consts-folded``).
+
+``shfl-pred-uniform`` (generator version 8's campaign)
+    the predicate a ``shfl.sync`` writes (``d|p``) is taken for warp-uniform: ptxas 13.0 turns it into a uniform
+    predicate with ``VOTEU.ANY UP0, P0`` after the ``SHFL.BFLY P0, ...`` and selects from it (``USEL UR4, URZ,
+    0x4, !UP0``), so every lane gets the OR of the lanes' in-range bits (program 813359: ``shfl.sync.bfly.b32
+    %r2|%p2, %r1, 31, 0x7``, lanes 0-23 out of range, true on the GPU; bit for bit; isa/lint.py
+    ``shfl-pred-uniform``).  Not in every program: a kernel that needs no uniform select keeps the per-lane
+    ``SEL R7, RZ, 0x1, !P0`` (a standalone shfl compiles right).
+
 Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 
 ``sign-ops-bitwise``, ``f64-nan-swap`` (everywhere, or ``<variant>@<line>`` for one instruction: ptxas orders each
@@ -498,14 +525,22 @@ def _mul_add_contracted(text: str) -> str:
                     r = tmp(bt)
                     pre = f"xor.{bt} {r}, {neg}, {sign}; "
                     a, x = (r, x) if j == 2 else (a, r)
+                if w[4] is not None:                    # the mul overwrote a factor: ptxas keeps its old value
+                    bt, k, kept = _SIGN_BIT[t][0], w[4], w[5]
+                    r = tmp(bt)
+                    lines[k] = re.sub(r"^(\s*)", lambda m: f"{m.group(1)}mov.{bt} {r}, {kept}; ", lines[k], count=1)
+                    a, b = (r if a == kept else a), (r if b == kept else b)
                 lines[i] = f"{indent}{pre}{guard}fma.rn{mods}.{t} {ops[0]}, {a}, {b}, {x};"
                 break
         for d in _dests(opcode, ops):
             for k in [k for k, v in muls.items() if k == d or d in (v[2], v[3])]:
                 del muls[k]
         mm = _MUL_NO_RND.match(opcode)
-        if mm and not guard and len(ops) == 3 and ops[0] not in ops[1:]:
-            muls[ops[0]] = (bool(mm.group(1)), mm.group(2), ops[1], ops[2])
+        if mm and not guard and len(ops) == 3:
+            # a factor the mul itself overwrites (``mul d, a, d``, 703656): the fma reads its value from before
+            # the mul, a copy made on the mul's line when a contraction uses it
+            muls[ops[0]] = (bool(mm.group(1)), mm.group(2), ops[1], ops[2],
+                            *((i, ops[0]) if ops[0] in ops[1:] else (None, None)))
     out = "\n".join(lines)
     if out == text:
         return text
@@ -714,6 +749,93 @@ def _abs_f64_int_selp(text: str) -> str:
 
 
 REWRITES["abs-f64-int-selp"] = _abs_f64_int_selp
+
+
+_INT_SAT_16 = re.compile(r"^cvt\.sat\.(?:s16|u16)\.(?:s|u)(?:16|32|64)$")
+_HALF_SAT_WIDEN = re.compile(r"^cvt\.sat\.(f32|f64)\.f16$")
+
+
+def _f16_sat_after_int_sat(text: str) -> str:
+    """``f16-sat-after-int-sat`` (module docstring): a ``cvt.sat.f32.f16`` / ``cvt.sat.f64.f16`` whose source was
+    last written, unguarded and in the same straight-line code, by a saturating integer conversion to 16 bits
+    (``cvt.sat.{s16,u16}.<integer type>``) loses its ``.sat``."""
+    lines = text.split("\n")
+    sat16: set = set()               # registers whose last writer is such a conversion
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            if ln.strip().endswith(":"):            # a label: other paths join here
+                sat16.clear()
+            continue
+        indent, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        h = _HALF_SAT_WIDEN.match(opcode)
+        if h and len(ops) == 2 and ops[1] in sat16:
+            lines[i] = f"{indent}{guard or ''}cvt.{h.group(1)}.f16 {ops[0]}, {ops[1]};"
+        for d in _dests(opcode, ops):
+            sat16.discard(d)
+        if not guard and _INT_SAT_16.match(opcode) and len(ops) == 2:
+            sat16.add(ops[0])
+        if opcode.startswith(("bra", "ret", "exit")):
+            sat16.clear()
+    return "\n".join(lines)
+
+
+REWRITES["f16-sat-after-int-sat"] = _f16_sat_after_int_sat
+
+
+_IMM32 = re.compile(r"^(?:0[xX][0-9a-fA-F]+|-?\d+)$")
+
+
+def _sat_add_consts_folded(text: str) -> str:
+    """``sat-add-consts-folded`` (module docstring): ``add.sat.s32 d, c1, x`` (either order) of ``x`` that an
+    unguarded wrapping ``add.{u32,s32} x, y, c2`` wrote in the same straight-line code (``y`` unchanged since) is
+    ``add.sat.s32 d, y, c1 + c2`` with the constants summed modulo 2^32."""
+    lines = text.split("\n")
+    adds: dict = {}                  # x -> (y, c2) of the wrapping add that wrote it
+    for i, ln in enumerate(lines):
+        m = _INSTR.match(ln)
+        if not m:
+            if ln.strip().endswith(":"):
+                adds.clear()
+            continue
+        indent, guard, opcode, rest = m.groups()
+        ops = _split_operands(rest or "")
+        if opcode == "add.sat.s32" and len(ops) == 3:
+            for j in (1, 2):
+                c1, x = ops[j], ops[3 - j]
+                if _IMM32.match(c1) and x in adds:
+                    y, c2 = adds[x]
+                    c = (int(c1, 0) + int(c2, 0)) & 0xFFFFFFFF
+                    lines[i] = f"{indent}{guard or ''}add.sat.s32 {ops[0]}, {y}, 0x{c:08X};"
+                    break
+        for d in _dests(opcode, ops):
+            for k in [k for k, v in adds.items() if k == d or v[0] == d]:
+                del adds[k]
+        if opcode in ("add.u32", "add.s32") and not guard and len(ops) == 3 and ops[1].startswith("%") \
+                and _IMM32.match(ops[2]) and ops[1] != ops[0]:
+            adds[ops[0]] = (ops[1], ops[2])
+        if opcode.startswith(("bra", "ret", "exit")):
+            adds.clear()
+    return "\n".join(lines)
+
+
+REWRITES["sat-add-consts-folded"] = _sat_add_consts_folded
+
+
+_SHFL_PRED = re.compile(r"^(\s*)((?:@!?%\w+ )?)(shfl\.sync\.\w+\.b32) (%\w+)\|(%\w+), ([^;]*?), (\S+);\s*$")
+
+
+def _shfl_pred_uniform(text: str) -> str:
+    """``shfl-pred-uniform`` (module docstring): the predicate a ``shfl.sync`` writes becomes its warp-wide OR
+    (``vote.sync.any.pred`` over the shfl's member mask, on the same line)."""
+    def one(m):
+        indent, guard, op, d, p, rest, mask = m.groups()
+        return f"{indent}{guard}{op} {d}|{p}, {rest}, {mask}; {guard}vote.sync.any.pred {p}, {p}, {mask};"
+    return "\n".join(_SHFL_PRED.sub(one, ln) for ln in text.split("\n"))
+
+
+REWRITES["shfl-pred-uniform"] = _shfl_pred_uniform
 
 
 _REG = re.compile(r"%\w+")

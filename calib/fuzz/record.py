@@ -15,6 +15,11 @@
     ``DIR/unexplained.txt`` (the seeds neither explained nor noted, for ``python -m calib.fuzz.triage --seeds
     @DIR/unexplained.txt``).
 
+``python -m calib.fuzz.record rerun --version V --seeds LIST --out FILE.npz [--gpu-timeout S]`` (on a GPU machine)
+    Runs the listed programs of generator version ``V`` (``A-B``, ``A,B``, ``@FILE``) on the GPU again and keeps
+    every whole output (``s<seed>``), beside its hash and any CUDA error: the bytes of disagreements a campaign
+    record kept only the hash of, for the explanation search (:func:`rerun`).
+
 ``python -m calib.fuzz.record merge DST PART...`` / ``slim SRC DST --keep K [--per-part]`` (anywhere)
     Join the records of consecutive seed ranges made by several device calls on one card into one campaign record
     (each call's provenance in ``meta["parts"]``); keep only the first K whole outputs (of each part) for committing.
@@ -167,6 +172,45 @@ def record(seed: int, count: int, out: Path, gpu_workers: int = 4, batch: int = 
     log(f"[record] {meta['count']} programs on {meta.get('device')} in {meta['wall_s']} s: {len(meta['errors'])} GPU "
         f"errors, {len(meta['sim_errors'])} simulator errors, {len(arrays)} outputs kept whole (simulator "
         f"disagreed) -> {out}" + (f"; stopped: {meta['stopped']}" if meta.get("stopped") else ""))
+    return meta
+
+
+def rerun(seeds: list, version: int, out: Path, gpu_timeout: float = 20.0, jit_timeout: float = 60.0,
+          jobs: int = 1, batch: int = 32, command: str = "", log=print, driver: str = "cuda") -> dict:
+    """Run programs ``seeds`` of generator ``version`` on the GPU and write a record that keeps every whole output:
+    ``meta`` as a campaign record's (``generator``, ``gpu_sha``, ``errors``, ``digests``, ``device``, provenance)
+    with ``seeds`` instead of a contiguous range, and ``s<seed>`` for each output."""
+    import functools
+
+    t0 = time.time()
+    gen = functools.partial(generate, version=version)
+    if jobs > 1:
+        with mp.get_context("fork").Pool(jobs) as pool:
+            progs = pool.map(gen, seeds, chunksize=4)
+    else:
+        progs = [gen(s) for s in seeds]
+    log(f"[rerun] {len(progs)} programs of generator {version} generated, {time.time() - t0:.0f} s")
+    gpu = ThreadBackends(log, driver, timeout=gpu_timeout, jit_timeout=jit_timeout).get()
+    meta = {"seeds": list(seeds), "generator": version, "errors": {}, "digests": {}, "gpu_sha": {},
+            **P.provenance(command)}
+    arrays: dict = {}
+    try:
+        for i in range(0, len(progs), batch):
+            part = progs[i:i + batch]
+            for p, o in zip(part, gpu.run(part)):
+                meta["digests"][str(p.seed)] = _digest(p)
+                if o.ok:
+                    meta["gpu_sha"][str(p.seed)] = _h(o.output)
+                    arrays[f"s{p.seed}"] = np.frombuffer(o.output, dtype=np.uint8)
+                else:
+                    meta["errors"][str(p.seed)] = o.error
+            log(f"[rerun] {min(i + batch, len(progs))} programs run, {time.time() - t0:.0f} s")
+    finally:
+        meta["device"] = (gpu.info or {}).get("name")
+        gpu.close()
+        meta["wall_s"] = round(time.time() - t0, 1)
+        P.write_packed(out, meta, arrays)
+    log(f"[rerun] {len(arrays)} outputs, {len(meta['errors'])} GPU errors on {meta['device']} -> {out}")
     return meta
 
 
@@ -373,6 +417,14 @@ def _main(argv=None) -> int:
     g.add_argument("--jit-timeout", type=float, default=90.0,
                    help="seconds the driver's JIT of one batch may take (then the batch is split to find the slow one)")
     g.add_argument("--batch", type=int, default=64, help="programs per GPU module (one JIT)")
+    rr = sub.add_parser("rerun")
+    rr.add_argument("--version", type=int, required=True, help="the generator version of the programs")
+    rr.add_argument("--seeds", required=True, type=parse_seeds,
+                    help="A-B (inclusive), a comma-separated list, or @FILE")
+    rr.add_argument("--out", required=True)
+    rr.add_argument("--gpu-timeout", type=float, default=20.0)
+    rr.add_argument("--jit-timeout", type=float, default=60.0)
+    rr.add_argument("--jobs", type=int, default=1, help="processes generating the programs")
     mg = sub.add_parser("merge")
     mg.add_argument("dst")
     mg.add_argument("parts", nargs="+")
@@ -398,6 +450,15 @@ def _main(argv=None) -> int:
         print(f"{meta['count']} programs from {len(args.parts)} parts ({meta.get('device')}), "
               f"{len(differing_seeds(meta))} differing, {meta['whole_kept']} whole outputs -> {args.dst}")
         return 0
+    if args.cmd == "rerun":
+        from tcsim.hw.launcher import gpu_available
+        ok, why = gpu_available()
+        if not ok:
+            print(f"calib.fuzz.record: no GPU here ({why})", file=sys.stderr)
+            return 2
+        meta = rerun(args.seeds, args.version, Path(args.out), args.gpu_timeout, args.jit_timeout, args.jobs,
+                     command=P.command_line("calib.fuzz.record", argv), log=lambda m: print(m, flush=True))
+        return 0 if not meta["errors"] else 1
     if args.cmd == "slim":
         meta = slim(Path(args.src), Path(args.dst), args.keep, per_part=args.per_part)
         print(f"kept {meta['whole_kept']} whole outputs, dropped {meta['whole_dropped']}; {len(meta['gpu_sha'])} hashes")

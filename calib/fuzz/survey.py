@@ -310,12 +310,43 @@ def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None
     return moved
 
 
+def _order(stem: str) -> tuple:
+    """A campaign's place in the list: by generator version, then seeds (the order the list was made in)."""
+    m = re.match(r"h[12]00_(?:v(\d+)_)?seeds_(\d+)_(\d+)$", stem)
+    return (int(m.group(1) or 1), int(m.group(2)), int(m.group(3))) if m else (99, 0, 0)
+
+
+def write_list_only(survey_files, only, dst: Path = LIST, command: str = "", roots=(ROOT,)) -> dict:
+    """:func:`write_list` for the campaigns ``only`` (record stems): their entries of the list at ``dst`` made anew
+    from the surveys, every other entry kept as it is (a campaign surveyed on its own, or re-surveyed under new
+    explanations); ``_merged`` names each command that made part of the list."""
+    tmp = dst.with_name(dst.name + ".part.json")
+    try:
+        new = write_list(survey_files, tmp, command, roots)
+    finally:
+        tmp.unlink(missing_ok=True)
+    missing = set(only) - set(new["campaigns"])
+    if missing:
+        raise ValueError(f"no campaign record for {sorted(missing)} in {roots}")
+    out = json.loads(dst.read_text())
+    out["_merged"] = out.get("_merged", [out.get("_command", "")]) + [command]
+    out["campaigns"].update({k: new["campaigns"][k] for k in only})
+    out["campaigns"] = dict(sorted(out["campaigns"].items(), key=lambda kv: _order(kv[0])))
+    text = json.dumps(out, indent=1)
+    text = re.sub(r"\[\s*(\d[\d,\s]*?)\s*\]", lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]",
+                  text)
+    dst.write_text(text + "\n")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calib.fuzz.survey", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--explain-seconds", type=float, default=30.0)
     ap.add_argument("--campaigns", default="")
+    ap.add_argument("--only", default="", metavar="STEM[,...]",
+                    help="with --write-list: make only these campaigns' entries anew, keep the others as listed")
     ap.add_argument("--summary", default=None)
     ap.add_argument("--write-list", default=None, metavar="SURVEY.jsonl[,...]",
                     help="write tests/golden/fuzz_campaign/disagreements.json from surveys")
@@ -340,8 +371,12 @@ def main(argv=None) -> int:
         return 0
     if args.write_list:
         from calib import pipeline as P
-        write_list(args.write_list.split(","), roots=args.roots.split(","),
-                   command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv))
+        cmd = P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv)
+        if args.only:
+            write_list_only(args.write_list.split(","), args.only.split(","), roots=args.roots.split(","),
+                            command=cmd)
+        else:
+            write_list(args.write_list.split(","), roots=args.roots.split(","), command=cmd)
         print(f"-> {LIST}")
         return 0
     survey(Path(args.out), args.jobs, args.explain_seconds, set(filter(None, args.campaigns.split(","))),

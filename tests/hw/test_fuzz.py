@@ -558,6 +558,28 @@ def test_campaign_recording_honours_its_deadline(tmp_path):
 
 
 @pytest.mark.slow
+def test_rerun_keeps_the_whole_outputs_of_listed_programs_of_a_named_version(tmp_path):
+    """calib.fuzz.record rerun (the whole outputs of disagreements a record kept only the hash of): the listed
+    programs of the named generator version, each whole output kept beside its hash.  With the simulator-backed
+    stand-in driver, programs the v1 H100 campaign agreed on hash to the H100's recorded outputs."""
+    from pathlib import Path
+
+    from calib.fuzz.record import _h, load, rerun
+
+    _, h100 = load(Path(__file__).resolve().parents[1] / "golden" / "fuzz_campaign" / "h100_seeds_0_13999.npz")
+    seeds = [s for s in (3, 1) if s in set(h100["sim_agrees"])]
+    assert len(seeds) == 2
+    f = tmp_path / "rr.npz"
+    meta = rerun(seeds, 1, f, gpu_timeout=200, driver="fake", log=lambda s: None)
+    z, m = load(f)
+    assert m["seeds"] == seeds and m["generator"] == 1 and not m["errors"] and m["device"] == "tcsim stand-in"
+    for s in seeds:
+        assert _h(bytes(z[f"s{s}"])) == m["gpu_sha"][str(s)] == h100["gpu_sha"][str(s)]
+        assert m["digests"][str(s)] == h100["digests"][str(s)]
+    assert meta["gpu_sha"] == m["gpu_sha"]
+
+
+@pytest.mark.slow
 def test_campaign_recording_survives_a_hanging_gpu_program(tmp_path):
     """A GPU program that never returns costs ``gpu_timeout`` seconds and is recorded as a TIMEOUT; the GPU child
     is restarted and the other programs are recorded (stand-in driver: the second program of each batch hangs)."""

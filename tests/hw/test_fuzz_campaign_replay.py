@@ -35,9 +35,9 @@ SAMPLE = 120
 SMALL = {"h100_v6_seeds_0_15": 16, "h100_v8_seeds_0_15": 16}
 #: a version-6 program (one warpgroup with wgmma, calib/fuzz/wgmma_ops.py) costs the simulator several times a
 #: version-5 one: a smaller sample keeps the replay's CI time
-SAMPLE_BY_VERSION = {6: 10, 7: 3}
-#: programs whose digest is re-checked per recording (a version-7 program costs ~0.5 s to generate)
-DIGESTS_BY_VERSION = {7: 8}
+SAMPLE_BY_VERSION = {6: 10, 7: 3, 8: 3}
+#: programs whose digest is re-checked per recording (a version-7 or -8 program costs ~0.5 s to generate)
+DIGESTS_BY_VERSION = {7: 8, 8: 8}
 KNOWN = {int(k): v for k, v in json.loads((ROOT / "known_divergent.json").read_text()).items() if k.isdigit()}
 
 
@@ -50,11 +50,16 @@ def test_there_are_recordings():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_recording_is_complete_and_current(path):
     z, meta = load(path)
-    assert meta["device"].startswith("NVIDIA H100") or (meta.get("generator") == 6
+    # the H200 (the same GH100 SM, driver 580.159.04) where it was the card lent: v6 and v8 campaigns
+    assert meta["device"].startswith("NVIDIA H100") or (meta.get("generator") in (6, 8)
                                                          and meta["device"].startswith("NVIDIA H200"))
+    assert path.stem.startswith(meta["device"].split()[1].lower() + "_"), "the file is named by its device"
     n = meta["count"]
     assert n == SMALL[path.stem] if path.stem in SMALL else n >= 9000
-    assert not meta.get("partial") and not meta.get("stopped"), f"{path.stem}: an unfinished recording"
+    assert not meta.get("partial"), f"{path.stem}: an unfinished recording"
+    # a recording its deadline ended (v8: 13,696 of 14,000 asked) holds every program before the chunk it stopped
+    # at: the campaign is those programs, its count and file name say so
+    assert not meta.get("stopped") or f"(seed {meta['seed'] + n})" in meta["stopped"], meta["stopped"]
     assert len(meta["gpu_sha"]) + len(meta["errors"]) == len(meta["digests"]) == n
     k = DIGESTS_BY_VERSION.get(meta.get("generator", 1), 50)
     for s in list(meta["digests"])[:: max(1, n // k)]:           # the generator still makes these programs

@@ -190,3 +190,26 @@ def test_every_listed_program_replays(stem, group, part):
     items = _items(stem, group)[part * CHUNK:(part + 1) * CHUNK]
     bad = [(s, w, why) for s, w in items if (why := check(stem, group, s, w))]
     assert not bad, f"{stem} {group}: {len(bad)} of {len(items)} wrong, first {bad[:5]}"
+
+
+def test_a_list_entry_is_made_anew_from_its_own_survey_and_the_others_kept(tmp_path):
+    """``python -m calib.fuzz.survey --write-list S.jsonl --only STEM`` (a campaign surveyed on its own, or
+    re-surveyed under new explanations): that campaign's entry comes from the survey lines, every other entry is
+    kept as listed, in the list's order, and ``_merged`` names the commands."""
+    from calib.fuzz.survey import write_list_only
+
+    dst = tmp_path / "disagreements.json"
+    dst.write_text((ROOT / "disagreements.json").read_text())
+    stem = "h100_v6_seeds_0_15"
+    seed = differing_seeds(_meta(stem))[0]
+    lines = [{"campaign": stem, "seed": seed, "plain": "differs", "explained": "diagnosed:f64-nan-swap"}]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = write_list_only([tmp_path / "s.jsonl"], [stem], dst=dst, command="cmd")
+    got = json.loads(dst.read_text())
+    assert got == json.loads(json.dumps(out))
+    assert got["campaigns"][stem]["explained"] == {"diagnosed:f64-nan-swap": [seed]}
+    assert not got["campaigns"][stem]["open"]
+    assert list(got["campaigns"]) == list(LIST["campaigns"])
+    assert {k: v for k, v in got["campaigns"].items() if k != stem} == \
+        {k: v for k, v in LIST["campaigns"].items() if k != stem}
+    assert got["_merged"][-1] == "cmd"
