@@ -837,6 +837,11 @@ class HappensBefore:
         st = self.cluster.get(k)
         if st is None:
             st = self.cluster[k] = [self.reg.clock(), []]
+        if ev.detail.get("sem") != "relaxed":
+            # barrier.cluster.arrive (.release, the default) releases every prior memory operation of the thread at
+            # cluster scope, its mbarrier.init included (PTX ISA 9.1 §9.7.13.3; fence.mbarrier_init.release.cluster
+            # is the light-weight fence for the .relaxed arrive): ThunderKittens' cluster sync after the inits
+            ws.clock.absorb(MI, VC)
         # a .relaxed arrive still orders execution (what a CTA's lifetime needs, and what it releases after a
         # release fence such as fence.mbarrier_init.release.cluster): joined like a release (never a false report)
         st[0].join(ws.clock)
@@ -895,6 +900,10 @@ class HappensBefore:
                 ws.pend_acq = None
             if sem in ("release", "acq_rel", "sc"):
                 ws.fence_rel = c.copy()
+                if d.get("scope") in ("cluster", "gpu", "sys"):
+                    # an unrestricted release fence at cluster scope orders the thread's prior mbarrier.init too
+                    # (fence.mbarrier_init is the .op_restrict form of it, PTX ISA 9.1 §9.7.13.4)
+                    c.absorb(MI, VC)
         ws.tick()
 
     def _wgmma_fence(self, ev) -> None:
