@@ -15,7 +15,7 @@ import dataclasses
 
 from tcsim.examples import tcgen05_walkthrough as walk
 from tcsim.launch import run_launch
-from tests.race.hb_common import MODES, assert_clean, assert_found, line_with
+from tests.race.hb_common import assert_clean, assert_found, line_with
 
 WALK = walk.PTX.read_text()
 LD = "tcgen05.ld.sync.aligned.16x32bx2.x32.b32"
@@ -30,6 +30,10 @@ def without_after_before_dealloc(text: str) -> str:
     i = lines.index(RELEASE)
     assert lines[i + 1] == AFTER and DEALLOC in lines[i + 2]
     return "\n".join(lines[:i + 1] + lines[i + 2:])
+
+
+# timing off and on (a seed): the verdict must not depend on the schedule; two modes keep the CI cost low
+MODES = [(False, None), (True, 1)]
 
 
 def run_walk(ptx, modes=MODES):
@@ -50,5 +54,5 @@ def test_dealloc_not_ordered_after_the_other_warps_loads_is_still_class_6():
     i = lines.index(RELEASE)
     assert lines[i - 1] == "\tbar.sync \t0;" and lines[i - 2] == "\ttcgen05.fence::before_thread_sync;"
     ptx = "\n".join(lines[:i - 1] + lines[i:])
-    res = run_walk(ptx, MODES[:2] + MODES[3:5])
+    res = run_walk(ptx)
     assert_found(res, 6, (line_with(ptx, LD), line_with(ptx, DEALLOC)), "tcgen05.wait::ld")
