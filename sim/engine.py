@@ -832,6 +832,31 @@ class Simulation:
         return DeadlockError(head + " " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
+    def polled_barrier_causes(self) -> list:
+        """At a livelock (warps polling test_wait / try_wait loops while nothing changes): the root causes the
+        protocol history shows for the mbarriers whose current phase is stuck -- each barrier with activity in its
+        current phase (arrivals, expect-tx or bytes) or a waiter on record (:meth:`tcsim.race.protocol.Protocol.
+        deadlock_cause`, the same account a deadlock gets), each reported as a finding (outcome 'hang')."""
+        causes = []
+        for cta in self.ctas:
+            for mb in list(cta.mbarriers.values()):
+                rec = mb.record
+                if rec is None or not mb.valid:
+                    continue
+                ph = rec.phases.get(mb.phase)
+                active = ph is not None and (ph.arrivals or ph.expects or ph.deliveries)
+                if not active and not rec.waiting:
+                    continue
+                f = self.protocol.deadlock_cause(cta, mb, "", "")
+                if f is not None and all(f.key != c.key for c in causes):
+                    causes.append(f)
+        for f in causes:
+            try:
+                self.findings.report(f)
+            except FindingError:
+                pass
+        return causes
+
     def _runaway(self) -> RunawayError:
         return self.watch.runaway(f"more than {self.max_instructions} warp-instructions executed")
 
