@@ -536,8 +536,9 @@ class Simulation:
             # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
             # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
             # group runs for a slice, stopping before any warp-synchronous instruction.
-            if warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
-                    (runnable & ~group & (pcs > pc)).any():
+            # (the two halves are pure: the cheaper one first -- no runnable lane outside the group is the common case)
+            if warp.focus is None and (runnable & ~group & (pcs > pc)).any() and \
+                    (pm := pcs[mask]).size and (pm <= pc).any():
                 warp.spin += 1
                 if warp.spin >= SPIN_LIMIT:
                     hi = int(pcs[runnable & ~group].max())
@@ -869,6 +870,10 @@ class Simulation:
         keeps its model of the barrier and goes on."""
         if not write or not cta.mbarriers:
             return
+        if offs.size:
+            lo, hi = int(offs.min()), int(offs.max()) + nbytes      # (no barrier in [lo, hi): nothing to test)
+            if not any(mb.valid and lo < off + 8 and off < hi for off, mb in cta.mbarriers.items()):
+                return
         for off, mb in cta.mbarriers.items():
             if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
                 self.protocol.store_over_barrier(cta, mb, side() if callable(side) else side, who)
