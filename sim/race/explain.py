@@ -336,6 +336,13 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
         return None
     if clock.knows(c.comp, c.val, TA):
         return None
+    if _synchronous_tcgen05(cur):
+        # tcgen05.alloc / dealloc / relinquish_alloc_permit are *synchronous* tcgen05 instructions (PTX ISA 9.1
+        # §9.7.16.6.1, its category table): ordered by the thread's program order and thread synchronisation like
+        # any other instruction.  ::after_thread_sync orders only the *asynchronous* tcgen05 operations after it
+        # (§9.7.16.6.3), so a dealloc after the barrier that the loading warps reached after tcgen05.wait::ld (and
+        # ::before_thread_sync) is ordered after their loads (DeepGEMM's sm100 epilogue frees TMEM so).
+        return None
     missing = (f"tcgen05.fence::after_thread_sync by the consuming warp after the thread synchronisation, before "
                f"line {cur.line}")
     fix = f"add tcgen05.fence::after_thread_sync after the barrier / mbarrier wait, before line {cur.line}"
@@ -350,6 +357,14 @@ def _tmem(det, c, prev, cur, clock, write, rng, sides):
     # waits that carried the MMA's epoch here (row AQ: through an acquire wait; only MB: through .relaxed ones)
     return _commit_wait_unfenced(det, not clock.knows(c.comp, c.val, AQ), prev, cur, rng, sides, missing, fix,
                                  "reads the accumulator" if not write else "overwrites the cells")
+
+
+def _synchronous_tcgen05(acc) -> bool:
+    """Whether ``acc`` is a synchronous tcgen05 instruction that touches TMEM cells (PTX ISA 9.1 §9.7.16.6.1:
+    .alloc, .dealloc, .relinquish_alloc_permit; .mma / .cp / .shift / .ld / .st are the asynchronous ones)."""
+    what = str(getattr(acc, "what", "") or "")
+    return acc.unit == "warp" and what.startswith(("tcgen05.dealloc", "tcgen05.alloc",
+                                                   "tcgen05.relinquish_alloc_permit"))
 
 
 def fence_discipline(program) -> bool:

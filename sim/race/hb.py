@@ -96,7 +96,8 @@ class AccessRec:
 class WarpState:
     __slots__ = ("key", "reg", "comp", "clock", "_tld", "tld_seq", "_tst", "tst_seq", "_cpa", "cpa_seq", "fence_rel",
                  "pend_acq", "bars", "regs", "bulk_open", "bulk_groups", "cpa_open", "cpa_groups", "alloc_ncols",
-                 "cluster_phase", "gdc_waited", "arrives", "wg_open", "wg_groups", "wg_regs", "wg_unfenced")
+                 "cluster_phase", "gdc_waited", "arrives", "wg_open", "wg_groups", "wg_regs", "wg_unfenced",
+                 "wg_issued")
 
     def __init__(self, key, reg: Components):
         self.key = key
@@ -126,6 +127,7 @@ class WarpState:
         self.wg_groups: deque = deque()
         self.wg_regs: dict = {}      # register -> (AccessRec of the wgmma.mma_async using it, op id, role)
         self.wg_unfenced: dict = {}  # register -> AccessRec of the warp's last write since its last wgmma.fence
+        self.wg_issued = 0           # wgmma.mma_async shares the warp issued (the k-th of each warp: one instruction)
 
     @property
     def tld(self) -> int:
@@ -157,7 +159,7 @@ class OpState:
     """An async op between its issue and its completion (and after, for late acquirers)."""
 
     __slots__ = ("op_id", "unit", "what", "clock", "streams", "issuer", "pc", "loc", "lane", "issued", "done",
-                 "waiters", "cta", "reads_smem")
+                 "waiters", "cta", "reads_smem", "wg_inst")
 
     def __init__(self, op_id, unit, what, clock, streams, issuer, pc, loc, lane, issued, cta):
         self.op_id, self.unit, self.what, self.clock, self.streams = op_id, unit, what, clock, streams
@@ -165,12 +167,18 @@ class OpState:
         self.done = False
         self.waiters: list = []      # (WarpState, read_only)
         self.reads_smem = False
+        # a wgmma.mma_async share: [highest stream sequence number of the shares of the same warpgroup-collective
+        # instruction, shares seen] -- the instruction is one operation of the warpgroup (PTX ISA 9.1 §9.7.15.5),
+        # so a wgmma.wait_group retiring any warp's share observes the completion of all of its shares
+        self.wg_inst = None
 
     def completion(self, read_only: bool = False):
         c = self.clock.copy()
         for kind, (comp, seq) in self.streams.items():
             if read_only and kind != "r":
                 continue
+            if self.wg_inst is not None:
+                seq = max(seq, self.wg_inst[0])
             c.set_at_least(comp, seq)
         return c
 
@@ -192,6 +200,7 @@ class HappensBefore:
         self.spaces: dict = {}
         self.table = AccessTable()       # epoch and flags of each access in self.recs (tcsim.race.shadow)
         self.streams: dict = {}          # unit key -> [component, last sequence number]
+        self.wg_inst: dict = {}          # (cta, warpgroup, k) -> OpState.wg_inst of the k-th wgmma.mma_async
         self.pipe_done: dict = {}        # tensor pipe home cta -> clock of its completed ops
         self.bars: dict = {}             # (cta, barrier, generation) -> [clock, waiters, {warp: arrival}]
         self.bar_history: dict = {}      # (cta, barrier) -> deque of its last completed (generation, warps, arrivals)
@@ -598,6 +607,18 @@ class HappensBefore:
             elif ev.agent == "lsu":
                 ws.cpa_open.append(o)
             elif unit == "wgmma":
+                # the warps of a warpgroup issue the same wgmma.mma_async sequence (.sync.aligned): the k-th share
+                # of each warp is one instruction's
+                k = (ws.key[0], ws.key[1] // 4, ws.wg_issued)
+                ws.wg_issued += 1
+                inst = self.wg_inst.get(k)
+                if inst is None:
+                    inst = self.wg_inst[k] = [0, 0]
+                inst[0] = max(inst[0], streams["x"][1])
+                inst[1] += 1
+                if inst[1] >= 4:
+                    del self.wg_inst[k]
+                o.wg_inst = inst
                 ws.wg_open.append(o)
                 self._wg_issue(ws, o, ev)
             ws.tick()
@@ -886,6 +907,11 @@ class HappensBefore:
         st = self.cluster.get(k)
         if st is None:
             st = self.cluster[k] = [self.reg.clock(), []]
+        if ev.detail.get("sem") != "relaxed":
+            # barrier.cluster.arrive (.release, the default) releases every prior memory operation of the thread at
+            # cluster scope, its mbarrier.init included (PTX ISA 9.1 §9.7.13.3; fence.mbarrier_init.release.cluster
+            # is the light-weight fence for the .relaxed arrive): ThunderKittens' cluster sync after the inits
+            ws.clock.absorb(MI, VC)
         # a .relaxed arrive still orders execution (what a CTA's lifetime needs, and what it releases after a
         # release fence such as fence.mbarrier_init.release.cluster): joined like a release (never a false report)
         st[0].join(ws.clock)
@@ -944,6 +970,10 @@ class HappensBefore:
                 ws.pend_acq = None
             if sem in ("release", "acq_rel", "sc"):
                 ws.fence_rel = c.copy()
+                if d.get("scope") in ("cluster", "gpu", "sys"):
+                    # an unrestricted release fence at cluster scope orders the thread's prior mbarrier.init too
+                    # (fence.mbarrier_init is the .op_restrict form of it, PTX ISA 9.1 §9.7.13.4)
+                    c.absorb(MI, VC)
         ws.tick()
 
     def _wgmma_fence(self, ev) -> None:

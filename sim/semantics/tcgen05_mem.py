@@ -45,9 +45,13 @@ Forms
     Register maps of tcgen05_layouts.md (d) (:func:`ldst_map`); the vector length must equal the count the
     shape and .num require (VerifyError at load naming it; 16x128b stops at x64 and 16x256b at x32, as
     ptxas).  Every register is a 32-bit register (f32 registers are fine).  All lanes must pass the same
-    ``taddr``.  Checks at run time, in this order: the box stays inside the 128 x 512 grid (MemoryFault), the
-    warp-quadrant rule -- warp q = (linear thread id / 32) % 4, computed from the warp's %tid values (not
-    %warpid), may touch only lanes [32q, 32q+32) (MemoryFault) -- and every touched column is allocated
+    ``taddr``.  Checks at run time, in this order: the warp-quadrant rule -- warp q = (linear thread id / 32) % 4,
+    computed from the warp's %tid values (not %warpid), may touch only lanes [32q, 32q+32); an address whose lane
+    field names another quadrant is routed to the warp's own, lane 32q + (lane % 32), as the GPU does in a release
+    build (DeepGEMM's sm100 epilogues pass lane 0 from all four warps and are right on the B200; DeepGEMM PR #341:
+    "in release mode the hardware auto-routes lanes", a -G build traps), with a warning finding (class 0) naming
+    the line; a box that crosses a quadrant boundary even so is a MemoryFault -- then the box stays inside the
+    128 x 512 grid (MemoryFault), and every touched column is allocated
     (class-13 finding naming the dealloc that freed them, if any; the access goes on, as on the GPU).
     ``.pack::16b``: register bits 0-15 / 16-31 come from the low 16 bits of the two adjacent columns 2d, 2d+1
     (d = the table's column offset); ``.unpack::16b`` writes them back with zero upper halves (tcgen05_layouts
@@ -565,6 +569,23 @@ def _decode_ldst(ins, info):
     return spec.run_ld if f.op == "ld" else spec.run_st
 
 
+def _foreign_quadrant(ctx, what: str, q: int, lane0: int, routed: int, nlanes: int):
+    """The finding for a tcgen05.ld/st whose address names lanes outside the issuing warp's quadrant: the PTX ISA
+    lets warp q of a warpgroup access only lanes [32q, 32q+32); the GPU (release build) routes the access to the
+    warp's own quadrant -- the address's lane bits above bit 4 are not used -- and a ``-G`` build's warp TMEM
+    access check traps (DeepGEMM's epilogues pass lane 0 from every warp: DeepGEMM PR #341)."""
+    from ..findings import Finding
+    span = f"TMEM lanes [{routed}, {routed + nlanes})"
+    return Finding(
+        cls=0, severity="warning",
+        message=(f"{what} names TMEM lanes [{lane0}, {lane0 + nlanes}), but warp {q} of its warpgroup may access "
+                 f"only lanes [{32 * q}, {32 * q + 32}) (PTX ISA 9.7.16.8.3 / 9.7.16.8.4); the GPU routes the "
+                 f"access to the warp's own quadrant, {span}, and so does tcsim (a -G build traps here)"),
+        sides=(ctx.side(proxy="async", where=span),),
+        missing="the warp's quadrant in the address's lane field (bits 16-22)",
+        fix=f"add (32 * (warp index % 4)) << 16 to the TMEM address (lane field {routed} instead of {lane0})")
+
+
 class _LdSt:
     """A decoded tcgen05.ld / st: the register map and operands."""
 
@@ -586,8 +607,13 @@ class _LdSt:
         lane0, col0 = split_taddr(taddr)
         tm = ctx.tmem
         what = f"{self.name} at TMEM address 0x{taddr:08x}"
+        q = warp_quadrant(ctx)
+        routed = 32 * q + lane0 % 32
+        if routed != lane0 and routed + self.nlanes <= 32 * q + 32:
+            ctx.report(_foreign_quadrant(ctx, what, q, lane0, routed, self.nlanes))
+            lane0 = routed
         tm.check_bounds(lane0, self.nlanes, col0 + self.col_lo, self.col_hi - self.col_lo + 1, what)
-        tm.check_quadrant(warp_quadrant(ctx), lane0, self.nlanes, what)
+        tm.check_quadrant(q, lane0, self.nlanes, what)
         lanes = lane0 + self.lane_off
         cols = col0 + self.col_off
         touched = cols if not self.pack else np.concatenate([cols, cols + 1], axis=1)

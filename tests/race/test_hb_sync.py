@@ -148,7 +148,7 @@ REMOTE = """  mov.u32 %r1, %tid.x;
   setp.eq.u32 %p1, %r1, 0;
   @%p1 mbarrier.init.shared::cta.b64 [%r6], 1;   // @init
 {fence}
-  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.arrive{sem}.aligned;
   barrier.cluster.wait.acquire.aligned;
   setp.ne.u32 %p2, %r2, 1;
   @%p2 bra RANK0;
@@ -166,8 +166,8 @@ END:
   ret;"""
 
 
-def remote(fence):
-    return kernel(REMOTE.format(fence=fence), shared="  .shared .align 8 .b64 bar;")
+def remote(fence, sem=".relaxed"):
+    return kernel(REMOTE.format(fence=fence, sem=sem), shared="  .shared .align 8 .b64 bar;")
 
 
 def run_remote(ptx):
@@ -182,6 +182,8 @@ def test_released_init_before_a_remote_arrive_is_clean():
 
 
 def test_init_without_fence_mbarrier_init_before_a_remote_arrive_is_class_10():
+    """Nothing releases the init: the cluster barrier's arrive is .relaxed (a .release arrive publishes it:
+    tests/race/test_hb_cluster_init.py)."""
     ptx = remote("")
     assert_found(run_remote(ptx), 10, (line_of(ptx, "init"), line_of(ptx, "remote")),
                  "fence.mbarrier_init.release.cluster")

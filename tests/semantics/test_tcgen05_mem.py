@@ -125,6 +125,13 @@ for _blk in range(4):
 FILL += "  tcgen05.wait::st.sync.aligned;\n  bar.sync 0;\n"
 
 
+# the same pattern in columns 5 and 6 only (st.32x32b.x2 by every warp into its own quadrant)
+FILL_5_6 = ("  shl.b32 %r386, %r383, 5;\n  add.u32 %r386, %r386, %r382;\n  mul.lo.u32 %r387, %r386, 512;\n"
+            f"  add.u32 %r200, %r387, 5;\n  mul.lo.u32 %r200, %r200, {K};\n  add.u32 %r201, %r200, {K};\n"
+            "  add.u32 %r389, %r385, 5;\n  tcgen05.st.sync.aligned.32x32b.x2.b32 [%r389], {%r200, %r201};\n"
+            "  tcgen05.wait::st.sync.aligned;\n  bar.sync 0;\n")
+
+
 def pattern_image() -> np.ndarray:
     lane, col = np.meshgrid(np.arange(128, dtype=np.uint64), np.arange(512, dtype=np.uint64), indexing="ij")
     return ((lane * 512 + col) * K % (1 << 32)).astype(np.uint32)
@@ -534,10 +541,53 @@ def test_tmem_out_of_range():
     assert "warp 0" in msg and ":" in msg.split("memory fault")[0]     # located at the ld with its warp
 
 
-def test_wrong_quadrant():
-    run_err(ALLOC.format(n=32) + "  tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r0}, [%r384];\n",
-            MemoryFault, r"tcgen05.ld.32x32b.x1 at TMEM address 0x00000000: warp 1 of its warpgroup may access only "
-                         r"TMEM lanes \[32, 64\), not \[0, 32\)")
+@pytest.mark.parametrize("lane_field", [0, 96])
+def test_address_of_another_quadrant_is_routed_to_the_warps_own_lanes(lane_field):
+    """Every warp loads with one address whose lane field names quadrant ``lane_field // 32`` (DeepGEMM's sm100
+    epilogues pass lane 0 from all four warps and are right on the B200): the GPU routes the access to the warp's
+    own quadrant, lanes 32q + lane_field % 32 .. (DeepGEMM PR #341: release builds auto-route, -G traps), so
+    tcsim reads those cells and reports one warning for the line (strict mode raises it)."""
+    body = (ALLOC.format(n=32) + FILL_5_6 + f"  add.u32 %r0, %r384, {(lane_field << 16) + 5};\n"
+            "  tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r10, %r11}, [%r0];\n  tcgen05.wait::ld.sync.aligned;\n"
+            + store_out(10, 2, 0) + FREE.format(n=32))
+    out, res = launch(body)
+    img = pattern_image()
+    t = np.arange(128)
+    assert (out[:, 0] == img[t, 5]).all() and (out[:, 1] == img[t, 6]).all()
+    quad = [f for f in res.findings if "may access only lanes" in f.message]
+    assert len(quad) == 1 and len(res.findings) == 1, res.findings
+    f = quad[0]
+    assert f.cls == 0 and f.severity == "warning" and f.outcome == "continue"
+    assert f.loc.line == line_of(kernel(body), "tcgen05.ld.sync.aligned.32x32b.x2")
+    q = int(re.search(r"warp (\d) of its warpgroup", f.message).group(1))
+    assert q != lane_field // 32
+    assert f"names TMEM lanes [{lane_field}, {lane_field + 32})" in f.message
+    assert f"lanes [{32 * q}, {32 * q + 32})" in f.message and "<< 16" in f.fix
+    with pytest.raises(SyncError, match="may access only lanes"):
+        run_launch(Launch(ptx=kernel(body), block=(128, 1, 1), args=[np.zeros(128 * 256, np.uint32)]),
+                   strict=True)
+
+
+def test_box_that_leaves_the_quadrant_is_a_memory_fault():
+    """A 32-lane box starting at lane 8 of a quadrant crosses into the next one, routed or not."""
+    run_err(ALLOC.format(n=32) + "  add.u32 %r0, %r385, 0x80000;\n"
+            "  tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r1}, [%r0];\n",
+            MemoryFault, r"tcgen05.ld.32x32b.x1 at TMEM address 0x00080000: warp 0 of its warpgroup may access only "
+                         r"TMEM lanes \[0, 32\), not \[8, 40\)")
+
+
+def test_16_lane_box_in_another_quadrant_keeps_its_half():
+    """16x64b from warp 1 at lane field 16 (quadrant 0, upper half): routed to lanes 48-63 of warp 1's quadrant."""
+    body = (ALLOC.format(n=32) + FILL_5_6 + "  add.u32 %r0, %r384, 0x100005;\n"
+            "  tcgen05.ld.sync.aligned.16x64b.x1.b32 {%r10}, [%r0];\n  tcgen05.wait::ld.sync.aligned;\n"
+            + store_out(10, 1, 0) + FREE.format(n=32))
+    out, res = launch(body)
+    img = pattern_image()
+    _, cells = model_cells("16x64b", 1)
+    for t in range(32, 64):
+        lo, co = cells[t % 32, 0]
+        assert out[t, 0] == img[48 + lo, 5 + co], t
+    assert sum("warp 1 of its warpgroup" in f.message for f in res.findings) == 1
 
 
 def test_quadrant_comes_from_the_thread_ids_of_a_2d_block():
