@@ -731,7 +731,7 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     and cycles); None takes :func:`tcsim.fast.default_tier`.
 
     The run's budget (:mod:`tcsim.watch`): ``max_instructions`` warp-instructions and/or ``max_seconds`` of
-    simulation work (wall-clock); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
+    simulation work (CPU time); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
     it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
     polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
     :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on

@@ -12,8 +12,10 @@ Forms: :mod:`tcsim.isa.atomic_forms` lists and checks them; in short ``atom{.sem
 Semantics (PTX pseudo-code): ``inc(r, s) = r >= s ? 0 : r + 1``, ``dec(r, s) = (r == 0 || r > s) ? s : r - 1``,
 ``cas(r, s, t) = r == s ? t : r``, ``exch(r, s) = s``; integer add wraps.  Lanes of one instruction that hit
 the same address are applied one after the other in lane order, each atomically; each lane's ``d`` is the
-value it saw (computed without a round per lane where the operation allows: segmented scans for the associative
-integer ops and exch, a sequential float accumulation, a walk between successful compares for cas; :func:`_serialise`).  Floating-point add rounds to nearest even through :func:`tcsim.numerics.fp.fadd` (bit-exact):
+value it saw (computed without a round per lane where the operation allows: segmented scans for the
+associative integer ops and exch, a sequential float accumulation, a walk between successful compares for cas;
+:func:`_serialise`).
+Floating-point add rounds to nearest even through :func:`tcsim.numerics.fp.fadd` (bit-exact):
 ``.f32`` on global memory flushes subnormal inputs and results to sign-preserving zero, as the PTX states for
 the current implementation; on shared memory it keeps subnormals (both seen on an H100, sm_90a, which also
 returns the unflushed old value in ``d``).  ``.f16/.bf16`` (``.noftz``) keep

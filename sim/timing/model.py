@@ -117,6 +117,15 @@ class SmState:
         self.atom_free: dict = {}       # global word address -> when the L2 has done the atomics queued on it
 
 
+#: a warp that issues this many free instructions in a row (loop control ptxas unrolls away, a loop timed as a
+#: whole) is held one cycle.  Not a hardware figure but the simulation's guarantee that simulated time advances while
+#: a warp retires instructions: a loop made only of free instructions (a counted loop with an empty body, which ptxas
+#: deletes) would otherwise run at one instant -- every other warp waiting for the clock to move, the livelock and
+#: loop monitors' cycle margins never met -- for as long as it loops.  A loop timed as a whole pays those cycles out
+#: of its cost at the exit (the total is unchanged unless the loop ran more than FREE_RUN x its cost instructions).
+FREE_RUN = 8
+
+
 class TimingModel:
     """Issue model of a timed config (``timed`` = 1)."""
 
@@ -318,12 +327,21 @@ class TimingModel:
                 wt.scoreboard.write(p.dsts, ready, pc)
             if p.cls == "mma":
                 self.mma_sync_flops += p.flops * int(ctx.mask.any())
+            gap = 0
+            wt.free_run += 1
+            if wt.free_run >= FREE_RUN:             # (FREE_RUN: the clock moves while the warp runs)
+                wt.free_run = 0
+                wt.prepaid += 1
+                gap = 1
             if pc in self.rt_exits:
                 head, back, cost = self.rt_exits[pc]
                 pcs = warp.pc[warp.alive & ~warp.waiting]
                 if not ((pcs >= head) & (pcs <= back)).any():     # the whole warp has left the loop
-                    return cost, now
-            return 0, now
+                    before = wt.prepaid - gap
+                    wt.prepaid = wt.free_run = 0
+                    return max(cost - before, gap), now
+            return gap, now
+        wt.free_run = wt.prepaid = 0
         sm.issue_free[wt.sub] = now + 1
         if wt.first_issue is None:
             wt.first_issue = now
