@@ -11,7 +11,6 @@ and what the second hand-written batch (/work/scratch/robust17/v2/cases2.py: 152
 * the atomics storm is tests/semantics/test_atomics_contention.py."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import tcsim.loop_watch as lw
