@@ -114,7 +114,7 @@ def test_the_default_budget_is_seconds_of_work_on_both_tiers(tier, monkeypatch):
     assert "budget of 1.5 s of simulation work (CPU time; the default budget" in msg, msg
     # where every warp is, as the debugger's where() shows it: lanes, position, instruction
     assert "where every warp is:\n  CTA (0,0,0) warp 0: all lanes at <ptx>:" in msg, msg
-    assert 7 <= e.value.loc.line <= 11
+    assert 10 <= e.value.loc.line <= 14         # (somewhere in the loop)
 
 
 def test_numba_compilation_is_not_counted_as_work():
