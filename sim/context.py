@@ -154,7 +154,8 @@ class ExecContext:
         if reg.dtype == np.bool_:
             raise VerifyError(f"predicate {op.name} used as a .{ptype} destination")
         m = self.mask if mask is None else mask
-        vals = np.broadcast_to(np.asarray(values), (WARP,))
+        vals = values if type(values) is np.ndarray and values.shape == (WARP,) else \
+            np.broadcast_to(np.asarray(values), (WARP,))
         try:
             bits = to_container(vals, ptype, reg.dtype.itemsize)
         except ValueError as e:
@@ -228,7 +229,10 @@ class ExecContext:
         if r.dtype != np.bool_:
             raise VerifyError(f"register {op.name} is not a predicate")
         m = self.mask if mask is None else mask
-        r[m] = np.broadcast_to(np.asarray(values, dtype=bool), (WARP,))[m]
+        if type(values) is np.ndarray and values.dtype == np.bool_ and values.shape == (WARP,):
+            r[m] = values[m]
+        else:
+            r[m] = np.broadcast_to(np.asarray(values, dtype=bool), (WARP,))[m]
         if self.writes is not None:
             self.writes[op.name] = r
         if self.bus.want_reg:
@@ -855,6 +859,13 @@ def stacked_window_bytes(stack):
     """The bytes of the stacked shared windows as one (windows, bytes) uint8 array that compiled group code
     (tcsim.fast.vm) reads and writes in place, or None when they are not kept as one block."""
     return stack.blocks[0] if len(stack.blocks) == 1 else None
+
+
+def group_global_arrays(gmem) -> tuple:
+    """The global allocations as (bases, byte arrays), address order, that compiled group code (tcsim.fast.vm)
+    reads and writes in place -- each access aligned and wholly inside one allocation, stores in the reference's
+    lane order (else it leaves the access to the semantics, which fault as the reference does)."""
+    return gmem.arrays()
 
 
 def group_read_global(gmem, addrs: np.ndarray, nbytes: int) -> np.ndarray:

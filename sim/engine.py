@@ -536,8 +536,9 @@ class Simulation:
             # keeps branching backwards while other lanes of the warp wait at higher PCs (a spin lock whose
             # holder is one of those lanes) must not starve them: after SPIN_LIMIT such branches the highest
             # group runs for a slice, stopping before any warp-synchronous instruction.
-            if warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
-                    (runnable & ~group & (pcs > pc)).any():
+            # (the two halves are pure: the cheaper one first -- no runnable lane outside the group is the common case)
+            if warp.focus is None and (runnable & ~group & (pcs > pc)).any() and \
+                    (pm := pcs[mask]).size and (pm <= pc).any():
                 warp.spin += 1
                 if warp.spin >= SPIN_LIMIT:
                     hi = int(pcs[runnable & ~group].max())
@@ -832,6 +833,31 @@ class Simulation:
         return DeadlockError(head + " " + "; ".join(lines) + why,
                              loc, expected="each wait to be matched by the arrivals / transactions that complete it")
 
+    def polled_barrier_causes(self) -> list:
+        """At a livelock (warps polling test_wait / try_wait loops while nothing changes): the root causes the
+        protocol history shows for the mbarriers whose current phase is stuck -- each barrier with activity in its
+        current phase (arrivals, expect-tx or bytes) or a waiter on record (:meth:`tcsim.race.protocol.Protocol.
+        deadlock_cause`, the same account a deadlock gets), each reported as a finding (outcome 'hang')."""
+        causes = []
+        for cta in self.ctas:
+            for mb in list(cta.mbarriers.values()):
+                rec = mb.record
+                if rec is None or not mb.valid:
+                    continue
+                ph = rec.phases.get(mb.phase)
+                active = ph is not None and (ph.arrivals or ph.expects or ph.deliveries)
+                if not active and not rec.waiting:
+                    continue
+                f = self.protocol.deadlock_cause(cta, mb, "", "")
+                if f is not None and all(f.key != c.key for c in causes):
+                    causes.append(f)
+        for f in causes:
+            try:
+                self.findings.report(f)
+            except FindingError:
+                pass
+        return causes
+
     def _runaway(self) -> RunawayError:
         return self.watch.runaway(f"more than {self.max_instructions} warp-instructions executed")
 
@@ -844,6 +870,10 @@ class Simulation:
         keeps its model of the barrier and goes on."""
         if not write or not cta.mbarriers:
             return
+        if offs.size:
+            lo, hi = int(offs.min()), int(offs.max()) + nbytes      # (no barrier in [lo, hi): nothing to test)
+            if not any(mb.valid and lo < off + 8 and off < hi for off, mb in cta.mbarriers.items()):
+                return
         for off, mb in cta.mbarriers.items():
             if mb.valid and ((offs < off + 8) & (offs + nbytes > off)).any():
                 self.protocol.store_over_barrier(cta, mb, side() if callable(side) else side, who)

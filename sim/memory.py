@@ -88,12 +88,14 @@ class GlobalMemory:
         self._bases: list[int] = []
         self._allocs: list[Allocation] = []
         self._next = GLOBAL_BASE
+        self._arrays = None         # (bases, sizes) as arrays, for _locate; rebuilt after an allocation
 
     def allocate(self, nbytes: int, name: str = "buffer", align: int = GLOBAL_ALIGN) -> Allocation:
         base = (self._next + align - 1) // align * align
         alloc = Allocation(base, nbytes, name)
         self._bases.append(base)
         self._allocs.append(alloc)
+        self._arrays = None
         self._next = base + max(int(nbytes), 1) + GLOBAL_GUARD
         return alloc
 
@@ -119,11 +121,14 @@ class GlobalMemory:
 
     def _locate(self, addrs: np.ndarray, nbytes: int):
         """Map each address to (allocation index, offset); fault on anything not wholly inside one allocation."""
-        bases = np.asarray(self._bases, dtype=np.uint64)
+        arrs = self._arrays
+        if arrs is None:
+            arrs = self._arrays = (np.asarray(self._bases, dtype=np.uint64),
+                                   np.asarray([a._bytes.size for a in self._allocs], dtype=np.int64))
+        bases, sizes = arrs
         idx = np.searchsorted(bases, addrs, side="right").astype(np.int64) - 1
         ok = idx >= 0
         offs = np.zeros(addrs.shape, dtype=np.int64)
-        sizes = np.asarray([a._bytes.size for a in self._allocs], dtype=np.int64)
         if len(sizes):
             safe = np.where(ok, idx, 0)
             offs = (addrs - bases[safe]).astype(np.int64)
@@ -142,10 +147,18 @@ class GlobalMemory:
                               f"{self.describe(int(addrs[bad[0]]))}",
                               expected="every address inside a buffer passed to the kernel")
         rng = np.arange(nbytes)
+        if idx.size and idx.min() == idx.max():                 # (one allocation: the common case)
+            return self._allocs[int(idx[0])]._bytes[offs[:, None] + rng]
         for i in np.unique(idx):
             sel = idx == i
             out[sel] = self._allocs[i]._bytes[offs[sel][:, None] + rng]
         return out
+
+    def arrays(self) -> tuple:
+        """(bases, byte arrays) of the allocations in address order, the arrays themselves (writable): for compiled
+        group code that reads and writes in place with :meth:`read_rows` / :meth:`write_rows`'s checks replayed
+        (tcsim.fast.vm, reached through the execution context's door, tcsim.context.group_global_arrays)."""
+        return list(self._bases), [a._bytes for a in self._allocs]
 
     def peek(self, addr: int, nbytes: int) -> np.ndarray:
         """Inspection, not an access: a copy of ``nbytes`` at device address ``addr`` for a debugger or a report
@@ -163,6 +176,9 @@ class GlobalMemory:
                               f"{self.describe(int(addrs[bad[0]]))}",
                               expected="every address inside a buffer passed to the kernel")
         rng = np.arange(nbytes)
+        if idx.size and idx.min() == idx.max():                 # (one allocation: the common case)
+            self._allocs[int(idx[0])]._bytes[offs[:, None] + rng] = data
+            return
         for i in np.unique(idx):
             sel = idx == i
             self._allocs[i]._bytes[offs[sel][:, None] + rng] = data[sel]

@@ -67,6 +67,17 @@ def container(ptype: str):
 
 def view_dtype(ptype: str):
     """The numpy dtype an instruction of this type computes with."""
+    v = _VIEW.get(ptype)
+    if v is not None:
+        return v
+    v = _VIEW[ptype] = _view_dtype(ptype)
+    return v
+
+
+_VIEW: dict = {}        # ptype -> view_dtype's answer (a pure function of the type name)
+
+
+def _view_dtype(ptype: str):
     if ptype == "pred":
         return np.bool_
     if ptype == "f32":

@@ -286,7 +286,7 @@ class TensorMemory:
         if l0 < 0 or c0 < 0 or l0 + nl > LANES or c0 + nc > COLUMNS or int(ln[-1]) != l0 + nl - 1 or \
                 int(cl[-1]) != c0 + nc - 1:
             return None
-        if nl > 1 and not (np.diff(ln) == 1).all() or nc > 1 and not (np.diff(cl) == 1).all():
+        if nl > 2 and (ln[1:] - ln[:-1] != 1).any() or nc > 2 and (cl[1:] - cl[:-1] != 1).any():
             return None
         return slice(l0, l0 + nl), slice(c0, c0 + nc)
 

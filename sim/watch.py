@@ -753,6 +753,12 @@ class RunWatch:
                f"kept executing{where} (polling) but the machine state (registers, shared/global/tensor memory, "
                f"barriers) repeated exactly{ignored}, with nothing in flight: it repeats forever; every live warp: " +
                "; ".join(warp_picture(sim)))
+        # the polled mbarriers' root causes, as a deadlock gets them (a test_wait loop is a wait that never blocks)
+        causes = sim.polled_barrier_causes() if hasattr(sim, "polled_barrier_causes") else []
+        if causes:
+            msg += " Root cause: " + " | ".join(f"[class {f.cls}] {f.message}" + (f"; missing: {f.missing}"
+                                                                                 if f.missing else "")
+                                                for f in causes) + "."
         return LivelockError(msg, loc, expected="the value or phase the polling warps wait for to be produced by "
                              "some warp or async operation")
 

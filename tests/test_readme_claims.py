@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 GOLDEN = ROOT / "tests" / "golden"
 sys.path.insert(0, str(ROOT / "tests" / "numerics"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADING = "## What backs each claim"
 
@@ -63,6 +64,9 @@ def render() -> str:
     gpus = sorted({k[:4].upper() for k in campaigns})
     small = [(k, m) for k, m in fuzz.items() if k not in campaigns]
     n_live = sum(1 for m in TM.MUTANTS if m.id not in TM.EQUIVALENT and m.id not in TM.GAPS)
+    dis = _disagreements(fuzz)
+    mut = json.loads((ROOT / "benchmarks" / "results" / "mutations_local.json").read_text())["results"]
+    import bench_mutations as BM
     ver = man["versions"]
 
     rows = [
@@ -117,10 +121,17 @@ def render() -> str:
             f"{'s' if len(small) > 1 else ''} {' and '.join(str(m['generator']) for _, m in small)} (what "
             f"`tests/hw/test_fuzz.py` runs on a GPU) on the H100 ("
             + ", ".join(f"`tests/golden/fuzz_campaign/{k}.npz`" for k, _ in small) + ")" if small else ""),
-         "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (a sample; the small records whole); "
-         "`tests/hw/test_fuzz_disagreements.py`: every recorded disagreement listed once in "
-         "`tests/golden/fuzz_campaign/disagreements.json` (explained bit for bit, agrees now, or open by cause), one "
-         "per class replayed in CI, all under `slow`"),
+         "`tests/hw/test_fuzz_campaign_replay.py`: agreeing programs (sampled); `tests/hw/test_fuzz_disagreements.py`: "
+         f"all {_n(dis['all'])} recorded disagreements (`tests/golden/fuzz_campaign/disagreements.json`): "
+         f"{_n(dis['explained'])} reproduced bit for bit by their explanation ({_n(dis['line_rewrite'])} lint-noted "
+         f"ones by ptxas's lowering read from SASS), {_n(dis['agree_now'])} agree now, {_n(dis['open'])} open "
+         f"({_n(dis['noted'])} lint-noted, {_n(dis['unexplained'])} unexplained, {_n(dis['gpu_error'])} GPU errors); "
+         "one per class in CI, all under `slow`"),
+        ("a planted semantic bug is caught",
+         f"`benchmarks/bench_mutations.py`: {len(BM.MUTATIONS)} small mutations of numerics, swizzle, descriptors, "
+         f"mbarrier, TMA and timing, each run against its fast tests (`benchmarks/results/mutations_local.json`: "
+         f"{sum(r['caught'] for r in mut)} of {len(mut)} caught)",
+         "`tests/test_mutation_benchmark.py`: every mutation still applies; each is caught under `slow`"),
         ("sm_90a timing",
          f"H100: {len(timing['cases'])} recorded calibration and validation cases (`tests/golden/timing_h100`)"
          + (f", and a corpus of {len(corpus['kernels'])} kernels (`tests/golden/timing_corpus_h100`)" if corpus else ""),
@@ -143,6 +154,29 @@ def render() -> str:
               "(provisional parameters); fp6 / fp4 operands inside kind::f8f6f4 and mxf8f6f4, where mmasim "
               "extrapolates as tcsim does (model against model: `tests/golden/mmasim_oracle/README.md`)."]
     return "\n".join(lines) + "\n"
+
+
+def _disagreements(fuzz: dict) -> dict:
+    """Counts of tests/golden/fuzz_campaign/disagreements.json over the committed campaign records."""
+    from calib.fuzz.explain import LINE_REWRITES
+
+    lst = json.loads((GOLDEN / "fuzz_campaign" / "disagreements.json").read_text())["campaigns"]
+    out = dict.fromkeys(("all", "explained", "line_rewrite", "agree_now", "open", "noted", "unexplained",
+                         "gpu_error"), 0)
+    for stem, c in lst.items():
+        if stem not in fuzz:
+            continue
+        out["agree_now"] += len(c["agree_now"])
+        for name, seeds in c["explained"].items():
+            out["explained"] += len(seeds)
+            out["line_rewrite"] += len(seeds) * any(p.split("@")[0] in LINE_REWRITES for p in name[10:].split("+"))
+        for cause, seeds in c["open"].items():
+            out["open"] += len(seeds)
+            kind = cause.split(":")[0]
+            if kind in ("noted", "unexplained", "gpu_error"):
+                out[kind] += len(seeds)
+    out["all"] = out["agree_now"] + out["explained"] + out["open"]
+    return out
 
 
 def test_readme_section_is_current():

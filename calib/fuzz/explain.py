@@ -98,6 +98,15 @@ Lowering variants (results the PTX ISA leaves open; sim/lowering.py):
 f64 instruction's commutative sources and lowers each abs/neg on its own, and one or two instructions of a
 program may go against the rule tcsim follows -- :func:`per_instruction_swaps`).
 
+Per-instruction rewrites (:data:`LINE_REWRITES`, issue 22): the executable models of isa/lint.py's noted classes,
+each ptxas's lowering read from the SASS of the class's minimised reproducers (tests/fuzz_regressions: each rewrite,
+applied where the lint notes the reproducer, gives the as-compiled model's output, which is the GPU's), applied at
+lines the lint notes (``<name>@<line>,<line>``; all of them, all but one, or one): ``guard-sunk``
+(``guard-redefined-later``), ``b64-shift-f2i`` (``b64-shift-by-float``), ``half2-abs-fma``
+(``half2-abs-after-f32``), ``setp-no-ftz`` (``branch-from-setp-ftz``, ``guard-from-setp-ftz``), ``neg-neg-copy``
+(``neg-neg-f64``), ``f2i-half-source`` (``f2i-after-half-f2f``) and ``wgmma-group-lost`` (``wgmma-rs-chain``; read
+from the SASS of v7 campaign program 710731).
+
 :func:`explain` tries every combination that applies and returns ``"diagnosed:<names>"`` for the first that
 reproduces the GPU output exactly, else None.
 """
@@ -745,6 +754,321 @@ def in_flight_waited(text: str) -> str:
 REWRITES["wgmma-in-flight-waited"] = in_flight_waited
 
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-instruction rewrites: ptxas does them to some instructions of a class, not to all (its scheduler decides),
+# so an explanation names the lines: ``<name>@<line>,<line>`` (lines of the program as generated).  Each class is
+# the executable model of an isa/lint.py check; its candidate lines are the lines that check notes.
+
+_LABEL_LINE = re.compile(r"^\s*(\$?[\w$]+):\s*$")
+_BRA = re.compile(r"^\s*(?:@!?%\w+\s+)?bra(?:\.uni)?\s+(\$?[\w$]+)\s*;\s*$")
+
+
+def _sink_target(lines: list, first: int, last: int, guard: str) -> int | None:
+    """Where ptxas puts a predicated instruction (or a short forward branch's block, lines ``first..last``) that it
+    moves below the next write of its guard ``guard``: right after that write -- after the whole loop when the write
+    is in a loop that starts after the block (ptxas emits it after the loop, under the loop's final guard:
+    fuzz_108517_value), after the skipped block's label when the write is in a block a forward branch skips
+    (fuzz_102217_value: the testp under ``@!%q1 bra``) -- or None when nothing writes the guard later."""
+    k = next((j for j in range(last + 1, len(lines)) if (m := _INSTR.match(lines[j]))
+              and guard in _dests(m.group(3), _split_operands(m.group(4) or ""))), None)
+    if k is None:
+        return None
+    labels = {m.group(1): j for j, ln in enumerate(lines) if (m := _LABEL_LINE.match(ln))}
+    branches = [(j, labels[m.group(1)]) for j, ln in enumerate(lines) if (m := _BRA.match(ln)) and m.group(1) in labels]
+    t, moved = k, True
+    while moved:
+        moved = False
+        for j, to in branches:
+            if to < j and last < to <= t < j:          # a loop after the block around the target: after its back edge
+                t, moved = j, True
+            elif j < to and last < j < t < to:          # a forward branch skips the target: after its label
+                t, moved = to, True
+    return t
+
+
+def guard_sunk(text: str, at) -> str | None:
+    """``guard-sunk@<lines>`` (isa/lint.py ``guard-redefined-later``): each predicated instruction at the listed
+    lines (1-based), or the block of the short forward branch it is, as ptxas 13.0 emits it -- below the next write
+    of its guard (:func:`_sink_target`), so it runs under the guard's new value (the SASS of fuzz_108517_value: the
+    FRND.F64 of ``@%p0 cvt.rni.sat.f64.f64`` after the loop that rewrites %p0; fuzz_102217_value: the lop3 selected
+    under the later testp, SEL R11, R11, R0, !P1).  Its sources are read where it lands.  The moved lines are
+    emptied and appended to the target's line, so line numbers stay those of the PTX; None when a listed line is
+    no predicated instruction with a later write of its guard."""
+    lines = text.split("\n")
+    moves = []
+    for n in sorted(set(at), reverse=True):
+        i = n - 1
+        m = _INSTR.match(lines[i]) if 0 <= i < len(lines) else None
+        if m is None or not m.group(2):
+            return None
+        guard = re.search(r"%\w+", m.group(2)).group(0)
+        last = i
+        if m.group(3).startswith("bra"):
+            b = _BRA.match(lines[i])
+            ends = [j for j, ln in enumerate(lines) if (mm := _LABEL_LINE.match(ln)) and mm.group(1) == b.group(1)]
+            if not ends or ends[0] <= i:
+                return None
+            last = ends[0]
+        t = _sink_target(lines, i, last, guard)
+        if t is None:
+            return None
+        moves.append((i, last, t))
+    for i, last, t in moves:            # bottom-up: the moved blocks' lines stay where the others look for them
+        block = " ".join(ln.strip() for ln in lines[i:last + 1])
+        lines[t] = lines[t] + " " + block
+        for j in range(i, last + 1):
+            lines[j] = ""
+    return "\n".join(lines)
+
+
+def _noted_lines(check: str):
+    """The candidate lines of a per-instruction rewrite: the lines isa/lint.py's check ``check`` notes."""
+    def lines_of(text: str) -> list:
+        from tcsim.isa.errors import TcsimError
+        from tcsim.isa.lint import notes
+        from tcsim.isa.parser import parse
+
+        try:
+            return sorted({n.loc.line for n in notes(parse(text), checks=[check])})
+        except TcsimError:
+            return []
+    return lines_of
+
+
+guard_sunk_lines = _noted_lines("guard-redefined-later")
+
+
+def _per_line(text: str, at, one) -> str | None:
+    """Apply ``one(lines, index, fresh) -> bool`` at each listed line (1-based) of ``text``; ``fresh(kind)`` names
+    a new register of that declaration kind (``.b32``, ``.b64``, ``.pred``), declared on the first ``.reg`` line
+    so that line numbers stay those of the PTX.  None when ``one`` refuses a line."""
+    lines = text.split("\n")
+    made: dict = {}
+
+    def fresh(kind: str) -> str:
+        made[kind] = made.get(kind, 0) + 1
+        return f"%xl{kind[1:]}_{made[kind] - 1}"
+
+    for n in sorted(set(at)):
+        if not (0 < n <= len(lines)) or not one(lines, n - 1, fresh):
+            return None
+    k = next((i for i, ln in enumerate(lines) if ln.strip().startswith(".reg ")), None)
+    if k is None:
+        return None
+    lines[k] += "".join(f" .reg {kind} %xl{kind[1:]}_<{c}>;" for kind, c in made.items())
+    return "\n".join(lines)
+
+
+def _shift_amount_f2i(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    if not m or not re.match(r"^(shl|shr)\.[bsu]64$", m.group(3)):
+        return False
+    ops = _split_operands(m.group(4) or "")
+    if len(ops) != 3 or not ops[2].startswith("%"):
+        return False
+    wide, amt = fresh(".b64"), fresh(".b32")
+    ops[2] = amt
+    lines[i] = (f"{m.group(1)}cvt.rzi.u64.f32 {wide}, {m.group(4).split(',')[2].strip()}; cvt.u32.u64 {amt}, {wide}; "
+                f"{m.group(2) or ''}{m.group(3)} {', '.join(ops)};")
+    return True
+
+
+def b64_shift_f2i(text: str, at) -> str | None:
+    """``b64-shift-f2i@<lines>`` (isa/lint.py ``b64-shift-by-float``): a 64-bit shift by a register a float
+    instruction wrote last, as ptxas 13.0 emits it -- the amount converted float to integer first (SASS of
+    fuzz_1071_value: F2I.U64.TRUNC R14, R27, then SHF.L.U64.HI / SHF.L.U32 by R14): ``cvt.rzi.u64.f32`` of the
+    amount, its low word the shift amount."""
+    return _per_line(text, at, _shift_amount_f2i)
+
+
+def _half2_abs_as_fma(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    mm = re.match(r"^abs(\.ftz)?\.(f16x2|bf16x2)$", m.group(3)) if m else None
+    ops = _split_operands(m.group(4) or "") if mm else []
+    if not mm or len(ops) != 2:
+        return False
+    nz, z = fresh(".b32"), fresh(".b32")
+    ftz = mm.group(1) or "" if mm.group(2) == "f16x2" else ""
+    lines[i] = (f"{m.group(1)}mov.b32 {nz}, 0x80008000; mov.b32 {z}, 0; "
+                f"{m.group(2) or ''}fma.rn{ftz}.{mm.group(2)} {ops[0]}, {nz}, {z}, {ops[1]};")
+    return True
+
+
+def half2_abs_fma(text: str, at) -> str | None:
+    """``half2-abs-fma@<lines>`` (isa/lint.py ``half2-abs-after-f32``): ``abs.f16x2``/``abs.bf16x2`` of an f32
+    result as ptxas 13.0 emits it -- no sign clear at all, an HFMA2 of -0 * 0 plus the source (SASS of
+    fuzz_14858_value: FADD R32, |R25|, -RZ then HFMA2.BF16_V2 R19, -RZ.H0_H0, RZ.H0_H0, R32)."""
+    return _per_line(text, at, _half2_abs_as_fma)
+
+
+def _guard_without_ftz(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    if not m or not m.group(2):
+        return False
+    g = re.search(r"%\w+", m.group(2)).group(0)
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if not w:
+            if _LABEL_LINE.match(lines[j]) is None and lines[j].strip() and not lines[j].strip().startswith("//"):
+                return False
+            continue
+        wops = _split_operands(w.group(4) or "")
+        dests = _dests(w.group(3), wops)
+        if g not in dests:
+            continue
+        if not w.group(3).startswith("setp.") or ".ftz" not in w.group(3):
+            return False
+        names = wops[0].split("|")
+        new = [fresh(".pred") for _ in names]
+        lines[j] += f" {w.group(2) or ''}{w.group(3).replace('.ftz', '')} {'|'.join(new)}, {', '.join(wops[1:])};"
+        guard = m.group(2).replace(g, new[[n.strip() for n in names].index(g)])
+        lines[i] = f"{m.group(1)}{guard}{m.group(3)} {m.group(4) or ''};".replace(" ;", ";")
+        return True
+    return False
+
+
+def setp_no_ftz(text: str, at) -> str | None:
+    """``setp-no-ftz@<lines>`` (isa/lint.py ``branch-from-setp-ftz``, ``guard-from-setp-ftz``): a branch or an
+    instruction guarded by the predicate a ``setp.ftz`` wrote, as ptxas 13.0 emits it -- the comparison redone
+    without .FTZ for it (SASS of fuzz_207439_value: FSETP.NEU.AND P2 without .FTZ, @P0 BRA P2; fuzz_107537_value:
+    @!P1 FFMA after FSETP.NEU.OR P1 without .FTZ), from the setp's operands where the setp stands, so a subnormal
+    operand goes the other way.  The setp that wrote the guard last, in straight-line order before the line."""
+    return _per_line(text, at, _guard_without_ftz)
+
+
+def _neg_neg_as_copy(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    ops = _split_operands(m.group(4) or "") if m else []
+    if not m or m.group(3) != "neg.f64" or len(ops) != 2:
+        return False
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if w and ops[1] in _dests(w.group(3), _split_operands(w.group(4) or "")):
+            wops = _split_operands(w.group(4) or "")
+            if w.group(3) != "neg.f64" or w.group(2) or len(wops) != 2:
+                return False
+            keep = fresh(".b64")
+            lines[j] += f" mov.b64 {keep}, {wops[1]};"
+            lines[i] = f"{m.group(1)}{m.group(2) or ''}mov.b64 {ops[0]}, {keep};"
+            return True
+    return False
+
+
+def neg_neg_copy(text: str, at) -> str | None:
+    """``neg-neg-copy@<lines>`` (isa/lint.py ``neg-neg-f64``): ``neg.f64`` of a ``neg.f64`` result as ptxas 13.0
+    emits it -- a copy of the first negation's source (SASS of fuzz_100279_value: one DADD R2, -RZ, -R14 for the
+    first, a copy for the second), so a signalling NaN comes back unquieted."""
+    return _per_line(text, at, _neg_neg_as_copy)
+
+
+_F2I_RND = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}
+
+
+def _f2i_reads_source(lines: list, i: int, fresh) -> bool:
+    m = _INSTR.match(lines[i])
+    ops = _split_operands(m.group(4) or "") if m else []
+    mm = re.match(r"^cvt\.(rni|rzi|rmi|rpi)((?:\.ftz)?(?:\.sat)?)\.([su](?:8|16|32|64))\.(f16|bf16)$",
+                  m.group(3)) if m else None
+    if not mm or len(ops) != 2:
+        return False
+    for j in range(i - 1, -1, -1):
+        w = _INSTR.match(lines[j])
+        if not (w and ops[1] in _dests(w.group(3), _split_operands(w.group(4) or ""))):
+            continue
+        wops = _split_operands(w.group(4) or "")
+        rnd = re.search(r"\.(rn|rz|rm|rp)\b", w.group(3))
+        if w.group(2) or len(wops) < 2 or not wops[1].startswith("%"):
+            return False
+        old = fresh(".b16")
+        lines[j] = f"{w.group(1)}mov.b16 {old}, {wops[1]}; " + lines[j].lstrip()
+        cvt = f"cvt.{_F2I_RND[rnd.group(1)] if rnd else 'rni'}{mm.group(2)}.{mm.group(3)}.{mm.group(4)}"
+        lines[i] = f"{m.group(1)}{m.group(2) or ''}{cvt} {ops[0]}, {old};"
+        return True
+    return False
+
+
+def f2i_half_source(text: str, at) -> str | None:
+    """``f2i-half-source@<lines>`` (isa/lint.py ``f2i-after-half-f2f``): a float-to-integer ``cvt`` of a 16-bit
+    float that an F2F (or a 16-bit min/max) just wrote, as ptxas 13.0 emits it -- the F2I reads the register that
+    instruction read, as it was then, with that instruction's rounding (none: to nearest) (SASS of fuzz_107_value:
+    F2F.F16.BF16.RZ R0, R31.H1 and F2I.S16.F16.TRUNC R32, R31.H1; fuzz_100160_value: F2I.U16.F16.FLOOR after
+    F2F.F16.BF16.RM; fuzz_1060_value: F2I.FTZ.BF16.NTZ R29, R30 of the HADD2's source)."""
+    return _per_line(text, at, _f2i_reads_source)
+
+def _wgmma_group_dropped(lines: list, i: int, fresh) -> bool:
+    if not lines[i].strip().startswith("wgmma.mma_async"):
+        return False
+    start = next((j for j in range(i - 1, -1, -1) if lines[j].strip().startswith(("wgmma.commit_group",
+                                                                                   "wgmma.wait_group"))), -1)
+    end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("wgmma.commit_group")), None)
+    if end is None:
+        return False
+    for j in range(start + 1, end):
+        if lines[j].strip().startswith("wgmma.mma_async"):
+            lines[j] = ""
+    return True
+
+
+def wgmma_group_lost(text: str, at) -> str | None:
+    """``wgmma-group-lost@<lines>`` (isa/lint.py ``wgmma-rs-chain``): the wgmma-group of the noted wgmma as ptxas
+    13.0 may compile a chain of wgmmas with A from registers -- it copies the accumulator registers out and back
+    between the chain's GMMAs and out again after the last one, all before the WARPGROUP.DEPBAR that waits for the
+    group, and the program goes on with the copies, so the group's results never arrive: every wgmma of the group
+    dropped (v7 campaign program 710731, tests/golden/fuzz_campaign/v7_probe: HGMMA.64x8x8.F32.TF32 R64 at 0x1950,
+    MOV R52, R65 ... R64, RZ, RZ, R51 at 0x1960-0x19d0, the second HGMMA at 0x19e0, MOV R54, R67 ... R51, RZ, RZ,
+    R64 at 0x1a00-0x1a30, DEPBAR at 0x1a40; the same output on the H100 and an H200 over three runs, and with a
+    wait after every commit the GPU agrees with tcsim).  The copies race with the tensor core's write-back: where
+    it wins, the results arrive (program 710959: differs on the H100, agrees on the H200), so this rewrite
+    reproduces only the programs where the copies lose the race everywhere."""
+    return _per_line(text, at, _wgmma_group_dropped)
+
+def _setp_ftz_lines(text: str) -> list:
+    return sorted(set(_noted_lines("branch-from-setp-ftz")(text)) | set(_noted_lines("guard-from-setp-ftz")(text)))
+
+
+def line_selections(noted: list) -> list:
+    """The selections of noted ``(class, line)`` pairs :func:`explain` tries, in order: all of them, all but one,
+    each one alone (a class's lowering applies where ptxas's pattern matched, which the lint over-approximates)."""
+    out: list = []
+    for sel in [noted] + [[x for x in noted if x != y] for y in noted] + [[y] for y in noted]:
+        if sel and sel not in out:
+            out.append(sel)
+    return out
+
+
+def line_rewrite_name(sel: list) -> str:
+    """``guard-sunk@3,9+setp-no-ftz@12`` for the selection [(class, line), ...]."""
+    by: dict = {}
+    for name, n in sel:
+        by.setdefault(name, []).append(n)
+    return "+".join(f"{name}@" + ",".join(map(str, sorted(ns))) for name, ns in by.items())
+
+
+def apply_line_rewrites(text: str, sel: list) -> str | None:
+    """``text`` with the per-instruction rewrites of the selection [(class, line), ...] applied (lines of ``text``:
+    each rewrite keeps the line numbers), or None when one does not apply."""
+    by: dict = {}
+    for name, n in sel:
+        by.setdefault(name, []).append(n)
+    for name, ns in by.items():
+        text = LINE_REWRITES[name][0](text, ns)
+        if text is None:
+            return None
+    return text
+
+
+#: per-instruction rewrites: name -> (rewrite(text, lines) -> text or None, candidate lines of a text)
+LINE_REWRITES = {"guard-sunk": (guard_sunk, guard_sunk_lines),
+                 "b64-shift-f2i": (b64_shift_f2i, _noted_lines("b64-shift-by-float")),
+                 "half2-abs-fma": (half2_abs_fma, _noted_lines("half2-abs-after-f32")),
+                 "setp-no-ftz": (setp_no_ftz, _setp_ftz_lines),
+                 "neg-neg-copy": (neg_neg_copy, _noted_lines("neg-neg-f64")),
+                 "f2i-half-source": (f2i_half_source, _noted_lines("f2i-after-half-f2f")),
+                 "wgmma-group-lost": (wgmma_group_lost, _noted_lines("wgmma-rs-chain"))}
+
+
+
 def wgmma_hazards(text: str) -> list:
     """(name, rewritten PTX) for each register hazard ptxas creates around a wgmma by coalescing a copy (module
     docstring), one instruction at a time.  (The register-A negation, ``wgmma-rs-neg-a-int``, is a whole-program
@@ -803,12 +1127,18 @@ class SearchTimeout(Exception):
     so that a search's reach does not depend on how busy the machine is) before finding an explanation."""
 
 
+#: the stages of :func:`explain`'s search, in order
+STAGES = ("combinations", "hazards", "per-instruction", "line-rewrites")
+
+
 def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template: np.ndarray,
-            gpu_out, deadline: float | None = None) -> str | None:
+            gpu_out, deadline: float | None = None, stages=STAGES) -> str | None:
     """``"diagnosed:<names>"`` when a rewrite/variant combination makes the simulator reproduce ``gpu_out`` (the
     GPU's output bytes, or a predicate on the simulator's output bytes: a recording keeps only a 128-bit hash
     of most GPU outputs, :func:`calib.fuzz.record.compare_recording`).  ``deadline``: raise
-    :class:`SearchTimeout` when the search is still going at that :func:`time.process_time` (CPU) time."""
+    :class:`SearchTimeout` when the search is still going at that :func:`time.process_time` (CPU) time.
+    ``stages``: the parts of the search to run (:data:`STAGES`; a re-survey of programs an earlier search left
+    open runs only the new ones)."""
     import time
 
     same = gpu_out if callable(gpu_out) else (lambda b: b == gpu_out)
@@ -828,30 +1158,41 @@ def explain(ptx: str, kernel: str, nthreads: int, inp: np.ndarray, out_template:
         return same(res.outputs[1].tobytes())
 
     combos = candidates(ptx)
-    for rw, var in combos:
+    singles = [([], [])] + [c for c in combos if len(c[0]) + len(c[1]) == 1]
+    for rw, var in combos if "combinations" in stages else ():
         if reproduces(as_compiled(ptx, rw) or ptx, var):
             return "diagnosed:" + "+".join(rw + var)
     # a register hazard ptxas made around a wgmma (one instruction; alone, or with one program-wide variant)
-    hazards = wgmma_hazards(ptx)
-    for rw, var in [([], [])] + [c for c in combos if len(c[0]) + len(c[1]) == 1]:
+    hazards = wgmma_hazards(ptx) if "hazards" in stages else []
+    for rw, var in singles if hazards else ():
         for name, text in hazards:
             if reproduces(as_compiled(text, rw) or text, var):
                 return "diagnosed:" + "+".join(rw + var + [name])
     # ptxas orders each f64 instruction's commutative sources, and lowers each float abs/neg, on its own: one or
     # two instructions the other way (beside at most one other rewrite or variant: the search grows with every
     # combination)
-    for name, lines_of in PER_INSTRUCTION.items():
+    for name, lines_of in PER_INSTRUCTION.items() if "per-instruction" in stages else ():
         for rw, var in [([], [])] + [c for c in combos if name not in c[1] and len(c[0]) + len(c[1]) == 1]:
             text = as_compiled(ptx, rw) or ptx
             for sel in per_instruction_swaps(text, lines_of=lines_of):
                 if reproduces(text, var + [f"{name}@{n}" for n in sel]):
                     return "diagnosed:" + "+".join(rw + var + [f"{name}@" + ",".join(map(str, sel))])
+    # the per-instruction rewrites of the lint-noted classes (LINE_REWRITES) at the noted lines: at every noted line
+    # of every class, at all but one, at one alone; each alone or beside one other rewrite or variant
+    noted = [(name, n) for name, (_fn, lines_of) in LINE_REWRITES.items() if "line-rewrites" in stages
+             for n in lines_of(ptx)]
+    for sel in line_selections(noted):
+        name = line_rewrite_name(sel)
+        text = apply_line_rewrites(ptx, sel)
+        for rw, var in singles if text is not None else ():
+            if reproduces(as_compiled(text, rw) or text, var):
+                return "diagnosed:" + "+".join([name] + rw + var)
     return None
 
 
-def explain_program(prog, gpu_out, deadline: float | None = None) -> str | None:
+def explain_program(prog, gpu_out, deadline: float | None = None, stages=STAGES) -> str | None:
     return explain(prog.render(), prog.kernel_name, prog.nthreads, prog.input_buffer(), prog.output_template(),
-                   gpu_out, deadline)
+                   gpu_out, deadline, stages)
 
 
 def explain_record(rec: dict) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .explain import REWRITES, as_compiled, wgmma_hazards
+from .explain import LINE_REWRITES, REWRITES, apply_line_rewrites, as_compiled, wgmma_hazards
 
 #: a register hazard's name (:func:`calib.fuzz.explain.wgmma_hazards`)
 HAZARD = re.compile(r"^wgmma-(?:a-source-reused@\d+:%\w+|acc-copy-clobbered@\d+)$")
@@ -20,13 +20,14 @@ HAZARD = re.compile(r"^wgmma-(?:a-source-reused@\d+:%\w+|acc-copy-clobbered@\d+)
 
 def parse_explanation(name: str) -> tuple[list, list]:
     """(rewrites in order, lowering variant names) of ``"diagnosed:<a>+<b>+..."``; ``v@1,2`` gives ``v@1``,
-    ``v@2``; a wgmma register hazard (:data:`HAZARD`) is a rewrite.  Raises ValueError for a name that is not an
-    explanation."""
+    ``v@2``; a wgmma register hazard (:data:`HAZARD`) and a per-instruction rewrite
+    (:data:`calib.fuzz.explain.LINE_REWRITES`: ``guard-sunk@3,9``) are rewrites.  Raises ValueError for a name
+    that is not an explanation."""
     if not name.startswith("diagnosed:"):
         raise ValueError(f"not an explanation: {name!r}")
     rw, var = [], []
     for part in name[len("diagnosed:"):].split("+"):
-        if part in REWRITES or HAZARD.match(part):
+        if part in REWRITES or HAZARD.match(part) or part.split("@")[0] in LINE_REWRITES:
             rw.append(part)
         elif "@" in part:
             base, lines = part.split("@", 1)
@@ -39,9 +40,17 @@ def parse_explanation(name: str) -> tuple[list, list]:
 
 
 def apply_rewrites(text: str, rw: list) -> str | None:
-    """``text`` as ptxas compiled it by the rewrites ``rw``: first the wgmma register hazards (their lines are the
-    program's as generated, as :func:`calib.fuzz.explain.explain` tries them), then the others
-    (:func:`calib.fuzz.explain.as_compiled`); None when a named hazard is not in the program."""
+    """``text`` as ptxas compiled it by the rewrites ``rw``: first the per-instruction rewrites and the wgmma
+    register hazards (their lines are the program's as generated, as :func:`calib.fuzz.explain.explain` tries
+    them), then the others (:func:`calib.fuzz.explain.as_compiled`); None when a named hazard or line is not in
+    the program."""
+    sel = [(r.split("@")[0], int(n)) for r in rw if r.split("@")[0] in LINE_REWRITES
+           for n in r.split("@", 1)[1].split(",")]
+    if sel:                                     # lines of the program as generated
+        text = apply_line_rewrites(text, sel)
+        if text is None:
+            return None
+    rw = [r for r in rw if r.split("@")[0] not in LINE_REWRITES]
     hazards = [r for r in rw if HAZARD.match(r)]
     if hazards:
         for h in hazards:

@@ -227,12 +227,87 @@ def write_list(survey_files, dst: Path = LIST, command: str = "", roots=(ROOT,))
         c["explained"] = dict(sorted(c["explained"].items(), key=lambda kv: (-len(kv[1]), kv[0])))
         c["open"] = dict(sorted(c["open"].items(), key=lambda kv: (-len(kv[1]), kv[0])))
         out["campaigns"][path.stem] = c
+    _dump(out, dst)
+    return out
+
+
+def _dump(out: dict, dst: Path) -> None:
     text = json.dumps(out, indent=1)
     # a seed list on one line: the file stays readable and its diffs small
     text = re.sub(r"\[\s*(\d[\d,\s]*?)\s*\]", lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]",
                   text)
     dst.write_text(text + "\n")
-    return out
+
+
+def _reexplain_task(args):
+    stem, seed, gv, gpu, explain_seconds, stages = args
+    from calib.fuzz.explain import SearchTimeout, explain_program
+    from calib.fuzz.generator import generate
+    from calib.fuzz.record import _h
+
+    t0 = time.process_time()
+    same = (lambda b: b == gpu[1]) if gpu[0] == "bytes" else (lambda b: _h(b) == gpu[1])
+    try:
+        name = explain_program(generate(seed, version=gv), same, deadline=t0 + explain_seconds, stages=stages)
+    except SearchTimeout:
+        name = None
+    return stem, seed, name, round(time.process_time() - t0, 2)
+
+
+def reexplain(prefix: str, jobs: int, explain_seconds: float, stages, stems=None, log=print, dst: Path = LIST,
+              command: str = "", results: Path | None = None, search: bool = True) -> Counter:
+    """Search again, with the explanation stages ``stages`` (calib.fuzz.explain.STAGES: the ones added since the
+    list was made), the programs the committed list ``dst`` leaves open with a cause starting with ``prefix``
+    (``noted:``: a lint note without an executable model), and move each one an explanation now reproduces to
+    ``explained`` under that explanation.  ``results``: a JSON-lines file of the searches (``campaign``, ``seed``,
+    ``explained``, ``cpu_s``), resumable -- programs already in it are not searched again; ``search`` False: only
+    apply it.  Returns {cause: programs moved}."""
+    from calib.fuzz.record import load
+
+    out = json.loads(dst.read_text())
+    found: dict = {}
+    if results is not None and results.exists():
+        for r in map(json.loads, results.read_text().splitlines()):
+            found[(r["campaign"], r["seed"])] = r["explained"]
+    todo = []
+    for stem, c in out["campaigns"].items():
+        if (stems and stem not in stems) or not (ROOT / f"{stem}.npz").exists():
+            continue
+        z, meta = load(ROOT / f"{stem}.npz")
+        for k, seeds in c["open"].items():
+            if k.startswith(prefix):
+                for s in seeds:
+                    if (stem, s) in found or not search:
+                        continue
+                    gpu = ("bytes", bytes(z[f"s{s}"])) if f"s{s}" in z.files else ("sha", meta["gpu_sha"][str(s)])
+                    todo.append((stem, s, meta.get("generator", 1), gpu, explain_seconds, tuple(stages)))
+    log(f"[reexplain] {len(todo)} programs open as {prefix}* to search ({len(found)} searched before)")
+    moved = Counter()
+    with mp.get_context("fork").Pool(jobs, maxtasksperchild=50) as pool:
+        for i, (stem, s, name, cpu) in enumerate(pool.imap_unordered(_reexplain_task, todo)):
+            found[(stem, s)] = name
+            if results is not None:
+                with results.open("a") as f:
+                    f.write(json.dumps({"campaign": stem, "seed": s, "explained": name, "cpu_s": cpu}) + "\n")
+            log(f"[reexplain] {i + 1}/{len(todo)} {stem} {s}: {name} ({cpu} s)")
+    found = {k: v for k, v in found.items() if v and v.startswith("diagnosed:")}
+    for stem, c in out["campaigns"].items():
+        for k in list(c["open"]):
+            keep = [s for s in c["open"][k] if (stem, s) not in found]
+            for s in c["open"][k]:
+                if (stem, s) in found:
+                    c["explained"].setdefault(found[(stem, s)], []).append(s)
+                    moved[k] += 1
+            if keep:
+                c["open"][k] = keep
+            else:
+                del c["open"][k]
+        c["explained"] = dict(sorted(((n, sorted(v)) for n, v in c["explained"].items()),
+                                     key=lambda kv: (-len(kv[1]), kv[0])))
+    if command:
+        out["_command"] = f"{out['_command']}; then {command}"
+    _dump(out, dst)
+    return moved
 
 
 def main(argv=None) -> int:
@@ -244,11 +319,24 @@ def main(argv=None) -> int:
     ap.add_argument("--summary", default=None)
     ap.add_argument("--write-list", default=None, metavar="SURVEY.jsonl[,...]",
                     help="write tests/golden/fuzz_campaign/disagreements.json from surveys")
+    ap.add_argument("--reexplain", default=None, metavar="CAUSE_PREFIX",
+                    help="search the listed open programs whose cause starts with this (noted:) again with "
+                         "--stages and move the explained ones in the committed list")
+    ap.add_argument("--stages", default="line-rewrites", help="calib.fuzz.explain.STAGES for --reexplain")
+    ap.add_argument("--apply-only", action="store_true", help="--reexplain: apply the searches in --out only")
     ap.add_argument("--roots", default=str(ROOT),
                     help="comma-separated folders whose campaign records the list covers (--write-list)")
     args = ap.parse_args(argv)
     if args.summary:
         summary(Path(args.summary))
+        return 0
+    if args.reexplain:
+        from calib import pipeline as P
+        moved = reexplain(args.reexplain, args.jobs, args.explain_seconds, args.stages.split(","),
+                          set(filter(None, args.campaigns.split(","))), log=lambda m: print(m, flush=True),
+                          command=P.command_line("calib.fuzz.survey", sys.argv[1:] if argv is None else argv),
+                          results=Path(args.out) if args.out else None, search=not args.apply_only)
+        print(f"moved {sum(moved.values())} programs to explained -> {LIST}")
         return 0
     if args.write_list:
         from calib import pipeline as P

@@ -24,7 +24,7 @@ from ..ptxtypes import UINT, imm_bits, size_of, to_container, to_type, view_dtyp
 
 WARP = 32
 #: per-PC step kinds (FastTier.steps; tcsim.fast.lockstep runs them, tcsim.fast.blocks encodes them)
-SEM, STORE, BRANCH, BARRIER = 1, 2, 3, 4
+SEM, STORE, BRANCH, BARRIER, EXIT = 1, 2, 3, 4, 5
 
 #: instruction families whose semantics may run over a lockstep group (register-only ALU and loads); a form of
 #: one that is not lane-parallel fails over to the warp-by-warp path (see the module docstring)

@@ -20,10 +20,20 @@ decoded semantics on random registers, tests/sim/test_tiers.py):
   rounding; a lane the compiled kernel leaves to exact integers, or a NaN result, stops the block before it);
 * scalar ``ld.shared`` / ``st.shared`` (4 / 8 bytes, register + offset address; a store only while the CTAs hold
   no mbarrier), checked as :class:`tcsim.fast.codegen._SharedAccess` checks them;
+* scalar ``ld.global`` / ``st.global`` (4 / 8 bytes, register + offset address) through the global allocations'
+  byte arrays (:func:`tcsim.context.group_global_arrays`, the door): every lane's access aligned and wholly inside
+  one allocation, as :meth:`tcsim.memory.GlobalMemory.read_rows` / ``write_rows`` check it -- else the block
+  stops before it and the semantics report the fault; stores warp after warp, each warp's lanes from the last to
+  the first (:meth:`tcsim.context.ExecContext.store`'s order: the lowest lane lands last);
+* special registers read by ``mov`` or as an integer source (not the clocks): their per-lane values, taken once
+  per call from the members' contexts (:meth:`tcsim.fast.lockstep.GroupCtx.special_lanes`);
 * scalar ``ld.param`` of a kernel parameter (the launch's parameter image; out of it: stopped before);
+* ``bar.sync`` of a constant barrier (a BARRIER step) when the gang is whole CTAs with no named-barrier phase open:
+  it completes in its cycle, counted per barrier (``Runner.bars``), and the superstep completes them after the call
+  (:meth:`tcsim.semantics.barrier.NamedBarriers.sync_whole_cta` with ``times``);
 * a plain ``bra`` (guarded or not).
 
-Not encoded (the superstep's own paths run them): global memory, special registers, other float
+Not encoded (the superstep's own paths run them): other state spaces and vector accesses, other float
 operations, anything not listed.  Without numba (or ``TCSIM_NUMBA=0``, ``TCSIM_FAST_NOVM=1``) supersteps run as
 before, instruction by instruction.
 """
@@ -52,10 +62,19 @@ class Encoded:
     """A program's encoding for :func:`tcsim.fast.vm.run`: ``P`` (one row per PC), ``C`` (constants), ``syms``
     ((name, offset, width) of the per-warp symbol addresses, rows of ``S``)."""
 
-    def __init__(self, P: np.ndarray, C: np.ndarray, syms: list):
+    def __init__(self, P: np.ndarray, C: np.ndarray, syms: list, sregs: list = ()):
         self.P = P
         self.C = C
         self.syms = syms
+        #: the special registers read ((operand, bytes): rows of the per-lane values ``L``), and the last PC reading
+        #: one (a call from a later PC needs none of them)
+        self.sregs = list(sregs)
+        from . import vm
+        cl = (P[:, vm.AC] == vm.CL) | (P[:, vm.BC] == vm.CL) | (P[:, vm.CC] == vm.CL)
+        self.last_sreg_pc = int(np.nonzero(cl)[0].max()) if cl.any() else -1
+        #: whether any row is a bar.sync
+        self.has_bar = bool((P[:, vm.OP] == vm.BAR).any())
+        self.has_global = bool(((P[:, vm.OP] == vm.LDG) | (P[:, vm.OP] == vm.STG)).any())
 
 
 class _Enc:
@@ -65,6 +84,7 @@ class _Enc:
         self.dtypes = dtypes
         self.consts: list = []
         self.syms: list = []
+        self.sregs: list = []
 
     def const(self, v: int) -> tuple:
         v = int(v) & ((1 << 64) - 1)
@@ -80,6 +100,19 @@ class _Enc:
         if key not in self.syms:
             self.syms.append(key)
         return (5, self.syms.index(key))
+
+    def sreg(self, op, nbytes: int):
+        """(class, row) of special register ``op`` read as ``nbytes`` (its per-lane values, supplied per call when
+        the register's container is an integer of that size), or None for a clock (its value is the cycle)."""
+        from .tier import _TIME_SREGS
+        if op.name in _TIME_SREGS or nbytes not in (2, 4, 8):
+            return None
+        key = (op.name, op.component, int(nbytes))
+        for i, (o, n) in enumerate(self.sregs):
+            if (o.name, o.component, n) == key:
+                return (6, i)
+        self.sregs.append((op, int(nbytes)))
+        return (6, len(self.sregs) - 1)
 
     def reg(self, op, nbytes, pred: bool = False):
         """(class, plane) of register ``op`` of ``nbytes`` (a predicate: ``pred``), or None."""
@@ -101,6 +134,8 @@ class _Enc:
                 return self.const(imm_bits(op.value, op.kind, t, op.bits))
             except ValueError:
                 return None
+        if type(op) is ir.SpecialReg:
+            return self.sreg(op, size_of(t))
         return self.reg(op, size_of(t))
 
 
@@ -115,16 +150,22 @@ def _row(op, d=None, a=None, b=None, c=None, width=0, x1=0, x2=0, x3=0) -> list:
     return r
 
 
-def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info) -> Encoded:
-    """The encoding of ``prog`` for the PCs a superstep runs as SEM / STORE / BRANCH steps (``steps``)."""
+def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info, bar_index=None) -> Encoded:
+    """The encoding of ``prog`` for the PCs a superstep runs as SEM / STORE / BRANCH / BARRIER steps (``steps``;
+    ``bar_index``: per BARRIER PC, (barrier, aligned))."""
     from . import vm
-    from .batch import BRANCH, SEM, STORE
+    from .batch import BARRIER, BRANCH, SEM, STORE
     e = _Enc(prog, slots, dtypes)
     nbody = len(steps)
     P = np.zeros((nbody, vm.NCOL), dtype=np.int64)
     P[:, vm.GC] = -1
     for pc in range(nbody):
         kind = steps[pc]
+        if kind == BARRIER and bar_index and pc in bar_index:
+            index, aligned = bar_index[pc]
+            P[pc] = _row(vm.BAR, x1=int(index), x2=int(bool(aligned)))
+            P[pc, vm.GC] = -1
+            continue
         if kind not in (SEM, STORE, BRANCH):
             continue
         ins = prog.body[pc]
@@ -150,7 +191,7 @@ def encode(prog, steps: list, branch: dict, slots: dict, dtypes: dict, info) -> 
             row[vm.GC] = -1
         P[pc] = row
     C = np.asarray(e.consts if e.consts else [0], dtype=np.uint64)
-    return Encoded(P, C, e.syms)
+    return Encoded(P, C, e.syms, e.sregs)
 
 
 def _encode(e: _Enc, ins, info):
@@ -159,31 +200,25 @@ def _encode(e: _Enc, ins, info):
     if op in ("add", "sub", "mul", "fma") and ("f32" in ins.mods or "f64" in ins.mods):
         return _float(e, ins, info)
     if op in ("add", "sub", "mul", "mad", "neg"):
-        from tcsim.isa.integer_forms import parse_integer
-        if any(m in ins.mods for m in ("f16", "bf16", "f16x2", "bf16x2", "f32x2", "f32", "f64")):
+        from .codegen import plain_integer
+        f = plain_integer(ins, info)
+        if f is None:
             return None
-        f = parse_integer(ins, info)
-        t, dt, mode = f.type, f.dtype, f.mode
-        if f.cc or f.carry_in or f.sat or f.relu or f.shiftamt or t not in _INT_TYPES or dt not in _INT_TYPES:
-            return None
-        n, dn = size_of(t), size_of(dt)
-        srcs = [e.src(s, t) if not (op == "mad" and i == 2) else e.src(s, dt) for i, s in enumerate(f.srcs)]
-        d = e.reg(f.dst, dn)
+        srcs = [e.src(s, t) for s, t in f.srcs]
+        d = e.reg(f.dst, size_of(f.dtype))
         if d is None or any(s is None for s in srcs):
             return None
-        w = 8 * n
+        w = 8 * size_of(f.type)
         if op == "neg":
             return None if srcs[0][0] == 4 else _row(vm.NEG, d, srcs[0], width=w)
         if op in ("add", "sub"):
             return _row(vm.ADD if op == "add" else vm.SUB, d, srcs[0], srcs[1], width=w)
-        if mode in (None, "lo"):
+        if f.mode == "lo":
             return _row(vm.MULLO, d, srcs[0], srcs[1], width=w) if op == "mul" else \
                 _row(vm.MADLO, d, srcs[0], srcs[1], srcs[2], width=w)
-        if mode == "wide" and dn == 2 * n and n <= 4:
-            signed = int(t[0] == "s")
-            return _row(vm.MULWIDE, d, srcs[0], srcs[1], width=w, x1=signed) if op == "mul" else \
-                _row(vm.MADWIDE, d, srcs[0], srcs[1], srcs[2], width=w, x1=signed)
-        return None
+        signed = int(f.type[0] == "s")
+        return _row(vm.MULWIDE, d, srcs[0], srcs[1], width=w, x1=signed) if op == "mul" else \
+            _row(vm.MADWIDE, d, srcs[0], srcs[1], srcs[2], width=w, x1=signed)
     if op in ("and", "or", "xor", "not", "shl", "shr"):
         from tcsim.isa.alu_forms import parse_logic
         f = parse_logic(ins, info)
@@ -270,7 +305,7 @@ def _encode(e: _Enc, ins, info):
             return None
         return _row(vm.SUB if f.to else vm.ADD, d, a, e.const(base), width=64)
     if op in ("ld", "st"):
-        return _shared(e, ins, info) or _param(e, ins, info)
+        return _shared(e, ins, info) or _global(e, ins, info) or _param(e, ins, info)
     return None
 
 
@@ -331,7 +366,7 @@ def _mov(e: _Enc, ins, info):
         except ValueError:
             return None
         return _row(vm.MOV, d, e.const(b), width=8 * n)
-    a = e.reg(f.src, n)
+    a = e.sreg(f.src, n) if type(f.src) is ir.SpecialReg else e.reg(f.src, n)
     return None if a is None else _row(vm.MOV, d, a, width=8 * n)
 
 
@@ -383,6 +418,23 @@ def _shared(e: _Enc, ins, info):
     return _row(vm.LDS, v, a, width=8 * n, x1=n, x2=off[1])
 
 
+def _global(e: _Enc, ins, info):
+    """Scalar ld / st of global memory (4 / 8 bytes filling / from a register of that size, register + offset
+    address): tcsim.fast.codegen.native_mem's forms, stores included."""
+    from . import vm
+    from .codegen import native_mem
+    spec = native_mem(ins, info, e.dtypes, global_stores=True)
+    if spec is None:
+        return None
+    store, space, base, offset, n, reg = spec
+    if space != "global" or base not in e.slots or reg not in e.slots or e.dtypes[base] == np.bool_:
+        return None
+    a, v, off = e.slots[base], e.slots[reg], e.const(offset)
+    if store:
+        return _row(vm.STG, None, a, v, width=8 * n, x1=n, x2=off[1])
+    return _row(vm.LDG, v, a, width=8 * n, x1=n, x2=off[1])
+
+
 # ---------------------------------------------------------------------------------------------- running
 class Runner:
     """One run's compiled blocks: the program's encoding and the fast tier's arrays, for :meth:`run`."""
@@ -404,12 +456,18 @@ class Runner:
         key = ("vm", tuple(sorted(slots.items())))
         enc = prog.fast_code.get(key)
         if enc is None:
-            enc = prog.fast_code[key] = encode(prog, tier.steps, tier.branch, slots, dtypes, tier.native.info)
+            enc = prog.fast_code[key] = encode(prog, tier.steps, tier.branch, slots, dtypes, tier.native.info,
+                                               tier.bar_index)
         self.enc = enc
         self.P = enc.P
         self.out = np.zeros(5, dtype=np.int64)
+        self.bars = np.zeros(16, dtype=np.int64)
         self._empty = {c: np.zeros((0, 1, 32), dtype=dt) for dt, c in _CLS.items()}
         self._nowords = (np.zeros((1, 1), np.uint32), np.zeros((1, 1), np.uint64))
+        self._noL = (np.zeros((1, 1), np.uint64), np.zeros(1, np.int64))
+        self._pad = np.zeros(8, np.uint8)
+        self._noglobal = (np.zeros(vm.NGLOBAL, np.uint64), np.zeros(vm.NGLOBAL, np.uint64), 0,
+                          (self._pad,) * vm.NGLOBAL)
 
     def runs_at(self, pc: int) -> bool:
         return self.P[pc, 0] != 0
@@ -423,18 +481,49 @@ class Runner:
             out[c] = a if a is not None else e[c]
         return out
 
-    def run(self, gctx, rows: np.ndarray, pc: int, max_cycles: int):
+    def _globals(self) -> tuple:
+        """The global allocations for vm.run (the first NGLOBAL, address order; the rest stop a block at them)."""
+        from ..context import group_global_arrays
+        vm = self.vm
+        bases, arrays = group_global_arrays(self.tier.sim.gmem)
+        ng = min(len(bases), vm.NGLOBAL)
+        gb = np.zeros(vm.NGLOBAL, np.uint64)
+        gs = np.zeros(vm.NGLOBAL, np.uint64)
+        gb[:ng] = bases[:ng]
+        gs[:ng] = [a.size for a in arrays[:ng]]
+        return gb, gs, ng, tuple(arrays[:ng]) + (self._pad,) * (vm.NGLOBAL - ng)
+
+    def _lanes(self, gctx, k: int, pc: int) -> tuple:
+        """The special registers' per-lane values of the gang (rows of ``L``) and which of them are supplied (a
+        register whose container is not an integer of the size read, or that the context cannot give: not, and
+        a block stops at its reader).  None needed from a PC after the last reader."""
+        enc = self.enc
+        if not enc.sregs or pc > enc.last_sreg_pc:
+            return self._noL
+        L = np.zeros((len(enc.sregs), 32 * k), np.uint64)
+        ok = np.zeros(len(enc.sregs), np.int64)
+        for j, (op, n) in enumerate(enc.sregs):
+            raw = gctx.special_lanes(op)
+            if raw is not None and raw.dtype.kind in "ui" and raw.dtype.itemsize == n and raw.shape == (32 * k,):
+                L[j] = raw
+                ok[j] = 1
+        return L, ok
+
+    def run(self, gctx, rows: np.ndarray, pc: int, max_cycles: int, ctas=None):
         """Run the gang (its register rows ``rows``, its group context ``gctx``) from ``pc`` for at most
         ``max_cycles``; returns (cycles, next pc, lane-instructions, last pc run, reason) or None when the
-        gang's symbol addresses cannot be had here."""
+        gang's symbol addresses cannot be had here.  ``ctas``: the gang's CTAs [(cta, warps)] when they are whole
+        (every live warp a member) and no named barrier of theirs has a phase open -- then a ``bar.sync`` runs
+        inside (:attr:`bars` counts them per barrier: the caller completes them, NamedBarriers.sync_whole_cta)."""
         from .. import memory as M
         from ..context import stacked_window_bytes
         from .batch import Fallback
         from tcsim.isa.errors import TcsimError
         vm = self.vm
         tier = self.tier
+        enc = self.enc
         k = len(rows)
-        syms = self.enc.syms
+        syms = enc.syms
         if syms:
             S = np.empty((len(syms), k), dtype=np.uint64)
             for j, (name, off, width) in enumerate(syms):
@@ -449,9 +538,9 @@ class Runner:
         smem = stacked_window_bytes(tier.smem_stack) if tier.smem_stack is not None else None
         flags = 0
         if smem is not None:
-            flags |= 1
+            flags |= vm.F_SHARED
             if not gctx._mbarriers():
-                flags |= 2
+                flags |= vm.F_SHARED_ST
             cta_row = np.ascontiguousarray(tier.cta_index[rows], dtype=np.int64)
             cta_rank = np.ascontiguousarray(tier.cta_rank[cta_row], dtype=np.int64)
             lo, hi = int(tier.smem_base), int(tier.smem_end)
@@ -461,14 +550,24 @@ class Runner:
             lo = hi = 0
         B, H, W, D = self.stacks()
         if smem.shape[1] % 8 == 0:
-            flags |= 4
+            flags |= vm.F_WORDS
             s32, s64 = smem.view(np.uint32), smem.view(np.uint64)
         else:
             s32, s64 = self._nowords
+        if enc.has_global:
+            flags |= vm.F_GLOBAL
+            gb, gs, ng, garrs = self._globals()
+        else:
+            gb, gs, ng, garrs = self._noglobal
+        if ctas is not None:
+            flags |= vm.F_BAR
+        L, lok = self._lanes(gctx, k, pc)
         out = self.out
-        vm.run(self.P, self.enc.C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc, max_cycles, lo, hi,
+        bars = self.bars
+        bars[:] = 0
+        vm.run(self.P, enc.C, B, H, W, D, S, L, lok, rows, smem, cta_row, cta_rank, pc, max_cycles, lo, hi,
                M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, flags, np.ascontiguousarray(tier.sim.param_image, np.uint8),
-               s32, s64, out)
+               s32, s64, gb, gs, ng, garrs, bars, out)
         return int(out[0]), int(out[1]), int(out[2]), int(out[3]), int(out[4])
 
     def last_mask(self, pc: int, sel, group: np.ndarray) -> np.ndarray:
@@ -492,9 +591,12 @@ def warm_up() -> bool:
     k = 1
     stacks = [np.zeros((1, k, 32), dtype=dt) for dt in (np.bool_, np.uint16, np.uint32, np.uint64)]
     z = np.zeros(k, dtype=np.int64)
-    vm.run(P, np.zeros(1, np.uint64), *stacks, np.zeros((1, k), np.uint64), np.arange(k, dtype=np.int64),
-           np.zeros((1, 8), np.uint8), z, z, 0, 1, 0, 8, M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, 0,
-           np.zeros(8, np.uint8), np.zeros((1, 2), np.uint32), np.zeros((1, 1), np.uint64), np.zeros(5, np.int64))
+    pad = np.zeros(8, np.uint8)
+    vm.run(P, np.zeros(1, np.uint64), *stacks, np.zeros((1, k), np.uint64), np.zeros((1, 1), np.uint64),
+           np.zeros(1, np.int64), np.arange(k, dtype=np.int64), np.zeros((1, 8), np.uint8), z, z, 0, 1, 0, 8,
+           M.SHARED_RANK_SHIFT, M.SHARED_OFFSET_MASK, 0, np.zeros(8, np.uint8), np.zeros((1, 2), np.uint32),
+           np.zeros((1, 1), np.uint64), np.zeros(vm.NGLOBAL, np.uint64), np.zeros(vm.NGLOBAL, np.uint64), 0,
+           (pad,) * vm.NGLOBAL, np.zeros(16, np.int64), np.zeros(5, np.int64))
     return True
 
 

@@ -26,6 +26,7 @@ tests/sim/test_tiers.py checks every form against the decoded semantics over ran
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -104,6 +105,40 @@ def _dest(g: _Gen, op, nbytes: int | None, pred: bool = False):
     return op.name if g.reg(op, nbytes, pred) is not None else None
 
 
+class IntegerForm(NamedTuple):
+    """A plain integer ``add``/``sub``/``mul``/``mad``/``neg`` (:func:`plain_integer`): its opcode, ``mode``
+    ('lo', or 'wide' with a destination twice the sources' size), source ``type``, destination type ``dtype``,
+    destination register and ``srcs`` as (operand, the type it is read as)."""
+    op: str
+    mode: str
+    type: str
+    dtype: str
+    dst: object
+    srcs: list
+
+
+def plain_integer(ins, info) -> IntegerForm | None:
+    """The form of a plain integer ``add``/``sub``/``mul.lo``/``mad.lo``/``neg`` on 16/32/64-bit types or
+    ``mul.wide``/``mad.wide`` on 16/32-bit types (no ``.cc``, carry, ``.sat``, ``.relu``, ``.hi``, packed or float
+    types), or None: the operand selection both the generated group code (:func:`native_op`) and the compiled
+    blocks (:mod:`tcsim.fast.blocks`) encode, each its own way (raises what the form parser raises)."""
+    op = ins.opcode
+    if op not in ("add", "sub", "mul", "mad", "neg") or \
+            any(m in ins.mods for m in ("f16", "bf16", "f16x2", "bf16x2", "f32x2", "f32", "f64")):
+        return None
+    from tcsim.isa.integer_forms import parse_integer
+    f = parse_integer(ins, info)
+    t, dt, mode = f.type, f.dtype, f.mode
+    if f.cc or f.carry_in or f.sat or f.relu or f.shiftamt or t not in _INT_TYPES or dt not in _INT_TYPES:
+        return None
+    if mode in (None, "lo"):
+        mode = "lo"
+    elif mode != "wide" or size_of(dt) != 2 * size_of(t):
+        return None
+    srcs = [(s, dt if op == "mad" and i == 2 else t) for i, s in enumerate(f.srcs)]
+    return IntegerForm(op, mode, t, dt, f.dst, srcs)
+
+
 def native_op(ins, info, dtypes: dict):
     """The generated group function of ``ins`` (see the module docstring), or None."""
     if ins.guard is not None and not (isinstance(ins.guard[0], ir.Reg)):
@@ -120,15 +155,11 @@ def _native(ins, info, dtypes):
     if op in ("add", "sub", "mul", "fma") and ("f32" in ins.mods or "f64" in ins.mods):
         return _float(ins, info, g)
     if op in ("add", "sub", "mul", "mad", "neg"):
-        from tcsim.isa.integer_forms import parse_integer
-        if any(m in ins.mods for m in ("f16", "bf16", "f16x2", "bf16x2", "f32x2", "f32", "f64")):
+        f = plain_integer(ins, info)
+        if f is None:
             return None
-        f = parse_integer(ins, info)
-        t, dt, mode = f.type, f.dtype, f.mode
-        if f.cc or f.carry_in or f.sat or f.relu or f.shiftamt or t not in _INT_TYPES or dt not in _INT_TYPES:
-            return None
-        n, dn = size_of(t), size_of(dt)
-        srcs = [g.src(s, t) if not (op == "mad" and i == 2) else g.src(s, dt) for i, s in enumerate(f.srcs)]
+        n, dn = size_of(f.type), size_of(f.dtype)
+        srcs = [g.src(s, t) for s, t in f.srcs]
         d = _dest(g, f.dst, dn)
         if d is None or any(s is None for s in srcs):
             return None
@@ -136,17 +167,16 @@ def _native(ins, info, dtypes):
             return None if srcs[0].startswith("_c") else g.build(f"np.negative({srcs[0]})", d)
         if op in ("add", "sub"):
             return g.build(f"{srcs[0]} {'+' if op == 'add' else '-'} {srcs[1]}", d)
-        if mode in (None, "lo"):
+        if f.mode == "lo":
             prod = f"{srcs[0]} * {srcs[1]}"
-        elif mode == "wide" and dn == 2 * n:
+        else:
+            if any(s.startswith("_c") for s in srcs[:2]):
+                return None                 # (a scalar has no .view: the semantics handle wide immediates)
+            t = f.type
             cast = _SINT[dn] if t[0] == "s" else _UINT[dn]
             a, b = (_signed(s, n) if t[0] == "s" else s for s in srcs[:2])
             prod = f"({a}.astype({cast}) * {b}.astype({cast})).view({_UINT[dn]})" if t[0] == "s" else \
                 f"{a}.astype({cast}) * {b}.astype({cast})"
-            if any(s.startswith("_c") for s in srcs[:2]):
-                return None                 # (a scalar has no .view: the semantics handle wide immediates)
-        else:
-            return None
         if op == "mad":
             return g.build(f"{prod} + {srcs[2]}", d)
         return g.build(prod, d)
@@ -379,9 +409,10 @@ def bind_mem(spec: tuple, tier) -> _SharedAccess:
     return _SharedAccess(tier, *spec)
 
 
-def native_mem(ins, info, dtypes: dict):
+def native_mem(ins, info, dtypes: dict, global_stores: bool = False):
     """The parameters of a :class:`_SharedAccess` (:func:`bind_mem`) for a plain scalar ld / st of shared::cta (ld
-    of global too) filling a register of its type's size, or None."""
+    of global too; ``global_stores``: st of global too, for the compiled blocks) filling a register of its type's
+    size, or None."""
     if ins.opcode not in ("ld", "st") or any(m in ins.mods for m in ("volatile", "mmio", "unified")):
         return None
     from tcsim.isa.data_movement_forms import parse_ld, parse_st
@@ -391,7 +422,7 @@ def native_mem(ins, info, dtypes: dict):
         return None
     store = ins.opcode == "st"
     space = {"shared": "shared", "shared::cta": "shared", "global": "global"}.get(f.space)
-    if space is None or (store and space != "shared") or f.vec != 1 or f.policy is not None:
+    if space is None or (store and space != "shared" and not global_stores) or f.vec != 1 or f.policy is not None:
         return None
     n = size_of(f.type)
     if n not in (4, 8) or type(f.value) is not ir.Reg or f.value.name not in dtypes or \

@@ -15,17 +15,19 @@ own decoded semantics execute once over the lanes of every member (:class:`Group
 consecutive rows); a plain ``bra`` whose lanes all go one way moves the whole gang; a ``st`` writes in the
 reference's warp and lane order; a ``bar.sync`` by every live warp of each CTA completes the barrier at once
 (:meth:`tcsim.semantics.barrier.NamedBarriers.sync_whole_cta`: in the reference the last arrival releases the
-others in the same cycle, so they issue again one cycle on, in lockstep).  Since all members execute the same
+others in the same cycle, so they issue again one cycle on, in lockstep); an ``exit`` (or the kernel's ``ret``)
+runs each member's exit in gang order when it can queue no event and fail at nothing (:func:`_exit_quiet`), and
+ends the superstep.  Since all members execute the same
 instruction in a cycle, and loads, ALU and stores do not mix within one cycle, running it once over the group in
 gang order is what the reference does member after member.
 
-The superstep stops *before* a cycle it cannot run so: an instruction of another kind (exit, a collective, an
-atomic...), a branch whose lanes diverge, a barrier with an open phase or a CTA not all in the gang, a group that
-fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle and reports the
-fault itself), the horizon, or a run-watch check that looks at the warps (:meth:`tcsim.watch.RunWatch.check`:
-the livelock sample, a budget or Ctrl-C stop); a check that does not (the next check's count, the progress line)
-is made in place.  Then the members' PCs, counts and contexts are brought up to date and the gang is queued for
-its next cycle, as its members' own issue events would have been.
+The superstep stops *before* a cycle it cannot run so: an instruction of another kind (an exit that is not quiet,
+a collective, an atomic...), a branch whose lanes diverge, a barrier with an open phase or a CTA not all in the
+gang, a group that fails (a fault, or a form that is not lane-parallel: the reference path then runs that cycle
+and reports the fault itself), the horizon, or a run-watch check that looks at the warps
+(:meth:`tcsim.watch.RunWatch.check`: the livelock sample, a budget or Ctrl-C stop); a check that does not (the next
+check's count, the progress line) is made in place.  Then the members' PCs, counts and contexts are brought up to
+date and the gang is queued for its next cycle, as its members' own issue events would have been.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from tcsim.isa.errors import TcsimError
 from ..context import group_write_stacked_words
 from ..ptxtypes import to_container, to_type
 from ..watch import CHECK_EVERY
-from .batch import BARRIER, BRANCH, SEM, STORE, WARP, BatchCtx, Fallback  # noqa: F401 (step kinds: re-exported)
+from .batch import BARRIER, BRANCH, EXIT, SEM, STORE, WARP, BatchCtx, Fallback  # noqa: F401 (step kinds: re-exported)
 
 _FAIL = (Fallback, TcsimError, ValueError, IndexError, TypeError, AttributeError, KeyError)
 
@@ -137,17 +139,25 @@ class GroupCtx(BatchCtx):
             a = self._syms[name] = np.repeat(np.asarray(per, dtype=np.uint64), WARP)
         return a
 
+    def special_lanes(self, op):
+        """Special register ``op`` of every lane of the members (their contexts' values, once per superstep), or
+        None when a context cannot give it."""
+        key = (op.name, op.component)
+        raw = self._sregs.get(key)
+        if raw is None:
+            try:
+                raw = self._sregs[key] = np.concatenate([w.ctx.special(op) for w in self.warps])
+            except TcsimError:
+                return None
+        return raw
+
     def read(self, op, ptype: str) -> np.ndarray:
         if type(op) is ir.Reg:
             return self._reg_read(op.name, ptype)
         if isinstance(op, ir.SpecialReg):
-            key = (op.name, op.component)
-            raw = self._sregs.get(key)
+            raw = self.special_lanes(op)
             if raw is None:
-                try:
-                    raw = self._sregs[key] = np.concatenate([w.ctx.special(op) for w in self.warps])
-                except TcsimError:
-                    raise Fallback(op.name) from None
+                raise Fallback(op.name)
             if raw.dtype == np.bool_:
                 raise Fallback(op.name)
             try:
@@ -274,6 +284,52 @@ def _vm_checks(sim, watch, k: int, e: int) -> bool:
     return stop
 
 
+def _vm_barriers(sim, g):
+    """The gang's CTAs [(cta, warps)] when a compiled block may run their ``bar.sync`` (every live warp of each a
+    member, no named barrier of theirs with a phase open: then each completes in its cycle, as the BARRIER step
+    below completes it), else None."""
+    ctas = g.whole_ctas()
+    if ctas is None:
+        return None
+    from ..semantics.barrier import NamedBarriers
+    ag = sim.agent("named-barriers", NamedBarriers)
+    ids = {id(c) for c, _ in ctas}
+    if any(key[0] in ids for key in ag.phases):
+        return None
+    return ctas
+
+
+def _complete_barriers(sim, ctas, bars) -> None:
+    """The ``bar.sync`` a compiled block ran (``bars[i]``: how many of barrier ``i``), completed as the BARRIER step
+    completes each (NamedBarriers.sync_whole_cta, that many times)."""
+    from ..semantics.barrier import NamedBarriers
+    ag = sim.agent("named-barriers", NamedBarriers)
+    for index in np.nonzero(bars)[0]:
+        for c, ws in ctas:
+            ag.sync_whole_cta(c, ws, int(index), None, None, times=int(bars[index]))
+
+
+def _exit_quiet(sim, g, gctx) -> bool:
+    """The gang's ``exit`` changes nothing but the exiting warps' and CTAs' own state -- no event is queued, nothing
+    can fail -- so that running it for every member in gang order in one cycle is what their processes do one
+    after the other: every cluster of the grid has started (no CTA starts at an exit), no CTA-exit hook (TMEM,
+    the detector), the only exit hook the named barriers' with no phase open in the gang's CTAs and no
+    ``bar.warp.sync`` pending for a member, no mbarrier in the gang's CTAs (the protocol's end check at a
+    cluster's compaction)."""
+    if sim.clusters_pending() or sim.cta_exit_hooks or gctx._mbarriers():
+        return False
+    if sim.exit_hooks:
+        from ..semantics.barrier import NamedBarriers
+        ag = sim.agents.get(("named-barriers", None))
+        if ag is None or any(getattr(h, "__self__", None) is not ag or getattr(h, "__func__", None) is not
+                             NamedBarriers.on_exit for h in sim.exit_hooks):
+            return False
+        ctas = {id(w.cta) for w in g.members}
+        if any(id(ph.cta) in ctas for ph in ag.phases.values()) or any(w in ag.warp_sync for w in g.members):
+            return False
+    return True
+
+
 def superstep(tier, members: list) -> bool:
     """Run the gang ``members`` (popped now) for as many cycles as the module docstring allows; False when not even
     one (nothing changed: the caller issues the gang as usual)."""
@@ -323,7 +379,9 @@ def superstep(tier, members: list) -> bool:
         from .blocks import Runner, available
         vmr = tier.vm = Runner(tier) if available() else False
     rows = None
+    vm_ctas = None
     vm_skip = -1
+    exited = False
     while cycles < horizon:
         kind = steps[pc]
         if kind is None:
@@ -334,9 +392,12 @@ def superstep(tier, members: list) -> bool:
             if lim > 0:
                 if rows is None:
                     rows = np.arange(sel.start, sel.stop, dtype=np.int64) if isinstance(sel, slice) else sel
-                res = vmr.run(gctx, rows, pc, lim)
+                    vm_ctas = _vm_barriers(sim, g) if vmr.enc.has_bar else None
+                res = vmr.run(gctx, rows, pc, lim, vm_ctas)
                 if res is not None:
                     e, npc, nl, last_pc, _why = res
+                    if vm_ctas is not None and vmr.bars.any():
+                        _complete_barriers(sim, vm_ctas, vmr.bars)
                     vm_skip = npc           # (where it stopped: the paths below run that one)
                     if e:
                         lanes += nl
@@ -368,6 +429,32 @@ def superstep(tier, members: list) -> bool:
                         check = True
                         break
                     continue
+        if kind == EXIT:
+            # every member's live lanes exit, in gang order (the exit's own semantics on each member's context)
+            if sim.retired + k >= watch.next_check or not _exit_quiet(sim, g, gctx):
+                break
+            ins = body[pc]
+            for t_, w in enumerate(members):
+                ctx = w.ctx
+                ctx.ins = ins
+                ctx.pc = pc
+                ctx.group = g.alive[t_].copy()
+                ctx.mask = ctx.group
+                ctx.extra_delay = 0
+                try:
+                    decoded[pc](ctx)
+                except TcsimError as e:                 # (as the warp's process reports it)
+                    from ..warp_turns import user_loc as _user_loc
+                    e.with_context(loc=ins.loc, where=ctx.where, user_loc=_user_loc(ins))
+                    w.fast_failed = True
+                    sim._fail(e)
+            lanes += nalive
+            cycles += 1
+            sim.retired += k
+            last = (pc, group)
+            pc += 1
+            exited = True
+            break
         ins = body[pc]
         guard = ins.guard
         if guard is None:
@@ -448,7 +535,7 @@ def superstep(tier, members: list) -> bool:
     alive = g.alive
     for t_, w in enumerate(members):
         w.retired += cycles
-        w.fast_upc = pc
+        w.fast_upc = None if exited else pc
         ctx = w.ctx
         ctx.ins = ins
         ctx.pc = last_pc

@@ -197,6 +197,9 @@ class FastTier:
         self.groups = 0                  # groups executed together (statistics)
         self.grouped = 0                 # warp-instructions they held
         self.failovers = 0               # warp-instructions run warp by warp at a flush
+        self._flush_ops: dict = {}       # per PC: the generated code a flush runs (_flush_op)
+        self.native_runs = 0             # recorded instructions a flush ran as generated code (statistics)
+        self.single_issues = 0           # issues that took the single-runnable-group shortcut (warp_process)
         # the warp driver's state (start / _tick / _run_gang)
         env = sim.env
         self._eid = _Count(next(env._eid))
@@ -283,10 +286,15 @@ class FastTier:
         if not self.enabled:
             return None
         if self.flat is None:
-            from ..callstack import make_regfile
-            tmpl = make_regfile(self.sim.program.kernel.regs)       # (one warp's: names, order and dtypes)
-            self._dtypes = {name: a.dtype for name, a in tmpl.items()}
-            self.flat = {name: np.zeros((0, WARP), dtype=dt) for name, dt in self._dtypes.items()}
+            cache = self.sim.program.fast_code
+            dts = cache.get("regfile dtypes")
+            if dts is None:                 # (one warp's registers: names, order and dtypes; once per program)
+                from ..callstack import make_regfile
+                tmpl = make_regfile(self.sim.program.kernel.regs)
+                dts = cache["regfile dtypes"] = {name: a.dtype for name, a in tmpl.items()}
+            self._dtypes = dict(dts)
+            empty = {dt: np.zeros((0, WARP), dtype=dt) for dt in set(dts.values())}
+            self.flat = {name: empty[dt] for name, dt in dts.items()}
         self._grow(i + 1)
         return RowRegs(self.flat, i)
 
@@ -406,6 +414,15 @@ class FastTier:
             warps = [w for _, w in items]
             for w in warps:
                 w.fast_pending = False
+            op = self._flush_ops.get(pc, _UNBUILT)
+            if op is _UNBUILT:
+                op = self._flush_op(pc)
+            if op is not None and self._run_native(op, warps):
+                self.native_runs += 1
+                if len(items) > 1:
+                    self.groups += 1
+                    self.grouped += len(items)
+                continue
             if self.groupable[pc] is not None and len(items) > 1:
                 ins = prog.body[pc]
                 idx = np.fromiter((w.fast_index for w in warps), dtype=np.int64, count=len(warps))
@@ -438,6 +455,51 @@ class FastTier:
             for _, e, w in errors:
                 w.fast_failed = True
                 sim._fail(e)
+
+    def _flush_op(self, pc: int):
+        """The generated code (tcsim.fast.codegen.native_op: register-only integer / logic / compare / mov / cvt
+        and f32/f64 arithmetic forms, which cannot fault) that :meth:`flush` runs for the warps recorded at ``pc``
+        instead of the semantics, or None; built once per cached program (``TCSIM_FAST_NOGEN=1``: none)."""
+        op = None
+        if self.enabled and self.groupable[pc] is False and self.flat is not None and \
+                not os.environ.get("TCSIM_FAST_NOGEN"):
+            cache = self.sim.program.fast_code
+            key = (pc, "flush")
+            op = cache.get(key, _UNBUILT)
+            if op is _UNBUILT:
+                from ..semantics import DecodeInfo
+                from .codegen import native_op
+                prog = self.sim.program
+                info = DecodeInfo(prog.module, prog.kernel, prog.module.arch or "sm_100a", frozenset(), 0)
+                op = cache[key] = native_op(prog.body[pc], info, {n: a.dtype for n, a in self.flat.items()})
+        self._flush_ops[pc] = op
+        return op
+
+    def _run_native(self, op, warps: list) -> bool:
+        """Run generated code ``op`` for the recorded ``warps`` (each under its issue mask); False when it declines
+        (nothing written: the semantics run them)."""
+        k = len(warps)
+        if k == 1:
+            i = warps[0].fast_index
+            sel = slice(i, i + 1)
+            mask = warps[0].ctx.mask[None]
+        else:
+            sel = np.fromiter((w.fast_index for w in warps), dtype=np.int64, count=k)
+            mask = np.stack([w.ctx.mask for w in warps])
+        if getattr(op, "full_only", False) and not mask.all():
+            return False
+        res = op(self.flat, sel)
+        if res is None:
+            return False
+        dst, v = res
+        r = self.flat[dst]
+        if k == 1:
+            np.copyto(r[sel], v, where=mask)
+        else:
+            rows = r[sel]
+            np.copyto(rows, v, where=mask)
+            r[sel] = rows
+        return True
 
     # ------------------------------------------------------------------------------------------ warp driver
     # The warps are not simpy processes here: each warp's generator (:meth:`warp_process`) is resumed by this
@@ -502,10 +564,17 @@ class FastTier:
     def _lockstep_steps(self) -> list:
         """Per PC, how a superstep runs the instruction (tcsim.fast.lockstep): SEM (a recorded kind: its semantics
         over the group), STORE, BRANCH (a plain ``bra``), BARRIER (``bar.sync`` / ``barrier.sync`` of a constant
-        barrier, no thread count), or None (never in a superstep)."""
+        barrier, no thread count), EXIT (an unguarded ``exit``, or ``ret`` of the kernel), or None (never in a
+        superstep)."""
         from tcsim.isa import ir
-        from .batch import BARRIER, BRANCH, SEM, STORE
+        from .batch import BARRIER, BRANCH, EXIT, SEM, STORE
         prog = self.sim.program
+        cached = prog.fast_code.get("lockstep steps")     # (a function of the program: once per cached program)
+        if cached is not None:
+            steps = list(cached[0])
+            self.bar_index.update(cached[1])
+            self.native = _Generated(self, steps)
+            return steps
         steps = [None] * self.nbody
         self.native = _Generated(self, steps)
         for pc, ins in enumerate(prog.body[:self.nbody]):
@@ -517,6 +586,9 @@ class FastTier:
                 steps[pc] = BRANCH
             elif pc in self.store:
                 steps[pc] = STORE
+            elif ins.opcode in ("exit", "ret") and ins.guard is None and prog.decoded[pc] is not None and \
+                    not ins.mods and self.collective[pc] is None and prog.kernel.kind == "entry":
+                steps[pc] = EXIT
             elif ins.opcode in ("bar", "barrier") and ins.guard is None and prog.decoded[pc] is not None:
                 from tcsim.isa.barrier_forms import parse_bar
                 try:
@@ -527,6 +599,7 @@ class FastTier:
                         and f.a.kind == "int" and 0 <= int(f.a.value) < 16:
                     steps[pc] = BARRIER
                     self.bar_index[pc] = (int(f.a.value), bool(f.aligned))
+        prog.fast_code["lockstep steps"] = (tuple(steps), dict(self.bar_index))
         return steps
 
     def _run_gang(self, gang) -> None:
@@ -751,7 +824,14 @@ class FastTier:
         is set (a *uniform* warp), the PC is kept as a number (``warp.fast_upc``) and the lane-mask bookkeeping
         is skipped: the group is the live lanes and the spin check cannot fire (no other lanes).  The warp is
         uniform after a recorded instruction issued by all its live lanes (recorded instructions neither jump nor
-        block); any other instruction, a wake-up or a stall sends it back to the general path."""
+        block); any other instruction, a wake-up or a stall sends it back to the general path.
+
+        A second one for a warp whose runnable lanes (live, not waiting, not parked) stand at one PC while others
+        wait -- an elected lane running a producer loop while the rest wait at a barrier: after a recorded
+        instruction issued by every runnable lane, with no spin focus, the PC and group are kept with the state
+        they were chosen from (the warp's PCs, live, waiting and parked lanes, as bytes); while that state is
+        unchanged at the next issue, the general path would choose the same PC and lanes (and its spin check
+        cannot fire: no runnable lane is outside the group), so they are taken as they are."""
         from ..context import lanes_str
         from ..warp_turns import FOCUS_SLICE, SPIN_LIMIT, pcs_min, user_loc as _user_loc
         tier = self
@@ -778,6 +858,7 @@ class FastTier:
         count_nonzero = np.count_nonzero
         warp.fast_failed = False
         warp.fast_upc = None
+        warp.fast_semi = None
         warp.fast_at_top = False
         # (the process yields a number -- cycles until its next issue, an issue event the driver queues at the
         # warp's priority, :meth:`_tick` -- or an event to wait for)
@@ -800,13 +881,29 @@ class FastTier:
                 return
             pcs = warp.pc
             upc = warp.fast_upc
+            semi = warp.fast_semi
+            warp.fast_semi = None
             if upc is not None and upc < nbody and collective[upc] is None and owner is None:
                 # a uniform warp (see the docstring): its group is every live lane
                 pc = upc
                 group = warp.alive.copy()
                 uniform = True
+                single = False
+            elif semi is not None and warp.focus is None and owner is None and collective[semi[0]] is None and \
+                    semi[2] == pcs.tobytes() + warp.alive.tobytes() + warp.waiting.tobytes() + \
+                    warp.parked.tobytes():
+                # a single runnable group (see the docstring): the state the general path below would choose from
+                # is the one recorded after the last instruction, so it would choose the same PC and lanes
+                pc = semi[0]
+                group = semi[1].copy()
+                runnable = group
+                focus_left = warp.focus_left
+                uniform = False
+                single = True
+                tier.single_issues += 1
             else:
                 uniform = False
+                single = False
                 warp.fast_upc = None
                 runnable = warp.alive & ~warp.waiting & ~warp.parked
                 if not runnable.any():
@@ -899,6 +996,11 @@ class FastTier:
                     warp.fast_upc = pc + 1
                 else:
                     warp.fast_upc = None
+                    # the group was every runnable lane: they all stand at pc + 1 now
+                    if warp.focus is None and owner is None and pc + 1 < nbody and \
+                            (single or not (group ^ runnable).any()):
+                        warp.fast_semi = (pc + 1, group, pcs.tobytes() + warp.alive.tobytes() +
+                                          warp.waiting.tobytes() + warp.parked.tobytes())
             else:
                 warp.fast_upc = None
                 if tier.npending:
@@ -921,8 +1023,10 @@ class FastTier:
                         warp.fast_upc = int(p[0])
             gap, done = issued(ctx, pc, pre, now)
             # (a uniform warp has no lanes outside its group: the spin check cannot fire)
-            if not uniform and warp.focus is None and pcs[mask].size and (pcs[mask] <= pc).any() and \
-                    (runnable & ~group & (pcs > pc)).any():
+            # (the reference's test with its pure halves in the cheaper order: runnable lanes outside the group ahead
+            # of this PC first -- none where the group is every runnable lane, an elected lane with the rest waiting)
+            if not uniform and not single and warp.focus is None and (runnable & ~group & (pcs > pc)).any() and \
+                    (pm := pcs[mask]).size and (pm <= pc).any():
                 warp.spin += 1
                 if warp.spin >= SPIN_LIMIT:
                     hi = int(pcs[runnable & ~group].max())

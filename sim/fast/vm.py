@@ -2,16 +2,18 @@
 the program for it).
 
 :func:`run` executes, for a gang of ``k`` uniform warps in which every lane is live, the encoded instructions from
-``pc`` on, one instruction of the whole gang per cycle, straight through plain branches whose lanes agree, until
-an instruction it does not run (``STOP``: the superstep's own paths run it), a branch whose lanes diverge, an
-access it cannot prove to be the reference's (misaligned, out of the window, another CTA's rank, a lane mask
-that is not the whole gang), an f64 fma lane the compiled numerics leave to the exact reference or whose result
-is a NaN (the reference's NaN priority), or ``max_cycles``.  Nothing of the instruction it stops at has been
-written.  Registers are read and written in place: the fast tier keeps the registers of one container dtype as
-the planes of one ``(registers, warps, 32)`` array (``B`` bool, ``H`` uint16, ``W`` uint32, ``D`` uint64), and an
-operand is a (class, index) pair: a plane of one of those, a constant (``C``) or a per-warp value (``S``:
-symbol addresses).  All arithmetic is on the registers' raw bits in uint64, masked to the instruction's width,
-as :mod:`tcsim.fast.codegen` (checked against the decoded semantics) computes it.
+``pc`` on, one instruction of the whole gang per cycle, straight through plain branches whose lanes agree and
+``bar.sync`` of whole CTAs (when the caller allows it), until an instruction it does not run (``STOP``: the
+superstep's own paths run it), a branch whose lanes diverge, an access it cannot prove to be the reference's
+(misaligned, out of the shared window or of every global allocation, another CTA's rank, a lane mask that is not
+the whole gang), a special register the call was not given, an f64 fma lane the compiled numerics leave to the
+exact reference or whose result is a NaN (the reference's NaN priority), or ``max_cycles``.  Nothing of the
+instruction it stops at has been written.  Registers are read and written in place: the fast tier keeps the
+registers of one container dtype as the planes of one ``(registers, warps, 32)`` array (``B`` bool, ``H`` uint16,
+``W`` uint32, ``D`` uint64), and an operand is a (class, index) pair: a plane of one of those, a constant
+(``C``), a per-warp value (``S``: symbol addresses) or a per-lane value (``L``: special registers).  All
+arithmetic is on the registers' raw bits in uint64, masked to the instruction's width, as
+:mod:`tcsim.fast.codegen` (checked against the decoded semantics) computes it.
 
 ``out`` receives (cycles run, the PC it stopped at, lane-instructions executed, the last PC it executed).
 The kernel is compiled once per machine (``cache=True``); it depends on nothing of the program.
@@ -25,21 +27,28 @@ from tcsim.numerics.jit_kernels import ffma_f32_rn, ffma_f64
 
 # operation codes (column OP of the encoded program; tcsim.fast.blocks writes them)
 STOP, ADD, SUB, MULLO, MADLO, NEG, MULWIDE, MADWIDE, AND, OR, XOR, NOT, SHL, SHRU, SHRS, SETP, SELP, MOV, CVT, \
-    FMA32, FMA64, LDS, STS, BRA, LDP = range(25)
+    FMA32, FMA64, LDS, STS, BRA, LDP, LDG, STG, BAR = range(28)
 # columns: op, dst (class, index), a, b, c, guard (class -1: none; index; negated), width, aux1..3
 OP, DC, DI, AC, AI, BC, BI, CC, CI, GC, GI, GN, WD, X1, X2, X3 = range(16)
 NCOL = 16
-# operand classes
-CB, CH, CW, CD, CK, CS = range(6)
+# operand classes (CL: a per-lane value of the gang, the special registers)
+CB, CH, CW, CD, CK, CS, CL = range(7)
+#: global allocations one call sees at most (the rest: an access to them stops the block)
+NGLOBAL = 16
+# flags bits: shared accesses, shared stores, shared as whole words, global accesses, bar.sync
+F_SHARED, F_SHARED_ST, F_WORDS, F_GLOBAL, F_BAR = 1, 2, 4, 8, 16
 # why run() stopped (out[4])
 R_STOP, R_LIMIT, R_BAIL, R_DIVERGE = range(4)
 
 
 @njit(cache=True)
-def _load(cls, idx, B, H, W, D, C, S, rows, out):
+def _load(cls, idx, B, H, W, D, C, S, L, rows, out):
     """Operand (class, index) of every lane of the gang into ``out`` (uint64 bits)."""
     k = rows.shape[0]
-    if cls == 2:
+    if cls == 6:
+        for i in range(k * 32):
+            out[i] = L[idx, i]
+    elif cls == 2:
         for w in range(k):
             r = rows[w]
             for l in range(32):
@@ -207,12 +216,14 @@ def _is_nan64(u):
 
 
 @njit(cache=True)
-def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, smem_lo, smem_hi, rank_shift,
-        off_mask, flags, params, smem32, smem64, out):
-    """See the module docstring.  ``rows``: the gang's register rows (k); ``smem``: the stacked shared windows
-    (CTA rows x bytes; flags bit 0: shared accesses allowed, bit 1: shared stores allowed); ``cta_row`` /
-    ``cta_rank``: per member, its CTA's row in ``smem`` and its rank; ``params``: the parameter image;
-    ``smem32`` / ``smem64``: ``smem`` as 4- / 8-byte words (flags bit 2: when its rows are whole 8-byte words)."""
+def run(P, C, B, H, W, D, S, L, lok, rows, smem, cta_row, cta_rank, pc0, max_cycles, smem_lo, smem_hi, rank_shift,
+        off_mask, flags, params, smem32, smem64, gbase, gsize, ng, garrs, bars, out):
+    """See the module docstring.  ``rows``: the gang's register rows (k); ``L``: per-lane values (special
+    registers; ``lok[i]``: row ``i`` is supplied); ``smem``: the stacked shared windows (CTA rows x bytes);
+    ``cta_row`` / ``cta_rank``: per member, its CTA's row in ``smem`` and its rank; ``params``: the parameter
+    image; ``smem32`` / ``smem64``: ``smem`` as 4- / 8-byte words (when its rows are whole 8-byte words);
+    ``gbase`` / ``gsize`` / ``garrs``: the first ``ng`` global allocations (address order: base, size, bytes);
+    ``bars[i]``: incremented at each ``bar.sync i`` run; ``flags``: the F_* bits (what the call may run)."""
     k = rows.shape[0]
     nl = k * 32
     va = np.empty(nl, np.uint64)
@@ -225,6 +236,7 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
     c32 = np.empty(nl, np.uint32)
     r32 = np.empty(nl, np.uint32)
     hard = np.empty(nl, np.bool_)
+    gix = np.empty(nl, np.int64)
     pc = pc0
     cycles = 0
     lanes = 0
@@ -257,6 +269,73 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
                     gm[w * 32 + l] = t
                     if t:
                         n += 1
+        if (P[pc, AC] == CL and lok[P[pc, AI]] == 0) or (P[pc, BC] == CL and lok[P[pc, BI]] == 0) or \
+                (P[pc, CC] == CL and lok[P[pc, CI]] == 0):
+            reason = R_BAIL                     # (a special register this call was not given)
+            break
+        if op == BAR:
+            # bar.sync of every live warp of the gang's CTAs, no phase open (flags): completes in this cycle
+            if (flags & F_BAR) == 0 or n != nl:
+                reason = R_BAIL
+                break
+            bars[x1] += 1
+            lanes += n
+            cycles += 1
+            last = pc
+            pc += 1
+            continue
+        if op == LDG or op == STG:
+            if n != nl or (flags & F_GLOBAL) == 0:
+                reason = R_BAIL
+                break
+            _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, L, rows, va)
+            nb = np.uint64(x1)
+            off = C[x2]
+            bad = False
+            # every lane's access aligned and wholly inside one allocation (else the semantics fault)
+            for i in range(nl):
+                a = va[i] + off
+                if (a & (nb - np.uint64(1))) != 0:
+                    bad = True
+                    break
+                j = -1
+                for t in range(ng):
+                    if a >= gbase[t] and a - gbase[t] < gsize[t] and gsize[t] - (a - gbase[t]) >= nb:
+                        j = t
+                        break
+                if j < 0:
+                    bad = True
+                    break
+                gix[i] = j
+                va[i] = a - gbase[j]
+            if bad:
+                reason = R_BAIL
+                break
+            if op == LDG:
+                for i in range(nl):
+                    buf = garrs[gix[i]]
+                    o = np.int64(va[i])
+                    v = np.uint64(0)
+                    for t in range(x1):
+                        v |= np.uint64(buf[o + t]) << np.uint64(8 * t)
+                    vr[i] = v
+                _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, False)
+            else:
+                _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, L, rows, vb)
+                # warp after warp, each warp's lanes from the last to the first (the reference's order)
+                for w in range(k):
+                    for l in range(31, -1, -1):
+                        i = w * 32 + l
+                        buf = garrs[gix[i]]
+                        o = np.int64(va[i])
+                        v = vb[i]
+                        for t in range(x1):
+                            buf[o + t] = np.uint8((v >> np.uint64(8 * t)) & np.uint64(0xFF))
+            lanes += n
+            cycles += 1
+            last = pc
+            pc += 1
+            continue
         if op == BRA:
             if n != 0 and n != nl:
                 reason = R_DIVERGE
@@ -267,10 +346,10 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             pc = x1 if n == nl else pc + 1
             continue
         if op == LDS or op == STS:
-            if n != nl or (flags & 1) == 0 or (op == STS and (flags & 2) == 0):
+            if n != nl or (flags & F_SHARED) == 0 or (op == STS and (flags & F_SHARED_ST) == 0):
                 reason = R_BAIL
                 break
-            _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, rows, va)
+            _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, L, rows, va)
             nb = np.uint64(x1)
             off = C[x2]
             bad = False
@@ -289,7 +368,7 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             if bad:
                 reason = R_BAIL
                 break
-            words = (flags & 4) != 0
+            words = (flags & F_WORDS) != 0
             if op == LDS and words and x1 == 4:
                 for w in range(k):
                     cr = cta_row[w]
@@ -313,7 +392,7 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
                         vr[w * 32 + l] = v
                 _store(P[pc, DC], P[pc, DI], B, H, W, D, rows, vr, gm, False)
             else:
-                _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, rows, vb)
+                _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, L, rows, vb)
                 # warp after warp, each warp's lanes from the last to the first (the later write wins: the
                 # reference's order)
                 if words and x1 == 4:
@@ -354,11 +433,31 @@ def run(P, C, B, H, W, D, S, rows, smem, cta_row, cta_rank, pc0, max_cycles, sme
             last = pc
             pc += 1
             continue
-        _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, rows, va)
+        if op == FMA32 and P[pc, AC] == CW and P[pc, BC] == CW and P[pc, CC] == CW and P[pc, DC] == CW:
+            # (the common case: 32-bit registers in and out, read and written without the uint64 lanes)
+            ia, ib, ic, idst = P[pc, AI], P[pc, BI], P[pc, CI], P[pc, DI]
+            for w in range(k):
+                r = rows[w]
+                for l in range(32):
+                    a32[w * 32 + l] = W[ia, r, l]
+                    b32[w * 32 + l] = W[ib, r, l]
+                    c32[w * 32 + l] = W[ic, r, l]
+            ffma_f32_rn(a32, b32, c32, r32, x1 != 0, x2)
+            for w in range(k):
+                r = rows[w]
+                for l in range(32):
+                    if not guarded or gm[w * 32 + l]:
+                        W[idst, r, l] = r32[w * 32 + l]
+            lanes += n
+            cycles += 1
+            last = pc
+            pc += 1
+            continue
+        _load(P[pc, AC], P[pc, AI], B, H, W, D, C, S, L, rows, va)
         if P[pc, BC] >= 0:
-            _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, rows, vb)
+            _load(P[pc, BC], P[pc, BI], B, H, W, D, C, S, L, rows, vb)
         if P[pc, CC] >= 0:
-            _load(P[pc, CC], P[pc, CI], B, H, W, D, C, S, rows, vc)
+            _load(P[pc, CC], P[pc, CI], B, H, W, D, C, S, L, rows, vc)
         if op == FMA32:
             for i in range(nl):
                 a32[i] = np.uint32(va[i])

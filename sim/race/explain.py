@@ -213,6 +213,57 @@ def classify(det, c, prev, cur, clock, flags, write, key):
                       f"other", sides(), missing=missing, fix=fix)
 
 
+def count_short(det, prev, cur, race: Finding) -> Finding | None:
+    """Class 4 behind a data race (``race``, class 21): the writing side released its access with an mbarrier
+    arrive that counted in a later phase than the one the other side's warp consumed, while the same arrive
+    instruction of other warps made that phase -- the init count is lower than the threads that arrive per round
+    (PTX ISA 9.1 §9.7.13.15.4: a phase completes when its pending arrival count reaches zero), so the phase completed
+    without the writer's arrival and the wait does not order its access.  None when the race has another cause."""
+    proto = getattr(getattr(det, "sim", None), "protocol", None)
+    if proto is None:
+        return None
+    body = det.program.body
+
+    def reaches(pc, line, limit=24):
+        for ins in body[pc + 1:pc + 1 + limit]:
+            if ins.loc is not None and ins.loc.line == line:
+                return True
+            if ins.opcode in ("bra", "ret", "exit", "brx", "call"):
+                return False
+        return False
+
+    for writer, reader in ((prev, cur), (cur, prev)):
+        hit = proto.count_short(writer, reader, reaches)
+        if hit is None:
+            continue
+        rec, k, arr, made, wait, own = hit
+        name = rec.name()
+        others = sorted({a.warp for a in made if a.warp is not None})
+        n = sum(bin(a.lanes).count("1") for a in made)
+        late = (f"the arrive of {arr.short()} after {_at(writer)} counted in phase {arr_phase(rec, arr)}" if own else
+                f"warp {writer.warp}'s arrive at line {arr.line}, which follows {_at(writer)}, had not come")
+        return Finding(
+            4, f"{race.message}: phase {k} of {name} ({rec.init_text()}) completed with the arrivals of warp"
+               f"{'s' if len(others) != 1 else ''} {', '.join(map(str, others))} ({n} lanes) at line "
+               f"{made[0].line}; {late}, so the wait at {wait.short()} that consumed phase {k} does not order "
+               f"{_at(writer)} before {_at(reader)}",
+            (rec.init.access(where=name), arr.access(where=name), writer.side(race.sides[0].where)),
+            missing=f"an init count at line {rec.init.line} equal to the threads that arrive per phase (the arrive "
+                    f"at line {arr.line} is executed by more threads than the count {rec.count}), so each phase "
+                    f"waits for the arrivals of every thread whose accesses it releases",
+            fix=f"initialise the barrier at line {rec.init.line} with the number of arriving threads per phase (or "
+                f"arrive from one elected lane per warp and count the warps)",
+            key=(4, "count-short", rec.init.line, arr.line))
+    return None
+
+
+def arr_phase(rec, act) -> str:
+    for q, ph in rec.phases.items():
+        if any(a is act for a, _, _ in ph.arrivals):
+            return str(q)
+    return "a later one"
+
+
 def _source_overwritten(read, write, rng) -> Finding:
     """Class 5 (PTX ISA 9.1 §9.7.9.25.6.2 cp.async.bulk.wait_group.read; §9.7.16.10.9.1 / §9.7.16.12.1 an MMA's
     operands are read until its tcgen05.commit's mbarrier phase): ``write`` overwrites bytes the asynchronous
@@ -434,14 +485,15 @@ def shared_barrier_id(barrier, cta, gen, others, unordered, cur, cur_gen) -> Fin
                        f"{gen} in place of one of its warps (the wrong partners meet, the other group's waiter is "
                        f"released early or waits for the next generation)",
                    tuple(r.side(where_) for r in others) + (cur.side(where_),),
-                   missing=f"a separate named barrier id for warp {cur.warp} (line {cur.line}) and the group of warps "
-                           f"{members} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}), or a barrier "
-                           f"both groups take part in between their uses of barrier {barrier}",
+                   # worded by the lines only (not by which warps met first): the same in every schedule
+                   missing=f"a separate named barrier id for each group of warps that uses barrier {barrier} (lines "
+                           f"{', '.join(map(str, sorted(set(lines) | {cur.line})))}), or a barrier both groups take "
+                           f"part in between their uses of barrier {barrier}",
                    fix=f"give each group of warps that synchronises together its own named barrier id (bar.sync / "
                        f"bar.arrive {barrier} at line {cur.line} on another id than at line"
                        f"{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}), with the same thread count "
                        f"at every use of an id",
-                   key=(16, "shared-id", barrier, tuple(lines + [cur.line])))
+                   key=(16, "shared-id", barrier, tuple(sorted(set(lines) | {cur.line}))))
 
 
 def init_not_visible(init, arrive, ordered: bool) -> Finding:

@@ -44,7 +44,10 @@ in which the arriving warp took no part, is not ordered before (the id is shared
 is up to the schedule, :meth:`HappensBefore._bar_groups`), class 9 for a generic read released through an mbarrier
 hand-off while it may still be in flight (:meth:`HappensBefore.read_in_flight_at_release`), class 14 at each CTA's exit
 (peers' accesses to its SMEM and its own bulk async reads must be ordered before it), class 19 at any use of a
-register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text).
+register a ``tcgen05.ld`` still writes (before ``tcgen05.wait::ld``) or a ``wgmma.mma_async`` still uses (module text),
+class 11 for a write over the 8 bytes of an mbarrier that is not ordered after the thread's ``mbarrier.inval`` of it
+(PTX ISA 9.1 §9.7.13.15.10), and class 4 instead of a plain data race when the writer's release arrive missed the
+phase the reader consumed (:func:`tcsim.race.explain.count_short`).
 """
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ from collections import deque
 
 import numpy as np
 
-from tcsim.findings import Access, lanes_text
+from tcsim.findings import Access, Finding, lanes_text
 from tcsim.isa import ir
 from .clocks import AQ, MB, MI, PA, TA, TB, VC, Components
 from .shadow import ASYNC, F_ATOMIC, F_TCGEN05, GENERIC, TMAP, AccessTable, ShadowSpace
@@ -199,6 +202,9 @@ class HappensBefore:
         self.locs: dict = {}             # (space key, address) -> clock released at the location
         self.tm_fences: dict = {}        # tensor-map address -> [(comp, epoch, clock)] of acquire fences on it
         self.lsu_arrives: dict = {}      # (cta, mbarrier, lane) -> deque of release clocks
+        #: (cluster, SMEM unit of the barrier's first byte) -> (comp, epoch, inval AccessRec, init AccessRec): the
+        #: mbarrier.inval each later write over the barrier's 8 bytes must happen after (class 11)
+        self.invals: dict = {}
         self._pc_info: dict = {}
         self.ctas = sim.cta_index          # ctaid -> Cta, growing as CTAs start (the engine creates them lazily)
         self.regs_pending = 0
@@ -391,6 +397,8 @@ class HappensBefore:
                 key = ("global",)
             a = np.fromiter(ev.addrs, dtype=np.int64, count=len(ev.addrs))
             units = (a[:, None] + np.arange(ev.size, dtype=np.int64)).ravel() if ev.size > 1 else a
+        if write and self.invals and key[0] == "smem":
+            self._over_invalidated(key, units, clock, rec)
         info = self._rec(rec)
         if key[0] != "global":
             self._space_recs.setdefault(key, []).append(info)
@@ -427,6 +435,8 @@ class HappensBefore:
         for c in conflicts:
             prev = self.recs[c.info]
             f = explain.classify(self, c, prev, rec, clock, flags, write, key)
+            if f is not None and f.cls == 21:
+                f = explain.count_short(self, prev, rec, f) or f
             if f is not None:
                 self.report(f)
 
@@ -722,6 +732,8 @@ class HappensBefore:
 
     def _mbarrier_init(self, ev) -> None:
         ws = self._warp(ev.cta, ev.warp)
+        if self.invals:
+            self.invals.pop(self._smem_unit(ev.target_cta or ev.cta, ev.mbarrier), None)
         st = self._mb(ev.target_cta or ev.cta, ev.mbarrier)
         st["acc"] = None
         st["phases"] = {}
@@ -823,9 +835,46 @@ class HappensBefore:
         ws.tick()
 
     def _mbarrier_reset(self, ev) -> None:
-        self.mbars.pop((tuple(ev.target_cta or ev.cta), ev.mbarrier), None)
+        st = self.mbars.pop((tuple(ev.target_cta or ev.cta), ev.mbarrier), None)
         if ev.warp is not None:
-            self._warp(ev.cta, ev.warp).tick()
+            ws = self._warp(ev.cta, ev.warp)
+            unit = self._smem_unit(ev.target_cta or ev.cta, ev.mbarrier)
+            if unit is not None:
+                text, loc, _, _ = self._pcinfo(ev.pc)
+                inval = AccessRec(text, loc, tuple(ev.cta), ev.warp, _lanes_str(ev.lanes), None, "warp", ev.cycle,
+                                  ws.key)
+                init = st["init"][2] if st is not None and st.get("init") is not None else None
+                self.invals[unit] = (ws.comp, ws.epoch, inval, init)
+            ws.tick()
+
+    def _smem_unit(self, cta, offset):
+        """(cluster id, shadow unit) of SMEM ``offset`` of ``cta`` (the units the detector keys shared memory by:
+        cluster rank << 24 | offset), or None when the CTA is unknown."""
+        c = self.ctas.get(tuple(cta))
+        if c is None:
+            return None
+        cl = c.cluster
+        return (None if cl is None else cl.clusterid, (int(getattr(c, "rank", 0) or 0) << 24) | int(offset))
+
+    def _over_invalidated(self, key, units, clock, rec) -> None:
+        """A write over the 8 bytes of an mbarrier that some thread invalidated: the write must happen after that
+        mbarrier.inval (PTX ISA 9.1 §9.7.13.15.10: the memory of an mbarrier object may be reused only once it is
+        invalidated), else it may land on the live barrier -- class 11."""
+        for (clid, u0), (comp, val, inval, init) in self.invals.items():
+            if clid != key[1] or not ((units >= u0) & (units < u0 + 8)).any():
+                continue
+            if clock.knows(comp, val):
+                continue
+            sides = tuple(r.side() for r in (init, inval, rec) if r is not None)
+            self.report(Finding(
+                11, f"{explain._at(rec)} writes the 8 bytes of the mbarrier that {explain._at(inval)} invalidates, "
+                    f"with no happens-before edge from the mbarrier.inval to the write: the write may land on the live "
+                    f"barrier (its phase, counts and waiters become garbage on the GPU)", sides,
+                missing=f"a barrier (bar.sync) or another happens-before edge ordering the mbarrier.inval at line "
+                        f"{inval.line} before the write at line {rec.line} that reuses the barrier's bytes",
+                fix=f"synchronise the threads after the mbarrier.inval at line {inval.line} (bar.sync) before any "
+                    f"thread reuses the barrier's memory",
+                key=(11, "inval-order", inval.line, rec.line)))
 
     # ----------------------------------------------------------------------------------------- cluster barrier
     def _cluster_arrive(self, ev) -> None:

@@ -34,8 +34,19 @@ From that history the checks name the root cause, not the symptom:
 * **deadlock root cause**: for each waiter blocked on an mbarrier, the shortfall of arrivals (init count vs the
   arriving lines) or of bytes (expect-tx lines vs the copies that delivered); class 1 when the waiter waits for a
   phase nothing acts on after it skipped the previous one (the same parity twice: it consumed phase P - 2, phase
-  P - 1 completed unseen); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
-  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's).
+  P - 1 completed unseen; or its first wait, with parity 1 on a fresh barrier, named the phase before the init and
+  phase 0 went by first); class 15 when the missing bytes landed on a barrier of another CTA of the cluster that
+  no expect-tx there announced (a copy signalling its own CTA's barrier instead of the leader's), or when a
+  multicast delivered to the peers' barrier at the same offset but not to this CTA (a ctaMask leaving it out);
+  class 12 when the waited barrier never received anything while another barrier of the CTA receives two
+  producers' arrivals, one a transfer announcing bytes (the other channel signals the wrong barrier).  A livelock
+  (warps polling test_wait loops) gets the same account for the barriers whose current phase is stuck
+  (:meth:`tcsim.engine.Simulation.polled_barrier_causes`).
+* **a commit executed by several lanes** (class 17): each lane of a tcgen05.commit performs its own arrive-on;
+  more lanes than the barrier counts turn one MMA completion into several phases.
+* **a race behind a short init count** (class 4, :meth:`Protocol.count_short`, asked by the race detector): the
+  writer's release arrive counted in a later phase than the one the reader's wait consumed, while the same arrive
+  instruction of other warps made that phase.
 
 Not checked here: happens-before ordering of the accesses the barriers protect (:mod:`tcsim.race.hb`).
 """
@@ -195,6 +206,13 @@ class PhaseRecord:
         return ", ".join(f"{n} bytes by {c} copy(ies) issued at line {ln}"
                          + (f" by cta ({','.join(map(str, a.cta))})" if a.cta is not None else "")
                          for (ln, _, _), (n, c, a) in list(by.items())[:6])
+
+
+def _channel_missing(name: str, a0: Act, a1: Act) -> str:
+    """The missing edge of a class-12 finding (one barrier shared by two channels), worded the same whichever way
+    the schedule exposed it (an over-arrival, or a deadlock on the other channel's barrier)."""
+    return (f"a separate mbarrier for the producer at line {a1.line} (one barrier per independent channel), or a "
+            f"wait on {name} completing between line {a0.line} and line {a1.line}")
 
 
 class BarrierRecord:
@@ -411,14 +429,14 @@ class Protocol:
                     "returns to 0)",
                 outcome="trap")
         elif self._two_channels(ph, act, tx):
-            (a0, n0, t0) = next(x for x in ph.arrivals if x[2])
+            (a0, n0, t0) = next((x for x in ph.arrivals if x[2]), None) or ph.arrivals[0]
             f = Finding(
-                12, f"{name} is shared by two producers in one phase: {a0.short()} announced {t0} bytes and "
-                    f"{act.short()} arrives announcing {tx} more, but the barrier counts {rec.count} arrival"
+                12, f"over-arrival: {name} is shared by two producers in one phase: {a0.short()} "
+                    + (f"announced {t0} bytes" if t0 else "arrived") + f" and {act.short()} arrives "
+                    + (f"announcing {tx} more" if tx else "as well") + f", but the barrier counts {rec.count} arrival"
                     f"{'s' if rec.count != 1 else ''} per phase ({rec.init_text()}); {state}",
                 (rec.init.access(where=name), a0.access(where=name), act.access(where=name)),
-                missing=f"a separate mbarrier for the transfer at line {act.line} (or a wait on {name} completing "
-                        f"between line {a0.line} and line {act.line})",
+                missing=_channel_missing(name, a0, act),
                 fix="give each independent producer/consumer channel its own mbarrier (e.g. as many barriers as "
                     "concurrent loads), or raise the init count and expect the combined bytes once",
                 outcome="trap")
@@ -447,14 +465,37 @@ class Protocol:
                 outcome="trap")
         self.report(f)
 
+    def check_commit_lanes(self, act: Act, cta, mb, nlanes: int) -> None:
+        """``nlanes`` lanes of one tcgen05.commit each perform their own arrive-on on ``mb`` (PTX ISA 9.1
+        §9.7.16.12.1: the commit is not a warp-collective instruction; every executing thread makes an
+        mbarrier::arrive::one): more than the barrier counts per phase is class 17 -- each commit completes a phase
+        of its own, so the phases the waiters count no longer match (one MMA, many completions)."""
+        rec = mb.record
+        if rec is None or nlanes <= 1 or nlanes <= rec.count:
+            return
+        name = rec.name()
+        self.report(Finding(
+            17, f"{act.short()} is executed by {nlanes} lanes ({lanes_text(act.lanes)}); each performs its own "
+                f"mbarrier::arrive::one on {name}, which counts {rec.count} arrival{'s' if rec.count != 1 else ''} "
+                f"per phase ({rec.init_text()}): one MMA completion becomes {nlanes} arrivals and completes "
+                f"{nlanes // max(rec.count, 1)} phases",
+            (rec.init.access(where=name), act.access(where=name)),
+            missing=f"a predicate or elect.sync restricting the tcgen05.commit at line {act.line} to one lane",
+            fix="issue tcgen05.mma and tcgen05.commit from one elected lane (elect.sync, @p) of the MMA warp",
+            key=(17, "commit-lanes", rec.init.line, act.line)))
+
     @staticmethod
     def _two_channels(ph: PhaseRecord, act: Act, tx: int) -> bool:
-        """Two producer instructions (different lines, or different warps / CTAs) each announcing transaction bytes
-        in one phase."""
-        if not tx:
-            return False
+        """Two producer instructions in one phase, at least one of them a transfer that announces its transaction
+        bytes: different lines or warps / CTAs each announcing bytes, or an arrive at another line by another warp
+        joining a phase armed for a transfer (a second channel -- e.g. a generic-proxy producer's release -- signalling
+        the transfer's barrier)."""
         for a, _, t in ph.arrivals:
-            if t and (a.line != act.line or a.warp != act.warp or a.cta != act.cta):
+            if not (t or tx):
+                continue
+            if t and tx and (a.line != act.line or a.warp != act.warp or a.cta != act.cta):
+                return True
+            if a.line != act.line and (a.warp != act.warp or a.cta != act.cta):
                 return True
         return False
 
@@ -742,6 +783,23 @@ class Protocol:
                         "expect_tx counts its bytes: the leader's barrier (mapa to the leader's rank) when the "
                         "leader expects the bytes of both CTAs",
                     outcome="hang")
+            excluded = self._mask_excluded(cta, mb) if not ph.deliveries else None
+            if excluded is not None:
+                d, other_cta = excluded
+                rank = getattr(cta, "rank", None)
+                return Finding(
+                    15, f"phase {mb.phase} of {name} can never complete: its expect-tx ({ph.expects_text()}) "
+                        f"announced {ph.expected_bytes} bytes and none came, while the multicast copy at {d.short()} "
+                        f"delivered to {other_cta.label}'s barrier at the same offset but not to this CTA: its "
+                        f"ctaMask leaves out cluster rank {rank}",
+                    tuple(([exp.access(where=name)] if exp is not None else [rec.init.access(where=name)])
+                          + [d.access(where=other_cta.label)] + wside),
+                    missing=f"bit {rank} (cta rank {rank}) in the ctaMask of the multicast copy at line {d.line}, "
+                            f"which this CTA's expect_tx" + (f" at line {exp.line}" if exp is not None else "")
+                            + " counts on (or no expect_tx for bytes this CTA does not receive)",
+                    fix="make the ctaMask of every multicast name each CTA whose barrier expects its bytes (0b11 for "
+                        "a pair), and each CTA expect exactly the bytes the masks send it",
+                    outcome="hang")
             sides = ([exp.access(where=name)] if exp else [rec.init.access(where=name)]) + \
                 [d[0].access(where=name) for d in ph.deliveries[:1]] + wside
             return Finding(
@@ -786,6 +844,9 @@ class Protocol:
                          if ph.expects else
                          f"an mbarrier.arrive.expect_tx of {ph.delivered_bytes} bytes for the copies at line {d.line}"),
                 fix="make the expect-tx byte count equal the bytes all copies of the phase deliver", outcome="hang")
+        shared = self._channel_elsewhere(cta, mb, wside)
+        if shared is not None:
+            return shared
         arrivers = {(a.cta, a.warp, a.unit) for p in rec.phases.values() for a, _, _ in p.arrivals}
         now = {(a.cta, a.warp, a.unit) for a, _, _ in ph.arrivals}
         if mb.pending > 0 and ph.arrivals and arrivers <= now:
@@ -802,18 +863,64 @@ class Protocol:
                 outcome="hang")
         return None
 
+    def _channel_elsewhere(self, cta, mb, wside) -> Finding | None:
+        """Class 12 at a deadlock: the waited barrier never received anything since its init, while another barrier
+        of the same CTA received, in its recent phases, arrivals of two producer instructions (different lines and
+        warps), one of them a transfer announcing bytes -- the second channel signals the first channel's barrier
+        instead of its own (NVIDIA/Fuser PR #5862)."""
+        rec = mb.record
+        if any(p.arrivals or p.expects or p.deliveries for p in rec.phases.values()):
+            return None
+        for other in cta.mbarriers.values():
+            orec = other.record
+            if other is mb or orec is None or not other.valid:
+                continue
+            sources = {}
+            for p in orec.phases.values():
+                for a, _, t in p.arrivals:
+                    k = (a.line, a.warp, a.cta)
+                    if a.line is not None and k not in sources:
+                        sources[k] = (a, t)
+            tx = [a for a, t in sources.values() if t]
+            if not tx:
+                continue
+            rest = [a for a, _ in sources.values() if a.line != tx[0].line and (a.warp != tx[0].warp
+                                                                                or a.cta != tx[0].cta)]
+            if not rest or len(sources) <= orec.count:
+                continue
+            a0, a1 = tx[0], rest[0]
+            oname, name = orec.name(), rec.name()
+            return Finding(
+                12, f"phase {mb.phase} of {name} can never complete: nothing has arrived on it since its init "
+                    f"({rec.init_text()}), while {oname} ({orec.init_text()}) receives the arrivals of two producers: "
+                    f"{a0.short()}, a transfer announcing its bytes, and {a1.short()} -- two channels share one "
+                    f"barrier and the other's is never signalled"
+                    + (f" ({wside[0].describe()} waits for it)" if wside else ""),
+                (orec.init.access(where=oname), a0.access(where=oname), a1.access(where=oname)),
+                missing=_channel_missing(oname, a0, a1),
+                fix="give each independent producer/consumer channel its own mbarrier and signal it from that "
+                    "channel's producer only",
+                outcome="hang")
+        return None
+
     def _skipped_phase(self, rec: BarrierRecord, mb, ph: PhaseRecord) -> Finding | None:
         """Class 1 at a deadlock: a thread blocked in a parity wait for the current phase P, which nothing has
         acted on, after it consumed phase P - 2 and phase P - 1 completed without it -- it waited twice with the
         same parity (PTX ISA §9.7.13.15.16: a parity wait waits for the completion of the phase of that parity), so
         it skipped phase P - 1 and now waits for a phase no producer will make."""
-        if ph.arrivals or ph.expects or ph.deliveries or mb.phase < 2:
+        if ph.arrivals or ph.expects or ph.deliveries or mb.phase < 1:
             return None
         hits = []
         for key, (P, parity, wact) in rec.waiting.items():
             got = rec.consumed.get(key)
-            if P == mb.phase and got is not None and got[0] == P - 2 and parity == P & 1:
+            if P != mb.phase or parity != P & 1:
+                continue
+            if got is not None and got[0] == P - 2:
                 hits.append((key, got[1], wact))
+            elif got is None and P == 1:
+                # its first wait: with parity 1 on a fresh barrier it names the phase before init (-1), which a
+                # parity wait treats as completed; phase 0 went by first, so it now waits for phase 1
+                hits.append((key, None, wact))
         if not hits:
             return None
         (warp, _), prev, wact = hits[0]
@@ -828,19 +935,23 @@ class Protocol:
         maker = None
         if done is not None:
             maker = (done.arrivals[-1][0] if done.arrivals else done.deliveries[-1][0] if done.deliveries else None)
-        sides = [prev.access(where=name), wact.access(where=name)]
+        sides = ([prev.access(where=name)] if prev is not None else []) + [wact.access(where=name)]
         if maker is not None:
             sides.append(maker.access(where=name))
+        before = (f"last consumed phase {mb.phase - 2} at line {prev.line} with the same parity" if prev is not None
+                  else f"had consumed no phase of it: with parity {mb.phase & 1} its first wait named the phase "
+                       f"before the init (-1), which counts as completed")
         return Finding(
             1, f"the wait at {wact.short()} (parity {mb.phase & 1}) on {name} waits for phase {mb.phase}, which "
                f"nothing acts on; the same thread{'s' if len(hits) > 1 else ''} (warp{'s' if len(warps) > 1 else ''} "
-               f"{', '.join(map(str, warps))}) last consumed phase {mb.phase - 2} at line {prev.line} with the same "
-               f"parity, and phase {mb.phase - 1} completed"
+               f"{', '.join(map(str, warps))}) {before}, and phase {mb.phase - 1} completed"
                + (f" ({maker.short()} acted on it)" if maker is not None else "")
                + " without being waited for: the wait parity was not flipped, so the wait skipped a phase",
             tuple(sides),
-            missing=f"a parity flip for the wait at line {wact.line}: after consuming phase {mb.phase - 2} it must "
-                    f"wait with parity {(mb.phase - 1) & 1} for phase {mb.phase - 1}",
+            missing=f"a parity flip for the wait at line {wact.line}: "
+                    + (f"after consuming phase {mb.phase - 2} it must " if prev is not None else
+                       "on a fresh barrier it must ")
+                    + f"wait with parity {(mb.phase - 1) & 1} for phase {mb.phase - 1}",
             fix="flip the wait parity each time the ring of stages wraps (phase ^= 1 when the stage index returns "
                 "to 0)",
             outcome="hang", key=(1, "skipped", rec.init.line, wact.line))
@@ -870,6 +981,66 @@ class Protocol:
         if reader_warp is not None and any(a.warp == reader_warp and a.cta == tuple(ctaid) for a in arrivals):
             return None
         return rec, act, arrivals
+
+    def count_short(self, writer, reader, reaches=None):
+        """Class 4 behind a race: ``writer`` (an access record: cta, warp, cycle) arrived on an mbarrier after its
+        access, and that arrival counted in phase k + 1 (or later) although the same arrive instruction (by other
+        warps) also made phase k -- the phase that ``reader``'s warp consumed before its access.  The init count is
+        lower than the threads that arrive per round, so the phase completed before the writer's arrival.  Returns
+        (record, consumed phase, the arrival Act, phase k's arrival Acts, the reader's wait Act, whether the Act is
+        the writer's own arrival) or None.  ``reaches(pc, line)``: whether the straight-line code from the
+        instruction at ``pc`` reaches ``line`` (the writer's arrive still to come)."""
+        if writer.issuer is None or reader.issuer is None or writer.issuer == reader.issuer:
+            return None
+        cta = next((c for c in self.sim.ctas if tuple(c.ctaid) == tuple(reader.issuer[0])), None)
+        if cta is None:
+            return None
+        rw = reader.issuer[1]
+        for mb in cta.mbarriers.values():
+            rec = mb.record
+            if rec is None:
+                continue
+            got = [v for (w, _), v in rec.consumed.items() if w == rw and v[1].cycle <= reader.cycle]
+            if not got:
+                continue
+            k, wait = max(got, key=lambda v: v[1].cycle)
+            made = rec.phases.get(k)
+            if made is None or not made.arrivals:
+                continue
+            lines = {a.line for a, _, _ in made.arrivals}
+            wkey = (tuple(writer.issuer[0]), writer.issuer[1])
+            if any((a.cta, a.warp) == wkey for a, _, _ in made.arrivals):
+                continue                # the writer's own arrival made the phase: not a count problem
+            for q in sorted(p for p in rec.phases if p > k):
+                for a, _, _ in rec.phases[q].arrivals:
+                    if (a.cta, a.warp) == wkey and a.unit == "warp" and a.line in lines and a.cycle >= writer.cycle:
+                        return rec, k, a, [x for x, _, _ in made.arrivals], wait, True
+            # the writer has not arrived yet, but its straight-line code after the access reaches the arrive that
+            # made phase k for the other warps: the phase completed before its arrival could count
+            if reaches is not None and getattr(writer, "pc", None) is not None:
+                for a, _, _ in made.arrivals:
+                    if a.unit == "warp" and reaches(writer.pc, a.line):
+                        return rec, k, a, [x for x, _, _ in made.arrivals], wait, False
+        return None
+
+    @staticmethod
+    def _mask_excluded(cta, mb):
+        """(the delivery Act, the CTA it went to) of a multicast copy that delivered bytes to the barrier at
+        ``mb``'s offset in another CTA of the cluster, in a phase kept on record, while ``mb`` got none -- a ctaMask
+        that leaves this CTA out; None otherwise."""
+        cl = getattr(cta, "cluster", None)
+        for other_cta in getattr(cl, "ctas", None) or ():
+            if other_cta is cta:
+                continue
+            other = other_cta.mbarriers.get(mb.offset)
+            orec = None if other is None else other.record
+            if orec is None:
+                continue
+            for p in orec.phases.values():
+                for d, _, _ in p.deliveries:
+                    if "multicast" in (d.text or ""):
+                        return d, other_cta
+        return None
 
     @staticmethod
     def _misdirected(cta, mb):

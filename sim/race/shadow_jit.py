@@ -157,13 +157,17 @@ def access_units(wi, ri, sw, sr, off, units, tcomp, tval, row, info1, comp, writ
                     sr[s, b] = 0
                 continue
             _expand(wi, sw, b)
+            # a read slot whose block is uniformly empty stays so (the written units are emptied): its per-unit
+            # entries are not touched -- no page of a fresh shadow is faulted in for them
             for s in range(nslots):
-                _expand(ri[s], sr[s], b)
+                if sr[s, b] != 0:
+                    _expand(ri[s], sr[s], b)
             for i in range(a, e):
                 o = off[i]
                 wi[o] = info1
                 for s in range(nslots):
-                    ri[s, o] = 0
+                    if sr[s, b] != 0:
+                        ri[s, o] = 0
         return out[:k]
     ra = ri[s0]
     rb = ri[s0 + 1]
@@ -184,16 +188,24 @@ def access_units(wi, ri, sw, sr, off, units, tcomp, tval, row, info1, comp, writ
                 sb[b] = info1
             continue
         _expand(ra, sa, b)
-        _expand(rb, sb, b)
+        # the second slot is expanded only when a unit's entry in it changes (a uniform block's summary holds the
+        # truth until then): a fresh shadow's pages are not faulted in for it
+        ub = sb[b]
         for i in range(a, e):
             o = off[i]
             r0 = ra[o]
-            r1 = rb[o]
+            r1 = ub if ub >= 0 else rb[o]
             if _free(r0, info1, tcomp, tval, row, comp):
                 ra[o] = info1
                 if r1 != 0 and _free(r1, info1, tcomp, tval, row, comp):
+                    if ub >= 0:
+                        _expand(rb, sb, b)
+                        ub = -1
                     rb[o] = 0
             else:
+                if ub >= 0:
+                    _expand(rb, sb, b)
+                    ub = -1
                 rb[o] = info1
     return out[:k]
 

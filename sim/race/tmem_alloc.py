@@ -137,13 +137,31 @@ def leak(tm, alloc_side, exit_side, col: int, ncols: int, site: str | None = Non
 def unallocated_access(tm, side: Access, what: str, c0: int, c1: int, bad: int) -> Finding:
     freed = tm.freed_sides.get(bad // 32)
     after = " (freed by the earlier dealloc)" if freed is not None else " (never allocated)"
+    # never allocated while the CTA holds allocations: the access runs past one of them (the allocation whose
+    # columns the address starts in, or the one ending nearest below the bad columns) -- name its alloc
+    near = None
+    if freed is None and tm.allocations:
+        held = sorted(tm.allocations.items())
+        inside = [(c, n) for c, n in held if c <= c0 < c + n]
+        below = [(c, n) for c, n in held if c + n <= bad]
+        pick = (inside or below[-1:] or held[:1])[0]
+        near = (pick, tm.alloc_sides.get(pick[0]))
+        after = (f" (never allocated: the allocation of {pick[1]} columns at [{pick[0]}, {pick[0] + pick[1]})"
+                 + (f" made at line {near[1].line}" if near[1] is not None else "") + " does not cover them)")
+    first = freed if freed is not None else (near[1] if near is not None else None)
     return Finding(
         CLS, f"{what} touches TMEM columns [{c0}, {c1}) of {tm.label}, but columns [{bad}, {bad + 32}) are not "
              f"allocated{after}",
-        sides=tuple(s for s in (freed, side) if s is not None),
-        missing="tcgen05.alloc before any TMEM access, and no access after dealloc (PTX ISA 9.1 §9.7.16.7.1, "
-                "§9.7.16.8.3-4: Tensor Memory is accessed through an address a tcgen05.alloc returned)",
+        sides=tuple(s for s in (first, side) if s is not None),
+        missing=("tcgen05.alloc of enough columns: the alloc at line "
+                 f"{near[1].line} must cover columns up to {c1} (PTX ISA 9.1 §9.7.16.7.1, §9.7.16.8.3-4: "
+                 "Tensor Memory is accessed only inside an allocation a tcgen05.alloc returned)"
+                 if near is not None and near[1] is not None else
+                 "tcgen05.alloc before any TMEM access, and no access after dealloc (PTX ISA 9.1 §9.7.16.7.1, "
+                 "§9.7.16.8.3-4: Tensor Memory is accessed through an address a tcgen05.alloc returned)"),
         fix=("move the access before the dealloc (after tcgen05.wait::ld / ::st)" if freed is not None else
+             "allocate as many columns as the kernel uses (nCols of the tcgen05.alloc, and of its dealloc)"
+             if near is not None else
              "allocate the columns first (tcgen05.alloc, then a thread sync and tcgen05.fence::after_thread_sync "
              "before reading the address)"))
 

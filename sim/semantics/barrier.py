@@ -197,15 +197,17 @@ class NamedBarriers:
         self._complete_check(ph)
         return ph
 
-    def sync_whole_cta(self, cta, warps: list, index: int, pc: int, aligned: bool) -> bool:
+    def sync_whole_cta(self, cta, warps: list, index: int, pc: int, aligned: bool, times: int = 1) -> bool:
         """Every live warp of ``cta`` (``warps``, in issue order, each with all its live lanes) executes the
         ``bar.sync index`` at ``pc`` (no thread count, no guard) in one cycle, on a barrier with no open phase: the
         state :meth:`arrive` and :meth:`wait` leave after the reference tier runs them warp by warp -- the phase
         opens, every warp arrives, it completes at the last arrival (the warps' waits end in this same cycle,
         before any of them issues again; nothing of the phase is left) and the barrier's mirror is what the last
-        warp's wait leaves (:meth:`_mirror` of the completed phase).  False (nothing changed) when a phase is
-        open.  Used by the fast tier's lockstep supersteps (tcsim.fast.lockstep); keep in step with
-        :meth:`phase` / :meth:`arrive` / :meth:`_complete_check` / :meth:`wait`."""
+        warp's wait leaves (:meth:`_mirror` of the completed phase).  ``times``: that many such barriers back to
+        back (the fast tier's compiled blocks run several between two calls; nothing else touches the barrier in
+        between).  False (nothing changed) when a phase is open.  Used by the fast tier's lockstep supersteps
+        (tcsim.fast.lockstep); keep in step with :meth:`phase` / :meth:`arrive` / :meth:`_complete_check` /
+        :meth:`wait`."""
         key = (id(cta), index)
         if key in self.phases:
             return False
@@ -214,14 +216,16 @@ class NamedBarriers:
         for w in warps:
             took.add(w.id)
             w.last_sync = "bar.arrive"
-        self.generations[key] = gen + 1
-        self.port.sync("bar.release", cta, barrier=index, generation=gen, warps=sorted(w.id for w in warps))
+        self.generations[key] = gen + times
+        ids = sorted(w.id for w in warps)
+        for t in range(times):
+            self.port.sync("bar.release", cta, barrier=index, generation=gen + t, warps=ids)
         nb = cta.barriers[index]
         nb.event = None
         nb.expected = None
         nb.arrived = len(warps) * WARP
         nb.waiting = [(w, w.alive.copy()) for w in warps]
-        nb.generation = gen
+        nb.generation = gen + times - 1
         return True
 
     def _warp_check(self, ph, warp):

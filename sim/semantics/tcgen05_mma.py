@@ -557,6 +557,7 @@ def decode_commit(ins, info):
         addrs = ctx.address(mbar_op)
         cmask = ctx.read(mask_op, "u16") if mask_op is not None else None
         pipe = TensorPipe.of(ctx, form.cta_group, "tcgen05.commit")
+        per_barrier: dict = {}
         for lane in lanes:
             lane = int(lane)
             a = int(addrs[lane])
@@ -565,7 +566,8 @@ def decode_commit(ins, info):
             mcta, off = shared_target(ctx, a, "shared::cluster", "tcgen05.commit [mbar]", lane)
             targets = cta_mask_targets(ctx, int(cmask[lane]), lane) if cmask is not None else [mcta]
             for t in targets:
-                live_mbarrier(t, off, "tcgen05.commit [mbar]", lane)
+                mb = live_mbarrier(t, off, "tcgen05.commit [mbar]", lane)
+                per_barrier.setdefault((id(t), off), [t, mb, 0])[2] |= 1 << lane
 
             def complete(targets=targets, off=off):
                 for t in targets:
@@ -573,6 +575,10 @@ def decode_commit(ins, info):
 
             pipe.submit(PipeOp("commit", what, complete, issuer=issuer(ctx, lane), loc=ctx.ins.loc,
                                warp=ctx.warp.id, lane=lane, pc=ctx.pc))
+        if len(lanes) > 1:
+            from ..race.protocol import warp_act
+            for t, mb, mask in per_barrier.values():
+                ctx.engine.protocol.check_commit_lanes(warp_act(ctx, mask=mask), t, mb, bin(mask).count("1"))
         ctx.emit_sync("tcgen05.commit", lanes=[int(x) for x in lanes])
 
     return run

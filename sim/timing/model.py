@@ -52,6 +52,18 @@ wait until every earlier instruction of the warp has started (:attr:`tcsim.timin
 registers are renamed (no write-after-write waits).  Semantics still execute at issue in program order, so
 values do not change.
 
+**Basic blocks** (``dataflow_block_drain``; sm_90a): the warp issues SASS in order and ptxas schedules within a
+basic block (it hoists a block's loads above their consumers: loop_const_trip_loads' 16 LDGs before its first FADD)
+but not across one, so a branch that issues and its target are ordering points (:func:`block_boundaries`; a short
+forward branch is if-converted into predicated instructions, ``if_convert_max``), while within a block
+``dataflow_window`` instructions may wait for their operands; a loop with a run-time trip count, unrolled by
+``runtime_loop_unroll`` behind its dispatch, ends a block every that many iterations.
+
+**Same-word atomics** (sm_90a): an integer add / min / max / and / or / xor whose result is unused and whose lanes
+hit one word is one request (ptxas reduces it over the warp: :func:`warp_reduced_atomics`); atomics on one word are
+done one after the other at L2 (``atom_same_address_cycles``), and an atomic leaves the SM -- its warp issues on --
+only once that backlog ahead of it is at most ``atom_queue_cycles``.
+
 **SASS-timed loops** (``sass_timed_loops``; sm_90a): a counted mma.sync loop whose SASS is recorded
 (:mod:`tcsim.timing.sass`, ``python -m calib.sass_facts``) is timed by the steady static schedule of the SASS block ptxas
 unrolled it into (stall counts and scoreboard waits, with this config's latencies): its PTX instructions are free and
@@ -80,7 +92,7 @@ from tcsim.isa import ir
 from tcsim.isa.errors import TcsimError
 from .. import memory as M
 from ..observe import Stall
-from .classes import plan_instruction
+from .classes import _has_dest, operand_regs, plan_instruction
 from .params import ArchConfig
 from .sass import default_latencies, load_loop_facts, load_loop_windows, load_loops, steady_cycles
 from .scoreboard import Scoreboard
@@ -169,6 +181,10 @@ class TimingModel:
         for pc, ins in enumerate(self.body):
             line_pc.setdefault(ins.loc.line, pc)
         rolled_by_sass = {line_pc[ln] for ln, rolled in self.loop_facts.items() if rolled and ln in line_pc}
+        #: run-time-trip loop back-edge pc -> ptxas's unroll factor: every that many iterations the SASS loop's own
+        #: back edge ends a basic block (dataflow_block_drain)
+        self.rt_unroll: dict = {}
+        unroll = int(cfg.runtime_loop_unroll) if cfg.dataflow_block_drain else 0
         if self.dataflow and cfg.runtime_loop_cycles > 0:
             for head, exit_pc, back, ctrl in runtime_loops(self.body, sim.program.kernel.labels):
                 if back in rolled_by_sass or exit_pc in rolled_by_sass:
@@ -176,6 +192,8 @@ class TimingModel:
                 for pc in ctrl:
                     self._free(pc)
                 self.rt_exits.setdefault(exit_pc, (head, back, cfg.runtime_loop_cycles))
+                if unroll > 0:
+                    self.rt_unroll[back] = (head, unroll)
         # loops ptxas does not unroll (a step that is no immediate -- grid- and block-stride loops --, a
         # data-dependent exit, control flow inside): the warp issues their SASS in order, so it cannot run ahead
         # into the next iteration past an instruction still waiting for its operands -- the back edge is an
@@ -210,6 +228,12 @@ class TimingModel:
                     if inner:
                         h, b = min(inner, key=lambda lp: lp[1] - lp[0])
                         self.load_window[k] = (b, wins[b])
+        # basic blocks (dataflow_block_drain): the warp issues SASS in order and ptxas schedules within a block, so
+        # a block boundary -- a branch, a branch target -- is an ordering point; within a block the dataflow window
+        # stands for ptxas's list scheduling (loads hoisted above their consumers)
+        if self.dataflow and cfg.dataflow_block_drain:
+            for pc in block_boundaries(self.body, sim.program.kernel.labels, self.plans, int(cfg.if_convert_max)):
+                self.plans[pc] = replace(self.plans[pc], order="drain")
         self._checked = [tuple(dict.fromkeys(p.srcs + p.dsts)) for p in self.plans]
         # write-after-read: registers an instruction writes but does not read itself (its own read-after-write
         # wait already orders it after a reader that also produced them, e.g. an mma.sync accumulator chain)
@@ -218,6 +242,8 @@ class TimingModel:
         self.store_path = float(cfg.gmem_store_clk_per_sector) > 0
         self.tma_store_sharing = self.store_path and cfg.tma_store_request_share > 0
         self.branch_taken = float(cfg.branch_taken_cycles)
+        self.atom_queue = float(cfg.atom_queue_cycles) if cfg.atom_same_address_cycles > 0 else 0.0
+        self._warp_reduced = warp_reduced_atomics(self.body) if cfg.atom_warp_aggregate else set()
         self.nsched = int(cfg.schedulers_per_sm)
         self.sms: dict = {}
         self.lines = GlobalLines(int(cfg.gmem_line_bytes))
@@ -337,9 +363,19 @@ class TimingModel:
                 head, back, cost = self.rt_exits[pc]
                 pcs = warp.pc[warp.alive & ~warp.waiting]
                 if not ((pcs >= head) & (pcs <= back)).any():     # the whole warp has left the loop
+                    wt.loop_iters.pop(back, None)
                     before = wt.prepaid - gap
                     wt.prepaid = wt.free_run = 0
                     return max(cost - before, gap), now
+            if pc in self.rt_unroll:
+                # ptxas unrolled the loop by `unroll` behind its trip-count dispatch: every `unroll` iterations its
+                # SASS back edge ends a block, which the warp leaves once every earlier instruction has started
+                head, unroll = self.rt_unroll[pc]
+                pcs = warp.pc[warp.alive & ~warp.waiting]
+                if ((pcs >= head) & (pcs <= pc)).any():
+                    n = wt.loop_iters[pc] = wt.loop_iters.get(pc, 0) + 1
+                    if n % unroll == 0 and wt.last_start > now:
+                        return max(wt.last_start - now, gap), now
             return gap, now
         wt.free_run = wt.prepaid = 0
         sm.issue_free[wt.sub] = now + 1
@@ -369,6 +405,7 @@ class TimingModel:
                 wt.pending.append(now)
         lat = p.latency
         hold = 0.0
+        atom_hold = 0.0
         if p.membar is not None:
             # the MEMBAR ptxas puts in front of a release access, or a fence's own: the access starts after it.
             # GPU / SYS-scope barriers of an SM drain one at a time (corpus: 128 MEMBAR.GPU cost the same with 4
@@ -381,7 +418,7 @@ class TimingModel:
             hold = cyc
             now += hold
         if p.cls == "mem":
-            lat = self._memory_latency(ctx, p, pre, sm, now, issue)
+            lat, atom_hold = self._memory_latency(ctx, p, pre, sm, now, issue, pc)
             if p.space in ("global", "generic") and (not p.dsts or ctx.ins.opcode in ("atom", "red")):
                 wt.writes_done = max(wt.writes_done, now + lat)
                 if ctx.ins.opcode in ("atom", "red"):
@@ -413,6 +450,9 @@ class TimingModel:
             # released, barrier_latency after the completing arrival; a warp released later gets the same
             # latency as its wake-up (label_waits / released)
             gap = max(gap, self.barrier_latency(warp.cta, p))
+        if p.cls == "mem" and atom_hold > 0:
+            # the atomic waited in the SM for its word's backlog (atom_queue_cycles): the warp with it
+            gap = max(gap, atom_hold + 1)
         done = now + lat
         if hold:
             gap = max(gap, now - issue + (0 if p.cls == "control" else 1))
@@ -493,10 +533,12 @@ class TimingModel:
         self.busy["smem"] += wavefronts
         return start - now + wavefronts - 1
 
-    def _memory_latency(self, ctx, p, addrs, sm: SmState, now: float, issue: float) -> float:
+    def _memory_latency(self, ctx, p, addrs, sm: SmState, now: float, issue: float, pc: int = -1) -> tuple:
+        """(latency, cycles an atomic waited in the SM before it left: atom_queue_cycles)."""
         cfg = self.cfg
+        atom_hold = 0.0
         if addrs is None or addrs.size == 0:
-            return cfg.l1_latency if p.space in ("param", "const", "local") else cfg.smem_latency
+            return (cfg.l1_latency if p.space in ("param", "const", "local") else cfg.smem_latency), 0.0
         space = p.space
         if space == "generic":
             a = addrs.astype(np.uint64)
@@ -518,7 +560,7 @@ class TimingModel:
                 # the generic path (H100: dsmem_chase)
                 remote = bool((ranks != ctx.warp.cta.rank).any())
                 lat += cfg.dsmem_remote_latency - cfg.smem_latency if remote else cfg.dsmem_own_extra
-            return lat
+            return lat, 0.0
         if space == "global":
             line = int(cfg.gmem_line_bytes)
             lines = set((addrs.astype(np.uint64) // np.uint64(line)).tolist())
@@ -534,8 +576,8 @@ class TimingModel:
                         waves = len(lines)
                         q = self._smem_port(sm, now, math.ceil(waves * cfg.l1_line_cycles)) \
                             - (math.ceil(waves * cfg.l1_line_cycles) - 1)
-                        return max(landed, q + cfg.l1_latency + (waves - 1) * cfg.l1_line_cycles)
-                    return max(landed, cfg.l1_latency)
+                        return max(landed, q + cfg.l1_latency + (waves - 1) * cfg.l1_line_cycles), 0.0
+                    return max(landed, cfg.l1_latency), 0.0
                 fill = [ln for ln in lines if ln not in sm.l1]
                 for ln in lines:
                     sm.l1.setdefault(ln, now)
@@ -556,7 +598,17 @@ class TimingModel:
                 # atomics on one address are done one after the other at its L2 slice, atom_same_address_cycles
                 # each, across warps (atomic_cas_counter: 128 threads CAS one counter)
                 words, counts = np.unique(addrs.astype(np.uint64), return_counts=True)
+                if pc in self._warp_reduced and len(words) == 1:
+                    counts = np.ones(1, dtype=counts.dtype)   # ptxas: REDUX over the warp, one lane's request
                 arrive = now + cfg.l2_latency / 2
+                if self.atom_queue > 0:
+                    # same-word atomics back up from their L2 slice into the SM: this one leaves the SM once the
+                    # backlog of its words ahead of it is at most atom_queue_cycles (cs_atomicIntrinsics: 8 warps x
+                    # 4 per-lane atomics on 4 words last as long as one word's 256 atomics in a row)
+                    backlog = max(sm.atom_free.get(w, 0.0) for w in words.tolist()) - arrive
+                    atom_hold = max(0.0, backlog - self.atom_queue)
+                    now += atom_hold
+                    arrive += atom_hold
                 for w, c in zip(words.tolist(), counts.tolist()):
                     start = max(arrive, sm.atom_free.get(w, 0.0))
                     sm.atom_free[w] = start + c * cfg.atom_same_address_cycles
@@ -578,7 +630,7 @@ class TimingModel:
                 # the per-warp store rate counts from the store's issue, not from when its data is ready
                 ctx.warp.timing.store_next = issue + cfg.gmem_store_warp_interval
                 self.busy["gmem"] += occ
-                return start - now + occ + cfg.l2_latency
+                return start - now + occ + cfg.l2_latency + atom_hold, atom_hold
             bw = cfg.hbm_bytes_per_clk_sm if new else cfg.l2_bytes_per_clk_sm
             occ = math.ceil(nbytes / bw)
             if cfg.l2_line_cycles > 0 and p.dsts:
@@ -596,17 +648,17 @@ class TimingModel:
             if fill and cfg.l1_pending_fills:
                 for ln in fill:
                     sm.l1[ln] = now + lat
-            return lat
+            return lat + atom_hold, atom_hold
         if space == "const" and cfg.const_miss_latency > 0:
-            return self._const_latency(sm, addrs)
+            return self._const_latency(sm, addrs), 0.0
         if space == "param" and cfg.const_miss_latency > 0 and cfg.param_block_resident:
             # kernel parameters: written by the launch into the constant bank, so their 256-byte blocks are
             # taken to be in the block cache from the start; a 64-byte line's first read costs a block hit
             lines = sm.param_lines
             new = {int(x) // 64 for x in addrs.tolist()} - lines
             lines |= new
-            return cfg.const_l15_latency if new else cfg.const_hit_latency
-        return cfg.l1_latency
+            return (cfg.const_l15_latency if new else cfg.const_hit_latency), 0.0
+        return cfg.l1_latency, 0.0
 
     def _const_latency(self, sm: SmState, addrs) -> float:
         """ld.const through the SM's constant caches (H100 const_chase_*): a word of a 64-byte line already read
@@ -807,6 +859,54 @@ def _back_edges(body, labels: dict) -> list:
             head = labels.get(getattr(ins.operands[0], "name", None))
             if head is not None and head <= pc:
                 out.append((pc, head))
+    return out
+
+
+def block_boundaries(body, labels: dict, plans, if_convert_max: int) -> list:
+    """pcs of the branches and branch targets that end / start a basic block of the SASS: every branch that issues
+    (not the freed control of a loop ptxas unrolls) and its target, except a forward branch over at most
+    ``if_convert_max`` straight-line instructions (no branch, no ordering point), which ptxas if-converts into
+    predicated instructions."""
+    out: set = set()
+    for pc, ins in enumerate(body):
+        if ins.opcode not in ("bra", "brx") or plans[pc].free:
+            continue
+        target = labels.get(getattr(ins.operands[0], "name", None)) if ins.operands else None
+        if target is not None and ins.guard is not None and pc < target <= pc + 1 + if_convert_max \
+                and all(body[k].opcode not in ("bra", "brx") and plans[k].order != "drain"
+                        for k in range(pc + 1, target)):
+            continue
+        out.add(pc)
+        if target is not None and target < len(body) and not plans[target].free:
+            out.add(target)
+    return sorted(out)
+
+
+#: atomic operations ptxas reduces over the warp first (REDUX / POPC) when their result is not used and their address
+#: is warp-uniform: one lane then sends the request (SASS of simpleAtomicIntrinsics: @P0 REDG.E.ADD/MAX/MIN/AND/OR/XOR;
+#: EXCH, INC, DEC and CAS stay per lane)
+_REDUX_OPS = {"add", "min", "max", "and", "or", "xor"}
+_REDUX_TYPES = {"u32", "s32", "b32"}
+
+
+def warp_reduced_atomics(body) -> set:
+    """pcs of the 32-bit integer ``atom`` / ``red`` add, min, max, and, or, xor whose result no instruction reads
+    (``red``, or an ``atom`` whose destination register is never a source): ptxas reduces them over the warp and one
+    lane sends the request when the lanes' address is the same (the caller checks that at run time)."""
+    read: set = set()
+    for ins in body:
+        for k, o in enumerate(ins.operands):
+            if k or not _has_dest(ins):
+                read.update(operand_regs(o))
+        if ins.guard is not None:
+            read.add(ins.guard[0].name)
+    out = set()
+    for pc, ins in enumerate(body):
+        if ins.opcode not in ("atom", "red") or not (set(ins.mods) & _REDUX_OPS) or not (set(ins.mods) & _REDUX_TYPES):
+            continue
+        if ins.opcode == "red" or (ins.operands and isinstance(ins.operands[0], ir.Reg)
+                                   and ins.operands[0].name not in read):
+            out.add(pc)
     return out
 
 

@@ -238,6 +238,13 @@ SM_100A: dict = {
                                                            "measured on B200)"),
     "l1_pending_fills": P(0, "bool", "E", TM_B200, "off: an L1 line is usable once a load has missed on it"),
     "sass_load_window": P(0, "bool", "E", TM_B200, "off: no sm_100a loop facts recorded (dataflow issue only)"),
+    "dataflow_block_drain": P(0, "bool", "E", TM_B200, "dataflow issue only (off for B200)"),
+    "if_convert_max": P(0, "instructions", "E", TM_B200, "not used while dataflow_block_drain is 0"),
+    "runtime_loop_unroll": P(4, "iterations", "E", TM_B200, "not used while dataflow_block_drain is 0"),
+    "atom_warp_aggregate": P(0, "bool", "E", TM_B200, "off: every lane of an atomic is a request (no sm_100a SASS "
+                                                      "read)"),
+    "atom_queue_cycles": P(0, "clk", "E", TM_B200, "0: atomics never wait at issue for a word's backlog (not "
+                                                   "measured on B200)"),
     "l1_line_cycles": P(0, "clk/line", "E", TM_B200, "0: an L1 hit costs l1_latency however many lines it touches "
                                                      "(not measured on B200)"),
     "l2_line_cycles": P(0, "clk/line", "E", TM_B200, "0: a load takes its bytes at the L2 bandwidth share only (not "
@@ -272,8 +279,12 @@ SM_90A: dict = {
     "timed": P(1, "bool", "E", TCSIM, "1: the timing model decides when each warp-instruction issues "
                                       "(sim/timing/model.py); 0: every warp-instruction takes one cycle (the "
                                       "functional preset, ArchConfig.untimed)"),
-    "dataflow_window": P(8, "instructions", "E", H100_WP, "dataflow issue: instructions of a warp whose start is "
-                                                         "still in the future before the warp stops issuing"),
+    "dataflow_window": P(16, "instructions", "M", CORPUS_H100,
+                         "dataflow issue: instructions of a warp whose start is still in the future before the warp "
+                         "stops issuing -- within a basic block (dataflow_block_drain), it stands for ptxas's list "
+                         "scheduling (loads hoisted above their consumers).  Scanned on the fit split with the block "
+                         "drains on (python -m calib.timing_corpus timing report over fit kernels): 12 / 16 / 24 gave "
+                         "12.1% / 11.5% / 11.8% (8, before the drains: 13.2%)"),
     "mma_sync_operand_read": P(34.5, "clk", "M", "calib/microbench loop_ldsm_mma_1w/4w (fit.py; measured.json)",
                                "write-after-read on mma.sync operands: an instruction overwriting a register that "
                                "an earlier in-flight mma.sync reads waits until that mma has read it, this long "
@@ -396,10 +407,36 @@ SM_90A: dict = {
                                   "fit atomics: of its 6 fit-split kernels only atomic_cas_counter -- 128 threads CAS "
                                   "one counter -- has same-word collisions worth the name; one Gauss-Newton step gave "
                                   "7.2 (+23%), 4.5 / 5.4 gave -9.7% / +2.2%: 5.2 interpolated; -41.9% before)"),
+    "atom_warp_aggregate": P(1, "bool", "D", "SASS of ptxas 13.0 (simpleAtomicIntrinsics: REDUX + @P0 REDG)",
+                             "1: a 32-bit integer add / min / max / and / or / xor atomic whose result is unused, on "
+                             "one word for every lane, is reduced over the warp first: one request, not one per lane "
+                             "(model.warp_reduced_atomics)"),
+    "atom_queue_cycles": P(270, "clk", "D", "= gmem_store_queue_cycles (FOLLOWS)",
+                           "with atom_same_address_cycles: a global atomic / reduction leaves the SM (and its warp "
+                           "issues on) only once the backlog of same-word atomics ahead of it at L2 is at most this "
+                           "many cycles: the requests back up into the SM's queue, taken as deep as the store "
+                           "path's (gmem_store_queue_cycles; no fit-split kernel has such a backlog)"),
     "l1_pending_fills": P(1, "bool", "D", CUDA_GUIDE,
                           "1: a load hitting an L1 line whose fill (an earlier load's miss) is still in flight "
                           "completes when the fill lands, not l1_latency after it issues (conv1d_direct: the 16 taps "
                           "of an output all read the 2 lines a warp touches first in that iteration)"),
+    "dataflow_block_drain": P(1, "bool", "D", "SASS of ptxas 13.0 (nvdisasm of calib/timing_corpus kernels)",
+                              "1: basic blocks bound the dataflow issue instead of the dataflow_window alone: a "
+                              "branch and a branch target are ordering points (the warp issues SASS in order and "
+                              "ptxas schedules within a block: it hoists a block's loads above their consumers -- "
+                              "loop_const_trip_loads' 16 LDGs before its first FADD -- but nothing across a block "
+                              "boundary), while within a block up to dataflow_window instructions may wait for "
+                              "their operands; loops ptxas unrolls (freed control) and if-converted branches "
+                              "(if_convert_max) are no boundaries"),
+    "runtime_loop_unroll": P(4, "iterations", "D", "SASS of ptxas 13.0 (tri_sum_reduce, gemv_warp_per_row, "
+                             "rmsnorm_half2: run-time-trip loops unrolled by 4)",
+                             "with dataflow_block_drain: a loop with a run-time trip count is unrolled by this many "
+                             "iterations behind its trip-count dispatch, so every this many iterations its back edge "
+                             "ends a basic block (an ordering point)"),
+    "if_convert_max": P(6, "instructions", "D", "SASS of ptxas 13.0 (gemv_warp_per_row: `if (lane == 0) y[row] = s` "
+                        "is a predicated STG, no branch)",
+                        "a forward branch over at most this many straight-line PTX instructions (no branch, barrier "
+                        "or other ordering point among them) is if-converted by ptxas: no block boundary"),
     "sass_load_window": P(1, "bool", "D", "SASS of ptxas 13.0 (calib/timing_corpus/sass_loops.py load_window)",
                           "1: in a loop with a recorded load window (loop facts), a warp's load waits until the "
                           "load that many loads earlier has completed: ptxas's register allocation lets only that "
@@ -549,7 +586,7 @@ LATENCY_KNOBS = {"tma": ("tma_extra_latency", "tma_early_extra", "tma_late_extra
 
 #: Derived parameters that follow another one when it is overridden, unless they were overridden themselves
 #: (kind still ``D``): derived name -> the name it equals.
-FOLLOWS = {"cp_async_latency": "l2_latency"}
+FOLLOWS = {"cp_async_latency": "l2_latency", "atom_queue_cycles": "gmem_store_queue_cycles"}
 ALIASES = {"sm_100": "sm_100a", "sm_100f": "sm_100a", "sm_90": "sm_90a"}
 
 

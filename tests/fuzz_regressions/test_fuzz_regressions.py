@@ -168,3 +168,40 @@ def test_no_finding_is_left_open():
     """Every finding of the fuzzing campaigns is fixed or diagnosed (issue: zero unexplained mismatches)."""
     open_ = [p.stem for p in RECORDS if load_reproducer(p).get("status", "open") == "open"]
     assert not open_, open_
+
+
+#: the SASS-diagnosed reproducers each per-instruction rewrite of calib/fuzz/explain.py (LINE_REWRITES: the
+#: executable model of an isa/lint.py check, which the survey applies to whole campaign programs) is read from
+LINE_REWRITE_SOURCES = {"guard-sunk": ("fuzz_108517_value", "fuzz_102217_value"),
+                        "b64-shift-f2i": ("fuzz_1071_value",), "half2-abs-fma": ("fuzz_14858_value",),
+                        "setp-no-ftz": ("fuzz_207439_value", "fuzz_208935_value", "fuzz_107537_value"),
+                        "neg-neg-copy": ("fuzz_100279_value",),
+                        "f2i-half-source": ("fuzz_107_value", "fuzz_100160_value", "fuzz_1060_value")}
+
+
+#: per-instruction rewrites read from a campaign program's own SASS, not from a reproducer here: where it is checked
+LINE_REWRITE_ELSEWHERE = {"wgmma-group-lost": "tests/hw/test_fuzz_wgmma_v7.py (v7 program 710731, v7_probe/)"}
+
+
+def test_every_line_rewrite_names_its_reproducers():
+    from calib.fuzz.explain import LINE_REWRITES
+
+    assert set(LINE_REWRITE_SOURCES) | set(LINE_REWRITE_ELSEWHERE) == set(LINE_REWRITES)
+
+
+@pytest.mark.parametrize("name,stem", [(n, s) for n, stems in LINE_REWRITE_SOURCES.items() for s in stems],
+                         ids=lambda x: x)
+def test_line_rewrite_is_the_lowering_ptxas_made(name, stem):
+    """A per-instruction rewrite applied where its lint check notes the reproducer (no line chosen by hand) makes
+    the program the SASS listing shows -- the output of the as-compiled model read from sass/ (as_compiled.json),
+    which is the GPU's, bit for bit -- while tcsim's PTX semantics differ."""
+    from calib.fuzz.explain import LINE_REWRITES
+    from calib.fuzz.replay import as_compiled_text, replay_record
+
+    rec = load_reproducer(HERE / f"{stem}.json")
+    lines = LINE_REWRITES[name][1](rec["ptx"])
+    assert lines, f"isa/lint.py notes nothing of {name} in {stem}"
+    got = replay_record(rec, f"diagnosed:{name}@" + ",".join(map(str, lines)))
+    model = replay_record(rec, ptx=as_compiled_text(rec["ptx"], AS_COMPILED[stem]))
+    assert replay_on_sim(rec).output != rec["gpu_output"]
+    assert got == model == rec["gpu_output"]

@@ -140,6 +140,33 @@ def test_sample_of_each_group_replays(stem):
     assert not bad, f"{stem}: {bad[:5]}"
 
 
+def _line_rewrite_sample() -> list:
+    """(campaign, seed, explanation): the first program (newest ALU campaign first) explained by each per-instruction
+    rewrite of a lint-noted class (calib.fuzz.explain.LINE_REWRITES), which :func:`sample`'s first few classes may
+    miss; ``-m slow`` replays every one."""
+    from calib.fuzz.explain import LINE_REWRITES
+
+    out = []
+    seen: set = set()
+    for stem, c in sorted(CAMPAIGNS.items(), key=lambda kv: -kv[1]["generator"]):
+        if c["generator"] >= 6:         # warpgroup programs (wgmma-group-lost: tests/hw/test_fuzz_wgmma_v7.py)
+            continue
+        for name, seeds in sorted(c["explained"].items(), key=lambda kv: min(kv[1])):
+            classes = {r.split("@")[0] for r in parse_explanation(name)[0]} & set(LINE_REWRITES)
+            if classes - seen:
+                seen |= classes
+                out.append((stem, min(seeds), name))
+    return out
+
+
+@pytest.mark.parametrize("stem,seed,name", _line_rewrite_sample())
+def test_lint_noted_programs_reproduced_by_the_lowering_ptxas_made(stem, seed, name):
+    """A campaign program the lint noted, now explained: the per-instruction rewrite of its class at the listed lines
+    (the lowering read from the SASS of the class's reproducers, tests/fuzz_regressions test_line_rewrite_is_the_
+    lowering_ptxas_made) reproduces the GPU's output bit for bit, and the plain simulator does not."""
+    assert check(stem, "explained", seed, name) is None
+
+
 #: programs per test of the exhaustive replay (a group of a campaign in parts: ``pytest -n N`` spreads them)
 CHUNK = 100
 

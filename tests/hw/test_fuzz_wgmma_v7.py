@@ -191,3 +191,30 @@ def test_v7_abs_f64_selp_explained_bit_for_bit():
     assert replay_explained(prog, "diagnosed:abs-f64-int-selp") == gpu
     noted = notes(parse(prog.render()), checks=["abs-f64-into-selp"])
     assert [n.message.split(",")[0] for n in noted] == ["selp.f64 of %rd0"]
+
+
+def test_v7_wgmma_group_lost_explained_bit_for_bit():
+    """v7 program 710731 (noted ``wgmma-rs-chain``) re-run on an H200 (v7_probe/): its output is the H100's (the
+    record's hash) and the simulator's once the noted wgmma's group is dropped (``wgmma-group-lost``: ptxas copies the
+    chain's accumulators before the WARPGROUP.DEPBAR and goes on with the copies, SASS quoted); with a wait after
+    every commit the GPU agrees with tcsim."""
+    from calib.fuzz.record import _h
+    from calib.fuzz.replay import replay_explained, replay_record
+    from calib.fuzz.rs_probe import waited
+    from calib.fuzz.runner import run_sim
+
+    _, meta = _record("h100_v7_seeds_700000_713999")
+    prog = generate(710731, version=7)
+    gpu = (ROOT / "v7_probe" / "710731_orig.gpu.bin").read_bytes()
+    assert _h(gpu) == meta["gpu_sha"]["710731"]
+    assert run_sim(prog).output != gpu
+    assert replay_explained(prog, "diagnosed:wgmma-group-lost@278") == gpu
+    rec = {"ptx": waited(prog.render()), "kernel": prog.kernel_name, "nthreads": prog.nthreads,
+           "input": prog.input_buffer(), "gpu_output": gpu}
+    assert replay_record(rec) == (ROOT / "v7_probe" / "710731_waited.gpu.bin").read_bytes()
+    sass = [ln.split("*/", 1)[1].strip() for ln in (ROOT / "v7_probe" / "710731_orig.sass").read_text().splitlines()
+            if "*/" in ln]
+    last = sass.index("HGMMA.64x8x8.F32.TF32 R64, R56, gdesc[UR4], R64, gsb0 ;")
+    depbar = next(i for i in range(last, len(sass)) if sass[i].startswith("WARPGROUP.DEPBAR"))
+    copied = {re.findall(r"R\d+", ln)[-1] for ln in sass[last + 1:depbar] if "MOV" in ln}
+    assert copied >= {"R64", "R65", "R66", "R67"}, sass[last:depbar + 1]

@@ -265,12 +265,15 @@ def test_supersteps_identical(ctas, iters):
     assert supersteps > 0 and cycles > 0.5 * sig["stats"]["cycles"]
 
 
-def test_superstep_barrier_state_identical():
+@pytest.mark.parametrize("threads", [48, 64])
+def test_superstep_barrier_state_identical(threads):
     """After bar.syncs run by whole CTAs in a superstep, the named barriers hold what the reference's warp-by-warp
-    arrivals leave (phase generations, who took part, each barrier's mirror: arrivals, waiting warps)."""
+    arrivals leave (phase generations, who took part, each barrier's mirror: arrivals, waiting warps); with 48
+    threads (a warp of 16 live lanes) the superstep runs them one by one, with 64 (every lane live) inside a
+    compiled block, completed after it (several per call)."""
     def state(tier):
-        res = run_launch(Launch(ptx=EDGE_PTX, kernel="edge", grid=(3, 1, 1), block=(48, 1, 1),
-                                args=[np.zeros(144, np.uint32), 5]), tier=tier, detect=False)
+        res = run_launch(Launch(ptx=EDGE_PTX, kernel="edge", grid=(3, 1, 1), block=(threads, 1, 1),
+                                args=[np.zeros(48 * 3 + threads, np.uint32), 5]), tier=tier, detect=False)
         sim = res.simulation
         nb = sim.agents[("named-barriers", None)]
         pos = {id(c): i for i, c in enumerate(sim.ctas)}
@@ -546,9 +549,12 @@ def _stacked(regs, dtypes):
     return stacks, slots, by, arrays
 
 
-def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3, words=False):
-    """Run the compiled block interpreter for one cycle at ``pc`` over ``regs`` (k warps): (cycles, reason, the
-    registers after it)."""
+def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3, words=False, glob=None, lanes=None,
+            bar=False, cycles=1):
+    """Run the compiled block interpreter for ``cycles`` cycles at ``pc`` over ``regs`` (k warps): (cycles,
+    reason, the registers after it).  ``glob``: global allocations [(base, bytes)] (written in place); ``lanes``:
+    the special registers' per-lane values (rows of L, all supplied); ``bar``: bar.sync allowed (the counts per
+    barrier are returned as the fourth item then)."""
     from tcsim.fast import vm
     stacks, slots, by, arrays = _stacked(regs, dtypes)
     S = np.zeros((max(1, len(enc.syms)), k), dtype=np.uint64)
@@ -562,9 +568,24 @@ def _vm_one(prog, enc, pc, regs, dtypes, smem=None, params=None, k=3, words=Fals
         w32, w64 = sm.view(np.uint32), sm.view(np.uint64)
     else:
         w32, w64 = np.zeros((1, 1), np.uint32), np.zeros((1, 1), np.uint64)
-    vm.run(enc.P, enc.C, *stacks, S, rows, sm, np.arange(k) % sm.shape[0], z, pc, 1, 0, sm.shape[1], 24,
-           (1 << 24) - 1, flags, params if params is not None else np.zeros(8, np.uint8), w32, w64, out)
+    pad = np.zeros(8, np.uint8)
+    gb, gs = np.zeros(vm.NGLOBAL, np.uint64), np.zeros(vm.NGLOBAL, np.uint64)
+    garrs = [pad] * vm.NGLOBAL
+    if glob is not None:
+        flags |= vm.F_GLOBAL
+        for i, (base, arr) in enumerate(glob):
+            gb[i], gs[i], garrs[i] = base, arr.size, arr
+    if bar:
+        flags |= vm.F_BAR
+    L = np.zeros((1, 32 * k), np.uint64) if lanes is None else lanes
+    lok = np.ones(L.shape[0], np.int64) if lanes is not None else np.zeros(1, np.int64)
+    bars = np.zeros(16, np.int64)
+    vm.run(enc.P, enc.C, *stacks, S, L, lok, rows, sm, np.arange(k) % sm.shape[0], z, pc, cycles, 0, sm.shape[1],
+           24, (1 << 24) - 1, flags, params if params is not None else np.zeros(8, np.uint8), w32, w64, gb, gs,
+           0 if glob is None else len(glob), tuple(garrs), bars, out)
     got = {n: arrays[np.dtype(dtypes[n])][by[np.dtype(dtypes[n])].index(n)].copy() for n in regs}
+    if bar:
+        return int(out[0]), int(out[4]), got, bars
     return int(out[0]), int(out[4]), got
 
 
@@ -710,3 +731,89 @@ def test_compiled_blocks_memory_and_branches():
             r["%p1"][1, 5] = True
         cycles, why, got = _vm_one(prog, enc, 4, r, dtypes, k=k)
         assert cycles == expect and (why == vm.R_DIVERGE) == (p is None)
+
+
+def test_compiled_blocks_global_special_and_barriers():
+    """ld.global / st.global, special registers and bar.sync in compiled blocks: the bytes at each lane's address
+    (two allocations), the stores warp after warp with each warp's lanes from the last to the first (the lowest
+    lane of the last warp lands last, as ExecContext.store writes them); an access the semantics would fault on
+    (misaligned, past an allocation's end, in the guard gap, before the first) stops the block before it with
+    nothing written; a special register's per-lane values, and a stop at one the call was not given; a bar.sync
+    counted per barrier when allowed, a stop before it when not."""
+    pytest.importorskip("numba")
+    from tcsim.engine import load_program
+    from tcsim.fast import vm
+    from tcsim.fast.batch import BARRIER, SEM
+    from tcsim.fast.blocks import _CLS, encode
+    from tcsim.isa.parser import parse
+    from tcsim.semantics import DecodeInfo
+    ptx = (".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k()\n"
+           "{\n\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<4>;\n"
+           "\tld.global.nc.u32 %r1, [%rd1+8];\n\tst.global.u32 [%rd2+4], %r3;\n\tld.global.u64 %rd3, [%rd1];\n"
+           "\tmov.u32 %r4, %tid.x;\n\tmov.u32 %r5, %ctaid.y;\n\tbar.sync 2;\n\tst.global.u64 [%rd2], %rd3;\n"
+           "\tret;\n}\n")
+    prog = load_program(parse(ptx), "k")
+    info = DecodeInfo(prog.module, prog.kernel, "sm_100a", frozenset(), 0)
+    from tcsim.callstack import make_regfile
+    dtypes = {n: np.dtype(a.dtype) for n, a in make_regfile(prog.kernel.regs).items()}
+    by: dict = {}
+    for name, dt in dtypes.items():
+        by.setdefault(dt, []).append(name)
+    slots = {n: (_CLS[dt], j) for dt, names in by.items() for j, n in enumerate(names)}
+    steps = [SEM] * 5 + [BARRIER, SEM, None]
+    enc = encode(prog, steps, {}, slots, dtypes, info, {5: (2, True)})
+    assert all(enc.P[pc, vm.OP] != vm.STOP for pc in range(7)), enc.P[:7, 0]
+    assert [(op.name, op.component, n) for op, n in enc.sregs] == [("%tid", "x", 4), ("%ctaid", "y", 4)]
+    k = 2
+    rng = np.random.default_rng(11)
+    base0, base1 = 0x7F0000000000, 0x7F0000002000
+    g0 = rng.integers(0, 256, size=256, dtype=np.uint8)
+    g1 = rng.integers(0, 256, size=100, dtype=np.uint8)
+    regs = {n: np.zeros((k, 32), dtype=dtypes[n]) for n in dtypes}
+    # lanes load words 0..63 of g0 (warp 0) and of g1 from offset 0 (warp 1); stores hit 4 words of g1
+    off = np.arange(32, dtype=np.uint64) * 4
+    regs["%rd1"] = np.stack([base0 + off, base1 + (off % 64)]).astype(np.uint64)
+    regs["%rd2"] = np.tile(base1 + (np.arange(32, dtype=np.uint64) % 4) * 8, (k, 1))
+    regs["%r3"] = (np.arange(k * 32, dtype=np.uint32) + 1000).reshape(k, 32)
+
+    def word(buf, o, n):
+        return int.from_bytes(bytes(buf[o:o + n]), "little")
+    a0, a1 = g0.copy(), g1.copy()
+    cycles, why, got = _vm_one(prog, enc, 0, regs, dtypes, k=k, glob=[(base0, a0), (base1, a1)])
+    want = [[word(g0, 4 * l + 8, 4) for l in range(32)], [word(g1, (4 * l) % 64 + 8, 4) for l in range(32)]]
+    assert cycles == 1 and got["%r1"].tolist() == want
+    cycles, why, got = _vm_one(prog, enc, 2, regs, dtypes, k=k, glob=[(base0, a0), (base1, a1)])
+    assert cycles == 0 and why == vm.R_BAIL                         # (8-byte loads at 4-byte steps: misaligned)
+    r = dict(regs, **{"%rd1": np.stack([base0 + 2 * off, base1 + (2 * off) % 64]).astype(np.uint64)})
+    cycles, why, got = _vm_one(prog, enc, 2, r, dtypes, k=k, glob=[(base0, a0), (base1, a1)])
+    assert cycles == 1 and got["%rd3"].tolist() == [[word(g0, 8 * l, 8) for l in range(32)],
+                                                     [word(g1, (8 * l) % 64, 8) for l in range(32)]]
+    # the store: word 8j + 4 of g1 (j = 0..3) is written by lanes j, j + 4, ... of both warps: warp 1's lane j last
+    cycles, why, got = _vm_one(prog, enc, 1, regs, dtypes, k=k, glob=[(base0, a0), (base1, a1)])
+    want = g1.copy()
+    for j in range(4):
+        want[8 * j + 4:8 * j + 8] = np.frombuffer(np.uint32(1000 + 32 + j).tobytes(), np.uint8)
+    assert cycles == 1 and np.array_equal(a1, want) and np.array_equal(a0, g0)
+    # faults the semantics report: stopped before, nothing written
+    for bad in (base1 + 1, base1 + 96, base1 + 200, base0 - 8):
+        r = dict(regs, **{"%rd2": np.full((k, 32), bad, np.uint64)})
+        r["%rd2"][0, :5] = base1                    # (some lanes fine)
+        a1 = g1.copy()
+        cycles, why, got = _vm_one(prog, enc, 1, r, dtypes, k=k, glob=[(base0, a0), (base1, a1)])
+        assert cycles == 0 and why == vm.R_BAIL and np.array_equal(a1, g1), hex(bad)
+    cycles, why, got = _vm_one(prog, enc, 0, regs, dtypes, k=k)        # (no global memory given)
+    assert cycles == 0 and why == vm.R_BAIL
+    # special registers: the per-lane values given, or a stop before a reader of one not given
+    L = np.stack([np.tile(np.arange(32, dtype=np.uint64), k), np.repeat(np.arange(k, dtype=np.uint64) + 5, 32)])
+    cycles, why, got = _vm_one(prog, enc, 3, regs, dtypes, k=k, lanes=L, cycles=2)
+    assert cycles == 2 and got["%r4"].tolist() == [list(range(32))] * k
+    assert got["%r5"].tolist() == [[5] * 32, [6] * 32]
+    cycles, why, got = _vm_one(prog, enc, 3, regs, dtypes, k=k)
+    assert cycles == 0 and why == vm.R_BAIL
+    # bar.sync 2: counted when allowed, then the next instruction runs; else stopped before it
+    a1 = g1.copy()
+    cycles, why, got, bars = _vm_one(prog, enc, 5, regs, dtypes, k=k, bar=True, cycles=2,
+                                     glob=[(base0, a0), (base1, a1)])
+    assert cycles == 2 and bars.tolist() == [0, 0, 1] + [0] * 13
+    cycles, why, got = _vm_one(prog, enc, 5, regs, dtypes, k=k)
+    assert cycles == 0 and why == vm.R_BAIL
