@@ -83,6 +83,11 @@ class Launch:
         self.grid = dim3(self.grid, "grid")
         self.block = dim3(self.block, "block")
         self.cluster = dim3(self.cluster, "cluster")
+        if not isinstance(self.non_portable_cluster, (bool, np.bool_)):
+            # (a string would be truthy whatever it says: 'no' must not opt in)
+            raise LaunchError(f"non_portable_cluster={self.non_portable_cluster!r} is not True or False",
+                              expected="non_portable_cluster=True to allow clusters of up to 16 CTAs (the non-portable "
+                                       "cluster size opt-in), else False")
         check_dims(self.grid, self.block, self.cluster, bool(self.non_portable_cluster))
         self.dynamic_smem = byte_count(self.dynamic_smem, "dynamic_smem")
         if isinstance(self.args, (str, bytes, np.ndarray)) or not hasattr(self.args, "__iter__"):

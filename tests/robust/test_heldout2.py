@@ -134,3 +134,11 @@ def test_numba_compilation_is_not_counted_as_work():
     with event.trigger_event("numba:compile", data={}):        # after stop(): not counted
         now[0] += 7.0
     assert clock.seconds() == 3.0
+
+
+@pytest.mark.parametrize("value", ["yes", "no", 1, None])
+def test_the_cluster_opt_in_is_a_bool(value):
+    # batch 2: non_portable_cluster='yes' was accepted (any truthy value opted in, 'no' too)
+    from tcsim.isa.errors import LaunchError
+    with pytest.raises(LaunchError, match=r"non_portable_cluster=.* is not True or False"):
+        Launch(ptx=EMPTY_LOOP.replace("N", "1"), non_portable_cluster=value)
