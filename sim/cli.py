@@ -21,8 +21,8 @@
     tcsim debug LAUNCH.py [--seed N] [--timing]   interactive debugger: breakpoints, watchpoints, reverse
                 [-x COMMANDS]                     stepping, forced interleavings (tcsim.debugger.prompt)
 
-Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (default 300 s) or
-``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
+Runs (``run``, ``demo``) stop at their budget -- ``--max-seconds S`` of simulation work (CPU time; default 40 s)
+or ``--max-instructions N`` warp-instructions -- print a progress line on stderr once longer than ~2 s (on a
 terminal; ``--progress``: also when stderr is not one, ``--no-progress``: never), report a livelock (every live
 warp polling while the machine state repeats) like a deadlock, and stop on Ctrl-C with every warp's position
 (exit status 130); :mod:`tcsim.watch`.
@@ -559,7 +559,8 @@ def main(argv=None) -> int:
         p.add_argument("--max-instructions", type=int, default=None,
                        help="budget in warp-instructions (a positive count)")
         p.add_argument("--max-seconds", type=float, default=None,
-                       help="budget in seconds of simulation work (default: 300 s when no --max-instructions)")
+                       help="budget in seconds of simulation work, CPU time (default: 40 s when no "
+                            "--max-instructions)")
         p.add_argument("--progress", dest="progress", action="store_true", default=None,
                        help="a progress line on stderr for runs longer than ~2 s even when stderr is not a terminal "
                             "(default: on a terminal only)")

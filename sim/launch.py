@@ -83,6 +83,11 @@ class Launch:
         self.grid = dim3(self.grid, "grid")
         self.block = dim3(self.block, "block")
         self.cluster = dim3(self.cluster, "cluster")
+        if not isinstance(self.non_portable_cluster, (bool, np.bool_)):
+            # (a string would be truthy whatever it says: 'no' must not opt in)
+            raise LaunchError(f"non_portable_cluster={self.non_portable_cluster!r} is not True or False",
+                              expected="non_portable_cluster=True to allow clusters of up to 16 CTAs (the non-portable "
+                                       "cluster size opt-in), else False")
         check_dims(self.grid, self.block, self.cluster, bool(self.non_portable_cluster))
         self.dynamic_smem = byte_count(self.dynamic_smem, "dynamic_smem")
         if isinstance(self.args, (str, bytes, np.ndarray)) or not hasattr(self.args, "__iter__"):
@@ -731,7 +736,7 @@ def run_launch(launch: Launch, *, seed: int | None = None, trace=None, max_instr
     and cycles); None takes :func:`tcsim.fast.default_tier`.
 
     The run's budget (:mod:`tcsim.watch`): ``max_instructions`` warp-instructions and/or ``max_seconds`` of
-    simulation work (wall-clock); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
+    simulation work (CPU time); with neither given, :data:`tcsim.watch.DEFAULT_MAX_SECONDS`.  A run that outlasts
     it raises :class:`~tcsim.isa.errors.RunawayError` naming where each warp is; a run in which every live warp
     polls with no state change raises :class:`~tcsim.isa.errors.LivelockError`; Ctrl-C raises
     :class:`~tcsim.isa.errors.RunInterrupted` with every warp's position.  ``progress``: None -- a progress line on

@@ -39,9 +39,10 @@ taken :data:`LOOP_AFTER` seconds; a run shorter than that never pays for it.  A 
   is its cluster's (a flag loaded with ``ld.shared``, an mbarrier poll) is therefore stuck whatever other clusters
   do, once every live warp of its cluster is blocked or stuck in a loop that writes nothing, no TMA / bulk / cp.async
   copy, tensor-pipe or wgmma op of the cluster's CTAs is in flight, and the cluster's memories did not change over
-  two samples at least :data:`tcsim.watch.LIVELOCK_MIN_CYCLES` cycles apart: the polling warp is reported while
-  the other CTAs still run (a cluster whose warps all wait: a :class:`~tcsim.isa.errors.DeadlockError` of that
-  cluster, with the engine's root causes).  Another warp of the CTA still working, a CTA of the cluster that can
+  two samples at least :data:`tcsim.watch.LIVELOCK_MIN_CYCLES` cycles apart (the run watch gives the monitor that
+  margin and the cluster fingerprint when it makes it): the polling warp is reported while the other CTAs still run
+  (a cluster whose warps all wait: a :class:`~tcsim.isa.errors.DeadlockError` of that cluster, with the engine's
+  root causes).  Another warp of the CTA still working, a CTA of the cluster that can
   still store through DSMEM, an async copy in flight: no verdict.
 
 * **Clock waits.**  A register that is a time counter (``%clock``, ``%clock64``, ``%globaltimer``,
@@ -73,7 +74,6 @@ from __future__ import annotations
 
 import math
 import struct
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -726,9 +726,14 @@ class Verdict:
 class LoopMonitor:
     """Samples of the live warps' loops for :class:`tcsim.watch.RunWatch` (see the module docstring)."""
 
-    def __init__(self, watch):
+    def __init__(self, watch, min_cycles: int, cluster_fingerprint):
+        """``min_cycles``: the fewest simulated cycles between two samples of a cluster's verdict
+        (:data:`tcsim.watch.LIVELOCK_MIN_CYCLES`); ``cluster_fingerprint``: a digest of what only a cluster can change
+        (:meth:`tcsim.watch.RunWatch.cluster_fingerprint`) -- both given by the run watch that makes the monitor."""
         self.watch = watch
         self.sim = watch.sim
+        self.min_cycles = min_cycles
+        self.cluster_fingerprint = cluster_fingerprint
         self.map = None
         #: seconds before the first sample and between samples (the module's values at construction)
         self.after, self.every = LOOP_AFTER, LOOP_EVERY
@@ -905,11 +910,6 @@ class LoopMonitor:
         clusters do: a polling warp is reported at its compare (NonTerminatingLoopError), a cluster whose warps all
         wait as a deadlock of that cluster (DeadlockError, with the engine's root causes).  A flag in global
         memory is left to the whole-machine verdict (any CTA may write it)."""
-        # (tcsim.watch's names through the watch that owns this monitor: importing tcsim.watch here would make an
-        # import cycle, watch -> loop_watch -> watch)
-        watch_mod = sys.modules[type(self.watch).__module__]
-        LIVELOCK_MIN_CYCLES = watch_mod.LIVELOCK_MIN_CYCLES    # noqa: N806
-        RunWatch = type(self.watch)                            # noqa: N806
         sim = self.sim
         now = sim.env.now
         prev_all = self._prev_cluster
@@ -921,9 +921,9 @@ class LoopMonitor:
                 continue
             if not all(self._cluster_local(v) for _, v in mems):
                 continue
-            key = (n_live, RunWatch.cluster_fingerprint(cl))
+            key = (n_live, self.cluster_fingerprint(cl))
             prev = prev_all.get(cid)
-            if prev is not None and prev[0] == key and now - prev[1] >= LIVELOCK_MIN_CYCLES:
+            if prev is not None and prev[0] == key and now - prev[1] >= self.min_cycles:
                 n_ctas = len(cl.ctas)
                 who = f"the {n_ctas} CTAs of its cluster" if n_ctas > 1 else "its CTA"
                 others = (f"{live - n_live} live warps of other CTAs are still running: they cannot reach its "

@@ -6,8 +6,11 @@ instruction for it.
 
 * **Budget**: ``max_instructions`` warp-instructions and/or ``max_seconds`` of simulation work: the CPU time this
   process spends in :meth:`tcsim.engine.Simulation.run` (``time.process_time``), not wall-clock time, so that a
-  loaded machine, a debugger pause or a slow observer does not spend it; with neither, :data:`DEFAULT_MAX_SECONDS`.  Past it the run ends
-  with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position.
+  loaded machine, a debugger pause or a slow observer does not spend it, less the time numba spends compiling (a
+  cold cache's first kernels are no simulation work: :class:`_CompileClock`).  With neither, the default budget of
+  :data:`DEFAULT_MAX_SECONDS`: a kernel that does not end is stopped, located, well within a minute of work.  Past it
+  the run ends with a :class:`~tcsim.isa.errors.RunawayError` naming each live warp's position and instruction, as
+  the debugger's ``where()`` does.
 * **How a kernel that does not end is stopped** (the default budget's story): a deadlock at once (no event left);
   a warp in a loop that can never end, or cannot end within the budget (a counter stepping over or away from its
   bound, an invariant test, a poll of memory or of an mbarrier nobody can change) after
@@ -43,14 +46,18 @@ instruction for it.
   :class:`~tcsim.isa.errors.LivelockError`, reported like a deadlock: each warp's position.  A fingerprint that
   includes a clock read, a counter or anything still in flight differs, so a loop that can still end is never
   called a livelock (the budget bounds those).
-* **The dense window** (reference tier): samples a power of two instructions apart see a cycle of P instructions
+* **The dense window** (both tiers): samples a power of two instructions apart see a cycle of P instructions
   only every P / gcd(P, interval) samples -- a data cycle of a few thousand instructions with an odd factor takes
   millions of instructions to come round.  So when two quiet samples in a row find the memories unchanged, the
   watch also looks at every retired instruction (:meth:`RunWatch._dense_step`, about a microsecond each): each time
   the first live warp passes the head of its innermost loop, the machine's state there (PCs first, then the same
   fingerprints) is compared with a checkpoint taken at arrival 1, 2, 4, 8 ... (Brent's cycle finding), so a cycle
   of L loop iterations that began after M is found within about 2 max(M, L) + L iterations, a bound in simulated
-  work whatever the period is in instructions.  Memory changing closes the window.
+  work whatever the period is in instructions.  Memory changing closes the window; so does reaching
+  :data:`DENSE_ARRIVALS` arrivals without a repeat (longer cycles are left to the budget), after which it opens
+  again only once memory has changed.  The fast tier runs the window's instructions one by one as the reference
+  does (its supersteps stop at a check that looks at the warps), so both tiers find the same cycle at the same
+  instruction; the bound keeps what a long register-only phase costs it to a few thousand loop iterations.
 """
 from __future__ import annotations
 
@@ -65,8 +72,9 @@ import numpy as np
 from tcsim.isa.errors import LivelockError, RunawayError, RunInterrupted
 from .context import lanes_str
 
-#: the default budget of a run: seconds of simulation work (the run's own wall-clock time)
-DEFAULT_MAX_SECONDS = 300.0
+#: the default budget of a run: seconds of simulation work (CPU time in run(), numba compilation left out), so that a
+#: kernel that never ends is stopped, located, well within a minute -- what a user waits for before giving up
+DEFAULT_MAX_SECONDS = 40.0
 #: instructions between two checks
 CHECK_EVERY = 1024
 #: a progress line once the run is this long (s), then every PROGRESS_EVERY s (a terminal: redrawn more often)
@@ -82,12 +90,16 @@ LIVELOCK_SHARE = 8
 LIVELOCK_REGS = 16
 LIVELOCK_STATES = 64
 LIVELOCK_MIN_CYCLES = 1000
+#: arrivals at the loop head after which the dense window gives up (cycles of up to about a third as many iterations
+#: are found in it)
+DENSE_ARRIVALS = 1 << 13
 #: warps the reports list one by one
 REPORT_WARPS = 32
 
 
-def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
-    """One line per warp: its live lanes, the instruction each group of lanes is at, what it waits on."""
+def warp_picture(sim, limit: int = REPORT_WARPS, sync: bool = False) -> list[str]:
+    """One line per warp: its live lanes, the instruction each group of lanes is at, what it waits on (``sync``: and
+    the last synchronising operation it did)."""
     body = sim.program.body
     lines = []
     live = [w for w in sim.warps if w.alive.any()]
@@ -102,8 +114,9 @@ def warp_picture(sim, limit: int = REPORT_WARPS) -> list[str]:
             else:
                 groups.append(f"{lanes} past the end")
         waits = "; ".join((x.reason() if callable(x.reason) else x.reason) for x in w.waits)
+        last = f", last sync op {w.last_sync}" if sync and getattr(w, "last_sync", None) else ""
         lines.append(f"{w.label}: " + ", ".join(groups) + (f" -- waiting: {waits}" if waits else "") +
-                     f" ({w.retired} instructions)")
+                     f" ({w.retired} instructions{last})")
     if len(live) > limit:
         lines.append(f"... and {len(live) - limit} more live warps")
     if done:
@@ -127,25 +140,85 @@ def _digest_cta(h, c) -> None:
         h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
 
 
+class _CompileClock:
+    """Seconds numba spent compiling while a run was going on (numba's ``numba:compile`` events, outermost only), on
+    the budget's clock: what :meth:`RunWatch.elapsed` leaves out.  A listener registered while run() runs."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.total = 0.0
+        self._depth = 0
+        self._t0 = 0.0
+        self._listener = None
+        self._running = False
+
+    def start(self) -> None:
+        self._running = True
+        self.poll()
+
+    def poll(self) -> None:
+        """Register the listener once numba is loaded (a run does not import numba for it: tcsim loads it only when
+        a compiled kernel is first needed -- the run watch polls at each check)."""
+        if self._listener is not None or not self._running:
+            return
+        event = sys.modules.get("numba.core.event")
+        if event is None:
+            return
+        owner = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                if owner._depth == 0:
+                    owner._t0 = owner.clock()
+                owner._depth += 1
+
+            def on_end(self, ev):
+                owner._depth = max(owner._depth - 1, 0)
+                if owner._depth == 0:
+                    owner.total += owner.clock() - owner._t0
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+
+    def stop(self) -> None:
+        self._running = False
+        if self._listener is None:
+            return
+        event = sys.modules["numba.core.event"]
+        try:
+            event.unregister("numba:compile", self._listener)
+        except ValueError:
+            pass
+        self._listener = None
+
+    def seconds(self) -> float:
+        """Compile seconds so far (a compile in progress counted up to now)."""
+        self.poll()
+        return self.total + (self.clock() - self._t0 if self._depth else 0.0)
+
+
 class RunWatch:
     """Budget, progress, interrupt and livelock checks of one :class:`tcsim.engine.Simulation`."""
 
     def __init__(self, sim, max_instructions: int | None = None, max_seconds: float | None = None,
                  progress=None):
         self.sim = sim
-        if max_instructions is None and max_seconds is None:
+        #: neither budget given: DEFAULT_MAX_SECONDS
+        self.default_budget = max_instructions is None and max_seconds is None
+        if self.default_budget:
             max_seconds = DEFAULT_MAX_SECONDS
         self.max_instructions = max_instructions
         self.max_seconds = max_seconds
-        self.default_budget = max_instructions is None and max_seconds == DEFAULT_MAX_SECONDS
+        self._clock = time.process_time
+        self._compile = _CompileClock(self._clock)
         #: None: stderr; False: no progress line; else a file object
         self.progress = progress
         self.interrupted = False
         #: the error a check ended the run with (the other warps stop at their next instruction)
         self.fatal = None
         self.next_check = self._next(0)
-        self._t_start = None            # process CPU time when the current run() began
-        self._cpu = 0.0                 # CPU seconds of the earlier run() calls
+        self._t_start = None            # the budget's clock when the current run() began
+        self._cpu = 0.0                 # seconds of the earlier run() calls (the budget's clock)
         self._last_line = None
         self._line_open = False
         self._seen: dict = {}           # warp fingerprint -> cycle first seen, since the state last changed course
@@ -157,21 +230,24 @@ class RunWatch:
         self._brent = None                  # (warp fingerprint, cycle) at the last power-of-two sample
         self._count = 0                     # samples since the state last changed course
         self._last_mkey = None              # memory fingerprint at the last quiet sample (the dense window's trigger)
+        self._dense_spent = None            # memory fingerprint at which a dense window gave up (not reopened on it)
         #: the dense window (:meth:`_dense_step`): None, or [warp, head PC, last retired of that warp, arrivals,
         #: next checkpoint arrival, checkpoint (PCs, warp fingerprint, memory fingerprint, cycle) or None]
         self._dense = None
         from .loop_watch import LoopMonitor
         #: the loop monitor (tcsim.loop_watch): loops that can never end, or not within the budget
-        self.loops = LoopMonitor(self)
+        self.loops = LoopMonitor(self, LIVELOCK_MIN_CYCLES, RunWatch.cluster_fingerprint)
 
     # ------------------------------------------------------------------------------------------ run bracket
     def started(self) -> None:
-        self._t_start = time.process_time()
+        self._t_start = self._clock()
+        self._compile.start()
 
     def stopped(self) -> None:
         if self._t_start is not None:
-            self._cpu += time.process_time() - self._t_start
+            self._cpu += self._clock() - self._t_start
         self._t_start = None
+        self._compile.stop()
         if self._line_open:
             out = self._out()
             if out is not None:
@@ -183,9 +259,10 @@ class RunWatch:
             self._line_open = False
 
     def elapsed(self) -> float:
-        """Seconds of simulation work so far: the process's CPU time inside run() (the budget's measure)."""
-        run = time.process_time() - self._t_start if self._t_start is not None else 0.0
-        return self._cpu + run
+        """Seconds of simulation work so far (the budget's measure): the process's CPU time inside run(), less the
+        time numba spent compiling."""
+        run = self._clock() - self._t_start if self._t_start is not None else 0.0
+        return max(self._cpu + run - self._compile.seconds(), 0.0)
 
     def _next(self, retired: int) -> int:
         n = retired + CHECK_EVERY
@@ -244,10 +321,10 @@ class RunWatch:
             if self.progress is not False and t >= PROGRESS_AFTER and self._last_line is None:
                 self._progress(t)           # (a run this long shows its figures at least once, even when the
                 #                             check that would have printed them came only at the budget)
-            how = ("the default budget; max_seconds= / --max-seconds or max_instructions= / --max-instructions "
-                   "sets another" if self.default_budget else "max_seconds")
-            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation work (CPU time; "
-                                f"{how}) after {retired} warp-instructions and {int(sim.env.now)} cycles")
+            how = ("CPU time; the default budget -- max_seconds= / --max-seconds or max_instructions= / "
+                   "--max-instructions sets another" if self.default_budget else "CPU time; max_seconds")
+            return self.runaway(f"the run used its budget of {self.max_seconds:g} s of simulation work ({how}) after "
+                                f"{retired} warp-instructions and {int(sim.env.now)} cycles")
         if self.progress is not False and t >= PROGRESS_AFTER:
             self._progress(t)
         if self.loops.due(t):
@@ -260,26 +337,23 @@ class RunWatch:
 
     # ------------------------------------------------------------------------------------------ budget
     def runaway(self, what: str) -> RunawayError:
+        """The budget's stop: located at the first live warp's instruction, with every live warp's position (the
+        debugger's ``where()`` picture: lanes, instruction, what it waits on)."""
         sim = self.sim
-        lines, loc = [], None
+        loc = None
         body = sim.program.body
         for w in sim.warps:
             if w.alive.any():
-                pc = min(int(w.pc[w.alive].min()), len(body) - 1)
-                ins = body[pc]
-                loc = loc or ins.loc
-                extra = f", last sync op {w.last_sync}" if w.last_sync else ""
-                lines.append(f"{w.label} at {ins.loc} ({w.retired} instructions{extra})")
-        pending = sim.clusters_pending() if hasattr(sim, "clusters_pending") else 0
-        if lines:
-            # (no claim that the kernel is stuck: a long kernel ends here too; the loop monitor and the livelock
-            # detector report what they can prove never ends)
-            where = ("no non-terminating loop or livelock was found, so it may just be long; live warps: " +
-                     "; ".join(lines[:8]) + ("; ..." if len(lines) > 8 else ""))
+                loc = body[min(int(w.pc[w.alive].min()), len(body) - 1)].loc
+                break
+        lines = warp_picture(sim, limit=8, sync=True)
+        # (no claim that the kernel is stuck: a long kernel ends here too; the loop monitor and the livelock
+        # detector report what they can prove never ends)
+        if loc is not None:
+            where = ("no non-terminating loop or livelock was found, so it may just be long; where every warp is:\n  " +
+                     "\n  ".join(lines) + "\n")
         else:
-            where = "no warp is live at this moment"
-        if pending:
-            where += f"; {len(sim.ctas)} CTAs started, {pending} clusters of the grid not started yet"
+            where = "no warp is live at this moment" + ("; " + "; ".join(lines) if lines else "")
         return RunawayError(f"{what}; {where}", loc,
                             expected="raise max_instructions / max_seconds if the kernel really is this long")
 
@@ -452,17 +526,15 @@ class RunWatch:
         """At a quiet livelock sample: open the dense window when the memories did not change since the previous
         quiet sample and every live warp retired instructions in between (the warps may be cycling through states
         whose period the sparse samples, a power of two instructions apart, cannot see); close it when memory
-        changed.  Reference tier only (the fast tier would fall back to single steps)."""
+        changed; not again on the memory state at which a window gave up (:data:`DENSE_ARRIVALS`)."""
         sim = self.sim
-        if getattr(sim, "_fast", None) is not None:
-            return
         mkey = self._memory_fingerprint()
         same = mkey == self._last_mkey
         self._last_mkey = mkey
         if not same:
             self._dense = None
             return
-        if self._dense is not None:
+        if self._dense is not None or mkey == self._dense_spent:
             return
         live = [w for w in sim.warps if (w.alive & ~w.waiting & ~w.parked).any()]
         if not live:
@@ -494,6 +566,10 @@ class RunWatch:
         n += 1
         d[3] = n
         sim = self.sim
+        if n > DENSE_ARRIVALS:              # (a longer cycle is the budget's; reopened once memory changes)
+            self._dense = None
+            self._dense_spent = self._last_mkey
+            return None
         pcs = b"".join(x.pc.tobytes() + x.alive.tobytes() for x in sim.warps)
         if n == nxt:
             d[4] = nxt * 2

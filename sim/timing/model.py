@@ -129,6 +129,15 @@ class SmState:
         self.atom_free: dict = {}       # global word address -> when the L2 has done the atomics queued on it
 
 
+#: a warp that issues this many free instructions in a row (loop control ptxas unrolls away, a loop timed as a
+#: whole) is held one cycle.  Not a hardware figure but the simulation's guarantee that simulated time advances while
+#: a warp retires instructions: a loop made only of free instructions (a counted loop with an empty body, which ptxas
+#: deletes) would otherwise run at one instant -- every other warp waiting for the clock to move, the livelock and
+#: loop monitors' cycle margins never met -- for as long as it loops.  A loop timed as a whole pays those cycles out
+#: of its cost at the exit (the total is unchanged unless the loop ran more than FREE_RUN x its cost instructions).
+FREE_RUN = 8
+
+
 class TimingModel:
     """Issue model of a timed config (``timed`` = 1)."""
 
@@ -344,12 +353,20 @@ class TimingModel:
                 wt.scoreboard.write(p.dsts, ready, pc)
             if p.cls == "mma":
                 self.mma_sync_flops += p.flops * int(ctx.mask.any())
+            gap = 0
+            wt.free_run += 1
+            if wt.free_run >= FREE_RUN:             # (FREE_RUN: the clock moves while the warp runs)
+                wt.free_run = 0
+                wt.prepaid += 1
+                gap = 1
             if pc in self.rt_exits:
                 head, back, cost = self.rt_exits[pc]
                 pcs = warp.pc[warp.alive & ~warp.waiting]
                 if not ((pcs >= head) & (pcs <= back)).any():     # the whole warp has left the loop
                     wt.loop_iters.pop(back, None)
-                    return cost, now
+                    before = wt.prepaid - gap
+                    wt.prepaid = wt.free_run = 0
+                    return max(cost - before, gap), now
             if pc in self.rt_unroll:
                 # ptxas unrolled the loop by `unroll` behind its trip-count dispatch: every `unroll` iterations its
                 # SASS back edge ends a block, which the warp leaves once every earlier instruction has started
@@ -358,8 +375,9 @@ class TimingModel:
                 if ((pcs >= head) & (pcs <= pc)).any():
                     n = wt.loop_iters[pc] = wt.loop_iters.get(pc, 0) + 1
                     if n % unroll == 0 and wt.last_start > now:
-                        return wt.last_start - now, now
-            return 0, now
+                        return max(wt.last_start - now, gap), now
+            return gap, now
+        wt.free_run = wt.prepaid = 0
         sm.issue_free[wt.sub] = now + 1
         if wt.first_issue is None:
             wt.first_issue = now

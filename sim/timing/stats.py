@@ -28,7 +28,7 @@ class WarpTiming:
 
     __slots__ = ("scoreboard", "issued", "stalls", "tmem_ld_ready", "tmem_st_ready", "sub", "first_issue",
                  "last_issue", "last_start", "pending", "store_next", "writes_done", "atomics_done", "loads",
-                 "loop_iters")
+                 "loop_iters", "free_run", "prepaid")
 
     def __init__(self, scoreboard, sub: int):
         self.scoreboard = scoreboard
@@ -46,6 +46,8 @@ class WarpTiming:
         self.atomics_done = 0.0           # ... its global reductions / atomics
         self.loads: dict = {}             # loop back-edge pc -> completion times of its loads (issue order, recent)
         self.loop_iters: dict = {}        # run-time-trip loop back-edge pc -> iterations of its current execution
+        self.free_run = 0                 # free instructions issued in a row (tcsim.timing.model.FREE_RUN)
+        self.prepaid = 0                  # cycles those runs were held since the last instruction that was not free
 
 
 @dataclass

@@ -138,7 +138,7 @@ def test_seconds_budget_and_progress_line():
     with pytest.raises(RunawayError) as e:
         run_launch(Launch(ptx=COUNT_FOREVER), max_seconds=2.5, progress=buf, detect=False)
     msg = str(e.value)
-    assert "budget of 2.5 s" in msg and "CTA (0,0,0) warp 0 at <ptx>:" in msg
+    assert "budget of 2.5 s" in msg and "CTA (0,0,0) warp 0: all lanes at <ptx>:" in msg and "CPU time" in msg
     lines = [ln for ln in buf.getvalue().splitlines() if ln.startswith("[tcsim]")]
     assert lines and "warp-instructions retired" in lines[0] and "cycles" in lines[0] and "warp-inst/s" in lines[0]
 
