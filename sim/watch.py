@@ -140,9 +140,15 @@ def _digest_cta(h, c) -> None:
         h.update(repr((sorted(tm.allocations.items()), len(tm.pending))).encode())
 
 
+#: at most this many seconds of numba compilation are left out of the budget (a cold cache's first kernels); beyond,
+#: compiling is work like any other (an input that makes the fast tier compile without end is still stopped)
+COMPILE_ALLOWANCE = 20.0
+
+
 class _CompileClock:
     """Seconds numba spent compiling while a run was going on (numba's ``numba:compile`` events, outermost only), on
-    the budget's clock: what :meth:`RunWatch.elapsed` leaves out.  A listener registered while run() runs."""
+    the budget's clock, up to :data:`COMPILE_ALLOWANCE`: what :meth:`RunWatch.elapsed` leaves out.  A listener
+    registered while run() runs."""
 
     def __init__(self, clock):
         self.clock = clock
@@ -194,7 +200,7 @@ class _CompileClock:
     def seconds(self) -> float:
         """Compile seconds so far (a compile in progress counted up to now)."""
         self.poll()
-        return self.total + (self.clock() - self._t0 if self._depth else 0.0)
+        return min(self.total + (self.clock() - self._t0 if self._depth else 0.0), COMPILE_ALLOWANCE)
 
 
 class RunWatch:
@@ -346,10 +352,12 @@ class RunWatch:
             if w.alive.any():
                 loc = body[min(int(w.pc[w.alive].min()), len(body) - 1)].loc
                 break
+        if loc is None and body:
+            loc = body[0].loc               # (no warp live at this instant: the kernel's first instruction)
         lines = warp_picture(sim, limit=8, sync=True)
         # (no claim that the kernel is stuck: a long kernel ends here too; the loop monitor and the livelock
         # detector report what they can prove never ends)
-        if loc is not None:
+        if any(w.alive.any() for w in sim.warps):
             where = ("no non-terminating loop or livelock was found, so it may just be long; where every warp is:\n  " +
                      "\n  ".join(lines) + "\n")
         else:

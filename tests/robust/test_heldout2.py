@@ -142,3 +142,20 @@ def test_the_cluster_opt_in_is_a_bool(value):
     from tcsim.isa.errors import LaunchError
     with pytest.raises(LaunchError, match=r"non_portable_cluster=.* is not True or False"):
         Launch(ptx=EMPTY_LOOP.replace("N", "1"), non_portable_cluster=value)
+
+
+def test_compilation_left_out_is_capped(monkeypatch):
+    # batch 2: a grid of 10^7 CTAs of 1024 threads on the fast tier spent 80 s of CPU under a 40 s budget, half of it
+    # compiling; past COMPILE_ALLOWANCE seconds compiling counts as work
+    from numba.core import event
+
+    monkeypatch.setattr(watch, "COMPILE_ALLOWANCE", 2.5)
+    now = [0.0]
+    clock = watch._CompileClock(lambda: now[0])
+    clock.start()
+    try:
+        with event.trigger_event("numba:compile", data={}):
+            now[0] += 4.0
+    finally:
+        clock.stop()
+    assert clock.seconds() == 2.5
