@@ -141,7 +141,7 @@ class Cta:
             raise MemoryFault(f"mbarrier address offset 0x{offset:x} is not 8-byte aligned",
                               expected="an 8-byte aligned .shared::cta address")
         smem = self.smem
-        if not smem.base <= offset <= smem._bytes.size - 8:        # (the scalar test; check words the fault)
+        if not smem.base <= offset <= smem.base + smem.size - 8:        # (the scalar test; check words the fault)
             smem.check(np.asarray([offset]), 8, "mbarrier access")
         mb = self.mbarriers.get(offset)
         if mb is None:

@@ -73,6 +73,9 @@ def explain(r: dict) -> tuple | None:
             return "zero-extent", "ptxas accepts a zero array extent with an initialiser; tcsim's parser does not"
         if cmsg.startswith("m.ptx") and "tcgen05.mma" in line and "descriptor" in cmsg:
             return "gap", "tcsim requires a register for tcgen05.mma's A descriptor (ptxas takes an immediate)"
+        if re.search(r"\.(?:bf|f)16x2\s*\{", line) and "is not a register" in cmsg:
+            return "gap", ("ptxas 13.0 takes a braced vector destination on a packed half instruction "
+                           "(mul.bf16x2 {%r2, %r0}, ...); tcsim rejects it (meaning not characterised)")
         if "must be a memory address" in cmsg:
             return "bracketless-address", "ptxas takes a register for a [register] address operand"
         if "generic address needs a 64-bit register" in cmsg:

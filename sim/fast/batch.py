@@ -281,3 +281,6 @@ class BatchCtx:
 
 
 __all__ = ["BATCHABLE", "LOADS", "BatchCtx", "Fallback"]
+
+#: special registers whose value is the time (never supplied per call: tcsim.fast.tier, tcsim.fast.blocks)
+TIME_SREGS = ("%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")

@@ -104,8 +104,8 @@ class _Enc:
     def sreg(self, op, nbytes: int):
         """(class, row) of special register ``op`` read as ``nbytes`` (its per-lane values, supplied per call when
         the register's container is an integer of that size), or None for a clock (its value is the cycle)."""
-        from .tier import _TIME_SREGS
-        if op.name in _TIME_SREGS or nbytes not in (2, 4, 8):
+        from .batch import TIME_SREGS
+        if op.name in TIME_SREGS or nbytes not in (2, 4, 8):
             return None
         key = (op.name, op.component, int(nbytes))
         for i, (o, n) in enumerate(self.sregs):

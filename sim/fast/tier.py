@@ -31,7 +31,7 @@ from .batch import BATCHABLE, LOADS, WARP, BatchCtx, Fallback
 _FAILOVER = (Fallback, ValueError, IndexError, TypeError, AttributeError, KeyError)
 
 
-_TIME_SREGS = ("%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")
+from .batch import TIME_SREGS as _TIME_SREGS  # noqa: E402
 
 
 def _reads_time(ins) -> bool:
