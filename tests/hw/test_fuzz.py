@@ -64,14 +64,15 @@ def test_generator_covers_the_subset():
 
 
 @needs_ptxas
-def test_200_programs_pass_ptxas_and_tcsim_check(tmp_path):
+def test_100_programs_pass_ptxas_and_tcsim_check(tmp_path):
+    # (100 programs: CI time; the campaigns' survey checks every recorded program with ptxas and tcsim check)
     from tcsim.cli import check_ptx_text
 
-    progs = [generate(s) for s in range(200)]
+    progs = [generate(s) for s in range(100)]
     text = _module(progs)
     rc, err = _ptxas(text, tmp_path)
     assert rc == 0, err[:3000]
-    errors = check_ptx_text(text, "fuzz200.ptx")
+    errors = check_ptx_text(text, "fuzz100.ptx")
     assert not errors, "\n".join(str(e) for e in errors[:10])
 
 
@@ -84,15 +85,14 @@ def test_tcsim_check_without_ptxas():
 
 # ------------------------------------------------------------------------------------------- the simulator
 
-def test_simulator_is_schedule_independent_on_60_programs():
-    # (60 programs of version 6, most of them warpgroup programs with wgmma: about the CPU time 100 version-5
-    # programs took)
+def test_simulator_is_schedule_independent_on_40_programs():
+    # (40 programs of the current version, most of them warpgroup programs with wgmma: CI time)
     pool = SimPool(2)
     try:
-        res = pool.map([("seed", s, (None, 1, 2)) for s in range(300, 360)])
+        res = pool.map([("seed", s, (None, 1, 2)) for s in range(300, 340)])
     finally:
         pool.close()
-    bad = [(s, o.error, sched) for s, (o, sched) in zip(range(300, 360), res) if sched or not o.ok]
+    bad = [(s, o.error, sched) for s, (o, sched) in zip(range(300, 340), res) if sched or not o.ok]
     assert not bad, bad[:3]
 
 
