@@ -122,8 +122,9 @@ CALIBRATION = [
 ]
 
 
-#: cases whose simulation takes most of this file's time (tma_store_window: ~55 s of CPU): their rows run under slow
-SLOW_CASES = {"tma_store_window"}
+#: cases whose simulation takes most of this file's time (tma_store_window: ~55 s of CPU, ldmatrix_x4_tput_32w:
+#: ~33 s): their rows run under slow
+SLOW_CASES = {"tma_store_window", "ldmatrix_x4_tput_32w"}
 _CALIB_VALUES: dict = {}
 
 
